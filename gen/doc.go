@@ -1,0 +1,11 @@
+// Package gen holds the Go code generated from spec/agent.yaml by oapi-codegen:
+// the data types, the echo strict-server interface and the HTTP client.
+//
+// Nothing in this package is written by hand. Edit spec/agent.yaml and run
+// `go generate ./gen` (the generator version is pinned in go.mod through the
+// root tools.go); a test fails when these files are stale.
+package gen
+
+//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config types.cfg.yaml ../spec/agent.yaml
+//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config server.cfg.yaml ../spec/agent.yaml
+//go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config client.cfg.yaml ../spec/agent.yaml
