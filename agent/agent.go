@@ -1,0 +1,407 @@
+// Package agent is specloop's loop: a Model proposes one action at a time, the
+// runtime (not the model) decides what runs, and every run ends with a
+// structured RunResult and an append-only trace.
+//
+// A step is one model call. A tool call is executed and its Observation
+// appended to the history; output that is not a valid action becomes
+// ModelFeedback and costs a step; a Finish ends the run, or, with a
+// completion check, becomes a request that the check must confirm.
+package agent
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+)
+
+// DefaultMaxSteps is the step budget when Options.MaxSteps is 0.
+const DefaultMaxSteps = 5
+
+// ToolRuntime executes tool calls; *tools.Runtime is the implementation.
+// Call returns an error only when the runtime itself failed; every expected
+// failure is an Observation with IsError set.
+type ToolRuntime interface {
+	Specs() []gen.ToolSpec
+	Call(ctx context.Context, call *gen.ToolCall) (gen.Observation, error)
+}
+
+// Patcher is an optional ability of a ToolRuntime: the changes the run made
+// to its workspace, as a unified diff.
+type Patcher interface {
+	Patch(ctx context.Context) (string, error)
+}
+
+// Checker is a completion gate: it runs when the model finishes, and the run
+// ends finished only when the check passes. An error means the check could
+// not be run at all (an internal error), not that it failed.
+type Checker interface {
+	Check(ctx context.Context) (gen.CheckResult, error)
+}
+
+// Tracer receives the run's trace events in order; *trace.Writer is the
+// usual implementation. An Emit error ends the run with internal_error.
+type Tracer interface {
+	Emit(ev *gen.TraceEvent) error
+}
+
+// Options configure Run. The zero value is a five-step run with no tools, no
+// check and no trace.
+type Options struct {
+	// MaxSteps is the step budget; 0 means DefaultMaxSteps.
+	MaxSteps int
+	// TokenBudget ends the run with token_budget_exceeded once the model
+	// calls reported more tokens than this; 0 means no limit.
+	TokenBudget int64
+	// RunID names the run in its trace and result; empty means a random id.
+	RunID string
+	// Tools executes tool calls; nil means no tool is available.
+	Tools ToolRuntime
+	// Check, when set, must pass before a Finish ends the run.
+	Check Checker
+	// Trace receives every event; nil records nothing.
+	Trace Tracer
+	// RecordRaw adds the model's raw output to model_action and
+	// model_feedback events (for replay). Off by default: it breaks the
+	// trace's privacy guarantee.
+	RecordRaw bool
+	// Observer, when set, is called after each event was traced, for
+	// progress display. It must not block for long.
+	Observer func(p Progress)
+}
+
+// Run runs task with model until it finishes, the budget is spent, the
+// context is cancelled or something fails. It always returns a RunResult;
+// the error is non-nil only for internal_error (the result then says so
+// too), so a failing tool handler or trace is never mistaken for a normal
+// end.
+func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.RunResult, error) {
+	l := newLoop(task, model, opts)
+	return l.run(ctx)
+}
+
+type loop struct {
+	task    gen.Task
+	model   Model
+	opts    Options
+	runID   string
+	max     int
+	history []Item
+	usage   gen.Usage
+	counted bool // a model reported usage
+	start   time.Time
+	check   *gen.CheckResult
+	tracing bool // events are built only when someone receives them
+}
+
+func newLoop(task gen.Task, model Model, opts Options) *loop {
+	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
+		tracing: opts.Trace != nil || opts.Observer != nil}
+	if l.runID == "" {
+		l.runID = NewRunID()
+	}
+	if l.max <= 0 {
+		l.max = DefaultMaxSteps
+	}
+	return l
+}
+
+// NewRunID returns a random run id of 16 hex digits.
+func NewRunID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// end is how the loop stops: a result and, for internal errors, the error.
+type end struct {
+	reason gen.ExitReason
+	answer *string
+	err    error // the cause, for every reason but finished
+	steps  int
+}
+
+func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
+	l.start = time.Now()
+	var toolNames []string
+	if l.opts.Tools != nil {
+		for _, s := range l.opts.Tools.Specs() {
+			toolNames = append(toolNames, s.Name)
+		}
+	}
+	started := l.event(0, gen.TraceEventTypeRunStarted)
+	started.InputSummary = ptr(trace.Summary(l.task.Prompt))
+	started.MaxSteps = &l.max
+	started.ToolNames = &toolNames
+	if err := l.emit(started); err != nil {
+		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
+	}
+	return l.finish(ctx, l.steps(ctx))
+}
+
+func (l *loop) steps(ctx context.Context) end {
+	var lastFeedback gen.FeedbackKind
+	for step := 1; step <= l.max; step++ {
+		if err := ctx.Err(); err != nil {
+			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
+		}
+		t0 := time.Now()
+		action, err := l.model.NextAction(ctx, l.task, History{items: l.history[:len(l.history):len(l.history)]})
+		modelMs := ms(time.Since(t0))
+		var invalid *InvalidOutputError
+		switch {
+		case err == nil:
+		case errors.As(err, &invalid):
+			if e := l.addUsage(invalid.Usage); e != nil {
+				return end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step}
+			}
+			fb := gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: invalid.Message}
+			if l.tracing {
+				ev := l.event(step, gen.TraceEventTypeModelFeedback)
+				ev.FeedbackKind = &fb.Kind
+				ev.Output = ptr(trace.Summary(fb.Message))
+				ev.ModelDurationMs = &modelMs
+				ev.Usage = invalid.Usage
+				if l.opts.RecordRaw {
+					ev.RawResponse = &invalid.Raw
+				}
+				if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
+					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+				}
+			}
+			l.history = append(l.history, Item{Feedback: &fb})
+			lastFeedback = fb.Kind
+			continue
+		case ctx.Err() != nil:
+			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+		default:
+			return end{reason: gen.ExitReasonModelError, err: fmt.Errorf("model: %w", err), steps: step}
+		}
+		lastFeedback = ""
+		if (action.ToolCall == nil) == (action.Finish == nil) {
+			return end{reason: gen.ExitReasonInternalError, err: errors.New("the model returned an action without exactly one of a tool call and a finish"), steps: step}
+		}
+		if l.tracing {
+			if err := l.traceAction(step, &action, modelMs); err != nil {
+				return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+			}
+		}
+		if err := l.addUsage(action.Usage); err != nil {
+			return end{reason: gen.ExitReasonTokenBudgetExceeded, err: err, steps: step}
+		}
+		if action.Finish != nil {
+			fin := *action.Finish
+			if l.opts.Check == nil {
+				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
+			}
+			passed, e := l.gate(ctx, step, &fin)
+			if e != nil {
+				return *e
+			}
+			if passed {
+				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
+			}
+			lastFeedback = gen.FeedbackKindFinishRejected
+			continue
+		}
+		call := *action.ToolCall
+		if e := l.callTool(ctx, step, &call); e != nil {
+			return *e
+		}
+	}
+	switch lastFeedback {
+	case gen.FeedbackKindInvalidModelOutput:
+		return end{reason: gen.ExitReasonInvalidModelOutput, err: fmt.Errorf("the step budget of %d ran out on invalid model output", l.max), steps: l.max}
+	case gen.FeedbackKindFinishRejected:
+		return end{reason: gen.ExitReasonCheckFailed, err: fmt.Errorf("the step budget of %d ran out with the finish rejected by the completion check", l.max), steps: l.max}
+	}
+	return end{reason: gen.ExitReasonMaxStepsExceeded, err: fmt.Errorf("the step budget of %d ran out", l.max), steps: l.max}
+}
+
+// callTool executes one tool call and records it; a non-nil end stops the run.
+func (l *loop) callTool(ctx context.Context, step int, call *gen.ToolCall) *end {
+	l.history = append(l.history, Item{ToolCall: call})
+	var obs gen.Observation
+	var err error
+	t0 := time.Now()
+	if l.opts.Tools == nil {
+		obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", call.ToolName), ErrorCode: ptr(tools.CodeUnknownTool)}
+	} else {
+		obs, err = l.opts.Tools.Call(ctx, call)
+	}
+	toolMs := ms(time.Since(t0))
+	if err != nil {
+		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+	}
+	if l.tracing {
+		ev := l.event(step, gen.TraceEventTypeObservation)
+		ev.ToolName = &obs.ToolName
+		ev.Output = ptr(trace.Summary(obs.Content))
+		ev.IsError = &obs.IsError
+		ev.ErrorCode = obs.ErrorCode
+		ev.ToolDurationMs = &toolMs
+		if err := l.emitDetail(Progress{Event: ev, Observation: &obs}); err != nil {
+			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+		}
+	}
+	l.history = append(l.history, Item{Observation: &obs})
+	return nil
+}
+
+// gate runs the completion check for a finish; it reports whether the check
+// passed, or how the run ends when it could not run.
+func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end) {
+	t0 := time.Now()
+	res, err := l.opts.Check.Check(ctx)
+	checkMs := ms(time.Since(t0))
+	if err != nil {
+		if ctx.Err() != nil {
+			return false, &end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+		}
+		return false, &end{reason: gen.ExitReasonInternalError, err: fmt.Errorf("completion check: %w", err), steps: step}
+	}
+	l.check = &res
+	if res.Passed {
+		return true, nil
+	}
+	l.history = append(l.history, Item{Finish: fin})
+	msg := fmt.Sprintf("The completion check failed with exit code %d, so the task is not finished. Fix the problem and finish again.", res.ExitCode)
+	if res.OutputTail != nil && *res.OutputTail != "" {
+		msg += "\nEnd of the check's output:\n" + *res.OutputTail
+	}
+	fb := gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
+	ev := l.event(step, gen.TraceEventTypeFinishRejected)
+	ev.FeedbackKind = &fb.Kind
+	ev.ExitCode = &res.ExitCode
+	ev.Output = ptr(trace.Summary(msg))
+	ev.ToolDurationMs = &checkMs
+	if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
+		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+	}
+	l.history = append(l.history, Item{Feedback: &fb})
+	return false, nil
+}
+
+func (l *loop) addUsage(u *gen.Usage) error {
+	if u == nil {
+		return nil
+	}
+	l.counted = true
+	l.usage.InputTokens += u.InputTokens
+	l.usage.OutputTokens += u.OutputTokens
+	if b := l.opts.TokenBudget; b > 0 && l.usage.InputTokens+l.usage.OutputTokens > b {
+		return fmt.Errorf("the run used %d tokens, over its budget of %d", l.usage.InputTokens+l.usage.OutputTokens, b)
+	}
+	return nil
+}
+
+// finish builds the result, adds the patch, and records run_finished.
+func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
+	res := gen.RunResult{RunId: &l.runID, ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check}
+	if l.counted {
+		u := l.usage
+		res.Usage = &u
+	}
+	if p, ok := l.opts.Tools.(Patcher); ok {
+		// The patch is read even after a cancellation: the edits were made.
+		patch, err := p.Patch(context.WithoutCancel(ctx))
+		if err != nil && e.reason != gen.ExitReasonInternalError {
+			e = end{reason: gen.ExitReasonInternalError, err: fmt.Errorf("patch: %w", err), steps: e.steps}
+			res.ExitReason, res.Answer = e.reason, nil
+		}
+		if patch != "" {
+			res.Patch = &patch
+		}
+	}
+	if e.err != nil {
+		res.Error = ptr(e.err.Error())
+	}
+	ev := l.event(e.steps, gen.TraceEventTypeRunFinished)
+	ev.ExitReason = &res.ExitReason
+	ev.StepsUsed = &res.StepsUsed
+	ev.Error = res.Error
+	ev.DurationMs = ptr(ms(time.Since(l.start)))
+	if l.counted {
+		ev.Usage = res.Usage
+	}
+	if err := l.emitDetail(Progress{Event: ev, Result: &res}); err != nil && e.reason != gen.ExitReasonInternalError {
+		res.ExitReason, res.Answer = gen.ExitReasonInternalError, nil
+		res.Error = ptr(err.Error())
+		e.err = err
+	}
+	if res.ExitReason == gen.ExitReasonInternalError {
+		return res, e.err
+	}
+	return res, nil
+}
+
+// traceAction records a model_action event.
+func (l *loop) traceAction(step int, action *Action, modelMs float64) error {
+	ev := l.event(step, gen.TraceEventTypeModelAction)
+	ev.ModelDurationMs = &modelMs
+	ev.Usage = action.Usage
+	if l.opts.RecordRaw {
+		ev.RawResponse = &action.Raw
+	}
+	if call := action.ToolCall; call != nil {
+		ev.ActionType = ptr(gen.ActionTypeToolCall)
+		ev.ToolName = &call.ToolName
+		ev.ArgumentKeys = ptr(argumentKeys(call.Arguments))
+	} else {
+		ev.ActionType = ptr(gen.ActionTypeFinish)
+		ev.Output = ptr(trace.Summary(action.Finish.Answer))
+	}
+	return l.emitDetail(Progress{Event: ev, ToolCall: action.ToolCall, Finish: action.Finish})
+}
+
+func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
+	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: time.Now().UTC()}
+}
+
+func (l *loop) emit(ev *gen.TraceEvent) error { return l.emitDetail(Progress{Event: ev}) }
+
+// emitDetail traces p.Event and shows p, with its raw details, to the observer.
+func (l *loop) emitDetail(p Progress) error {
+	if l.opts.Trace != nil {
+		if err := l.opts.Trace.Emit(p.Event); err != nil {
+			return err
+		}
+	}
+	if l.opts.Observer != nil {
+		l.opts.Observer(p)
+	}
+	return nil
+}
+
+func argumentKeys(args map[string]any) []string {
+	keys := make([]string, 0, len(args))
+	for k := range args {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
+
+func ptr[T any](v T) *T { return &v }
+
+// Progress is one event of a run as an Observer sees it: the trace event
+// plus the raw values the trace only summarizes. It is for display; the
+// pointers are the loop's own and must not be modified.
+type Progress struct {
+	Event       *gen.TraceEvent
+	ToolCall    *gen.ToolCall      // model_action of a tool call
+	Finish      *gen.Finish        // model_action of a finish
+	Observation *gen.Observation   // observation
+	Feedback    *gen.ModelFeedback // model_feedback and finish_rejected
+	Result      *gen.RunResult     // run_finished
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/demo"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+)
+
+// demoCmd runs the built-in demo: the real loop, tools and completion gate,
+// with a scripted model, on a copy of an embedded Go module whose test
+// fails.
+func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
+	fs := newFlagSet(env, "demo", "[flags]",
+		"Copies a small Go module whose test fails into a temporary workspace and runs a scripted agent on it:\n"+
+			"search, read_file, edit_file, run_command `go test ./...`, finish, with the completion check\n"+
+			"`go test ./...`. Prints each step, the patch, the result and the trace's path. Needs only Go, no network.")
+	keep := fs.Bool("keep", false, "keep the temporary workspace (its path is printed)")
+	asJSON := fs.Bool("json", false, "print only the RunResult as JSON")
+	tracePath := fs.String("trace", "", "write the trace to this file (default: specloop-demo-RUNID.jsonl in the temporary directory)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		env.errorf("demo: unexpected argument %q", fs.Arg(0))
+		fs.Usage()
+		return exitUsage
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		env.errorf("demo: the demo runs `go test`, and no go command is on PATH")
+		return exitInternal
+	}
+
+	base, err := os.MkdirTemp("", "specloop-demo-*")
+	if err != nil {
+		env.errorf("demo: %v", err)
+		return exitInternal
+	}
+	if !*keep {
+		defer os.RemoveAll(base)
+	}
+	dir := filepath.Join(base, demo.ModuleName)
+	if err := demo.WriteModule(dir); err != nil {
+		env.errorf("demo: %v", err)
+		return exitInternal
+	}
+	ws, err := tools.OpenWorkspace(dir)
+	if err != nil {
+		env.errorf("demo: %v", err)
+		return exitInternal
+	}
+	defer ws.Close()
+	rt, err := tools.New(tools.Config{Workspace: ws})
+	if err != nil {
+		env.errorf("demo: %v", err)
+		return exitInternal
+	}
+	check := tools.NewCommandCheck(ws, demo.Check)
+	check.Env = demo.CheckEnv
+
+	runID := agent.NewRunID()
+	if *tracePath == "" {
+		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
+	}
+	tw, err := trace.Create(*tracePath, trace.SyncAtRunEnd)
+	if err != nil {
+		env.errorf("demo: --trace: %v", err)
+		return exitUsage
+	}
+	defer tw.Close()
+
+	opts := agent.Options{MaxSteps: demo.MaxSteps, RunID: runID, Tools: rt, Check: check, Trace: tw}
+	if !*asJSON {
+		w := env.stdout
+		fmt.Fprintln(w, "specloop demo: a scripted model fixes a failing Go test with the code tools.")
+		fmt.Fprintf(w, "workspace: %s (a copy of an embedded module whose test fails)\n", dir)
+		fmt.Fprintf(w, "task:      %s\n", demo.Task)
+		fmt.Fprintf(w, "check:     %s (the run finishes only when it passes)\n\n", demo.Check)
+		opts.Observer = (&progressPrinter{w: w}).observe
+	}
+	res, runErr := agent.Run(ctx, gen.Task{Prompt: demo.Task}, model.NewScript(demo.Script()...), opts)
+	if err := tw.Close(); err != nil && runErr == nil {
+		env.errorf("demo: trace: %v", err)
+	}
+	code := report(env, &res, runErr, *asJSON, *tracePath)
+	if *keep {
+		w := env.stdout
+		if *asJSON {
+			w = env.stderr // stdout holds only the JSON
+		}
+		fmt.Fprintf(w, "kept:   %s\n", dir)
+	}
+	return code
+}

@@ -1,0 +1,120 @@
+// Command specloop runs code agents: locally (`specloop run`, `specloop
+// demo`) or on a server (`specloop serve`, `specloop run --remote`), and
+// reads their traces (`specloop trace show`).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/specloop/specloop/gen"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// Exit statuses. A run's exit reason maps to its own status so scripts can
+// tell them apart without parsing output.
+const (
+	exitOK                  = 0
+	exitInternal            = 1 // internal_error, or the command itself failed
+	exitUsage               = 2
+	exitMaxSteps            = 3
+	exitInvalidModelOutput  = 4
+	exitCheckFailed         = 5
+	exitModelError          = 6
+	exitTokenBudgetExceeded = 7
+	exitInterrupted         = 8
+	exitCancelled           = 130
+)
+
+var exitCodes = map[gen.ExitReason]int{
+	gen.ExitReasonFinished:            exitOK,
+	gen.ExitReasonInternalError:       exitInternal,
+	gen.ExitReasonMaxStepsExceeded:    exitMaxSteps,
+	gen.ExitReasonInvalidModelOutput:  exitInvalidModelOutput,
+	gen.ExitReasonCheckFailed:         exitCheckFailed,
+	gen.ExitReasonModelError:          exitModelError,
+	gen.ExitReasonTokenBudgetExceeded: exitTokenBudgetExceeded,
+	gen.ExitReasonInterrupted:         exitInterrupted,
+	gen.ExitReasonCancelled:           exitCancelled,
+}
+
+func exitCodeFor(reason gen.ExitReason) int {
+	if code, ok := exitCodes[reason]; ok {
+		return code
+	}
+	return exitInternal
+}
+
+// command is one subcommand.
+type command struct {
+	name    string
+	summary string
+	run     func(ctx context.Context, env *cmdEnv, args []string) int
+}
+
+// cmdEnv is what commands get from main; tests pass buffers.
+type cmdEnv struct {
+	stdin          io.Reader
+	stdout, stderr io.Writer
+}
+
+func (e *cmdEnv) errorf(format string, args ...any) {
+	fmt.Fprintf(e.stderr, "specloop: "+format+"\n", args...)
+}
+
+func commands() []command {
+	return []command{
+		{"run", "run an agent on a task", runCmd},
+		{"demo", "run the built-in demo: a scripted agent fixes a failing Go test", demoCmd},
+		{"serve", "serve the HTTP API for remote runs (specloop run --remote)", serveCmd},
+		{"trace", "read traces (trace show FILE)", traceCmd},
+		{"tools", "list the tools a model can call", toolsCmd},
+		{"spec", "print the OpenAPI document everything is generated from", specCmd},
+	}
+}
+
+func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	env := &cmdEnv{stdin: stdin, stdout: stdout, stderr: stderr}
+	if len(args) == 0 {
+		usage(stderr)
+		return exitUsage
+	}
+	switch args[0] {
+	case "help", "-h", "-help", "--help":
+		usage(stdout)
+		return exitOK
+	}
+	for _, c := range commands() {
+		if c.name == args[0] {
+			return c.run(ctx, env, args[1:])
+		}
+	}
+	env.errorf("unknown command %q", args[0])
+	usage(stderr)
+	return exitUsage
+}
+
+func usage(w io.Writer) {
+	fmt.Fprintln(w, "specloop runs code agents: a model proposes actions, the runtime runs tools in a confined workspace,")
+	fmt.Fprintln(w, "and every run ends with a structured result and a JSONL trace.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Usage: specloop COMMAND [flags]")
+	fmt.Fprintln(w)
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Run `specloop COMMAND -h` for a command's flags.")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "Exit status of run and demo: 0 finished, 1 internal error, 2 usage error, 3 max_steps_exceeded,")
+	fmt.Fprintln(w, "4 invalid_model_output, 5 check_failed, 6 model_error, 7 token_budget_exceeded, 8 interrupted, 130 cancelled.")
+}

@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// progressPrinter prints each step of a run as it happens, one line an event.
+type progressPrinter struct {
+	w io.Writer
+}
+
+func (p *progressPrinter) observe(pr agent.Progress) {
+	ev := pr.Event
+	switch ev.EventType {
+	case gen.TraceEventTypeModelAction:
+		switch {
+		case pr.ToolCall != nil:
+			fmt.Fprintf(p.w, "step %-3d → %s %s\n", ev.Step, pr.ToolCall.ToolName, oneLine(compactJSON(pr.ToolCall.Arguments), 100))
+		case pr.Finish != nil:
+			fmt.Fprintf(p.w, "step %-3d → finish %s\n", ev.Step, oneLine(pr.Finish.Answer, 100))
+		default:
+			fmt.Fprintf(p.w, "step %-3d → %s %s\n", ev.Step, deref(ev.ActionType), deref(ev.ToolName))
+		}
+	case gen.TraceEventTypeObservation:
+		mark := "←"
+		if ev.IsError != nil && *ev.IsError {
+			mark = "✗"
+		}
+		text := deref(ev.Output)
+		if pr.Observation != nil {
+			text = pr.Observation.Content
+		}
+		fmt.Fprintf(p.w, "step %-3d %s %s: %s (%s)\n", ev.Step, mark, deref(ev.ToolName), oneLine(text, 100), msText(ev.ToolDurationMs))
+	case gen.TraceEventTypeModelFeedback:
+		text := deref(ev.Output)
+		if pr.Feedback != nil {
+			text = pr.Feedback.Message
+		}
+		fmt.Fprintf(p.w, "step %-3d ✗ invalid model output: %s\n", ev.Step, oneLine(text, 120))
+	case gen.TraceEventTypeFinishRejected:
+		code := 0
+		if ev.ExitCode != nil {
+			code = *ev.ExitCode
+		}
+		fmt.Fprintf(p.w, "step %-3d ✗ finish rejected: the check exited %d (%s)\n", ev.Step, code, msText(ev.ToolDurationMs))
+	}
+}
+
+// printResult prints how a run ended, for a person.
+func printResult(w io.Writer, res *gen.RunResult, tracePath string) {
+	if res.Patch != nil && *res.Patch != "" {
+		fmt.Fprintf(w, "\npatch:\n%s", *res.Patch)
+		if !strings.HasSuffix(*res.Patch, "\n") {
+			fmt.Fprintln(w)
+		}
+	}
+	fmt.Fprintf(w, "\nresult: %s after %d steps\n", res.ExitReason, res.StepsUsed)
+	if res.Answer != nil {
+		fmt.Fprintf(w, "answer: %s\n", *res.Answer)
+	}
+	if res.Check != nil {
+		fmt.Fprintf(w, "check:  exit code %d\n", res.Check.ExitCode)
+	}
+	if res.Usage != nil {
+		fmt.Fprintf(w, "tokens: %d in, %d out\n", res.Usage.InputTokens, res.Usage.OutputTokens)
+	}
+	if res.Error != nil {
+		fmt.Fprintf(w, "error:  %s\n", *res.Error)
+	}
+	if tracePath != "" {
+		fmt.Fprintf(w, "trace:  %s\n", tracePath)
+	}
+}
+
+func compactJSON(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "?"
+	}
+	return string(b)
+}
+
+// oneLine flattens s to one line of at most n characters.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n]) + "…"
+}
+
+func msText(v *float64) string {
+	if v == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f ms", *v)
+}
+
+func deref[T ~string](p *T) string {
+	if p == nil {
+		return ""
+	}
+	return string(*p)
+}

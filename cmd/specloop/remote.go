@@ -1,0 +1,179 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sdk"
+	"github.com/specloop/specloop/trace"
+)
+
+// remoteGrace bounds how long an interrupted `run --remote` waits for the
+// server to record the cancelled run.
+const remoteGrace = 30 * time.Second
+
+// runRemote runs the job on a specloop server through the sdk: it creates
+// the run, prints each trace event as it arrives (the server sends
+// summaries, not the raw tool output a local run prints), and prints the
+// result exactly like a local run, with the same exit status. --workspace
+// names a directory under the server's workspace root ("." is the root);
+// --trace writes the streamed events to a local file. An interrupt cancels
+// the run on the server.
+func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int {
+	for _, bad := range []struct {
+		set  bool
+		flag string
+	}{
+		{f.recordRaw, "--record-raw"}, {f.baseURL != "", "--base-url"}, {f.noCommands, "--no-commands"},
+	} {
+		if bad.set {
+			env.errorf("run: %s is not available with --remote (the server decides)", bad.flag)
+			return exitUsage
+		}
+	}
+	token, err := readToken(f.tokenFile)
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	c, err := sdk.New(f.remote, sdk.Config{Token: token})
+	if err != nil {
+		env.errorf("run: --remote: %v", err)
+		return exitUsage
+	}
+	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, MaxSteps: &f.maxSteps}
+	if req.Model, err = remoteModel(f); err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	if f.tokenBudget > 0 {
+		req.TokenBudget = &f.tokenBudget
+	}
+	if f.check != "" {
+		req.Check = &f.check
+	}
+	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
+		req.Workspace = &ws
+	}
+	var tw *trace.Writer
+	if f.tracePath != "" {
+		policy, err := trace.ParseSyncPolicy(f.syncPolicy)
+		if err != nil {
+			env.errorf("run: --sync: %v", err)
+			return exitUsage
+		}
+		if tw, err = trace.Create(f.tracePath, policy); err != nil {
+			env.errorf("run: --trace: %v", err)
+			return exitUsage
+		}
+		defer tw.Close()
+	}
+
+	run, err := c.CreateRun(ctx, req)
+	if err != nil {
+		env.errorf("run: %v", err)
+		var apiErr *sdk.APIError
+		if errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.Status != http.StatusTooManyRequests {
+			return exitUsage
+		}
+		return exitInternal
+	}
+	env.errorf("remote run %s on %s", run.Id, f.remote)
+	printer := &progressPrinter{w: env.stdout}
+	var streamErr error
+	for ev, err := range c.Events(ctx, run.Id, 0) {
+		if err != nil {
+			streamErr = err
+			break
+		}
+		if tw != nil {
+			if err := tw.Emit(&ev); err != nil {
+				env.errorf("run: --trace: %v", err)
+				tw = nil
+			}
+		}
+		if !f.asJSON {
+			printer.observe(agent.Progress{Event: &ev})
+		}
+	}
+	// After an interrupt, cancel the run on the server and report how it
+	// ended, like a local run would.
+	wctx := ctx
+	if ctx.Err() != nil {
+		var cancel context.CancelFunc
+		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
+		defer cancel()
+		if _, err := c.Cancel(wctx, run.Id); err != nil && !errors.Is(err, sdk.ErrConflict) {
+			env.errorf("run: cancel run %s: %v", run.Id, err)
+		}
+	} else if streamErr != nil {
+		env.errorf("run: event stream: %v (waiting for the result)", streamErr)
+	}
+	final, err := c.Wait(wctx, run.Id)
+	if err != nil || final.Result == nil {
+		env.errorf("run: run %s: %v", run.Id, err)
+		return exitInternal
+	}
+	return report(env, final.Result, nil, f.asJSON, f.tracePath)
+}
+
+// remoteModel is the server-side model configuration the run flags name:
+// --script FILE sends its responses; --model openai:NAME or anthropic:NAME
+// names a provider the server must offer (with its own keys).
+func remoteModel(f *runFlags) (gen.ModelConfig, error) {
+	var mc gen.ModelConfig
+	if f.script != "" {
+		lines, err := readScriptLines(f.script)
+		if err != nil {
+			return mc, fmt.Errorf("--script: %w", err)
+		}
+		return sdk.ScriptModel(lines...), nil
+	}
+	provider, name, ok := strings.Cut(f.model, ":")
+	if !ok || name == "" {
+		return mc, fmt.Errorf("--model must be PROVIDER:NAME")
+	}
+	var err error
+	switch provider {
+	case string(gen.OpenAIModelConfigProviderOpenai):
+		err = mc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: name})
+	case string(gen.AnthropicModelConfigProviderAnthropic):
+		err = mc.FromAnthropicModelConfig(gen.AnthropicModelConfig{Provider: gen.AnthropicModelConfigProviderAnthropic, Model: name})
+	default:
+		return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
+	}
+	return mc, err
+}
+
+// readScriptLines reads a script file as loadScript does: one raw model
+// response per line, empty lines skipped.
+func readScriptLines(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var lines []string
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 64<<10), 16<<20)
+	for sc.Scan() {
+		if line := sc.Text(); strings.TrimSpace(line) != "" {
+			lines = append(lines, line)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(lines) == 0 {
+		return nil, fmt.Errorf("%s holds no responses", path)
+	}
+	return lines, nil
+}

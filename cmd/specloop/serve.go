@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/trace"
+)
+
+// tokenEnv is the environment variable that holds the bearer token of
+// `serve` (and of `run --remote`) when no token file is given.
+const tokenEnv = "SPECLOOP_TOKEN"
+
+// shutdownTimeout bounds a graceful shutdown: running runs get this long
+// to end cancelled.
+const shutdownTimeout = 30 * time.Second
+
+func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
+	fs := newFlagSet(env, "serve", "[flags]",
+		"Serves the HTTP API for remote runs (see /openapi.yaml): runs execute in the background, at most\n"+
+			"--max-concurrent at a time and one at a time per workspace; --queue more may wait (then 429).\n"+
+			"Workspaces are directories under --workspace-root named by a relative path; a run without one\n"+
+			"works in the root itself. Every run's trace is DATA/traces/ID.jsonl, and DATA/runs.jsonl records\n"+
+			"each run (fsynced before it is acknowledged) and its result, so a restarted server lists every\n"+
+			"run: the ones that were in flight end with exit reason interrupted.\n\n"+
+			"Auth: the bearer token is read from --token-file, or else from $"+tokenEnv+". Without a token the\n"+
+			"server only listens on a loopback address, unless --insecure is given.\n\n"+
+			"Model keys come from the server's environment only (OPENAI_API_KEY, OPENAI_BASE_URL).\n"+
+			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
+			"and recorded.")
+	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
+	data := fs.String("data", "specloop-data", "the data directory: the run log and every run's trace")
+	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use")
+	maxConcurrent := fs.Int("max-concurrent", server.DefaultMaxConcurrent, "the most runs executing at once")
+	queue := fs.Int("queue", server.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
+	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+tokenEnv+")")
+	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
+	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without a token (anyone who can connect can run agents)")
+	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
+	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
+	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		env.errorf("serve: unexpected argument %q", fs.Arg(0))
+		fs.Usage()
+		return exitUsage
+	}
+	policy, err := trace.ParseSyncPolicy(*syncPolicy)
+	if err != nil {
+		env.errorf("serve: --sync: %v", err)
+		return exitUsage
+	}
+	token, err := readToken(*tokenFile)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	if !isLoopback(*addr) {
+		switch {
+		case token == "" && !*insecure:
+			env.errorf("serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, tokenEnv)
+			return exitUsage
+		case token == "":
+			fmt.Fprintf(env.stderr, "\n"+
+				"  ************************************************************************\n"+
+				"  WARNING: --insecure: serving on %s WITHOUT A TOKEN.\n"+
+				"  Anyone who can reach this address can start agent runs%s\n"+
+				"  in %s. Use a token ($%s or --token-file) instead.\n"+
+				"  ************************************************************************\n\n",
+				*addr, commandsNote(*allowCommands), *root, tokenEnv)
+		default:
+			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
+		}
+	}
+	srv, err := server.New(server.Config{
+		DataDir:       *data,
+		WorkspaceRoot: *root,
+		Token:         token,
+		MaxConcurrent: *maxConcurrent,
+		QueueSize:     *queue,
+		AllowCommands: *allowCommands,
+		BodyLimit:     *bodyLimit,
+		TraceSync:     policy,
+		Logger:        logger,
+	})
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitInternal
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		_ = srv.Shutdown(context.Background())
+		return exitUsage
+	}
+	hs := &http.Server{
+		Handler:           srv.Handler(),
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
+	}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
+		"max_concurrent", *maxConcurrent, "queue", *queue, "commands", *allowCommands, "auth", token != "")
+
+	code := exitOK
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down: refusing new runs, cancelling the running ones")
+	case err := <-served:
+		logger.Error("the HTTP server stopped", "err", err)
+		code = exitInternal
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Error("shutdown", "err", err)
+		code = exitInternal
+	}
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("shutdown", "err", err)
+		code = exitInternal
+	}
+	logger.Info("stopped")
+	return code
+}
+
+func commandsNote(allowed bool) string {
+	if allowed {
+		return " and shell commands"
+	}
+	return ""
+}
+
+// readToken returns the token from path, or from $SPECLOOP_TOKEN when path
+// is empty. The token is never printed.
+func readToken(path string) (string, error) {
+	if path == "" {
+		return strings.TrimSpace(os.Getenv(tokenEnv)), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", errors.New("--token-file: the file is empty")
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		return "", errors.New("--token-file: the token must be one line")
+	}
+	return token, nil
+}
+
+// isLoopback reports whether addr (host:port) listens on loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}

@@ -1,0 +1,148 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// startServe runs `specloop serve` in-process on a free loopback port and
+// returns its URL; the server stops (gracefully) at the end of the test.
+func startServe(t *testing.T, args ...string) (url string, stderr *logTail) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	pr, pw := io.Pipe()
+	stderr = &logTail{}
+	done := make(chan int, 1)
+	base := []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir()}
+	go func() {
+		done <- run(ctx, append(base, args...), strings.NewReader(""), io.Discard, pw)
+		pw.Close()
+	}()
+	urls := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			line := sc.Text()
+			stderr.add(line)
+			if m := regexp.MustCompile(`url=(http://\S+)`).FindStringSubmatch(line); m != nil {
+				urls <- m[1]
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case code := <-done:
+			if code != 0 {
+				t.Errorf("serve exited %d:\n%s", code, stderr)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not stop")
+		}
+	})
+	select {
+	case url = <-urls:
+	case code := <-done:
+		t.Fatalf("serve exited %d:\n%s", code, stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatalf("serve did not start:\n%s", stderr)
+	}
+	return url, stderr
+}
+
+// logTail collects log lines.
+type logTail struct {
+	lines []string
+	mu    chan struct{}
+}
+
+func (l *logTail) add(s string) {
+	l.lock()
+	defer l.unlock()
+	l.lines = append(l.lines, s)
+}
+
+func (l *logTail) String() string {
+	l.lock()
+	defer l.unlock()
+	return strings.Join(l.lines, "\n")
+}
+
+func (l *logTail) lock() {
+	if l.mu == nil {
+		l.mu = make(chan struct{}, 1)
+	}
+	l.mu <- struct{}{}
+}
+
+func (l *logTail) unlock() { <-l.mu }
+
+func TestServeHelp(t *testing.T) {
+	code, _, stderr := cli(t, "serve", "-h")
+	if code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{"--addr", "--data", "--workspace-root", "--max-concurrent", "--queue", "--token-file", "--allow-commands", "--insecure", "SPECLOOP_TOKEN", "interrupted"} {
+		if !strings.Contains(stderr, strings.TrimPrefix(want, "-")) {
+			t.Errorf("serve -h does not mention %s", want)
+		}
+	}
+}
+
+// TestServeRefusesOpenAddress: no token on a non-loopback address is a
+// usage error unless --insecure is given.
+func TestServeRefusesOpenAddress(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	code, _, stderr := cli(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "refusing") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, tt := range []struct {
+		addr string
+		want bool
+	}{
+		{"127.0.0.1:8080", true}, {"[::1]:80", true}, {"localhost:1", true}, {"127.8.9.10:1", true},
+		{"0.0.0.0:8080", false}, {":8080", false}, {"[::]:80", false}, {"192.168.1.2:80", false}, {"example.com:80", false}, {"nonsense", false},
+	} {
+		if got := isLoopback(tt.addr); got != tt.want {
+			t.Errorf("isLoopback(%q) = %v", tt.addr, got)
+		}
+	}
+}
+
+func TestReadToken(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	t.Setenv(tokenEnv, " from-env \n")
+	for _, tt := range []struct {
+		name, path, want string
+		fails            bool
+	}{
+		{"environment", "", "from-env", false},
+		{"file", write("t", "from-file\n"), "from-file", false},
+		{"empty file", write("e", "\n"), "", true},
+		{"two lines", write("two", "a\nb\n"), "", true},
+		{"missing file", filepath.Join(dir, "absent"), "", true},
+	} {
+		got, err := readToken(tt.path)
+		if (err != nil) != tt.fails || got != tt.want {
+			t.Errorf("%s: %q %v", tt.name, got, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "from-") {
+			t.Errorf("%s: the error shows the token", tt.name)
+		}
+	}
+}

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"github.com/specloop/specloop/trace"
+)
+
+func traceCmd(_ context.Context, env *cmdEnv, args []string) int {
+	if len(args) == 0 || args[0] != "show" {
+		env.errorf("usage: specloop trace show FILE")
+		return exitUsage
+	}
+	fs := newFlagSet(env, "trace show", "FILE",
+		"Prints a JSONL trace for a person, one event a line, in file order. It only reads the file.\n"+
+			"A torn last line (a crash mid-write) is reported after the events before it.")
+	if code, done := parseFlags(fs, args[1:]); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	f, err := os.Open(fs.Arg(0))
+	if err != nil {
+		env.errorf("%v", err)
+		return exitUsage
+	}
+	defer f.Close()
+	log, rerr := trace.Read(f)
+	if err := trace.Show(env.stdout, log); err != nil {
+		return exitInternal
+	}
+	if rerr != nil {
+		var le *trace.LineError
+		if errors.As(rerr, &le) {
+			env.errorf("%s: %v", fs.Arg(0), rerr)
+			return exitInternal
+		}
+		env.errorf("%v", rerr)
+		return exitInternal
+	}
+	return exitOK
+}

@@ -1,0 +1,374 @@
+package contract
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"reflect"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
+)
+
+// callTimeout bounds one generated tool call, so that a hanging handler
+// fails the check instead of the test binary.
+const callTimeout = 20 * time.Second
+
+var errorCode = regexp.MustCompile(`(?:^|[.!)]\s+)([a-z][a-z0-9_]*):\s`)
+
+// ErrorCodes parses the error codes a tool's error description names. The
+// spec writes them as `code: what it means.` sentences, e.g.
+// "division_by_zero: the operation is divide and right is 0. non_finite_result: ...".
+func ErrorCodes(description string) []string {
+	var codes []string
+	for _, m := range errorCode.FindAllStringSubmatch(description, -1) {
+		if !slices.Contains(codes, m[1]) {
+			codes = append(codes, m[1])
+		}
+	}
+	return codes
+}
+
+// CheckTools checks the tools of doc against handlers, the way a model
+// would meet them:
+//
+//   - the tools of the spec and the handlers pair up one to one;
+//   - each handler's Go input type has a field for every property of the
+//     tool's input schema and no other (a spec field the handler cannot see
+//     is ignored silently);
+//   - each tool's error description names its error codes;
+//   - the model-visible tool specs validate against ToolSpec;
+//   - every input GenerateInputs derives from the input schema and the
+//     spec's examples is run by a runtime over doc with these handlers
+//     (commands allowed), in the fixture workspace (see WriteFixture), and
+//     its Observation must match the spec: an input the schema accepts gets
+//     a result that validates against the tool's result schema, or an error
+//     whose code the tool's error description names; an input the schema
+//     rejects gets invalid_arguments; every example succeeds.
+//
+// Validity is decided by kin-openapi over doc, independently of the
+// runtime's own validator. dir is an empty directory the check owns; it
+// holds the fixture, restored after every call that changed it.
+func CheckTools(ctx context.Context, doc *openapi3.T, handlers []tools.Handler, dir string) []Problem {
+	reg, err := tools.NewRegistry(doc)
+	if err != nil {
+		return []Problem{{Subject: "spec", Message: "the tools cannot be derived from the spec: " + err.Error()}}
+	}
+	bound, ps := bind(reg, handlers)
+	if len(ps) > 0 {
+		// The runtime refuses to start (tools.New fails), so no call runs.
+		return ps
+	}
+	for _, def := range reg.Defs() {
+		ps = append(ps, checkInputType(def, bound[def.Spec.Name])...)
+		if len(ErrorCodes(def.Spec.ErrorDescription)) == 0 {
+			ps = append(ps, Problem{Subject: def.Spec.Name, Message: "the error description (the 422 response's description) names no error code; write them as `code: meaning.`"})
+		}
+	}
+	if err := WriteFixture(dir); err != nil {
+		return append(ps, Problem{Subject: "fixture", Message: err.Error()})
+	}
+	ws, err := tools.OpenWorkspace(dir)
+	if err != nil {
+		return append(ps, Problem{Subject: "fixture", Message: err.Error()})
+	}
+	defer ws.Close()
+	rt, err := tools.New(tools.Config{Spec: doc, Handlers: handlers, Workspace: ws})
+	if err != nil {
+		return append(ps, Problem{Subject: "runtime", Message: "the runtime does not start: " + err.Error()})
+	}
+	ps = append(ps, CheckToolSpecs(doc, rt.Specs())...)
+	offered := map[string]bool{}
+	for _, s := range rt.Specs() {
+		offered[s.Name] = true
+	}
+	obsSchema, err := component(doc, componentName[gen.Observation]())
+	if err != nil {
+		return append(ps, Problem{Subject: "spec", Message: err.Error()})
+	}
+	tc := &toolCheck{rt: rt, dir: dir, observation: obsSchema}
+	for _, def := range reg.Defs() {
+		if !offered[def.Spec.Name] {
+			ps = append(ps, Problem{Subject: def.Spec.Name, Message: "the runtime does not offer the tool even with a workspace and commands allowed"})
+			continue
+		}
+		ps = append(ps, tc.check(ctx, doc, def)...)
+	}
+	return dedupe(ps)
+}
+
+// bind pairs tools and handlers as tools.Bind does, but reports each tool
+// and each handler on its own.
+func bind(reg *tools.Registry, handlers []tools.Handler) (map[string]tools.Handler, []Problem) {
+	var ps []Problem
+	byInput := map[string]tools.Handler{}
+	for _, h := range handlers {
+		name := tools.InputName(h)
+		if _, dup := byInput[name]; dup {
+			ps = append(ps, Problem{Subject: "handlers", Message: fmt.Sprintf("two handlers take %s", name)})
+		}
+		byInput[name] = h
+	}
+	bound := map[string]tools.Handler{}
+	for _, def := range reg.Defs() {
+		h, ok := byInput[def.InputSchemaName]
+		if !ok {
+			ps = append(ps, Problem{Subject: def.Spec.Name, Message: fmt.Sprintf("the spec defines this tool but no handler implements it (no handler takes %s, its input schema)", def.InputSchemaName)})
+			continue
+		}
+		bound[def.Spec.Name] = h
+		delete(byInput, def.InputSchemaName)
+	}
+	for _, name := range slices.Sorted(maps.Keys(byInput)) {
+		ps = append(ps, Problem{Subject: "handler of " + name, Message: "no tool of the spec has this input schema: the handler implements a tool the spec does not define"})
+	}
+	return bound, ps
+}
+
+// toolCheck runs generated inputs through one runtime.
+type toolCheck struct {
+	rt          *tools.Runtime
+	dir         string
+	observation *openapi3.Schema
+}
+
+// check runs every generated input of one tool.
+func (tc *toolCheck) check(ctx context.Context, doc *openapi3.T, def *tools.Def) []Problem {
+	name := def.Spec.Name
+	op := operationByID(doc, name)
+	if op == nil {
+		return []Problem{{Subject: name, Message: "no operation has this tool's name as operationId"}}
+	}
+	examples, err := examplesOf(op)
+	if err != nil {
+		return []Problem{{Subject: name, Message: err.Error()}}
+	}
+	var ps []Problem
+	if len(examples) == 0 {
+		ps = append(ps, Problem{Subject: name, Message: "the operation has no request body example; every tool needs one (it is the base of the generated inputs)"})
+	}
+	codes := ErrorCodes(def.Spec.ErrorDescription)
+	result := resultName(op)
+	for _, in := range GenerateInputs(def.Input, examples) {
+		p := Problem{Subject: name, Context: "from example " + in.Example}
+		p.Field, p.Value = in.describe()
+		if in.Verbatim {
+			p.Context = ""
+		}
+		invalid := kinCheck(def.Input, in.Args, openapi3.VisitAsRequest())
+		if in.Verbatim && invalid != nil {
+			p.Field = invalid.Pointer
+			p.Message = fmt.Sprintf("example %s does not validate against the input schema %s: %s", in.Example, def.InputSchemaName, invalid.Reason)
+			ps = append(ps, p)
+			continue
+		}
+		obs, err := tc.call(ctx, name, in.Args)
+		if err != nil {
+			p.Message = err.Error()
+			ps = append(ps, p)
+			continue
+		}
+		for _, msg := range judge(def, result, codes, tc.observation, obs, invalid, in.Verbatim) {
+			q := p
+			if in.Verbatim {
+				msg = "example " + in.Example + ": " + msg
+			}
+			q.Message = msg
+			ps = append(ps, q)
+		}
+	}
+	return ps
+}
+
+// call runs one tool call in the fixture and restores the fixture.
+func (tc *toolCheck) call(ctx context.Context, tool string, args map[string]any) (gen.Observation, error) {
+	ctx, cancel := context.WithTimeout(ctx, callTimeout)
+	defer cancel()
+	obs, err := tc.rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: tool, Arguments: args})
+	if rerr := resetFixture(tc.dir); rerr != nil {
+		return obs, rerr
+	}
+	if err != nil {
+		return obs, fmt.Errorf("the handler failed internally (a run would stop with internal_error): %v", err)
+	}
+	return obs, nil
+}
+
+// judge says what is wrong with an observation of an input that the schema
+// accepts (invalid == nil) or rejects.
+func judge(def *tools.Def, result string, codes []string, obsSchema *openapi3.Schema, obs gen.Observation, invalid *fieldError, example bool) []string {
+	var msgs []string
+	if data, err := json.Marshal(obs); err != nil {
+		msgs = append(msgs, "the observation does not encode: "+err.Error())
+	} else {
+		var v any
+		_ = json.Unmarshal(data, &v)
+		if fe := kinCheck(obsSchema, v, openapi3.VisitAsResponse()); fe != nil {
+			msgs = append(msgs, "the observation does not validate against Observation: "+fe.Error())
+		}
+	}
+	code := ""
+	if obs.ErrorCode != nil {
+		code = *obs.ErrorCode
+	}
+	detail := clipText(strings.TrimPrefix(obs.Content, "error: "), 200)
+	if invalid != nil {
+		if !obs.IsError || code != tools.CodeInvalidArguments {
+			what := "succeeded"
+			if obs.IsError {
+				what = "failed with " + code
+			}
+			msgs = append(msgs, fmt.Sprintf("the schema rejects this input (%s) but the runtime did not answer %s: the call %s", invalid.Error(), tools.CodeInvalidArguments, what))
+		}
+		return msgs
+	}
+	if obs.IsError {
+		switch {
+		case code == tools.CodeInvalidArguments:
+			msgs = append(msgs, fmt.Sprintf("the schema accepts this input but the runtime answered %s: %s", code, detail))
+		case !slices.Contains(codes, code):
+			msgs = append(msgs, fmt.Sprintf("handler failed with %s, which the spec's error description does not name (it names %s): %s", quoteCode(code), strings.Join(codes, ", "), detail))
+		case example:
+			msgs = append(msgs, fmt.Sprintf("failed with %s; a spec example must succeed: %s", code, detail))
+		}
+		if obs.Data != nil {
+			msgs = append(msgs, "an error observation carries data; the spec says data is absent for errors")
+		}
+		return msgs
+	}
+	if obs.Data == nil {
+		return append(msgs, "the call succeeded without a structured result (Observation data)")
+	}
+	if err := def.ValidateResult(*obs.Data); err != nil {
+		msgs = append(msgs, fmt.Sprintf("the result does not validate against %s (runtime validator): %v", result, err))
+	} else if fe := kinCheck(def.Result, normalize(*obs.Data), openapi3.VisitAsResponse()); fe != nil {
+		msgs = append(msgs, fmt.Sprintf("the result does not validate against %s (kin-openapi): %v", result, fe))
+	}
+	return msgs
+}
+
+// resultName is the name of the schema of the operation's 200 response.
+func resultName(op *openapi3.Operation) string {
+	if r := op.Responses.Status(200); r != nil && r.Value != nil {
+		if mt := r.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil && mt.Schema.Ref != "" {
+			return mt.Schema.Ref[strings.LastIndexByte(mt.Schema.Ref, '/')+1:]
+		}
+	}
+	return "the tool's result schema"
+}
+
+func quoteCode(code string) string {
+	if code == "" {
+		return "no error code"
+	}
+	return code
+}
+
+// checkInputType compares the properties of a tool's input schema with the
+// JSON fields of its handler's Go input type. A spec property the type
+// lacks is silently dropped before the handler sees it.
+func checkInputType(def *tools.Def, h tools.Handler) []Problem {
+	t := handlerInputType(h)
+	if t == nil {
+		return nil
+	}
+	fields := jsonFields(t)
+	var ps []Problem
+	for _, prop := range slices.Sorted(maps.Keys(def.Input.Properties)) {
+		if !fields[strings.ToLower(prop)] {
+			ps = append(ps, Problem{Subject: def.Spec.Name, Field: pointer(prop), Message: fmt.Sprintf("the input schema declares this field but the handler's input type %s has none, so the handler never sees it (regenerate gen/ and implement it)", t)})
+		}
+	}
+	declared := map[string]bool{}
+	for prop := range def.Input.Properties {
+		declared[strings.ToLower(prop)] = true
+	}
+	for _, f := range slices.Sorted(maps.Keys(fields)) {
+		if !declared[f] {
+			ps = append(ps, Problem{Subject: def.Spec.Name, Field: pointer(f), Message: fmt.Sprintf("the handler's input type %s has this field but the input schema does not declare it", t)})
+		}
+	}
+	return ps
+}
+
+// handlerInputType finds the Go input type of a handler built with
+// tools.Func: the struct, named like the tool's input schema, that the
+// handler's function takes. It returns nil when it cannot tell (the check
+// is then skipped).
+func handlerInputType(h tools.Handler) reflect.Type {
+	name := tools.InputName(h)
+	t := reflect.TypeOf(h)
+	for t != nil && t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if t == nil || t.Kind() != reflect.Struct {
+		return nil
+	}
+	for i := range t.NumField() {
+		ft := t.Field(i).Type
+		if ft.Kind() != reflect.Func {
+			continue
+		}
+		for j := range ft.NumIn() {
+			in := ft.In(j)
+			for in.Kind() == reflect.Pointer {
+				in = in.Elem()
+			}
+			if in.Kind() == reflect.Struct && in.Name() == name {
+				return in
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields lists the lower-cased JSON names of a struct's fields, as
+// encoding/json (and schema.Bind) would match them.
+func jsonFields(t reflect.Type) map[string]bool {
+	out := map[string]bool{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			continue
+		}
+		tag := f.Tag.Get("json")
+		if tag == "-" {
+			continue
+		}
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "" {
+			name = f.Name
+		}
+		out[strings.ToLower(name)] = true
+	}
+	return out
+}
+
+// operationByID returns the operation with the given operationId.
+func operationByID(doc *openapi3.T, id string) *openapi3.Operation {
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			if op.OperationID == id {
+				return op
+			}
+		}
+	}
+	return nil
+}
+
+// clipText shortens s to at most n bytes on a rune boundary.
+func clipText(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && s[n]&0xC0 == 0x80 {
+		n--
+	}
+	return s[:n] + "…"
+}

@@ -1,0 +1,79 @@
+// Package demo holds what `specloop demo` runs: a small Go module whose test
+// fails, a task, the completion check, and the scripted model responses
+// that fix the bug through the code tools (search, read_file, edit_file,
+// run_command, then finish).
+//
+// The module lives in _module, a directory the go command ignores, so its
+// failing test is not part of specloop's own test suite; its go.mod is
+// stored as go.mod.txt because a go.mod would make it a separate module
+// that cannot be embedded.
+package demo
+
+import (
+	"embed"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+//go:embed all:_module
+var module embed.FS
+
+//go:embed script.jsonl
+var script string
+
+const (
+	// ModuleName names the directory the module is written to.
+	ModuleName = "roman"
+	// Task is the prompt of the demo run.
+	Task = "The tests of this Go module fail: roman.Format(4) returns \"IIII\" instead of \"IV\". " +
+		"Find the bug, fix it, and make `go test ./...` pass."
+	// Check is the completion check: the run finishes only when it passes.
+	Check = "go test ./..."
+	// MaxSteps is the demo's step budget; the script needs five.
+	MaxSteps = 10
+)
+
+// CheckEnv makes the check independent of the user's Go settings: the
+// module has no dependencies, needs no go.work and no other toolchain, so
+// it builds offline.
+var CheckEnv = []string{"GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"}
+
+// Script returns the model's responses, one raw action each, in order.
+func Script() []string {
+	var out []string
+	for _, line := range strings.Split(script, "\n") {
+		if strings.TrimSpace(line) != "" {
+			out = append(out, line)
+		}
+	}
+	return out
+}
+
+// WriteModule writes the module into dir, which must not exist yet or be
+// empty.
+func WriteModule(dir string) error {
+	return fs.WalkDir(module, "_module", func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(p, "_module"), "/")
+		if rel == "go.mod.txt" {
+			rel = "go.mod"
+		}
+		target := filepath.Join(dir, filepath.FromSlash(rel))
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		data, err := module.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(target, data, 0o644); err != nil {
+			return fmt.Errorf("demo: %w", err)
+		}
+		return nil
+	})
+}

@@ -1,0 +1,259 @@
+// Package anthropic is a specloop model backed by Anthropic's Messages API.
+//
+// The model is offered the runtime's tools (name, description, input schema,
+// all from the spec), plus a finish tool whose schema is the spec's Finish.
+// Its tool_use blocks become ToolCalls, a finish tool_use or a reply with
+// text and no tool_use becomes a Finish, and everything else (input that is
+// not a JSON object, an unknown tool, a refusal, a reply cut off at
+// max_tokens, an empty reply) becomes invalid-output feedback. Several
+// tool_use blocks in one reply run as consecutive steps, in order, without
+// asking the provider again between them.
+//
+// The history goes back as an assistant message with a tool_use block per
+// ToolCall, followed by a user message with the tool_result block for the
+// same id; a failed observation's tool_result has is_error set and its text
+// starts with "ERROR" (and its error code). Invalid-output feedback is a
+// user text block; a finish the completion check rejected is a finish
+// tool_use answered by a tool_result with is_error. Consecutive user blocks
+// are merged into one message, as the API expects alternating roles.
+//
+// 429 and 5xx (including 529 overloaded) responses are retried by the SDK
+// with exponential backoff, honouring Retry-After; when the retries are
+// exhausted NextAction returns a *model.ProviderError, which ends the run
+// with exit reason model_error.
+package anthropic
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/option"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model/internal/adapt"
+)
+
+// Environment variables NewFromEnv reads.
+const (
+	EnvAPIKey  = "ANTHROPIC_API_KEY"
+	EnvBaseURL = "ANTHROPIC_BASE_URL"
+)
+
+// Defaults for a zero Config.
+const (
+	// DefaultBaseURL is Anthropic's API.
+	DefaultBaseURL = "https://api.anthropic.com"
+	// DefaultMaxOutputTokens is max_tokens when the Config sets none (the
+	// API requires one).
+	DefaultMaxOutputTokens = 4096
+	// DefaultMaxRetries is how often a 429, 5xx or network failure is
+	// retried.
+	DefaultMaxRetries = 3
+	// DefaultTimeout bounds one request attempt.
+	DefaultTimeout = 10 * time.Minute
+)
+
+// provider names the provider in errors.
+const provider = "anthropic"
+
+// ErrNoAPIKey is returned by New for Anthropic's own API without an API key.
+var ErrNoAPIKey = errors.New("anthropic: no API key: set " + EnvAPIKey)
+
+// Config configures a Model.
+type Config struct {
+	// Model is the model name, e.g. "claude-sonnet-4-5".
+	Model string
+	// BaseURL is the API's base URL; empty means DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as x-api-key. It is required for Anthropic's own API
+	// and optional for other servers.
+	APIKey string
+	// Temperature is the sampling temperature; nil leaves the provider's
+	// default (some newer models accept no other; SDK v2 dropped the field,
+	// the API still takes it).
+	Temperature *float64
+	// MaxOutputTokens is max_tokens; 0 means DefaultMaxOutputTokens.
+	MaxOutputTokens int64
+	// HTTPClient makes the requests; nil means a default client.
+	HTTPClient *http.Client
+	// MaxRetries is how often a 429, 5xx or network failure is retried;
+	// 0 means DefaultMaxRetries, negative means never.
+	MaxRetries int
+	// Timeout bounds one request attempt; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
+	// finish tool is added to them.
+	Tools []gen.ToolSpec
+}
+
+// ConfigFromSpec returns the Config for a run's model configuration (the
+// spec's AnthropicModelConfig) and tools. The key is not part of it: add it
+// with WithEnv or NewFromEnv.
+func ConfigFromSpec(mc gen.AnthropicModelConfig, tools []gen.ToolSpec) Config {
+	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
+	if mc.MaxOutputTokens != nil {
+		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
+	}
+	return cfg
+}
+
+// WithEnv returns c with APIKey set from ANTHROPIC_API_KEY and, when c has
+// no BaseURL, BaseURL from ANTHROPIC_BASE_URL. getenv is os.Getenv when nil.
+func (c Config) WithEnv(getenv func(string) string) Config {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c.APIKey = getenv(EnvAPIKey)
+	if c.BaseURL == "" {
+		c.BaseURL = getenv(EnvBaseURL)
+	}
+	return c
+}
+
+// NewFromEnv is New(cfg.WithEnv(os.Getenv)): the API key only ever comes
+// from the environment.
+func NewFromEnv(cfg Config) (*Model, error) { return New(cfg.WithEnv(nil)) }
+
+// Model is an agent.Model over the Messages API. It is safe for concurrent
+// use, but a Model with queued tool calls belongs to one run: give each run
+// its own Model.
+type Model struct {
+	client  anthropic.Client
+	cfg     Config
+	timeout time.Duration
+	toolset *adapt.Toolset
+	tools   []byte // `{"tools":[...],`, the start of every request body
+	system  string
+	queue   adapt.Queue
+}
+
+var _ agent.Model = (*Model)(nil)
+
+// New returns a Model for cfg. It never reads the environment (see
+// NewFromEnv).
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("anthropic: no model name")
+	}
+	official := cfg.BaseURL == "" || strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL
+	if !official {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("anthropic: the base URL must be an absolute http or https URL")
+		}
+	}
+	if official && cfg.APIKey == "" {
+		return nil, ErrNoAPIKey
+	}
+	ts, err := adapt.NewToolset(cfg.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = DefaultMaxOutputTokens
+	}
+	m := &Model{cfg: cfg, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt()}
+	if m.timeout <= 0 {
+		m.timeout = DefaultTimeout
+	}
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		// Nothing from the environment behind the Config's back.
+		option.WithoutEnvironmentDefaults(),
+		option.WithHTTPClient(client),
+		option.WithMaxRetries(retries),
+		option.WithRequestTimeout(m.timeout),
+	}
+	if !official {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	m.client = anthropic.NewClient(opts...)
+	if m.tools, err = encodeTools(ts); err != nil {
+		return nil, fmt.Errorf("anthropic: %w", err)
+	}
+	return m, nil
+}
+
+// NextAction asks the model for the next action of the run (or returns the
+// next tool call queued from its previous reply).
+func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+	if err := ctx.Err(); err != nil {
+		return agent.Action{}, err
+	}
+	if a, ok := m.queue.Next(history); ok {
+		return a, nil
+	}
+	body, err := m.request(task, history)
+	if err != nil {
+		return agent.Action{}, err
+	}
+	var attempts adapt.Attempts
+	resp, err := m.client.Messages.New(ctx, emptyParams,
+		option.WithRequestBody("application/json", body),
+		option.WithMiddleware(attempts.Middleware))
+	if err != nil {
+		return agent.Action{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+	}
+	actions, err := m.toolset.Actions(reply(resp))
+	if err != nil {
+		return agent.Action{}, err
+	}
+	return m.queue.Start(history, actions), nil
+}
+
+// status extracts the HTTP status and error type of an API error.
+func status(err error) (int, string) {
+	var apiErr *anthropic.Error
+	if !errors.As(err, &apiErr) {
+		return 0, ""
+	}
+	return apiErr.StatusCode, string(apiErr.Type())
+}
+
+// reply reduces a Messages response to what decides the action.
+func reply(resp *anthropic.Message) adapt.Reply {
+	var r adapt.Reply
+	if resp.JSON.Usage.Valid() {
+		u := resp.Usage
+		// input_tokens excludes prompt-cache reads and writes; the budget
+		// counts every prompt token.
+		r.Usage = adapt.ToUsage(u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens, u.OutputTokens)
+	}
+	var text strings.Builder
+	for _, block := range resp.Content {
+		switch block.Type {
+		case "text":
+			text.WriteString(block.Text)
+		case "tool_use":
+			r.Calls = append(r.Calls, adapt.ReplyCall{ID: block.ID, Name: block.Name, Arguments: string(block.Input)})
+		}
+	}
+	r.Text = text.String()
+	switch resp.StopReason {
+	case anthropic.StopReasonMaxTokens:
+		r.Truncated = true
+	case anthropic.StopReasonRefusal:
+		r.Refusal, r.RefusalRaw = true, r.Text
+	}
+	return r
+}

@@ -1,0 +1,600 @@
+package anthropic_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/model/anthropic"
+	"github.com/specloop/specloop/model/modeltest"
+	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/trace"
+)
+
+var multiplyArgs = map[string]any{"left": 12.0, "operation": "multiply", "right": 7.0}
+
+// runTask runs modeltest.Task with m, the calculator runtime and raw
+// recording.
+func runTask(t *testing.T, m agent.Model, opts agent.Options) (gen.RunResult, []gen.TraceEvent, error) {
+	t.Helper()
+	var rec modeltest.Recorder
+	opts.Tools = modeltest.Runtime(t)
+	opts.Trace = &rec
+	opts.RecordRaw = true
+	if opts.MaxSteps == 0 {
+		opts.MaxSteps = 5
+	}
+	res, err := agent.Run(context.Background(), modeltest.Task, m, opts)
+	return res, rec.Events, err
+}
+
+func jsonEqual(t *testing.T, what, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("%s is not JSON: %v", what, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+func TestToolUseObservationAnswer(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "tool_use.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.Answer == nil || *res.Answer != "12 x 7 = 84." || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	// Cache reads count as input tokens.
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 472 + 580 + 40, OutputTokens: 91 + 12}, res.Usage); diff != "" {
+		t.Fatalf("run usage (-want +got):\n%s", diff)
+	}
+	var usages []gen.Usage
+	var raws []string
+	for _, ev := range events {
+		if ev.EventType == gen.TraceEventTypeModelAction {
+			usages = append(usages, *ev.Usage)
+			raws = append(raws, *ev.RawResponse)
+		}
+	}
+	if diff := cmp.Diff([]gen.Usage{{InputTokens: 472, OutputTokens: 91}, {InputTokens: 620, OutputTokens: 12}}, usages); diff != "" {
+		t.Fatalf("usage per model call (-want +got):\n%s", diff)
+	}
+	jsonEqual(t, "raw tool call", raws[0], `{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7},"call_id":"toolu_01A09q90qw90lq917835lq9"}`)
+	jsonEqual(t, "raw finish", raws[1], `{"type":"finish","answer":"12 x 7 = 84."}`)
+
+	reqs := s.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	first := messages(t, reqs[0])
+	if got := roles(first); got != "user[text]" {
+		t.Fatalf("first request = %q", got)
+	}
+	if block(first, 0, 0)["text"] != modeltest.Task.Prompt {
+		t.Fatalf("the user message is not the task: %v", block(first, 0, 0))
+	}
+	system := reqs[0]["system"].([]any)[0].(map[string]any)["text"].(string)
+	if !strings.Contains(system, "finish") {
+		t.Fatalf("the system prompt does not explain the finish tool: %q", system)
+	}
+	if reqs[0]["model"] != "claude-sonnet-4-5" || reqs[0]["max_tokens"] != float64(anthropic.DefaultMaxOutputTokens) {
+		t.Fatalf("model/max_tokens = %v/%v", reqs[0]["model"], reqs[0]["max_tokens"])
+	}
+
+	second := messages(t, reqs[1])
+	if got := roles(second); got != "user[text] assistant[tool_use] user[tool_result]" {
+		t.Fatalf("second request = %q", got)
+	}
+	use := block(second, 1, 0)
+	if use["id"] != "toolu_01A09q90qw90lq917835lq9" || use["name"] != "calculator" {
+		t.Fatalf("tool_use = %v", use)
+	}
+	if diff := cmp.Diff(any(multiplyArgs), use["input"]); diff != "" {
+		t.Fatalf("tool_use input (-want +got):\n%s", diff)
+	}
+	result := block(second, 2, 0)
+	if result["tool_use_id"] != "toolu_01A09q90qw90lq917835lq9" || result["is_error"] != false || toolResultText(result) != "84" {
+		t.Fatalf("tool_result = %v", result)
+	}
+	if key := s.auth(0); key != apiKey {
+		t.Fatalf("API key sent = %q", key)
+	}
+}
+
+// toolResultText returns the text of a tool_result block.
+func toolResultText(b map[string]any) string {
+	switch c := b["content"].(type) {
+	case string:
+		return c
+	case []any:
+		var parts []string
+		for _, p := range c {
+			parts = append(parts, p.(map[string]any)["text"].(string))
+		}
+		return strings.Join(parts, "")
+	}
+	return ""
+}
+
+func TestToolsDerivedFromSpec(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "answer.json"))
+	if _, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := s.requests()[0]["tools"].([]any)
+	specs := modeltest.Runtime(t).Specs()
+	if len(tools) != len(specs)+1 {
+		t.Fatalf("%d tools offered, want the %d runtime tools and finish", len(tools), len(specs))
+	}
+	roundTrip := func(v any) any {
+		data, _ := json.Marshal(v)
+		var out any
+		_ = json.Unmarshal(data, &out)
+		return out
+	}
+	for i, sp := range specs {
+		tool := tools[i].(map[string]any)
+		if tool["name"] != sp.Name {
+			t.Fatalf("tool %d = %v, want %s", i, tool["name"], sp.Name)
+		}
+		desc := tool["description"].(string)
+		for _, part := range []string{sp.Description, sp.OutputDescription, sp.ErrorDescription} {
+			if !strings.Contains(desc, part) {
+				t.Fatalf("%s: description %q lacks %q", sp.Name, desc, part)
+			}
+		}
+		if diff := cmp.Diff(roundTrip(sp.InputSchema), tool["input_schema"]); diff != "" {
+			t.Fatalf("%s: input_schema differs from the spec's (-spec +sent):\n%s", sp.Name, diff)
+		}
+	}
+	doc, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish := doc.Components.Schemas[reflect.TypeFor[gen.Finish]().Name()].Value
+	tool := tools[len(specs)].(map[string]any)
+	if tool["name"] != string(gen.ActionTypeFinish) || tool["description"] != finish.Description {
+		t.Fatalf("finish tool = %v", tool)
+	}
+	schema := tool["input_schema"].(map[string]any)
+	props := schema["properties"].(map[string]any)
+	if _, ok := props["type"]; ok {
+		t.Fatalf("the finish tool must not ask for the type: %v", props)
+	}
+	if props["answer"].(map[string]any)["description"] != finish.Properties["answer"].Value.Description {
+		t.Fatalf("finish answer = %v", props["answer"])
+	}
+	if diff := cmp.Diff([]any{"answer"}, schema["required"]); diff != "" {
+		t.Fatalf("finish required (-want +got):\n%s", diff)
+	}
+}
+
+// shape returns the sorted keys of a JSON object.
+func shape(v any) []string {
+	m, _ := v.(map[string]any)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestRequestMatchesReferenceShape(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "tool_use.json"), ok(t, "answer.json"))
+	temp := 0.2
+	m := newModel(t, s, func(c *anthropic.Config) { c.Temperature = &temp; c.MaxOutputTokens = 1024 })
+	if _, _, err := runTask(t, m, agent.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var ref map[string]any
+	if err := json.Unmarshal(testdata(t, "request_reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	got := s.requests()[1]
+	if diff := cmp.Diff(shape(ref), shape(got)); diff != "" {
+		t.Fatalf("request fields (-reference +sent):\n%s", diff)
+	}
+	if got["temperature"] != 0.2 || got["max_tokens"] != 1024.0 {
+		t.Fatalf("temperature/max_tokens = %v/%v", got["temperature"], got["max_tokens"])
+	}
+	refMsgs, gotMsgs := messages(t, ref), messages(t, got)
+	if roles(refMsgs) != roles(gotMsgs) {
+		t.Fatalf("messages %q, reference %q", roles(gotMsgs), roles(refMsgs))
+	}
+	for i := range gotMsgs {
+		if diff := cmp.Diff(shape(refMsgs[i]), shape(gotMsgs[i])); diff != "" {
+			t.Fatalf("message %d fields (-reference +sent):\n%s", i, diff)
+		}
+		if diff := cmp.Diff(shape(block(refMsgs, i, 0)), shape(block(gotMsgs, i, 0))); diff != "" {
+			t.Fatalf("message %d block fields (-reference +sent):\n%s", i, diff)
+		}
+	}
+	refTool := ref["tools"].([]any)[0]
+	for _, tool := range got["tools"].([]any) {
+		if diff := cmp.Diff(shape(refTool), shape(tool)); diff != "" {
+			t.Fatalf("tool fields (-reference +sent):\n%s", diff)
+		}
+	}
+	if diff := cmp.Diff(shape(ref["system"].([]any)[0]), shape(got["system"].([]any)[0])); diff != "" {
+		t.Fatalf("system fields (-reference +sent):\n%s", diff)
+	}
+}
+
+func TestHistoryRendering(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "answer.json"))
+	code := "division_by_zero"
+	badID := "call.7" // not a valid tool_use id: replaced by a synthetic one
+	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
+	history := agent.NewHistory(
+		agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: &badID, Arguments: map[string]any{"left": 1.0, "operation": "divide", "right": 0.0}}},
+		agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", CallId: &badID, IsError: true, ErrorCode: &code, Content: "division by zero"}},
+		agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: "tool call 1 (calculator): the arguments are not a JSON object"}},
+		agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}},
+		agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: checkMsg}},
+	)
+	if _, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, history); err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(t, s.requests()[0])
+	// The tool result and the feedback after it share one user message.
+	if got := roles(msgs); got != "user[text] assistant[tool_use] user[tool_result,text] assistant[tool_use] user[tool_result]" {
+		t.Fatalf("messages = %q", got)
+	}
+	use, result := block(msgs, 1, 0), block(msgs, 2, 0)
+	if use["id"] != "call_0" || result["tool_use_id"] != "call_0" {
+		t.Fatalf("synthesized ids: tool_use %v, tool_result %v", use["id"], result["tool_use_id"])
+	}
+	if result["is_error"] != true || toolResultText(result) != "ERROR (division_by_zero): division by zero" {
+		t.Fatalf("error observation = %v", result)
+	}
+	if fb := block(msgs, 2, 1)["text"].(string); !strings.Contains(fb, "not a valid action") {
+		t.Fatalf("feedback = %q", fb)
+	}
+	fin, rejected := block(msgs, 3, 0), block(msgs, 4, 0)
+	if fin["name"] != "finish" || fin["id"] != "call_3" || rejected["tool_use_id"] != "call_3" {
+		t.Fatalf("rejected finish = %v / %v", fin, rejected)
+	}
+	if diff := cmp.Diff(map[string]any{"answer": "42"}, fin["input"]); diff != "" {
+		t.Fatalf("finish input (-want +got):\n%s", diff)
+	}
+	if rejected["is_error"] != true || toolResultText(rejected) != "ERROR: "+checkMsg {
+		t.Fatalf("finish rejection = %v", rejected)
+	}
+}
+
+func TestMalformedInputThenRecovery(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "malformed_input.json"), ok(t, "tool_use.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	fb := events[1]
+	if fb.EventType != gen.TraceEventTypeModelFeedback || *fb.FeedbackKind != gen.FeedbackKindInvalidModelOutput {
+		t.Fatalf("step 1 = %+v, want invalid-output feedback", fb)
+	}
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 472, OutputTokens: 40}, fb.Usage); diff != "" {
+		t.Fatalf("feedback usage (-want +got):\n%s", diff)
+	}
+	if got := roles(messages(t, s.requests()[1])); got != "user[text,text]" {
+		t.Fatalf("after feedback = %q", got)
+	}
+	if got := roles(messages(t, s.requests()[2])); got != "user[text,text] assistant[tool_use] user[tool_result]" {
+		t.Fatalf("after recovery = %q", got)
+	}
+}
+
+func TestInvalidReplies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file    string
+		message string
+		raw     string
+	}{
+		{"empty.json", "neither a tool call nor text", ""},
+		{"refusal.json", "the model refused", "I can't help with that."},
+		{"max_tokens.json", "output token limit", "To compute 12 x 7, I will first"},
+		{"unknown_tool.json", "names a tool that does not exist; the tools are: calculator, finish", "get_weather"},
+		{"malformed_input.json", "the arguments are not a JSON object", `"{\"left\": 12, \"operation\": \"multiply\""`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			s := newServer(t, ok(t, tt.file))
+			_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			var inv *agent.InvalidOutputError
+			if !errors.As(err, &inv) {
+				t.Fatalf("err = %v, want invalid output", err)
+			}
+			if !strings.Contains(inv.Message, tt.message) {
+				t.Fatalf("message = %q, want it to contain %q", inv.Message, tt.message)
+			}
+			if tt.raw != "" && strings.Contains(inv.Message, tt.raw) {
+				t.Fatalf("the message repeats the output: %q", inv.Message)
+			}
+			if inv.Raw != tt.raw {
+				t.Fatalf("raw = %q, want %q", inv.Raw, tt.raw)
+			}
+			if inv.Usage == nil || inv.Usage.InputTokens != 472 {
+				t.Fatalf("usage = %+v, want the reply's", inv.Usage)
+			}
+		})
+	}
+}
+
+func TestFinishTool(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "finish_tool.json"))
+	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Finish == nil || a.Finish.Answer != "12 x 7 = 84." {
+		t.Fatalf("action = %+v", a)
+	}
+	jsonEqual(t, "raw", a.Raw, `{"type":"finish","answer":"12 x 7 = 84."}`)
+}
+
+func TestParallelToolUseRunsAsSteps(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_tool_use.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2: the second tool_use runs from the queue", n)
+	}
+	var outputs []string
+	for _, ev := range events {
+		if ev.EventType == gen.TraceEventTypeObservation {
+			outputs = append(outputs, *ev.Output)
+		}
+	}
+	if diff := cmp.Diff([]string{trace.Summary("84"), trace.Summary("4")}, outputs); diff != "" {
+		t.Fatalf("observations (-want +got):\n%s", diff)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "user[text] assistant[tool_use] user[tool_result] assistant[tool_use] user[tool_result]" {
+		t.Fatalf("messages = %q", got)
+	}
+	for i, id := range map[int]string{1: "toolu_01First", 3: "toolu_02Second"} {
+		if block(msgs, i, 0)["id"] != id || block(msgs, i+1, 0)["tool_use_id"] != id {
+			t.Fatalf("messages %d and %d are not tied to %s", i, i+1, id)
+		}
+	}
+}
+
+func TestRateLimitThenSuccessHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	s := newServer(t,
+		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}, body: testdata(t, "error_429.json")},
+		ok(t, "tool_use.json"),
+	)
+	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ToolCall == nil {
+		t.Fatalf("action = %+v", a)
+	}
+	times := s.arrivals()
+	if len(times) != 2 {
+		t.Fatalf("%d requests, want 2", len(times))
+	}
+	// A lower bound only: the SDK waited as long as Retry-After asked.
+	if gap := times[1].Sub(times[0]); gap < 950*time.Millisecond {
+		t.Fatalf("retried after %v, before Retry-After's 1s", gap)
+	}
+}
+
+func TestServerErrorsExhaustRetries(t *testing.T) {
+	t.Parallel()
+	fail := reply{status: http.StatusInternalServerError, header: map[string]string{"Retry-After": "0"}, body: testdata(t, "error_500.json")}
+	overloaded := reply{status: 529, header: map[string]string{"Retry-After": "0"}, body: testdata(t, "error_529.json")}
+	s := newServer(t, fail, fail, overloaded)
+	m := newModel(t, s, func(c *anthropic.Config) { c.MaxRetries = 2 })
+	res, events, err := runTask(t, m, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "anthropic: request failed after 2 retries: 529 (overloaded_error)"
+	if res.ExitReason != gen.ExitReasonModelError || res.Error == nil || !strings.Contains(*res.Error, want) {
+		t.Fatalf("result = %+v, want model_error with %q", res, want)
+	}
+	if n := s.count(); n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+	last := events[len(events)-1]
+	if last.EventType != gen.TraceEventTypeRunFinished || *last.ExitReason != gen.ExitReasonModelError || !strings.Contains(*last.Error, want) {
+		t.Fatalf("run_finished = %+v", last)
+	}
+}
+
+func TestClientErrorIsNotRetried(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, reply{status: http.StatusUnauthorized, body: testdata(t, "error_401.json")})
+	_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.StatusCode != http.StatusUnauthorized || pe.Retries != 0 {
+		t.Fatalf("err = %v, want a provider error for 401", err)
+	}
+	if got := err.Error(); got != "anthropic: request failed: 401 Unauthorized (authentication_error)" {
+		t.Fatalf("error = %q", got)
+	}
+}
+
+func TestCancelMidRequest(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, reply{block: true})
+	m := newModel(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.arrived
+		cancel()
+	}()
+	done := make(chan gen.RunResult, 1)
+	go func() {
+		res, _ := agent.Run(ctx, modeltest.Task, m, agent.Options{Tools: modeltest.Runtime(t)})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.ExitReason != gen.ExitReasonCancelled {
+			t.Fatalf("result = %+v, want cancelled", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not end within 10s of the cancellation")
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, reply{block: true})
+	m := newModel(t, s, func(c *anthropic.Config) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = -1 })
+	_, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Timeout != 100*time.Millisecond {
+		t.Fatalf("err = %v, want a provider timeout", err)
+	}
+	if got := err.Error(); got != "anthropic: request timed out after 100ms" {
+		t.Fatalf("error = %q", got)
+	}
+}
+
+func TestTokenBudgetEndsRun(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "tool_use.json"), ok(t, "answer.json"))
+	res, _, err := runTask(t, newModel(t, s, nil), agent.Options{TokenBudget: 1000})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonTokenBudgetExceeded || res.StepsUsed != 2 || res.Answer != nil {
+		t.Fatalf("result = %+v", res)
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name string
+		cfg  anthropic.Config
+		want string
+	}{
+		{"no key for Anthropic", anthropic.Config{Model: "claude-sonnet-4-5"}, "anthropic: no API key: set ANTHROPIC_API_KEY"},
+		{"no model", anthropic.Config{APIKey: "k"}, "anthropic: no model name"},
+		{"relative base URL", anthropic.Config{Model: "m", BaseURL: "api.example.com"}, "absolute http or https URL"},
+		{"tool named finish", anthropic.Config{Model: "m", APIKey: "k", Tools: []gen.ToolSpec{{Name: "finish"}}}, "clashes with the finish tool"},
+		{"proxy without key", anthropic.Config{Model: "m", BaseURL: "http://localhost:4000"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := anthropic.New(tt.cfg)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("New error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := anthropic.New(anthropic.Config{Model: "m"}); !errors.Is(err, anthropic.ErrNoAPIKey) {
+		t.Fatalf("want ErrNoAPIKey, got %v", err)
+	}
+	env := map[string]string{anthropic.EnvAPIKey: "sk-ant-env", anthropic.EnvBaseURL: "http://proxy:4000"}
+	cfg := anthropic.Config{Model: "m"}.WithEnv(func(k string) string { return env[k] })
+	if cfg.APIKey != "sk-ant-env" || cfg.BaseURL != "http://proxy:4000" {
+		t.Fatalf("WithEnv = %+v", cfg)
+	}
+	temp, maxOut := 0.5, 300
+	cfg = anthropic.ConfigFromSpec(gen.AnthropicModelConfig{Model: "claude-sonnet-4-5", Temperature: &temp, MaxOutputTokens: &maxOut}, nil)
+	if cfg.Model != "claude-sonnet-4-5" || *cfg.Temperature != 0.5 || cfg.MaxOutputTokens != 300 {
+		t.Fatalf("ConfigFromSpec = %+v", cfg)
+	}
+}
+
+// message renders a conformance turn as a Messages response.
+func message(turn modeltest.Turn, n int) []byte {
+	var content []any
+	stop := "tool_use"
+	use := func(name string, input json.RawMessage) {
+		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", n), "name": name, "input": input})
+	}
+	switch {
+	case turn.ToolCall != nil:
+		args, _ := json.Marshal(turn.ToolCall.Arguments)
+		use(turn.ToolCall.ToolName, args)
+	case turn.Finish != nil:
+		content, stop = []any{map[string]any{"type": "text", "text": turn.Finish.Answer}}, "end_turn"
+	default:
+		text, _ := json.Marshal(modeltest.InvalidText) // input that is a string, not an object
+		use("calculator", text)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+		"content": content, "stop_reason": stop, "stop_sequence": nil,
+		"usage": map[string]any{"input_tokens": 50 + n, "output_tokens": 10},
+	})
+	return body
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	modeltest.Run(t, func(t *testing.T, turns []modeltest.Turn) agent.Model {
+		replies := make([]reply, len(turns))
+		for i, turn := range turns {
+			replies[i] = reply{status: http.StatusOK, body: message(turn, i)}
+		}
+		return newModel(t, newServer(t, replies...), nil)
+	})
+}
+
+func TestNewFromEnv(t *testing.T) {
+	s := newServer(t, ok(t, "answer.json"))
+	t.Setenv(anthropic.EnvAPIKey, "sk-ant-from-env")
+	t.Setenv(anthropic.EnvBaseURL, s.srv.URL)
+	m, err := anthropic.NewFromEnv(anthropic.Config{Model: "claude-sonnet-4-5", HTTPClient: s.srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.auth(0); got != "sk-ant-from-env" {
+		t.Fatalf("API key sent = %q", got)
+	}
+	t.Setenv(anthropic.EnvAPIKey, "")
+	t.Setenv(anthropic.EnvBaseURL, "")
+	if _, err := anthropic.NewFromEnv(anthropic.Config{Model: "claude-sonnet-4-5"}); !errors.Is(err, anthropic.ErrNoAPIKey) {
+		t.Fatalf("err = %v, want ErrNoAPIKey", err)
+	}
+}

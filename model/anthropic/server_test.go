@@ -1,0 +1,192 @@
+package anthropic_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/specloop/specloop/model/anthropic"
+	"github.com/specloop/specloop/model/modeltest"
+)
+
+const apiKey = "sk-test-key"
+
+// reply is one canned HTTP response of the fake provider.
+type reply struct {
+	status int
+	header map[string]string
+	body   []byte
+	// block holds the response until the client goes away.
+	block bool
+}
+
+// ok is a 200 with a testdata body.
+func ok(t testing.TB, name string) reply {
+	return reply{status: http.StatusOK, body: testdata(t, name)}
+}
+
+func testdata(t testing.TB, name string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// server is a fake Messages endpoint that answers with canned
+// replies in order and records every request.
+type server struct {
+	t   testing.TB
+	srv *httptest.Server
+
+	mu       sync.Mutex
+	replies  []reply
+	bodies   [][]byte
+	times    []time.Time
+	arrived  chan struct{} // receives once per request, when it arrives
+	authSeen []string
+}
+
+func newServer(t testing.TB, replies ...reply) *server {
+	s := &server{t: t, replies: replies, arrived: make(chan struct{}, 100)}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+func (s *server) handle(w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		s.t.Errorf("read request: %v", err)
+	}
+	s.mu.Lock()
+	s.bodies = append(s.bodies, body)
+	s.times = append(s.times, time.Now())
+	// The SDK sends the key as a bearer token; the API also takes x-api-key.
+	key := r.Header.Get("X-Api-Key")
+	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		key = bearer
+	}
+	s.authSeen = append(s.authSeen, key)
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
+		s.t.Errorf("request %s %s, want POST /v1/messages", r.Method, r.URL.Path)
+	}
+	if r.Header.Get("Anthropic-Version") == "" {
+		s.t.Errorf("request without anthropic-version")
+	}
+	if len(s.replies) == 0 {
+		s.mu.Unlock()
+		s.t.Errorf("unexpected request %d", len(s.bodies))
+		http.Error(w, `{"error":{"message":"no reply left","type":"test"}}`, http.StatusTeapot)
+		return
+	}
+	rep := s.replies[0]
+	s.replies = s.replies[1:]
+	s.mu.Unlock()
+	s.arrived <- struct{}{}
+	if rep.block {
+		<-r.Context().Done()
+		return
+	}
+	for k, v := range rep.header {
+		w.Header().Set(k, v)
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(rep.status)
+	_, _ = w.Write(rep.body)
+}
+
+// requests returns the decoded request bodies so far.
+func (s *server) requests() []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]map[string]any, len(s.bodies))
+	for i, b := range s.bodies {
+		if err := json.Unmarshal(b, &out[i]); err != nil {
+			s.t.Fatalf("request %d is not JSON: %v", i, err)
+		}
+	}
+	return out
+}
+
+// arrivals returns when each request arrived.
+func (s *server) arrivals() []time.Time {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]time.Time(nil), s.times...)
+}
+
+// auth returns the Authorization header of request i.
+func (s *server) auth(i int) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.authSeen[i]
+}
+
+func (s *server) count() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.bodies)
+}
+
+// newModel returns a model talking to s with the suite's tools runtime;
+// change adjusts the config.
+func newModel(t testing.TB, s *server, change func(*anthropic.Config)) *anthropic.Model {
+	t.Helper()
+	cfg := anthropic.Config{
+		Model:      "claude-sonnet-4-5",
+		BaseURL:    s.srv.URL,
+		APIKey:     apiKey,
+		HTTPClient: s.srv.Client(),
+		Tools:      modeltest.Runtime(t).Specs(),
+	}
+	if change != nil {
+		change(&cfg)
+	}
+	m, err := anthropic.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// messages returns the messages of a decoded request.
+func messages(t testing.TB, req map[string]any) []map[string]any {
+	t.Helper()
+	raw, _ := req["messages"].([]any)
+	out := make([]map[string]any, len(raw))
+	for i, m := range raw {
+		out[i] = m.(map[string]any)
+	}
+	return out
+}
+
+// roles describes each message as its role and its block types, e.g.
+// "user[text] assistant[tool_use] user[tool_result,text]".
+func roles(msgs []map[string]any) string {
+	var parts []string
+	for _, m := range msgs {
+		var types []string
+		blocks, _ := m["content"].([]any)
+		for _, b := range blocks {
+			typ, _ := b.(map[string]any)["type"].(string)
+			types = append(types, typ)
+		}
+		r, _ := m["role"].(string)
+		parts = append(parts, r+"["+strings.Join(types, ",")+"]")
+	}
+	return strings.Join(parts, " ")
+}
+
+// block returns block j of message i.
+func block(msgs []map[string]any, i, j int) map[string]any {
+	return msgs[i]["content"].([]any)[j].(map[string]any)
+}

@@ -1,0 +1,162 @@
+package adapt
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// Kind is what a Turn is.
+type Kind int
+
+// The kinds of turns.
+const (
+	// Call is the assistant calling one tool: ID, Name, Arguments.
+	Call Kind = iota
+	// Result is a tool's result for the call ID: Text, IsError.
+	Result
+	// User is a user message: Text.
+	User
+)
+
+// Turn is one history entry as every provider understands it. A provider
+// maps Call to an assistant tool call, Result to the tool result tied to the
+// same ID, and User to a user message.
+type Turn struct {
+	Kind      Kind
+	ID        string
+	Name      string
+	Arguments map[string]any
+	Text      string
+	IsError   bool
+}
+
+// errorPrefix starts the text of every failed tool result, so a model sees a
+// failure even where the provider has no error flag.
+const errorPrefix = "ERROR"
+
+// ErrorText is how a failed observation reads to a model: "ERROR: content",
+// or "ERROR (code): content" when the observation has an error code.
+func ErrorText(obs *gen.Observation) string {
+	if obs.ErrorCode != nil && *obs.ErrorCode != "" {
+		return errorPrefix + " (" + *obs.ErrorCode + "): " + obs.Content
+	}
+	return errorPrefix + ": " + obs.Content
+}
+
+// missingResult answers a call whose result the history does not hold, so
+// every call a provider sees is answered.
+const missingResult = errorPrefix + ": no result was recorded for this call."
+
+// SyntheticID is the call id used for a history call that has none: stable
+// for the item's position, so the call and its result always agree.
+func SyntheticID(index int) string { return "call_" + strconv.Itoa(index) }
+
+// validID reports whether id is safe for every provider (Anthropic requires
+// ^[a-zA-Z0-9_-]+$ for tool_use ids).
+func validID(id string) bool {
+	if id == "" || len(id) > 256 {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// Render turns a run's history into turns:
+//
+//   - a ToolCall becomes a Call with its call_id (or SyntheticID of its
+//     position when it has none or one a provider would reject);
+//   - an Observation becomes the Result of the call before it, its text
+//     marked by ErrorText when it failed;
+//   - a Finish the completion check rejected becomes a Call of the finish
+//     tool, answered by the rejection feedback as a failed Result;
+//   - any other feedback (invalid model output) becomes a User message that
+//     says what was wrong.
+//
+// A call the history never answers gets a failed Result, so the rendered
+// conversation is always well formed.
+func (ts *Toolset) Render(h agent.History) []Turn {
+	turns := make([]Turn, 0, h.Len()+1)
+	pending := -1 // index in turns of a call still waiting for its result
+	answer := func(text string, isError bool) {
+		turns = append(turns, Turn{Kind: Result, ID: turns[pending].ID, Name: turns[pending].Name, Text: text, IsError: isError})
+		pending = -1
+	}
+	for i, it := range h.All() {
+		if pending >= 0 && it.Observation == nil && it.Feedback == nil {
+			answer(missingResult, true)
+		}
+		switch {
+		case it.ToolCall != nil:
+			id := SyntheticID(i)
+			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
+				id = *it.ToolCall.CallId
+			}
+			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments})
+			pending = len(turns) - 1
+		case it.Finish != nil:
+			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish)})
+			pending = len(turns) - 1
+		case it.Observation != nil:
+			obs := it.Observation
+			text := obs.Content
+			if obs.IsError {
+				text = ErrorText(obs)
+			}
+			if pending >= 0 {
+				answer(text, obs.IsError)
+				continue
+			}
+			turns = append(turns, Turn{Kind: User, Text: "Result of " + obs.ToolName + ": " + text})
+		case it.Feedback != nil:
+			fb := it.Feedback
+			if pending >= 0 {
+				// Feedback right after a call is the runtime's verdict on it:
+				// a rejected finish.
+				answer(errorPrefix+": "+fb.Message, true)
+				continue
+			}
+			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
+		}
+	}
+	if pending >= 0 {
+		answer(missingResult, true)
+	}
+	return turns
+}
+
+// FeedbackText is how invalid-output feedback reads to a model.
+func FeedbackText(finish string, fb *gen.ModelFeedback) string {
+	var b strings.Builder
+	b.WriteString("Your last reply was not a valid action (")
+	b.WriteString(string(fb.Kind))
+	b.WriteString("): ")
+	b.WriteString(fb.Message)
+	b.WriteString("\nCall one of the tools with valid JSON arguments, or call ")
+	b.WriteString(finish)
+	b.WriteString(" with your final answer.")
+	return b.String()
+}
+
+// FinishArguments is a Finish as the finish tool's arguments: the Finish's
+// wire form without the discriminator.
+func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
+	data, err := json.Marshal(f)
+	if err != nil {
+		return map[string]any{}
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return map[string]any{}
+	}
+	delete(m, ts.discriminator)
+	return m
+}

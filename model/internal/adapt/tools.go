@@ -1,0 +1,216 @@
+// Package adapt holds what the provider adapters (model/openai,
+// model/anthropic) share: the tools offered to a provider, derived from the
+// spec's tool specs plus a finish tool derived from the spec's Finish schema;
+// the provider-neutral rendering of a run's history; the conversion of a
+// provider's reply into the spec's Actions; the queue that turns several tool
+// calls of one reply into consecutive steps; and provider error reporting.
+//
+// Nothing here knows a provider's wire format, and nothing names a tool or a
+// JSON field: names come from the spec and the generated types.
+package adapt
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/spec"
+)
+
+// Tool is one function a provider is told about.
+type Tool struct {
+	Name        string
+	Description string
+	// Parameters is the JSON Schema of the arguments, self-contained (no
+	// $ref). Providers must not modify it.
+	Parameters map[string]any
+}
+
+// Toolset is the tools offered to a provider: the runtime's tools in the
+// order given, then the finish tool.
+type Toolset struct {
+	// Tools are every tool, finish last.
+	Tools []Tool
+	// Finish is the finish tool's name (the spec's finish action type).
+	Finish string
+	names  map[string]bool
+	list   string // the names, comma separated, for feedback
+	// discriminator is the Action's discriminator property ("type"), which
+	// the finish tool's parameters leave out.
+	discriminator string
+}
+
+// finishSpec is the part of the spec the finish tool is derived from.
+type finishSpec struct {
+	name          string
+	description   string
+	parameters    map[string]any
+	discriminator string
+}
+
+var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
+	doc, err := spec.Load()
+	if err != nil {
+		return nil, err
+	}
+	return deriveFinish(doc)
+})
+
+// deriveFinish builds the finish tool from the spec: its name is the finish
+// action type, its description the Finish schema's, and its parameters the
+// Finish schema without the Action discriminator (the adapter sets it).
+func deriveFinish(doc *openapi3.T) (*finishSpec, error) {
+	actionName := reflect.TypeFor[gen.Action]().Name()
+	finishName := reflect.TypeFor[gen.Finish]().Name()
+	action := doc.Components.Schemas[actionName]
+	finish := doc.Components.Schemas[finishName]
+	if action == nil || action.Value == nil || action.Value.Discriminator == nil || finish == nil || finish.Value == nil {
+		return nil, fmt.Errorf("adapt: the spec has no %s schema with a discriminator or no %s schema", actionName, finishName)
+	}
+	disc := action.Value.Discriminator.PropertyName
+	params, err := Inline(finish)
+	if err != nil {
+		return nil, fmt.Errorf("adapt: %s schema: %w", finishName, err)
+	}
+	if props, ok := params["properties"].(map[string]any); ok {
+		delete(props, disc)
+	}
+	if req, ok := params["required"].([]any); ok {
+		params["required"] = slices.DeleteFunc(slices.Clone(req), func(v any) bool { return v == disc })
+	}
+	return &finishSpec{
+		name:          string(gen.ActionTypeFinish),
+		description:   finish.Value.Description,
+		parameters:    params,
+		discriminator: disc,
+	}, nil
+}
+
+// NewToolset returns the tools for specs plus the finish tool. It fails when
+// a spec is named like the finish tool or two specs share a name.
+func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
+	fin, err := loadFinish()
+	if err != nil {
+		return nil, err
+	}
+	ts := &Toolset{Finish: fin.name, names: map[string]bool{}, discriminator: fin.discriminator}
+	for _, s := range specs {
+		if s.Name == "" {
+			return nil, errors.New("adapt: a tool spec has no name")
+		}
+		if s.Name == fin.name {
+			return nil, fmt.Errorf("adapt: tool %q clashes with the finish tool", s.Name)
+		}
+		if ts.names[s.Name] {
+			return nil, fmt.Errorf("adapt: two tools are named %q", s.Name)
+		}
+		ts.names[s.Name] = true
+		ts.Tools = append(ts.Tools, Tool{Name: s.Name, Description: Describe(s), Parameters: s.InputSchema})
+	}
+	ts.names[fin.name] = true
+	ts.Tools = append(ts.Tools, Tool{Name: fin.name, Description: fin.description, Parameters: fin.parameters})
+	names := make([]string, len(ts.Tools))
+	for i, t := range ts.Tools {
+		names[i] = t.Name
+	}
+	ts.list = strings.Join(names, ", ")
+	return ts, nil
+}
+
+// Has reports whether name is one of the tools.
+func (ts *Toolset) Has(name string) bool { return ts.names[name] }
+
+// Describe is the description a provider gets for a tool: what it does, what
+// it returns and how it fails, all from the spec.
+func Describe(s gen.ToolSpec) string {
+	var b strings.Builder
+	b.WriteString(s.Description)
+	if s.OutputDescription != "" {
+		b.WriteString("\n\nReturns: ")
+		b.WriteString(s.OutputDescription)
+	}
+	if s.ErrorDescription != "" {
+		b.WriteString("\n\nErrors: ")
+		b.WriteString(s.ErrorDescription)
+	}
+	return b.String()
+}
+
+// SystemPrompt tells the model how a run works: tools, error results and the
+// finish convention.
+func (ts *Toolset) SystemPrompt() string {
+	return "You are a code agent. Work on the user's task by calling the tools you are given, one at a time; " +
+		"each call's result comes back to you, and a result that starts with " + errorPrefix + " is a failure you can correct. " +
+		"When the task is done, call the " + ts.Finish + " tool with your final answer. " +
+		"A reply without any tool call is also taken as your final answer."
+}
+
+// maxInlineDepth bounds $ref resolution, so a recursive schema fails instead
+// of looping.
+const maxInlineDepth = 32
+
+// Inline renders a schema as a JSON Schema object with every $ref replaced
+// by the schema it names, so a provider sees one self-contained schema.
+func Inline(ref *openapi3.SchemaRef) (map[string]any, error) {
+	v, err := inline(ref, 0)
+	if err != nil {
+		return nil, err
+	}
+	return v, nil
+}
+
+func inline(ref *openapi3.SchemaRef, depth int) (map[string]any, error) {
+	if depth > maxInlineDepth {
+		return nil, fmt.Errorf("schema nesting deeper than %d (a recursive $ref?)", maxInlineDepth)
+	}
+	s := ref.Value
+	if s == nil {
+		return nil, errors.New("unresolved $ref")
+	}
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	delete(m, "example")
+	delete(m, "examples")
+	for name, prop := range s.Properties {
+		v, err := inline(prop, depth+1)
+		if err != nil {
+			return nil, err
+		}
+		m["properties"].(map[string]any)[name] = v
+	}
+	if s.Items != nil {
+		if m["items"], err = inline(s.Items, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	if ap := s.AdditionalProperties.Schema; ap != nil {
+		if m["additionalProperties"], err = inline(ap, depth+1); err != nil {
+			return nil, err
+		}
+	}
+	for key, list := range map[string]openapi3.SchemaRefs{"oneOf": s.OneOf, "anyOf": s.AnyOf, "allOf": s.AllOf} {
+		if len(list) == 0 {
+			continue
+		}
+		out := make([]any, len(list))
+		for i, item := range list {
+			if out[i], err = inline(item, depth+1); err != nil {
+				return nil, err
+			}
+		}
+		m[key] = out
+	}
+	return m, nil
+}

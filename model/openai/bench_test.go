@@ -1,0 +1,100 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
+)
+
+// history50 is a 50-step history: 50 tool calls, each with an observation
+// of a few hundred characters.
+func history50() agent.History {
+	var items []agent.Item
+	content := strings.Repeat("12\tfunc main() { fmt.Println(\"hello\") }\n", 6)
+	for i := range 50 {
+		id := "call_" + strconv.Itoa(i)
+		items = append(items,
+			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", CallId: &id, Arguments: map[string]any{"path": "main.go", "start_line": float64(i + 1)}}},
+			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "read_file", CallId: &id, Content: content}},
+		)
+	}
+	return agent.NewHistory(items...)
+}
+
+func benchModel(b *testing.B, baseURL string, client *http.Client) *Model {
+	b.Helper()
+	ws, err := tools.OpenWorkspace(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ws.Close() })
+	rt, err := tools.New(tools.Config{Workspace: ws})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m, err := New(Config{Model: "gpt-4o-mini", BaseURL: baseURL, HTTPClient: client, Tools: rt.Specs()})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return m
+}
+
+// BenchmarkAdapterOverhead is the adapter's work per model call: build and
+// encode the request for a 50-step history, decode a response (with the
+// SDK's type) and turn it into an action.
+func BenchmarkAdapterOverhead(b *testing.B) {
+	body, err := os.ReadFile("testdata/tool_call.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := benchModel(b, "http://127.0.0.1:1/v1", nil)
+	h := history50()
+	task := gen.Task{Prompt: "Find the bug in main.go and fix it."}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.request(task, h); err != nil {
+			b.Fatal(err)
+		}
+		var resp openai.ChatCompletion
+		if err := json.Unmarshal(body, &resp); err != nil {
+			b.Fatal(err)
+		}
+		if _, err := m.toolset.Actions(reply(&resp)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkNextActionHTTP is a whole NextAction with a 50-step history
+// against a local server that answers at once: the adapter, the SDK and
+// loopback HTTP.
+func BenchmarkNextActionHTTP(b *testing.B) {
+	body, err := os.ReadFile("testdata/tool_call.json")
+	if err != nil {
+		b.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(body)
+	}))
+	defer srv.Close()
+	m := benchModel(b, srv.URL, srv.Client())
+	h := history50()
+	task := gen.Task{Prompt: "Find the bug in main.go and fix it."}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.NextAction(context.Background(), task, h); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,275 @@
+// Package openai is a specloop model backed by an OpenAI-compatible Chat
+// Completions API: OpenAI itself, or any server that speaks the same
+// protocol (Ollama, vLLM, llama.cpp's server, LM Studio).
+//
+// The model is offered the runtime's tools (name, description, input schema,
+// all from the spec) as functions, plus a finish function whose schema is
+// the spec's Finish. Its tool calls become ToolCalls, a finish call or a
+// plain reply without tool calls becomes a Finish, and everything else
+// (arguments that are not a JSON object, an unknown function, a refusal, a
+// reply cut off at the token limit, an empty reply) becomes invalid-output
+// feedback. Several tool calls in one reply run as consecutive steps, in
+// order, without asking the provider again between them.
+//
+// The history goes back as an assistant message with one tool call per
+// ToolCall, followed by a tool message with the matching tool_call_id; a
+// failed observation's text starts with "ERROR" (and its error code).
+// Invalid-output feedback is a user message; a finish the completion check
+// rejected is a finish call answered by an "ERROR: ..." tool message.
+//
+// 429 and 5xx responses are retried by the SDK with exponential backoff,
+// honouring Retry-After; when the retries are exhausted NextAction returns a
+// *model.ProviderError, which ends the run with exit reason model_error.
+package openai
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"time"
+
+	"github.com/openai/openai-go/v3"
+	"github.com/openai/openai-go/v3/option"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model/internal/adapt"
+)
+
+// Environment variables NewFromEnv reads.
+const (
+	EnvAPIKey  = "OPENAI_API_KEY"
+	EnvBaseURL = "OPENAI_BASE_URL"
+)
+
+// Defaults for a zero Config.
+const (
+	// DefaultBaseURL is OpenAI's API.
+	DefaultBaseURL = "https://api.openai.com/v1"
+	// DefaultMaxRetries is how often a 429, 5xx or network failure is
+	// retried.
+	DefaultMaxRetries = 3
+	// DefaultTimeout bounds one request attempt.
+	DefaultTimeout = 10 * time.Minute
+)
+
+// provider names the provider in errors.
+const provider = "openai"
+
+// ErrNoAPIKey is returned by New for OpenAI's own API without an API key.
+var ErrNoAPIKey = errors.New("openai: no API key: set " + EnvAPIKey)
+
+// Config configures a Model.
+type Config struct {
+	// Model is the model name, e.g. "gpt-4o-mini" or an Ollama model.
+	Model string
+	// BaseURL is the API's base URL, e.g. "http://localhost:11434/v1";
+	// empty means DefaultBaseURL.
+	BaseURL string
+	// APIKey is sent as a bearer token. It is required for OpenAI's own API
+	// and optional for other servers.
+	APIKey string
+	// Temperature is the sampling temperature; nil leaves the provider's
+	// default.
+	Temperature *float64
+	// MaxOutputTokens caps one reply; 0 leaves the provider's default. It is
+	// sent as max_completion_tokens to OpenAI's API and as max_tokens to
+	// other servers, which mostly know only that name.
+	MaxOutputTokens int64
+	// HTTPClient makes the requests; nil means a default client.
+	HTTPClient *http.Client
+	// MaxRetries is how often a 429, 5xx or network failure is retried;
+	// 0 means DefaultMaxRetries, negative means never.
+	MaxRetries int
+	// Timeout bounds one request attempt; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
+	// finish tool is added to them.
+	Tools []gen.ToolSpec
+}
+
+// ConfigFromSpec returns the Config for a run's model configuration (the
+// spec's OpenAIModelConfig) and tools. Key and base URL are not part of it:
+// add them with WithEnv or NewFromEnv.
+func ConfigFromSpec(mc gen.OpenAIModelConfig, tools []gen.ToolSpec) Config {
+	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
+	if mc.MaxOutputTokens != nil {
+		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
+	}
+	return cfg
+}
+
+// WithEnv returns c with APIKey set from OPENAI_API_KEY and, when c has no
+// BaseURL, BaseURL from OPENAI_BASE_URL. getenv is os.Getenv when nil.
+func (c Config) WithEnv(getenv func(string) string) Config {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c.APIKey = getenv(EnvAPIKey)
+	if c.BaseURL == "" {
+		c.BaseURL = getenv(EnvBaseURL)
+	}
+	return c
+}
+
+// NewFromEnv is New(cfg.WithEnv(os.Getenv)): the API key only ever comes
+// from the environment.
+func NewFromEnv(cfg Config) (*Model, error) { return New(cfg.WithEnv(nil)) }
+
+// Model is an agent.Model over a Chat Completions API. It is safe for
+// concurrent use, but a Model with queued tool calls belongs to one run:
+// give each run its own Model.
+type Model struct {
+	svc      openai.ChatCompletionService
+	cfg      Config
+	official bool // the base URL is OpenAI's own API
+	timeout  time.Duration
+	toolset  *adapt.Toolset
+	tools    []byte // `{"tools":[...],`, the start of every request body
+	system   string
+	queue    adapt.Queue
+}
+
+var _ agent.Model = (*Model)(nil)
+
+// New returns a Model for cfg. It never reads the environment (see
+// NewFromEnv).
+func New(cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New("openai: no model name")
+	}
+	official := cfg.BaseURL == "" || sameURL(cfg.BaseURL, DefaultBaseURL)
+	if !official {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New("openai: the base URL must be an absolute http or https URL")
+		}
+	}
+	if official && cfg.APIKey == "" {
+		return nil, ErrNoAPIKey
+	}
+	ts, err := adapt.NewToolset(cfg.Tools)
+	if err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	m := &Model{cfg: cfg, official: official, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt()}
+	if m.timeout <= 0 {
+		m.timeout = DefaultTimeout
+	}
+	retries := cfg.MaxRetries
+	switch {
+	case retries == 0:
+		retries = DefaultMaxRetries
+	case retries < 0:
+		retries = 0
+	}
+	client := cfg.HTTPClient
+	if client == nil {
+		client = &http.Client{}
+	}
+	opts := []option.RequestOption{
+		option.WithEnvironmentProduction(),
+		option.WithHTTPClient(client),
+		option.WithMaxRetries(retries),
+		option.WithRequestTimeout(m.timeout),
+	}
+	if !official {
+		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
+	}
+	if cfg.APIKey != "" {
+		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+	}
+	// The service, not openai.NewClient, so that nothing is read from the
+	// environment behind the Config's back.
+	m.svc = openai.NewChatCompletionService(opts...)
+	if m.tools, err = encodeTools(ts); err != nil {
+		return nil, fmt.Errorf("openai: %w", err)
+	}
+	return m, nil
+}
+
+func sameURL(a, b string) bool {
+	trim := func(s string) string {
+		for len(s) > 0 && s[len(s)-1] == '/' {
+			s = s[:len(s)-1]
+		}
+		return s
+	}
+	return trim(a) == trim(b)
+}
+
+// NextAction asks the model for the next action of the run (or returns the
+// next tool call queued from its previous reply).
+func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+	if err := ctx.Err(); err != nil {
+		return agent.Action{}, err
+	}
+	if a, ok := m.queue.Next(history); ok {
+		return a, nil
+	}
+	body, err := m.request(task, history)
+	if err != nil {
+		return agent.Action{}, err
+	}
+	var attempts adapt.Attempts
+	resp, err := m.svc.New(ctx, emptyParams,
+		option.WithRequestBody("application/json", body),
+		option.WithMiddleware(attempts.Middleware))
+	if err != nil {
+		return agent.Action{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+	}
+	actions, err := m.toolset.Actions(reply(resp))
+	if err != nil {
+		return agent.Action{}, err
+	}
+	return m.queue.Start(history, actions), nil
+}
+
+// status extracts the HTTP status and error code of an API error.
+func status(err error) (int, string) {
+	var apiErr *openai.Error
+	if !errors.As(err, &apiErr) {
+		return 0, ""
+	}
+	code := apiErr.Code
+	if code == "" {
+		code = apiErr.Type
+	}
+	return apiErr.StatusCode, code
+}
+
+// reply reduces a Chat Completions response to what decides the action.
+func reply(resp *openai.ChatCompletion) adapt.Reply {
+	var r adapt.Reply
+	if resp.JSON.Usage.Valid() {
+		r.Usage = adapt.ToUsage(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
+	}
+	if len(resp.Choices) == 0 {
+		return r
+	}
+	choice := resp.Choices[0]
+	msg := choice.Message
+	for _, tc := range msg.ToolCalls {
+		c := adapt.ReplyCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
+		if tc.Type == "custom" {
+			c.Name, c.Arguments = tc.Custom.Name, tc.Custom.Input
+		}
+		r.Calls = append(r.Calls, c)
+	}
+	r.Text = msg.Content
+	if msg.Refusal != "" {
+		r.Refusal, r.RefusalRaw = true, msg.Refusal
+	}
+	switch choice.FinishReason {
+	case "length":
+		r.Truncated = true
+	case "content_filter":
+		r.Refusal = true
+		if r.RefusalRaw == "" {
+			r.RefusalRaw = msg.Content
+		}
+	}
+	return r
+}

@@ -1,0 +1,693 @@
+package openai_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/model/modeltest"
+	"github.com/specloop/specloop/model/openai"
+	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/trace"
+)
+
+// runTask runs modeltest.Task with m, the calculator runtime and raw
+// recording.
+func runTask(t *testing.T, m agent.Model, opts agent.Options) (gen.RunResult, []gen.TraceEvent, error) {
+	t.Helper()
+	var rec modeltest.Recorder
+	opts.Tools = modeltest.Runtime(t)
+	opts.Trace = &rec
+	opts.RecordRaw = true
+	if opts.MaxSteps == 0 {
+		opts.MaxSteps = 5
+	}
+	res, err := agent.Run(context.Background(), modeltest.Task, m, opts)
+	return res, rec.Events, err
+}
+
+func jsonEqual(t *testing.T, what, got, want string) {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal([]byte(got), &g); err != nil {
+		t.Fatalf("%s is not JSON: %v", what, err)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(w, g); diff != "" {
+		t.Fatalf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+func TestToolCallObservationAnswer(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "tool_call.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.Answer == nil || *res.Answer != "12 x 7 = 84." || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 82 + 110, OutputTokens: 17 + 9}, res.Usage); diff != "" {
+		t.Fatalf("run usage (-want +got):\n%s", diff)
+	}
+
+	// The trace records each call's usage and, with raw recording, the
+	// action in the spec's wire form.
+	var usages []gen.Usage
+	var raws []string
+	for _, ev := range events {
+		if ev.EventType == gen.TraceEventTypeModelAction {
+			usages = append(usages, *ev.Usage)
+			raws = append(raws, *ev.RawResponse)
+		}
+	}
+	if diff := cmp.Diff([]gen.Usage{{InputTokens: 82, OutputTokens: 17}, {InputTokens: 110, OutputTokens: 9}}, usages); diff != "" {
+		t.Fatalf("usage per model call (-want +got):\n%s", diff)
+	}
+	jsonEqual(t, "raw tool call", raws[0], `{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7},"call_id":"call_abc123"}`)
+	jsonEqual(t, "raw finish", raws[1], `{"type":"finish","answer":"12 x 7 = 84."}`)
+
+	reqs := s.requests()
+	if len(reqs) != 2 {
+		t.Fatalf("%d requests, want 2", len(reqs))
+	}
+	first := messages(t, reqs[0])
+	if got := roles(first); got != "system user" {
+		t.Fatalf("first request roles = %q", got)
+	}
+	if first[1]["content"] != modeltest.Task.Prompt {
+		t.Fatalf("the user message is not the task: %v", first[1]["content"])
+	}
+	if !strings.Contains(first[0]["content"].(string), "finish") {
+		t.Fatalf("the system prompt does not explain the finish tool: %q", first[0]["content"])
+	}
+	if reqs[0]["model"] != "gpt-4o-mini" {
+		t.Fatalf("model = %v", reqs[0]["model"])
+	}
+
+	// The second request carries the call and its result, tied by call id.
+	second := messages(t, reqs[1])
+	if got := roles(second); got != "system user assistant+tool_calls tool" {
+		t.Fatalf("second request roles = %q", got)
+	}
+	call := second[2]["tool_calls"].([]any)[0].(map[string]any)
+	fn := call["function"].(map[string]any)
+	if call["id"] != "call_abc123" || call["type"] != "function" || fn["name"] != "calculator" {
+		t.Fatalf("assistant tool call = %v", call)
+	}
+	jsonEqual(t, "replayed arguments", fn["arguments"].(string), `{"left":12,"operation":"multiply","right":7}`)
+	if second[3]["tool_call_id"] != "call_abc123" || second[3]["content"] != "84" {
+		t.Fatalf("tool message = %v", second[3])
+	}
+	if auth := s.auth(0); auth != "Bearer "+apiKey {
+		t.Fatalf("Authorization = %q", auth)
+	}
+}
+
+func TestToolsDerivedFromSpec(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "answer.json"))
+	m := newModel(t, s, nil)
+	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+		t.Fatal(err)
+	}
+	tools, _ := s.requests()[0]["tools"].([]any)
+	specs := modeltest.Runtime(t).Specs()
+	if len(tools) != len(specs)+1 {
+		t.Fatalf("%d tools offered, want the %d runtime tools and finish", len(tools), len(specs))
+	}
+	roundTrip := func(v any) any {
+		data, _ := json.Marshal(v)
+		var out any
+		_ = json.Unmarshal(data, &out)
+		return out
+	}
+	for i, sp := range specs {
+		tool := tools[i].(map[string]any)
+		fn := tool["function"].(map[string]any)
+		if tool["type"] != "function" || fn["name"] != sp.Name {
+			t.Fatalf("tool %d = %v, want %s", i, tool, sp.Name)
+		}
+		desc := fn["description"].(string)
+		for _, part := range []string{sp.Description, sp.OutputDescription, sp.ErrorDescription} {
+			if !strings.Contains(desc, part) {
+				t.Fatalf("%s: description %q lacks %q", sp.Name, desc, part)
+			}
+		}
+		if diff := cmp.Diff(roundTrip(sp.InputSchema), fn["parameters"]); diff != "" {
+			t.Fatalf("%s: parameters differ from the spec's input schema (-spec +sent):\n%s", sp.Name, diff)
+		}
+	}
+
+	// The finish tool comes from the spec's Finish schema, without the type
+	// the adapter sets.
+	doc, err := spec.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	finish := doc.Components.Schemas[reflect.TypeFor[gen.Finish]().Name()].Value
+	fn := tools[len(specs)].(map[string]any)["function"].(map[string]any)
+	if fn["name"] != string(gen.ActionTypeFinish) || fn["description"] != finish.Description {
+		t.Fatalf("finish tool = %v", fn)
+	}
+	params := fn["parameters"].(map[string]any)
+	props := params["properties"].(map[string]any)
+	if _, ok := props["type"]; ok || len(props) != len(finish.Properties)-1 {
+		t.Fatalf("finish parameters %v should be the Finish properties without type", props)
+	}
+	answer := props["answer"].(map[string]any)
+	if answer["description"] != finish.Properties["answer"].Value.Description || answer["type"] != "string" {
+		t.Fatalf("finish answer property = %v", answer)
+	}
+	if diff := cmp.Diff([]any{"answer"}, params["required"]); diff != "" {
+		t.Fatalf("finish required (-want +got):\n%s", diff)
+	}
+	if params["additionalProperties"] != false {
+		t.Fatalf("finish parameters must forbid other properties, as the spec does: %v", params)
+	}
+}
+
+// shape returns the sorted keys of a JSON object.
+func shape(v any) []string {
+	m, _ := v.(map[string]any)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+func TestRequestMatchesReferenceShape(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "tool_call.json"), ok(t, "answer.json"))
+	temp := 0.2
+	m := newModel(t, s, func(c *openai.Config) { c.Temperature = &temp; c.MaxOutputTokens = 256 })
+	if _, _, err := runTask(t, m, agent.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	var ref map[string]any
+	if err := json.Unmarshal(testdata(t, "request_reference.json"), &ref); err != nil {
+		t.Fatal(err)
+	}
+	got := s.requests()[1]
+	if diff := cmp.Diff(shape(ref), shape(got)); diff != "" {
+		t.Fatalf("request fields (-reference +sent):\n%s", diff)
+	}
+	if got["temperature"] != 0.2 || got["max_tokens"] != 256.0 {
+		t.Fatalf("temperature/max_tokens = %v/%v", got["temperature"], got["max_tokens"])
+	}
+	refMsgs, gotMsgs := messages(t, ref), messages(t, got)
+	for i := range gotMsgs {
+		j := slices.IndexFunc(refMsgs, func(r map[string]any) bool { return roles([]map[string]any{r}) == roles(gotMsgs[i:i+1]) })
+		if j < 0 {
+			t.Fatalf("message %d (%s) has no counterpart in the reference", i, roles(gotMsgs[i:i+1]))
+		}
+		if diff := cmp.Diff(shape(refMsgs[j]), shape(gotMsgs[i])); diff != "" {
+			t.Fatalf("message %d fields (-reference +sent):\n%s", i, diff)
+		}
+		if calls, ok := gotMsgs[i]["tool_calls"].([]any); ok {
+			refCall := refMsgs[j]["tool_calls"].([]any)[0].(map[string]any)
+			if diff := cmp.Diff(shape(refCall), shape(calls[0])); diff != "" {
+				t.Fatalf("tool call fields (-reference +sent):\n%s", diff)
+			}
+			if diff := cmp.Diff(shape(refCall["function"]), shape(calls[0].(map[string]any)["function"])); diff != "" {
+				t.Fatalf("tool call function fields (-reference +sent):\n%s", diff)
+			}
+		}
+	}
+	refTool := ref["tools"].([]any)[0].(map[string]any)
+	for _, tool := range got["tools"].([]any) {
+		if diff := cmp.Diff(shape(refTool), shape(tool)); diff != "" {
+			t.Fatalf("tool fields (-reference +sent):\n%s", diff)
+		}
+		if diff := cmp.Diff(shape(refTool["function"]), shape(tool.(map[string]any)["function"])); diff != "" {
+			t.Fatalf("tool function fields (-reference +sent):\n%s", diff)
+		}
+	}
+}
+
+func TestHistoryRendering(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "answer.json"))
+	m := newModel(t, s, nil)
+	code := "division_by_zero"
+	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
+	history := agent.NewHistory(
+		agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: map[string]any{"left": 1.0, "operation": "divide", "right": 0.0}}},
+		agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", IsError: true, ErrorCode: &code, Content: "division by zero"}},
+		agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: "tool call 1 (calculator): the arguments are not a JSON object"}},
+		agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}},
+		agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: checkMsg}},
+	)
+	if _, err := m.NextAction(context.Background(), modeltest.Task, history); err != nil {
+		t.Fatal(err)
+	}
+	msgs := messages(t, s.requests()[0])
+	if got := roles(msgs); got != "system user assistant+tool_calls tool user assistant+tool_calls tool" {
+		t.Fatalf("roles = %q", got)
+	}
+	// A call without a call_id gets one from its position, used by its result too.
+	call := msgs[2]["tool_calls"].([]any)[0].(map[string]any)
+	if call["id"] != "call_0" || msgs[3]["tool_call_id"] != "call_0" {
+		t.Fatalf("synthesized ids: call %v, result %v", call["id"], msgs[3]["tool_call_id"])
+	}
+	if msgs[3]["content"] != "ERROR (division_by_zero): division by zero" {
+		t.Fatalf("error observation = %q", msgs[3]["content"])
+	}
+	if fb := msgs[4]["content"].(string); !strings.Contains(fb, "not a valid action") || !strings.Contains(fb, "the arguments are not a JSON object") {
+		t.Fatalf("feedback message = %q", fb)
+	}
+	fin := msgs[5]["tool_calls"].([]any)[0].(map[string]any)
+	fn := fin["function"].(map[string]any)
+	if fn["name"] != "finish" || fin["id"] != "call_3" {
+		t.Fatalf("rejected finish call = %v", fin)
+	}
+	jsonEqual(t, "finish arguments", fn["arguments"].(string), `{"answer":"42"}`)
+	if msgs[6]["tool_call_id"] != "call_3" || msgs[6]["content"] != "ERROR: "+checkMsg {
+		t.Fatalf("finish rejection = %v", msgs[6])
+	}
+}
+
+func TestMalformedArgumentsThenRecovery(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "malformed_arguments.json"), ok(t, "tool_call.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	fb := events[1]
+	if fb.EventType != gen.TraceEventTypeModelFeedback || *fb.FeedbackKind != gen.FeedbackKindInvalidModelOutput {
+		t.Fatalf("step 1 = %+v, want invalid-output feedback", fb)
+	}
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 82, OutputTokens: 14}, fb.Usage); diff != "" {
+		t.Fatalf("feedback usage (-want +got):\n%s", diff)
+	}
+	if *fb.RawResponse != `{"left":12,"operation":"multiply","right":` {
+		t.Fatalf("raw of the invalid output = %q", *fb.RawResponse)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "system user user" {
+		t.Fatalf("roles after feedback = %q", got)
+	}
+	text := msgs[2]["content"].(string)
+	if !strings.Contains(text, "tool call 1 (calculator): the arguments are not a JSON object") || strings.Contains(text, `"right":`) {
+		t.Fatalf("feedback = %q", text)
+	}
+	if got := roles(messages(t, s.requests()[2])); got != "system user user assistant+tool_calls tool" {
+		t.Fatalf("roles after recovery = %q", got)
+	}
+}
+
+func TestInvalidReplies(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		file    string
+		message string
+		raw     string
+	}{
+		{"empty.json", "neither a tool call nor text", ""},
+		{"refusal.json", "the model refused", "I'm sorry, I can't assist with that request."},
+		{"truncated.json", "output token limit", "To compute 12 x 7, I will first"},
+		{"unknown_tool.json", "names a tool that does not exist; the tools are: calculator, finish", "get_current_weather"},
+		{"malformed_arguments.json", "the arguments are not a JSON object", `{"left":12,"operation":"multiply","right":`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			s := newServer(t, ok(t, tt.file))
+			_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			var inv *agent.InvalidOutputError
+			if !errors.As(err, &inv) {
+				t.Fatalf("err = %v, want invalid output", err)
+			}
+			if !strings.Contains(inv.Message, tt.message) {
+				t.Fatalf("message = %q, want it to contain %q", inv.Message, tt.message)
+			}
+			if tt.raw != "" && strings.Contains(inv.Message, tt.raw) {
+				t.Fatalf("the message repeats the output: %q", inv.Message)
+			}
+			if inv.Raw != tt.raw {
+				t.Fatalf("raw = %q, want %q", inv.Raw, tt.raw)
+			}
+			if inv.Usage == nil || inv.Usage.InputTokens != 82 {
+				t.Fatalf("usage = %+v, want the reply's", inv.Usage)
+			}
+		})
+	}
+}
+
+func TestFinishTool(t *testing.T) {
+	t.Parallel()
+	tests := []struct {
+		name, body string
+		answer     string
+		invalid    string
+	}{
+		{name: "answer", body: `{"answer":"12 x 7 = 84."}`, answer: "12 x 7 = 84."},
+		{name: "missing answer", body: `{}`, invalid: "do not match its schema"},
+		{name: "extra property", body: `{"answer":"x","confidence":1}`, invalid: "do not match its schema"},
+		{name: "answer not a string", body: `{"answer":84}`, invalid: "do not match its schema"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var resp map[string]any
+			if err := json.Unmarshal(testdata(t, "finish_call.json"), &resp); err != nil {
+				t.Fatal(err)
+			}
+			msg := resp["choices"].([]any)[0].(map[string]any)["message"].(map[string]any)
+			msg["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"] = tt.body
+			body, _ := json.Marshal(resp)
+			s := newServer(t, reply{status: http.StatusOK, body: body})
+			a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			if tt.invalid != "" {
+				var inv *agent.InvalidOutputError
+				if !errors.As(err, &inv) || !strings.Contains(inv.Message, tt.invalid) {
+					t.Fatalf("err = %v, want invalid output containing %q", err, tt.invalid)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Finish == nil || a.Finish.Answer != tt.answer {
+				t.Fatalf("action = %+v", a)
+			}
+			jsonEqual(t, "raw", a.Raw, `{"type":"finish","answer":"12 x 7 = 84."}`)
+		})
+	}
+}
+
+func TestMissingUsage(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "no_usage.json"))
+	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.Finish == nil || a.Usage != nil {
+		t.Fatalf("action = %+v, want a finish without usage", a)
+	}
+}
+
+func TestParallelToolCallsRunAsSteps(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 3 {
+		t.Fatalf("result = %+v", res)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2: the second call runs from the queue", n)
+	}
+	var outputs []string
+	var usage []*gen.Usage
+	for _, ev := range events {
+		switch ev.EventType {
+		case gen.TraceEventTypeObservation:
+			outputs = append(outputs, *ev.Output)
+		case gen.TraceEventTypeModelAction:
+			usage = append(usage, ev.Usage)
+		}
+	}
+	if diff := cmp.Diff([]string{trace.Summary("84"), trace.Summary("4")}, outputs); diff != "" {
+		t.Fatalf("observations (-want +got):\n%s", diff)
+	}
+	if usage[0] == nil || usage[1] != nil || usage[2] == nil {
+		t.Fatalf("usage belongs to the reply's first action only: %v", usage)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "system user assistant+tool_calls tool assistant+tool_calls tool" {
+		t.Fatalf("roles = %q", got)
+	}
+	for i, id := range map[int]string{2: "call_first1", 4: "call_second2"} {
+		if msgs[i]["tool_calls"].([]any)[0].(map[string]any)["id"] != id || msgs[i+1]["tool_call_id"] != id {
+			t.Fatalf("messages %d and %d are not tied to %s: %v %v", i, i+1, id, msgs[i], msgs[i+1])
+		}
+	}
+}
+
+func TestQueueDroppedWhenHistoryDiffers(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "answer.json"))
+	m := newModel(t, s, nil)
+	a, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil || a.ToolCall == nil || *a.ToolCall.CallId != "call_first1" {
+		t.Fatalf("first action = %+v, %v", a, err)
+	}
+	// The history does not show the first call executed: ask again.
+	a, err = m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil || a.Finish == nil {
+		t.Fatalf("second action = %+v, %v; want the provider's new answer", a, err)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+}
+
+func TestRateLimitThenSuccessHonoursRetryAfter(t *testing.T) {
+	t.Parallel()
+	s := newServer(t,
+		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}, body: testdata(t, "error_429.json")},
+		ok(t, "tool_call.json"),
+	)
+	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a.ToolCall == nil {
+		t.Fatalf("action = %+v", a)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+	// A lower bound only: the SDK waited as long as Retry-After asked.
+	times := s.arrivals()
+	if gap := times[1].Sub(times[0]); gap < 950*time.Millisecond {
+		t.Fatalf("retried after %v, before Retry-After's 1s", gap)
+	}
+}
+
+func TestServerErrorsExhaustRetries(t *testing.T) {
+	t.Parallel()
+	fail := reply{status: http.StatusInternalServerError, header: map[string]string{"Retry-After": "0"}, body: testdata(t, "error_500.json")}
+	s := newServer(t, fail, fail, fail)
+	m := newModel(t, s, func(c *openai.Config) { c.MaxRetries = 2 })
+	res, events, err := runTask(t, m, agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "openai: request failed after 2 retries: 500 Internal Server Error (server_error)"
+	if res.ExitReason != gen.ExitReasonModelError || res.Error == nil || !strings.Contains(*res.Error, want) {
+		t.Fatalf("result = %+v, want model_error with %q", res, want)
+	}
+	if n := s.count(); n != 3 {
+		t.Fatalf("%d requests, want 3", n)
+	}
+	last := events[len(events)-1]
+	if last.EventType != gen.TraceEventTypeRunFinished || *last.ExitReason != gen.ExitReasonModelError || !strings.Contains(*last.Error, want) {
+		t.Fatalf("run_finished = %+v", last)
+	}
+	if strings.Contains(*res.Error, "Sorry about that") {
+		t.Fatalf("the error repeats the provider's message: %q", *res.Error)
+	}
+}
+
+func TestClientErrorIsNotRetried(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, reply{status: http.StatusUnauthorized, body: testdata(t, "error_401.json")})
+	_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.StatusCode != http.StatusUnauthorized || pe.Retries != 0 {
+		t.Fatalf("err = %v, want a provider error for 401", err)
+	}
+	if got := err.Error(); got != "openai: request failed: 401 Unauthorized (invalid_api_key)" {
+		t.Fatalf("error = %q", got)
+	}
+	if s.count() != 1 {
+		t.Fatalf("%d requests, want 1", s.count())
+	}
+}
+
+func TestCancelMidRequest(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, reply{block: true})
+	m := newModel(t, s, nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		<-s.arrived
+		cancel()
+	}()
+	done := make(chan gen.RunResult, 1)
+	go func() {
+		res, _ := agent.Run(ctx, modeltest.Task, m, agent.Options{Tools: modeltest.Runtime(t)})
+		done <- res
+	}()
+	select {
+	case res := <-done:
+		if res.ExitReason != gen.ExitReasonCancelled {
+			t.Fatalf("result = %+v, want cancelled", res)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the run did not end within 10s of the cancellation")
+	}
+}
+
+func TestRequestTimeout(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, reply{block: true})
+	m := newModel(t, s, func(c *openai.Config) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = -1 })
+	_, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Timeout != 100*time.Millisecond {
+		t.Fatalf("err = %v, want a provider timeout", err)
+	}
+	if got := err.Error(); got != "openai: request timed out after 100ms" {
+		t.Fatalf("error = %q", got)
+	}
+}
+
+func TestTokenBudgetEndsRun(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "tool_call.json"), ok(t, "answer.json"))
+	res, _, err := runTask(t, newModel(t, s, nil), agent.Options{TokenBudget: 150})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonTokenBudgetExceeded || res.StepsUsed != 2 || res.Answer != nil {
+		t.Fatalf("result = %+v", res)
+	}
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 192, OutputTokens: 26}, res.Usage); diff != "" {
+		t.Fatalf("usage (-want +got):\n%s", diff)
+	}
+}
+
+func TestNewConfig(t *testing.T) {
+	t.Parallel()
+	specs := modeltest.Runtime(t).Specs()
+	tests := []struct {
+		name string
+		cfg  openai.Config
+		want string
+	}{
+		{"no key for OpenAI", openai.Config{Model: "gpt-4o-mini"}, "openai: no API key: set OPENAI_API_KEY"},
+		{"no key for OpenAI, explicit URL", openai.Config{Model: "gpt-4o-mini", BaseURL: "https://api.openai.com/v1/"}, "openai: no API key: set OPENAI_API_KEY"},
+		{"no model", openai.Config{APIKey: "k"}, "openai: no model name"},
+		{"relative base URL", openai.Config{Model: "m", BaseURL: "localhost:11434/v1"}, "openai: the base URL must be an absolute http or https URL"},
+		{"tool named finish", openai.Config{Model: "m", APIKey: "k", Tools: append(slices.Clone(specs), gen.ToolSpec{Name: "finish"})}, `clashes with the finish tool`},
+		{"duplicate tool", openai.Config{Model: "m", APIKey: "k", Tools: append(slices.Clone(specs), specs[0])}, `two tools are named`},
+		{"local server without key", openai.Config{Model: "llama3.1", BaseURL: "http://localhost:11434/v1"}, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := openai.New(tt.cfg)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("New: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("New error = %v, want %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := openai.New(openai.Config{Model: "m"}); !errors.Is(err, openai.ErrNoAPIKey) {
+		t.Fatalf("want ErrNoAPIKey, got %v", err)
+	}
+}
+
+func TestWithEnv(t *testing.T) {
+	t.Parallel()
+	env := map[string]string{openai.EnvAPIKey: "sk-env", openai.EnvBaseURL: "http://localhost:11434/v1"}
+	getenv := func(k string) string { return env[k] }
+	got := openai.Config{Model: "m"}.WithEnv(getenv)
+	if got.APIKey != "sk-env" || got.BaseURL != "http://localhost:11434/v1" {
+		t.Fatalf("WithEnv = %+v", got)
+	}
+	got = openai.Config{Model: "m", BaseURL: "http://flag:8000/v1"}.WithEnv(getenv)
+	if got.BaseURL != "http://flag:8000/v1" {
+		t.Fatalf("an explicit base URL must win over %s: %q", openai.EnvBaseURL, got.BaseURL)
+	}
+	temp, maxOut := 0.5, 300
+	cfg := openai.ConfigFromSpec(gen.OpenAIModelConfig{Model: "gpt-4o-mini", Temperature: &temp, MaxOutputTokens: &maxOut}, nil)
+	if cfg.Model != "gpt-4o-mini" || *cfg.Temperature != 0.5 || cfg.MaxOutputTokens != 300 || cfg.APIKey != "" {
+		t.Fatalf("ConfigFromSpec = %+v", cfg)
+	}
+}
+
+// completion renders a conformance turn as a Chat Completions response.
+func completion(turn modeltest.Turn, n int) []byte {
+	msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+	finish := "tool_calls"
+	call := func(name, args string) {
+		msg["tool_calls"] = []any{map[string]any{
+			"id": fmt.Sprintf("call_%d", n), "type": "function",
+			"function": map[string]any{"name": name, "arguments": args},
+		}}
+	}
+	switch {
+	case turn.ToolCall != nil:
+		args, _ := json.Marshal(turn.ToolCall.Arguments)
+		call(turn.ToolCall.ToolName, string(args))
+	case turn.Finish != nil:
+		msg["content"], finish = turn.Finish.Answer, "stop"
+	default:
+		call("calculator", modeltest.InvalidText)
+	}
+	body, _ := json.Marshal(map[string]any{
+		"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1741570283, "model": "gpt-4o-mini",
+		"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+		"usage":   map[string]any{"prompt_tokens": 50 + n, "completion_tokens": 10, "total_tokens": 60 + n},
+	})
+	return body
+}
+
+func TestConformance(t *testing.T) {
+	t.Parallel()
+	modeltest.Run(t, func(t *testing.T, turns []modeltest.Turn) agent.Model {
+		replies := make([]reply, len(turns))
+		for i, turn := range turns {
+			replies[i] = reply{status: http.StatusOK, body: completion(turn, i)}
+		}
+		return newModel(t, newServer(t, replies...), nil)
+	})
+}
+
+func TestNewFromEnv(t *testing.T) {
+	s := newServer(t, ok(t, "answer.json"))
+	t.Setenv(openai.EnvAPIKey, "sk-from-env")
+	t.Setenv(openai.EnvBaseURL, s.srv.URL)
+	m, err := openai.NewFromEnv(openai.Config{Model: "gpt-4o-mini", HTTPClient: s.srv.Client()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.auth(0); got != "Bearer sk-from-env" {
+		t.Fatalf("Authorization = %q", got)
+	}
+	t.Setenv(openai.EnvAPIKey, "")
+	t.Setenv(openai.EnvBaseURL, "")
+	if _, err := openai.NewFromEnv(openai.Config{Model: "gpt-4o-mini"}); !errors.Is(err, openai.ErrNoAPIKey) {
+		t.Fatalf("err = %v, want ErrNoAPIKey", err)
+	}
+}

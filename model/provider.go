@@ -1,0 +1,89 @@
+package model
+
+import (
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ProviderError is a model provider failing for a reason that is not the
+// model's output: an HTTP error status (after the retries for 429 and 5xx),
+// a request timeout or a network failure. The loop ends the run with exit
+// reason model_error and this error's text, which names the provider, e.g.
+// "openai: request failed after 3 retries: 500 Internal Server Error
+// (server_error)". The text never includes the provider's error message or
+// anything sent to it.
+type ProviderError struct {
+	// Provider names the provider, e.g. "openai" or "anthropic".
+	Provider string
+	// Retries is how many times the request was retried.
+	Retries int
+	// StatusCode is the last HTTP status, 0 when there was no response.
+	StatusCode int
+	// Code is the provider's error type or code, e.g. "rate_limit_error",
+	// when it sent one that is a plain identifier.
+	Code string
+	// Timeout is set when a request attempt ran out of time.
+	Timeout time.Duration
+	// Err is the SDK's error.
+	Err error
+}
+
+func (e *ProviderError) Error() string {
+	var b strings.Builder
+	b.WriteString(e.Provider)
+	retries := ""
+	switch {
+	case e.Retries == 1:
+		retries = "1 retry"
+	case e.Retries > 1:
+		retries = strconv.Itoa(e.Retries) + " retries"
+	}
+	if e.Timeout > 0 {
+		b.WriteString(": request timed out after ")
+		b.WriteString(e.Timeout.String())
+		if retries != "" {
+			b.WriteString(" (" + retries + ")")
+		}
+		return b.String()
+	}
+	b.WriteString(": request failed")
+	if retries != "" {
+		b.WriteString(" after " + retries)
+	}
+	switch {
+	case e.StatusCode != 0:
+		b.WriteString(": ")
+		b.WriteString(strconv.Itoa(e.StatusCode))
+		if text := http.StatusText(e.StatusCode); text != "" {
+			b.WriteString(" ")
+			b.WriteString(text)
+		}
+		if code := e.Code; code != "" && plainCode(code) {
+			b.WriteString(" (")
+			b.WriteString(code)
+			b.WriteString(")")
+		}
+	case e.Err != nil:
+		b.WriteString(": ")
+		b.WriteString(e.Err.Error())
+	}
+	return b.String()
+}
+
+// Unwrap returns the SDK's error.
+func (e *ProviderError) Unwrap() error { return e.Err }
+
+// plainCode reports whether code is a short identifier, safe to print.
+func plainCode(code string) bool {
+	if len(code) > 64 {
+		return false
+	}
+	for _, c := range code {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
+			return false
+		}
+	}
+	return true
+}

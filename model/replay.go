@@ -1,0 +1,236 @@
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"sync"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
+)
+
+// ErrNoRawResponses is wrapped by NewReplay's error for a trace recorded
+// without raw responses.
+var ErrNoRawResponses = errors.New("the trace has no raw model responses; record the run with --record-raw (agent.Options.RecordRaw)")
+
+// ErrDiverged is wrapped by the error a Replay returns when the replayed run
+// no longer matches the recorded one: the task differs, a tool observation
+// differs from the recorded one, or the run asks for more model responses
+// than were recorded. The loop ends the run with exit reason model_error and
+// the error's text, which says at which step and for which tool.
+var ErrDiverged = errors.New("replay diverged from the recorded run")
+
+// ReplayConfig configures a Replay.
+type ReplayConfig struct {
+	// RunID selects the run to replay in a trace that holds several; empty
+	// means the last run of the trace.
+	RunID string
+}
+
+// Replay is a model that re-runs a recorded run: it answers each call with
+// the next raw model response of the trace (recorded with raw recording on),
+// parsed by ParseAction exactly like the original, with the recorded token
+// usage. A response the original run rejected as invalid output is rejected
+// again.
+//
+// Replay checks that the replayed run takes the recorded path: before each
+// answer it compares the task and every new Observation in the history with
+// the recorded observation (tool name, failure, and the sha256 summary of
+// the content, which is all a trace keeps). On the first difference it
+// returns an error wrapping ErrDiverged that names the step and the tool; the
+// observation of a run's very last step is compared only if the model is
+// asked again.
+//
+// A Replay serves one run; it is safe for concurrent use.
+type Replay struct {
+	mu       sync.Mutex
+	runID    string
+	task     string // the recorded task summary, when recorded
+	maxSteps int
+	steps    []replayStep
+	obs      []gen.TraceEvent
+	next     int // index into steps
+	checked  int // history items already compared
+	seen     int // observations already compared
+}
+
+// replayStep is one recorded model call.
+type replayStep struct {
+	ev       gen.TraceEvent
+	raw      string
+	feedback bool
+}
+
+// OpenReplay reads a JSONL trace file and returns a Replay of one of its
+// runs (see NewReplay). A torn last line is ignored.
+func OpenReplay(path string, cfg ReplayConfig) (*Replay, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	defer f.Close()
+	log, err := trace.Read(f)
+	if err != nil {
+		return nil, fmt.Errorf("replay: %w", err)
+	}
+	return NewReplay(log.Events, cfg)
+}
+
+// NewReplay returns a Replay of the run cfg.RunID (or the last run) in
+// events. It fails when the run made no model calls or was recorded without
+// raw responses (ErrNoRawResponses).
+func NewReplay(events []gen.TraceEvent, cfg ReplayConfig) (*Replay, error) {
+	runID := cfg.RunID
+	if runID == "" {
+		for _, ev := range events {
+			if ev.EventType == gen.TraceEventTypeRunStarted || runID == "" {
+				runID = ev.RunId
+			}
+		}
+		if runID == "" {
+			return nil, errors.New("replay: the trace has no events")
+		}
+	}
+	r := &Replay{runID: runID}
+	found := false
+	for _, ev := range events {
+		if ev.RunId != runID {
+			continue
+		}
+		found = true
+		switch ev.EventType {
+		case gen.TraceEventTypeRunStarted:
+			if ev.InputSummary != nil {
+				r.task = *ev.InputSummary
+			}
+			if ev.MaxSteps != nil {
+				r.maxSteps = *ev.MaxSteps
+			}
+		case gen.TraceEventTypeModelAction, gen.TraceEventTypeModelFeedback:
+			if ev.RawResponse == nil {
+				return nil, fmt.Errorf("replay: run %s, step %d: %w", runID, ev.Step, ErrNoRawResponses)
+			}
+			r.steps = append(r.steps, replayStep{ev: ev, raw: *ev.RawResponse, feedback: ev.EventType == gen.TraceEventTypeModelFeedback})
+		case gen.TraceEventTypeObservation:
+			r.obs = append(r.obs, ev)
+		}
+	}
+	if !found {
+		return nil, errors.New("replay: the trace has no run with that id")
+	}
+	if len(r.steps) == 0 {
+		return nil, fmt.Errorf("replay: run %s made no model calls", runID)
+	}
+	return r, nil
+}
+
+// RunID returns the id of the run being replayed.
+func (r *Replay) RunID() string { return r.runID }
+
+// MaxSteps returns the recorded run's step budget (0 when not recorded); a
+// replay should run with the same budget.
+func (r *Replay) MaxSteps() int { return r.maxSteps }
+
+// Remaining returns how many recorded responses have not been replayed.
+func (r *Replay) Remaining() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.steps) - r.next
+}
+
+// NextAction returns the next recorded action, after checking that the task
+// and the observations so far match the recorded run.
+func (r *Replay) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+	if err := ctx.Err(); err != nil {
+		return agent.Action{}, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.next == 0 && r.task != "" {
+		if got := trace.Summary(task.Prompt); got != r.task {
+			return agent.Action{}, fmt.Errorf("%w: the task differs from the recorded one (recorded %s, replayed %s)", ErrDiverged, r.task, got)
+		}
+	}
+	if err := r.compare(history); err != nil {
+		return agent.Action{}, err
+	}
+	if r.next >= len(r.steps) {
+		return agent.Action{}, fmt.Errorf("%w at step %d: the recorded run made only %d model calls", ErrDiverged, r.next+1, len(r.steps))
+	}
+	s := r.steps[r.next]
+	r.next++
+	a, err := ParseAction(s.raw)
+	var inv *agent.InvalidOutputError
+	switch {
+	case s.feedback && errors.As(err, &inv):
+		inv.Usage = s.ev.Usage
+		return agent.Action{}, inv
+	case s.feedback && err == nil:
+		// The original adapter rejected a well-formed action (an unknown
+		// tool, say): reject it again.
+		return agent.Action{}, &agent.InvalidOutputError{Message: "the recorded run rejected this model output", Raw: s.raw, Usage: s.ev.Usage}
+	case errors.As(err, &inv):
+		// Not %w: this is a broken trace, not model output to give feedback on.
+		return agent.Action{}, fmt.Errorf("replay: step %d: the recorded raw response is not a valid action: %s", s.ev.Step, inv.Message)
+	case err != nil:
+		return agent.Action{}, fmt.Errorf("replay: step %d: %w", s.ev.Step, err)
+	}
+	if !matches(a, &s.ev) {
+		return agent.Action{}, fmt.Errorf("replay: step %d: the recorded raw response does not match the recorded action", s.ev.Step)
+	}
+	a.Usage = s.ev.Usage
+	return a, nil
+}
+
+// compare checks the observations of history that were not compared yet
+// against the recorded ones, in order.
+func (r *Replay) compare(history agent.History) error {
+	for i := r.checked; i < history.Len(); i++ {
+		it := history.At(i)
+		if it.Observation == nil {
+			continue
+		}
+		obs := it.Observation
+		if r.seen >= len(r.obs) {
+			return fmt.Errorf("%w at step %d: the %s call has an observation the recorded run does not have", ErrDiverged, r.next, obs.ToolName)
+		}
+		rec := r.obs[r.seen]
+		r.seen++
+		recTool := ""
+		if rec.ToolName != nil {
+			recTool = *rec.ToolName
+		}
+		if recTool != obs.ToolName {
+			return fmt.Errorf("%w at step %d: the observation is from tool %s, the recorded one from %s", ErrDiverged, rec.Step, obs.ToolName, recTool)
+		}
+		if rec.IsError != nil && *rec.IsError != obs.IsError {
+			verb := "failed"
+			if !obs.IsError {
+				verb = "succeeded"
+			}
+			return fmt.Errorf("%w at step %d: the %s call %s, unlike in the recorded run", ErrDiverged, rec.Step, obs.ToolName, verb)
+		}
+		if got := trace.Summary(obs.Content); rec.Output != nil && *rec.Output != got {
+			return fmt.Errorf("%w at step %d: the %s observation differs from the recorded one (recorded %s, replayed %s)", ErrDiverged, rec.Step, obs.ToolName, *rec.Output, got)
+		}
+	}
+	r.checked = history.Len()
+	return nil
+}
+
+// matches reports whether a is the action the event recorded.
+func matches(a agent.Action, ev *gen.TraceEvent) bool {
+	if ev.ActionType == nil {
+		return true
+	}
+	switch *ev.ActionType {
+	case gen.ActionTypeToolCall:
+		return a.ToolCall != nil && (ev.ToolName == nil || *ev.ToolName == a.ToolCall.ToolName)
+	case gen.ActionTypeFinish:
+		return a.Finish != nil && (ev.Output == nil || *ev.Output == trace.Summary(a.Finish.Answer))
+	}
+	return false
+}

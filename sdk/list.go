@@ -1,0 +1,55 @@
+package sdk
+
+import (
+	"context"
+	"fmt"
+	"iter"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// ListOptions filter and page ListRuns.
+type ListOptions struct {
+	// Status, when set, lists only the runs in that status.
+	Status gen.RunStatus
+	// PageSize is how many runs one request fetches; 0 means the server's
+	// default.
+	PageSize int
+}
+
+// ListRuns iterates over every run on the server, newest first, fetching
+// pages as it goes. An error ends the iteration.
+func (c *Client) ListRuns(ctx context.Context, opts ListOptions) iter.Seq2[gen.Run, error] {
+	return func(yield func(gen.Run, error) bool) {
+		params := &gen.ListRunsParams{}
+		if opts.Status != "" {
+			status := opts.Status
+			params.Status = &status
+		}
+		if opts.PageSize > 0 {
+			size := opts.PageSize
+			params.Limit = &size
+		}
+		for {
+			resp, err := c.api.ListRunsWithResponse(ctx, params)
+			if err != nil {
+				yield(gen.Run{}, fmt.Errorf("sdk: list runs: %w", err))
+				return
+			}
+			if resp.JSON200 == nil {
+				yield(gen.Run{}, apiError(resp.HTTPResponse, resp.Body))
+				return
+			}
+			for _, r := range resp.JSON200.Runs {
+				if !yield(r, nil) {
+					return
+				}
+			}
+			next := resp.JSON200.NextCursor
+			if next == nil || *next == "" {
+				return
+			}
+			params.Cursor = next
+		}
+	}
+}

@@ -1,0 +1,170 @@
+// Package sdk is a Go client for a specloop server (`specloop serve`): it
+// creates runs, waits for them, follows their trace events live and calls
+// the server's tools. It is a small layer over the client generated from
+// spec/agent.yaml (package gen), whose types it uses throughout.
+//
+// Every error the server answers with is an *APIError carrying the RFC 9457
+// problem; errors.Is matches it against ErrNotFound, ErrQueueFull and the
+// other sentinels by status:
+//
+//	run, err := c.GetRun(ctx, id)
+//	if errors.Is(err, sdk.ErrNotFound) { ... }
+//	var apiErr *sdk.APIError
+//	if errors.As(err, &apiErr) { fmt.Println(apiErr.Problem.Detail) }
+package sdk
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// Config configures a Client. The zero value talks to a server without auth
+// through a default HTTP client.
+type Config struct {
+	// Token is the server's bearer token; empty sends none.
+	Token string
+	// HTTPClient makes the requests; nil means a client that keeps enough
+	// idle connections for many concurrent calls. Its Timeout, if any, also
+	// bounds event streams: leave it zero and use contexts instead.
+	HTTPClient *http.Client
+}
+
+// Client talks to one specloop server. It is safe for concurrent use.
+type Client struct {
+	raw *gen.Client
+	api *gen.ClientWithResponses
+}
+
+var defaultHTTPClient = func() *http.Client {
+	t := http.DefaultTransport.(*http.Transport).Clone()
+	t.MaxIdleConns = 256
+	t.MaxIdleConnsPerHost = 128
+	return &http.Client{Transport: t}
+}()
+
+// New returns a client for the server at baseURL, e.g.
+// "http://127.0.0.1:8080".
+func New(baseURL string, cfg Config) (*Client, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("sdk: the base URL must be an absolute http or https URL")
+	}
+	hc := cfg.HTTPClient
+	if hc == nil {
+		hc = defaultHTTPClient
+	}
+	opts := []gen.ClientOption{gen.WithHTTPClient(hc)}
+	if cfg.Token != "" {
+		auth := "Bearer " + cfg.Token
+		opts = append(opts, gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
+			req.Header.Set("Authorization", auth)
+			return nil
+		}))
+	}
+	raw, err := gen.NewClient(baseURL, opts...)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: %w", err)
+	}
+	return &Client{raw: raw, api: &gen.ClientWithResponses{ClientInterface: raw}}, nil
+}
+
+// ScriptModel is the model configuration of a scripted run: the server
+// replays responses, each parsed like a real model's raw text.
+func ScriptModel(responses ...string) gen.ModelConfig {
+	var mc gen.ModelConfig
+	_ = mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses})
+	return mc
+}
+
+// CreateRun queues a run. The returned Run is on the server's disk.
+func (c *Client) CreateRun(ctx context.Context, req gen.CreateRunRequest) (gen.Run, error) {
+	resp, err := c.api.CreateRunWithResponse(ctx, req)
+	if err != nil {
+		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)
+	}
+	if resp.JSON202 == nil {
+		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
+	}
+	return *resp.JSON202, nil
+}
+
+// GetRun returns a run; Result is set once it finished.
+func (c *Client) GetRun(ctx context.Context, id string) (gen.Run, error) {
+	resp, err := c.api.GetRunWithResponse(ctx, id)
+	if err != nil {
+		return gen.Run{}, fmt.Errorf("sdk: get run: %w", err)
+	}
+	if resp.JSON200 == nil {
+		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
+	}
+	return *resp.JSON200, nil
+}
+
+// Cancel cancels a queued or running run; it ends with exit reason
+// cancelled. Cancelling a finished run is an error matching ErrConflict.
+func (c *Client) Cancel(ctx context.Context, id string) (gen.Run, error) {
+	resp, err := c.api.CancelRunWithResponse(ctx, id)
+	if err != nil {
+		return gen.Run{}, fmt.Errorf("sdk: cancel run: %w", err)
+	}
+	if resp.JSON202 == nil {
+		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
+	}
+	return *resp.JSON202, nil
+}
+
+// Wait blocks until the run has finished and returns it with its result.
+// It follows the run's event stream (resuming it if the connection drops),
+// so it learns of the end at once without polling.
+func (c *Client) Wait(ctx context.Context, id string) (gen.Run, error) {
+	for _, err := range c.Events(ctx, id, 0) {
+		if err != nil {
+			return gen.Run{}, err
+		}
+	}
+	// The server records the result before it sends run_finished, so one
+	// read is enough; the loop only guards against an older server.
+	delay := 10 * time.Millisecond
+	for {
+		run, err := c.GetRun(ctx, id)
+		if err != nil || run.Status == gen.RunStatusFinished {
+			return run, err
+		}
+		select {
+		case <-ctx.Done():
+			return gen.Run{}, ctx.Err()
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, time.Second)
+	}
+}
+
+// Tools returns the tools a run on the server offers a model.
+func (c *Client) Tools(ctx context.Context) ([]gen.ToolSpec, error) {
+	resp, err := c.api.ListToolsWithResponse(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: list tools: %w", err)
+	}
+	if resp.JSON200 == nil {
+		return nil, apiError(resp.HTTPResponse, resp.Body)
+	}
+	return resp.JSON200.Tools, nil
+}
+
+// Health returns nil when the server answers its health check.
+func (c *Client) Health(ctx context.Context) error {
+	resp, err := c.api.GetHealthWithResponse(ctx)
+	if err != nil {
+		return fmt.Errorf("sdk: health: %w", err)
+	}
+	if resp.JSON200 == nil {
+		return apiError(resp.HTTPResponse, resp.Body)
+	}
+	return nil
+}

@@ -1,0 +1,332 @@
+package server
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+)
+
+// execute runs one run to its end; the scheduler calls it in its own
+// goroutine once the run's workspace and a slot are free.
+func (s *Server) execute(r *run) {
+	s.runs.mu.Lock()
+	j := r.job
+	r.status = gen.RunStatusRunning
+	started := time.Now().UTC()
+	r.started = started
+	s.runs.mu.Unlock()
+
+	finalized := false
+	finish := func(res gen.RunResult, ev *gen.TraceEvent) {
+		if finalized {
+			return
+		}
+		finalized = true
+		s.finalize(r, j, started, res, ev)
+	}
+	res, err := s.runAgent(r, j, func(p agent.Progress) {
+		if p.Event.EventType == gen.TraceEventTypeRunFinished && p.Result != nil {
+			finish(*p.Result, p.Event)
+			return
+		}
+		if err := j.events.publish(p.Event, false); err != nil {
+			s.log.Error("publish an event", "run", r.id, "err", err)
+		}
+	})
+	if err != nil && res.ExitReason == gen.ExitReasonInternalError {
+		s.log.Error("run failed internally", "run", r.id, "err", err)
+	}
+	if !finalized {
+		// run_finished could not be traced: record the result anyway and
+		// end the live stream with the event the trace lacks.
+		ev := finishedEvent(r.id, nil, &res)
+		ev.Time = time.Now().UTC()
+		finish(res, &ev)
+	}
+}
+
+// runAgent sets up the run's workspace, tools, check and trace, and runs
+// the agent loop. Setup failures end the run with internal_error.
+func (s *Server) runAgent(r *run, j *job, observe func(agent.Progress)) (gen.RunResult, error) {
+	fail := func(err error) (gen.RunResult, error) {
+		msg := err.Error()
+		return gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
+	}
+	tw, err := s.store.createTrace(r.id, s.cfg.TraceSync)
+	if err != nil {
+		return fail(fmt.Errorf("open the trace: %w", err))
+	}
+	defer tw.Close()
+	ws, err := tools.OpenWorkspace(j.wsDir)
+	if err != nil {
+		return fail(errors.New("the workspace cannot be opened"))
+	}
+	defer ws.Close()
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !s.cfg.AllowCommands})
+	if err != nil {
+		return fail(err)
+	}
+	opts := agent.Options{
+		MaxSteps:    j.maxSteps,
+		TokenBudget: j.tokenBudget,
+		RunID:       r.id,
+		Tools:       rt,
+		Trace:       runTracer{w: tw},
+		Observer:    observe,
+	}
+	if j.check != "" {
+		opts.Check = tools.NewCommandCheck(ws, j.check)
+	}
+	return agent.Run(j.ctx, j.task, j.model, opts)
+}
+
+// finalize records a run's end durably, then shows it: the record turns
+// finished before run_finished reaches any stream, so a client that saw
+// run_finished always gets the result.
+func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent) {
+	if res.RunId == nil {
+		res.RunId = &r.id
+	}
+	finished := time.Now().UTC()
+	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
+	if !started.IsZero() {
+		e.Started = &started
+	}
+	if err := s.store.append(e, false); err != nil {
+		// The trace still has run_finished; a restart recovers from it.
+		s.log.Error("record a run's result", "run", r.id, "err", err)
+	}
+	s.runs.mu.Lock()
+	r.status = gen.RunStatusFinished
+	r.finished = finished
+	r.result = &res
+	r.job = nil
+	s.runs.mu.Unlock()
+	j.cancel(nil)
+	if err := j.events.publish(ev, true); err != nil {
+		s.log.Error("publish an event", "run", r.id, "err", err)
+	}
+	s.recent.add(r.id, j.events)
+}
+
+// cancelQueued ends a run that never started: its trace gets only
+// run_finished, and its record says cancelled.
+func (s *Server) cancelQueued(r *run, cause error) {
+	s.runs.mu.RLock()
+	j := r.job
+	s.runs.mu.RUnlock()
+	if j == nil {
+		return
+	}
+	j.cancel(cause)
+	msg := cause.Error()
+	res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonCancelled, StepsUsed: 0, Error: &msg}
+	ev := finishedEvent(r.id, nil, &res)
+	ev.Time = time.Now().UTC()
+	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
+		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
+	}
+	s.finalize(r, j, time.Time{}, res, &ev)
+}
+
+// appendEvent appends one event to run id's trace, creating it.
+func (s *Server) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPolicy) error {
+	tw, err := s.store.createTrace(id, policy)
+	if err != nil {
+		return err
+	}
+	return errors.Join(tw.Emit(ev), tw.Close())
+}
+
+// interruptedError is the error of a run the server stopped in flight.
+const interruptedError = "the server stopped while the run was in flight"
+
+// recover rebuilds the runs from the run log; runs without a result get
+// one from their trace's run_finished, or end interrupted.
+func (s *Server) recover(entries []entry) error {
+	type rec struct {
+		r    *run
+		done bool
+	}
+	byID := map[string]*rec{}
+	var order []*rec
+	for i := range entries {
+		e := &entries[i]
+		switch e.Op {
+		case opCreated:
+			if byID[e.ID] != nil || !validID(e.ID) {
+				continue
+			}
+			rc := &rec{r: &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}}
+			byID[e.ID] = rc
+			order = append(order, rc)
+		case opFinished:
+			rc := byID[e.ID]
+			if rc == nil || rc.done || e.Result == nil {
+				continue
+			}
+			rc.done = true
+			rc.r.status = gen.RunStatusFinished
+			rc.r.finished = e.Time.UTC()
+			if e.Started != nil {
+				rc.r.started = e.Started.UTC()
+			}
+			rc.r.result = e.Result
+		}
+	}
+	var fixes []byte
+	var interrupted int
+	for _, rc := range order {
+		if rc.done {
+			continue
+		}
+		e, wasInterrupted, err := s.recoverRun(rc.r)
+		if err != nil {
+			return err
+		}
+		if wasInterrupted {
+			interrupted++
+		}
+		line, err := jsonLine(e)
+		if err != nil {
+			return err
+		}
+		fixes = append(fixes, line...)
+	}
+	if len(fixes) > 0 {
+		if err := s.store.appendLines(fixes, true); err != nil {
+			return err
+		}
+	}
+	runs := make([]*run, len(order))
+	for i, rc := range order {
+		runs[i] = rc.r
+	}
+	slices.SortFunc(runs, compareRuns)
+	for _, r := range runs {
+		s.runs.add(r)
+	}
+	if n := len(runs); n > 0 {
+		s.runs.last = runs[n-1].created
+	}
+	if len(runs) > 0 {
+		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted)
+	}
+	return nil
+}
+
+// recoverRun settles a run that has no result in the log: from its trace's
+// run_finished if it has one, or as interrupted, appending run_finished to
+// the trace so that its event stream ends.
+func (s *Server) recoverRun(r *run) (e *entry, interrupted bool, err error) {
+	path := s.store.tracePath(r.id)
+	evs, cut, newline, err := readTraceForRecovery(path)
+	if err != nil {
+		return nil, false, fmt.Errorf("run %s: %w", r.id, err)
+	}
+	if n := len(evs); n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
+		r.started = evs[0].Time.UTC()
+	}
+	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
+		last := evs[n-1]
+		res := gen.RunResult{RunId: &r.id, StepsUsed: deref(last.StepsUsed), Error: last.Error, Usage: last.Usage}
+		if last.ExitReason != nil {
+			res.ExitReason = *last.ExitReason
+		}
+		r.status, r.finished, r.result = gen.RunStatusFinished, last.Time.UTC(), &res
+	} else {
+		steps := 0
+		for _, ev := range evs {
+			steps = max(steps, ev.Step)
+		}
+		msg := interruptedError
+		res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, StepsUsed: steps, Error: &msg}
+		ev := finishedEvent(r.id, nil, &res)
+		ev.Time = time.Now().UTC()
+		if cut >= 0 {
+			if err := os.Truncate(path, cut); err != nil {
+				return nil, false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
+			}
+		}
+		if newline {
+			if err := appendBytes(path, []byte("\n")); err != nil {
+				return nil, false, fmt.Errorf("run %s: %w", r.id, err)
+			}
+		}
+		if err := s.appendEvent(r.id, &ev, trace.SyncEveryEvent); err != nil {
+			return nil, false, fmt.Errorf("run %s: %w", r.id, err)
+		}
+		r.status, r.finished, r.result = gen.RunStatusFinished, ev.Time, &res
+		interrupted = true
+	}
+	e = &entry{Op: opFinished, ID: r.id, Time: r.finished, Result: r.result}
+	if !r.started.IsZero() {
+		st := r.started
+		e.Started = &st
+	}
+	return e, interrupted, nil
+}
+
+// readTraceForRecovery reads a trace with trace.Read and says how to make
+// it appendable: cut is the length to truncate it to when it ends in a torn
+// line (or, after damage, an invalid one), -1 when it is whole; newline is
+// set when its last line is whole but lacks the final newline.
+func readTraceForRecovery(path string) (evs []gen.TraceEvent, cut int64, newline bool, err error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, -1, false, nil
+	}
+	if err != nil {
+		return nil, 0, false, err
+	}
+	log, rerr := trace.Read(bytes.NewReader(data))
+	var le *trace.LineError
+	switch {
+	case rerr == nil && log.Torn == nil:
+		return log.Events, -1, len(data) > 0 && data[len(data)-1] != '\n', nil
+	case rerr == nil:
+		return log.Events, lineStart(data, log.Torn.Line), false, nil
+	case errors.As(rerr, &le):
+		// Everything from the first invalid line on is dropped.
+		return log.Events, lineStart(data, le.Line), false, nil
+	}
+	return nil, 0, false, rerr
+}
+
+// lineStart is the offset of 1-based line n of data.
+func lineStart(data []byte, n int) int64 {
+	var off int
+	for range n - 1 {
+		i := bytes.IndexByte(data[off:], '\n')
+		if i < 0 {
+			return int64(len(data))
+		}
+		off += i + 1
+	}
+	return int64(off)
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func appendBytes(path string, b []byte) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(b)
+	return errors.Join(err, f.Close())
+}

@@ -1,0 +1,366 @@
+package server
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// run is the compact record of one run. A finished run keeps only what
+// GET /v1/runs/{id} shows; its events stay in its trace file. In-flight runs
+// also have a job: what is needed to execute them and their live events.
+type run struct {
+	id        string
+	created   time.Time
+	workspace string // as given, cleaned; "" for the root
+
+	// Guarded by registry.mu.
+	status   gen.RunStatus
+	started  time.Time
+	finished time.Time
+	result   *gen.RunResult
+	job      *job // nil once finished
+}
+
+// job is an in-flight run's execution state.
+type job struct {
+	task        gen.Task
+	model       agent.Model
+	maxSteps    int
+	tokenBudget int64
+	check       string
+	wsDir       string // the resolved workspace directory
+	ctx         context.Context
+	cancel      context.CancelCauseFunc
+	events      *liveEvents
+}
+
+// Causes of a cancellation, which become the run's error.
+var (
+	errCancelRequested = errors.New("cancelled by a client request")
+	errShuttingDown    = errors.New("cancelled because the server is shutting down")
+)
+
+// view returns the run as the API shows it. Call with registry.mu held.
+func (r *run) view() gen.Run {
+	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created}
+	if r.workspace != "" {
+		ws := r.workspace
+		v.Workspace = &ws
+	}
+	if !r.started.IsZero() {
+		t := r.started
+		v.StartedAt = &t
+	}
+	if !r.finished.IsZero() {
+		t := r.finished
+		v.FinishedAt = &t
+	}
+	if r.result != nil {
+		res := *r.result
+		v.Result = &res
+	}
+	return v
+}
+
+// registry holds every run, sorted by creation (oldest first).
+type registry struct {
+	mu     sync.RWMutex
+	byID   map[string]*run
+	sorted []*run
+	last   time.Time
+}
+
+func newRegistry() *registry { return &registry{byID: map[string]*run{}} }
+
+// stamp returns a creation time later than every earlier one, so the list
+// order is the order of acceptance. Call with mu held.
+func (g *registry) stamp() time.Time {
+	now := time.Now().UTC()
+	if !now.After(g.last) {
+		now = g.last.Add(time.Nanosecond)
+	}
+	g.last = now
+	return now
+}
+
+// add inserts a run in creation order. Runs are stamped before they are
+// recorded and added after, so concurrent creates may arrive out of order;
+// they land near the end, where inserting is cheap.
+func (g *registry) add(r *run) {
+	g.byID[r.id] = r
+	i := len(g.sorted)
+	for i > 0 && compareRuns(g.sorted[i-1], r) > 0 {
+		i--
+	}
+	g.sorted = slices.Insert(g.sorted, i, r)
+}
+
+// compareRuns orders runs by creation time, then id.
+func compareRuns(a, b *run) int {
+	if c := a.created.Compare(b.created); c != 0 {
+		return c
+	}
+	return strings.Compare(a.id, b.id)
+}
+
+func (g *registry) get(id string) (gen.Run, bool) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	r, ok := g.byID[id]
+	if !ok {
+		return gen.Run{}, false
+	}
+	return r.view(), true
+}
+
+// list returns up to limit runs, newest first, older than the cursor,
+// optionally only those with status; next is the cursor of the next page.
+func (g *registry) list(status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error) {
+	g.mu.RLock()
+	defer g.mu.RUnlock()
+	end := len(g.sorted)
+	if cursor != "" {
+		t, id, ok := parseCursor(cursor)
+		if !ok {
+			return nil, "", badField("cursor", `query parameter "cursor": is not a cursor this server issued`)
+		}
+		end, _ = slices.BinarySearchFunc(g.sorted, &run{created: t, id: id}, compareRuns)
+	}
+	runs = make([]gen.Run, 0, min(limit, end))
+	i := end - 1
+	for ; i >= 0 && len(runs) < limit; i-- {
+		r := g.sorted[i]
+		if status == nil || r.status == *status {
+			runs = append(runs, r.view())
+		}
+	}
+	if len(runs) == limit {
+		// Offer a next page only when there is one.
+		for j := i; j >= 0; j-- {
+			if status == nil || g.sorted[j].status == *status {
+				last := runs[len(runs)-1]
+				next = makeCursor(last.CreatedAt, last.Id)
+				break
+			}
+		}
+	}
+	return runs, next, nil
+}
+
+// makeCursor encodes a position in the list: the creation time and id of
+// the last run of a page. Clients treat it as opaque.
+func makeCursor(t time.Time, id string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(t.UnixNano(), 10) + "." + id))
+}
+
+func parseCursor(c string) (time.Time, string, bool) {
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return time.Time{}, "", false
+	}
+	ns, id, ok := strings.Cut(string(b), ".")
+	n, err := strconv.ParseInt(ns, 10, 64)
+	if !ok || err != nil || !validID(id) {
+		return time.Time{}, "", false
+	}
+	return time.Unix(0, n).UTC(), id, true
+}
+
+// validID reports whether id has the spec's run id form.
+func validID(id string) bool {
+	if len(id) == 0 || len(id) > 64 {
+		return false
+	}
+	for _, c := range []byte(id) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
+// errQueueFull and errUnavailable are the scheduler's refusals.
+var (
+	errQueueFull   = &problemError{status: http.StatusTooManyRequests, detail: "the run queue is full; retry later"}
+	errUnavailable = &problemError{status: http.StatusServiceUnavailable, detail: "the server is shutting down and accepts no new runs"}
+)
+
+// scheduler starts queued runs: at most slots at a time, at most one per
+// workspace, in order of acceptance among the workspaces that are free. A
+// queued run costs no goroutine.
+type scheduler struct {
+	mu       sync.Mutex
+	free     int // free execution slots
+	waiting  int // admitted runs not yet started
+	capacity int // the most runs that may wait
+	closing  bool
+	byWS     map[string]*wsQueue
+	ready    []*wsQueue     // free workspaces with waiting runs, FIFO
+	creating sync.WaitGroup // admitted runs not yet queued
+	workers  sync.WaitGroup
+	start    func(*run) // runs a run; called in a new goroutine
+}
+
+type wsQueue struct {
+	key     string
+	busy    bool
+	inReady bool
+	queue   []*run
+}
+
+func newScheduler(slots, capacity int, start func(*run)) *scheduler {
+	return &scheduler{free: slots, capacity: capacity, byWS: map[string]*wsQueue{}, start: start}
+}
+
+// admit reserves a place in the queue; the caller must follow with enqueue
+// or release.
+func (s *scheduler) admit() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errUnavailable
+	}
+	if s.waiting >= s.capacity {
+		return errQueueFull
+	}
+	s.waiting++
+	s.creating.Add(1)
+	return nil
+}
+
+// release gives back a reservation whose run was never created.
+func (s *scheduler) release() {
+	s.mu.Lock()
+	s.waiting--
+	s.mu.Unlock()
+	s.creating.Done()
+}
+
+// enqueue queues an admitted run for the workspace key.
+func (s *scheduler) enqueue(r *run, key string) {
+	defer s.creating.Done()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.byWS[key]
+	if q == nil {
+		q = &wsQueue{key: key}
+		s.byWS[key] = q
+	}
+	q.queue = append(q.queue, r)
+	if !q.busy && !q.inReady {
+		q.inReady = true
+		s.ready = append(s.ready, q)
+	}
+	s.dispatch()
+}
+
+// dispatch starts runs while there are free slots and free workspaces.
+// Call with mu held.
+func (s *scheduler) dispatch() {
+	for s.free > 0 && len(s.ready) > 0 {
+		q := s.ready[0]
+		s.ready[0] = nil
+		s.ready = s.ready[1:]
+		q.inReady = false
+		if len(q.queue) == 0 || q.busy {
+			continue
+		}
+		r := q.queue[0]
+		q.queue[0] = nil
+		q.queue = q.queue[1:]
+		q.busy = true
+		s.waiting--
+		s.free--
+		s.workers.Add(1)
+		go func() {
+			defer s.workers.Done()
+			s.start(r)
+			s.finished(r, q)
+		}()
+	}
+}
+
+// finished frees the run's slot and workspace.
+func (s *scheduler) finished(r *run, q *wsQueue) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.free++
+	q.busy = false
+	if len(q.queue) > 0 {
+		if !q.inReady {
+			q.inReady = true
+			s.ready = append(s.ready, q)
+		}
+	} else if s.byWS[q.key] == q && !q.inReady {
+		delete(s.byWS, q.key)
+	}
+	s.dispatch()
+}
+
+// dequeue removes a queued run; it reports false when the run is not
+// queued (it started already).
+func (s *scheduler) dequeue(r *run, key string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	q := s.byWS[key]
+	if q == nil {
+		return false
+	}
+	i := slices.Index(q.queue, r)
+	if i < 0 {
+		return false
+	}
+	q.queue = slices.Delete(q.queue, i, i+1)
+	s.waiting--
+	if len(q.queue) == 0 && !q.busy && !q.inReady {
+		delete(s.byWS, key)
+	}
+	return true
+}
+
+// close refuses new runs and returns the queued ones (removed from the
+// queue) once every admitted run is queued.
+func (s *scheduler) close() (queued []*run) {
+	s.mu.Lock()
+	s.closing = true
+	s.mu.Unlock()
+	s.creating.Wait()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, q := range s.byWS {
+		queued = append(queued, q.queue...)
+		s.waiting -= len(q.queue)
+		q.queue = nil
+		if !q.busy {
+			delete(s.byWS, key)
+		}
+	}
+	s.ready = nil
+	slices.SortFunc(queued, func(a, b *run) int { return a.created.Compare(b.created) })
+	return queued
+}
+
+// wait blocks until every started run has ended or ctx is done.
+func (s *scheduler) wait(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		s.workers.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

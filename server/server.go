@@ -1,0 +1,266 @@
+// Package server is specloop's HTTP API for remote runs: the echo server
+// generated from spec/agent.yaml (it implements gen.StrictServerInterface),
+// a runs manager, durable run records and the remote tool runtime.
+//
+// Runs execute in the background with agent.Run, at most MaxConcurrent at a
+// time and never two in the same workspace; up to QueueSize more wait, and
+// a create beyond that is refused with 429. Workspaces are directories under
+// the workspace root, named by relative paths validated like tool paths.
+//
+// Durability: a run's creation is appended to DATA/runs.jsonl and fsynced
+// before the 202 is sent; its trace goes to DATA/traces/ID.jsonl as the run
+// goes; its result is appended to the run log and fsynced when it ends.
+// Appends are group-committed: one fsync covers every run waiting for one.
+// New rebuilds every run from the data directory: finished runs keep their
+// results (from the log, or from the trace's run_finished when the log lost
+// it), and runs that were in flight when the server stopped end with exit
+// reason interrupted, recorded in their trace and in the log.
+//
+// Every error is an RFC 9457 application/problem+json document. The
+// middleware runs in this order: recover, body limit (413), bearer-token
+// auth (401; /healthz and /openapi.yaml are public as the spec says), then
+// validation of the request against the spec (400 naming the field).
+package server
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"reflect"
+	"sync"
+	"sync/atomic"
+
+	"github.com/labstack/echo/v4"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultMaxConcurrent = 64
+	DefaultQueueSize     = 10000
+	DefaultBodyLimit     = 2 << 20
+)
+
+// recentRunsKept is how many finished runs keep their events in memory,
+// for the streams that follow a run's end.
+const recentRunsKept = 1024
+
+// Config configures a Server. DataDir and WorkspaceRoot are required.
+type Config struct {
+	// DataDir holds the run log and the traces; it is created if missing.
+	DataDir string
+	// WorkspaceRoot is the directory runs and tool calls work in; a request
+	// may name a directory under it.
+	WorkspaceRoot string
+	// Token, when set, is the bearer token every request but /healthz and
+	// /openapi.yaml must carry. Empty disables auth.
+	Token string
+	// MaxConcurrent is the most runs executing at once; 0 means
+	// DefaultMaxConcurrent.
+	MaxConcurrent int
+	// QueueSize is the most runs waiting to start; 0 means
+	// DefaultQueueSize. A create beyond it gets 429.
+	QueueSize int
+	// AllowCommands offers run_command to runs and to POST
+	// /v1/tools/run_command, and allows completion checks.
+	AllowCommands bool
+	// BodyLimit is the largest request body in bytes; 0 means
+	// DefaultBodyLimit.
+	BodyLimit int64
+	// TraceSync is when run traces are fsynced. The default, SyncNone,
+	// leaves it to the operating system: a crash of the process loses
+	// nothing, a power loss may lose the last events of a trace (the run
+	// log, fsynced, still has every run and result).
+	TraceSync trace.SyncPolicy
+	// Logger receives the server's log; nil discards it.
+	Logger *slog.Logger
+	// Models builds each run's model; nil means DefaultModels.
+	Models ModelFactory
+}
+
+// Server serves the API. Create it with New, serve Handler, and end it
+// with Shutdown.
+type Server struct {
+	cfg       Config
+	log       *slog.Logger
+	echo      *echo.Echo
+	store     *store
+	runs      *registry
+	recent    *recentRuns
+	sched     *scheduler
+	ws        *workspaces
+	tokenHash []byte
+	public    map[string]bool // "METHOD /path" of unauthenticated operations
+	routes    map[string]bool // "METHOD /path" of every operation
+	specYAML  []byte
+
+	runTools  []gen.ToolSpec        // the tools a run offers a model
+	toolDefs  map[string]*tools.Def // by input schema name
+	closing   atomic.Bool
+	stopOnce  sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+var _ gen.StrictServerInterface = (*Server)(nil)
+
+// New opens the data directory, rebuilds every run recorded in it and
+// returns a Server ready to serve.
+func New(cfg Config) (*Server, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("server: a data directory is required")
+	}
+	if cfg.WorkspaceRoot == "" {
+		return nil, errors.New("server: a workspace root is required")
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.BodyLimit <= 0 {
+		cfg.BodyLimit = DefaultBodyLimit
+	}
+	if cfg.Models == nil {
+		cfg.Models = DefaultModels
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML()}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Token != "" {
+		h := sha256.Sum256([]byte(cfg.Token))
+		s.tokenHash = h[:]
+	}
+	doc, err := spec.Load()
+	if err != nil {
+		return nil, err
+	}
+	s.public = publicOperations(doc)
+	ws, err := openWorkspaces(cfg.WorkspaceRoot)
+	if err != nil {
+		return nil, fmt.Errorf("server: workspace root: %w", err)
+	}
+	s.ws = ws
+	if err := s.initTools(); err != nil {
+		ws.close()
+		return nil, err
+	}
+	st, entries, bad, err := openStore(cfg.DataDir)
+	if err != nil {
+		ws.close()
+		return nil, fmt.Errorf("server: %w", err)
+	}
+	s.store = st
+	for _, e := range bad {
+		s.log.Warn("skipping a damaged run log line", "err", e)
+	}
+	if err := s.recover(entries); err != nil {
+		st.close()
+		ws.close()
+		return nil, fmt.Errorf("server: recover runs: %w", err)
+	}
+	s.sched = newScheduler(cfg.MaxConcurrent, cfg.QueueSize, s.execute)
+	if err := s.initEcho(); err != nil {
+		st.close()
+		ws.close()
+		return nil, err
+	}
+	return s, nil
+}
+
+// initTools learns the tools a run offers from a runtime on the workspace
+// root, and binds each tool operation to its definition.
+func (s *Server) initTools() error {
+	w, err := tools.OpenWorkspace(s.ws.dir)
+	if err != nil {
+		return fmt.Errorf("server: workspace root: %w", err)
+	}
+	defer w.Close()
+	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands})
+	if err != nil {
+		return fmt.Errorf("server: tools: %w", err)
+	}
+	s.runTools = rt.Specs()
+	s.toolDefs = map[string]*tools.Def{}
+	for _, d := range rt.Registry().Defs() {
+		s.toolDefs[d.InputSchemaName] = d
+	}
+	return nil
+}
+
+func (s *Server) initEcho() error {
+	e := echo.New()
+	e.HideBanner = true
+	e.HidePort = true
+	e.HTTPErrorHandler = s.handleError
+	validate, err := s.validator()
+	if err != nil {
+		return fmt.Errorf("server: request validator: %w", err)
+	}
+	e.Use(s.accessLog, s.recoverer, s.bodyLimit(), s.auth, validate)
+	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
+		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {noStore}},
+	})
+	s.routes = map[string]bool{}
+	for _, r := range e.Routes() {
+		s.routes[r.Method+" "+r.Path] = true
+	}
+	s.echo = e
+	return nil
+}
+
+// Handler returns the HTTP handler of the API.
+func (s *Server) Handler() http.Handler { return s.echo }
+
+// Shutdown stops the server's work: new runs are refused with 503, queued
+// runs end cancelled at once, running runs are cancelled and end cancelled
+// (recorded in their traces and the run log), and then the run log is
+// synced and closed. It returns when every run has ended, or with ctx's
+// error when ctx is done first (call it again to finish). The HTTP server
+// itself is the caller's: shut it down after this, so that event streams
+// end with their runs.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.closing.Store(true)
+		for _, r := range s.sched.close() {
+			s.cancelQueued(r, errShuttingDown)
+		}
+		s.runs.mu.RLock()
+		for _, r := range s.runs.sorted {
+			if r.job != nil {
+				r.job.cancel(errShuttingDown)
+			}
+		}
+		s.runs.mu.RUnlock()
+	})
+	if err := s.sched.wait(ctx); err != nil {
+		return fmt.Errorf("server: runs still ending: %w", err)
+	}
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.store.close(), s.ws.close())
+	})
+	return s.closeErr
+}
+
+// GetHealth reports that the server is up.
+func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
+	return gen.GetHealth200JSONResponse{Status: gen.HealthStatusOk}, nil
+}
+
+// GetSpec returns the OpenAPI document the server implements.
+func (s *Server) GetSpec(context.Context, gen.GetSpecRequestObject) (gen.GetSpecResponseObject, error) {
+	return gen.GetSpec200ApplicationyamlResponse{Body: bytes.NewReader(s.specYAML), ContentLength: int64(len(s.specYAML))}, nil
+}
+
+// typeName is the Go name of T, which for generated tool inputs is the
+// name of their schema component.
+func typeName[T any]() string { return reflect.TypeFor[T]().Name() }

@@ -1,0 +1,286 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
+)
+
+// The data directory:
+//
+//	DATA/runs.jsonl          the run log: one "created" line per accepted run
+//	                         (fsynced before the 202) and one "finished" line
+//	                         per ended run (fsynced when it ends)
+//	DATA/traces/ID.jsonl     each run's trace, exactly as a local run writes it
+//
+// A "created" line is fsynced before the run is acknowledged; fsyncs are
+// shared by every line written meanwhile (group commit), so durability costs
+// one fsync per batch, not one per run. A "finished" line is written at once
+// (it survives a crash of the process) and fsynced within lazySync, or by
+// the next create, or at shutdown; should a power loss take it, the run's
+// trace still ends with run_finished and New recovers the result from it.
+const (
+	logName   = "runs.jsonl"
+	tracesDir = "traces"
+)
+
+// entry is one line of the run log. It holds no raw text of the task or the
+// model's responses: the task appears as its trace summary, so the data
+// directory is as privacy-safe as a trace.
+type entry struct {
+	Op        string         `json:"op"` // opCreated or opFinished
+	ID        string         `json:"id"`
+	Time      time.Time      `json:"time"` // created_at or finished_at
+	Workspace string         `json:"workspace,omitempty"`
+	Task      string         `json:"task,omitempty"` // the prompt's summary
+	Provider  string         `json:"provider,omitempty"`
+	MaxSteps  int            `json:"max_steps,omitempty"`
+	Started   *time.Time     `json:"started_at,omitempty"`
+	Result    *gen.RunResult `json:"result,omitempty"`
+}
+
+const (
+	opCreated  = "created"
+	opFinished = "finished"
+)
+
+// store appends entries to the run log. Writers write under a mutex and
+// never wait for an fsync; a writer that needs its line durable waits for
+// the syncer goroutine, which fsyncs whatever has been written so far: one
+// fsync covers every line written while the previous one ran (group commit).
+type store struct {
+	dir  string
+	file *os.File
+
+	mu      sync.Mutex // guards the fields below and writes to file
+	written int64      // lines written
+	synced  int64      // lines known to be on disk
+	want    int64      // the highest line a writer waits for
+	err     error      // the first write or sync error; the log is then read-only
+	closed  bool
+	cond    *sync.Cond // signalled when synced, want or closed change
+	done    chan struct{}
+}
+
+// errStoreClosed is returned by append after close.
+var errStoreClosed = errors.New("the run log is closed")
+
+// lazySync bounds how long a line written without waiting stays unsynced.
+const lazySync = 200 * time.Millisecond
+
+// openStore opens (creating) the data directory and its run log, and
+// returns the entries already in it. A torn last line (a crash mid-write)
+// is cut off; it belonged to a request that was never acknowledged.
+func openStore(dir string) (*store, []entry, []error, error) {
+	if err := os.MkdirAll(filepath.Join(dir, tracesDir), 0o700); err != nil {
+		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
+	}
+	path := filepath.Join(dir, logName)
+	_, statErr := os.Stat(path)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("run log: %w", err)
+	}
+	if errors.Is(statErr, os.ErrNotExist) {
+		// A new file is durable only once its directory entry is.
+		if err := errors.Join(syncDir(dir), syncDir(filepath.Join(dir, tracesDir))); err != nil {
+			f.Close()
+			return nil, nil, nil, err
+		}
+	}
+	entries, good, bad, err := readLog(f)
+	if err == nil {
+		err = f.Truncate(good)
+	}
+	if err == nil {
+		_, err = f.Seek(good, io.SeekStart)
+	}
+	if err != nil {
+		f.Close()
+		return nil, nil, nil, fmt.Errorf("run log: %w", err)
+	}
+	st := &store{dir: dir, file: f, done: make(chan struct{})}
+	st.cond = sync.NewCond(&st.mu)
+	go st.syncer()
+	go st.ticker()
+	return st, entries, bad, nil
+}
+
+// readLog reads every complete line; good is the offset after the last
+// complete line. Lines that do not parse are reported and skipped.
+func readLog(r io.Reader) (entries []entry, good int64, bad []error, err error) {
+	br := bufio.NewReaderSize(r, 256<<10)
+	var off int64
+	for n := 1; ; n++ {
+		line, rerr := br.ReadBytes('\n')
+		if len(line) > 0 && line[len(line)-1] == '\n' {
+			off += int64(len(line))
+			good = off
+			var e entry
+			if body := bytes.TrimSpace(line); len(body) > 0 {
+				if jerr := json.Unmarshal(body, &e); jerr != nil || e.ID == "" || (e.Op != opCreated && e.Op != opFinished) {
+					bad = append(bad, fmt.Errorf("run log line %d is not a run entry", n))
+				} else {
+					entries = append(entries, e)
+				}
+			}
+		}
+		if rerr == io.EOF {
+			return entries, good, bad, nil
+		}
+		if rerr != nil {
+			return nil, 0, nil, rerr
+		}
+	}
+}
+
+// append writes e to the run log; with durable set it returns only once
+// the line is on disk. Without it the line is written at once (so it
+// survives a crash of the process) and fsynced within lazySync.
+func (st *store) append(e *entry, durable bool) error {
+	line, err := jsonLine(e)
+	if err != nil {
+		return err
+	}
+	return st.appendLines(line, durable)
+}
+
+// jsonLine encodes e as one line of the run log.
+func jsonLine(e *entry) ([]byte, error) {
+	b, err := json.Marshal(e)
+	return append(b, '\n'), err
+}
+
+func (st *store) appendLines(lines []byte, durable bool) error {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	if st.closed {
+		return errStoreClosed
+	}
+	if st.err != nil {
+		return st.err
+	}
+	if _, err := st.file.Write(lines); err != nil {
+		st.err = fmt.Errorf("run log: %w", err)
+		return st.err
+	}
+	st.written++
+	if !durable {
+		return nil
+	}
+	seq := st.written
+	st.want = max(st.want, seq)
+	st.cond.Broadcast()
+	for st.synced < seq && st.err == nil {
+		st.cond.Wait()
+	}
+	return st.err
+}
+
+// syncer fsyncs the log whenever a writer waits, covering every line
+// written so far.
+func (st *store) syncer() {
+	defer close(st.done)
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	for {
+		for st.want <= st.synced && !st.closed {
+			st.cond.Wait()
+		}
+		if st.want <= st.synced && st.closed {
+			return
+		}
+		target := st.written
+		st.mu.Unlock()
+		err := st.file.Sync()
+		st.mu.Lock()
+		if err != nil && st.err == nil {
+			st.err = fmt.Errorf("run log: sync: %w", err)
+		}
+		st.synced = max(st.synced, target)
+		st.cond.Broadcast()
+		if st.err != nil {
+			// Writers waiting for durability get the error.
+			st.synced = st.written
+		}
+	}
+}
+
+// ticker asks for a sync of lines written without waiting.
+func (st *store) ticker() {
+	t := time.NewTicker(lazySync)
+	defer t.Stop()
+	for {
+		select {
+		case <-st.done:
+			return
+		case <-t.C:
+		}
+		st.mu.Lock()
+		if st.written > st.synced && st.want < st.written && !st.closed {
+			st.want = st.written
+			st.cond.Broadcast()
+		}
+		st.mu.Unlock()
+	}
+}
+
+// close syncs every written line and closes the log.
+func (st *store) close() error {
+	st.mu.Lock()
+	if st.closed {
+		st.mu.Unlock()
+		return nil
+	}
+	st.want = st.written
+	st.closed = true
+	st.cond.Broadcast()
+	st.mu.Unlock()
+	<-st.done
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return errors.Join(st.err, st.file.Close())
+}
+
+// tracePath is where run id's trace is.
+func (st *store) tracePath(id string) string {
+	return filepath.Join(st.dir, tracesDir, id+".jsonl")
+}
+
+// createTrace creates run id's trace file, and its directory when it is
+// missing.
+func (st *store) createTrace(id string, policy trace.SyncPolicy) (*trace.Writer, error) {
+	path := st.tracePath(id)
+	tw, err := trace.Create(path, policy)
+	if errors.Is(err, fs.ErrNotExist) {
+		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+			return nil, err
+		}
+		tw, err = trace.Create(path, policy)
+	}
+	return tw, err
+}
+
+// syncDir fsyncs a directory, making the entries created in it durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("sync %s: %w", filepath.Base(dir), err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync %s: %w", filepath.Base(dir), err)
+	}
+	return nil
+}

@@ -1,0 +1,68 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// DefaultCheckTimeout bounds a completion check when CommandCheck.Timeout is
+// zero.
+const DefaultCheckTimeout = 10 * time.Minute
+
+// checkTailBytes is how much of the end of a check's output is kept.
+const checkTailBytes = 4 << 10
+
+// CommandCheck is a completion gate that runs a shell command in a
+// workspace, exactly as run_command runs commands (its own process group,
+// a scrubbed environment, no standard input); the check passes when the
+// command exits 0 in time. It implements agent.Checker.
+type CommandCheck struct {
+	ws      *Workspace
+	command string
+	// Timeout kills the check (which then fails); zero means
+	// DefaultCheckTimeout.
+	Timeout time.Duration
+	// Env adds NAME=value variables to the check's environment.
+	Env []string
+}
+
+// NewCommandCheck returns a check that runs command in ws.
+func NewCommandCheck(ws *Workspace, command string) *CommandCheck {
+	return &CommandCheck{ws: ws, command: command}
+}
+
+// Command returns the check's command line.
+func (c *CommandCheck) Command() string { return c.command }
+
+// Check runs the command. It returns an error only when the check could not
+// be run at all or ctx was cancelled; a failing command is a result with
+// Passed false, its exit code (-1 when killed) and the tail of its combined
+// output.
+func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = DefaultCheckTimeout
+	}
+	out := newCapture(0, checkTailBytes)
+	run, err := runShell(ctx, c.ws.Dir(), c.command, timeout, c.Env, out, out)
+	if err != nil {
+		var se *errStart
+		if errors.As(err, &se) {
+			return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
+		}
+		return gen.CheckResult{}, err
+	}
+	tail := out.tailText()
+	if run.timedOut {
+		tail += fmt.Sprintf("\n[the check timed out after %s and was killed]\n", timeout)
+	}
+	res := gen.CheckResult{Passed: run.exitCode == 0 && !run.timedOut, ExitCode: run.exitCode}
+	if tail != "" {
+		res.OutputTail = &tail
+	}
+	return res, nil
+}

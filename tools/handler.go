@@ -1,0 +1,96 @@
+package tools
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+
+	"github.com/specloop/specloop/internal/schema"
+)
+
+// Needs says what a tool requires from the runtime before it is offered to
+// a model.
+type Needs int
+
+const (
+	// NeedsNothing: the tool is pure computation (the calculator).
+	NeedsNothing Needs = iota
+	// NeedsWorkspace: the tool reads or writes files in the workspace.
+	NeedsWorkspace
+	// NeedsCommands: the tool runs processes in the workspace; it is offered
+	// only when commands are allowed.
+	NeedsCommands
+)
+
+// Result is what a handler produced: text for the model and the structured
+// result that validates against the tool's result schema.
+type Result struct {
+	// Content is the result rendered as text for the model.
+	Content string
+	// Data is the structured result as JSON values.
+	Data map[string]any
+}
+
+// Handler implements one tool. It is bound to the spec's tool whose input
+// schema component has the same name as the handler's Go input type (the
+// generated type in package gen), so Go never repeats a tool's name.
+// Build handlers with Func.
+type Handler interface {
+	inputType() reflect.Type
+	needs() Needs
+	call(ctx context.Context, env *Env, args map[string]any) (Result, error)
+}
+
+// Func adapts a typed function to a Handler. In is the tool's generated input
+// type (gen.CalculatorInput, ...); Out its generated result type. fn gets
+// arguments already validated against the spec; it returns a *Error for an
+// expected failure (reported to the model as an error Observation) and any
+// other error only when the runtime itself failed. render turns the result
+// into the text the model reads.
+func Func[In, Out any](needs Needs, fn func(ctx context.Context, env *Env, in *In) (*Out, error), render func(in *In, out *Out) string) Handler {
+	return funcHandler[In, Out]{need: needs, fn: fn, render: render}
+}
+
+type funcHandler[In, Out any] struct {
+	need   Needs
+	fn     func(context.Context, *Env, *In) (*Out, error)
+	render func(*In, *Out) string
+}
+
+func (h funcHandler[In, Out]) inputType() reflect.Type { return reflect.TypeFor[In]() }
+func (h funcHandler[In, Out]) needs() Needs            { return h.need }
+
+func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+	var in In
+	if err := schema.Bind(args, &in); err != nil {
+		return Result{}, fmt.Errorf("bind arguments: %w", err)
+	}
+	out, err := h.fn(ctx, env, &in)
+	if err != nil {
+		return Result{}, err
+	}
+	data, err := toData(out)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode result: %w", err)
+	}
+	return Result{Content: h.render(&in, out), Data: data}, nil
+}
+
+// Error is an expected tool failure: it becomes an Observation with is_error
+// set, error_code Code and content Message. Every Code a tool returns is named
+// in the 422 response description of its operation in the spec.
+type Error struct {
+	Code    string
+	Message string
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an expected tool failure with the given code.
+func Errorf(code, format string, args ...any) error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
+}
+
+// InputName returns the name of a handler's input type, which is the
+// component name of the input schema of the tool it implements.
+func InputName(h Handler) string { return handlerInputName(h) }

@@ -1,0 +1,533 @@
+package tools
+
+import (
+	"bytes"
+	"encoding/binary"
+	"regexp"
+	"regexp/syntax"
+	"strings"
+	"unicode/utf8"
+)
+
+// matcher finds the lines of a text that match a search. Matching is line
+// by line: a match never spans lines, and ^ and $ are the line's ends.
+//
+// Go's regexp has no DFA and is 10-75x slower than ripgrep's engine on whole
+// files, so the engine is only run on lines that can match: a required
+// literal (every match contains one of lits) is found with bytes.Index,
+// which is SIMD-accelerated, and only the lines holding it are checked.
+type matcher struct {
+	lits []literal      // every matching line holds one of these; empty: no prefilter
+	re   *regexp.Regexp // checks a candidate line; nil when finding a literal is a match
+	scan *regexp.Regexp // without a prefilter: finds the next matching line in a whole buffer
+	fold bool           // some literal needs the lower-cased text
+	none bool           // nothing can match (a literal with a newline)
+}
+
+// literal is a byte string every match contains; fold ones are lower-case
+// ASCII and are looked for in the ASCII-lower-cased text.
+type literal struct {
+	s    []byte
+	fold bool
+	// before and after, when set, hold the bytes that can come right before
+	// and right after the literal in a match (on the same line): occurrences
+	// with other neighbors are skipped without running the expression.
+	before, after *byteSet
+	rare          int // offset of the needle's rarest byte, looked for first
+}
+
+// newLiteral prepares the needle s.
+func newLiteral(s []byte, fold bool) literal {
+	l := literal{s: s, fold: fold}
+	for i, b := range s {
+		if byteRank[b] < byteRank[s[l.rare]] {
+			l.rare = i
+		}
+	}
+	return l
+}
+
+// commonBytes lists bytes from the most to the least frequent in source code
+// (measured on the Go tree); bytes not listed are rarer still.
+const commonBytes = " et\trn\niasoclud,f0p/().Amgh=STx\"_E1by{}IRPC2:OkwvDLMN4F6B3-8*VHG5[]\\U97;+Y!WzX&<'q%$K|Q>j`J#Z^?@~"
+
+// byteRank ranks bytes by frequency: higher is more frequent.
+var byteRank = func() (r [256]uint8) {
+	for i := range len(commonBytes) {
+		r[commonBytes[i]] = uint8(255 - i)
+	}
+	return r
+}()
+
+// index returns the offset of the first occurrence of the needle in hay, or
+// -1. It looks for the needle's rarest byte with the SIMD IndexByte and
+// compares around each hit, which beats scanning for a frequent first byte.
+func (l *literal) index(hay []byte) int {
+	n := len(l.s)
+	if n == 1 {
+		return bytes.IndexByte(hay, l.s[0])
+	}
+	b, r := l.s[l.rare], l.rare
+	for i := 0; i+n <= len(hay); {
+		j := bytes.IndexByte(hay[i+r:len(hay)-n+r+1], b)
+		if j < 0 {
+			return -1
+		}
+		c := i + j
+		if hay[c] == l.s[0] && bytes.Equal(hay[c:c+n], l.s) {
+			return c
+		}
+		i = c + 1
+	}
+	return -1
+}
+
+// byteSet is a set of bytes.
+type byteSet [256]bool
+
+// maxLiterals bounds a prefilter's alternatives: beyond that, scanning for
+// each costs more than it saves.
+const maxLiterals = 8
+
+// compileMatcher compiles a search pattern: a literal string, or a Go
+// regular expression when isRegex.
+func compileMatcher(pattern string, isRegex, ignoreCase bool) (*matcher, error) {
+	if !isRegex && !ignoreCase {
+		return &matcher{lits: []literal{newLiteral([]byte(pattern), false)}, none: strings.Contains(pattern, "\n")}, nil
+	}
+	expr := pattern
+	if !isRegex {
+		expr = regexp.QuoteMeta(pattern)
+	}
+	if ignoreCase {
+		expr = "(?i)" + expr
+	}
+	re, err := regexp.Compile(expr)
+	if err != nil {
+		return nil, Errorf("invalid_regex", "%v", err)
+	}
+	m := &matcher{re: re}
+	tree, err := syntax.Parse(expr, syntax.Perl)
+	if err != nil { // unreachable: regexp.Compile parsed it
+		return nil, Errorf("invalid_regex", "%v", err)
+	}
+	tree = tree.Simplify()
+	if lits, ok := required(tree); ok {
+		m.lits = lits
+		for _, l := range lits {
+			m.fold = m.fold || l.fold
+		}
+		return m, nil
+	}
+	// No literal to look for: scan whole buffers with a version of the
+	// expression that cannot cross a newline and whose anchors are line
+	// anchors, so its first match in a buffer is on the first matching line.
+	if scan, err := regexp.Compile(lineBound(tree).String()); err == nil {
+		m.scan = scan
+	}
+	return m, nil
+}
+
+// required returns literals one of which occurs in every match of re.
+func required(re *syntax.Regexp) ([]literal, bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase == 0 {
+			return []literal{newLiteral([]byte(string(re.Rune)), false)}, true
+		}
+		s := foldablePiece(re.Rune)
+		if s == "" {
+			return nil, false
+		}
+		return []literal{newLiteral([]byte(s), true)}, true
+	case syntax.OpCapture, syntax.OpPlus:
+		return required(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return required(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []literal
+		at := -1
+		for i, sub := range re.Sub {
+			if lits, ok := required(sub); ok && better(lits, best) {
+				best, at = lits, i
+			}
+		}
+		if best != nil && re.Sub[at].Op == syntax.OpLiteral && len(best[0].s) == len(string(re.Sub[at].Rune)) {
+			// A whole literal of the concatenation: its neighbors in the
+			// expression say which bytes can surround it.
+			l := best[0]
+			l.before = edgeBytes(re.Sub[:at], true)
+			l.after = edgeBytes(re.Sub[at+1:], false)
+			best = []literal{l}
+		}
+		return best, best != nil
+	case syntax.OpAlternate:
+		var all []literal
+		for _, sub := range re.Sub {
+			lits, ok := required(sub)
+			if !ok {
+				return nil, false
+			}
+			all = append(all, lits...)
+		}
+		if len(all) > maxLiterals {
+			return nil, false
+		}
+		return all, true
+	}
+	return nil, false
+}
+
+// edgeBytes returns the bytes that the last (last) or first byte of any
+// match of the concatenation subs is drawn from, or nil when subs can
+// match the empty string or the set is not known.
+func edgeBytes(subs []*syntax.Regexp, last bool) *byteSet {
+	var set byteSet
+	for k := range subs {
+		sub := subs[k]
+		if last {
+			sub = subs[len(subs)-1-k]
+		}
+		nonEmpty, ok := addEdge(&set, sub, last)
+		if !ok {
+			return nil
+		}
+		if nonEmpty {
+			return &set
+		}
+	}
+	return nil // all of subs can match the empty string
+}
+
+// addEdge adds to set the bytes a non-empty match of re can start (or end,
+// when last) with. nonEmpty reports that re never matches the empty string;
+// ok is false when the bytes are not known.
+func addEdge(set *byteSet, re *syntax.Regexp, last bool) (nonEmpty, ok bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if len(re.Rune) == 0 {
+			return false, true
+		}
+		r := re.Rune[0]
+		if last {
+			r = re.Rune[len(re.Rune)-1]
+		}
+		addRune(set, r, re.Flags&syntax.FoldCase != 0)
+		return true, true
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			for r := re.Rune[i]; r <= re.Rune[i+1] && r < utf8.RuneSelf; r++ {
+				set[r] = true
+			}
+			if re.Rune[i+1] >= utf8.RuneSelf {
+				addNonASCII(set)
+			}
+		}
+		return true, true
+	case syntax.OpCapture, syntax.OpPlus:
+		return addEdge(set, re.Sub[0], last)
+	case syntax.OpRepeat:
+		nonEmpty, ok := addEdge(set, re.Sub[0], last)
+		return nonEmpty && re.Min > 0, ok
+	case syntax.OpStar, syntax.OpQuest:
+		_, ok := addEdge(set, re.Sub[0], last)
+		return false, ok
+	case syntax.OpConcat:
+		e := edgeBytes(re.Sub, last)
+		if e == nil {
+			return false, false
+		}
+		for b, in := range e {
+			set[b] = set[b] || in
+		}
+		return true, true
+	case syntax.OpAlternate:
+		nonEmpty = true
+		for _, sub := range re.Sub {
+			ne, ok := addEdge(set, sub, last)
+			if !ok {
+				return false, false
+			}
+			nonEmpty = nonEmpty && ne
+		}
+		return nonEmpty, true
+	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary,
+		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return false, true // zero width
+	}
+	return false, false
+}
+
+// addRune adds the first byte of r's UTF-8 form, and of its case variants
+// when fold is set.
+func addRune(set *byteSet, r rune, fold bool) {
+	if r >= utf8.RuneSelf {
+		addNonASCII(set)
+		return
+	}
+	set[r] = true
+	if fold && ('a' <= r|0x20 && r|0x20 <= 'z') {
+		set[r|0x20], set[r&^0x20] = true, true
+		if r|0x20 == 'k' || r|0x20 == 's' {
+			addNonASCII(set) // the Kelvin sign, the long s
+		}
+	}
+}
+
+// addNonASCII adds every byte of multi-byte UTF-8 sequences (and invalid
+// bytes, which match as U+FFFD).
+func addNonASCII(set *byteSet) {
+	for b := utf8.RuneSelf; b < 256; b++ {
+		set[b] = true
+	}
+}
+
+// better reports whether the literal set a makes a better prefilter than b:
+// its shortest literal is longer (rarer), or as long with fewer literals.
+func better(a, b []literal) bool {
+	if b == nil {
+		return true
+	}
+	ma, mb := shortest(a), shortest(b)
+	return ma > mb || ma == mb && len(a) < len(b)
+}
+
+func shortest(lits []literal) int {
+	n := -1
+	for _, l := range lits {
+		if n < 0 || len(l.s) < n {
+			n = len(l.s)
+		}
+	}
+	return n
+}
+
+// foldablePiece returns the longest run of a case-insensitive literal that
+// ASCII lower-casing finds exactly: ASCII only, and without k and s, which
+// also match the Kelvin sign and the long s under Unicode case folding.
+func foldablePiece(runes []rune) string {
+	best, cur := "", strings.Builder{}
+	flush := func() {
+		if cur.Len() > len(best) {
+			best = cur.String()
+		}
+		cur.Reset()
+	}
+	for _, r := range runes {
+		lr := r | 0x20
+		if r >= utf8.RuneSelf || lr == 'k' || lr == 's' {
+			flush()
+			continue
+		}
+		cur.WriteByte(lowerASCII[byte(r)])
+	}
+	flush()
+	return best
+}
+
+// lineBound rewrites re so that it matches within one line only: no class
+// or dot matches a newline and text anchors become line anchors.
+func lineBound(re *syntax.Regexp) *syntax.Regexp {
+	c := *re
+	c.Sub = make([]*syntax.Regexp, len(re.Sub))
+	for i, s := range re.Sub {
+		c.Sub[i] = lineBound(s)
+	}
+	switch c.Op {
+	case syntax.OpAnyChar:
+		c.Op = syntax.OpAnyCharNotNL
+	case syntax.OpBeginText:
+		c.Op = syntax.OpBeginLine
+	case syntax.OpEndText:
+		c.Op = syntax.OpEndLine
+	case syntax.OpLiteral:
+		for _, r := range c.Rune {
+			if r == '\n' {
+				return &syntax.Regexp{Op: syntax.OpNoMatch}
+			}
+		}
+	case syntax.OpCharClass:
+		var rs []rune
+		for i := 0; i+1 < len(c.Rune); i += 2 {
+			lo, hi := c.Rune[i], c.Rune[i+1]
+			if lo <= '\n' && '\n' <= hi {
+				if lo < '\n' {
+					rs = append(rs, lo, '\n'-1)
+				}
+				if hi > '\n' {
+					rs = append(rs, '\n'+1, hi)
+				}
+				continue
+			}
+			rs = append(rs, lo, hi)
+		}
+		if len(rs) == 0 {
+			return &syntax.Regexp{Op: syntax.OpNoMatch}
+		}
+		c.Rune = rs
+	}
+	return &c
+}
+
+// find returns the offset of the first occurrence of l at or after from in
+// hay (data, or its lower-cased copy) whose neighbors in data can surround
+// it in a match; len(data)+1 when there is none.
+func (l *literal) find(data, hay []byte, from int) int {
+	for from <= len(hay) {
+		j := l.index(hay[from:])
+		if j < 0 {
+			break
+		}
+		c := from + j
+		e := c + len(l.s)
+		if (l.before == nil || c > 0 && data[c-1] != '\n' && l.before[data[c-1]]) &&
+			(l.after == nil || e < len(data) && data[e] != '\n' && l.after[data[e]]) {
+			return c
+		}
+		from = c + 1
+	}
+	return len(data) + 1
+}
+
+// lowerASCII maps ASCII upper-case letters to lower case and every other
+// byte to itself.
+var lowerASCII = func() (t [256]byte) {
+	for i := range t {
+		t[i] = byte(i)
+		if 'A' <= i && i <= 'Z' {
+			t[i] = byte(i) + 'a' - 'A'
+		}
+	}
+	return t
+}()
+
+// toLowerASCII writes the ASCII lower-case form of src into dst, which must
+// be as long. It works on eight bytes at a time.
+func toLowerASCII(dst, src []byte) {
+	const (
+		ones = 0x0101010101010101
+		high = 0x8080808080808080
+	)
+	dst = dst[:len(src)]
+	i := 0
+	for ; i+8 <= len(src); i += 8 {
+		w := binary.LittleEndian.Uint64(src[i:])
+		h := w &^ high                                     // each byte's low seven bits
+		geA := h + (0x80-'A')*ones                         // high bit: byte >= 'A'
+		gtZ := h + (0x80-'Z'-1)*ones                       // high bit: byte > 'Z'
+		upper := geA &^ gtZ &^ w & high                    // and the byte itself is ASCII
+		binary.LittleEndian.PutUint64(dst[i:], w|upper>>2) // 0x80>>2 is 'a'-'A'
+	}
+	for ; i < len(src); i++ {
+		dst[i] = lowerASCII[src[i]]
+	}
+}
+
+// lineMatch is one matching line: its 1-based number, its text (without the
+// line end) and where in it the match starts.
+type lineMatch struct {
+	line int
+	text []byte
+	col  int
+}
+
+// scanState holds the per-worker buffers of a scan.
+type scanState struct {
+	lower []byte
+	next  []int
+}
+
+// match finds up to max matching lines of data, calling emit for each. emit's
+// text is only valid during the call.
+func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch)) {
+	if max <= 0 || m.none {
+		return
+	}
+	lower := data
+	if m.fold {
+		if cap(st.lower) < len(data) {
+			st.lower = make([]byte, len(data))
+		}
+		lower = st.lower[:len(data)]
+		toLowerASCII(lower, data)
+	}
+	var (
+		pos, line, counted = 0, 1, 0
+		found              = 0
+	)
+	// at reports the match candidate at offset c: the line around it.
+	check := func(c int) (next int) {
+		ls := pos + bytes.LastIndexByte(data[pos:c], '\n') + 1
+		le := len(data)
+		if i := bytes.IndexByte(data[c:], '\n'); i >= 0 {
+			le = c + i
+		}
+		line += bytes.Count(data[counted:ls], []byte{'\n'})
+		counted = ls
+		text := data[ls:le]
+		col := c - ls
+		ok := true
+		if m.re != nil {
+			loc := m.re.FindIndex(text)
+			ok = loc != nil
+			if ok {
+				col = loc[0]
+			}
+		}
+		if ok {
+			emit(lineMatch{line: line, text: bytes.TrimSuffix(text, []byte{'\r'}), col: col})
+			found++
+		}
+		return le + 1
+	}
+	switch {
+	case len(m.lits) > 0:
+		if cap(st.next) < len(m.lits) {
+			st.next = make([]int, len(m.lits))
+		}
+		next := st.next[:len(m.lits)]
+		for i := range next {
+			next[i] = -1 // not looked for yet
+		}
+		for pos <= len(data) && found < max {
+			c := -1
+			for i, l := range m.lits {
+				if next[i] < pos && next[i] != len(data)+1 {
+					hay := data
+					if l.fold {
+						hay = lower
+					}
+					next[i] = l.find(data, hay, pos)
+				}
+				if next[i] <= len(data) && (c < 0 || next[i] < c) {
+					c = next[i]
+				}
+			}
+			if c < 0 {
+				return
+			}
+			pos = check(c)
+		}
+	case m.scan != nil:
+		for pos <= len(data) && found < max {
+			loc := m.scan.FindIndex(data[pos:])
+			if loc == nil || pos+loc[0] == len(data) && atLineStart(data, len(data)) {
+				return // no match, or only past the final newline
+			}
+			pos = check(pos + loc[0])
+		}
+	default:
+		// Every line is a candidate.
+		for pos <= len(data) && found < max {
+			if pos == len(data) && atLineStart(data, pos) {
+				return // no last line after the final newline
+			}
+			pos = check(pos)
+		}
+	}
+}
+
+// atLineStart reports whether offset i of data starts a line.
+func atLineStart(data []byte, i int) bool { return i == 0 || data[i-1] == '\n' }

@@ -1,0 +1,222 @@
+package tools
+
+import (
+	"bytes"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"unicode/utf8"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// oracle is the plain definition of a search: the lines (1-based) that the
+// expression matches, each line on its own.
+func oracle(expr string, data []byte) []int {
+	re := regexp.MustCompile(expr)
+	var out []int
+	ls := bytes.Split(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] == '\n' {
+		ls = ls[:len(ls)-1]
+	}
+	if len(data) == 0 {
+		ls = nil
+	}
+	for i, l := range ls {
+		if re.Match(l) {
+			out = append(out, i+1)
+		}
+	}
+	return out
+}
+
+func matchLines(t testing.TB, pattern string, isRegex, fold bool, data []byte) []int {
+	t.Helper()
+	m, err := compileMatcher(pattern, isRegex, fold)
+	if err != nil {
+		t.Fatalf("compile %q: %v", pattern, err)
+	}
+	var out []int
+	m.match(&scanState{}, data, 1<<30, func(lm lineMatch) { out = append(out, lm.line) })
+	return out
+}
+
+func expression(pattern string, isRegex, fold bool) string {
+	if !isRegex {
+		pattern = regexp.QuoteMeta(pattern)
+	}
+	if fold {
+		pattern = "(?i)" + pattern
+	}
+	return pattern
+}
+
+const corpus = `package main
+
+import "fmt"
+
+func main() {
+	fmt.Println("Hello, World")
+	err := run()
+	if err != nil {
+		return
+	}
+}
+func run() error { return nil } // TODO: fix
+	FIXME later
+Kelvin: 273.15K and ſtrange long s
+ERROR: NotFoundError happened
+date: 2024-01-31, not 1-2 nor -3
+files: main.go, Kelvin.GO
+a
+b
+last line without newline`
+
+// The prefilters and the whole-buffer scan never change what matches: each
+// pattern finds exactly the lines a per-line regexp.Match finds.
+func TestMatcherAgreesWithRegexp(t *testing.T) {
+	tests := []struct {
+		pattern string
+		regex   bool
+		fold    bool
+	}{
+		{"err", false, false},
+		{"fmt.Println(", false, false},
+		{"return", false, true},
+		{"KELVIN", false, true},
+		{"kelvin", false, true}, // matches the Kelvin sign under Unicode folding
+		{"STRANGE", false, true},
+		{"func \\w+\\(", true, false},
+		{"^func", true, false},
+		{"\\)$", true, false},
+		{"\\A\\s*}", true, false},
+		{"}\\z", true, false},
+		{"todo|fixme", true, true},
+		{"[A-Z]\\w+Error\\b", true, false},
+		{"(?i)error", true, false},
+		{"(?s)a.b", true, false},
+		{"a\\sb", true, false},
+		{"a\\nb", true, false},
+		{"[^x]*", true, false},
+		{"^$", true, false},
+		{"\\d+\\.\\d+", true, false},
+		{"(Hello|Bye), (World|You)", true, false},
+		{"x{0}", true, false},
+		{"(?m)^\\s+return", true, false},
+		{"without newline$", true, false},
+		{"\\d{4}-\\d{2}-\\d{2}", true, false},
+		{"\\d*-\\d", true, false},
+		{"[a-z]+\\.go\\b", true, false},
+		{"(?i)\\w+\\.GO", true, false},
+		{"(?i)[a-z]elvin", true, false},
+		{"n(?i:ot) 1-", true, false},
+		{"^-3|nor -", true, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.pattern, func(t *testing.T) {
+			want := oracle(expression(tt.pattern, tt.regex, tt.fold), []byte(corpus))
+			got := matchLines(t, tt.pattern, tt.regex, tt.fold, []byte(corpus))
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Fatalf("lines (-regexp +search):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRequiredLiterals(t *testing.T) {
+	tests := []struct {
+		expr string
+		want []string // "" marks a case-folded literal with a "~" prefix
+	}{
+		{"func \\w+\\(", []string{"func "}},
+		{"[A-Z]\\w+Error\\b", []string{"Error"}},
+		{"foo|bar", []string{"foo", "bar"}},
+		{"(?i)todo|fixme", []string{"~todo", "~fixme"}},
+		{"(?i)kelvin", []string{"~elvin"}},
+		{"(?i)ask", []string{"~a"}},
+		{"x*", nil},
+		{"(ab)+c?", []string{"ab"}},
+		{"\\d+", nil},
+	}
+	for _, tt := range tests {
+		m, err := compileMatcher(tt.expr, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, l := range m.lits {
+			s := string(l.s)
+			if l.fold {
+				s = "~" + s
+			}
+			got = append(got, s)
+		}
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("%s: literals %q, want %q", tt.expr, got, tt.want)
+		}
+	}
+}
+
+// FuzzMatcher: for any pattern and text the search finds exactly the lines
+// regexp finds.
+func FuzzMatcher(f *testing.F) {
+	f.Add("func \\w+\\(", corpus, true, false)
+	f.Add("todo|fixme", corpus, true, true)
+	f.Add("kelvin", corpus, false, true)
+	f.Add("^$", "\n\na\n", true, false)
+	f.Add("a\\sb", "a\nb\na b", true, false)
+	f.Fuzz(func(t *testing.T, pattern, text string, isRegex, fold bool) {
+		if pattern == "" || len(pattern) > 64 || strings.Contains(pattern, "{1000") || !utf8.ValidString(pattern) {
+			return // patterns arrive as JSON strings: valid UTF-8
+		}
+		expr := expression(pattern, isRegex, fold)
+		if _, err := regexp.Compile(expr); err != nil {
+			if _, err := compileMatcher(pattern, isRegex, fold); err == nil {
+				t.Fatalf("%q: regexp refuses it, the matcher accepts it", expr)
+			}
+			return
+		}
+		want := oracle(expr, []byte(text))
+		got := matchLines(t, pattern, isRegex, fold, []byte(text))
+		if !slices.Equal(want, got) {
+			t.Fatalf("%q on %q: search %v, regexp %v", expr, text, got, want)
+		}
+	})
+}
+
+func TestToLowerASCII(t *testing.T) {
+	var src []byte
+	for i := range 256 {
+		src = append(src, byte(i))
+	}
+	src = append(src, "Hello, WORLD ÄÖÜ ſK @[`{"...)
+	for off := range 9 { // every alignment of the eight-byte steps
+		dst := make([]byte, len(src)-off)
+		toLowerASCII(dst, src[off:])
+		for i, c := range src[off:] {
+			want := c
+			if 'A' <= c && c <= 'Z' {
+				want = c + 'a' - 'A'
+			}
+			if dst[i] != want {
+				t.Fatalf("offset %d: byte %#x became %#x", off, c, dst[i])
+			}
+		}
+	}
+}
+
+func FuzzLiteralIndex(f *testing.F) {
+	f.Add("todo", "a todo and TODO")
+	f.Add("xx", "x")
+	f.Add("ab", "aab")
+	f.Fuzz(func(t *testing.T, needle, hay string) {
+		if needle == "" {
+			return
+		}
+		l := newLiteral([]byte(needle), false)
+		if got, want := l.index([]byte(hay)), strings.Index(hay, needle); got != want {
+			t.Fatalf("index(%q, %q) = %d, want %d", hay, needle, got, want)
+		}
+	})
+}

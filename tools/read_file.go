@@ -1,0 +1,198 @@
+package tools
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// read_file caps, as its description in the spec says.
+const (
+	readMaxLines    = 2000
+	readMaxBytes    = 256 << 10
+	readMaxLineLen  = 4000 // longer lines are clipped
+	readBufferBytes = 64 << 10
+)
+
+var readFileHandler = Func(NeedsWorkspace, readFile, renderReadFile)
+
+func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFileResult, error) {
+	rel, err := clean(in.Path)
+	if err != nil {
+		return nil, err
+	}
+	start, end := 1, -1
+	if in.StartLine != nil {
+		start = *in.StartLine
+	}
+	if in.EndLine != nil {
+		end = *in.EndLine
+		if end < start {
+			return nil, Errorf("invalid_range", "end_line %d is before start_line %d", end, start)
+		}
+	}
+	f, _, err := env.Workspace.openRegular(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	br := bufio.NewReaderSize(f, readBufferBytes)
+	head, err := br.Peek(binarySniffLen)
+	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
+		return nil, fmt.Errorf("read %s: %w", rel, err)
+	}
+	if isBinary(head) {
+		return nil, Errorf(codeBinaryFile, "%s is a binary file; it cannot be read as text", quote(rel))
+	}
+
+	var content strings.Builder
+	line, emitted, last := 0, 0, start-1
+	capped := false
+	for {
+		text, eof, err := readLine(br, readMaxLineLen)
+		if err != nil {
+			return nil, fmt.Errorf("read %s: %w", rel, err)
+		}
+		if text == nil && eof {
+			break
+		}
+		line++
+		if line >= start && (end < 0 || line <= end) {
+			if emitted == readMaxLines || content.Len() >= readMaxBytes {
+				capped = true
+			} else {
+				content.WriteString(strconv.Itoa(line))
+				content.WriteByte('\t')
+				content.Write(text)
+				content.WriteByte('\n')
+				emitted++
+				last = line
+			}
+		}
+		if eof {
+			break
+		}
+		if capped || end >= 0 && line >= end {
+			// The rest only needs counting.
+			n, err := countRest(br)
+			if err != nil {
+				return nil, fmt.Errorf("read %s: %w", rel, err)
+			}
+			line += n
+			break
+		}
+	}
+	total := line
+	if start > 1 && start > total {
+		return nil, Errorf("invalid_range", "start_line %d is past the end of the file, which has %s", start, plural(total, "line"))
+	}
+	out := &gen.ReadFileResult{
+		Path:       rel,
+		Content:    content.String(),
+		StartLine:  start,
+		EndLine:    last,
+		TotalLines: total,
+	}
+	if capped {
+		out.Truncated = true
+		out.NextStartLine = ptr(last + 1)
+	}
+	return out, nil
+}
+
+// readLine returns the next line without its newline, clipped to max bytes;
+// eof is true when it was the last line (text is nil when there was none).
+func readLine(br *bufio.Reader, max int) (text []byte, eof bool, err error) {
+	chunk, err := br.ReadSlice('\n')
+	switch {
+	case err == nil:
+		chunk = bytes.TrimSuffix(chunk[:len(chunk)-1], []byte{'\r'})
+		if len(chunk) > max {
+			return []byte(clipLine(chunk, max)), false, nil
+		}
+		return chunk, false, nil
+	case err == io.EOF:
+		if len(chunk) == 0 {
+			return nil, true, nil
+		}
+		if len(chunk) > max {
+			return []byte(clipLine(chunk, max)), true, nil
+		}
+		return chunk, true, nil
+	case !errors.Is(err, bufio.ErrBufferFull):
+		return nil, false, err
+	}
+	// A line longer than the buffer: keep its beginning, count the rest.
+	keep := append([]byte(nil), chunk...)
+	size := len(chunk)
+	for {
+		chunk, err = br.ReadSlice('\n')
+		size += len(chunk)
+		if err == nil {
+			size-- // the newline
+			break
+		}
+		if err == io.EOF {
+			eof = true
+			break
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return nil, false, err
+		}
+	}
+	cut := min(max, len(keep))
+	for cut > 0 && cut < len(keep) && !utf8.RuneStart(keep[cut]) {
+		cut--
+	}
+	return []byte(string(keep[:cut]) + fmt.Sprintf("… [%d more bytes]", size-cut)), eof, nil
+}
+
+// countRest counts the lines left in br.
+func countRest(br *bufio.Reader) (int, error) {
+	buf := make([]byte, readBufferBytes)
+	n, lastByte := 0, byte('\n')
+	for {
+		k, err := br.Read(buf)
+		if k > 0 {
+			n += bytes.Count(buf[:k], []byte{'\n'})
+			lastByte = buf[k-1]
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return 0, err
+		}
+	}
+	if lastByte != '\n' {
+		n++
+	}
+	return n, nil
+}
+
+func renderReadFile(_ *gen.ReadFileInput, out *gen.ReadFileResult) string {
+	var b strings.Builder
+	switch {
+	case out.TotalLines == 0:
+		fmt.Fprintf(&b, "%s is empty (0 lines)\n", out.Path)
+	case out.EndLine < out.StartLine:
+		fmt.Fprintf(&b, "%s: no lines from %d (%s in the file)\n", out.Path, out.StartLine, plural(out.TotalLines, "line"))
+	default:
+		fmt.Fprintf(&b, "%s: lines %d-%d of %d\n", out.Path, out.StartLine, out.EndLine, out.TotalLines)
+	}
+	b.WriteString(out.Content)
+	if out.Truncated {
+		fmt.Fprintf(&b, "[output cut at %d lines or %d KiB; call read_file with start_line %d to read on]\n", readMaxLines, readMaxBytes>>10, *out.NextStartLine)
+	}
+	return b.String()
+}
+
+func ptr[T any](v T) *T { return &v }

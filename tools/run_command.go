@@ -1,0 +1,83 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+)
+
+const (
+	defaultCommandTimeout = 60 * time.Second
+	// Each of stdout and stderr keeps this much of its head and of its tail
+	// (32 KiB in all, as the spec says).
+	commandHeadBytes = 16 << 10
+	commandTailBytes = 16 << 10
+)
+
+var runCommandHandler = Func(NeedsCommands, runCommand, renderRunCommand)
+
+func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.RunCommandResult, error) {
+	timeout := defaultCommandTimeout
+	if in.TimeoutSeconds != nil {
+		timeout = time.Duration(*in.TimeoutSeconds) * time.Second
+	}
+	env.Workspace.changing(ctx)
+	stdout := newCapture(commandHeadBytes, commandTailBytes)
+	stderr := newCapture(commandHeadBytes, commandTailBytes)
+	run, err := runShell(ctx, env.Workspace.Dir(), in.Command, timeout, nil, stdout, stderr)
+	var se *errStart
+	if errors.As(err, &se) {
+		return nil, Errorf("start_failed", "the shell could not be started: %v", se.err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	out := &gen.RunCommandResult{
+		ExitCode:   run.exitCode,
+		Stdout:     stdout.text(),
+		Stderr:     stderr.text(),
+		DurationMs: float64(run.duration.Microseconds()) / 1e3,
+		TimedOut:   run.timedOut,
+	}
+	if n := stdout.omitted(); n > 0 {
+		out.StdoutOmittedBytes = ptr(int(n))
+	}
+	if n := stderr.omitted(); n > 0 {
+		out.StderrOmittedBytes = ptr(int(n))
+	}
+	return out, nil
+}
+
+func renderRunCommand(in *gen.RunCommandInput, out *gen.RunCommandResult) string {
+	var b strings.Builder
+	secs := out.DurationMs / 1e3
+	switch {
+	case out.TimedOut:
+		timeout := defaultCommandTimeout
+		if in.TimeoutSeconds != nil {
+			timeout = time.Duration(*in.TimeoutSeconds) * time.Second
+		}
+		fmt.Fprintf(&b, "timed out after %s: the command and its children were killed (exit code -1)\n", timeout)
+	case out.ExitCode < 0:
+		fmt.Fprintf(&b, "killed by a signal after %.2fs (exit code -1)\n", secs)
+	default:
+		fmt.Fprintf(&b, "exit code %d after %.2fs\n", out.ExitCode, secs)
+	}
+	section := func(name, text string) {
+		if text == "" {
+			fmt.Fprintf(&b, "%s: (empty)\n", name)
+			return
+		}
+		fmt.Fprintf(&b, "%s:\n%s", name, text)
+		if !strings.HasSuffix(text, "\n") {
+			b.WriteByte('\n')
+		}
+	}
+	section("stdout", out.Stdout)
+	section("stderr", out.Stderr)
+	return b.String()
+}

@@ -1,0 +1,231 @@
+package tools
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"runtime/debug"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/spec"
+)
+
+// Error codes the runtime itself reports, for failures that belong to no tool.
+const (
+	CodeUnknownTool      = "unknown_tool"
+	CodeInvalidArguments = "invalid_arguments"
+	CodeCancelled        = "cancelled"
+)
+
+// Config configures a Runtime. The zero value is a runtime with the built-in
+// handlers, the embedded spec and no workspace (so only tools that need no
+// files are offered).
+type Config struct {
+	// Spec is the OpenAPI document that defines the tools; nil means the
+	// embedded spec.
+	Spec *openapi3.T
+	// Handlers implement the tools; nil means Builtin().
+	Handlers []Handler
+	// Workspace is where file tools and commands work; nil offers no file
+	// tools.
+	Workspace *Workspace
+	// DisableCommands hides run_command (and any tool that runs processes)
+	// from the model even when a workspace is set.
+	DisableCommands bool
+}
+
+// Runtime executes tool calls: it looks the tool up, validates the arguments
+// against the spec, runs the handler and returns an Observation.
+type Runtime struct {
+	reg     *Registry
+	env     *Env
+	enabled map[string]*boundTool
+	specs   []gen.ToolSpec
+	names   string
+}
+
+type boundTool struct {
+	def     *Def
+	handler Handler
+}
+
+// InternalError is a tool handler failing in a way that is not a tool error:
+// a Go error that is not a *Error, or a panic. The run must stop.
+type InternalError struct {
+	Tool  string
+	Err   error
+	Stack []byte // set for panics
+}
+
+func (e *InternalError) Error() string {
+	return fmt.Sprintf("tool %s failed internally: %v", e.Tool, e.Err)
+}
+
+func (e *InternalError) Unwrap() error { return e.Err }
+
+// New builds a runtime: it binds every tool of the spec to the handler whose
+// input type has the tool's input schema name, and fails when a tool has no
+// handler or a handler matches no tool.
+func New(cfg Config) (*Runtime, error) {
+	doc := cfg.Spec
+	if doc == nil {
+		var err error
+		if doc, err = spec.Load(); err != nil {
+			return nil, err
+		}
+	}
+	reg, err := registryFor(doc)
+	if err != nil {
+		return nil, err
+	}
+	handlers := cfg.Handlers
+	if handlers == nil {
+		handlers = Builtin()
+	}
+	bound, err := Bind(reg, handlers)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runtime{
+		reg:     reg,
+		env:     &Env{Workspace: cfg.Workspace},
+		enabled: map[string]*boundTool{},
+	}
+	var names []string
+	for _, def := range reg.Defs() {
+		h := bound[def.Spec.Name]
+		switch h.needs() {
+		case NeedsWorkspace:
+			if cfg.Workspace == nil {
+				continue
+			}
+		case NeedsCommands:
+			if cfg.Workspace == nil || cfg.DisableCommands {
+				continue
+			}
+		}
+		r.enabled[def.Spec.Name] = &boundTool{def: def, handler: h}
+		r.specs = append(r.specs, def.Spec)
+		names = append(names, def.Spec.Name)
+	}
+	r.names = strings.Join(names, ", ")
+	return r, nil
+}
+
+// registryFor caches the registry of the embedded spec, which every runtime
+// of the process shares.
+func registryFor(doc *openapi3.T) (*Registry, error) {
+	if embedded, err := spec.Load(); err == nil && doc == embedded {
+		return embeddedRegistry()
+	}
+	return NewRegistry(doc)
+}
+
+
+// Bind pairs each tool of reg with its handler. It reports every tool
+// without a handler and every handler without a tool.
+func Bind(reg *Registry, handlers []Handler) (map[string]Handler, error) {
+	byInput := map[string]Handler{}
+	for _, h := range handlers {
+		name := handlerInputName(h)
+		if _, dup := byInput[name]; dup {
+			return nil, fmt.Errorf("tools: two handlers take %s", name)
+		}
+		byInput[name] = h
+	}
+	bound := map[string]Handler{}
+	var problems []string
+	for _, def := range reg.Defs() {
+		h, ok := byInput[def.InputSchemaName]
+		if !ok {
+			problems = append(problems, fmt.Sprintf("tool %q (input %s) has no handler", def.Spec.Name, def.InputSchemaName))
+			continue
+		}
+		bound[def.Spec.Name] = h
+		delete(byInput, def.InputSchemaName)
+	}
+	for name := range byInput {
+		problems = append(problems, fmt.Sprintf("handler for %s matches no tool in the spec", name))
+	}
+	if len(problems) > 0 {
+		return nil, fmt.Errorf("tools: spec and handlers differ: %s", strings.Join(problems, "; "))
+	}
+	return bound, nil
+}
+
+// Specs returns the model-visible specs of the enabled tools, sorted by name.
+// The slice is shared: do not modify it.
+func (r *Runtime) Specs() []gen.ToolSpec { return r.specs }
+
+// Registry returns every tool the runtime's spec defines, enabled or not.
+func (r *Runtime) Registry() *Registry { return r.reg }
+
+// Workspace returns the runtime's workspace, or nil.
+func (r *Runtime) Workspace() *Workspace { return r.env.Workspace }
+
+// Call executes one tool call. Every expected failure (unknown tool, invalid
+// arguments, a tool error) is an Observation with IsError set; the returned
+// error is non-nil only for an *InternalError.
+func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation, error) {
+	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
+	t, ok := r.enabled[call.ToolName]
+	if !ok {
+		return fail(obs, CodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", clip(call.ToolName, 64), r.names)), nil
+	}
+	args := call.Arguments
+	if args == nil {
+		args = map[string]any{}
+	}
+	if err := t.def.ValidateInput(args); err != nil {
+		return fail(obs, CodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), nil
+	}
+	res, err := r.invoke(ctx, t, args)
+	if err != nil {
+		var te *Error
+		switch {
+		case errors.As(err, &te):
+			return fail(obs, te.Code, te.Message), nil
+		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
+			return fail(obs, CodeCancelled, "the tool call was cancelled"), nil
+		}
+		var ie *InternalError
+		if !errors.As(err, &ie) {
+			ie = &InternalError{Tool: call.ToolName, Err: err}
+		}
+		return obs, ie
+	}
+	obs.Content = res.Content
+	obs.Data = &res.Data
+	return obs, nil
+}
+
+func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			err = &InternalError{Tool: t.def.Spec.Name, Err: fmt.Errorf("panic: %v", p), Stack: debug.Stack()}
+		}
+	}()
+	return t.handler.call(ctx, r.env, args)
+}
+
+func fail(obs gen.Observation, code, message string) gen.Observation {
+	obs.IsError = true
+	obs.ErrorCode = &code
+	obs.Content = "error: " + message
+	return obs
+}
+
+// clip shortens s to at most n bytes on a rune boundary, marking the cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}
+
+func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

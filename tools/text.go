@@ -1,0 +1,87 @@
+package tools
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+)
+
+// binarySniffLen is how much of a file decides whether it is binary.
+const binarySniffLen = 8 << 10
+
+// isBinary reports whether data (a file's beginning) looks binary: like git
+// and ripgrep, a NUL byte in the first 8 KiB means binary.
+func isBinary(data []byte) bool {
+	if len(data) > binarySniffLen {
+		data = data[:binarySniffLen]
+	}
+	return bytes.IndexByte(data, 0) >= 0
+}
+
+// countLines is the number of lines of data: newlines, plus one for a last
+// line without one.
+func countLines(data []byte) int {
+	n := bytes.Count(data, []byte{'\n'})
+	if len(data) > 0 && data[len(data)-1] != '\n' {
+		n++
+	}
+	return n
+}
+
+// clipLine shortens a line to at most n bytes on a rune boundary and marks
+// the cut.
+func clipLine(line []byte, n int) string {
+	if len(line) <= n {
+		return string(line)
+	}
+	for n > 0 && !utf8.RuneStart(line[n]) {
+		n--
+	}
+	return string(line[:n]) + fmt.Sprintf("… [%d more bytes]", len(line)-n)
+}
+
+// plural renders n and a noun, pluralized with s.
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+func randomSuffix() string {
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// trimToRunes drops a partial UTF-8 sequence at the start and the end of s,
+// left by cutting a byte stream.
+func trimToRunes(s string) string {
+	for i := 0; i < utf8.UTFMax && len(s) > 0 && !utf8.RuneStart(s[0]); i++ {
+		s = s[1:]
+	}
+	if len(s) == 0 {
+		return s
+	}
+	// Drop the last rune when it was cut.
+	i := len(s) - 1
+	for i > 0 && !utf8.RuneStart(s[i]) && len(s)-i < utf8.UTFMax {
+		i--
+	}
+	if !utf8.FullRuneInString(s[i:]) {
+		return s[:i]
+	}
+	return s
+}
+
+// indent prefixes every line of s with prefix.
+func indent(s, prefix string) string {
+	if s == "" {
+		return s
+	}
+	s = strings.TrimSuffix(s, "\n")
+	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
+}

@@ -1,0 +1,318 @@
+package tools
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+)
+
+// Env is what handlers get from the runtime besides their arguments.
+type Env struct {
+	// Workspace is the confined directory file tools work in; nil when the
+	// runtime has none (tools that need one are then not offered).
+	Workspace *Workspace
+}
+
+// Error codes the file tools share; each is named in the 422 description of
+// the tools that return it.
+const (
+	codeOutsideWorkspace = "outside_workspace"
+	codeNotFound         = "not_found"
+	codeNotRegular       = "not_a_regular_file"
+	codeNotDirectory     = "not_a_directory"
+	codeBinaryFile       = "binary_file"
+	codeInvalidGlob      = "invalid_glob"
+)
+
+// nonblock makes opening a FIFO or a device return at once; regular files
+// ignore it.
+const nonblock = syscall.O_NONBLOCK
+
+// Workspace is a directory that file tools cannot escape: every access goes
+// through an os.Root, which resolves ".." and symbolic links without leaving
+// it and without check-then-open races. Paths given by a model are
+// workspace-relative and slash-separated; absolute paths, paths that climb
+// above the root, NUL bytes and symbolic links that lead outside are
+// refused. Only regular files are read or written: devices, FIFOs and
+// sockets are refused before anything blocks on them.
+//
+// A Workspace remembers the original content of every file the file tools
+// changed, so a run can report its patch (see Runtime.Patch). It is safe for
+// concurrent use.
+type Workspace struct {
+	dir  string
+	root *os.Root
+
+	mu       sync.Mutex
+	original map[string]originalFile // by workspace-relative path
+
+	baseMu   sync.Mutex
+	touched  bool   // a tool that can change files was called
+	baseTree string // the git snapshot taken before that call; "" outside git
+}
+
+// originalFile is a file's state before the file tools first changed it.
+type originalFile struct {
+	existed bool
+	content []byte
+}
+
+// OpenWorkspace opens dir as a workspace.
+func OpenWorkspace(dir string) (*Workspace, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("workspace: %w", err)
+	}
+	return &Workspace{dir: abs, root: root, original: map[string]originalFile{}}, nil
+}
+
+// Dir returns the workspace's absolute directory.
+func (w *Workspace) Dir() string { return w.dir }
+
+// Close releases the workspace's directory handle.
+func (w *Workspace) Close() error { return w.root.Close() }
+
+// clean turns a model-supplied path into a clean workspace-relative path
+// ("." for the root), refusing what can never be inside the workspace. It
+// is purely lexical; os.Root then enforces confinement on the file system.
+func clean(p string) (string, error) {
+	switch {
+	case strings.IndexByte(p, 0) >= 0:
+		return "", Errorf(codeOutsideWorkspace, "the path contains a NUL byte")
+	case p == "":
+		return ".", nil
+	case path.IsAbs(p) || filepath.IsAbs(p):
+		return "", Errorf(codeOutsideWorkspace, "absolute paths are outside the workspace; give a path relative to the workspace root")
+	}
+	c := path.Clean(p)
+	if c == ".." || strings.HasPrefix(c, "../") {
+		return "", Errorf(codeOutsideWorkspace, "the path %s is outside the workspace", quote(p))
+	}
+	return c, nil
+}
+
+// errPathEscapes is the text of os.Root's (unexported) error for a path,
+// or a symbolic link on it, that leads outside the root.
+const errPathEscapes = "path escapes from parent"
+
+// fsError turns a file-system error on rel into a tool error when it is an
+// expected condition, and returns other errors unchanged (they stop the run).
+// notFound is the code for a missing path (write_file has none: its parent
+// directories are created).
+func fsError(err error, rel, notFound string) error {
+	var te *Error
+	if errors.As(err, &te) {
+		return err
+	}
+	inner := err
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		inner = pe.Err
+	}
+	var le *os.LinkError
+	if errors.As(err, &le) {
+		inner = le.Err
+	}
+	switch {
+	case inner != nil && inner.Error() == errPathEscapes:
+		return Errorf(codeOutsideWorkspace, "the path %s leads outside the workspace (through a symbolic link)", quote(rel))
+	case errors.Is(err, syscall.ELOOP):
+		return Errorf(codeOutsideWorkspace, "the path %s has too many levels of symbolic links", quote(rel))
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENAMETOOLONG):
+		if notFound == "" {
+			return Errorf(codeNotRegular, "a parent of %s is not a directory", quote(rel))
+		}
+		if errors.Is(err, syscall.ENOTDIR) {
+			return Errorf(notFound, "%s does not exist (a parent is not a directory)", quote(rel))
+		}
+		return Errorf(notFound, "%s does not exist", quote(rel))
+	}
+	return fmt.Errorf("%s: %w", rel, err)
+}
+
+// quote quotes a path for a message, shortened when long. Paths are
+// workspace content the model already has, never secrets.
+func quote(p string) string { return fmt.Sprintf("%q", clip(p, 200)) }
+
+// openRegular opens rel for reading when it is a regular file. It never
+// blocks on a FIFO or device: the file is opened non-blocking and checked
+// again after the open, so swapping the file between the checks is caught.
+func (w *Workspace) openRegular(rel string) (*os.File, fs.FileInfo, error) {
+	fi, err := w.root.Stat(rel)
+	if err != nil {
+		return nil, nil, fsError(err, rel, codeNotFound)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, notRegular(rel, fi)
+	}
+	f, err := w.root.OpenFile(rel, os.O_RDONLY|nonblock, 0)
+	if err != nil {
+		return nil, nil, fsError(err, rel, codeNotFound)
+	}
+	fi, err = f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, notRegular(rel, fi)
+	}
+	return f, fi, nil
+}
+
+func notRegular(rel string, fi fs.FileInfo) error {
+	kind := "a special file"
+	switch m := fi.Mode(); {
+	case m.IsDir():
+		kind = "a directory"
+	case m&fs.ModeNamedPipe != 0:
+		kind = "a FIFO"
+	case m&fs.ModeSocket != 0:
+		kind = "a socket"
+	case m&fs.ModeDevice != 0:
+		kind = "a device"
+	case m&fs.ModeSymlink != 0:
+		kind = "a symbolic link"
+	}
+	return Errorf(codeNotRegular, "%s is %s, not a regular file", quote(rel), kind)
+}
+
+// readRegular reads the whole regular file rel.
+func (w *Workspace) readRegular(rel string) ([]byte, fs.FileInfo, error) {
+	f, fi, err := w.openRegular(rel)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	data, err := readAll(f, fi.Size())
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	return data, fi, nil
+}
+
+// readAll reads f to its end, expecting about size bytes.
+func readAll(f *os.File, size int64) ([]byte, error) {
+	buf := make([]byte, 0, size+1)
+	for {
+		n, err := f.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, err
+		}
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+	}
+}
+
+// writeTarget resolves rel for a write: it must not escape, and when it
+// exists it must be a regular file (a symbolic link is refused rather than
+// replaced, and one that leads outside says so). It returns whether the
+// file exists and its mode. notFound is the code for a parent that is not a
+// directory ("" for not_a_regular_file).
+func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.FileMode, err error) {
+	if rel == "." {
+		return false, 0, Errorf(codeNotRegular, "the workspace root is a directory, not a regular file")
+	}
+	fi, err := w.root.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return false, 0, nil
+	case err != nil:
+		return false, 0, fsError(err, rel, notFound)
+	case fi.Mode()&fs.ModeSymlink != 0:
+		if _, err := w.root.Stat(rel); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, 0, fsError(err, rel, notFound)
+		}
+		target, _ := w.root.Readlink(rel)
+		if path.IsAbs(target) {
+			return false, 0, Errorf(codeOutsideWorkspace, "%s is a symbolic link that leads outside the workspace", quote(rel))
+		}
+		return false, 0, Errorf(codeNotRegular, "%s is a symbolic link (to %s), not a regular file; write to its target instead", quote(rel), quote(target))
+	case !fi.Mode().IsRegular():
+		return false, 0, notRegular(rel, fi)
+	}
+	return true, fi.Mode().Perm(), nil
+}
+
+// writeAtomic replaces rel with data: it writes a temporary file in the same
+// directory, syncs it (so the rename can never land before the data) and
+// renames it over rel, so a crash leaves either the old or the new content,
+// never a mix. Parent directories are created.
+func (w *Workspace) writeAtomic(rel string, data []byte, perm fs.FileMode) error {
+	dir, base := path.Split(rel)
+	if dir == "" {
+		dir = "."
+	}
+	if dir != "." {
+		if err := w.root.MkdirAll(dir, 0o755); err != nil {
+			return fsError(err, rel, "")
+		}
+	}
+	var (
+		f   *os.File
+		tmp string
+		err error
+	)
+	for range 10 {
+		tmp = path.Join(dir, "."+clip(base, 100)+".specloop-"+randomSuffix())
+		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
+		if !errors.Is(err, fs.ErrExist) {
+			break
+		}
+	}
+	if err != nil {
+		return fsError(err, rel, "")
+	}
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			_ = w.root.Remove(tmp)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := f.Chmod(perm); err != nil { // exact mode, whatever the umask
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := f.Sync(); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := f.Close(); err != nil {
+		return fmt.Errorf("write %s: %w", rel, err)
+	}
+	if err := w.root.Rename(tmp, rel); err != nil {
+		return fsError(err, rel, "")
+	}
+	ok = true
+	// The directory is not synced: a crash may then undo the rename, which
+	// leaves the old content, whole.
+	return nil
+}
+
+// remember records rel's content before its first change by a file tool.
+func (w *Workspace) remember(rel string, existed bool, content []byte) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if _, ok := w.original[rel]; !ok {
+		w.original[rel] = originalFile{existed: existed, content: content}
+	}
+}

@@ -1,0 +1,113 @@
+package trace
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/spec"
+)
+
+// MaxLineBytes is the longest trace line Read accepts.
+const MaxLineBytes = 16 << 20
+
+// Log is a trace as read from a file.
+type Log struct {
+	// Events are the complete, valid events in file order.
+	Events []gen.TraceEvent
+	// Torn is set when the last line was cut short (a crash mid-write); the
+	// events before it are intact.
+	Torn *TornLine
+}
+
+// TornLine describes an incomplete last line.
+type TornLine struct {
+	Line  int // 1-based line number
+	Bytes int // bytes in the partial line
+}
+
+// LineError is a complete line that is not a valid TraceEvent.
+type LineError struct {
+	Line int
+	Err  error
+}
+
+func (e *LineError) Error() string { return fmt.Sprintf("trace line %d: %v", e.Line, e.Err) }
+func (e *LineError) Unwrap() error { return e.Err }
+
+var eventValidator = sync.OnceValues(func() (*schema.Validator, error) {
+	doc, err := spec.Load()
+	if err != nil {
+		return nil, err
+	}
+	return schema.Compile(doc.Components.Schemas["TraceEvent"].Value)
+})
+
+// ParseEvent decodes one trace line and validates it against the spec's
+// TraceEvent schema. Errors name the field, never its value.
+func ParseEvent(line []byte) (gen.TraceEvent, error) {
+	var ev gen.TraceEvent
+	v, err := eventValidator()
+	if err != nil {
+		return ev, err
+	}
+	value, err := schema.Decode(line)
+	if err != nil {
+		return ev, err
+	}
+	if err := v.Validate(value); err != nil {
+		return ev, err
+	}
+	if err := schema.Bind(value, &ev); err != nil {
+		return ev, err
+	}
+	return ev, nil
+}
+
+// Read reads a JSONL trace. A last line that is not newline-terminated and
+// does not parse is reported in Log.Torn, not as an error; any other invalid
+// line is a *LineError (with the events before it in the returned Log).
+func Read(r io.Reader) (*Log, error) {
+	log := &Log{}
+	br := bufio.NewReaderSize(r, 64<<10)
+	var line []byte
+	for n := 1; ; n++ {
+		line = line[:0]
+		var err error
+		for {
+			var chunk []byte
+			chunk, err = br.ReadSlice('\n')
+			line = append(line, chunk...)
+			if len(line) > MaxLineBytes {
+				return log, &LineError{Line: n, Err: fmt.Errorf("longer than %d bytes", MaxLineBytes)}
+			}
+			if !errors.Is(err, bufio.ErrBufferFull) {
+				break
+			}
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return log, fmt.Errorf("trace: read: %w", err)
+		}
+		complete := len(line) > 0 && line[len(line)-1] == '\n'
+		body := bytes.TrimSpace(line)
+		if len(body) > 0 {
+			ev, perr := ParseEvent(body)
+			switch {
+			case perr == nil:
+				log.Events = append(log.Events, ev)
+			case !complete:
+				log.Torn = &TornLine{Line: n, Bytes: len(line)}
+			default:
+				return log, &LineError{Line: n, Err: perr}
+			}
+		}
+		if err != nil { // io.EOF
+			return log, nil
+		}
+	}
+}

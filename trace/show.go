@@ -1,0 +1,80 @@
+package trace
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// Show writes the events for a person to read, one line each, in file order:
+// run, step, event, then whatever the event carries.
+func Show(w io.Writer, log *Log) error {
+	for i := range log.Events {
+		if _, err := io.WriteString(w, Format(&log.Events[i])+"\n"); err != nil {
+			return err
+		}
+	}
+	if log.Torn != nil {
+		_, err := fmt.Fprintf(w, "(line %d is torn: %d bytes of an event that was being written when the writer stopped)\n", log.Torn.Line, log.Torn.Bytes)
+		return err
+	}
+	return nil
+}
+
+// Format renders one event on one line.
+func Format(ev *gen.TraceEvent) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s  run=%s  step=%-3d %-15s", ev.Time.Format("15:04:05.000"), ev.RunId, ev.Step, ev.EventType)
+	add := func(k, v string) { b.WriteString("  " + k + "=" + v) }
+	if ev.ActionType != nil {
+		add("action", string(*ev.ActionType))
+	}
+	if ev.ToolName != nil {
+		add("tool", *ev.ToolName)
+	}
+	if ev.ArgumentKeys != nil {
+		add("args", "["+strings.Join(*ev.ArgumentKeys, ",")+"]")
+	}
+	if ev.IsError != nil && *ev.IsError {
+		add("error", "yes")
+	}
+	if ev.ErrorCode != nil {
+		add("code", *ev.ErrorCode)
+	}
+	if ev.FeedbackKind != nil {
+		add("feedback", string(*ev.FeedbackKind))
+	}
+	if ev.ExitCode != nil {
+		add("exit_code", strconv.Itoa(*ev.ExitCode))
+	}
+	if ev.ExitReason != nil {
+		add("exit", string(*ev.ExitReason))
+	}
+	if ev.StepsUsed != nil {
+		add("steps", strconv.Itoa(*ev.StepsUsed))
+	}
+	if ev.InputSummary != nil {
+		add("input", *ev.InputSummary)
+	}
+	if ev.Output != nil {
+		add("output", *ev.Output)
+	}
+	if ev.Usage != nil {
+		add("tokens", fmt.Sprintf("%d+%d", ev.Usage.InputTokens, ev.Usage.OutputTokens))
+	}
+	for _, d := range []struct {
+		k string
+		v *float64
+	}{{"model", ev.ModelDurationMs}, {"tool", ev.ToolDurationMs}, {"total", ev.DurationMs}} {
+		if d.v != nil {
+			add(d.k+"_ms", strconv.FormatFloat(*d.v, 'f', 3, 64))
+		}
+	}
+	if ev.Error != nil {
+		add("error", strconv.Quote(*ev.Error))
+	}
+	return b.String()
+}

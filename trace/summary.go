@@ -1,0 +1,28 @@
+// Package trace writes and reads a run's append-only JSONL trace: one
+// TraceEvent (as the spec defines it) per line, each written before the run
+// moves on, privacy-safe by default.
+//
+// Texts (the task, tool outputs, answers, feedback) are recorded only as
+// Summary values, `chars=N;sha256=HEX`, and tool arguments only as their keys,
+// so a trace can be shared without leaking what the agent saw.
+package trace
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"strconv"
+	"unicode/utf8"
+)
+
+// Summary describes a text without revealing it: its length in characters
+// and its SHA-256, as `chars=N;sha256=HEX`. Equal texts have equal summaries,
+// so two runs can be compared without their contents.
+func Summary(s string) string {
+	sum := sha256.Sum256([]byte(s))
+	buf := make([]byte, 0, 6+10+8+64)
+	buf = append(buf, "chars="...)
+	buf = strconv.AppendInt(buf, int64(utf8.RuneCountInString(s)), 10)
+	buf = append(buf, ";sha256="...)
+	buf = hex.AppendEncode(buf, sum[:])
+	return string(buf)
+}

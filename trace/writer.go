@@ -1,0 +1,116 @@
+package trace
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// SyncPolicy says when a file-backed Writer calls fsync.
+type SyncPolicy int
+
+const (
+	// SyncNone leaves flushing to the operating system. Each event is still
+	// written (a write system call) before the run moves on, so a crash of
+	// the process loses at most the event being written.
+	SyncNone SyncPolicy = iota
+	// SyncAtRunEnd syncs once after run_finished.
+	SyncAtRunEnd
+	// SyncEveryEvent syncs after every event, surviving power loss too.
+	SyncEveryEvent
+)
+
+// ParseSyncPolicy parses "none", "end" or "every".
+func ParseSyncPolicy(s string) (SyncPolicy, error) {
+	switch s {
+	case "none", "":
+		return SyncNone, nil
+	case "end":
+		return SyncAtRunEnd, nil
+	case "every":
+		return SyncEveryEvent, nil
+	}
+	return 0, fmt.Errorf("unknown sync policy %q (want none, end or every)", s)
+}
+
+// Writer appends events as JSON lines. Each Emit is one write of one
+// complete line; nothing is ever rewritten. It is safe for concurrent use.
+type Writer struct {
+	mu     sync.Mutex
+	w      io.Writer
+	file   *os.File
+	policy SyncPolicy
+	buf    bytes.Buffer
+	enc    *json.Encoder
+	err    error
+}
+
+// NewWriter writes events to w. Sync policies apply only when w is an
+// *os.File.
+func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
+	tw := &Writer{w: w, policy: policy}
+	if f, ok := w.(*os.File); ok {
+		tw.file = f
+	}
+	tw.enc = json.NewEncoder(&tw.buf)
+	tw.enc.SetEscapeHTML(false)
+	return tw
+}
+
+// Create opens path for appending (creating it with mode 0600) and returns a
+// Writer on it. Close closes the file.
+func Create(path string, policy SyncPolicy) (*Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return NewWriter(f, policy), nil
+}
+
+// Emit appends one event as a line. After a write error every later Emit
+// returns that error.
+func (w *Writer) Emit(ev *gen.TraceEvent) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	w.buf.Reset()
+	if err := w.enc.Encode(ev); err != nil { // Encode appends the newline
+		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
+	}
+	if _, err := w.w.Write(w.buf.Bytes()); err != nil {
+		w.err = fmt.Errorf("trace: write: %w", err)
+		return w.err
+	}
+	if w.file != nil && (w.policy == SyncEveryEvent || w.policy == SyncAtRunEnd && ev.EventType == gen.TraceEventTypeRunFinished) {
+		if err := w.file.Sync(); err != nil {
+			w.err = fmt.Errorf("trace: sync: %w", err)
+			return w.err
+		}
+	}
+	return nil
+}
+
+// Close syncs (unless the policy is SyncNone) and closes the underlying file
+// if the Writer opened it or was given one.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.file == nil {
+		return nil
+	}
+	var errs []error
+	if w.policy != SyncNone {
+		errs = append(errs, w.file.Sync())
+	}
+	errs = append(errs, w.file.Close())
+	w.file = nil
+	return errors.Join(errs...)
+}
