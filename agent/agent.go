@@ -130,7 +130,7 @@ type end struct {
 
 func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.start = time.Now()
-	var toolNames []string
+	toolNames := []string{}
 	if l.opts.Tools != nil {
 		for _, s := range l.opts.Tools.Specs() {
 			toolNames = append(toolNames, s.Name)

@@ -207,3 +207,15 @@ func FuzzRead(f *testing.F) {
 		}
 	})
 }
+
+func TestRunWithoutToolsTracesAnEmptyToolList(t *testing.T) {
+	var buf bytes.Buffer
+	agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(finish), agent.Options{Trace: trace.NewWriter(&buf, trace.SyncNone)})
+	log, err := trace.Read(&buf)
+	if err != nil || len(log.Events) != 3 {
+		t.Fatalf("a run without tools must leave a valid trace: %v", err)
+	}
+	if names := log.Events[0].ToolNames; names == nil || len(*names) != 0 {
+		t.Fatalf("tool_names = %v, want []", names)
+	}
+}
