@@ -94,3 +94,13 @@ func Errorf(code, format string, args ...any) error {
 // InputName returns the name of a handler's input type, which is the
 // component name of the input schema of the tool it implements.
 func InputName(h Handler) string { return handlerInputName(h) }
+
+// InputType returns the Go type a handler takes as input (a generated type
+// of package gen); the contract tests compare its fields with the schema.
+func InputType(h Handler) reflect.Type {
+	t := h.inputType()
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	return t
+}

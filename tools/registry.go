@@ -3,7 +3,6 @@ package tools
 import (
 	"encoding/json"
 	"fmt"
-	"reflect"
 	"sort"
 	"strings"
 
@@ -205,10 +204,4 @@ func inlineRef(ref *openapi3.SchemaRef, depth int) (any, error) {
 
 // handlerInputName is the Go type name of a handler's input, which must equal
 // the component name of the tool's input schema.
-func handlerInputName(h Handler) string {
-	t := h.inputType()
-	for t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	return t.Name()
-}
+func handlerInputName(h Handler) string { return InputType(h).Name() }

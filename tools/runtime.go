@@ -123,7 +123,6 @@ func registryFor(doc *openapi3.T) (*Registry, error) {
 	return NewRegistry(doc)
 }
 
-
 // Bind pairs each tool of reg with its handler. It reports every tool
 // without a handler and every handler without a tool.
 func Bind(reg *Registry, handlers []Handler) (map[string]Handler, error) {

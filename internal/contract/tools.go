@@ -274,7 +274,7 @@ func quoteCode(code string) string {
 // JSON fields of its handler's Go input type. A spec property the type
 // lacks is silently dropped before the handler sees it.
 func checkInputType(def *tools.Def, h tools.Handler) []Problem {
-	t := handlerInputType(h)
+	t := tools.InputType(h)
 	if t == nil {
 		return nil
 	}
@@ -295,37 +295,6 @@ func checkInputType(def *tools.Def, h tools.Handler) []Problem {
 		}
 	}
 	return ps
-}
-
-// handlerInputType finds the Go input type of a handler built with
-// tools.Func: the struct, named like the tool's input schema, that the
-// handler's function takes. It returns nil when it cannot tell (the check
-// is then skipped).
-func handlerInputType(h tools.Handler) reflect.Type {
-	name := tools.InputName(h)
-	t := reflect.TypeOf(h)
-	for t != nil && t.Kind() == reflect.Pointer {
-		t = t.Elem()
-	}
-	if t == nil || t.Kind() != reflect.Struct {
-		return nil
-	}
-	for i := range t.NumField() {
-		ft := t.Field(i).Type
-		if ft.Kind() != reflect.Func {
-			continue
-		}
-		for j := range ft.NumIn() {
-			in := ft.In(j)
-			for in.Kind() == reflect.Pointer {
-				in = in.Elem()
-			}
-			if in.Kind() == reflect.Struct && in.Name() == name {
-				return in
-			}
-		}
-	}
-	return nil
 }
 
 // jsonFields lists the lower-cased JSON names of a struct's fields, as
