@@ -29,6 +29,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -190,15 +191,7 @@ func New(cfg Config) (*Model, error) {
 	return m, nil
 }
 
-func sameURL(a, b string) bool {
-	trim := func(s string) string {
-		for len(s) > 0 && s[len(s)-1] == '/' {
-			s = s[:len(s)-1]
-		}
-		return s
-	}
-	return trim(a) == trim(b)
-}
+func sameURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
 
 // NextAction asks the model for the next action of the run (or returns the
 // next tool call queued from its previous reply).
