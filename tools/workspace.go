@@ -29,6 +29,8 @@ const (
 	codeNotDirectory     = "not_a_directory"
 	codeBinaryFile       = "binary_file"
 	codeInvalidGlob      = "invalid_glob"
+	codePermission       = "permission_denied"
+	codeInvalidPath      = "invalid_path"
 )
 
 // nonblock makes opening a FIFO or a device return at once; regular files
@@ -129,7 +131,11 @@ func fsError(err error, rel, notFound string) error {
 		return Errorf(codeOutsideWorkspace, "the path %s leads outside the workspace (through a symbolic link)", quote(rel))
 	case errors.Is(err, syscall.ELOOP):
 		return Errorf(codeOutsideWorkspace, "the path %s has too many levels of symbolic links", quote(rel))
-	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR), errors.Is(err, syscall.ENAMETOOLONG):
+	case errors.Is(err, syscall.ENAMETOOLONG):
+		return Errorf(codeInvalidPath, "the path %s is too long for the file system", quote(rel))
+	case errors.Is(err, fs.ErrPermission):
+		return Errorf(codePermission, "the file system refuses access to %s", quote(rel))
+	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		if notFound == "" {
 			return Errorf(codeNotRegular, "a parent of %s is not a directory", quote(rel))
 		}
