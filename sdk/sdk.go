@@ -123,10 +123,9 @@ func (c *Client) Cancel(ctx context.Context, id string) (gen.Run, error) {
 // It follows the run's event stream (resuming it if the connection drops),
 // so it learns of the end at once without polling.
 func (c *Client) Wait(ctx context.Context, id string) (gen.Run, error) {
-	for _, err := range c.Events(ctx, id, 0) {
-		if err != nil {
-			return gen.Run{}, err
-		}
+	// Only the end matters here: the events are not decoded.
+	if err := c.follow(ctx, id, 0, func(_, _ []byte) error { return nil }); err != nil {
+		return gen.Run{}, err
 	}
 	// The server records the result before it sends run_finished, so one
 	// read is enough; the loop only guards against an older server.

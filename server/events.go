@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -25,30 +26,41 @@ type liveEvents struct {
 	wake  chan struct{} // closed at the next change; nil when nobody waits
 }
 
-// publish appends ev; last marks the end of the run.
+// publish appends ev, encoding it; last marks the end of the run.
 func (l *liveEvents) publish(ev *gen.TraceEvent, last bool) error {
-	var data []byte
-	if ev != nil {
-		var err error
-		if data, err = json.Marshal(ev); err != nil {
-			return err
-		}
+	data, err := json.Marshal(ev)
+	if err != nil {
+		return err
 	}
+	l.publishJSON(ev.EventType, data, last)
+	return nil
+}
+
+// publishJSON appends an event already encoded; the data must not change.
+func (l *liveEvents) publishJSON(typ gen.TraceEventType, data []byte, last bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if l.done {
-		return nil
+		return
 	}
-	if ev != nil {
-		l.data = append(l.data, data)
-		l.types = append(l.types, ev.EventType)
-	}
+	l.data = append(l.data, data)
+	l.types = append(l.types, typ)
 	l.done = last
 	if l.wake != nil {
 		close(l.wake)
 		l.wake = nil
 	}
-	return nil
+}
+
+// size is the number of bytes of the events' JSON.
+func (l *liveEvents) size() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for _, d := range l.data {
+		n += len(d)
+	}
+	return n
 }
 
 // since appends the events after position pos (1-based positions) to buf
@@ -83,8 +95,12 @@ func newRecentRuns(n int) *recentRuns {
 	return &recentRuns{byID: make(map[string]*liveEvents, n), ring: make([]string, n)}
 }
 
+// recentRunMaxBytes bounds the events of a run kept in memory after it
+// finished; longer runs are streamed from their trace files.
+const recentRunMaxBytes = 16 << 10
+
 func (c *recentRuns) add(id string, l *liveEvents) {
-	if len(c.ring) == 0 {
+	if len(c.ring) == 0 || l.size() > recentRunMaxBytes {
 		return
 	}
 	c.mu.Lock()
@@ -103,13 +119,38 @@ func (c *recentRuns) get(id string) *liveEvents {
 	return c.byID[id]
 }
 
-// runTracer writes a run's events to its trace file; the loop's observer
-// publishes them once written.
-type runTracer struct {
-	w *trace.Writer
+// traceFile is a run's trace file as the destination of its trace.Writer.
+// It keeps a copy of the line last written, so that the run's observer
+// hands the event to live streams without encoding it a second time, and
+// it applies the sync policy itself (trace.Writer syncs only when it
+// writes to an *os.File directly).
+type traceFile struct {
+	f      *os.File
+	policy trace.SyncPolicy
+	last   []byte // the last line, without its newline
 }
 
-func (t runTracer) Emit(ev *gen.TraceEvent) error { return t.w.Emit(ev) }
+func (t *traceFile) Write(p []byte) (int, error) {
+	n, err := t.f.Write(p)
+	if err != nil {
+		return n, err
+	}
+	t.last = bytes.Clone(bytes.TrimSuffix(p, []byte("\n")))
+	if t.policy == trace.SyncEveryEvent {
+		err = t.f.Sync()
+	}
+	return n, err
+}
+
+// ended syncs the file after run_finished under SyncAtRunEnd.
+func (t *traceFile) ended() error {
+	if t.policy == trace.SyncAtRunEnd {
+		return t.f.Sync()
+	}
+	return nil
+}
+
+func (t *traceFile) Close() error { return t.f.Close() }
 
 // stream writes the run's events after position after to pw as
 // Server-Sent Events, live while the run is in flight, and closes pw after
@@ -147,6 +188,12 @@ func (s *Server) streamEvents(ctx context.Context, id string, after int, pw *io.
 	}
 	var buf []byte
 	pos := after
+	var keepAlive *time.Ticker // started on the first wait
+	defer func() {
+		if keepAlive != nil {
+			keepAlive.Stop()
+		}
+	}()
 	for {
 		var done bool
 		var wake <-chan struct{}
@@ -159,13 +206,25 @@ func (s *Server) streamEvents(ctx context.Context, id string, after int, pw *io.
 		if done {
 			return nil
 		}
+		if keepAlive == nil {
+			keepAlive = time.NewTicker(keepAliveEvery)
+		}
 		select {
 		case <-wake:
 		case <-ctx.Done():
 			return nil
+		case <-keepAlive.C:
+			// A comment line keeps proxies from closing an idle stream
+			// (a queued run may wait long); clients ignore it.
+			if _, err := pw.Write([]byte(":\n\n")); err != nil {
+				return err
+			}
 		}
 	}
 }
+
+// keepAliveEvery is how often an idle event stream gets a comment line.
+const keepAliveEvery = 15 * time.Second
 
 // streamFile sends a finished run's events from its trace file. A trace
 // that lacks run_finished (its last write failed) gets one built from the
@@ -180,13 +239,17 @@ func (s *Server) streamFile(id string, final gen.Run, after int, pw *io.PipeWrit
 			evs = append(evs, finishedEvent(id, final.FinishedAt, final.Result))
 		}
 	}
+	// Encoded as trace.Writer encodes, so the data is the trace's line.
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false)
 	var buf []byte
 	for i := after; i < len(evs); i++ {
-		data, err := json.Marshal(&evs[i])
-		if err != nil {
+		line.Reset()
+		if err := enc.Encode(&evs[i]); err != nil {
 			return err
 		}
-		buf = appendSSE(buf, i+1, evs[i].EventType, data)
+		buf = appendSSE(buf, i+1, evs[i].EventType, bytes.TrimSuffix(line.Bytes(), []byte("\n")))
 	}
 	_, err = pw.Write(buf)
 	return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -25,21 +26,25 @@ func (s *Server) execute(r *run) {
 	s.runs.mu.Unlock()
 
 	finalized := false
-	finish := func(res gen.RunResult, ev *gen.TraceEvent) {
+	finish := func(res gen.RunResult, ev *gen.TraceEvent, data []byte) {
 		if finalized {
 			return
 		}
 		finalized = true
-		s.finalize(r, j, started, res, ev)
+		s.finalize(r, j, started, res, ev, data)
 	}
-	res, err := s.runAgent(r, j, func(p agent.Progress) {
+	var tf *traceFile
+	res, err := s.runAgent(r, j, &tf, func(p agent.Progress) {
+		// The observer runs right after the event was written: tf.last is
+		// its line.
 		if p.Event.EventType == gen.TraceEventTypeRunFinished && p.Result != nil {
-			finish(*p.Result, p.Event)
+			if err := tf.ended(); err != nil {
+				s.log.Error("sync a trace", "run", r.id, "err", err)
+			}
+			finish(*p.Result, p.Event, tf.last)
 			return
 		}
-		if err := j.events.publish(p.Event, false); err != nil {
-			s.log.Error("publish an event", "run", r.id, "err", err)
-		}
+		j.events.publishJSON(p.Event.EventType, tf.last, false)
 	})
 	if err != nil && res.ExitReason == gen.ExitReasonInternalError {
 		s.log.Error("run failed internally", "run", r.id, "err", err)
@@ -49,22 +54,24 @@ func (s *Server) execute(r *run) {
 		// end the live stream with the event the trace lacks.
 		ev := finishedEvent(r.id, nil, &res)
 		ev.Time = time.Now().UTC()
-		finish(res, &ev)
+		finish(res, &ev, nil)
 	}
 }
 
 // runAgent sets up the run's workspace, tools, check and trace, and runs
 // the agent loop. Setup failures end the run with internal_error.
-func (s *Server) runAgent(r *run, j *job, observe func(agent.Progress)) (gen.RunResult, error) {
+func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
 	fail := func(err error) (gen.RunResult, error) {
 		msg := err.Error()
 		return gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
 	}
-	tw, err := s.store.createTrace(r.id, s.cfg.TraceSync)
+	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	if err != nil {
 		return fail(fmt.Errorf("open the trace: %w", err))
 	}
-	defer tw.Close()
+	defer tf.Close()
+	*tfp = tf
+	tw := trace.NewWriter(tf, s.cfg.TraceSync)
 	ws, err := tools.OpenWorkspace(j.wsDir)
 	if err != nil {
 		return fail(errors.New("the workspace cannot be opened"))
@@ -79,7 +86,7 @@ func (s *Server) runAgent(r *run, j *job, observe func(agent.Progress)) (gen.Run
 		TokenBudget: j.tokenBudget,
 		RunID:       r.id,
 		Tools:       rt,
-		Trace:       runTracer{w: tw},
+		Trace:       tw,
 		Observer:    observe,
 	}
 	if j.check != "" {
@@ -91,10 +98,9 @@ func (s *Server) runAgent(r *run, j *job, observe func(agent.Progress)) (gen.Run
 // finalize records a run's end durably, then shows it: the record turns
 // finished before run_finished reaches any stream, so a client that saw
 // run_finished always gets the result.
-func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent) {
-	if res.RunId == nil {
-		res.RunId = &r.id
-	}
+// data is ev as written to the trace, or nil when it was not written.
+func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
+	res = compact(res, &r.id)
 	finished := time.Now().UTC()
 	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
 	if !started.IsZero() {
@@ -111,10 +117,37 @@ func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 	r.job = nil
 	s.runs.mu.Unlock()
 	j.cancel(nil)
-	if err := j.events.publish(ev, true); err != nil {
+	if data != nil {
+		j.events.publishJSON(ev.EventType, data, true)
+	} else if err := j.events.publish(ev, true); err != nil {
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
 	s.recent.add(r.id, j.events)
+}
+
+// compact copies a result so that it keeps nothing else alive: the loop's
+// result points into the loop (its run id) and its strings may share memory
+// with the model's raw output or the request.
+func compact(res gen.RunResult, id *string) gen.RunResult {
+	res.RunId = id
+	clone := func(p *string) *string {
+		if p == nil {
+			return nil
+		}
+		s := strings.Clone(*p)
+		return &s
+	}
+	res.Answer, res.Error, res.Patch = clone(res.Answer), clone(res.Error), clone(res.Patch)
+	if res.Usage != nil {
+		u := *res.Usage
+		res.Usage = &u
+	}
+	if res.Check != nil {
+		c := *res.Check
+		c.OutputTail = clone(c.OutputTail)
+		res.Check = &c
+	}
+	return res
 }
 
 // cancelQueued ends a run that never started: its trace gets only
@@ -134,16 +167,20 @@ func (s *Server) cancelQueued(r *run, cause error) {
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
-	s.finalize(r, j, time.Time{}, res, &ev)
+	s.finalize(r, j, time.Time{}, res, &ev, nil)
 }
 
 // appendEvent appends one event to run id's trace, creating it.
 func (s *Server) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPolicy) error {
-	tw, err := s.store.createTrace(id, policy)
+	tf, err := s.store.createTrace(id, policy)
 	if err != nil {
 		return err
 	}
-	return errors.Join(tw.Emit(ev), tw.Close())
+	err = trace.NewWriter(tf, policy).Emit(ev)
+	if err == nil {
+		err = tf.ended()
+	}
+	return errors.Join(err, tf.Close())
 }
 
 // interruptedError is the error of a run the server stopped in flight.

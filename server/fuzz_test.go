@@ -1,10 +1,12 @@
 package server_test
 
 import (
+	"context"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specloop/specloop/server"
 )
@@ -37,6 +39,14 @@ func FuzzCreateRun(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// Cleanups run last first: the runs end before the directories go.
+	f.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			f.Error(err)
+		}
+	})
 	h := srv.Handler()
 	f.Fuzz(func(t *testing.T, body string) {
 		req := httptest.NewRequest(http.MethodPost, "/v1/runs", strings.NewReader(body))

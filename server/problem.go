@@ -70,9 +70,7 @@ func (e *problemError) problem() gen.Problem {
 func (s *Server) handleError(err error, c echo.Context) {
 	resp := c.Response()
 	if resp.Committed {
-		if !errors.Is(err, errClientGone) {
-			s.log.Debug("error after the response started", "route", c.Path(), "err", err)
-		}
+		s.log.Debug("error after the response started", "route", c.Path(), "err", err)
 		return
 	}
 	pe := s.toProblem(err, c)
@@ -108,9 +106,6 @@ func (s *Server) handleError(err error, c echo.Context) {
 	resp.WriteHeader(pe.status)
 	_, _ = resp.Write(append(body, '\n'))
 }
-
-// errClientGone marks a stream whose client went away.
-var errClientGone = errors.New("client went away")
 
 // toProblem maps any error to a problem. Texts of foreign errors are never
 // copied: they may quote what the client sent.
@@ -148,7 +143,8 @@ func (s *Server) fromHTTPError(he *echo.HTTPError, c echo.Context) *problemError
 		if msg, ok := he.Message.(string); ok {
 			if rest, ok := strings.CutPrefix(msg, "Invalid format for parameter "); ok {
 				name, _, _ := strings.Cut(rest, ":")
-				return badField(clip(name, 64), "has an invalid format")
+				name = clip(name, 64)
+				return badField(name, "parameter %q: has an invalid format", name)
 			}
 		}
 		return problemf(http.StatusBadRequest, "the request is malformed")

@@ -33,7 +33,6 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 		}
 		check = *body.Check
 	}
-	provider, _ := body.Model.Discriminator()
 	m, err := s.cfg.Models(body.Model, s.runTools)
 	if err != nil {
 		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
@@ -56,7 +55,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	r.created = s.runs.stamp()
 	s.runs.mu.Unlock()
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), Provider: provider, MaxSteps: j.maxSteps}
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
 		j.cancel(err)

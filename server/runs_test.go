@@ -384,3 +384,41 @@ func TestManyRuns(t *testing.T) {
 		t.Errorf("%d runs listed, want %d", len(seen), n)
 	}
 }
+
+// TestWorkspaceSymlinks: a symbolic link to a directory inside the root is
+// the same workspace as its target (runs in both wait for each other); one
+// that leads out of the root is refused.
+func TestWorkspaceSymlinks(t *testing.T) {
+	g := newGate()
+	defer g.release()
+	ts := newTestServer(t, server.Config{Models: g.models})
+	root := ts.cfg.WorkspaceRoot
+	outside := t.TempDir()
+	if err := os.Mkdir(filepath.Join(root, "real"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"alias": "real", "escape": outside} {
+		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
+			t.Skipf("symlinks: %v", err)
+		}
+	}
+	in := func(ws, prompt string) gen.CreateRunRequest {
+		req := blockRequest(prompt)
+		req.Workspace = &ws
+		return req
+	}
+	first := ts.create(in("real", "BLOCK real"))
+	g.waitEntered(t, "BLOCK real")
+	second := ts.create(in("alias", "BLOCK alias"))
+	if r, _ := ts.sdk.GetRun(context.Background(), second.Id); r.Status != gen.RunStatusQueued {
+		t.Errorf("a run in a link to a busy workspace is %s, want queued", r.Status)
+	}
+	_, err := ts.sdk.CreateRun(context.Background(), in("escape", "p"))
+	var apiErr *sdk.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest || *apiErr.Problem.Field != "/workspace" {
+		t.Errorf("a link out of the root: %v", err)
+	}
+	g.release()
+	ts.wait(first.Id)
+	ts.wait(second.Id)
+}

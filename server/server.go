@@ -8,18 +8,27 @@
 // the workspace root, named by relative paths validated like tool paths.
 //
 // Durability: a run's creation is appended to DATA/runs.jsonl and fsynced
-// before the 202 is sent; its trace goes to DATA/traces/ID.jsonl as the run
-// goes; its result is appended to the run log and fsynced when it ends.
-// Appends are group-committed: one fsync covers every run waiting for one.
+// before the 202 is sent (one fsync covers every create waiting for one);
+// its trace goes to DATA/traces/ID.jsonl event by event (fsynced as
+// Config.TraceSync says); its result is appended to the run log when it
+// ends, before run_finished reaches any client, and fsynced within 200 ms.
 // New rebuilds every run from the data directory: finished runs keep their
 // results (from the log, or from the trace's run_finished when the log lost
 // it), and runs that were in flight when the server stopped end with exit
-// reason interrupted, recorded in their trace and in the log.
+// reason interrupted, recorded in their trace and in the log. The data
+// directory holds no raw task text beyond what traces hold: the run log
+// keeps the task's summary.
+//
+// Finished runs cost memory only for their compact record (about 1 KiB);
+// their events are read back from the trace files, except for the last
+// runs that finished, whose events stay in memory for the clients that
+// follow a run to its end.
 //
 // Every error is an RFC 9457 application/problem+json document. The
 // middleware runs in this order: recover, body limit (413), bearer-token
 // auth (401; /healthz and /openapi.yaml are public as the spec says), then
-// validation of the request against the spec (400 naming the field).
+// validation of the request against the spec with kin-openapi (400 naming
+// the field, never quoting the value).
 package server
 
 import (

@@ -44,7 +44,6 @@ type entry struct {
 	Time      time.Time      `json:"time"` // created_at or finished_at
 	Workspace string         `json:"workspace,omitempty"`
 	Task      string         `json:"task,omitempty"` // the prompt's summary
-	Provider  string         `json:"provider,omitempty"`
 	MaxSteps  int            `json:"max_steps,omitempty"`
 	Started   *time.Time     `json:"started_at,omitempty"`
 	Result    *gen.RunResult `json:"result,omitempty"`
@@ -60,8 +59,9 @@ const (
 // the syncer goroutine, which fsyncs whatever has been written so far: one
 // fsync covers every line written while the previous one ran (group commit).
 type store struct {
-	dir  string
-	file *os.File
+	dir      string
+	file     *os.File
+	createMu sync.Mutex // serializes trace file creation
 
 	mu      sync.Mutex // guards the fields below and writes to file
 	written int64      // lines written
@@ -258,18 +258,28 @@ func (st *store) tracePath(id string) string {
 	return filepath.Join(st.dir, tracesDir, id+".jsonl")
 }
 
-// createTrace creates run id's trace file, and its directory when it is
-// missing.
-func (st *store) createTrace(id string, policy trace.SyncPolicy) (*trace.Writer, error) {
+// createTrace creates run id's trace file (mode 0600, appending, like
+// trace.Create), and its directory when it is missing.
+func (st *store) createTrace(id string, policy trace.SyncPolicy) (*traceFile, error) {
 	path := st.tracePath(id)
-	tw, err := trace.Create(path, policy)
+	open := func() (*os.File, error) {
+		// Creating files in one directory serializes in the kernel on the
+		// directory's lock; waiting here parks the goroutines instead.
+		st.createMu.Lock()
+		defer st.createMu.Unlock()
+		return os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	}
+	f, err := open()
 	if errors.Is(err, fs.ErrNotExist) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-			return nil, err
+			return nil, fmt.Errorf("trace: %w", err)
 		}
-		tw, err = trace.Create(path, policy)
+		f, err = open()
 	}
-	return tw, err
+	if err != nil {
+		return nil, fmt.Errorf("trace: %w", err)
+	}
+	return &traceFile{f: f, policy: policy}, nil
 }
 
 // syncDir fsyncs a directory, making the entries created in it durable.

@@ -68,12 +68,31 @@ func (w *workspaces) resolve(name *string, field string) (clean, dir string, err
 	case !info.IsDir():
 		return "", "", badField(field, "the workspace is not a directory")
 	}
-	real, err := filepath.EvalSymlinks(filepath.Join(w.dir, clean))
-	if err != nil {
-		return "", "", &problemError{status: http.StatusNotFound, field: field, detail: "the workspace does not exist"}
-	}
-	if rel, err := filepath.Rel(w.dir, real); err != nil || !filepath.IsLocal(rel) && rel != "." {
-		return "", "", badField(field, "the workspace is not inside the workspace root")
+	// The directory's real path keys the one-run-per-workspace rule, so
+	// that two names of one directory share it.
+	real := filepath.Join(w.dir, clean)
+	if w.hasSymlink(clean) {
+		if real, err = filepath.EvalSymlinks(real); err != nil {
+			return "", "", &problemError{status: http.StatusNotFound, field: field, detail: "the workspace does not exist"}
+		}
+		if rel, err := filepath.Rel(w.dir, real); err != nil || !filepath.IsLocal(rel) && rel != "." {
+			return "", "", badField(field, "the workspace is not inside the workspace root")
+		}
 	}
 	return filepath.ToSlash(clean), real, nil
+}
+
+// hasSymlink reports whether a component of the clean relative path is a
+// symbolic link (or cannot be examined).
+func (w *workspaces) hasSymlink(clean string) bool {
+	for i := 0; i <= len(clean); i++ {
+		if i < len(clean) && clean[i] != filepath.Separator {
+			continue
+		}
+		info, err := w.root.Lstat(clean[:i])
+		if err != nil || info.Mode()&fs.ModeSymlink != 0 {
+			return true
+		}
+	}
+	return false
 }

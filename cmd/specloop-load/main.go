@@ -11,8 +11,11 @@
 //
 //	go run ./cmd/specloop-load -runs 10000 -clients 64 -inflight 1000
 //
-// Figures go to stdout. Every request goes to 127.0.0.1; the load is
-// bounded by -runs and -inflight and stops by itself.
+// Figures go to stdout; the server's heap figures go to stderr. Every
+// request goes to 127.0.0.1; the load is bounded by -runs and -inflight and
+// stops by itself. For finding where time and memory go, LOAD_CPUPROFILE=F
+// writes a CPU profile of each server process to F.PID and
+// LOAD_HEAPPROFILE=F a heap profile of the retained runs.
 package main
 
 import (
@@ -61,17 +64,19 @@ func main() {
 	inflight := flag.Int("inflight", 1000, "runs held in flight on a slow model in the memory phase (0 skips it)")
 	dir := flag.String("dir", "", "where the data and workspace directories go (default: a temporary directory)")
 	syncPolicy := flag.String("sync", "none", "the server's trace sync policy (none, end, every)")
+	maxConcurrent := flag.Int("max-concurrent", server.DefaultMaxConcurrent, "the server's --max-concurrent in the throughput phase")
+	rate := flag.Float64("rate", 0, "pace the throughput phase at this many runs per second in all (0: as fast as the clients go)")
 	flag.Parse()
 	if *child {
 		os.Exit(serveChild())
 	}
-	if err := run(*runs, *clients, *inflight, *dir, *syncPolicy); err != nil {
+	if err := run(*runs, *clients, *inflight, *dir, *syncPolicy, *maxConcurrent, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "specloop-load:", err)
 		os.Exit(1)
 	}
 }
 
-func run(runs, clients, inflight int, dir, syncPolicy string) error {
+func run(runs, clients, inflight int, dir, syncPolicy string, maxConcurrent int, rate float64) error {
 	base, err := os.MkdirTemp(dir, "specloop-load-")
 	if err != nil {
 		return err
@@ -79,7 +84,7 @@ func run(runs, clients, inflight int, dir, syncPolicy string) error {
 	defer os.RemoveAll(base)
 	fmt.Printf("specloop-load: %d runs by %d clients, %d in flight; data under %s\n", runs, clients, inflight, base)
 	if runs > 0 {
-		if err := throughput(base, runs, clients, syncPolicy); err != nil {
+		if err := throughput(base, runs, clients, syncPolicy, maxConcurrent, rate); err != nil {
 			return err
 		}
 	}
@@ -93,8 +98,8 @@ func run(runs, clients, inflight int, dir, syncPolicy string) error {
 
 // throughput runs the load through a fresh server, then measures the
 // server's memory with every run finished and retained.
-func throughput(base string, runs, clients int, syncPolicy string) error {
-	s, err := startChild(filepath.Join(base, "throughput"), clients, clients, 0, syncPolicy)
+func throughput(base string, runs, clients int, syncPolicy string, maxConcurrent int, rate float64) error {
+	s, err := startChild(filepath.Join(base, "throughput"), clients, maxConcurrent, 0, syncPolicy)
 	if err != nil {
 		return err
 	}
@@ -107,7 +112,15 @@ func throughput(base string, runs, clients int, syncPolicy string) error {
 	var mu sync.Mutex
 	var creates []time.Duration
 	var wg sync.WaitGroup
+	serverCPU0, clientCPU0 := s.cpu(), selfCPU()
 	t0 := time.Now()
+	// With a rate, run n may start at t0 + n/rate at the earliest.
+	startAt := func(n int64) time.Time {
+		if rate <= 0 {
+			return time.Time{}
+		}
+		return t0.Add(time.Duration(float64(n-1) / rate * float64(time.Second)))
+	}
 	for i := range clients {
 		ws := fmt.Sprintf("w%04d", i)
 		wg.Add(1)
@@ -115,7 +128,14 @@ func throughput(base string, runs, clients int, syncPolicy string) error {
 			defer wg.Done()
 			ctx := context.Background()
 			var mine []time.Duration
-			for next.Add(1) <= int64(runs) {
+			for {
+				n := next.Add(1)
+				if n > int64(runs) {
+					break
+				}
+				if d := time.Until(startAt(n)); d > 0 {
+					time.Sleep(d)
+				}
 				req := gen.CreateRunRequest{Task: gen.Task{Prompt: "Is 12 x 7 more than 80?"}, Model: sdk.ScriptModel(threeSteps...), Workspace: &ws}
 				c0 := time.Now()
 				r, err := c.CreateRun(ctx, req)
@@ -136,13 +156,20 @@ func throughput(base string, runs, clients int, syncPolicy string) error {
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
+	serverCPU, clientCPU := s.cpu()-serverCPU0, selfCPU()-clientCPU0
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("%d of %d runs failed", n, runs)
 	}
 	slices.Sort(creates)
 	pct := func(p int) time.Duration { return creates[min(len(creates)-1, len(creates)*p/100)] }
-	fmt.Printf("throughput: %d runs in %.2fs = %.0f runs/s; create latency p50 %s, p99 %s, max %s\n",
-		runs, elapsed.Seconds(), float64(runs)/elapsed.Seconds(), ms(pct(50)), ms(pct(99)), ms(creates[len(creates)-1]))
+	pace := "as fast as the clients go"
+	if rate > 0 {
+		pace = fmt.Sprintf("paced at %.0f runs/s", rate)
+	}
+	fmt.Printf("throughput (%s, server max-concurrent %d): %d runs in %.2fs = %.0f runs/s; create latency p50 %s, p90 %s, p99 %s, max %s\n",
+		pace, maxConcurrent, runs, elapsed.Seconds(), float64(runs)/elapsed.Seconds(), ms(pct(50)), ms(pct(90)), ms(pct(99)), ms(creates[len(creates)-1]))
+	fmt.Printf("cpu: server %s per run, clients %s per run (%.0f%% of 2 cores busy with the load)\n",
+		ms(serverCPU/time.Duration(runs)), ms(clientCPU/time.Duration(runs)), 100*(serverCPU+clientCPU).Seconds()/elapsed.Seconds()/2)
 	n := 0
 	for _, err := range c.ListRuns(context.Background(), sdk.ListOptions{Status: gen.RunStatusFinished, PageSize: 1000}) {
 		if err != nil {
@@ -159,6 +186,29 @@ func throughput(base string, runs, clients int, syncPolicy string) error {
 	time.Sleep(10 * time.Second)
 	rss, _ = s.memory()
 	fmt.Printf("retained, 10 s later: server RSS %.1f MiB\n", rss)
+
+	// A restart rebuilds every run from the data directory.
+	s.stop()
+	t1 := time.Now()
+	s2, err := startChild(filepath.Join(base, "throughput"), 0, maxConcurrent, 0, syncPolicy)
+	if err != nil {
+		return err
+	}
+	defer s2.stop()
+	ready := time.Since(t1)
+	c2, err := sdk.New(s2.url, sdk.Config{Token: token})
+	if err != nil {
+		return err
+	}
+	n = 0
+	for _, err := range c2.ListRuns(context.Background(), sdk.ListOptions{Status: gen.RunStatusFinished, PageSize: 1000}) {
+		if err != nil {
+			return err
+		}
+		n++
+	}
+	rss, _ = s2.memory()
+	fmt.Printf("restart: serving again after %s with %d finished runs; server RSS %.1f MiB\n", ms(ready), n, rss)
 	return nil
 }
 
@@ -208,8 +258,9 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Micros
 
 // child is a server process.
 type child struct {
-	cmd *exec.Cmd
-	url string
+	cmd  *exec.Cmd
+	url  string
+	once sync.Once
 }
 
 // startChild starts a server on a fresh data directory with workspaces
@@ -243,6 +294,31 @@ func startChild(dir string, workspaces, maxConcurrent int, slow time.Duration, s
 	return &child{cmd: cmd, url: strings.TrimSpace(line)}, nil
 }
 
+// cpu returns the CPU time the server has used.
+func (c *child) cpu() time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which is in parentheses.
+	f := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	utime, _ := strconv.ParseInt(f[11], 10, 64)
+	stime, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(utime+stime) * time.Second / 100 // clock ticks
+}
+
+// selfCPU returns the CPU time this process has used.
+func selfCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
 // memory returns the server's resident set size and its peak, in MiB, and
 // has the server print its heap figures.
 func (c *child) memory() (rss, peak float64) {
@@ -268,15 +344,19 @@ func (c *child) memory() (rss, peak float64) {
 	return rss, peak
 }
 
+// stop ends the server gracefully (SIGTERM), or kills it after 30 s.
 func (c *child) stop() {
-	_ = c.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = c.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(30 * time.Second):
-		_ = c.cmd.Process.Kill()
-	}
+	c.once.Do(func() {
+		_ = c.cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() { _ = c.cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(30 * time.Second):
+			_ = c.cmd.Process.Kill()
+			<-done
+		}
+	})
 }
 
 // serveChild is the server process: server.New as `specloop serve` builds
@@ -307,6 +387,14 @@ func serveChild() int {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
+	}
+	if p := os.Getenv("LOAD_CPUPROFILE"); p != "" {
+		// A CPU profile of the server, for finding where a run's time goes.
+		if f, err := os.Create(fmt.Sprintf("%s.%d", p, os.Getpid())); err == nil {
+			if err := pprof.StartCPUProfile(f); err == nil {
+				defer pprof.StopCPUProfile()
+			}
+		}
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

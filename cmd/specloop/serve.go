@@ -34,7 +34,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"run: the ones that were in flight end with exit reason interrupted.\n\n"+
 			"Auth: the bearer token is read from --token-file, or else from $"+tokenEnv+". Without a token the\n"+
 			"server only listens on a loopback address, unless --insecure is given.\n\n"+
-			"Model keys come from the server's environment only (OPENAI_API_KEY, OPENAI_BASE_URL).\n"+
+			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
+			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
 			"and recorded.")
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
