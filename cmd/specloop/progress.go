@@ -25,8 +25,14 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 			fmt.Fprintf(p.w, "step %-3d → %s %s\n", ev.Step, pr.ToolCall.ToolName, oneLine(compactJSON(pr.ToolCall.Arguments), 100))
 		case pr.Finish != nil:
 			fmt.Fprintf(p.w, "step %-3d → finish %s\n", ev.Step, oneLine(pr.Finish.Answer, 100))
+		case ev.ToolName != nil: // a remote run: the trace has the argument keys only
+			keys := ""
+			if ev.ArgumentKeys != nil {
+				keys = strings.Join(*ev.ArgumentKeys, ",")
+			}
+			fmt.Fprintf(p.w, "step %-3d → %s [%s]\n", ev.Step, *ev.ToolName, keys)
 		default:
-			fmt.Fprintf(p.w, "step %-3d → %s %s\n", ev.Step, deref(ev.ActionType), deref(ev.ToolName))
+			fmt.Fprintf(p.w, "step %-3d → finish (%s)\n", ev.Step, deref(ev.Output))
 		}
 	case gen.TraceEventTypeObservation:
 		mark := "←"

@@ -32,7 +32,7 @@ func TestRunRemote(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
 	}
 	for _, want := range []string{
-		"step 1   → tool_call calculator",
+		"step 1   → calculator [left,operation,right]",
 		"step 1   ← calculator: chars=2;sha256=",
 		"step 2   → finish",
 		"result: finished after 2 steps",

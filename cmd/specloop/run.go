@@ -41,7 +41,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
 	fs.BoolVar(&f.asJSON, "json", false, "print only the RunResult as JSON")
-	fs.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to")
+	fs.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to (with --remote: a directory under the server's workspace root)")
 	fs.BoolVar(&f.noCommands, "no-commands", false, "do not offer run_command to the model")
 	fs.StringVar(&f.check, "check", "", "a completion check command run in the workspace when the model finishes; the run finishes only when it exits 0")
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
