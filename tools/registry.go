@@ -95,11 +95,11 @@ func newDef(name string, op *openapi3.Operation) (*Def, error) {
 	if description == "" {
 		description = op.Summary
 	}
-	inputSchema, err := inline(in.Schema)
+	inputSchema, err := InlineSchema(in.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
-	resultSchema, err := inline(out.Schema)
+	resultSchema, err := InlineSchema(out.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}
@@ -139,9 +139,10 @@ func (r *Registry) Lookup(name string) (*Def, bool) {
 
 func refName(ref string) string { return ref[strings.LastIndexByte(ref, '/')+1:] }
 
-// inline renders a schema as a JSON Schema object with every $ref replaced by
-// the schema it names, so a model sees one self-contained schema.
-func inline(ref *openapi3.SchemaRef) (map[string]any, error) {
+// InlineSchema renders a schema as a JSON Schema object with every $ref
+// replaced by the schema it names (examples dropped), so a model or a
+// provider sees one self-contained schema.
+func InlineSchema(ref *openapi3.SchemaRef) (map[string]any, error) {
 	v, err := inlineRef(ref, 0)
 	if err != nil {
 		return nil, err

@@ -1,12 +1,10 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"strings"
 	"time"
 
@@ -153,27 +151,3 @@ func remoteModel(f *runFlags) (gen.ModelConfig, error) {
 	return mc, err
 }
 
-// readScriptLines reads a script file as loadScript does: one raw model
-// response per line, empty lines skipped.
-func readScriptLines(path string) ([]string, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var lines []string
-	sc := bufio.NewScanner(f)
-	sc.Buffer(make([]byte, 64<<10), 16<<20)
-	for sc.Scan() {
-		if line := sc.Text(); strings.TrimSpace(line) != "" {
-			lines = append(lines, line)
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(lines) == 0 {
-		return nil, fmt.Errorf("%s holds no responses", path)
-	}
-	return lines, nil
-}

@@ -141,6 +141,16 @@ func report(env *cmdEnv, res *gen.RunResult, runErr error, asJSON bool, tracePat
 // loadScript reads a script file: one raw model response per line; empty
 // lines are skipped.
 func loadScript(path string) (*model.Script, error) {
+	lines, err := readScriptLines(path)
+	if err != nil {
+		return nil, err
+	}
+	return model.NewScript(lines...), nil
+}
+
+// readScriptLines reads the raw model responses of a script file, one per
+// line, empty lines skipped.
+func readScriptLines(path string) ([]string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -160,7 +170,7 @@ func loadScript(path string) (*model.Script, error) {
 	if len(lines) == 0 {
 		return nil, fmt.Errorf("%s holds no responses", path)
 	}
-	return model.NewScript(lines...), nil
+	return lines, nil
 }
 
 // parseWithPositional parses flags that may come before or after the one

@@ -10,7 +10,6 @@
 package adapt
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -21,6 +20,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/tools"
 )
 
 // Tool is one function a provider is told about.
@@ -151,66 +151,6 @@ func (ts *Toolset) SystemPrompt() string {
 		"A reply without any tool call is also taken as your final answer."
 }
 
-// maxInlineDepth bounds $ref resolution, so a recursive schema fails instead
-// of looping.
-const maxInlineDepth = 32
-
 // Inline renders a schema as a JSON Schema object with every $ref replaced
 // by the schema it names, so a provider sees one self-contained schema.
-func Inline(ref *openapi3.SchemaRef) (map[string]any, error) {
-	v, err := inline(ref, 0)
-	if err != nil {
-		return nil, err
-	}
-	return v, nil
-}
-
-func inline(ref *openapi3.SchemaRef, depth int) (map[string]any, error) {
-	if depth > maxInlineDepth {
-		return nil, fmt.Errorf("schema nesting deeper than %d (a recursive $ref?)", maxInlineDepth)
-	}
-	s := ref.Value
-	if s == nil {
-		return nil, errors.New("unresolved $ref")
-	}
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, err
-	}
-	delete(m, "example")
-	delete(m, "examples")
-	for name, prop := range s.Properties {
-		v, err := inline(prop, depth+1)
-		if err != nil {
-			return nil, err
-		}
-		m["properties"].(map[string]any)[name] = v
-	}
-	if s.Items != nil {
-		if m["items"], err = inline(s.Items, depth+1); err != nil {
-			return nil, err
-		}
-	}
-	if ap := s.AdditionalProperties.Schema; ap != nil {
-		if m["additionalProperties"], err = inline(ap, depth+1); err != nil {
-			return nil, err
-		}
-	}
-	for key, list := range map[string]openapi3.SchemaRefs{"oneOf": s.OneOf, "anyOf": s.AnyOf, "allOf": s.AllOf} {
-		if len(list) == 0 {
-			continue
-		}
-		out := make([]any, len(list))
-		for i, item := range list {
-			if out[i], err = inline(item, depth+1); err != nil {
-				return nil, err
-			}
-		}
-		m[key] = out
-	}
-	return m, nil
-}
+func Inline(ref *openapi3.SchemaRef) (map[string]any, error) { return tools.InlineSchema(ref) }
