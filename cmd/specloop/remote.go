@@ -150,4 +150,3 @@ func remoteModel(f *runFlags) (gen.ModelConfig, error) {
 	}
 	return mc, err
 }
-
