@@ -48,8 +48,20 @@ type Checker interface {
 
 // Tracer receives the run's trace events in order; *trace.Writer is the
 // usual implementation. An Emit error ends the run with internal_error.
+// Every event is new and Emit may keep it, unless the Tracer is an
+// EventKeeper that says it keeps none.
 type Tracer interface {
 	Emit(ev *gen.TraceEvent) error
+}
+
+// EventKeeper is an optional ability of a Tracer. KeepsEvents returning
+// false promises that Emit keeps no reference to an event, or to anything
+// the event points to, once it returns (a Tracer that writes events out
+// and forgets them); the loop then reuses the memory of its step events
+// instead of allocating each one. The loop never reuses events shown to
+// an Observer.
+type EventKeeper interface {
+	KeepsEvents() bool
 }
 
 // Options configure Run. The zero value is a five-step run with no tools, no
@@ -93,17 +105,22 @@ type loop struct {
 	opts    Options
 	runID   string
 	max     int
-	history []Item
+	history historyLog
 	usage   gen.Usage
 	counted bool // a model reported usage
 	start   time.Time
 	check   *gen.CheckResult
 	tracing bool // events are built only when someone receives them
+	reuse   bool // no one keeps step events: one is reused
+	scratch stepEvent
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
 		tracing: opts.Trace != nil || opts.Observer != nil}
+	if k, ok := opts.Trace.(EventKeeper); ok && !k.KeepsEvents() && opts.Observer == nil {
+		l.reuse = true
+	}
 	if l.runID == "" {
 		l.runID = NewRunID()
 	}
@@ -152,44 +169,39 @@ func (l *loop) steps(ctx context.Context) end {
 		if err := ctx.Err(); err != nil {
 			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
 		}
-		t0 := time.Now()
-		action, err := l.model.NextAction(ctx, l.task, History{items: l.history[:len(l.history):len(l.history)]})
-		modelMs := ms(time.Since(t0))
-		var invalid *InvalidOutputError
-		switch {
-		case err == nil:
-		case errors.As(err, &invalid):
-			if e := l.addUsage(invalid.Usage); e != nil {
-				return end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step}
-			}
-			fb := gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: invalid.Message}
-			if l.tracing {
-				ev := l.event(step, gen.TraceEventTypeModelFeedback)
-				ev.FeedbackKind = &fb.Kind
-				ev.Output = ptr(trace.Summary(fb.Message))
-				ev.ModelDurationMs = &modelMs
-				ev.Usage = invalid.Usage
-				if l.opts.RecordRaw {
-					ev.RawResponse = &invalid.Raw
+		t0 := l.clock()
+		action, err := l.model.NextAction(ctx, l.task, l.history.view())
+		modelMs, now := l.lap(t0)
+		if err != nil {
+			var invalid *InvalidOutputError
+			switch {
+			case errors.As(err, &invalid):
+				if e := l.addUsage(invalid.Usage); e != nil {
+					return end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step}
 				}
-				if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
-					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+				if e := l.feedback(step, invalid, modelMs, now); e != nil {
+					return *e
 				}
+				lastFeedback = gen.FeedbackKindInvalidModelOutput
+				continue
+			case ctx.Err() != nil:
+				return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+			default:
+				return end{reason: gen.ExitReasonModelError, err: fmt.Errorf("model: %w", err), steps: step}
 			}
-			l.history = append(l.history, Item{Feedback: &fb})
-			lastFeedback = fb.Kind
-			continue
-		case ctx.Err() != nil:
-			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
-		default:
-			return end{reason: gen.ExitReasonModelError, err: fmt.Errorf("model: %w", err), steps: step}
 		}
 		lastFeedback = ""
 		if (action.ToolCall == nil) == (action.Finish == nil) {
 			return end{reason: gen.ExitReasonInternalError, err: errors.New("the model returned an action without exactly one of a tool call and a finish"), steps: step}
 		}
+		// A tool call and its observation are recorded together, in one
+		// allocation; the call is copied so the model cannot change it.
+		var rec *toolStep
+		if action.ToolCall != nil {
+			rec = &toolStep{call: *action.ToolCall}
+		}
 		if l.tracing {
-			if err := l.traceAction(step, &action, modelMs); err != nil {
+			if err := l.traceAction(step, &action, rec, modelMs, now); err != nil {
 				return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 			}
 		}
@@ -211,8 +223,7 @@ func (l *loop) steps(ctx context.Context) end {
 			lastFeedback = gen.FeedbackKindFinishRejected
 			continue
 		}
-		call := *action.ToolCall
-		if e := l.callTool(ctx, step, &call); e != nil {
+		if e := l.callTool(ctx, step, rec); e != nil {
 			return *e
 		}
 	}
@@ -225,34 +236,70 @@ func (l *loop) steps(ctx context.Context) end {
 	return end{reason: gen.ExitReasonMaxStepsExceeded, err: fmt.Errorf("the step budget of %d ran out", l.max), steps: l.max}
 }
 
-// callTool executes one tool call and records it; a non-nil end stops the run.
-func (l *loop) callTool(ctx context.Context, step int, call *gen.ToolCall) *end {
-	l.history = append(l.history, Item{ToolCall: call})
-	var obs gen.Observation
-	var err error
-	t0 := time.Now()
-	if l.opts.Tools == nil {
-		obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", call.ToolName), ErrorCode: ptr(tools.CodeUnknownTool)}
-	} else {
-		obs, err = l.opts.Tools.Call(ctx, call)
-	}
-	toolMs := ms(time.Since(t0))
-	if err != nil {
-		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-	}
+// toolStep is what a tool call step adds to the history: the call and its
+// observation, allocated together.
+type toolStep struct {
+	call gen.ToolCall
+	obs  gen.Observation
+}
+
+// feedback turns invalid model output into feedback for the next step; a
+// non-nil end stops the run.
+func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, now time.Time) *end {
+	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: invalid.Message}
 	if l.tracing {
-		ev := l.event(step, gen.TraceEventTypeObservation)
-		ev.ToolName = &obs.ToolName
-		ev.Output = ptr(trace.Summary(obs.Content))
-		ev.IsError = &obs.IsError
-		ev.ErrorCode = obs.ErrorCode
-		ev.ToolDurationMs = &toolMs
-		if err := l.emitDetail(Progress{Event: ev, Observation: &obs}); err != nil {
+		se := l.stepEvent(step, gen.TraceEventTypeModelFeedback, now)
+		ev := &se.TraceEvent
+		ev.FeedbackKind = &fb.Kind
+		se.output = trace.Summary(fb.Message)
+		ev.Output = &se.output
+		se.modelMs = modelMs
+		ev.ModelDurationMs = &se.modelMs
+		ev.Usage = invalid.Usage
+		if l.opts.RecordRaw {
+			ev.RawResponse = &invalid.Raw
+		}
+		if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
-	l.history = append(l.history, Item{Observation: &obs})
+	l.history.add(Item{Feedback: fb})
+	return nil
+}
+
+// callTool executes the tool call of rec, records it and its observation;
+// a non-nil end stops the run.
+func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
+	call := &rec.call
+	l.history.add(Item{ToolCall: call})
+	var err error
+	t0 := l.clock()
+	if l.opts.Tools == nil {
+		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", call.ToolName), ErrorCode: ptr(tools.CodeUnknownTool)}
+	} else {
+		rec.obs, err = l.opts.Tools.Call(ctx, call)
+	}
+	toolMs, now := l.lap(t0)
+	if err != nil {
+		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+	}
+	obs := &rec.obs
+	if l.tracing {
+		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
+		ev := &se.TraceEvent
+		ev.ToolName = &obs.ToolName
+		se.output = trace.Summary(obs.Content)
+		ev.Output = &se.output
+		ev.IsError = &obs.IsError
+		ev.ErrorCode = obs.ErrorCode
+		se.toolMs = toolMs
+		ev.ToolDurationMs = &se.toolMs
+		if err := l.emitDetail(Progress{Event: ev, Observation: obs}); err != nil {
+			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+		}
+	}
+	l.history.add(Item{Observation: obs})
 	return nil
 }
 
@@ -272,7 +319,7 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	if res.Passed {
 		return true, nil
 	}
-	l.history = append(l.history, Item{Finish: fin})
+	l.history.add(Item{Finish: fin})
 	msg := fmt.Sprintf("The completion check failed with exit code %d, so the task is not finished. Fix the problem and finish again.", res.ExitCode)
 	if res.OutputTail != nil && *res.OutputTail != "" {
 		msg += "\nEnd of the check's output:\n" + *res.OutputTail
@@ -286,7 +333,7 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
 		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
-	l.history = append(l.history, Item{Feedback: &fb})
+	l.history.add(Item{Feedback: &fb})
 	return false, nil
 }
 
@@ -343,27 +390,94 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	return res, nil
 }
 
-// traceAction records a model_action event.
-func (l *loop) traceAction(step int, action *Action, modelMs float64) error {
-	ev := l.event(step, gen.TraceEventTypeModelAction)
-	ev.ModelDurationMs = &modelMs
+// traceAction records a model_action event; rec holds the copy of a tool
+// call that the loop will run.
+func (l *loop) traceAction(step int, action *Action, rec *toolStep, modelMs float64, now time.Time) error {
+	se := l.stepEvent(step, gen.TraceEventTypeModelAction, now)
+	ev := &se.TraceEvent
+	se.modelMs = modelMs
+	ev.ModelDurationMs = &se.modelMs
 	ev.Usage = action.Usage
 	if l.opts.RecordRaw {
-		ev.RawResponse = &action.Raw
+		se.raw = action.Raw
+		ev.RawResponse = &se.raw
 	}
-	if call := action.ToolCall; call != nil {
-		ev.ActionType = ptr(gen.ActionTypeToolCall)
+	ev.ActionType = &se.actionType
+	if rec != nil {
+		call := &rec.call
+		se.actionType = gen.ActionTypeToolCall
 		ev.ToolName = &call.ToolName
-		ev.ArgumentKeys = ptr(argumentKeys(call.Arguments))
-	} else {
-		ev.ActionType = ptr(gen.ActionTypeFinish)
-		ev.Output = ptr(trace.Summary(action.Finish.Answer))
+		se.keys = argumentKeys(se.keyRoom[:0], call.Arguments)
+		ev.ArgumentKeys = &se.keys
+		return l.emitDetail(Progress{Event: ev, ToolCall: call})
 	}
-	return l.emitDetail(Progress{Event: ev, ToolCall: action.ToolCall, Finish: action.Finish})
+	se.actionType = gen.ActionTypeFinish
+	se.output = trace.Summary(action.Finish.Answer)
+	ev.Output = &se.output
+	return l.emitDetail(Progress{Event: ev, Finish: action.Finish})
+}
+
+// Durations and times only appear in events, so a loop that does not
+// trace does not read the clock in its steps.
+
+// clock returns the current time when the loop traces, else the zero time.
+func (l *loop) clock() time.Time {
+	if !l.tracing {
+		return time.Time{}
+	}
+	return time.Now()
+}
+
+// lap returns, when the loop traces, the time since t0 (from clock) in
+// milliseconds and the current time, for the event that records the lap.
+func (l *loop) lap(t0 time.Time) (float64, time.Time) {
+	if !l.tracing {
+		return 0, time.Time{}
+	}
+	now := time.Now()
+	return ms(now.Sub(t0)), now
 }
 
 func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
 	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: time.Now().UTC()}
+}
+
+// stepEvent is a trace event of a step together with the values its
+// optional fields point to, so that an event costs one allocation, or
+// none when it is reused. The values are the event's own.
+type stepEvent struct {
+	gen.TraceEvent
+	actionType gen.ActionType
+	output     string
+	raw        string
+	modelMs    float64
+	toolMs     float64
+	keys       []string
+	keyRoom    [4]string // the argument keys of small calls
+}
+
+func (l *loop) stepEvent(step int, typ gen.TraceEventType, now time.Time) *stepEvent {
+	var se *stepEvent
+	if l.reuse {
+		se = &l.scratch
+		se.reset()
+	} else {
+		se = new(stepEvent)
+	}
+	se.RunId, se.Step, se.EventType, se.Time = l.runID, step, typ, now.UTC()
+	return se
+}
+
+// reset clears the fields an earlier step event may have set (the others
+// are only ever set on run_started, run_finished and finish_rejected,
+// which are never reused). Clearing them one by one is cheaper than
+// assigning a whole new struct, which the garbage collector's write
+// barrier has to scan.
+func (se *stepEvent) reset() {
+	ev := &se.TraceEvent
+	ev.ActionType, ev.ArgumentKeys, ev.ErrorCode, ev.FeedbackKind = nil, nil, nil, nil
+	ev.IsError, ev.ModelDurationMs, ev.Output, ev.RawResponse = nil, nil, nil, nil
+	ev.ToolDurationMs, ev.ToolName, ev.Usage = nil, nil, nil
 }
 
 func (l *loop) emit(ev *gen.TraceEvent) error { return l.emitDetail(Progress{Event: ev}) }
@@ -381,8 +495,8 @@ func (l *loop) emitDetail(p Progress) error {
 	return nil
 }
 
-func argumentKeys(args map[string]any) []string {
-	keys := make([]string, 0, len(args))
+// argumentKeys appends the sorted keys of args to keys.
+func argumentKeys(keys []string, args map[string]any) []string {
 	for k := range args {
 		keys = append(keys, k)
 	}

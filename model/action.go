@@ -19,16 +19,30 @@ import (
 	"github.com/specloop/specloop/spec"
 )
 
-var actionValidator = sync.OnceValues(func() (*schema.Validator, error) {
+// actionSchema is the spec's Action schema, compiled, and the name of its
+// discriminator property.
+type actionSchema struct {
+	validator     *schema.Validator
+	discriminator string
+}
+
+var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
 	doc, err := spec.Load()
 	if err != nil {
 		return nil, err
 	}
 	ref, ok := doc.Components.Schemas["Action"]
-	if !ok {
+	if !ok || ref.Value == nil {
 		return nil, fmt.Errorf("spec has no Action schema")
 	}
-	return schema.Compile(ref.Value)
+	if ref.Value.Discriminator == nil {
+		return nil, fmt.Errorf("spec: Action has no discriminator")
+	}
+	v, err := schema.Compile(ref.Value)
+	if err != nil {
+		return nil, err
+	}
+	return &actionSchema{validator: v, discriminator: ref.Value.Discriminator.PropertyName}, nil
 })
 
 // ParseAction turns a model's raw text into an Action. The text must be one
@@ -36,7 +50,7 @@ var actionValidator = sync.OnceValues(func() (*schema.Validator, error) {
 // code fence. Anything else is an *agent.InvalidOutputError whose message
 // says what is wrong and where (a JSON pointer), without repeating the text.
 func ParseAction(text string) (agent.Action, error) {
-	v, err := actionValidator()
+	as, err := loadActionSchema()
 	if err != nil {
 		return agent.Action{}, err
 	}
@@ -44,28 +58,50 @@ func ParseAction(text string) (agent.Action, error) {
 	if strings.TrimSpace(body) == "" {
 		return agent.Action{}, invalid("the output is empty; expected one JSON action object", text)
 	}
-	value, err := schema.Decode([]byte(body))
+	// The action object is read once, here, so it is decoded as a list of
+	// members (whose memory is recycled), not as a map; what the Action
+	// keeps, such as the arguments, has maps of its own.
+	buf := memberBufs.Get().(*schema.Members)
+	obj, value, err := schema.DecodeMembers(body, *buf)
+	defer releaseMembers(buf, obj)
+	if obj != nil {
+		err = as.validator.ValidateMembers(obj)
+	} else if err == nil {
+		err = as.validator.Validate(value) // not an object: says so
+	}
 	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
 	}
-	if err := v.Validate(value); err != nil {
-		return agent.Action{}, invalid(err.Error(), text)
-	}
-	obj := value.(map[string]any)
-	switch gen.ActionType(obj["type"].(string)) {
-	case gen.ActionTypeToolCall:
-		call := &gen.ToolCall{
-			Type:      gen.ToolCallTypeToolCall,
-			ToolName:  obj["tool_name"].(string),
-			Arguments: obj["arguments"].(map[string]any),
-		}
-		if id, ok := obj["call_id"].(string); ok {
-			call.CallId = &id
+	typ, _ := obj.Get(as.discriminator)
+	if gen.ActionType(typ.(string)) == gen.ActionTypeToolCall {
+		call := &gen.ToolCall{}
+		if err := schema.BindMembers(obj, call); err != nil {
+			return agent.Action{}, fmt.Errorf("bind a valid tool call: %w", err)
 		}
 		return agent.Action{ToolCall: call, Raw: text}, nil
-	default:
-		return agent.Action{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: obj["answer"].(string)}, Raw: text}, nil
 	}
+	fin := &gen.Finish{}
+	if err := schema.BindMembers(obj, fin); err != nil {
+		return agent.Action{}, fmt.Errorf("bind a valid finish: %w", err)
+	}
+	return agent.Action{Finish: fin, Raw: text}, nil
+}
+
+// memberBufs recycles the member lists of decoded action objects.
+var memberBufs = sync.Pool{New: func() any { return new(schema.Members) }}
+
+// releaseMembers returns the memory of obj, decoded into buf, to the pool,
+// without the references to its values, unless it is large (an action has
+// only a few members; anything else is invalid).
+func releaseMembers(buf *schema.Members, obj schema.Members) {
+	if obj != nil {
+		*buf = obj // it may have outgrown buf
+	}
+	if cap(*buf) > 16 {
+		*buf = nil
+	}
+	clear((*buf)[:cap(*buf)])
+	memberBufs.Put(buf)
 }
 
 func invalid(msg, raw string) error {

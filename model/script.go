@@ -26,7 +26,10 @@ type Script struct {
 	mu        sync.Mutex
 	responses []string
 	next      int
-	calls     []Call
+	// calls are recorded in blocks of doubling size, so that recording a
+	// call never copies the earlier ones (a long run makes many).
+	calls  [][]Call
+	ncalls int
 }
 
 // NewScript returns a Script over responses.
@@ -39,7 +42,7 @@ func (s *Script) NextAction(ctx context.Context, task gen.Task, history agent.Hi
 		return agent.Action{}, err
 	}
 	s.mu.Lock()
-	s.calls = append(s.calls, Call{Task: task, History: history})
+	s.record(Call{Task: task, History: history})
 	if s.next >= len(s.responses) {
 		n := len(s.responses)
 		s.mu.Unlock()
@@ -51,9 +54,25 @@ func (s *Script) NextAction(ctx context.Context, task gen.Task, history agent.Hi
 	return ParseAction(text)
 }
 
+func (s *Script) record(c Call) {
+	if n := len(s.calls); n == 0 || len(s.calls[n-1]) == cap(s.calls[n-1]) {
+		s.calls = append(s.calls, make([]Call, 0, 16<<min(n, 12)))
+	}
+	last := &s.calls[len(s.calls)-1]
+	*last = append(*last, c)
+	s.ncalls++
+}
+
 // Calls returns the requests received so far, in order.
 func (s *Script) Calls() []Call {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Call(nil), s.calls...)
+	if s.ncalls == 0 {
+		return nil
+	}
+	out := make([]Call, 0, s.ncalls)
+	for _, block := range s.calls {
+		out = append(out, block...)
+	}
+	return out
 }

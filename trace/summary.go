@@ -19,10 +19,12 @@ import (
 // so two runs can be compared without their contents.
 func Summary(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	buf := make([]byte, 0, 6+10+8+64)
-	buf = append(buf, "chars="...)
-	buf = strconv.AppendInt(buf, int64(utf8.RuneCountInString(s)), 10)
-	buf = append(buf, ";sha256="...)
-	buf = hex.AppendEncode(buf, sum[:])
-	return string(buf)
+	var buf [len("chars=") + 20 + len(";sha256=") + 2*sha256.Size]byte
+	b := append(buf[:0], "chars="...)
+	b = strconv.AppendInt(b, int64(utf8.RuneCountInString(s)), 10)
+	b = append(b, ";sha256="...)
+	n := len(b)
+	b = b[:n+2*sha256.Size]
+	hex.Encode(b[n:], sum[:])
+	return string(b)
 }

@@ -1,8 +1,6 @@
 package trace
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -46,10 +44,13 @@ type Writer struct {
 	w      io.Writer
 	file   *os.File
 	policy SyncPolicy
-	buf    bytes.Buffer
-	enc    *json.Encoder
+	buf    []byte // the line being written, reused between events
 	err    error
 }
+
+// maxKeptBuffer is the largest line buffer a Writer keeps for the next
+// event; a longer line (a large raw response) gets a buffer of its own.
+const maxKeptBuffer = 64 << 10
 
 // NewWriter writes events to w. Sync policies apply only when w is an
 // *os.File.
@@ -58,8 +59,6 @@ func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
 	if f, ok := w.(*os.File); ok {
 		tw.file = f
 	}
-	tw.enc = json.NewEncoder(&tw.buf)
-	tw.enc.SetEscapeHTML(false)
 	return tw
 }
 
@@ -81,11 +80,16 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 	if w.err != nil {
 		return w.err
 	}
-	w.buf.Reset()
-	if err := w.enc.Encode(ev); err != nil { // Encode appends the newline
+	line, err := appendEvent(w.buf[:0], ev)
+	if err != nil {
 		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
 	}
-	if _, err := w.w.Write(w.buf.Bytes()); err != nil {
+	line = append(line, '\n')
+	if cap(line) <= maxKeptBuffer {
+		w.buf = line
+	}
+	// One write of the whole line: a crash loses at most this event.
+	if _, err := w.w.Write(line); err != nil {
 		w.err = fmt.Errorf("trace: write: %w", err)
 		return w.err
 	}
@@ -97,6 +101,10 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 	}
 	return nil
 }
+
+// KeepsEvents reports false: Emit is done with an event, and with what it
+// points to, when it returns (see agent.EventKeeper).
+func (w *Writer) KeepsEvents() bool { return false }
 
 // Close syncs (unless the policy is SyncNone) and closes the underlying file
 // if the Writer opened it or was given one.

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 	"unicode"
+	"unsafe"
 )
 
 // Bind copies a decoded value (as produced by Decode, normally already
@@ -54,6 +55,27 @@ type binder func(v any, dst reflect.Value) *Error
 // themselves through it.
 type plan struct {
 	bind binder
+	// bindObject binds an object in either form; set for struct types
+	// without a decoding method of their own.
+	bindObject func(o object, dst reflect.Value) *Error
+}
+
+// BindMembers is Bind for an object given as Members (see DecodeMembers):
+// it binds exactly as Bind binds the same object as a map[string]any. out
+// must point to a struct without a decoding method of its own.
+func BindMembers(ms Members, out any) error {
+	rv := reflect.ValueOf(out)
+	if rv.Kind() != reflect.Pointer || rv.IsNil() {
+		return errors.New("schema: BindMembers: out must be a non-nil pointer")
+	}
+	p := planFor(rv.Type().Elem())
+	if p.bindObject == nil {
+		return errors.New("schema: BindMembers: out must point to a struct without a decoding method")
+	}
+	if e := p.bindObject(object{ms: ms}, rv.Elem()); e != nil {
+		return e
+	}
+	return nil
 }
 
 var (
@@ -420,38 +442,95 @@ type field struct {
 	index  []int
 	tagged bool
 	plan   *plan
+	// set, when not nil, stores a value of the field's usual JSON type
+	// directly at the field's offset, without reflection.
+	set    directSetter
+	offset uintptr
+}
+
+// directSetter stores v at p when v has the one JSON type that the field's
+// plan would store as it is, and reports whether it did; any other value
+// goes through the plan, which converts it or explains the error.
+type directSetter func(p unsafe.Pointer, v any) bool
+
+// directSetterFor returns the direct setter for fields of type t: strings,
+// float64, bool and map[string]any, without decoding methods. It returns
+// nil for every other type.
+func directSetterFor(t reflect.Type) directSetter {
+	if t == timeType || reflect.PointerTo(t).Implements(jsonUnmarshalerType) || reflect.PointerTo(t).Implements(textUnmarshalerType) {
+		return nil
+	}
+	switch {
+	case t.Kind() == reflect.String:
+		return func(p unsafe.Pointer, v any) bool {
+			s, ok := v.(string)
+			if ok {
+				*(*string)(p) = s
+			}
+			return ok
+		}
+	case t.Kind() == reflect.Float64:
+		return func(p unsafe.Pointer, v any) bool {
+			f, ok := v.(float64)
+			if ok {
+				*(*float64)(p) = f
+			}
+			return ok
+		}
+	case t.Kind() == reflect.Bool:
+		return func(p unsafe.Pointer, v any) bool {
+			b, ok := v.(bool)
+			if ok {
+				*(*bool)(p) = b
+			}
+			return ok
+		}
+	case t == mapStringAnyType:
+		// A nil map[string]any gets the decoded map itself (see Bind).
+		return func(p unsafe.Pointer, v any) bool {
+			m, ok := v.(map[string]any)
+			if !ok || m == nil || *(*map[string]any)(p) != nil {
+				return false
+			}
+			*(*map[string]any)(p) = m
+			return true
+		}
+	}
+	return nil
 }
 
 func (b *planner) structBinder(t reflect.Type) binder {
 	fields := structFields(t)
 	for i := range fields {
 		f := &fields[i]
-		ft := t.FieldByIndex(f.index).Type
-		f.plan = b.plan(ft)
+		sf := t.FieldByIndex(f.index)
+		f.plan = b.plan(sf.Type)
 		if f.quoted(t) {
 			f.plan = quoted(f.plan)
+		} else if len(f.index) == 1 {
+			f.set, f.offset = directSetterFor(sf.Type), sf.Offset
 		}
 	}
 	exact := make(map[string]bool, len(fields))
 	for _, f := range fields {
 		exact[f.name] = true
 	}
-	return func(v any, dst reflect.Value) *Error {
-		m, ok := v.(map[string]any)
-		if !ok {
-			if v == nil {
-				return nil
-			}
-			return fail("must be an object")
+	bindObject := func(m object, dst reflect.Value) *Error {
+		var base unsafe.Pointer // dst's address, for direct setters
+		if dst.CanAddr() {
+			base = dst.Addr().UnsafePointer()
 		}
 		matched := 0
 		for i := range fields {
 			f := &fields[i]
-			x, ok := m[f.name]
+			x, ok := m.get(f.name)
 			if !ok {
 				continue
 			}
 			matched++
+			if f.set != nil && base != nil && f.set(unsafe.Add(base, f.offset), x) {
+				continue
+			}
 			fv, e := fieldValue(dst, f.index)
 			if e == nil {
 				e = f.plan.bind(x, fv)
@@ -460,26 +539,28 @@ func (b *planner) structBinder(t reflect.Type) binder {
 				return e.under(f.name)
 			}
 		}
-		if matched == len(m) {
+		if matched == m.size() {
 			return nil
 		}
 		// Keys that match a field only case-insensitively, in sorted order.
 		var rest []string
-		for k := range m {
+		m.each(func(k string, _ any) bool {
 			if !exact[k] {
 				rest = append(rest, k)
 			}
-		}
+			return true
+		})
 		slices.Sort(rest)
 		for _, k := range rest {
 			for i := range fields {
 				f := &fields[i]
-				if _, taken := m[f.name]; taken || !strings.EqualFold(f.name, k) {
+				if _, taken := m.get(f.name); taken || !strings.EqualFold(f.name, k) {
 					continue
 				}
 				fv, e := fieldValue(dst, f.index)
 				if e == nil {
-					e = f.plan.bind(m[k], fv)
+					x, _ := m.get(k)
+					e = f.plan.bind(x, fv)
 				}
 				if e != nil {
 					return e.under(k)
@@ -488,6 +569,17 @@ func (b *planner) structBinder(t reflect.Type) binder {
 			}
 		}
 		return nil
+	}
+	b.building[t].bindObject = bindObject
+	return func(v any, dst reflect.Value) *Error {
+		m, ok := v.(map[string]any)
+		if !ok {
+			if v == nil {
+				return nil
+			}
+			return fail("must be an object")
+		}
+		return bindObject(object{m: m}, dst)
 	}
 }
 

@@ -1,7 +1,9 @@
 package schema
 
 import (
+	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"unicode/utf16"
 	"unicode/utf8"
@@ -35,14 +37,24 @@ func (e *SyntaxError) Error() string {
 // for concurrent use.
 //
 // Every error is a *SyntaxError. The strings of the result share the memory
-// of a single copy of data, which stays alive while any of them does.
+// of a single copy of data, which stays alive while any of them does; short
+// string values and small integers may instead share memory with other
+// results (they are immutable, so this is never visible).
 func Decode(data []byte) (any, error) {
+	_, v, err := decode(string(data), false, nil)
+	return v, err
+}
+
+// decode parses s; with members set, a top-level object is returned as
+// Members appended to buf instead of as a map.
+func decode(s string, members bool, buf Members) (Members, any, error) {
 	d := decoders.Get().(*decoder)
-	d.data, d.str, d.pos, d.depth = data, string(data), 0, 0
+	d.str, d.pos, d.depth = s, 0, 0
+	d.wantMembers, d.members = members, buf
 	v, err := d.value()
 	if err == nil {
 		d.skipSpace()
-		if d.pos < len(d.data) {
+		if d.pos < len(d.str) {
 			err = d.invalid("after top-level value")
 		}
 	}
@@ -52,17 +64,21 @@ func Decode(data []byte) (any, error) {
 		clear(d.kvs)
 		d.kvs = d.kvs[:0]
 	}
-	d.data, d.str = nil, ""
+	ms := d.members
+	if !d.gotMembers {
+		ms = nil
+	}
+	d.str, d.members, d.gotMembers = "", nil, false
 	if cap(d.kvs) <= 1024 && cap(d.buf) <= 64<<10 {
 		decoders.Put(d)
 	}
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return v, nil
+	return ms, v, nil
 }
 
-// decoders recycles the decoders' scratch memory.
+// decoders recycles the decoders' scratch memory and their boxes.
 var decoders = sync.Pool{New: func() any { return &decoder{kvs: make([]kv, 0, 32)} }}
 
 // kv is one parsed object member (or, with an empty key, one array element)
@@ -74,12 +90,96 @@ type kv struct {
 }
 
 type decoder struct {
-	data  []byte
-	str   string // string(data): unescaped strings are slices of it
+	str   string // the input; unescaped strings are slices of it
 	pos   int
 	depth int
 	kvs   []kv   // members and elements of the containers being parsed
 	buf   []byte // scratch for strings with escapes
+	boxes stringBoxes
+	// A top-level object becomes members (see DecodeMembers) when
+	// wantMembers is set; gotMembers says it did.
+	wantMembers, gotMembers bool
+	members                 Members
+}
+
+// Boxing a string or a float64 into an any allocates. Decoded values
+// repeat a lot (enum values, tool and field names, small counts), so the
+// decoder keeps the boxes of short strings it decoded recently and every
+// small integer is boxed once for the whole process.
+
+// maxBoxedLen is the longest string value whose box the decoder keeps.
+const maxBoxedLen = 24
+
+// stringBoxes is a small cache of boxed strings, indexed by a hash of the
+// string. Each decoder has its own (decoders are not shared), so it needs
+// no locking; its memory is bounded by its size times maxBoxedLen.
+type stringBoxes [256]struct {
+	s string
+	v any
+}
+
+// box returns s as an any, from the cache when it holds s. A string that
+// enters the cache is copied first: the cache outlives the input.
+func (c *stringBoxes) box(s string) any {
+	if len(s) > maxBoxedLen || len(s) == 0 {
+		return s
+	}
+	// FNV-1a: the strings are short, and a poor spread only costs a box.
+	h := uint32(2166136261)
+	for i := 0; i < len(s); i++ {
+		h = (h ^ uint32(s[i])) * 16777619
+	}
+	e := &c[h%uint32(len(c))]
+	if e.v != nil && e.s == s {
+		return e.v
+	}
+	e.s = strings.Clone(s)
+	e.v = e.s
+	return e.v
+}
+
+// smallInts holds the boxes of the integers 0 to 1023.
+var smallInts = func() (t [1024]any) {
+	for i := range t {
+		t[i] = float64(i)
+	}
+	return t
+}()
+
+// boxNumber returns f as an any, without allocating for small integers.
+func boxNumber(f float64) any {
+	if i := int(f); i >= 0 && i < len(smallInts) && float64(i) == f && !math.Signbit(f) {
+		return smallInts[i]
+	}
+	return f
+}
+
+// PlainPrefix returns the length of the longest prefix of s made of whole
+// 8-byte words of bytes that a JSON string holds unescaped, when decoding
+// and when encoding alike: printable ASCII other than '"' and '\\'. It
+// tests a word at a time, so that scanning the plain runs of strings is
+// cheap; the caller handles the bytes after the prefix one by one.
+func PlainPrefix(s string) int {
+	n := 0
+	for len(s)-n >= 8 && plainWord(s[n:n+8]) {
+		n += 8
+	}
+	return n
+}
+
+// plainWord reports whether the 8 bytes of b are all plain (see
+// PlainPrefix), testing them together as one 64-bit word: adding 0x7f to
+// a byte below 0x80 sets its top bit unless the byte is zero, and adding
+// 0x60 sets it when the byte is 0x20 or more. A byte of 0x80 or more
+// (whose additions may carry into its neighbour) fails on its own top bit.
+func plainWord(b string) bool {
+	const ones = 0x0101010101010101
+	w := uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+	notQuote := w ^ ones*'"' + ones*0x7f
+	notBackslash := w ^ ones*'\\' + ones*0x7f
+	notControl := w + ones*0x60
+	return notQuote&notBackslash&notControl&^w&(ones*0x80) == ones*0x80
 }
 
 // needsCare marks the string bytes that the fast path cannot copy as they are.
@@ -103,10 +203,10 @@ func (d *decoder) errAt(off int, msg string) *SyntaxError {
 // Only structural characters are quoted: anything else could be part of a
 // secret value.
 func (d *decoder) invalid(context string) *SyntaxError {
-	if d.pos >= len(d.data) {
+	if d.pos >= len(d.str) {
 		return d.errAt(d.pos, "unexpected end of input")
 	}
-	switch c := d.data[d.pos]; c {
+	switch c := d.str[d.pos]; c {
 	case '{', '}', '[', ']', ':', ',', '"':
 		return d.errAt(d.pos, "invalid character '"+string(rune(c))+"' "+context)
 	}
@@ -114,8 +214,8 @@ func (d *decoder) invalid(context string) *SyntaxError {
 }
 
 func (d *decoder) skipSpace() {
-	for d.pos < len(d.data) {
-		switch d.data[d.pos] {
+	for d.pos < len(d.str) {
+		switch d.str[d.pos] {
 		case ' ', '\t', '\n', '\r':
 			d.pos++
 		default:
@@ -126,10 +226,10 @@ func (d *decoder) skipSpace() {
 
 func (d *decoder) value() (any, *SyntaxError) {
 	d.skipSpace()
-	if d.pos >= len(d.data) {
+	if d.pos >= len(d.str) {
 		return nil, d.errAt(d.pos, "unexpected end of input")
 	}
-	switch c := d.data[d.pos]; c {
+	switch c := d.str[d.pos]; c {
 	case '{':
 		return d.object()
 	case '[':
@@ -139,7 +239,7 @@ func (d *decoder) value() (any, *SyntaxError) {
 		if err != nil {
 			return nil, err
 		}
-		return s, nil
+		return d.boxes.box(s), nil
 	case 't':
 		return true, d.literal("true")
 	case 'f':
@@ -152,7 +252,7 @@ func (d *decoder) value() (any, *SyntaxError) {
 			if err != nil {
 				return nil, err
 			}
-			return f, nil
+			return boxNumber(f), nil
 		}
 		return nil, d.invalid("looking for beginning of value")
 	}
@@ -160,10 +260,10 @@ func (d *decoder) value() (any, *SyntaxError) {
 
 func (d *decoder) literal(word string) *SyntaxError {
 	for i := 0; i < len(word); i++ {
-		if d.pos >= len(d.data) {
+		if d.pos >= len(d.str) {
 			return d.errAt(d.pos, "unexpected end of input")
 		}
-		if d.data[d.pos] != word[i] {
+		if d.str[d.pos] != word[i] {
 			return d.errAt(d.pos, "invalid character in literal "+word)
 		}
 		d.pos++
@@ -185,14 +285,17 @@ func (d *decoder) object() (any, *SyntaxError) {
 	}
 	d.pos++ // '{'
 	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == '}' {
+	if d.pos < len(d.str) && d.str[d.pos] == '}' {
 		d.pos++
 		d.depth--
+		if d.depth == 0 && d.wantMembers {
+			return d.topMembers(nil)
+		}
 		return map[string]any{}, nil
 	}
 	start := len(d.kvs)
 	for {
-		if d.pos >= len(d.data) || d.data[d.pos] != '"' {
+		if d.pos >= len(d.str) || d.str[d.pos] != '"' {
 			return nil, d.invalid("looking for beginning of object key string")
 		}
 		off := d.pos
@@ -201,7 +304,7 @@ func (d *decoder) object() (any, *SyntaxError) {
 			return nil, err
 		}
 		d.skipSpace()
-		if d.pos >= len(d.data) || d.data[d.pos] != ':' {
+		if d.pos >= len(d.str) || d.str[d.pos] != ':' {
 			return nil, d.invalid("after object key")
 		}
 		d.pos++
@@ -211,10 +314,10 @@ func (d *decoder) object() (any, *SyntaxError) {
 		}
 		d.kvs = append(d.kvs, kv{key: key, val: val, off: off})
 		d.skipSpace()
-		if d.pos >= len(d.data) {
+		if d.pos >= len(d.str) {
 			return nil, d.errAt(d.pos, "unexpected end of input")
 		}
-		c := d.data[d.pos]
+		c := d.str[d.pos]
 		d.pos++
 		if c == '}' {
 			break
@@ -226,6 +329,13 @@ func (d *decoder) object() (any, *SyntaxError) {
 		d.skipSpace()
 	}
 	members := d.kvs[start:]
+	if d.depth == 1 && d.wantMembers {
+		d.depth--
+		v, err := d.topMembers(members)
+		clear(members)
+		d.kvs = d.kvs[:start]
+		return v, err
+	}
 	m := make(map[string]any, len(members))
 	for i := range members {
 		m[members[i].key] = members[i].val
@@ -239,13 +349,53 @@ func (d *decoder) object() (any, *SyntaxError) {
 	return m, nil
 }
 
+// topMembers returns the members of the top-level object as Members, in
+// d.members, after the same duplicate check as for a map.
+func (d *decoder) topMembers(members []kv) (any, *SyntaxError) {
+	if i := firstDuplicate(members); i >= 0 {
+		return nil, d.errAt(members[i].off, "duplicate object key")
+	}
+	ms := d.members[:0]
+	if ms == nil {
+		ms = Members{} // non-nil even when empty
+	}
+	for i := range members {
+		ms = append(ms, Member{Key: members[i].key, Value: members[i].val})
+	}
+	d.members, d.gotMembers = ms, true
+	return nil, nil
+}
+
+// firstDuplicate returns the index of the first member whose key an
+// earlier member has, or -1.
+func firstDuplicate(members []kv) int {
+	if len(members) <= 16 {
+		for i := 1; i < len(members); i++ {
+			for j := range i {
+				if members[j].key == members[i].key {
+					return i
+				}
+			}
+		}
+		return -1
+	}
+	seen := make(map[string]struct{}, len(members))
+	for i := range members {
+		if _, dup := seen[members[i].key]; dup {
+			return i
+		}
+		seen[members[i].key] = struct{}{}
+	}
+	return -1
+}
+
 func (d *decoder) array() (any, *SyntaxError) {
 	if err := d.enter(); err != nil {
 		return nil, err
 	}
 	d.pos++ // '['
 	d.skipSpace()
-	if d.pos < len(d.data) && d.data[d.pos] == ']' {
+	if d.pos < len(d.str) && d.str[d.pos] == ']' {
 		d.pos++
 		d.depth--
 		return []any{}, nil
@@ -258,10 +408,10 @@ func (d *decoder) array() (any, *SyntaxError) {
 		}
 		d.kvs = append(d.kvs, kv{val: val})
 		d.skipSpace()
-		if d.pos >= len(d.data) {
+		if d.pos >= len(d.str) {
 			return nil, d.errAt(d.pos, "unexpected end of input")
 		}
-		c := d.data[d.pos]
+		c := d.str[d.pos]
 		d.pos++
 		if c == ']' {
 			break
@@ -285,8 +435,24 @@ func (d *decoder) array() (any, *SyntaxError) {
 // string parses the string starting at d.pos, which holds '"'.
 func (d *decoder) string() (string, *SyntaxError) {
 	start := d.pos + 1
-	data := d.data
-	for i := start; i < len(data); {
+	data := d.str
+	// Most strings are short keys and values without escapes: scan their
+	// first bytes one by one, and the rest of a long string a word at a
+	// time.
+	head := data[start:min(len(data), start+16)]
+	n := 0
+	for n < len(head) && !needsCare[head[n]] {
+		n++
+	}
+	i := start + n
+	if n == len(head) {
+		i += PlainPrefix(data[i:])
+	}
+	if i < len(data) && data[i] == '"' {
+		d.pos = i + 1
+		return data[start:i], nil
+	}
+	for i < len(data) {
 		c := data[i]
 		if !needsCare[c] {
 			i++
@@ -301,11 +467,12 @@ func (d *decoder) string() (string, *SyntaxError) {
 		case c < 0x20:
 			return "", d.errAt(i, "invalid control character in string")
 		default:
-			r, size := utf8.DecodeRune(data[i:])
+			r, size := utf8.DecodeRuneInString(data[i:])
 			if r == utf8.RuneError && size == 1 {
 				return "", d.errAt(i, "invalid UTF-8 in string")
 			}
 			i += size
+			i += PlainPrefix(data[i:])
 		}
 	}
 	return "", d.errAt(len(data), "unexpected end of input")
@@ -313,7 +480,7 @@ func (d *decoder) string() (string, *SyntaxError) {
 
 // escapedString finishes a string whose first escape is at i.
 func (d *decoder) escapedString(start, i int) (string, *SyntaxError) {
-	data := d.data
+	data := d.str
 	b := append(d.buf[:0], data[start:i]...)
 	for i < len(data) {
 		c := data[i]
@@ -377,7 +544,7 @@ func (d *decoder) escapedString(start, i int) (string, *SyntaxError) {
 			b = append(b, c)
 			i++
 		default:
-			r, size := utf8.DecodeRune(data[i:])
+			r, size := utf8.DecodeRuneInString(data[i:])
 			if r == utf8.RuneError && size == 1 {
 				return "", d.errAt(i, "invalid UTF-8 in string")
 			}
@@ -392,10 +559,10 @@ func (d *decoder) escapedString(start, i int) (string, *SyntaxError) {
 func (d *decoder) hex4(i int) (rune, *SyntaxError) {
 	var r rune
 	for j := i; j < i+4; j++ {
-		if j >= len(d.data) {
-			return 0, d.errAt(len(d.data), "unexpected end of input")
+		if j >= len(d.str) {
+			return 0, d.errAt(len(d.str), "unexpected end of input")
 		}
-		c := d.data[j]
+		c := d.str[j]
 		switch {
 		case c >= '0' && c <= '9':
 			c -= '0'
@@ -413,7 +580,7 @@ func (d *decoder) hex4(i int) (rune, *SyntaxError) {
 
 // number parses the number starting at d.pos.
 func (d *decoder) number() (float64, *SyntaxError) {
-	data := d.data
+	data := d.str
 	start := d.pos
 	i := start
 	neg := data[i] == '-'

@@ -7,7 +7,9 @@
 // kin-openapi schema into a Validator once; Validate then checks decoded
 // values without allocating and reports the first problem as an *Error
 // that names the field by its JSON pointer. Bind copies a validated value
-// into a Go struct as encoding/json would.
+// into a Go struct as encoding/json would. DecodeMembers, ValidateMembers
+// and BindMembers do the same for a top-level object that is read once, as
+// a list of members instead of a map.
 //
 // No error of this package contains a submitted value: values may be
 // secrets, and errors end up in logs, traces and model prompts.

@@ -68,6 +68,19 @@ func (v *Validator) Validate(value any) error {
 	return nil
 }
 
+// ValidateMembers is Validate for an object given as Members (see
+// DecodeMembers): it returns exactly what Validate returns for the same
+// object as a map[string]any.
+func (v *Validator) ValidateMembers(ms Members) error {
+	if ms == nil {
+		ms = Members{}
+	}
+	if e := v.root.validateObject(object{ms: ms}, 0); e != nil {
+		return e
+	}
+	return nil
+}
+
 // kind is a set of JSON value kinds; numbers are split into integral and
 // non-integral ones so that "integer" and "number" are both sets.
 type kind uint8
@@ -165,6 +178,9 @@ type node struct {
 func fail(reason string) *Error { return &Error{Reason: reason} }
 
 func (n *node) validate(v any, depth int) *Error {
+	if m, ok := v.(map[string]any); ok {
+		return n.validateObject(object{m: m}, depth)
+	}
 	if depth > maxValidateDepth {
 		return fail("is nested too deeply")
 	}
@@ -173,8 +189,6 @@ func (n *node) validate(v any, depth int) *Error {
 	}
 	var e *Error
 	switch x := v.(type) {
-	case map[string]any:
-		e = n.object(x, depth)
 	case string:
 		e = n.string(x)
 	case float64:
@@ -207,10 +221,35 @@ func (n *node) validate(v any, depth int) *Error {
 		}
 	}
 	if n.disc != nil {
-		return n.dispatch(v, depth)
+		return fail("must be an object") // only objects have a discriminator
 	}
 	if len(n.oneOf) > 0 {
-		return n.one(v, depth)
+		return n.one(kindOf(v), func(alt *node) *Error { return alt.validate(v, depth+1) })
+	}
+	return nil
+}
+
+// validateObject is validate for an object, in either form.
+func (n *node) validateObject(o object, depth int) *Error {
+	if depth > maxValidateDepth {
+		return fail("is nested too deeply")
+	}
+	if n.never {
+		return fail("is not allowed")
+	}
+	if e := n.object(o, depth); e != nil {
+		return e
+	}
+	for _, part := range n.allOf {
+		if e := part.validateObject(o, depth+1); e != nil {
+			return e
+		}
+	}
+	if n.disc != nil {
+		return n.dispatch(o, depth)
+	}
+	if len(n.oneOf) > 0 {
+		return n.one(kObject, func(alt *node) *Error { return alt.validateObject(o, depth+1) })
 	}
 	return nil
 }
@@ -353,7 +392,7 @@ func (n *node) array(a []any, depth int) *Error {
 	return nil
 }
 
-func (n *node) object(m map[string]any, depth int) *Error {
+func (n *node) object(m object, depth int) *Error {
 	if n.types != 0 && n.types&kObject == 0 {
 		return fail(n.typeReason)
 	}
@@ -390,21 +429,22 @@ func (n *node) lookup(name string) int {
 // objectFast reports whether m is valid, in whatever order is quickest. When
 // a property's value is invalid it returns the key and the property's error,
 // so that objectSlow never validates that value again.
-func (n *node) objectFast(m map[string]any, depth int) (ok bool, failKey string, failErr *Error) {
-	if len(m) < n.minProps || n.hasMaxProps && len(m) > n.maxProps {
+func (n *node) objectFast(m object, depth int) (ok bool, failKey string, failErr *Error) {
+	size := m.size()
+	if size < n.minProps || n.hasMaxProps && size > n.maxProps {
 		return false, "", nil
 	}
 	for _, r := range n.requiredOther {
-		if _, ok := m[r]; !ok {
+		if _, ok := m.get(r); !ok {
 			return false, "", nil
 		}
 	}
-	if len(n.props) <= 2*len(m)+4 {
+	if len(n.props) <= 2*size+4 {
 		// Look every property up in m.
 		found := 0
 		for i := range n.props {
 			p := &n.props[i]
-			x, ok := m[p.name]
+			x, ok := m.get(p.name)
 			if !ok {
 				if p.required {
 					return false, "", nil
@@ -416,7 +456,7 @@ func (n *node) objectFast(m map[string]any, depth int) (ok bool, failKey string,
 				return false, p.name, e
 			}
 		}
-		if found == len(m) || n.addl == addlAny {
+		if found == size || n.addl == addlAny {
 			return true, "", nil
 		}
 		if n.addl == addlNone {
@@ -425,47 +465,55 @@ func (n *node) objectFast(m map[string]any, depth int) (ok bool, failKey string,
 	}
 	// Look every key of m up in the properties.
 	requiredFound := 0
-	for k, x := range m {
+	ok = true
+	m.each(func(k string, x any) bool {
 		i := n.lookup(k)
 		if i < 0 {
 			switch n.addl {
 			case addlNone:
-				return false, "", nil
+				ok = false
+				return false
 			case addlSchema:
 				if e := n.addlNode.validate(x, depth+1); e != nil {
-					return false, k, e
+					ok, failKey, failErr = false, k, e
+					return false
 				}
 			}
-			continue
+			return true
 		}
 		p := &n.props[i]
 		if p.required {
 			requiredFound++
 		}
-		if len(n.props) > 2*len(m)+4 {
+		if len(n.props) > 2*size+4 {
 			if e := p.node.validate(x, depth+1); e != nil {
-				return false, k, e
+				ok, failKey, failErr = false, k, e
+				return false
 			}
 		}
+		return true
+	})
+	if !ok {
+		return false, failKey, failErr
 	}
 	return requiredFound == n.nRequired, "", nil
 }
 
 // objectSlow finds the first problem of an invalid object in the documented
 // order. failErr, when not nil, is the error of the value at failKey.
-func (n *node) objectSlow(m map[string]any, depth int, failKey string, failErr *Error) *Error {
+func (n *node) objectSlow(m object, depth int, failKey string, failErr *Error) *Error {
 	missing := ""
 	for i := range n.props {
 		p := &n.props[i]
 		if p.required {
-			if _, ok := m[p.name]; !ok {
+			if _, ok := m.get(p.name); !ok {
 				missing = p.name
 				break
 			}
 		}
 	}
 	for _, r := range n.requiredOther {
-		if _, ok := m[r]; !ok {
+		if _, ok := m.get(r); !ok {
 			if missing == "" || r < missing {
 				missing = r
 			}
@@ -475,16 +523,17 @@ func (n *node) objectSlow(m map[string]any, depth int, failKey string, failErr *
 	if missing != "" {
 		return (&Error{Reason: "is required"}).under(missing)
 	}
-	if len(m) < n.minProps {
+	if m.size() < n.minProps {
 		return fail("must have at least " + plural(n.minProps, "property"))
 	}
-	if n.hasMaxProps && len(m) > n.maxProps {
+	if n.hasMaxProps && m.size() > n.maxProps {
 		return fail("must have at most " + plural(n.maxProps, "property"))
 	}
-	keys := make([]string, 0, len(m))
-	for k := range m {
+	keys := make([]string, 0, m.size())
+	m.each(func(k string, _ any) bool {
 		keys = append(keys, k)
-	}
+		return true
+	})
 	slices.Sort(keys)
 	for _, k := range keys {
 		if failErr != nil && k == failKey {
@@ -503,7 +552,8 @@ func (n *node) objectSlow(m map[string]any, depth int, failKey string, failErr *
 				continue
 			}
 		}
-		if e := sub.validate(m[k], depth+1); e != nil {
+		x, _ := m.get(k)
+		if e := sub.validate(x, depth+1); e != nil {
 			return e.under(k)
 		}
 	}
@@ -513,13 +563,9 @@ func (n *node) objectSlow(m map[string]any, depth int, failKey string, failErr *
 	return nil
 }
 
-func (n *node) dispatch(v any, depth int) *Error {
+func (n *node) dispatch(m object, depth int) *Error {
 	d := n.disc
-	m, ok := v.(map[string]any)
-	if !ok {
-		return fail("must be an object")
-	}
-	x, ok := m[d.prop]
+	x, ok := m.get(d.prop)
 	if !ok {
 		return &Error{Pointer: d.pointer, Reason: "is required"}
 	}
@@ -538,18 +584,17 @@ func (n *node) dispatch(v any, depth int) *Error {
 	if !ok || alt == nil {
 		return &Error{Pointer: d.pointer, Reason: d.reason}
 	}
-	return alt.validate(v, depth+1)
+	return alt.validateObject(m, depth+1)
 }
 
 // one checks a oneOf without a discriminator: exactly one alternative must
 // accept the value. When none does and only one alternative accepts the
 // value's kind, that alternative's error is the useful one.
-func (n *node) one(v any, depth int) *Error {
-	k := kindOf(v)
+func (n *node) one(k kind, validate func(alt *node) *Error) *Error {
 	matched, candidates := 0, 0
 	var candidate *Error
 	for _, alt := range n.oneOf {
-		e := alt.validate(v, depth+1)
+		e := validate(alt)
 		if e == nil {
 			matched++
 			continue
