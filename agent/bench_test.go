@@ -3,6 +3,8 @@ package agent_test
 import (
 	"context"
 	"fmt"
+	"io"
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -52,5 +54,49 @@ func BenchmarkStep(b *testing.B) {
 				b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps+1), "ns/step")
 			})
 		}
+	}
+}
+
+// BenchmarkStepTraceSinks splits the cost of tracing a step (2,000 steps,
+// as in BenchmarkStep): encoding the events (discard), the two write(2)
+// system calls per step without a file system behind them (devnull), and
+// the writes to a file (file, as BenchmarkStep's trace=true).
+//
+//	go test ./agent -run '^$' -bench StepTraceSinks -benchmem
+func BenchmarkStepTraceSinks(b *testing.B) {
+	rt := calculatorRuntime(b)
+	const steps = 2000
+	responses := make([]string, steps+1)
+	for i := range steps {
+		responses[i] = multiply
+	}
+	responses[steps] = finish
+	sinks := []struct {
+		name string
+		open func(dir string, i int) (*trace.Writer, error)
+	}{
+		{"discard", func(string, int) (*trace.Writer, error) { return trace.NewWriter(io.Discard, trace.SyncNone), nil }},
+		{"devnull", func(string, int) (*trace.Writer, error) { return trace.Create(os.DevNull, trace.SyncNone) }},
+		{"file", func(dir string, i int) (*trace.Writer, error) {
+			return trace.Create(filepath.Join(dir, fmt.Sprintf("run%d.jsonl", i)), trace.SyncNone)
+		}},
+	}
+	for _, sink := range sinks {
+		b.Run(sink.name, func(b *testing.B) {
+			dir := b.TempDir()
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				w, err := sink.open(dir, i)
+				if err != nil {
+					b.Fatal(err)
+				}
+				res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(responses...), agent.Options{MaxSteps: steps + 1, Tools: rt, Trace: w})
+				if err != nil || res.ExitReason != gen.ExitReasonFinished {
+					b.Fatalf("%s %v", res.ExitReason, err)
+				}
+				w.Close()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps+1), "ns/step")
+		})
 	}
 }

@@ -196,7 +196,8 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		return obs, ie
 	}
 	obs.Content = res.Content
-	obs.Data = &res.Data
+	data := res.Data // only the map escapes, not the whole Result
+	obs.Data = &data
 	return obs, nil
 }
 
