@@ -352,7 +352,7 @@ func (l *loop) addUsage(u *gen.Usage) error {
 
 // finish builds the result, adds the patch, and records run_finished.
 func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
-	res := gen.RunResult{RunId: &l.runID, ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check}
+	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check}
 	if l.counted {
 		u := l.usage
 		res.Usage = &u
