@@ -13,7 +13,6 @@ import (
 	"sync/atomic"
 	"time"
 	"unicode"
-	"unicode/utf8"
 	"unsafe"
 
 	"github.com/specloop/specloop/gen"
@@ -118,7 +117,7 @@ func (p *planner) encoder(t reflect.Type) (encodeFunc, error) {
 	case reflect.Float64:
 		return func(b []byte, p unsafe.Pointer) ([]byte, error) { return appendFloat(b, *(*float64)(p), 64) }, nil
 	case reflect.String:
-		return func(b []byte, p unsafe.Pointer) ([]byte, error) { return appendString(b, *(*string)(p)), nil }, nil
+		return func(b []byte, p unsafe.Pointer) ([]byte, error) { return schema.AppendString(b, *(*string)(p)), nil }, nil
 	case reflect.Pointer:
 		elem, err := p.encoder(t.Elem())
 		if err != nil {
@@ -194,7 +193,7 @@ func appendStrings(b []byte, p unsafe.Pointer) ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendString(b, s)
+		b = schema.AppendString(b, s)
 	}
 	return append(b, ']'), nil
 }
@@ -243,7 +242,7 @@ func (p *planner) structEncoder(t reflect.Type) (encodeFunc, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s.%s: %w", t, f.Name, err)
 		}
-		fp := field{offset: f.Offset, key: string(appendString(nil, name)) + ":", encode: enc}
+		fp := field{offset: f.Offset, key: string(schema.AppendString(nil, name)) + ":", encode: enc}
 		switch {
 		case opts != "omitempty":
 		case f.Type.Kind() == reflect.Pointer:
@@ -407,68 +406,4 @@ func appendFloat(b []byte, f float64, bits int) ([]byte, error) {
 		}
 	}
 	return b, nil
-}
-
-const hexDigits = "0123456789abcdef"
-
-// plainByte marks the bytes a JSON string holds as they are: printable
-// ASCII but the quote and the backslash.
-var plainByte = func() (t [256]bool) {
-	for c := 0x20; c < utf8.RuneSelf; c++ {
-		t[c] = c != '"' && c != '\\'
-	}
-	return t
-}()
-
-// appendString appends s as a JSON string the way encoding/json does with
-// HTML escaping off: quotes, backslashes and control characters escaped
-// (with the short forms \b \f \n \r \t), invalid UTF-8 replaced by \ufffd,
-// and U+2028 and U+2029 escaped.
-func appendString(b []byte, s string) []byte {
-	b = append(b, '"')
-	start := 0
-	for i := schema.PlainPrefix(s); i < len(s); {
-		c := s[i]
-		if plainByte[c] {
-			i++
-			continue
-		}
-		if c < utf8.RuneSelf {
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-			start = i + size
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hexDigits[r&0xF])
-			start = i + size
-		}
-		i += size
-		i += schema.PlainPrefix(s[i:])
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }

@@ -206,17 +206,6 @@ type textValue struct{}
 
 func (textValue) MarshalText() ([]byte, error) { return []byte("text"), nil }
 
-func FuzzAppendString(f *testing.F) {
-	for _, s := range []string{"", "plain", "\"\\/", "\x00\x01\b\f\n\r\t\x1f\x7f", "<>&", "\u2028\u2029", "é€𝄞", "\xff\xfe", "a\xc3", "\xed\xa0\x80"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, s string) {
-		got := appendString(nil, s)
-		if want := stdJSON(t, s); !bytes.Equal(got, want) {
-			t.Fatalf("appendString(%q) = %s, want %s", s, got, want)
-		}
-	})
-}
 
 func FuzzAppendEvent(f *testing.F) {
 	f.Add("r1", "calculator", "chars=2;sha256=00", 3, 0.125, int64(1700000000123456789), true, int64(7))
