@@ -206,7 +206,6 @@ type textValue struct{}
 
 func (textValue) MarshalText() ([]byte, error) { return []byte("text"), nil }
 
-
 func FuzzAppendEvent(f *testing.F) {
 	f.Add("r1", "calculator", "chars=2;sha256=00", 3, 0.125, int64(1700000000123456789), true, int64(7))
 	f.Add("", "\x00\"\\\u2028\xff", "<&>", -1, 1e-9, int64(-62135596800000000), false, int64(-1))
