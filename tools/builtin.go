@@ -19,10 +19,23 @@ func Builtin() []Handler {
 	}
 }
 
-var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
+// binding is a registry with its tools bound to handlers.
+type binding struct {
+	reg   *Registry
+	bound map[string]Handler
+}
+
+// embeddedBinding derives the embedded spec's tools and binds the built-in
+// handlers once per process.
+var embeddedBinding = sync.OnceValues(func() (binding, error) {
 	doc, err := spec.Load()
 	if err != nil {
-		return nil, err
+		return binding{}, err
 	}
-	return NewRegistry(doc)
+	reg, err := NewRegistry(doc)
+	if err != nil {
+		return binding{}, err
+	}
+	bound, err := Bind(reg, Builtin())
+	return binding{reg: reg, bound: bound}, err
 })

@@ -76,15 +76,7 @@ func New(cfg Config) (*Runtime, error) {
 			return nil, err
 		}
 	}
-	reg, err := registryFor(doc)
-	if err != nil {
-		return nil, err
-	}
-	handlers := cfg.Handlers
-	if handlers == nil {
-		handlers = Builtin()
-	}
-	bound, err := Bind(reg, handlers)
+	reg, bound, err := bindingFor(doc, cfg.Handlers)
 	if err != nil {
 		return nil, err
 	}
@@ -114,13 +106,23 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// registryFor caches the registry of the embedded spec, which every runtime
-// of the process shares.
-func registryFor(doc *openapi3.T) (*Registry, error) {
-	if embedded, err := spec.Load(); err == nil && doc == embedded {
-		return embeddedRegistry()
+// bindingFor returns the registry of doc and its tools bound to handlers
+// (Builtin() when nil). The embedded spec with the built-in handlers, which
+// most runtimes of a process use, is derived and bound once.
+func bindingFor(doc *openapi3.T, handlers []Handler) (*Registry, map[string]Handler, error) {
+	if embedded, err := spec.Load(); err == nil && doc == embedded && handlers == nil {
+		b, err := embeddedBinding()
+		return b.reg, b.bound, err
 	}
-	return NewRegistry(doc)
+	reg, err := NewRegistry(doc)
+	if err != nil {
+		return nil, nil, err
+	}
+	if handlers == nil {
+		handlers = Builtin()
+	}
+	bound, err := Bind(reg, handlers)
+	return reg, bound, err
 }
 
 // Bind pairs each tool of reg with its handler. It reports every tool
