@@ -70,7 +70,7 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if *tracePath == "" {
 		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
 	}
-	tw, err := trace.Create(*tracePath, trace.SyncAtRunEnd)
+	tw, err := createTrace(*tracePath, trace.SyncAtRunEnd)
 	if err != nil {
 		env.errorf("demo: --trace: %v", err)
 		return exitUsage

@@ -85,12 +85,15 @@ func printResult(w io.Writer, res *gen.RunResult, tracePath string) {
 	}
 }
 
+// compactJSON encodes v for a person: &, < and > stay as they are.
 func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return "?"
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // oneLine flattens s to one line of at most n characters.

@@ -68,7 +68,7 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 			env.errorf("run: --sync: %v", err)
 			return exitUsage
 		}
-		if tw, err = trace.Create(f.tracePath, policy); err != nil {
+		if tw, err = createTrace(f.tracePath, policy); err != nil {
 			env.errorf("run: --trace: %v", err)
 			return exitUsage
 		}
