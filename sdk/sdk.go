@@ -75,7 +75,8 @@ func New(baseURL string, cfg Config) (*Client, error) {
 }
 
 // ScriptModel is the model configuration of a scripted run: the server
-// replays responses, each parsed like a real model's raw text.
+// replays responses, each parsed like a real model's raw text. Script is
+// the same, with a name that matches OpenAI and Anthropic.
 func ScriptModel(responses ...string) gen.ModelConfig {
 	var mc gen.ModelConfig
 	_ = mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses})
@@ -83,7 +84,13 @@ func ScriptModel(responses ...string) gen.ModelConfig {
 }
 
 // CreateRun queues a run. The returned Run is on the server's disk.
+//
+// A request without a model fails with ErrModelRequired before anything
+// is sent.
 func (c *Client) CreateRun(ctx context.Context, req gen.CreateRunRequest) (gen.Run, error) {
+	if err := checkModel(req.Model); err != nil {
+		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)
+	}
 	resp, err := c.api.CreateRunWithResponse(ctx, req)
 	if err != nil {
 		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)
