@@ -65,6 +65,15 @@ type command struct {
 type cmdEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	clock          *clock // nil: the wall clock (see realClock)
+}
+
+// clockFor is the clock for output written to w.
+func (e *cmdEnv) clockFor(w io.Writer) clock {
+	if e.clock != nil {
+		return *e.clock
+	}
+	return realClock(w)
 }
 
 func (e *cmdEnv) errorf(format string, args ...any) {
@@ -111,7 +120,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 func helpCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	for _, c := range commands() {
 		if c.name == args[0] {
-			out := &cmdEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stdout}
+			out := &cmdEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stdout, clock: env.clock}
 			return c.run(ctx, out, append([]string{"-h"}, args[1:]...))
 		}
 	}
