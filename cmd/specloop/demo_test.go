@@ -42,7 +42,7 @@ func TestDemo(t *testing.T) {
 		"+\t{4, \"IV\"},\n",
 		"the first `go test` compiles",
 		"         running `go test ./...` — the first run compiles, this can take a minute\n",
-		"         running the check `go test ./...` — the first run compiles, this can take a minute\n",
+		"         running the check `go test ./...`\n",
 		"         the check ran for ",
 		"\ntime:   ",
 		"result: finished after 5 steps",

@@ -102,14 +102,22 @@ func roundElapsed(d time.Duration) time.Duration {
 func demoObserver(w io.Writer, c clock, check string) func(agent.Progress) {
 	p := &progressPrinter{w: w}
 	slow := &slowStep{w: w, clock: c}
+	compiled := false
+	note := func() string {
+		if compiled {
+			return ""
+		}
+		compiled = true
+		return " — the first run compiles, this can take a minute"
+	}
 	return func(pr agent.Progress) {
 		slow.end()
 		p.observe(pr)
 		switch {
 		case pr.ToolCall != nil && commandOf(pr.ToolCall) == check:
-			slow.begin(fmt.Sprintf("running `%s` — the first run compiles, this can take a minute", check), "")
+			slow.begin(fmt.Sprintf("running `%s`%s", check, note()), "")
 		case pr.Finish != nil:
-			slow.begin(fmt.Sprintf("running the check `%s` — the first run compiles, this can take a minute", check), "the check ran for")
+			slow.begin(fmt.Sprintf("running the check `%s`%s", check, note()), "the check ran for")
 		}
 	}
 }

@@ -132,7 +132,7 @@ func TestDemoSaysWhatIsRunning(t *testing.T) {
 		"         … 20s\n" +
 		"step 4   ← run_command: exit code 0 (12500.00 ms)\n" +
 		"step 5   → finish fixed\n" +
-		"         running the check `go test ./...` — the first run compiles, this can take a minute\n" +
+		"         running the check `go test ./...`\n" +
 		"         … 10s\n" +
 		"         the check ran for 12s\n"
 	if got := out.String(); got != want {
@@ -154,12 +154,26 @@ func TestDemoNoticesWithoutTerminal(t *testing.T) {
 	fc.advance(1500 * time.Millisecond)
 	observe(end)
 	got := out.String()
-	for _, want := range []string{"running `go test ./...` — the first run compiles", "running the check `go test ./...`", "the check ran for 1.5s\n"} {
+	for _, want := range []string{"running `go test ./...` — the first run compiles", "running the check `go test ./...`\n", "the check ran for 1.5s\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("output lacks %q:\n%s", want, got)
 		}
 	}
 	if strings.Contains(got, "…") {
 		t.Errorf("interval lines without a terminal:\n%s", got)
+	}
+}
+
+// When the check is the first `go test` of the run, it is the one that
+// compiles, and the notice says so.
+func TestDemoCheckFirstSaysItCompiles(t *testing.T) {
+	_, _, finish, end := demoEvents()
+	out := newCondBuffer()
+	fc := &fakeClock{t: time.Unix(1000, 0), out: out}
+	observe := demoObserver(out, fc.clock(false), "go test ./...")
+	observe(finish)
+	observe(end)
+	if want := "running the check `go test ./...` — the first run compiles, this can take a minute\n"; !strings.Contains(out.String(), want) {
+		t.Fatalf("output lacks %q:\n%s", want, out)
 	}
 }
