@@ -83,6 +83,12 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 		t.Fatalf("demo: exit %d, stderr %q", code, stderr)
 	}
 
+	// A device is written as it is (and never read: that would block on a
+	// terminal).
+	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", os.DevNull, "--sync", "none", prompt); code != exitOK {
+		t.Fatalf("--trace %s: exit %d: %s", os.DevNull, code, stderr)
+	}
+
 	// An empty file and an existing trace are appended to.
 	tr := filepath.Join(tmp, "run.jsonl")
 	os.WriteFile(tr, nil, 0o644)

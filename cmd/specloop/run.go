@@ -278,26 +278,46 @@ func readPrompt(env *cmdEnv, file, arg string) (string, error) {
 }
 
 // createTrace opens path to append a trace to it, like trace.Create, but
-// refuses a file that already holds something other than a specloop trace,
-// so a mistyped --trace never appends JSON lines to someone's source file.
-// The first line of a non-empty file must be a trace event.
+// refuses a regular file that already holds something other than a
+// specloop trace, so a mistyped --trace never appends JSON lines to
+// someone's source file: the first line of a non-empty file must be a trace
+// event. Devices and pipes (/dev/stderr) are written as they are.
 func createTrace(path string, policy trace.SyncPolicy) (*trace.Writer, error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_APPEND|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, err
 	}
-	line, err := bufio.NewReaderSize(f, 64<<10).ReadSlice('\n')
-	switch {
-	case len(line) == 0 && err == io.EOF:
-		// empty: a new trace
-	case err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull):
+	st, err := f.Stat()
+	if err != nil {
 		f.Close()
 		return nil, err
-	default:
-		if _, perr := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); perr != nil || errors.Is(err, bufio.ErrBufferFull) {
+	}
+	if st.Mode().IsRegular() && st.Size() > 0 {
+		if err := checkTraceFile(path); err != nil {
 			f.Close()
-			return nil, fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
+			return nil, err
 		}
 	}
 	return trace.NewWriter(f, policy), nil
+}
+
+// checkTraceFile reports whether the first line of the file at path is a
+// trace event.
+func checkTraceFile(path string) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
+	}
+	defer r.Close()
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
+	if err != nil && err != io.EOF {
+		line = nil // a read error, or a first line longer than any trace event
+	}
+	if len(line) == 0 {
+		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
+	}
+	if _, err := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
+		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
+	}
+	return nil
 }
