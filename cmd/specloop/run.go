@@ -25,6 +25,7 @@ import (
 // runFlags are the flags of `specloop run`.
 type runFlags struct {
 	script     string
+	promptFile string
 	maxSteps   int
 	tracePath  string
 	syncPolicy string
@@ -39,11 +40,11 @@ type runFlags struct {
 	tokenBudget int64
 	remote      string
 	tokenFile   string
-	promptFile  string
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter")
+	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
@@ -57,7 +58,6 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
-	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
 }
 
 // check refuses flag values that make no sense; the error names the flag.
