@@ -3,6 +3,11 @@
 // the server's tools. It is a small layer over the client generated from
 // spec/agent.yaml (package gen), whose types it uses throughout.
 //
+// A run's model is sdk.OpenAI(name), sdk.Anthropic(name) or
+// sdk.Script(responses...):
+//
+//	run, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "..."}, Model: sdk.OpenAI("gpt-4o-mini")})
+//
 // Every error the server answers with is an *APIError carrying the RFC 9457
 // problem; errors.Is matches it against ErrNotFound, ErrQueueFull and the
 // other sentinels by status:
