@@ -253,9 +253,9 @@ func shellCommands(f fence) []shellCommand {
 }
 
 // Every shell example runs as written from the repository root: specloop
-// commands that need neither a provider nor a server are run (in a
-// directory that mirrors the repository root, so files they create go
-// elsewhere), the others must parse (all flags known, values valid) and
+// commands that need no provider are run (in a directory that mirrors the
+// repository root, so files they create go elsewhere; `run --remote`
+// against a server the test starts), the others must parse (all flags known, values valid) and
 // name files that exist; curl commands that send a body say it is JSON and
 // carry the token.
 func TestReadmeShellExamples(t *testing.T) {
@@ -328,9 +328,15 @@ func TestReadmeShellExamples(t *testing.T) {
 				}
 			}
 		}
-		local := (w[0] == "run" && !slices.Contains(w, "--remote") && !slices.Contains(w, "--model")) ||
+		local := (w[0] == "run" && !slices.Contains(w, "--model")) ||
 			w[0] == "trace" || w[0] == "tools" || w[0] == "spec" || w[0] == "help"
 		args := w
+		if i := slices.Index(w, "--remote"); local && i >= 0 && i+1 < len(w) {
+			// A remote run of a script needs only a server: this test's,
+			// in place of the one the README starts.
+			args = slices.Clone(w)
+			args[i+1] = remoteURL(t)
+		}
 		if !local {
 			args = append(slices.Clip(w), "-h") // parses every flag, then stops before doing anything
 			parsed++
@@ -343,9 +349,24 @@ func TestReadmeShellExamples(t *testing.T) {
 		}
 	}
 	t.Logf("ran %d specloop commands, parsed %d, checked %d curl commands", ran, parsed, curls)
-	if ran < 3 || parsed < 5 || curls < 3 {
+	if ran < 4 || parsed < 5 || curls < 3 {
 		t.Fatalf("found too few examples (ran %d, parsed %d, curl %d): did the README's shell blocks change form?", ran, parsed, curls)
 	}
+}
+
+// remoteURL starts a specloop server for the README's remote examples,
+// with the token in $SPECLOOP_TOKEN as the README sets it up.
+func remoteURL(t *testing.T) string {
+	t.Helper()
+	const token = "readme-token"
+	t.Setenv(tokenEnv, token)
+	srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	return hs.URL
 }
 
 // checkCurl checks what a request to the API needs: a JSON body is labelled
