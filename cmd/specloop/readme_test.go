@@ -208,6 +208,7 @@ type shellCommand struct {
 	line    int
 	words   []string
 	heredoc string // the body of a `cat > FILE <<'END'` command
+	output  string // in a session, the lines shown after the command
 }
 
 // shellCommands returns the commands of a shell block: in a session (lines
@@ -241,6 +242,14 @@ func shellCommands(f fence) []shellCommand {
 					}
 					c.heredoc = strings.Join(body, "\n") + "\n"
 					c.words = c.words[:len(c.words)-1]
+				}
+				if session {
+					var shown []string
+					for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") {
+						i++
+						shown = append(shown, lines[i])
+					}
+					c.output = strings.TrimSpace(strings.Join(shown, "\n"))
 				}
 				out = append(out, c)
 				break
@@ -346,6 +355,12 @@ func TestReadmeShellExamples(t *testing.T) {
 		code, stdout, stderr := cliIn(t, stdin, args...)
 		if code != exitOK {
 			t.Errorf("%s: exit %d\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
+		}
+		// What a session shows is what the command prints, durations aside.
+		if local && c.output != "" {
+			if got, want := normalize(strings.TrimSpace(stdout), sandbox), normalize(c.output, sandbox); got != want {
+				t.Errorf("%s: the README shows\n%s\nbut the command printed\n%s", name, want, got)
+			}
 		}
 	}
 	t.Logf("ran %d specloop commands, parsed %d, checked %d curl commands", ran, parsed, curls)
