@@ -87,7 +87,9 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(w, "note:      the first `go test` compiles the module and the standard library packages it")
 		fmt.Fprintln(w, "           needs; on a cold build cache that can take a minute.")
 		fmt.Fprintln(w)
-		opts.Observer = demoObserver(w, env.clockFor(w), demo.Check)
+		observe, stop := demoObserver(w, env.clockFor(w), demo.Check)
+		defer stop()
+		opts.Observer = observe
 	}
 	start := env.clockFor(env.stdout).now()
 	res, runErr := agent.Run(ctx, gen.Task{Prompt: demo.Task}, model.NewScript(demo.Script()...), opts)

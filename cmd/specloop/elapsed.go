@@ -99,7 +99,8 @@ func roundElapsed(d time.Duration) time.Duration {
 // demoObserver prints the demo's steps and says what happens during the two
 // steps that run `check` (the model's run_command and the completion check),
 // whose first run compiles on a cold build cache and can take a minute.
-func demoObserver(w io.Writer, c clock, check string) func(agent.Progress) {
+// stop ends the interval lines of a step the run did not report the end of.
+func demoObserver(w io.Writer, c clock, check string) (observe func(agent.Progress), stop func()) {
 	p := &progressPrinter{w: w}
 	slow := &slowStep{w: w, clock: c}
 	compiled := false
@@ -110,7 +111,7 @@ func demoObserver(w io.Writer, c clock, check string) func(agent.Progress) {
 		compiled = true
 		return " — the first run compiles, this can take a minute"
 	}
-	return func(pr agent.Progress) {
+	observe = func(pr agent.Progress) {
 		slow.end()
 		p.observe(pr)
 		switch {
@@ -120,6 +121,7 @@ func demoObserver(w io.Writer, c clock, check string) func(agent.Progress) {
 			slow.begin(fmt.Sprintf("running the check `%s`%s", check, note()), "the check ran for")
 		}
 	}
+	return observe, slow.end
 }
 
 // commandOf is the command line of a tool call whose arguments are a

@@ -113,7 +113,7 @@ func TestDemoSaysWhatIsRunning(t *testing.T) {
 	call, obs, finish, end := demoEvents()
 	out := newCondBuffer()
 	fc := &fakeClock{t: time.Unix(1000, 0), ticks: make(chan time.Time), out: out}
-	observe := demoObserver(out, fc.clock(true), "go test ./...")
+	observe, _ := demoObserver(out, fc.clock(true), "go test ./...")
 
 	observe(call)
 	fc.tick(10 * time.Second)
@@ -146,7 +146,7 @@ func TestDemoNoticesWithoutTerminal(t *testing.T) {
 	call, obs, finish, end := demoEvents()
 	out := newCondBuffer()
 	fc := &fakeClock{t: time.Unix(1000, 0), out: out}
-	observe := demoObserver(out, fc.clock(false), "go test ./...")
+	observe, _ := demoObserver(out, fc.clock(false), "go test ./...")
 	observe(call)
 	fc.advance(30 * time.Second)
 	observe(obs)
@@ -167,13 +167,13 @@ func TestDemoNoticesWithoutTerminal(t *testing.T) {
 // When the check is the first `go test` of the run, it is the one that
 // compiles, and the notice says so.
 func TestDemoCheckFirstSaysItCompiles(t *testing.T) {
-	_, _, finish, end := demoEvents()
+	_, _, finish, _ := demoEvents()
 	out := newCondBuffer()
 	fc := &fakeClock{t: time.Unix(1000, 0), out: out}
-	observe := demoObserver(out, fc.clock(false), "go test ./...")
+	observe, stop := demoObserver(out, fc.clock(false), "go test ./...")
 	observe(finish)
-	observe(end)
-	if want := "running the check `go test ./...` — the first run compiles, this can take a minute\n"; !strings.Contains(out.String(), want) {
+	stop() // the run ended without reporting it
+	if want := "running the check `go test ./...` — the first run compiles, this can take a minute\n         the check ran for 0s\n"; !strings.HasSuffix(out.String(), want) {
 		t.Fatalf("output lacks %q:\n%s", want, out)
 	}
 }
