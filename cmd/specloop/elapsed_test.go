@@ -92,9 +92,10 @@ func (b *condBuffer) String() string {
 }
 
 func demoEvents() (call, obs, finish, end agent.Progress) {
-	call = agent.Progress{
-		Event:    &gen.TraceEvent{EventType: gen.TraceEventTypeModelAction, Step: 4},
-		ToolCall: &gen.ToolCall{ToolName: "run_command", Arguments: map[string]any{"command": "go test ./...", "timeout_seconds": 120}},
+	name := "run_command"
+	call = agent.Progress{ // as the loop reports it: the trace event names the tool too
+		Event:    &gen.TraceEvent{EventType: gen.TraceEventTypeModelAction, Step: 4, ToolName: &name},
+		ToolCall: &gen.ToolCall{ToolName: name, Arguments: map[string]any{"command": "go test ./...", "timeout_seconds": 120}},
 	}
 	ms := 12500.0
 	obs = agent.Progress{
