@@ -78,6 +78,17 @@ func TestPatchRunsNothingTheWorkspaceControls(t *testing.T) {
 			p := payloadScript(t, bin, "pager", markers)
 			appendConfig(t, ws, "[core]\n\tpager = "+p+"\n[pager]\n\tdiff = "+p+"\n")
 		}},
+		{"nested repository", func(t *testing.T, ws, bin, markers string) {
+			p := payloadScript(t, bin, "nested", markers)
+			writeFiles(t, ws, map[string]string{"sub/inner/x.txt": "x\n", "sub/inner/.gitattributes": "* filter=x diff=x\n"})
+			inner := filepath.Join(ws, "sub", "inner")
+			git(t, inner, "init", "-q")
+			git(t, inner, "add", ".")
+			git(t, inner, "commit", "-q", "-m", "inner")
+			appendConfig(t, inner, "[filter \"x\"]\n\tclean = "+p+"\n[diff \"x\"]\n\ttextconv = "+p+"\n[core]\n\tfsmonitor = "+p+"\n")
+			payloadScript(t, filepath.Join(inner, ".git", "hooks"), "post-index-change", markers)
+			writeFiles(t, ws, map[string]string{"sub/inner/x.txt": "changed\n"})
+		}},
 		{"include.path", func(t *testing.T, ws, bin, markers string) {
 			p := payloadScript(t, bin, "included", markers)
 			writeFiles(t, ws, map[string]string{
@@ -103,6 +114,10 @@ func TestPatchRunsNothingTheWorkspaceControls(t *testing.T) {
 			patch, err := rt.Patch(context.Background())
 			if err != nil {
 				t.Fatal(err)
+			}
+			// Again: the first patch's snapshot is in the private index now.
+			if again, err := rt.Patch(context.Background()); err != nil || again != patch {
+				t.Errorf("a second Patch differs (%v):\n%s", err, again)
 			}
 			entries, err := os.ReadDir(markers)
 			if err != nil {

@@ -59,7 +59,7 @@ func (w *Workspace) changing(ctx context.Context) {
 	if err != nil {
 		return // not in a git work tree, or no git: the file tools' record
 	}
-	if tree, err := g.snapshot(ctx); err == nil {
+	if tree, err := g.snapshot(ctx, true); err == nil {
 		w.git, w.baseTree = g, tree
 	} else {
 		g.remove()
@@ -174,9 +174,12 @@ func (c *capWriter) Write(p []byte) (int, error) {
 //     takes precedence over every .gitattributes, also unsets them (and the
 //     end-of-line and encoding conversions) for every path, so blobs are
 //     the files' exact bytes.
-//   - The commands used (add, write-tree, diff of two trees) run no hooks
-//     and spawn no helpers; .gitignore files are read as patterns only, and
-//     git skips every entry named .git when it walks the tree.
+//   - The commands used (add, ls-files, update-index, write-tree, diff of
+//     two trees) run no hooks and spawn no helpers; .gitignore files are
+//     read as patterns only, and git skips every entry named .git when it
+//     walks the tree. The one exception, `git status` run inside a nested
+//     repository already in the index, is avoided by never keeping one
+//     there (see dropNested).
 //
 // What the work tree still decides is data: which files are ignored, and
 // the content of the snapshots.
@@ -186,6 +189,10 @@ type shadowGit struct {
 	gitDir string
 	top    string // the work tree: the top of the workspace's repository
 	rel    string // the workspace relative to top, slash-separated; "." for top
+	// objects is the workspace repository's object directory, read (never
+	// written) as an alternate: a file whose content it already holds needs
+	// no copy in the private repository. "" when there is none.
+	objects string
 }
 
 // privateConfig is the private repository's whole configuration.
@@ -212,6 +219,7 @@ const privateConfig = `[core]
 	noprefix = false
 	mnemonicPrefix = false
 	relative = false
+	submodule = short
 [index]
 	skipHash = false
 `
@@ -256,7 +264,8 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	if err != nil {
 		return nil, err
 	}
-	g := &shadowGit{bin: bin, tmp: tmp, gitDir: filepath.Join(tmp, "repo"), top: top, rel: filepath.ToSlash(rel)}
+	common := commonDir(dotGit)
+	g := &shadowGit{bin: bin, tmp: tmp, gitDir: filepath.Join(tmp, "repo"), top: top, rel: filepath.ToSlash(rel), objects: repoObjects(common)}
 	for _, d := range []string{"info", "objects", "refs/heads"} {
 		if err := os.MkdirAll(filepath.Join(g.gitDir, filepath.FromSlash(d)), 0o700); err != nil {
 			g.remove()
@@ -267,7 +276,7 @@ func newShadowGit(dir string) (*shadowGit, error) {
 		"HEAD":            "ref: refs/heads/snapshots\n",
 		"config":          privateConfig,
 		"info/attributes": privateAttributes,
-		"info/exclude":    string(repoExcludes(dotGit)),
+		"info/exclude":    string(repoExcludes(common)),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(g.gitDir, filepath.FromSlash(name)), []byte(content), 0o600); err != nil {
@@ -278,37 +287,58 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	return g, nil
 }
 
+// commonDir returns the directory that holds the objects and info/exclude
+// of the repository whose .git entry is dotGit (a directory, or the gitfile
+// of a linked worktree or submodule: "gitdir: <dir>", with its common
+// directory in <dir>/commondir).
+func commonDir(dotGit string) string {
+	fi, err := os.Stat(dotGit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return dotGit
+	}
+	b, err := readSmall(dotGit, 4096)
+	if err != nil || !bytes.HasPrefix(b, []byte("gitdir: ")) {
+		return ""
+	}
+	gd := strings.TrimSpace(string(b[len("gitdir: "):]))
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(filepath.Dir(dotGit), gd)
+	}
+	if cd, err := readSmall(filepath.Join(gd, "commondir"), 4096); err == nil {
+		c := strings.TrimSpace(string(cd))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gd, c)
+		}
+		return c
+	}
+	return gd
+}
+
 // repoExcludes returns the ignore patterns of the repository's
-// info/exclude (dotGit is the work tree's .git directory or gitfile), so
-// files ignored there stay out of the patch as well. They are read as data;
-// a missing or odd file gives none.
-func repoExcludes(dotGit string) []byte {
-	common := dotGit
-	if fi, err := os.Stat(dotGit); err == nil && fi.Mode().IsRegular() {
-		// A linked worktree or submodule: "gitdir: <dir>", and the
-		// excludes are in its common directory.
-		b, err := readSmall(dotGit, 4096)
-		if err != nil || !bytes.HasPrefix(b, []byte("gitdir: ")) {
-			return nil
-		}
-		gd := strings.TrimSpace(string(b[len("gitdir: "):]))
-		if !filepath.IsAbs(gd) {
-			gd = filepath.Join(filepath.Dir(dotGit), gd)
-		}
-		common = gd
-		if cd, err := readSmall(filepath.Join(gd, "commondir"), 4096); err == nil {
-			c := strings.TrimSpace(string(cd))
-			if !filepath.IsAbs(c) {
-				c = filepath.Join(gd, c)
-			}
-			common = c
-		}
+// info/exclude, so files ignored there stay out of the patch as well. They
+// are read as data; a missing or odd file gives none.
+func repoExcludes(common string) []byte {
+	if common == "" {
+		return nil
 	}
 	b, err := readSmall(filepath.Join(common, "info", "exclude"), maxExcludeBytes)
 	if err != nil {
 		return nil
 	}
 	return b
+}
+
+// repoObjects returns the repository's object directory when it can be
+// named in GIT_ALTERNATE_OBJECT_DIRECTORIES, or "".
+func repoObjects(common string) string {
+	if common == "" {
+		return ""
+	}
+	objects := filepath.Join(common, "objects")
+	if fi, err := os.Stat(objects); err != nil || !fi.IsDir() || strings.ContainsAny(objects, ":\"\n") {
+		return ""
+	}
+	return objects
 }
 
 // readSmall reads the regular file p when it is at most max bytes.
@@ -332,21 +362,63 @@ func readSmall(p string, max int64) ([]byte, error) {
 // not ignored) as a tree of the private repository and returns its id. The
 // private index persists between snapshots, so only files whose stat data
 // changed are read again.
-func (g *shadowGit) snapshot(ctx context.Context) (string, error) {
-	if err := g.run(ctx, io.Discard, "add", "--all", "--", g.rel); err != nil {
+//
+// The first snapshot (base) may leave the content of unchanged files in the
+// repository's object directory, which it reads as an alternate: copying a
+// whole checkout into the private repository would cost seconds. Later
+// snapshots do not use it, so every file changed during the run is stored
+// privately, from the bytes in the work tree: the new side of the patch can
+// never come from an object the workspace planted under the same id.
+func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
+	if err := g.run(ctx, io.Discard, base, "add", "--all", "--", g.rel); err != nil {
 		return "", err
 	}
+	if err := g.dropNested(ctx); err != nil {
+		return "", err
+	}
+	args := []string{"write-tree"}
+	if !base && g.objects != "" {
+		// Unchanged files may be in the alternate only.
+		args = append(args, "--missing-ok")
+	}
 	var tree bytes.Buffer
-	if err := g.run(ctx, &tree, "write-tree"); err != nil {
+	if err := g.run(ctx, &tree, base, args...); err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(tree.String()), nil
 }
 
+// dropNested removes the nested repositories `git add` just recorded
+// (gitlinks) from the private index. The next add would otherwise check
+// whether they are modified by running `git status` inside each, with that
+// repository's own configuration (fsmonitor, filters, hooks): one that is
+// not in the index is recorded again without being run. Nested
+// repositories are therefore never part of the patch.
+func (g *shadowGit) dropNested(ctx context.Context) error {
+	var staged bytes.Buffer
+	if err := g.run(ctx, &staged, false, "ls-files", "--stage", "-z"); err != nil {
+		return err
+	}
+	var nested bytes.Buffer
+	for entry := range bytes.SplitSeq(staged.Bytes(), []byte{0}) {
+		// "<mode> <id> <stage>\t<path>"
+		if mode, rest, ok := bytes.Cut(entry, []byte{' '}); ok && string(mode) == "160000" {
+			if _, path, ok := bytes.Cut(rest, []byte{'\t'}); ok {
+				nested.Write(path)
+				nested.WriteByte(0)
+			}
+		}
+	}
+	if nested.Len() == 0 {
+		return nil
+	}
+	return g.runInput(ctx, &nested, "update-index", "--force-remove", "-z", "--stdin")
+}
+
 // diffSince writes the diff of the workspace from the snapshot base to now,
 // with paths relative to the workspace.
 func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) error {
-	now, err := g.snapshot(ctx)
+	now, err := g.snapshot(ctx, false)
 	if err != nil {
 		return err
 	}
@@ -355,12 +427,25 @@ func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) e
 	if g.rel != "." {
 		args = append(args, "--relative="+g.rel)
 	}
-	return g.run(ctx, out, append(args, base, now, "--", g.rel)...)
+	// The private objects are looked up before the alternate's.
+	return g.run(ctx, out, true, append(args, base, now, "--", g.rel)...)
 }
 
-// run runs git in the private repository with a minimal environment.
-func (g *shadowGit) run(ctx context.Context, out io.Writer, args ...string) error {
+// run runs git in the private repository with a minimal environment;
+// alternate adds the workspace repository's objects as a read-only
+// alternate.
+func (g *shadowGit) run(ctx context.Context, out io.Writer, alternate bool, args ...string) error {
+	return g.command(ctx, nil, out, alternate, args...)
+}
+
+// runInput runs git with in as its standard input.
+func (g *shadowGit) runInput(ctx context.Context, in io.Reader, args ...string) error {
+	return g.command(ctx, in, io.Discard, false, args...)
+}
+
+func (g *shadowGit) command(ctx context.Context, in io.Reader, out io.Writer, alternate bool, args ...string) error {
 	cmd := exec.CommandContext(ctx, g.bin, append([]string{"--no-pager"}, args...)...)
+	cmd.Stdin = in
 	cmd.Dir = g.tmp
 	cmd.Env = []string{
 		"PATH=" + os.Getenv("PATH"),
@@ -376,6 +461,9 @@ func (g *shadowGit) run(ctx context.Context, out io.Writer, args ...string) erro
 		"GIT_LITERAL_PATHSPECS=1",
 		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_TERMINAL_PROMPT=0",
+	}
+	if alternate && g.objects != "" {
+		cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+g.objects)
 	}
 	var errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = out, &errOut
