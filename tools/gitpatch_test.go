@@ -200,6 +200,11 @@ func TestWriteToolsRefuseGitDirectory(t *testing.T) {
 	writeFiles(t, ws, map[string]string{
 		".git/config": "[core]\n", "sub/.git/config": "[core]\n", "a.txt": "a\n",
 	})
+	// A bare repository, and the git directory of a linked worktree.
+	for _, gd := range []string{"bare.git", "gitdirs/wt"} {
+		writeFiles(t, ws, map[string]string{gd + "/HEAD": "ref: refs/heads/main\n", gd + "/config": "[core]\n", gd + "/objects/info/packs": "", gd + "/refs/heads/main": "0\n"})
+	}
+	writeFiles(t, ws, map[string]string{"wt/.git": "gitdir: ../gitdirs/wt\n"})
 	if err := os.Symlink(".git", filepath.Join(ws, "meta")); err != nil {
 		t.Fatal(err)
 	}
@@ -208,7 +213,7 @@ func TestWriteToolsRefuseGitDirectory(t *testing.T) {
 	}
 	before := snapshot(t, ws)
 	rt := wsRuntimeNoCommands(t, ws)
-	for _, p := range []string{".git/config", ".git/hooks/pre-commit", "sub/.git/config", ".GIT/config", "sub/.Git/info/attributes", ".git", "x/../.git/config", "meta/config", "subdir/.git/config"} {
+	for _, p := range []string{".git/config", ".git/hooks/pre-commit", "sub/.git/config", ".GIT/config", "sub/.Git/info/attributes", ".git", "x/../.git/config", "meta/config", "subdir/.git/config", "bare.git/config", "bare.git/hooks/post-index-change", "gitdirs/wt/config", "wt/.git"} {
 		for _, call := range []struct {
 			tool string
 			args map[string]any
@@ -231,6 +236,8 @@ func TestWriteToolsRefuseGitDirectory(t *testing.T) {
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": ".gitignore", "content": "*.log\n"}))
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "git/config", "content": "x\n"}))
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": ".github/workflow.yml", "content": "x\n"}))
+	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "wt/file.txt", "content": "x\n"}))
+	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "gitdirs/notes.txt", "content": "x\n"}))
 }
 
 // The write tools refuse a file with other hard links: its other name may

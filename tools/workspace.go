@@ -282,10 +282,28 @@ func (w *Workspace) writable(rel string) error {
 			return Errorf(codeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), c)
 		}
 	}
-	if gitPath(rel) || gitPath(w.resolve(rel)) {
-		return Errorf(codeProtectedPath, "%s is inside a .git directory: the file tools never write a repository's metadata (its configuration and hooks are programs git runs); reading it is allowed", quote(rel))
+	if resolved := w.resolve(rel); gitPath(rel) || gitPath(resolved) || w.inGitDir(resolved) {
+		return Errorf(codeProtectedPath, "%s is inside a .git directory or a repository's git directory: the file tools never write a repository's metadata (its configuration and hooks are programs git runs); reading it is allowed", quote(rel))
 	}
 	return nil
+}
+
+// inGitDir reports whether a directory on the path rel (symbolic links
+// already resolved) is a git directory by another name: a bare repository,
+// or the git directory a .git file points to. Like git, it takes a
+// directory with a HEAD file and objects and refs directories for one.
+func (w *Workspace) inGitDir(rel string) bool {
+	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
+		head, err1 := w.root.Lstat(path.Join(dir, "HEAD"))
+		objects, err2 := w.root.Lstat(path.Join(dir, "objects"))
+		refs, err3 := w.root.Lstat(path.Join(dir, "refs"))
+		if err1 == nil && err2 == nil && err3 == nil && head.Mode().IsRegular() && objects.IsDir() && refs.IsDir() {
+			return true
+		}
+		if dir == "." {
+			return false
+		}
+	}
 }
 
 // gitPath reports whether a component of the slash-separated path p names
