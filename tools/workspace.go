@@ -45,7 +45,10 @@ const nonblock = syscall.O_NONBLOCK
 // workspace-relative and slash-separated; absolute paths, paths that climb
 // above the root, NUL bytes and symbolic links that lead outside are
 // refused. Only regular files are read or written: devices, FIFOs and
-// sockets are refused before anything blocks on them.
+// sockets are refused before anything blocks on them. The write tools
+// never write into a git directory (a .git path component in any case, or
+// a directory git would take for a repository, also through symbolic
+// links), a name with a control character, or a file with other hard links.
 //
 // A Workspace remembers the original content of every file the file tools
 // changed, so a run can report its patch (see Runtime.Patch). It is safe for
@@ -262,7 +265,7 @@ func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.File
 		return false, 0, notRegular(rel, fi)
 	}
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return false, 0, Errorf(codeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write a new file instead", quote(rel), uint64(st.Nlink))
+		return false, 0, Errorf(codeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write the content to a new file instead", quote(rel), uint64(st.Nlink))
 	}
 	return true, fi.Mode().Perm(), nil
 }
