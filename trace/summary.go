@@ -28,3 +28,11 @@ func Summary(s string) string {
 	hex.Encode(b[n:], sum[:])
 	return string(b)
 }
+
+// Names reports whether recorded, a tool name or an argument key as a
+// trace records it, stands for name: the trace records names that the
+// tool list and the tools' input schemas do not define as their Summary,
+// and every other name verbatim.
+func Names(recorded, name string) bool {
+	return recorded == name || recorded == Summary(name)
+}
