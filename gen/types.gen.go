@@ -781,7 +781,7 @@ type TraceEvent struct {
 	// ActionType The kind of an action.
 	ActionType *ActionType `json:"action_type,omitempty"`
 
-	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values.
+	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
 	// DurationMs run_finished. How long the run took.
@@ -845,7 +845,7 @@ type TraceEvent struct {
 	// ToolDurationMs observation and finish_rejected. How long the tool or the check took.
 	ToolDurationMs *float64 `json:"tool_duration_ms,omitempty"`
 
-	// ToolName model_action and observation. The tool called.
+	// ToolName model_action and observation. The tool called, as named when it is a tool of the run; any other name the model chose is recorded as its summary (chars=N;sha256=HEX), never verbatim.
 	ToolName *string `json:"tool_name,omitempty"`
 
 	// ToolNames run_started. The tools offered to the model.
