@@ -15,13 +15,16 @@ func writeFile(ctx context.Context, env *Env, in *gen.WriteFileInput) (*gen.Writ
 	if err != nil {
 		return nil, err
 	}
+	if n := int64(len(in.Content)); n > maxEditFileSize {
+		return nil, tooLarge(rel, n, maxEditFileSize, "write_file", "the content is too large; nothing was written")
+	}
 	exists, mode, err := ws.writeTarget(rel, "")
 	if err != nil {
 		return nil, err
 	}
 	var old []byte
 	if exists {
-		if old, _, err = ws.readRegular(rel); err != nil {
+		if old, err = ws.readCapped(rel, maxEditFileSize, "write_file", "delete or truncate it with run_command first"); err != nil {
 			return nil, err
 		}
 	} else {
