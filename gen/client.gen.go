@@ -262,7 +262,7 @@ type ClientInterface interface {
 
 	// WriteFileWithBody Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -271,7 +271,7 @@ type ClientInterface interface {
 
 	// WriteFile Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -659,7 +659,7 @@ func (c *Client) Search(ctx context.Context, params *SearchParams, body SearchJS
 
 // WriteFileWithBody Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -678,7 +678,7 @@ func (c *Client) WriteFileWithBody(ctx context.Context, params *WriteFileParams,
 
 // WriteFile Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1735,7 +1735,7 @@ type ClientWithResponsesInterface interface {
 
 	// WriteFileWithBodyWithResponse Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1744,7 +1744,7 @@ type ClientWithResponsesInterface interface {
 
 	// WriteFileWithResponse Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3153,7 +3153,7 @@ func (c *ClientWithResponses) SearchWithResponse(ctx context.Context, params *Se
 
 // WriteFileWithBodyWithResponse Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3168,7 +3168,7 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 
 // WriteFileWithResponse Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 16 MiB, or replacing a file over 16 MiB, is refused.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -14,10 +14,16 @@ const (
 	// (refuses one named as its path). Both stream, so this bounds time,
 	// not memory.
 	maxScanFileSize = 256 << 20
-	// maxEditFileSize: edit_file and write_file hold the whole file, its
-	// new content and its original (for the run's patch) in memory, and
-	// diff them; they refuse larger files and content.
+	// maxEditFileSize: edit_file holds the whole file, its new content and
+	// its original (for the run's patch) in memory; it refuses larger
+	// files, and edits that would make the file larger.
 	maxEditFileSize = 16 << 20
+	// maxWriteFileSize: write_file refuses larger content, and replacing
+	// a larger file. Its diff of the whole old and new content takes time
+	// and memory that grow faster than the file (about 80 MiB allocated
+	// and 0.4 s to rewrite 1 MiB, 1.2 GiB and 10 s for 16 MiB); edit_file
+	// diffs only the lines around its change.
+	maxWriteFileSize = 1 << 20
 	// searchMaxLine: search reads files in chunks of this size, so a line
 	// longer than it is searched in its first searchMaxLine bytes.
 	searchMaxLine = 1 << 20

@@ -110,7 +110,7 @@ func TestHugeFileBoundedMemory(t *testing.T) {
 func TestWriteFileContentCap(t *testing.T) {
 	dir := t.TempDir()
 	rt := wsRuntime(t, dir)
-	obs := callTool(t, rt, "write_file", map[string]any{"path": "big.txt", "content": strings.Repeat("x", 16<<20+1)})
+	obs := callTool(t, rt, "write_file", map[string]any{"path": "big.txt", "content": strings.Repeat("x", 1<<20+1)})
 	if code(obs) != "file_too_large" {
 		t.Fatalf("got %s (%s), want file_too_large", clipped(obs.Content), code(obs))
 	}
@@ -118,7 +118,9 @@ func TestWriteFileContentCap(t *testing.T) {
 		t.Fatalf("the file was written: %v", err)
 	}
 	// Exactly at the cap is fine.
-	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "big.txt", "content": strings.Repeat("x", 16<<20)}))
+	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "big.txt", "content": strings.Repeat("x", 1<<20)}))
+	// edit_file's cap is 16 MiB: grow the file to it.
+	writeFiles(t, dir, map[string]string{"big.txt": strings.Repeat("x", 16<<20)})
 	// An edit that would grow the file past the cap is refused too.
 	obs = callTool(t, rt, "edit_file", map[string]any{"path": "big.txt", "old_text": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + strings.Repeat("x", 16<<20-32) + "x", "new_text": "yy" + strings.Repeat("x", 16<<20)})
 	if code(obs) != "file_too_large" {

@@ -15,8 +15,8 @@ func writeFile(ctx context.Context, env *Env, in *gen.WriteFileInput) (*gen.Writ
 	if err != nil {
 		return nil, err
 	}
-	if n := int64(len(in.Content)); n > maxEditFileSize {
-		return nil, tooLarge(rel, n, maxEditFileSize, "write_file", "the content is too large; nothing was written")
+	if n := int64(len(in.Content)); n > maxWriteFileSize {
+		return nil, Errorf(codeFileTooLarge, "the content for %s is %s, over the %s that write_file writes; nothing was written", quote(rel), mib(n), mib(maxWriteFileSize))
 	}
 	exists, mode, err := ws.writeTarget(rel, "")
 	if err != nil {
@@ -24,7 +24,7 @@ func writeFile(ctx context.Context, env *Env, in *gen.WriteFileInput) (*gen.Writ
 	}
 	var old []byte
 	if exists {
-		if old, err = ws.readCapped(rel, maxEditFileSize, "write_file", "delete or truncate it with run_command first"); err != nil {
+		if old, err = ws.readCapped(rel, maxWriteFileSize, "write_file", "change it with edit_file, or delete it with run_command first"); err != nil {
 			return nil, err
 		}
 	} else {
