@@ -11,6 +11,9 @@ import (
 // over windows of whole lines of at most lineCap bytes; over a text of many
 // windows it finds exactly the lines regexp finds line by line.
 func TestMatchWindows(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs costly expressions over 700 KB (slow under -race)")
+	}
 	rng := rand.New(rand.NewPCG(1, 2))
 	words := []string{"", "a", "Hello", "ABCDEFG", "2024-01-02", "x_y", "QWERTYUIOP", " ", "\t", "é", "ends"}
 	var b strings.Builder
@@ -59,6 +62,9 @@ func firstDiff(a, b []int) int {
 
 // TestScanStops: a scan stops at its next window once stop says so.
 func TestScanStops(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs a costly expression (slow under -race)")
+	}
 	m, err := compileMatcher(`[a-z]{1000}[0-9]`, true, false)
 	if err != nil {
 		t.Fatal(err)

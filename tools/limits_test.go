@@ -158,11 +158,17 @@ const pathological = `[a-z]{1000}[0-9]`
 // cancellation, with every worker stopped (search returns only once its
 // workers are done), instead of matching on for minutes.
 func TestSearchRegexCancelled(t *testing.T) {
-	for _, tc := range []struct{ name, content string }{
-		{"one 2 MB line", strings.Repeat("abcdefgh", 2<<20/8) + "\n"},
-		{"2 MB of 8 KiB lines", strings.Repeat(strings.Repeat("abcdefgh", 1<<10)+"\n", 256)},
+	for _, tc := range []struct {
+		name, content string
+		short         bool // skipped with -short
+	}{
+		{"one 2 MB line", strings.Repeat("abcdefgh", 2<<20/8) + "\n", true},
+		{"2 MB of 8 KiB lines", strings.Repeat(strings.Repeat("abcdefgh", 1<<10)+"\n", 256), false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			if testing.Short() && tc.short {
+				t.Skip("the other case covers cancellation (slow under -race)")
+			}
 			dir := t.TempDir()
 			writeFiles(t, dir, map[string]string{"a.txt": tc.content, "sub/b.txt": tc.content})
 			rt := wsRuntime(t, dir)
