@@ -41,6 +41,11 @@ const (
 	// than this many levels below the directory they walk; a walk holds
 	// one descriptor per level.
 	walkMaxDepth = 128
+	// walkMaxIgnoreLines bounds the .gitignore patterns in effect in a
+	// directory (its own and its parents'): each is a regular expression
+	// tried on every path, a millisecond per path for 2000 of them. A
+	// .gitignore that would pass it is not applied, and a note says so.
+	walkMaxIgnoreLines = 2000
 )
 
 // walkMaxEntries: a walk stops after reading this many directory entries

@@ -409,3 +409,33 @@ func TestWalkEntryCap(t *testing.T) {
 		})
 	}
 }
+
+// TestWalkIgnoreCap: each .gitignore pattern is a regular expression tried
+// on every path, so a huge .gitignore would make a walk crawl. One that
+// would put more than 2000 patterns in effect is not applied, and the
+// result says so; smaller ones still apply.
+func TestWalkIgnoreCap(t *testing.T) {
+	dir := t.TempDir()
+	var huge strings.Builder
+	huge.WriteString("# many patterns\nhidden.txt\n")
+	for i := range 2000 {
+		fmt.Fprintf(&huge, "build%d/**/*.o\n", i)
+	}
+	writeFiles(t, dir, map[string]string{
+		".gitignore":       huge.String(),
+		"hidden.txt":       "needle\n",
+		"sub/.gitignore":   "# few\nlocal.txt\n",
+		"sub/local.txt":    "needle\n",
+		"sub/kept.txt":     "needle\n",
+		"other/hidden.txt": "needle\n",
+	})
+	rt := wsRuntime(t, dir)
+	obs := mustSucceed(t, callTool(t, rt, "list_files", map[string]any{}))
+	d := data(obs)
+	if got := fmt.Sprint(d["files"]); got != "[.gitignore hidden.txt other/hidden.txt sub/.gitignore sub/kept.txt]" {
+		t.Errorf("files = %s; want the huge .gitignore unapplied, the small one applied", got)
+	}
+	if !strings.Contains(fmt.Sprint(d["notes"]), `".gitignore"`) || !strings.Contains(obs.Content, "2000") {
+		t.Errorf("notes = %v; want one naming the unapplied .gitignore and the cap", d["notes"])
+	}
+}

@@ -159,8 +159,9 @@ type walkFile struct {
 // ignoreFrame is the .gitignore of one directory; its patterns apply to
 // paths relative to that directory.
 type ignoreFrame struct {
-	base string // directory relative to the workspace, "" for the root
-	gi   *ignore.GitIgnore
+	base  string // directory relative to the workspace, "" for the root
+	gi    *ignore.GitIgnore
+	lines int // its patterns: each is a regular expression tried on every path
 }
 
 // walker visits the regular files under a directory of the workspace in
@@ -177,6 +178,33 @@ type walker struct {
 	capped    bool   // the walk stopped at walkMaxEntries
 	deep      int    // directories not entered for their depth
 	firstDeep string // the first of them
+	unapplied int    // .gitignore files not applied (walkMaxIgnoreLines)
+	firstGi   string // the first of them
+}
+
+// addIgnore compiles the lines of the .gitignore of the directory base
+// and adds it to frames, unless the patterns in effect would then pass
+// walkMaxIgnoreLines; rel is its path, for the note.
+func (wk *walker) addIgnore(frames []ignoreFrame, lines []string, base, rel string) []ignoreFrame {
+	fr := ignoreFrame{base: base}
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && t[0] != '#' {
+			fr.lines++
+		}
+	}
+	n := fr.lines
+	for _, f := range frames {
+		n += f.lines
+	}
+	if n > walkMaxIgnoreLines {
+		if wk.unapplied == 0 {
+			wk.firstGi = rel
+		}
+		wk.unapplied++
+		return frames
+	}
+	fr.gi = ignore.CompileIgnoreLines(lines...)
+	return append(frames[:len(frames):len(frames)], fr)
 }
 
 // walk visits the files under the directory start (clean, relative) until
@@ -192,8 +220,8 @@ func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) b
 			if dir == "" {
 				dir = "."
 			}
-			if gi := loadIgnore(wk.ws.root, path.Join(dir, ".gitignore")); gi != nil {
-				frames = append(frames, ignoreFrame{base: base, gi: gi})
+			if lines, ok := loadIgnore(wk.ws.root, path.Join(dir, ".gitignore")); ok {
+				frames = wk.addIgnore(frames, lines, base, path.Join(dir, ".gitignore"))
 			}
 		}
 	}
@@ -250,12 +278,15 @@ func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, depth int, 
 	}
 	entries = nil
 	if hasIgnore {
-		if gi := loadIgnoreAt(d, ".gitignore"); gi != nil {
-			frames = append(frames[:len(frames):len(frames)], ignoreFrame{base: rel, gi: gi})
+		if lines, ok := loadIgnoreAt(d, ".gitignore"); ok {
+			frames = wk.addIgnore(frames, lines, rel, path.Join(rel, ".gitignore"))
 		}
 	}
 	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	for _, e := range list {
+		if ctx.Err() != nil {
+			return false
+		}
 		p := e.name
 		if rel != "" {
 			p = rel + "/" + e.name
@@ -300,10 +331,20 @@ func (wk *walker) notes() []string {
 	if wk.capped {
 		ns = append(ns, fmt.Sprintf("the walk stopped after %d entries (its cap); narrow it with path or glob", walkMaxEntries))
 	}
+	if wk.unapplied > 0 {
+		ns = append(ns, fmt.Sprintf("%s not applied: with %s the .gitignore patterns in effect would pass %d (the first: %s); files they ignore may be listed", plural(wk.unapplied, ".gitignore file"), itOrThem(wk.unapplied), walkMaxIgnoreLines, quote(wk.firstGi)))
+	}
 	if wk.deep > 0 {
 		ns = append(ns, fmt.Sprintf("%s more than %d levels deep %s not entered (the first: %s)", plural(wk.deep, "directory"), walkMaxDepth, isAre(wk.deep), quote(wk.firstDeep)))
 	}
 	return ns
+}
+
+func itOrThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
 }
 
 func isAre(n int) string {
@@ -334,44 +375,44 @@ func ignored(frames []ignoreFrame, p string, dir bool) bool {
 // maxIgnoreSize: larger .gitignore files are not read.
 const maxIgnoreSize = 1 << 20
 
-// loadIgnore reads and compiles a .gitignore; nil when there is none or it
-// is not a readable regular file.
-func loadIgnore(root *os.Root, name string) *ignore.GitIgnore {
+// loadIgnore reads the lines of a .gitignore; ok is false when there is
+// none or it is not a readable regular file.
+func loadIgnore(root *os.Root, name string) (lines []string, ok bool) {
 	fi, err := root.Lstat(name)
 	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreSize {
-		return nil
+		return nil, false
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|nonblock, 0)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer f.Close()
 	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreSize {
-		return nil
+		return nil, false
 	}
-	return compileIgnore(f)
+	return readIgnore(f)
 }
 
 // loadIgnoreAt is loadIgnore for the file name of the directory d.
-func loadIgnoreAt(d *dirHandle, name string) *ignore.GitIgnore {
+func loadIgnoreAt(d *dirHandle, name string) (lines []string, ok bool) {
 	fd, size, err := d.openFile(name)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	if size > maxIgnoreSize {
-		return nil
+		return nil, false
 	}
-	return compileIgnore(f)
+	return readIgnore(f)
 }
 
-// compileIgnore compiles the .gitignore f, reading at most maxIgnoreSize
+// readIgnore reads the lines of the .gitignore f, at most maxIgnoreSize
 // bytes of it.
-func compileIgnore(f *os.File) *ignore.GitIgnore {
+func readIgnore(f *os.File) ([]string, bool) {
 	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreSize))
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	return ignore.CompileIgnoreLines(strings.Split(string(data), "\n")...)
+	return strings.Split(string(data), "\n"), true
 }
