@@ -190,7 +190,7 @@ type ClientInterface interface {
 
 	// ListFilesWithBody List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -199,7 +199,7 @@ type ClientInterface interface {
 
 	// ListFiles List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -244,7 +244,7 @@ type ClientInterface interface {
 
 	// SearchWithBody Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -253,7 +253,7 @@ type ClientInterface interface {
 
 	// Search Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -507,7 +507,7 @@ func (c *Client) EditFile(ctx context.Context, params *EditFileParams, body Edit
 
 // ListFilesWithBody List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -526,7 +526,7 @@ func (c *Client) ListFilesWithBody(ctx context.Context, params *ListFilesParams,
 
 // ListFiles List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -621,7 +621,7 @@ func (c *Client) RunCommand(ctx context.Context, params *RunCommandParams, body 
 
 // SearchWithBody Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes any type of body and a specified content type.
 //
@@ -640,7 +640,7 @@ func (c *Client) SearchWithBody(ctx context.Context, params *SearchParams, conte
 
 // Search Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1663,7 +1663,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFilesWithBodyWithResponse List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1672,7 +1672,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFilesWithResponse List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1717,7 +1717,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchWithBodyWithResponse Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1726,7 +1726,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchWithResponse Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3033,7 +3033,7 @@ func (c *ClientWithResponses) EditFileWithResponse(ctx context.Context, params *
 
 // ListFilesWithBodyWithResponse List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3048,7 +3048,7 @@ func (c *ClientWithResponses) ListFilesWithBodyWithResponse(ctx context.Context,
 
 // ListFilesWithResponse List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and notes say so.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3123,7 +3123,7 @@ func (c *ClientWithResponses) RunCommandWithResponse(ctx context.Context, params
 
 // SearchWithBodyWithResponse Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3138,7 +3138,7 @@ func (c *ClientWithResponses) SearchWithBodyWithResponse(ctx context.Context, pa
 
 // SearchWithResponse Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, and the walk stops after 200000 directory entries or 128 directory levels; notes say when any of this happened. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
