@@ -439,3 +439,26 @@ func TestWalkIgnoreCap(t *testing.T) {
 		t.Errorf("notes = %v; want one naming the unapplied .gitignore and the cap", d["notes"])
 	}
 }
+
+// TestReadFileCancelled: read_file stops reading a large file (here 200 MiB,
+// under the cap: 16 KiB of text, then one line of 200 MiB of NUL bytes)
+// when its context is done.
+func TestReadFileCancelled(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "big.txt")
+	if err := os.WriteFile(p, []byte(strings.Repeat("some text\n", 2000)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(p, 200<<20); err != nil {
+		t.Fatal(err)
+	}
+	rt := wsRuntime(t, dir)
+	for _, args := range []map[string]any{{"path": "big.txt"}, {"path": "big.txt", "start_line": 3000}} {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		obs, err := rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: args})
+		if err != nil || code(obs) != tools.CodeCancelled {
+			t.Errorf("%v: got %s (%s, %v), want %s", args, clipped(obs.Content), code(obs), err, tools.CodeCancelled)
+		}
+	}
+}

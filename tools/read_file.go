@@ -62,7 +62,7 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	line, emitted, last := 0, 0, start-1
 	capped := false
 	for {
-		text, eof, err := readLine(br, readMaxLineLen)
+		text, eof, err := readLine(ctx, br, readMaxLineLen)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
 		}
@@ -118,7 +118,8 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 
 // readLine returns the next line without its newline, clipped to max bytes;
 // eof is true when it was the last line (text is nil when there was none).
-func readLine(br *bufio.Reader, max int) (text []byte, eof bool, err error) {
+// It stops with ctx's error in a long line when ctx is done.
+func readLine(ctx context.Context, br *bufio.Reader, max int) (text []byte, eof bool, err error) {
 	chunk, err := br.ReadSlice('\n')
 	switch {
 	case err == nil:
@@ -142,6 +143,9 @@ func readLine(br *bufio.Reader, max int) (text []byte, eof bool, err error) {
 	keep := append([]byte(nil), chunk...)
 	size := len(chunk)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
 		chunk, err = br.ReadSlice('\n')
 		size += len(chunk)
 		if err == nil {
