@@ -438,7 +438,10 @@ type ListFilesResult struct {
 	// Files Workspace-relative paths with forward slashes, sorted.
 	Files []string `json:"files"`
 
-	// Truncated True when more files matched than the limit.
+	// Notes What the list leaves out besides the limit, e.g. directories too deep to enter; absent when nothing.
+	Notes *[]string `json:"notes,omitempty"`
+
+	// Truncated True when the list is incomplete because more files matched than the limit or the walk stopped at its entry cap.
 	Truncated bool `json:"truncated"`
 }
 
@@ -720,7 +723,10 @@ type SearchResult struct {
 	// Matches Matches sorted by path and line.
 	Matches []SearchMatch `json:"matches"`
 
-	// Truncated True when more lines matched than the limit.
+	// Notes What the search left out besides the limit, e.g. files too large, long lines searched in part, directories too deep to enter; absent when nothing.
+	Notes *[]string `json:"notes,omitempty"`
+
+	// Truncated True when the results are incomplete because more lines matched than the limit or the walk stopped at its entry cap.
 	Truncated bool `json:"truncated"`
 }
 
