@@ -42,6 +42,7 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
@@ -92,6 +93,33 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
+
+	// The server's edges, used by HTTPServer and Listener: a zero field
+	// means its default (see the Default* constants).
+
+	// ReadHeaderTimeout bounds reading a request's headers, ReadTimeout
+	// the whole request, body included: a slower client is cut off.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request.
+	IdleTimeout time.Duration
+	// StreamWriteTimeout bounds each write of an event stream: a client
+	// that stops reading loses its stream instead of holding it open.
+	StreamWriteTimeout time.Duration
+	// MaxConnections is the most connections served at once; more wait
+	// to be accepted.
+	MaxConnections int
+	// MaxStreams is the most event streams open at once, and
+	// MaxStreamsPerClient the most from one client address; a stream
+	// beyond either gets 429.
+	MaxStreams          int
+	MaxStreamsPerClient int
+	// AllowedHosts are the host names, besides loopback names and
+	// addresses, that requests may name in their Host header when the
+	// server has no token (protection against DNS rebinding). With a
+	// token every Host is accepted.
+	AllowedHosts []string
 }
 
 // Server serves the API. Create it with New, serve Handler, and end it
@@ -116,6 +144,7 @@ type Server struct {
 	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
+	wsHook    func(name string) // tests: called after a workspace is resolved
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -189,7 +218,7 @@ func New(cfg Config) (*Server, error) {
 // initTools learns the tools a run offers from a runtime on the workspace
 // root, and binds each tool operation to its definition.
 func (s *Server) initTools() error {
-	w, err := tools.OpenWorkspace(s.ws.dir)
+	w, err := tools.OpenWorkspaceIn(s.ws.root, ".")
 	if err != nil {
 		return fmt.Errorf("server: workspace root: %w", err)
 	}
