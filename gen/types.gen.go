@@ -903,6 +903,9 @@ type BadRequest = Problem
 // Conflict An RFC 9457 problem.
 type Conflict = Problem
 
+// Forbidden An RFC 9457 problem.
+type Forbidden = Problem
+
 // InternalError An RFC 9457 problem.
 type InternalError = Problem
 
@@ -914,6 +917,9 @@ type PayloadTooLarge = Problem
 
 // TooManyRequests An RFC 9457 problem.
 type TooManyRequests = Problem
+
+// TooManyStreams An RFC 9457 problem.
+type TooManyStreams = Problem
 
 // Unauthorized An RFC 9457 problem.
 type Unauthorized = Problem

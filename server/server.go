@@ -15,20 +15,33 @@
 // New rebuilds every run from the data directory: finished runs keep their
 // results (from the log, or from the trace's run_finished when the log lost
 // it), and runs that were in flight when the server stopped end with exit
-// reason interrupted, recorded in their trace and in the log. The data
-// directory holds no raw task text beyond what traces hold: the run log
-// keeps the task's summary.
+// reason interrupted, recorded in their trace and in the log. The run log
+// keeps the task's summary only, but each finished run's whole result
+// (answer, patch, error, check output tail), so that GET /v1/runs/{id}
+// returns it after a restart: the data directory is not as privacy-safe
+// as a trace, and New makes it (and the run log) private to the server's
+// user (0700, files 0600).
+//
+// Workspaces are opened once, through the root's os.Root, when a request
+// names one; a run holds its workspace open from its creation to its end.
+// Replacing the directory afterwards (by a symbolic link elsewhere, say)
+// changes nothing for the request or the run.
 //
 // Finished runs cost memory only for their compact record (about 1 KiB);
 // their events are read back from the trace files, except for the last
 // runs that finished, whose events stay in memory for the clients that
 // follow a run to its end.
 //
+// Serve the API with HTTPServer on Listener(ln): they apply the server's
+// edges (read, idle and per-write timeouts, the connection cap), which
+// edges.go describes with the event-stream caps and the Host check.
+//
 // Every error is an RFC 9457 application/problem+json document. The
-// middleware runs in this order: recover, body limit (413), bearer-token
-// auth (401; /healthz and /openapi.yaml are public as the spec says), then
-// validation of the request against the spec with kin-openapi (400 naming
-// the field, never quoting the value).
+// middleware runs in this order: recover, the Host check (403 on a
+// server without a token, DNS-rebinding protection), body limit (413),
+// bearer-token auth (401; /healthz and /openapi.yaml are public as the
+// spec says), then validation of the request against the spec with
+// kin-openapi (400 naming the field, never quoting the value).
 package server
 
 import (
@@ -104,11 +117,13 @@ type Config struct {
 	// IdleTimeout is how long a keep-alive connection may wait for its
 	// next request.
 	IdleTimeout time.Duration
-	// StreamWriteTimeout bounds each write of an event stream: a client
-	// that stops reading loses its stream instead of holding it open.
-	StreamWriteTimeout time.Duration
-	// MaxConnections is the most connections served at once; more wait
-	// to be accepted.
+	// WriteTimeout bounds each write of a response, every event of an
+	// event stream included (unlike http.Server's WriteTimeout, which
+	// bounds a whole response): a client that stops reading loses its
+	// response instead of holding it open.
+	WriteTimeout time.Duration
+	// MaxConnections is the most connections served at once (Listener);
+	// more wait to be accepted.
 	MaxConnections int
 	// MaxStreams is the most event streams open at once, and
 	// MaxStreamsPerClient the most from one client address; a stream
@@ -145,6 +160,9 @@ type Server struct {
 	closeOnce sync.Once
 	closeErr  error
 	wsHook    func(name string) // tests: called after a workspace is resolved
+
+	allowedHosts map[string]bool // Config.AllowedHosts, normalized
+	streams      streamSlots
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -170,7 +188,12 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Models == nil {
 		cfg.Models = DefaultModels
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML()}
+	allowed, err := edgeDefaults(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML(),
+		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -244,9 +267,9 @@ func (s *Server) initEcho() error {
 	if err != nil {
 		return fmt.Errorf("server: request validator: %w", err)
 	}
-	e.Use(s.accessLog, s.recoverer, s.bodyLimit(), s.auth, validate)
+	e.Use(s.accessLog, s.recoverer, s.checkHost, s.bodyLimit(), s.auth, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
-		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {noStore}},
+		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})
 	s.routes = map[string]bool{}
 	for _, r := range e.Routes() {
