@@ -228,7 +228,7 @@ func (e *ctEnv) server(kind string) *ctServer {
 			return next(c)
 		}
 	})
-	s := &ctServer{srv: srv, http: httptest.NewServer(srv.Handler()), cfg: cfg, echo: ec}
+	s := &ctServer{srv: srv, http: serveHTTP(srv), cfg: cfg, echo: ec}
 	e.servers[kind] = s
 	if kind == ctClosed {
 		e.stop(s)

@@ -36,11 +36,11 @@ const (
 //     served at once; more wait in the kernel's accept queue;
 //   - ReadHeaderTimeout and ReadTimeout (HTTPServer): a request's headers,
 //     and then the whole request, body included, must arrive in time, or
-//     the connection is closed. Once the body is read the read deadline
-//     is lifted (readBody), so that long responses (an event stream, a
-//     command) are not cut by it; IdleTimeout bounds the wait for the next
-//     request on a keep-alive connection;
-//   - a write deadline before every write of a response (deadlineWriter):
+//     the connection is dropped (readBody). net/http lifts the read
+//     deadline once the body is read, so long responses (an event stream,
+//     a command) are not cut by it; IdleTimeout bounds the wait for the
+//     next request on a keep-alive connection;
+//   - a write deadline before every write of a response (writeDeadlines):
 //     a client that stops reading loses its response, its stream, after
 //     WriteTimeout, and holds nothing else;
 //   - the event-stream caps (streamSlot): MaxStreams open at once, and
@@ -128,16 +128,12 @@ func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// readBody reads the request body (already limited in size) while the
-// connection's read deadline holds, and then lifts the deadline: the
-// request has arrived, and what follows (an event stream, a command) may
-// take longer than ReadTimeout. Every response write gets its own
-// deadline instead.
+// readBody reads the request body (already limited in size) under the
+// connection's read deadline (ReadTimeout), and drops the connection of a
+// client too slow to send it, rather than answering it a misleading 400.
 func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		r := c.Request()
-		resp := c.Response()
-		rc := http.NewResponseController(resp.Writer)
 		if r.Body != nil && r.Body != http.NoBody {
 			data, err := io.ReadAll(r.Body)
 			if err != nil {
@@ -150,8 +146,15 @@ func (s *Server) readBody(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			r.Body = io.NopCloser(bytes.NewReader(data))
 		}
-		_ = rc.SetReadDeadline(time.Time{})
-		resp.Writer = &deadlineWriter{ResponseWriter: resp.Writer, rc: rc, timeout: s.cfg.WriteTimeout}
+		return next(c)
+	}
+}
+
+// writeDeadlines gives every write of the response its own deadline.
+func (s *Server) writeDeadlines(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		resp := c.Response()
+		resp.Writer = &deadlineWriter{ResponseWriter: resp.Writer, rc: http.NewResponseController(resp.Writer), timeout: s.cfg.WriteTimeout}
 		return next(c)
 	}
 }

@@ -383,3 +383,24 @@ func TestDataDirPrivate(t *testing.T) {
 		}
 	}
 }
+
+// TestStreamOutlivesReadTimeout: the read timeout bounds receiving a
+// request, not the response: an event stream that stays open longer
+// still gets every event to run_finished.
+func TestStreamOutlivesReadTimeout(t *testing.T) {
+	g := newGate()
+	defer g.release()
+	ts := newTestServer(t, server.Config{Models: g.models, ReadTimeout: 200 * time.Millisecond})
+	run := ts.create(blockRequest("BLOCK long"))
+	g.waitEntered(t, "BLOCK long")
+	resp := openStream(t, ts, run.Id, "")
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("stream: %d", resp.StatusCode)
+	}
+	time.Sleep(600 * time.Millisecond) // well past the read timeout
+	g.release()
+	evs := readSSE(t, resp.Body)
+	if n := len(evs); n == 0 || evs[n-1].Event != string(gen.TraceEventTypeRunFinished) {
+		t.Fatalf("the stream ended without run_finished: %d events", n)
+	}
+}
