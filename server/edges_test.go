@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -49,22 +50,21 @@ func TestWorkspaceSwapToolCall(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("OUTSIDE-SECRET\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	swapped := false
+	var swapped atomic.Bool
 	server.SetWorkspaceHook(ts.srv, func(name string) {
-		if name == "ws" && !swapped {
-			swapped = true
+		if name == "ws" && swapped.CompareAndSwap(false, true) {
 			swapDir(t, dir, outside)
 		}
 	})
 	status, _, body := ts.do(http.MethodPost, "/v1/tools/read_file?workspace=ws", "application/json", strings.NewReader(`{"path":"secret.txt"}`))
-	if !swapped {
+	if !swapped.Load() {
 		t.Fatal("the hook never ran")
 	}
 	if status != http.StatusOK || strings.Contains(string(body), "OUTSIDE") || !strings.Contains(string(body), "INSIDE-DATA") {
 		t.Fatalf("read_file after the swap: %d %s", status, body)
 	}
 	// The same for a write: it lands in the original directory.
-	swapped = false
+	swapped.Store(false)
 	if err := os.Remove(dir); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +262,7 @@ func TestStreamCaps(t *testing.T) {
 	if third.StatusCode != http.StatusOK {
 		t.Fatalf("a stream from another client: %d", third.StatusCode)
 	}
+	open = append(open, third)
 	tooMany(openStream(t, ts, run.Id, "127.0.0.3"), "a stream beyond the total")
 	// Everything else still works.
 	if status, _, _ := ts.do(http.MethodGet, "/healthz", "", nil); status != http.StatusOK {
@@ -270,10 +271,12 @@ func TestStreamCaps(t *testing.T) {
 	other := ts.create(calcRequest())
 	// A closed stream frees its place.
 	open[0].Body.Close()
+	open = open[1:]
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		resp := openStream(t, ts, run.Id, "127.0.0.1")
 		if resp.StatusCode == http.StatusOK {
+			open = append(open, resp)
 			break
 		}
 		resp.Body.Close()
@@ -282,9 +285,29 @@ func TestStreamCaps(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// The streams that were let in run to the end of the run.
 	g.release()
-	ts.wait(run.Id)
-	ts.wait(other.Id)
+	for i, resp := range open {
+		evs := readSSE(t, resp.Body)
+		if n := len(evs); n == 0 || evs[n-1].Event != string(gen.TraceEventTypeRunFinished) {
+			t.Errorf("stream %d ended without run_finished", i)
+		}
+	}
+	for _, id := range []string{run.Id, other.Id} {
+		for {
+			r, err := ts.sdk.GetRun(context.Background(), id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Status == gen.RunStatusFinished {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("run %s did not finish", id)
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
 }
 
 // startNoToken serves a token-less server and returns its base URL.
