@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 )
 
 // OpenWorkspaceIn opens the directory name under parent as a workspace,
@@ -40,23 +41,21 @@ func rootPath(root *os.Root, guess string) (string, error) {
 		return "", err
 	}
 	defer d.Close()
+	// The kernel's path of a directory that was removed ends with
+	// " (deleted)"; such a directory has no path.
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(d.Fd())))
+	if err == nil && filepath.IsAbs(p) && !strings.HasSuffix(p, " (deleted)") {
+		return p, nil
+	}
 	fi, err := d.Stat()
 	if err != nil {
 		return "", err
 	}
-	same := func(p string) bool {
-		pi, err := os.Stat(p)
-		return err == nil && os.SameFile(fi, pi)
-	}
-	// The kernel's path of a directory that was removed ends with
-	// " (deleted)"; comparing identities catches that and any other
-	// mismatch.
-	if p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(d.Fd()))); err == nil && filepath.IsAbs(p) && same(p) {
-		return p, nil
-	}
 	if p, err := filepath.EvalSymlinks(guess); err == nil {
-		if p, err = filepath.Abs(p); err == nil && same(p) {
-			return p, nil
+		if p, err = filepath.Abs(p); err == nil {
+			if pi, err := os.Stat(p); err == nil && os.SameFile(fi, pi) {
+				return p, nil
+			}
 		}
 	}
 	return "", errors.New("the directory has no path any more (it was moved or removed)")
