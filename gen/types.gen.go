@@ -909,6 +909,9 @@ type BadRequest = Problem
 // Conflict An RFC 9457 problem.
 type Conflict = Problem
 
+// Forbidden An RFC 9457 problem.
+type Forbidden = Problem
+
 // InternalError An RFC 9457 problem.
 type InternalError = Problem
 
@@ -920,6 +923,9 @@ type PayloadTooLarge = Problem
 
 // TooManyRequests An RFC 9457 problem.
 type TooManyRequests = Problem
+
+// TooManyStreams An RFC 9457 problem.
+type TooManyStreams = Problem
 
 // Unauthorized An RFC 9457 problem.
 type Unauthorized = Problem

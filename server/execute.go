@@ -72,7 +72,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	defer tf.Close()
 	*tfp = tf
 	tw := trace.NewWriter(tf, s.cfg.TraceSync)
-	ws, err := tools.OpenWorkspace(j.wsDir)
+	ws, err := tools.OpenWorkspaceIn(j.ws.root, ".")
 	if err != nil {
 		return fail(errors.New("the workspace cannot be opened"))
 	}
@@ -123,6 +123,7 @@ func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
 	s.recent.add(r.id, j.events)
+	s.ws.release(j.ws)
 }
 
 // compact copies a result so that it keeps nothing else alive: the loop's
