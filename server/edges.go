@@ -61,10 +61,12 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// Listener wraps ln with the cap on concurrent connections: beyond
-// MaxConnections, Accept waits for a connection to close.
+// Listener wraps ln with the cap on concurrent connections (beyond
+// MaxConnections, Accept waits for a connection to close) and makes the
+// errors net/http answers by itself, before any handler, problem+json
+// documents too (see problemListener).
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	return netutil.LimitListener(ln, s.cfg.MaxConnections)
+	return problemListener{netutil.LimitListener(ln, s.cfg.MaxConnections)}
 }
 
 // edgeDefaults fills the zero edge fields of cfg and checks AllowedHosts,

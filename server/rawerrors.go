@@ -31,10 +31,9 @@ var rawErrorPrefix = []byte("HTTP/1.1 ")
 // rawErrorHeaders is the header block net/http's own error responses carry.
 var rawErrorHeaders = []byte("\r\nContent-Type: text/plain; charset=utf-8\r\nConnection: close\r\n\r\n")
 
-// ProblemListener returns ln with net/http's built-in plain-text error
-// responses rewritten as application/problem+json documents.
-func ProblemListener(ln net.Listener) net.Listener { return problemListener{ln} }
-
+// problemListener is a listener whose connections have net/http's
+// built-in plain-text error responses rewritten as application/problem+json
+// documents.
 type problemListener struct{ net.Listener }
 
 func (l problemListener) Accept() (net.Conn, error) {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -38,20 +39,11 @@ func rawRequest(t *testing.T, addr, raw string) *http.Response {
 // Requests net/http refuses before any handler runs are answered with
 // problem+json like every other error, not Go's plain text.
 func TestMalformedRequestsGetProblemJSON(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	u, err := url.Parse(startNoToken(t, server.Config{}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	hs := &http.Server{
-		Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			w.Header().Set("Content-Type", "application/json")
-			io.WriteString(w, `{"ok":true}`)
-		}),
-		MaxHeaderBytes: 1 << 10,
-	}
-	go hs.Serve(server.ProblemListener(ln))
-	t.Cleanup(func() { hs.Close() })
-	addr := ln.Addr().String()
+	addr := u.Host
 
 	cases := []struct {
 		name   string
@@ -62,7 +54,7 @@ func TestMalformedRequestsGetProblemJSON(t *testing.T) {
 		{"invalid escape", "GET /v1/runs/%ZZ HTTP/1.1\r\nHost: localhost\r\n\r\n", 400},
 		{"garbage request line", "NOT-HTTP\r\n\r\n", 400},
 		{"missing Host", "GET /healthz HTTP/1.1\r\n\r\n", 400},
-		{"headers too large", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("a", 8<<10) + "\r\n\r\n", 431},
+		{"headers too large", "GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Big: " + strings.Repeat("a", 2<<20) + "\r\n\r\n", 431},
 		{"unsupported version", "GET /healthz HTTP/2.5\r\nHost: localhost\r\n\r\n", 505},
 	}
 	for _, tc := range cases {
@@ -90,8 +82,7 @@ func TestMalformedRequestsGetProblemJSON(t *testing.T) {
 
 	// A well-formed request on the same listener is untouched.
 	resp := rawRequest(t, addr, "GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 || string(body) != `{"ok":true}` {
-		t.Fatalf("a valid request got %d %q", resp.StatusCode, body)
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("a valid request got %d", resp.StatusCode)
 	}
 }
