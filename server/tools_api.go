@@ -117,7 +117,7 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace does not exist"}
 	}
 	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return nil, err
 	}

@@ -49,6 +49,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	var sbFlags sandboxFlags
+	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -60,6 +62,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	policy, err := trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
 		env.errorf("serve: --sync: %v", err)
+		return exitUsage
+	}
+	sbPolicy, err := sbFlags.policy()
+	if err != nil {
+		env.errorf("serve: %v", err)
 		return exitUsage
 	}
 	token, err := readToken(*tokenFile)
@@ -96,6 +103,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxConcurrent: *maxConcurrent,
 		QueueSize:     *queue,
 		AllowCommands: *allowCommands,
+		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
 		TraceSync:     policy,
 		Logger:        logger,
