@@ -7,8 +7,8 @@ import (
 	"fmt"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
 
