@@ -161,7 +161,7 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 	case Bwrap:
 		const inside = "/.specloop-sandbox-exec"
 		cfg.ParentPID = 0 // the helper cannot see this process from its PID namespace
-		args := []string{"--die-with-parent", "--unshare-pid", "--new-session", "--cap-drop", "ALL"}
+		args := []string{"--die-with-parent", "--unshare-pid", "--unshare-ipc", "--new-session", "--cap-drop", "ALL"}
 		if !s.policy.AllowNetwork {
 			args = append(args, "--unshare-net")
 		}
