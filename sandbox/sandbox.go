@@ -116,6 +116,7 @@ type Command struct {
 	// Env adds NAME=value variables after the allowlisted ones.
 	Env []string
 	// Stdout and Stderr receive the output; they may be the same writer.
+	// A nil Stdout discards; a nil Stderr goes to Stdout.
 	Stdout, Stderr io.Writer
 	// Timeout kills the command and all its descendants; it must be
 	// positive.
@@ -145,6 +146,12 @@ func (e *StartError) Unwrap() error { return e.Err }
 func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	if len(c.Args) == 0 || c.Dir == nil || c.Timeout <= 0 {
 		return Result{}, errors.New("sandbox: a command needs Args, Dir and a positive Timeout")
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Stderr == nil {
+		c.Stderr = c.Stdout
 	}
 	return s.run(ctx, c)
 }
