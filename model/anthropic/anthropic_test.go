@@ -423,8 +423,9 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 	s := newServer(t, fail, fail, overloaded)
 	m := newModel(t, s, func(c *anthropic.Config) { c.MaxRetries = 2 })
 	res, events, err := runTask(t, m, agent.Options{})
-	if err != nil {
-		t.Fatal(err)
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Retries != 2 {
+		t.Fatalf("Run error %v, want a *model.ProviderError after 2 retries", err)
 	}
 	want := "anthropic: request failed after 2 retries: 529 (overloaded_error)"
 	if res.ExitReason != gen.ExitReasonModelError || res.Error == nil || !strings.Contains(*res.Error, want) {

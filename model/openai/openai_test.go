@@ -493,8 +493,9 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 	s := newServer(t, fail, fail, fail)
 	m := newModel(t, s, func(c *openai.Config) { c.MaxRetries = 2 })
 	res, events, err := runTask(t, m, agent.Options{})
-	if err != nil {
-		t.Fatal(err)
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Retries != 2 {
+		t.Fatalf("Run error %v, want a *model.ProviderError after 2 retries", err)
 	}
 	want := "openai: request failed after 2 retries: 500 Internal Server Error (server_error)"
 	if res.ExitReason != gen.ExitReasonModelError || res.Error == nil || !strings.Contains(*res.Error, want) {
