@@ -254,6 +254,38 @@ func TestParentEnvironInvisible(t *testing.T) {
 	}
 }
 
+// A command cannot signal processes outside its sandbox (the server, other
+// runs' commands).
+func TestCannotSignalOthers(t *testing.T) {
+	for _, b := range withControl(t) {
+		t.Run(string(b), func(t *testing.T) {
+			victim, err := os.StartProcess("/bin/sleep", []string{"sleep", "300"}, &os.ProcAttr{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer victim.Kill()
+			r := run(t, b, t.TempDir(), fmt.Sprintf("kill -9 %d", victim.Pid))
+			victim.Kill()
+			st, err := victim.Wait()
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Killed by the command: SIGKILL before our Kill; the
+			// command's exit code tells which (kill fails in a sandbox).
+			killedByCommand := r.res.ExitCode == 0
+			if b == sandbox.None {
+				if !killedByCommand {
+					t.Fatalf("control: %+v (%v)", r, st)
+				}
+				return
+			}
+			if killedByCommand {
+				t.Fatalf("the command signalled a process outside its sandbox: %+v", r)
+			}
+		})
+	}
+}
+
 func TestNoTCP(t *testing.T) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -374,7 +406,9 @@ func TestGitReadOnly(t *testing.T) {
 				os.MkdirAll(filepath.Join(dir, ".git", "hooks"), 0o755)
 				cfg := filepath.Join(dir, ".git", "config")
 				os.WriteFile(cfg, []byte("[core]\n"), 0o644)
-				script := "echo '[core] fsmonitor = ./evil' >> .git/config; echo x > .git/hooks/pre-commit; echo ok > file"
+				// As root, first try to undo the read-only mount.
+				script := "umount .git; mount -o remount,rw,bind .git; " +
+					"echo '[core] fsmonitor = ./evil' >> .git/config; echo x > .git/hooks/pre-commit; echo ok > file"
 				r := runPolicy(t, sandbox.Policy{Backend: b, AllowGitWrites: allow}, dir, script, time.Minute)
 				content, _ := os.ReadFile(cfg)
 				_, hookErr := os.Stat(filepath.Join(dir, ".git", "hooks", "pre-commit"))
