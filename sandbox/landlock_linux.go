@@ -122,7 +122,9 @@ func readOnlyGit() error {
 // run as root cannot load modules, reboot or undo the mounts.
 func dropCapabilities() error {
 	for c := 0; c <= 63; c++ {
-		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) {
+		// EPERM: no CAP_SETPCAP (a user namespace without root); such a
+		// process gains no capability by exec under no_new_privs anyway.
+		if err := unix.Prctl(unix.PR_CAPBSET_DROP, uintptr(c), 0, 0, 0); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.EPERM) {
 			return fmt.Errorf("sandbox helper: drop capability %d: %w", c, err)
 		}
 	}

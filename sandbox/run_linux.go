@@ -137,6 +137,7 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 		return nil, nil, nil, err
 	}
 	cfg := helperConfig{Backend: s.info.Backend, Args: c.Args, ParentPID: os.Getpid()}
+	userns := false
 	gitRO := !s.policy.AllowGitWrites
 	var cmd *exec.Cmd
 	switch s.info.Backend {
@@ -155,6 +156,15 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 		cfg.Seccomp = !s.policy.AllowNetwork
 		cfg.GitRO = gitRO
 		cfg.DropCaps = os.Geteuid() == 0
+		// Without root, the read-only .git needs a user namespace that
+		// owns the helper's mount namespace (see userNamespace).
+		if gitRO && (os.Geteuid() != 0 || forceUserNS) {
+			if g, err := openAt(c.Dir, ".git"); err == nil {
+				g.Close()
+				userns = true
+				cfg.DropCaps = true
+			}
+		}
 		arg, _ := json.Marshal(cfg)
 		cmd = exec.Command(exe, helperArg, string(arg))
 		cmd.Env = append(s.environment(scratch, c.DirPath, tc, c.Env), helperEnv+"=1")
@@ -207,7 +217,28 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 		sig = syscall.SIGKILL
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: sig}
+	if userns {
+		userNamespace(cmd.SysProcAttr)
+	}
 	return cmd, statusR, cleanup, nil
+}
+
+// forceUserNS makes root use the user namespace path too (for tests).
+var forceUserNS = false
+
+// userNamespace starts the helper in a user namespace of its own that maps
+// only the caller's uid and gid to themselves, with CAP_SYS_ADMIN (in that
+// namespace only) kept across exec as an ambient capability, so that it
+// can make its own mount namespace and bind .git read-only; it drops the
+// capability before starting the command. Needs unprivileged user
+// namespaces (most distributions allow them).
+func userNamespace(attr *syscall.SysProcAttr) {
+	uid, gid := os.Getuid(), os.Getgid()
+	attr.Cloneflags = syscall.CLONE_NEWUSER
+	attr.UidMappings = []syscall.SysProcIDMap{{ContainerID: uid, HostID: uid, Size: 1}}
+	attr.GidMappings = []syscall.SysProcIDMap{{ContainerID: gid, HostID: gid, Size: 1}}
+	attr.GidMappingsEnableSetgroups = false
+	attr.AmbientCaps = []uintptr{unix.CAP_SYS_ADMIN}
 }
 
 // openAt opens name inside dir without following a symbolic link at name.

@@ -432,6 +432,33 @@ func grandchildren(m string) string {
 		"while [ ! -s g1 ] || [ ! -s g2 ]; do sleep 0.01; done"
 }
 
+// The unprivileged path to a read-only .git under Landlock (a user
+// namespace that owns the helper's mount namespace) works too; as root it
+// is forced.
+func TestGitReadOnlyUserNamespace(t *testing.T) {
+	if err := sandbox.Available(sandbox.Landlock); err != nil {
+		t.Skip(err)
+	}
+	sandbox.ForceUserNS(true)
+	defer sandbox.ForceUserNS(false)
+	dir := t.TempDir()
+	os.MkdirAll(filepath.Join(dir, ".git"), 0o755)
+	cfg := filepath.Join(dir, ".git", "config")
+	os.WriteFile(cfg, []byte("[core]\n"), 0o644)
+	r := run(t, sandbox.Landlock, dir, "umount .git; echo evil >> .git/config; echo ok > file; cat /proc/self/status | grep CapEff; cat /proc/self/uid_map")
+	if content, _ := os.ReadFile(cfg); string(content) != "[core]\n" {
+		t.Fatalf(".git/config changed: %+v", r)
+	}
+	if got, _ := os.ReadFile(filepath.Join(dir, "file")); string(got) != "ok\n" || !strings.Contains(r.stdout, "CapEff:\t0000000000000000") {
+		t.Fatalf("run %+v", r)
+	}
+	// The command is in the user namespace that maps one id.
+	lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+	if f := strings.Fields(lines[len(lines)-1]); len(f) != 3 || f[2] != "1" {
+		t.Fatalf("run %+v", r)
+	}
+}
+
 // marker returns a unique sleep duration to find a test's processes by.
 func marker() string {
 	return fmt.Sprintf("3000.%d", rand.IntN(1e9))
