@@ -1,8 +1,12 @@
 // Package sandbox runs a command confined to a workspace.
 //
-// A command runs through a small re-exec helper (the calling binary itself,
-// started as "sandbox-exec"; see Main) that confines it with one of two
-// backends and kills every process it left behind when it ends:
+// A command runs through a small re-exec helper: the calling binary itself,
+// started as "sandbox-exec" with a marker in its environment. This
+// package's init runs the helper before main, so every program and test
+// binary that imports the package can sandbox commands with no extra code
+// (Main is for command dispatchers that name "sandbox-exec"). The helper
+// confines the command with one of two backends and kills every process it
+// left behind when it ends, times out, or the parent dies:
 //
 //   - Bwrap: bubblewrap builds a private mount namespace from read-only
 //     system and toolchain directories, the workspace bound read-write
