@@ -487,6 +487,15 @@ func procsWith(s string) []int {
 	return out
 }
 
+// killAll kills the processes that carry m at once and returns them.
+func killAll(m string) []int {
+	left := procsWith(m)
+	for _, p := range left {
+		syscall.Kill(p, syscall.SIGKILL)
+	}
+	return left
+}
+
 // survivors waits (up to 5 s, for the kernel to deliver kills) until no
 // process carries m, and returns those still there; they are killed.
 func survivors(m string) []int {
@@ -510,13 +519,13 @@ func TestNoSurvivors(t *testing.T) {
 		t.Run(string(b), func(t *testing.T) {
 			m := marker()
 			r := run(t, b, t.TempDir(), grandchildren(m)+"; echo started")
-			left := survivors(m)
 			if b == sandbox.None {
-				if len(left) == 0 {
+				if len(killAll(m)) == 0 {
 					t.Fatalf("control: nothing survived: %+v", r)
 				}
 				return
 			}
+			left := survivors(m)
 			if r.stdout != "started\n" || len(left) != 0 {
 				t.Fatalf("survivors %v after %+v", left, r)
 			}
@@ -562,13 +571,13 @@ func TestNoSurvivorsOfParentCrash(t *testing.T) {
 			}
 			parent.Kill()
 			parent.Wait()
-			left := survivors(m)
 			if b == sandbox.None {
-				if len(left) == 0 {
+				if len(killAll(m)) == 0 {
 					t.Fatal("control: nothing survived the parent")
 				}
 				return
 			}
+			left := survivors(m)
 			if len(left) != 0 {
 				t.Fatalf("survivors %v of the parent's death", left)
 			}
