@@ -226,7 +226,7 @@ type ClientInterface interface {
 
 	// RunCommandWithBody Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -235,7 +235,7 @@ type ClientInterface interface {
 
 	// RunCommand Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -583,7 +583,7 @@ func (c *Client) ReadFile(ctx context.Context, params *ReadFileParams, body Read
 
 // RunCommandWithBody Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes any type of body and a specified content type.
 //
@@ -602,7 +602,7 @@ func (c *Client) RunCommandWithBody(ctx context.Context, params *RunCommandParam
 
 // RunCommand Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1699,7 +1699,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunCommandWithBodyWithResponse Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1708,7 +1708,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunCommandWithResponse Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3205,7 +3205,7 @@ func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *
 
 // RunCommandWithBodyWithResponse Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3220,7 +3220,7 @@ func (c *ClientWithResponses) RunCommandWithBodyWithResponse(ctx context.Context
 
 // RunCommandWithResponse Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

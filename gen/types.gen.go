@@ -221,6 +221,27 @@ func (e RunStatus) Valid() bool {
 	}
 }
 
+// Defines values for SandboxInfoBackend.
+const (
+	SandboxInfoBackendBwrap    SandboxInfoBackend = "bwrap"
+	SandboxInfoBackendLandlock SandboxInfoBackend = "landlock"
+	SandboxInfoBackendNone     SandboxInfoBackend = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxInfoBackend enum.
+func (e SandboxInfoBackend) Valid() bool {
+	switch e {
+	case SandboxInfoBackendBwrap:
+		return true
+	case SandboxInfoBackendLandlock:
+		return true
+	case SandboxInfoBackendNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ScriptModelConfigProvider.
 const (
 	ScriptModelConfigProviderScript ScriptModelConfigProvider = "script"
@@ -663,6 +684,9 @@ type RunResult struct {
 	// RunId The run's id.
 	RunId *string `json:"run_id,omitempty"`
 
+	// Sandbox How the run's commands (run_command and the completion check) were confined.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+
 	// StepsUsed Steps spent, counting feedback steps.
 	StepsUsed int `json:"steps_used"`
 
@@ -672,6 +696,24 @@ type RunResult struct {
 
 // RunStatus Where a run is in its life.
 type RunStatus string
+
+// SandboxInfo How the run's commands (run_command and the completion check) were confined.
+type SandboxInfo struct {
+	// Backend The sandbox in effect; none means commands ran unconfined, as asked for.
+	Backend SandboxInfoBackend `json:"backend"`
+
+	// GitWrites True when commands could write under the workspace's .git.
+	GitWrites bool `json:"git_writes"`
+
+	// LandlockAbi The kernel's Landlock ABI version in effect; 0 unless the backend is landlock.
+	LandlockAbi int `json:"landlock_abi"`
+
+	// Network True when commands could use the network.
+	Network bool `json:"network"`
+}
+
+// SandboxInfoBackend The sandbox in effect; none means commands ran unconfined, as asked for.
+type SandboxInfoBackend string
 
 // ScriptModelConfig A scripted model that replays raw model responses in order.
 type ScriptModelConfig struct {
@@ -838,6 +880,9 @@ type TraceEvent struct {
 
 	// RunId The run's id.
 	RunId string `json:"run_id"`
+
+	// Sandbox How the run's commands (run_command and the completion check) were confined.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
 
 	// Step The step the event belongs to; 0 for run_started. A tool call and its observation share a step.
 	Step int `json:"step"`

@@ -77,7 +77,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		return fail(errors.New("the workspace cannot be opened"))
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return fail(err)
 	}
@@ -90,7 +90,9 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		Observer:    observe,
 	}
 	if j.check != "" {
-		opts.Check = tools.NewCommandCheck(ws, j.check)
+		check := tools.NewCommandCheck(ws, j.check)
+		check.Sandbox = s.sandbox
+		opts.Check = check
 	}
 	return agent.Run(j.ctx, j.task, j.model, opts)
 }

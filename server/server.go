@@ -59,6 +59,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
@@ -94,6 +95,10 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
+	// Sandbox confines run_command and completion checks. New fails when
+	// commands are allowed and the sandbox is unavailable; only a Backend
+	// of sandbox.None, given explicitly, runs them unconfined.
+	Sandbox sandbox.Policy
 	// BodyLimit is the largest request body in bytes; 0 means
 	// DefaultBodyLimit.
 	BodyLimit int64
@@ -153,6 +158,7 @@ type Server struct {
 	routes    map[string]bool // "METHOD /path" of every operation
 	specYAML  []byte
 
+	sandbox   *sandbox.Sandbox      // confines commands; nil when they are not allowed
 	runTools  []gen.ToolSpec        // the tools a run offers a model
 	toolDefs  map[string]*tools.Def // by input schema name
 	closing   atomic.Bool
@@ -196,6 +202,19 @@ func New(cfg Config) (*Server, error) {
 		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AllowCommands {
+		sb, err := sandbox.New(cfg.Sandbox)
+		if err != nil {
+			return nil, fmt.Errorf("server: commands are allowed but cannot be sandboxed (choose a sandbox, or none explicitly): %w", err)
+		}
+		if w := sb.Warning(); w != "" {
+			s.log.Warn(w)
+		}
+		// Every runtime and check uses the backend resolved here.
+		s.cfg.Sandbox = sb.Policy()
+		s.cfg.Sandbox.Backend = sb.Info().Backend
+		s.sandbox = sb
 	}
 	if cfg.Token != "" {
 		h := sha256.Sum256([]byte(cfg.Token))
@@ -246,7 +265,7 @@ func (s *Server) initTools() error {
 		return fmt.Errorf("server: workspace root: %w", err)
 	}
 	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return fmt.Errorf("server: tools: %w", err)
 	}

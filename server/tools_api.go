@@ -113,7 +113,7 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, err
 	}
 	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return nil, err
 	}

@@ -26,12 +26,19 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	keep := fs.Bool("keep", false, "keep the temporary workspace (its path is printed)")
 	asJSON := fs.Bool("json", false, "print only the RunResult as JSON")
 	tracePath := fs.String("trace", "", "write the trace to this file (default: specloop-demo-RUNID.jsonl in the temporary directory)")
+	var sbFlags sandboxFlags
+	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		env.errorf("demo: unexpected argument %q", fs.Arg(0))
 		fs.Usage()
+		return exitUsage
+	}
+	sb, err := sbFlags.open(env)
+	if err != nil {
+		env.errorf("demo: %v", err)
 		return exitUsage
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -58,13 +65,14 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitInternal
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws})
+	rt, err := tools.New(tools.Config{Workspace: ws, Sandbox: sb.Policy()})
 	if err != nil {
 		env.errorf("demo: %v", err)
 		return exitInternal
 	}
 	check := tools.NewCommandCheck(ws, demo.Check)
 	check.Env = demo.CheckEnv
+	check.Sandbox = sb
 
 	runID := agent.NewRunID()
 	if *tracePath == "" {

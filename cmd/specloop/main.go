@@ -12,9 +12,13 @@ import (
 	"syscall"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 )
 
 func main() {
+	// `specloop sandbox-exec` is the sandbox's re-exec helper (it runs from
+	// the sandbox package's init before this; Main reports misuse).
+	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -104,6 +108,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		}
 		usage(stdout)
 		return exitOK
+	case "sandbox-exec":
+		env.errorf("sandbox-exec is internal: specloop starts it itself to run a command in a sandbox")
+		return exitUsage
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {

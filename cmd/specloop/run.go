@@ -40,6 +40,7 @@ type runFlags struct {
 	tokenBudget int64
 	remote      string
 	tokenFile   string
+	sandbox     sandboxFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -58,6 +59,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
+	f.sandbox.register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -116,14 +118,28 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands})
+	sbPolicy, err := f.sandbox.policy()
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands, Sandbox: sbPolicy})
 	if err != nil {
 		env.errorf("run: %v", err)
 		return exitInternal
 	}
 	opts := agent.Options{MaxSteps: f.maxSteps, TokenBudget: f.tokenBudget, Tools: rt, RecordRaw: f.recordRaw}
-	if f.check != "" {
-		opts.Check = tools.NewCommandCheck(ws, f.check)
+	if !f.noCommands || f.check != "" {
+		sb, err := f.sandbox.open(env)
+		if err != nil {
+			env.errorf("run: %v", err)
+			return exitInternal
+		}
+		if f.check != "" {
+			check := tools.NewCommandCheck(ws, f.check)
+			check.Sandbox = sb
+			opts.Check = check
+		}
 	}
 	if f.tracePath != "" {
 		tw, err := createTrace(f.tracePath, policy)

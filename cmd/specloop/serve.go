@@ -67,6 +67,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		allowedHosts = append(allowedHosts, v)
 		return nil
 	})
+	var sbFlags sandboxFlags
+	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -78,7 +80,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	for _, pos := range []struct {
 		name  string
 		value int64
-	}{{"--max-concurrent", int64(*maxConcurrent)}, {"--queue", int64(*queue)}, {"--body-limit", *bodyLimit}} {
+	}{{"--max-concurrent", int64(*maxConcurrent)}, {"--queue", int64(*queue)}, {"--body-limit", *bodyLimit},
+		{"--max-connections", int64(*maxConns)}, {"--max-streams", int64(*maxStreams)}, {"--max-streams-per-client", int64(*maxStreamsPerClient)}} {
 		if pos.value < 1 {
 			env.errorf("serve: %s must be at least 1", pos.name)
 			return exitUsage
@@ -87,6 +90,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	policy, err := trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
 		env.errorf("serve: --sync: %v", err)
+		return exitUsage
+	}
+	sbPolicy, err := sbFlags.policy()
+	if err != nil {
+		env.errorf("serve: %v", err)
 		return exitUsage
 	}
 	token, err := readToken(*tokenFile)
@@ -124,6 +132,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxConcurrent: *maxConcurrent,
 		QueueSize:     *queue,
 		AllowCommands: *allowCommands,
+		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
 		TraceSync:     policy,
 		Logger:        logger,
