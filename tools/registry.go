@@ -107,7 +107,7 @@ func newDef(name string, op *openapi3.Operation) (*Def, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
-	outV, err := schema.Compile(out.Schema.Value)
+	outV, err := schema.CompileFor(out.Schema.Value, schema.Response)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}

@@ -185,7 +185,10 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 	res, err := r.invoke(ctx, t, args)
 	if err != nil {
 		var te *Error
+		var ae *argumentsError
 		switch {
+		case errors.As(err, &ae):
+			return fail(obs, CodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), nil
 		case errors.As(err, &te):
 			return fail(obs, te.Code, te.Message), nil
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
@@ -198,8 +201,7 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		return obs, ie
 	}
 	obs.Content = res.Content
-	data := res.Data // only the map escapes, not the whole Result
-	obs.Data = &data
+	obs.Data = &res.Data
 	return obs, nil
 }
 
