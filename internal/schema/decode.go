@@ -45,7 +45,8 @@ func Decode(data []byte) (any, error) {
 	if err := json.Unmarshal(data, &v); err != nil {
 		return nil, syntaxError(err)
 	}
-	if ptr, deep := tooDeep(v, 0); deep {
+	v, ptr, deep := normalize(v, 0)
+	if deep {
 		return nil, &SyntaxError{Pointer: ptr, Msg: "nested deeper than " + strconv.Itoa(MaxDepth) + " arrays and objects"}
 	}
 	return v, nil
@@ -82,30 +83,39 @@ func syntaxError(err error) *SyntaxError {
 	return &SyntaxError{Msg: "syntax error"}
 }
 
-// tooDeep reports the pointer of the first value nested deeper than
-// MaxDepth in v.
-func tooDeep(v any, depth int) (string, bool) {
-	switch v := v.(type) {
+// normalize replaces negative zeros in v with zero, in place (JSON Schema
+// compares numbers by value, so [0,-0] has duplicate items), and reports
+// the pointer of the first value nested deeper than MaxDepth.
+func normalize(v any, depth int) (any, string, bool) {
+	switch x := v.(type) {
+	case float64:
+		if x == 0 {
+			return 0.0, "", false
+		}
 	case map[string]any:
 		if depth++; depth > MaxDepth {
-			return "", true
+			return v, "", true
 		}
-		for k, e := range v {
-			if p, deep := tooDeep(e, depth); deep {
-				return "/" + escapeToken(k) + p, true
+		for k, e := range x {
+			e, p, deep := normalize(e, depth)
+			if deep {
+				return v, "/" + escapeToken(k) + p, true
 			}
+			x[k] = e
 		}
 	case []any:
 		if depth++; depth > MaxDepth {
-			return "", true
+			return v, "", true
 		}
-		for i, e := range v {
-			if p, deep := tooDeep(e, depth); deep {
-				return "/" + strconv.Itoa(i) + p, true
+		for i, e := range x {
+			e, p, deep := normalize(e, depth)
+			if deep {
+				return v, "/" + strconv.Itoa(i) + p, true
 			}
+			x[i] = e
 		}
 	}
-	return "", false
+	return v, "", false
 }
 
 // withoutCharacter drops the quoted character from the library's message
