@@ -56,7 +56,7 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			var se *schema.SyntaxError
 			if errors.As(err, &se) {
-				return &problemError{status: http.StatusBadRequest, field: clip(se.Pointer, 512), detail: "the request body is not valid JSON: " + se.Error()}
+				return &problemError{status: http.StatusBadRequest, field: clip(se.Pointer, schema.MaxPointer), detail: "the request body is not valid JSON: " + se.Error()}
 			}
 			return problemf(http.StatusBadRequest, "the request body is not valid JSON")
 		}

@@ -183,7 +183,7 @@ func toArgs(ctx context.Context, body any) (map[string]any, error) {
 func argumentsProblem(err error) error {
 	var se *schema.Error
 	if errors.As(err, &se) {
-		return badField(clip(se.Pointer, 512), "%s", se.Error())
+		return badField(clip(se.Pointer, schema.MaxPointer), "%s", se.Error())
 	}
 	return problemf(http.StatusBadRequest, "the arguments are invalid")
 }

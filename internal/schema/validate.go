@@ -260,11 +260,11 @@ func escapeToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
 }
 
-// maxPointer is the longest pointer an error message shows: keys are the
-// model's or the client's and may be long.
-const maxPointer = 256
+// MaxPointer is the longest pointer, in bytes, an error message shows: keys
+// are the model's or the client's and may be long.
+const MaxPointer = 256
 
-func clipPointer(p string) string { return clip(p, maxPointer) }
+func clipPointer(p string) string { return clip(p, MaxPointer) }
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.
 func clip(s string, n int) string {
