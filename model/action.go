@@ -38,7 +38,7 @@ var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
 	if ref.Value.Discriminator == nil {
 		return nil, fmt.Errorf("spec: Action has no discriminator")
 	}
-	v, err := schema.Compile(ref.Value)
+	v, err := schema.CompileFor(ref.Value, schema.Neither)
 	if err != nil {
 		return nil, err
 	}

@@ -1,12 +1,14 @@
 package schema_test
 
 import (
+	"encoding/json"
 	"errors"
 	"math"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/internal/schema"
 )
 
@@ -198,4 +200,35 @@ func TestBindOutOfRange(t *testing.T) {
 	if err := schema.Bind(map[string]any{"f": math.Inf(1)}, &in); err == nil {
 		t.Fatal("an infinite number bound")
 	}
+}
+
+// FuzzDecode: any input is either a value that encodes back to JSON that
+// decodes to the same value, or a *SyntaxError; never a panic.
+//
+//	go test -run '^$' -fuzz FuzzDecode ./internal/schema
+func FuzzDecode(f *testing.F) {
+	for _, s := range []string{`{"a":1,"a":2}`, `{"path":"a"}`, `[0,-0,1e2,1.5]`, "\"\xff\"", `{"a":[{}]} x`, `"\ud800"`, `null`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, data []byte) {
+		v, err := schema.Decode(data)
+		if err != nil {
+			var se *schema.SyntaxError
+			if !errors.As(err, &se) {
+				t.Fatalf("error %T is not a *SyntaxError", err)
+			}
+			return
+		}
+		text, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("a decoded value does not encode: %v", err)
+		}
+		again, err := schema.Decode(text)
+		if err != nil {
+			t.Fatalf("re-encoded %s does not decode: %v", text, err)
+		}
+		if diff := cmp.Diff(v, again); diff != "" {
+			t.Fatalf("round trip (-first +second):\n%s", diff)
+		}
+	})
 }

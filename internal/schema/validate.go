@@ -22,6 +22,11 @@ const (
 	// Response values (tool results, response bodies) must not carry
 	// writeOnly properties.
 	Response
+	// Neither is for values that are not sent in either direction, such as
+	// a model's action or a trace line: readOnly and writeOnly are not
+	// checked (and kin-openapi does not copy the value to try oneOf
+	// branches).
+	Neither
 )
 
 // Validator checks decoded JSON values against one schema of the spec with
@@ -40,9 +45,12 @@ func CompileFor(s *openapi3.Schema, dir Direction) (*Validator, error) {
 	if s == nil {
 		return nil, errors.New("schema: nil schema")
 	}
-	opts := []openapi3.SchemaValidationOption{openapi3.VisitAsRequest()}
-	if dir == Response {
-		opts = []openapi3.SchemaValidationOption{openapi3.VisitAsResponse()}
+	var opts []openapi3.SchemaValidationOption
+	switch dir {
+	case Request:
+		opts = append(opts, openapi3.VisitAsRequest())
+	case Response:
+		opts = append(opts, openapi3.VisitAsResponse())
 	}
 	return &Validator{schema: s, opts: opts}, nil
 }
