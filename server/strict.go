@@ -9,9 +9,11 @@ import (
 	"mime"
 	"net/http"
 	"strings"
+	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/spec"
 )
 
 // strictJSON decodes every JSON request body with the decoder the model
@@ -35,7 +37,7 @@ func (s *Server) strictBefore(validate echo.MiddlewareFunc) echo.MiddlewareFunc 
 func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if !s.routes[req.Method+" "+c.Path()] || req.Body == nil || req.Body == http.NoBody || !isJSON(req.Header.Get(echo.HeaderContentType)) {
+		if !jsonBodies()[req.Method+" "+c.Path()] || req.Body == nil || req.Body == http.NoBody || !isJSON(req.Header.Get(echo.HeaderContentType)) {
 			return next(c)
 		}
 		data, err := io.ReadAll(req.Body)
@@ -70,6 +72,25 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 		return bindProblem(next(c))
 	}
 }
+
+// jsonBodies lists "METHOD /echo/path" of the operations of the embedded
+// spec that take a JSON request body; other requests' bodies are left to
+// request validation, which ignores them.
+var jsonBodies = sync.OnceValue(func() map[string]bool {
+	out := map[string]bool{}
+	doc, err := spec.Load()
+	if err != nil {
+		return out // the server cannot have started
+	}
+	for path, item := range doc.Paths.Map() {
+		for method, op := range item.Operations() {
+			if rb := op.RequestBody; rb != nil && rb.Value != nil && rb.Value.Content.Get("application/json") != nil {
+				out[method+" "+echoPath(path)] = true
+			}
+		}
+	}
+	return out
+})
 
 // bodyKey is the context key of the strictly decoded request body.
 type bodyKey struct{}

@@ -196,3 +196,41 @@ func TestIntegersWrittenAsFloats(t *testing.T) {
 		t.Fatalf("lines %d to %d, want 2 to 100", res.StartLine, res.EndLine)
 	}
 }
+
+// TestRunsAPIDecodesStrictly: POST /v1/runs goes through the same strict
+// decoder: a duplicate key, invalid UTF-8 or trailing data is a 400 that
+// names the field, not a run of whichever value encoding/json kept.
+func TestRunsAPIDecodesStrictly(t *testing.T) {
+	ts := newTestServer(t, server.Config{})
+	good, err := json.Marshal(calcRequest())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(good, []byte(`"prompt":`)) {
+		t.Fatalf("no prompt in %s", good)
+	}
+	tests := []struct{ name, body, field string }{
+		{"duplicate key", strings.Replace(string(good), `"prompt":`, `"prompt":"SECRET","prompt":`, 1), "/task/prompt"},
+		{"invalid UTF-8", strings.Replace(string(good), `"prompt":"`, "\"prompt\":\"\xff", 1), "/task/prompt"},
+		{"trailing data", string(good) + ` {}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			status, h, body := ts.do(http.MethodPost, "/v1/runs", "application/json", strings.NewReader(tt.body))
+			if status != http.StatusBadRequest || h.Get("Content-Type") != "application/problem+json" {
+				t.Fatalf("status %d (%s): %s", status, h.Get("Content-Type"), body)
+			}
+			p := problemOf(t, body)
+			got := ""
+			if p.Field != nil {
+				got = *p.Field
+			}
+			if got != tt.field {
+				t.Fatalf("field %q, want %q", got, tt.field)
+			}
+			if bytes.Contains(body, []byte("SECRET")) {
+				t.Fatalf("the problem echoes the value: %s", body)
+			}
+		})
+	}
+}
