@@ -168,7 +168,9 @@ func (r *Runtime) Workspace() *Workspace { return r.env.Workspace }
 
 // Call executes one tool call. Every expected failure (unknown tool, invalid
 // arguments, a tool error) is an Observation with IsError set; the returned
-// error is non-nil only for an *InternalError.
+// error is non-nil only for an *InternalError. Arguments are invalid when
+// they do not match the tool's input schema, or when the handler's Go input
+// type cannot hold them (an integer past its range): both name the field.
 func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation, error) {
 	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
 	t, ok := r.enabled[call.ToolName]
