@@ -14,7 +14,6 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/specloop/specloop/gen"
@@ -80,9 +79,11 @@ type Options struct {
 
 // Run runs task with model until it finishes, the budget is spent, the
 // context is cancelled or something fails. It always returns a RunResult;
-// the error is non-nil only for internal_error (the result then says so
-// too), so a failing tool handler or trace is never mistaken for a normal
-// end.
+// the error is non-nil only when the run failed — exit reason
+// internal_error (a failing tool handler or trace is never mistaken for a
+// normal end) or model_error — and then wraps the cause, so that
+// errors.As finds, say, the adapter's *model.ProviderError. The result's
+// Error field is the same text, clipped to MaxMessageBytes.
 func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.RunResult, error) {
 	l := newLoop(task, model, opts)
 	return l.run(ctx)
@@ -99,7 +100,8 @@ type loop struct {
 	counted bool // a model reported usage
 	start   time.Time
 	check   *gen.CheckResult
-	tracing bool // events are built only when someone receives them
+	tracing bool       // events are built only when someone receives them
+	vocab   vocabulary // what of a tool call the trace records verbatim
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {
@@ -133,8 +135,12 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.start = time.Now()
 	toolNames := []string{}
 	if l.opts.Tools != nil {
-		for _, s := range l.opts.Tools.Specs() {
+		specs := l.opts.Tools.Specs()
+		for _, s := range specs {
 			toolNames = append(toolNames, s.Name)
+		}
+		if l.tracing {
+			l.vocab = newVocabulary(specs)
 		}
 	}
 	started := l.event(0, gen.TraceEventTypeRunStarted)
@@ -230,7 +236,7 @@ type toolStep struct {
 // feedback turns invalid model output into feedback for the next step; a
 // non-nil end stops the run.
 func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, now time.Time) *end {
-	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: invalid.Message}
+	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: ClipMessage(invalid.Message)}
 	if l.tracing {
 		se := l.stepEvent(step, gen.TraceEventTypeModelFeedback, now)
 		ev := &se.TraceEvent
@@ -260,7 +266,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	t0 := l.clock()
 	if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", call.ToolName), ErrorCode: ptr(tools.CodeUnknownTool)}
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(tools.CodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 	}
@@ -269,10 +275,13 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
 	obs := &rec.obs
+	if obs.IsError {
+		obs.Content = ClipMessage(obs.Content)
+	}
 	if l.tracing {
 		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
 		ev := &se.TraceEvent
-		ev.ToolName = &obs.ToolName
+		ev.ToolName = l.vocab.toolName(&obs.ToolName, &se.toolName)
 		se.output = trace.Summary(obs.Content)
 		ev.Output = &se.output
 		ev.IsError = &obs.IsError
@@ -306,7 +315,7 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	l.history.add(Item{Finish: fin})
 	msg := fmt.Sprintf("The completion check failed with exit code %d, so the task is not finished. Fix the problem and finish again.", res.ExitCode)
 	if res.OutputTail != nil && *res.OutputTail != "" {
-		msg += "\nEnd of the check's output:\n" + *res.OutputTail
+		msg += "\nEnd of the check's output:\n" + clipTail(*res.OutputTail)
 	}
 	fb := gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
 	ev := l.event(step, gen.TraceEventTypeFinishRejected)
@@ -353,7 +362,7 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 		}
 	}
 	if e.err != nil {
-		res.Error = ptr(e.err.Error())
+		res.Error = ptr(ClipMessage(e.err.Error()))
 	}
 	ev := l.event(e.steps, gen.TraceEventTypeRunFinished)
 	ev.ExitReason = &res.ExitReason
@@ -365,10 +374,10 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	}
 	if err := l.emitDetail(Progress{Event: ev, Result: &res}); err != nil && e.reason != gen.ExitReasonInternalError {
 		res.ExitReason, res.Answer = gen.ExitReasonInternalError, nil
-		res.Error = ptr(err.Error())
+		res.Error = ptr(ClipMessage(err.Error()))
 		e.err = err
 	}
-	if res.ExitReason == gen.ExitReasonInternalError {
+	if res.ExitReason == gen.ExitReasonInternalError || res.ExitReason == gen.ExitReasonModelError {
 		return res, e.err
 	}
 	return res, nil
@@ -390,8 +399,8 @@ func (l *loop) traceAction(step int, action *Action, rec *toolStep, modelMs floa
 	if rec != nil {
 		call := &rec.call
 		se.actionType = gen.ActionTypeToolCall
-		ev.ToolName = &call.ToolName
-		se.keys = argumentKeys(se.keyRoom[:0], call.Arguments)
+		ev.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
+		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], call.ToolName, call.Arguments)
 		ev.ArgumentKeys = &se.keys
 		return l.emitDetail(Progress{Event: ev, ToolCall: call})
 	}
@@ -432,6 +441,7 @@ func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
 type stepEvent struct {
 	gen.TraceEvent
 	actionType gen.ActionType
+	toolName   string // the summary of a tool name not in the tool list
 	output     string
 	raw        string
 	modelMs    float64
@@ -459,15 +469,6 @@ func (l *loop) emitDetail(p Progress) error {
 		l.opts.Observer(p)
 	}
 	return nil
-}
-
-// argumentKeys appends the sorted keys of args to keys.
-func argumentKeys(keys []string, args map[string]any) []string {
-	for k := range args {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }

@@ -104,8 +104,8 @@ func TestRunExitReasons(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			opts := agent.Options{MaxSteps: tt.maxSteps, Tools: calculatorRuntime(t)}
 			res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(tt.responses...), opts)
-			if err != nil {
-				t.Fatalf("Run returned an error for a non-internal end: %v", err)
+			if (err != nil) != (tt.reason == gen.ExitReasonModelError) {
+				t.Fatalf("Run returned error %v for exit reason %s; want one only for model_error (and internal_error)", err, res.ExitReason)
 			}
 			if res.ExitReason != tt.reason || res.StepsUsed != tt.steps {
 				t.Fatalf("got %s after %d steps, want %s after %d", res.ExitReason, res.StepsUsed, tt.reason, tt.steps)

@@ -36,7 +36,8 @@ var sentinels = map[gen.ExitReason]error{
 // errors.Is(err, ErrMaxStepsExceeded) and friends tell the reasons apart.
 type ExitError struct {
 	Result gen.RunResult
-	// Cause is the underlying error for internal errors, nil otherwise.
+	// Cause is the underlying error for internal and model errors (what
+	// Run returned), nil otherwise.
 	Cause error
 }
 
@@ -51,7 +52,7 @@ func (e *ExitError) Error() string {
 // Is matches the sentinel of the run's exit reason.
 func (e *ExitError) Is(target error) bool { return sentinels[e.Result.ExitReason] == target }
 
-// Unwrap returns the internal cause, if any.
+// Unwrap returns the cause, if any.
 func (e *ExitError) Unwrap() error { return e.Cause }
 
 // Answer runs the task and returns just the answer, or an *ExitError when

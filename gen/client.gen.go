@@ -172,7 +172,7 @@ type ClientInterface interface {
 
 	// EditFileWithBody Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -181,7 +181,7 @@ type ClientInterface interface {
 
 	// EditFile Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -190,7 +190,7 @@ type ClientInterface interface {
 
 	// ListFilesWithBody List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -199,7 +199,7 @@ type ClientInterface interface {
 
 	// ListFiles List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -208,7 +208,7 @@ type ClientInterface interface {
 
 	// ReadFileWithBody Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -217,7 +217,7 @@ type ClientInterface interface {
 
 	// ReadFile Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -244,7 +244,7 @@ type ClientInterface interface {
 
 	// SearchWithBody Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -253,7 +253,7 @@ type ClientInterface interface {
 
 	// Search Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -262,7 +262,7 @@ type ClientInterface interface {
 
 	// WriteFileWithBody Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -271,7 +271,7 @@ type ClientInterface interface {
 
 	// WriteFile Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -469,7 +469,7 @@ func (c *Client) Calculator(ctx context.Context, params *CalculatorParams, body 
 
 // EditFileWithBody Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -488,7 +488,7 @@ func (c *Client) EditFileWithBody(ctx context.Context, params *EditFileParams, c
 
 // EditFile Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -507,7 +507,7 @@ func (c *Client) EditFile(ctx context.Context, params *EditFileParams, body Edit
 
 // ListFilesWithBody List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -526,7 +526,7 @@ func (c *Client) ListFilesWithBody(ctx context.Context, params *ListFilesParams,
 
 // ListFiles List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -545,7 +545,7 @@ func (c *Client) ListFiles(ctx context.Context, params *ListFilesParams, body Li
 
 // ReadFileWithBody Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -564,7 +564,7 @@ func (c *Client) ReadFileWithBody(ctx context.Context, params *ReadFileParams, c
 
 // ReadFile Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -621,7 +621,7 @@ func (c *Client) RunCommand(ctx context.Context, params *RunCommandParams, body 
 
 // SearchWithBody Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes any type of body and a specified content type.
 //
@@ -640,7 +640,7 @@ func (c *Client) SearchWithBody(ctx context.Context, params *SearchParams, conte
 
 // Search Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -659,7 +659,7 @@ func (c *Client) Search(ctx context.Context, params *SearchParams, body SearchJS
 
 // WriteFileWithBody Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -678,7 +678,7 @@ func (c *Client) WriteFileWithBody(ctx context.Context, params *WriteFileParams,
 
 // WriteFile Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1645,7 +1645,7 @@ type ClientWithResponsesInterface interface {
 
 	// EditFileWithBodyWithResponse Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1654,7 +1654,7 @@ type ClientWithResponsesInterface interface {
 
 	// EditFileWithResponse Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1663,7 +1663,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFilesWithBodyWithResponse List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1672,7 +1672,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFilesWithResponse List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1681,7 +1681,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadFileWithBodyWithResponse Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1690,7 +1690,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadFileWithResponse Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1717,7 +1717,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchWithBodyWithResponse Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1726,7 +1726,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchWithResponse Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1735,7 +1735,7 @@ type ClientWithResponsesInterface interface {
 
 	// WriteFileWithBodyWithResponse Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1744,7 +1744,7 @@ type ClientWithResponsesInterface interface {
 
 	// WriteFileWithResponse Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -3003,7 +3003,7 @@ func (c *ClientWithResponses) CalculatorWithResponse(ctx context.Context, params
 
 // EditFileWithBodyWithResponse Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3018,7 +3018,7 @@ func (c *ClientWithResponses) EditFileWithBodyWithResponse(ctx context.Context, 
 
 // EditFileWithResponse Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3033,7 +3033,7 @@ func (c *ClientWithResponses) EditFileWithResponse(ctx context.Context, params *
 
 // ListFilesWithBodyWithResponse List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3048,7 +3048,7 @@ func (c *ClientWithResponses) ListFilesWithBodyWithResponse(ctx context.Context,
 
 // ListFilesWithResponse List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3063,7 +3063,7 @@ func (c *ClientWithResponses) ListFilesWithResponse(ctx context.Context, params 
 
 // ReadFileWithBodyWithResponse Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3078,7 +3078,7 @@ func (c *ClientWithResponses) ReadFileWithBodyWithResponse(ctx context.Context, 
 
 // ReadFileWithResponse Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3123,7 +3123,7 @@ func (c *ClientWithResponses) RunCommandWithResponse(ctx context.Context, params
 
 // SearchWithBodyWithResponse Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3138,7 +3138,7 @@ func (c *ClientWithResponses) SearchWithBodyWithResponse(ctx context.Context, pa
 
 // SearchWithResponse Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3153,7 +3153,7 @@ func (c *ClientWithResponses) SearchWithResponse(ctx context.Context, params *Se
 
 // WriteFileWithBodyWithResponse Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3168,7 +3168,7 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 
 // WriteFileWithResponse Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -438,7 +438,10 @@ type ListFilesResult struct {
 	// Files Workspace-relative paths with forward slashes, sorted.
 	Files []string `json:"files"`
 
-	// Truncated True when more files matched than the limit.
+	// Notes What the list leaves out besides the limit, e.g. directories too deep to enter; absent when nothing.
+	Notes *[]string `json:"notes,omitempty"`
+
+	// Truncated True when the list is incomplete because more files matched than the limit or the walk stopped at its entry cap.
 	Truncated bool `json:"truncated"`
 }
 
@@ -720,7 +723,10 @@ type SearchResult struct {
 	// Matches Matches sorted by path and line.
 	Matches []SearchMatch `json:"matches"`
 
-	// Truncated True when more lines matched than the limit.
+	// Notes What the search left out besides the limit, e.g. files too large, long lines searched in part, directories too deep to enter; absent when nothing.
+	Notes *[]string `json:"notes,omitempty"`
+
+	// Truncated True when the results are incomplete because more lines matched than the limit or the walk stopped at its entry cap.
 	Truncated bool `json:"truncated"`
 }
 
@@ -781,7 +787,7 @@ type TraceEvent struct {
 	// ActionType The kind of an action.
 	ActionType *ActionType `json:"action_type,omitempty"`
 
-	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values.
+	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
 	// DurationMs run_finished. How long the run took.
@@ -845,7 +851,7 @@ type TraceEvent struct {
 	// ToolDurationMs observation and finish_rejected. How long the tool or the check took.
 	ToolDurationMs *float64 `json:"tool_duration_ms,omitempty"`
 
-	// ToolName model_action and observation. The tool called.
+	// ToolName model_action and observation. The tool called, as named when it is a tool of the run; any other name the model chose is recorded as its summary (chars=N;sha256=HEX), never verbatim.
 	ToolName *string `json:"tool_name,omitempty"`
 
 	// ToolNames run_started. The tools offered to the model.

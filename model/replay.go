@@ -203,7 +203,7 @@ func (r *Replay) compare(history agent.History) error {
 		if rec.ToolName != nil {
 			recTool = *rec.ToolName
 		}
-		if recTool != obs.ToolName {
+		if !trace.Names(recTool, obs.ToolName) {
 			return fmt.Errorf("%w at step %d: the observation is from tool %s, the recorded one from %s", ErrDiverged, rec.Step, obs.ToolName, recTool)
 		}
 		if rec.IsError != nil && *rec.IsError != obs.IsError {
@@ -228,7 +228,7 @@ func matches(a agent.Action, ev *gen.TraceEvent) bool {
 	}
 	switch *ev.ActionType {
 	case gen.ActionTypeToolCall:
-		return a.ToolCall != nil && (ev.ToolName == nil || *ev.ToolName == a.ToolCall.ToolName)
+		return a.ToolCall != nil && (ev.ToolName == nil || trace.Names(*ev.ToolName, a.ToolCall.ToolName))
 	case gen.ActionTypeFinish:
 		return a.Finish != nil && (ev.Output == nil || *ev.Output == trace.Summary(a.Finish.Answer))
 	}

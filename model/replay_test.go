@@ -37,7 +37,7 @@ func record(t *testing.T, m agent.Model, rt agent.ToolRuntime, maxSteps int, rec
 	var buf bytes.Buffer
 	w := trace.NewWriter(&buf, trace.SyncNone)
 	res, err := agent.Run(context.Background(), modeltest.Task, m, agent.Options{MaxSteps: maxSteps, Tools: rt, Trace: w, RecordRaw: recordRaw})
-	if err != nil {
+	if err != nil && res.ExitReason != gen.ExitReasonModelError {
 		t.Fatalf("agent.Run: %v", err)
 	}
 	log, err := trace.Read(&buf)
@@ -303,4 +303,31 @@ func TestOpenReplay(t *testing.T) {
 	if _, err := model.OpenReplay(filepath.Join(t.TempDir(), "missing.jsonl"), model.ReplayConfig{}); err == nil {
 		t.Fatal("OpenReplay of a missing file succeeded")
 	}
+}
+
+// The trace records the name of a tool that is not offered as its
+// summary; a replay of a run that called one still follows it.
+func TestReplayOfAnUnknownToolCall(t *testing.T) {
+	unknown := `{"type":"tool_call","tool_name":"shell","arguments":{"cmd":"ls"}}`
+	want, recorded := record(t, model.NewScript(unknown, finish84), modeltest.Runtime(t), 5, true)
+	for _, ev := range recorded {
+		if ev.ToolName != nil && *ev.ToolName == "shell" {
+			t.Fatalf("the trace records the unknown tool's name verbatim: %+v", ev)
+		}
+	}
+	r, err := model.NewReplay(recorded, model.ReplayConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, _ := record(t, r, modeltest.Runtime(t), 5, false)
+	if got.ExitReason != gen.ExitReasonFinished || got.StepsUsed != want.StepsUsed {
+		t.Fatalf("replayed %s after %d steps (%v), recorded %s after %d", got.ExitReason, got.StepsUsed, deref(got.Error), want.ExitReason, want.StepsUsed)
+	}
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
 }

@@ -2,6 +2,8 @@ package tools
 
 import (
 	"bytes"
+	"fmt"
+	"strings"
 
 	udiff "github.com/aymanbagabas/go-udiff"
 )
@@ -13,7 +15,7 @@ const diffContext = udiff.DefaultContextLines
 // git's a/ and b/ labels (so `git apply` and `patch -p1` take it); a file
 // that did not exist (or no longer exists) is /dev/null on that side.
 func fileDiff(rel string, old []byte, oldExists bool, new []byte, newExists bool) string {
-	from, to := "a/"+rel, "b/"+rel
+	from, to := diffName("a/", rel), diffName("b/", rel)
 	if !oldExists {
 		from = "/dev/null"
 	}
@@ -26,7 +28,65 @@ func fileDiff(rel string, old []byte, oldExists bool, new []byte, newExists bool
 	if isBinary(old) || isBinary(new) {
 		return "Binary files " + from + " and " + to + " differ\n"
 	}
-	return udiff.Unified(from, to, string(old), string(new))
+	body := udiff.Unified("a", "b", string(old), string(new))
+	if body == "" {
+		return ""
+	}
+	return diffHeader(from, to, rel) + strings.TrimPrefix(body, "--- a\n+++ b\n")
+}
+
+// diffHeader is the ---/+++ header of a file's diff, as git writes it: a
+// name with a space is followed by a tab, so that patch(1) reads the whole
+// name.
+func diffHeader(from, to, rel string) string {
+	tab := ""
+	if strings.IndexByte(rel, ' ') >= 0 {
+		tab = "\t"
+	}
+	return "--- " + from + tab + "\n+++ " + to + tab + "\n"
+}
+
+// diffName is prefix+rel as a diff header names it, quoted as git quotes it
+// (core.quotePath=false): a name with a control character, a double quote
+// or a backslash is written C-style between double quotes, so a newline in
+// a name can never start a header line of its own (`"a/x\n+++ b/y"`).
+// git apply and GNU patch both read the quoted form.
+func diffName(prefix, rel string) string {
+	name := prefix + rel
+	if !strings.ContainsFunc(name, func(r rune) bool { return r < 0x20 || r == 0x7f || r == '"' || r == '\\' }) {
+		return name
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for i := 0; i < len(name); i++ {
+		switch c := name[i]; c {
+		case '\a':
+			b.WriteString(`\a`)
+		case '\b':
+			b.WriteString(`\b`)
+		case '\t':
+			b.WriteString(`\t`)
+		case '\n':
+			b.WriteString(`\n`)
+		case '\v':
+			b.WriteString(`\v`)
+		case '\f':
+			b.WriteString(`\f`)
+		case '\r':
+			b.WriteString(`\r`)
+		case '"', '\\':
+			b.WriteByte('\\')
+			b.WriteByte(c)
+		default:
+			if c < 0x20 || c == 0x7f {
+				fmt.Fprintf(&b, "\\%03o", c)
+			} else {
+				b.WriteByte(c)
+			}
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
 }
 
 // editDiff is the unified diff of replacing content[start:end] with
@@ -56,7 +116,7 @@ func editDiff(rel string, content []byte, start, end int, replacement []byte) (s
 	nw.Write(replacement)
 	nw.Write(content[end:we])
 	newWin := nw.String()
-	u, err := udiff.ToUnifiedDiff("a/"+rel, "b/"+rel, oldWin, udiff.Lines(oldWin, newWin), diffContext)
+	u, err := udiff.ToUnifiedDiff("a", "b", oldWin, udiff.Lines(oldWin, newWin), diffContext)
 	if err != nil {
 		return "", err
 	}
@@ -65,5 +125,9 @@ func editDiff(rel string, content []byte, start, end int, replacement []byte) (s
 		h.FromLine += offset
 		h.ToLine += offset
 	}
-	return u.String(), nil
+	body := u.String()
+	if body == "" {
+		return "", nil
+	}
+	return diffHeader(diffName("a/", rel), diffName("b/", rel), rel) + strings.TrimPrefix(body, "--- a\n+++ b\n"), nil
 }

@@ -20,6 +20,8 @@ const (
 	patchTimeout = time.Minute
 	// maxPatchBytes caps a run's patch; a longer one is cut with a note.
 	maxPatchBytes = 4 << 20
+	// maxExcludeBytes caps the repository's info/exclude file we copy.
+	maxExcludeBytes = 1 << 20
 )
 
 // Patch returns the changes the run made to the runtime's workspace, as a
@@ -27,13 +29,13 @@ const (
 // when no tool that can change files (edit_file, write_file, run_command)
 // was called.
 //
-// In a git work tree it is `git diff` between two snapshots of the
+// In a git work tree it is a `git diff` between two snapshots of the
 // workspace, one taken just before the first such tool call and one now, so
 // new files and changes made by commands are included and changes that were
-// there before the run are not. The snapshots are trees written with a
-// temporary copy of the index: the repository's index, branches and working
-// tree are never changed (the snapshots only add objects, which git gc
-// removes). Elsewhere, or when git fails, it is the diff of every file the
+// there before the run are not. The snapshots live in a private repository
+// the runtime creates in a temporary directory (removed by Workspace.Close):
+// nothing of the workspace's own repository is run, read as configuration
+// or changed. Elsewhere, or when git fails, it is the diff of every file the
 // file tools changed, against its content before their first change.
 func (r *Runtime) Patch(ctx context.Context) (string, error) {
 	if r.env.Workspace == nil {
@@ -53,44 +55,63 @@ func (w *Workspace) changing(ctx context.Context) {
 	w.touched = true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), patchTimeout)
 	defer cancel()
-	if tree, err := w.gitSnapshot(ctx); err == nil {
-		w.baseTree = tree
+	g, err := newShadowGit(w.dir)
+	if err != nil {
+		return // not in a git work tree, or no git: the file tools' record
+	}
+	if tree, err := g.snapshot(ctx, true); err == nil {
+		w.git, w.baseTree = g, tree
+	} else {
+		g.remove()
 	}
 }
 
 func (w *Workspace) patch(ctx context.Context) (string, error) {
 	w.baseMu.Lock()
-	touched, base := w.touched, w.baseTree
-	w.baseMu.Unlock()
-	if !touched {
+	defer w.baseMu.Unlock()
+	if !w.touched {
 		return "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, patchTimeout)
 	defer cancel()
-	var p string
+	out := &capWriter{max: maxPatchBytes}
 	var err error
-	if base != "" {
-		p, err = w.gitDiffSince(ctx, base)
+	if w.git != nil {
+		err = w.git.diffSince(ctx, w.baseTree, out)
 	}
-	if base == "" || err != nil {
+	if w.git == nil || err != nil {
 		// Not a git work tree, or git failed on it: the file tools' record
 		// still says what they changed.
-		if p, err = w.toolPatch(); err != nil {
+		out = &capWriter{max: maxPatchBytes}
+		if err := w.toolPatch(out); err != nil {
 			return "", err
 		}
 	}
-	if len(p) > maxPatchBytes {
-		cut := maxPatchBytes
+	p := string(out.buf)
+	if out.dropped > 0 {
+		cut := len(p)
 		for cut > 0 && p[cut-1] != '\n' {
 			cut--
 		}
-		p = p[:cut] + fmt.Sprintf("[patch cut: %d more bytes]\n", len(p)-cut)
+		p = p[:cut] + fmt.Sprintf("[patch cut: %d more bytes]\n", int64(len(p)-cut)+out.dropped)
 	}
 	return p, nil
 }
 
+// removeGit removes the private repository of the patch's snapshots.
+func (w *Workspace) removeGit() error {
+	w.baseMu.Lock()
+	defer w.baseMu.Unlock()
+	if w.git == nil {
+		return nil
+	}
+	err := w.git.remove()
+	w.git = nil
+	return err
+}
+
 // toolPatch diffs the files the file tools changed against their originals.
-func (w *Workspace) toolPatch() (string, error) {
+func (w *Workspace) toolPatch(out io.Writer) error {
 	w.mu.Lock()
 	paths := make([]string, 0, len(w.original))
 	for p := range w.original {
@@ -102,7 +123,6 @@ func (w *Workspace) toolPatch() (string, error) {
 	}
 	w.mu.Unlock()
 	slices.Sort(paths)
-	var b strings.Builder
 	for _, p := range paths {
 		o := originals[p]
 		cur, _, err := w.readRegular(p)
@@ -110,95 +130,353 @@ func (w *Workspace) toolPatch() (string, error) {
 		if err != nil {
 			var te *Error
 			if !errors.As(err, &te) {
-				return "", err
+				return err
 			}
 			cur = nil // gone, or no longer a regular file
 		}
-		b.WriteString(fileDiff(p, o.content, o.existed, cur, exists))
+		io.WriteString(out, fileDiff(p, o.content, o.existed, cur, exists))
 	}
-	return b.String(), nil
+	return nil
 }
 
-// errNotGit: the workspace is not in a git work tree (or git is missing).
-var errNotGit = errors.New("not a git work tree")
-
-// gitSnapshot writes the current state of the workspace (tracked files as
-// they are now, untracked files that are not ignored, deletions) as a git
-// tree and returns its id. It works on a temporary copy of the index.
-func (w *Workspace) gitSnapshot(ctx context.Context) (string, error) {
-	inside, err := w.git(ctx, nil, "rev-parse", "--is-inside-work-tree")
-	if err != nil || strings.TrimSpace(inside) != "true" {
-		return "", errNotGit
-	}
-	indexPath, err := w.git(ctx, nil, "rev-parse", "--git-path", "index")
-	if err != nil {
-		return "", err
-	}
-	indexPath = strings.TrimSpace(indexPath)
-	if !filepath.IsAbs(indexPath) {
-		indexPath = filepath.Join(w.dir, indexPath)
-	}
-	dir, err := os.MkdirTemp("", "specloop-index-*")
-	if err != nil {
-		return "", err
-	}
-	defer os.RemoveAll(dir)
-	tmpIndex := filepath.Join(dir, "index")
-	if err := copyFile(tmpIndex, indexPath); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return "", err
-	}
-	env := []string{"GIT_INDEX_FILE=" + tmpIndex, "GIT_OPTIONAL_LOCKS=0"}
-	// The workspace's part of the work tree; the rest of the tree is the
-	// index's.
-	if _, err := w.git(ctx, env, "add", "--all", "--", "."); err != nil {
-		return "", err
-	}
-	tree, err := w.git(ctx, env, "write-tree")
-	if err != nil {
-		return "", err
-	}
-	return strings.TrimSpace(tree), nil
+// capWriter keeps the first max bytes written to it and counts the rest.
+type capWriter struct {
+	max     int
+	buf     []byte
+	dropped int64
 }
 
-// gitDiffSince is the diff of the workspace from the snapshot base to now.
-func (w *Workspace) gitDiffSince(ctx context.Context, base string) (string, error) {
-	now, err := w.gitSnapshot(ctx)
-	if err != nil {
-		return "", err
-	}
-	return w.git(ctx, nil, "-c", "core.quotePath=false", "diff", "--no-color", "--no-ext-diff", "--no-textconv",
-		"--relative", "--src-prefix=a/", "--dst-prefix=b/", base, now, "--", ".")
+func (c *capWriter) Write(p []byte) (int, error) {
+	keep := min(len(p), c.max-len(c.buf))
+	c.buf = append(c.buf, p[:keep]...)
+	c.dropped += int64(len(p) - keep)
+	return len(p), nil
 }
 
-func copyFile(dst, src string) error {
-	in, err := os.Open(src)
+// shadowGit is a private git repository whose work tree is the repository
+// the workspace is in: the patch's snapshots are trees written there.
+//
+// Why nothing in the work tree can make this git execute code:
+//   - Configuration: git reads only the private config written here.
+//     GIT_DIR names the private repository, so the workspace's .git (and
+//     its config, include.path, hooks, fsmonitor, info/attributes) is never
+//     discovered; GIT_CONFIG_NOSYSTEM=1, GIT_CONFIG_GLOBAL=/dev/null and
+//     HOME/XDG_CONFIG_HOME pointing into the private directory leave no
+//     other config file; the environment is built from scratch (PATH and
+//     the variables below), so no GIT_CONFIG_*, GIT_EXTERNAL_DIFF,
+//     GIT_PAGER or GIT_DIR of the runtime's reaches git.
+//   - Programs named by configuration (filter drivers, textconv, external
+//     diff, fsmonitor, pager, hooks) therefore do not exist; the private
+//     config also sets core.fsmonitor=false and core.hooksPath=/dev/null,
+//     and diff runs with --no-ext-diff --no-textconv and no terminal.
+//   - Attributes in the work tree's .gitattributes can only select drivers
+//     by name, and no driver is defined; the private info/attributes, which
+//     takes precedence over every .gitattributes, also unsets them (and the
+//     end-of-line and encoding conversions) for every path, so blobs are
+//     the files' exact bytes.
+//   - The commands used (add, ls-files, update-index, write-tree, diff of
+//     two trees) run no hooks and spawn no helpers; .gitignore files are
+//     read as patterns only, and git skips every entry named .git when it
+//     walks the tree. The one exception, `git status` run inside a nested
+//     repository already in the index, is avoided by never keeping one
+//     there (see dropNested).
+//
+// What the work tree still decides is data: which files are ignored, and
+// the content of the snapshots.
+type shadowGit struct {
+	bin    string // git's absolute path
+	tmp    string // the private directory: HOME, the repository, the index
+	gitDir string
+	top    string // the work tree: the top of the workspace's repository
+	rel    string // the workspace relative to top, slash-separated; "." for top
+	// objects is the workspace repository's object directory, read (never
+	// written) as an alternate: a file whose content it already holds needs
+	// no copy in the private repository. "" when there is none.
+	objects string
+}
+
+// privateConfig is the private repository's whole configuration.
+const privateConfig = `[core]
+	repositoryformatversion = 0
+	bare = false
+	filemode = true
+	symlinks = true
+	logallrefupdates = false
+	fsmonitor = false
+	hooksPath = /dev/null
+	untrackedCache = false
+	splitIndex = false
+	autocrlf = false
+	safecrlf = false
+	attributesFile = /dev/null
+	excludesFile = /dev/null
+	quotePath = false
+	compression = 1
+[gc]
+	auto = 0
+[diff]
+	renames = false
+	noprefix = false
+	mnemonicPrefix = false
+	relative = false
+	submodule = short
+[index]
+	skipHash = false
+`
+
+// privateAttributes unsets, for every path, each attribute that selects a
+// program or changes a file's bytes on the way into a blob; "!diff" leaves
+// binary detection to git's own heuristic.
+const privateAttributes = "* !filter !diff !merge !text !eol !crlf !ident !working-tree-encoding\n"
+
+// newShadowGit finds the git work tree the workspace directory dir is in
+// (purely by looking for a .git entry: no git runs in it) and creates the
+// private repository for it. It fails when dir is in no work tree or git is
+// not installed.
+func newShadowGit(dir string) (*shadowGit, error) {
+	bin, err := exec.LookPath("git")
+	if err != nil {
+		return nil, err
+	}
+	if bin, err = filepath.Abs(bin); err != nil {
+		return nil, err
+	}
+	real, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return nil, err
+	}
+	top, dotGit := "", ""
+	for d := real; ; d = filepath.Dir(d) {
+		p := filepath.Join(d, ".git")
+		if fi, err := os.Stat(p); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
+			top, dotGit = d, p
+			break
+		}
+		if filepath.Dir(d) == d {
+			return nil, errNotGit
+		}
+	}
+	rel, err := filepath.Rel(top, real)
+	if err != nil {
+		return nil, err
+	}
+	tmp, err := os.MkdirTemp("", "specloop-git-*")
+	if err != nil {
+		return nil, err
+	}
+	common := commonDir(dotGit)
+	g := &shadowGit{bin: bin, tmp: tmp, gitDir: filepath.Join(tmp, "repo"), top: top, rel: filepath.ToSlash(rel), objects: repoObjects(common)}
+	for _, d := range []string{"info", "objects", "refs/heads"} {
+		if err := os.MkdirAll(filepath.Join(g.gitDir, filepath.FromSlash(d)), 0o700); err != nil {
+			g.remove()
+			return nil, err
+		}
+	}
+	files := map[string]string{
+		"HEAD":            "ref: refs/heads/snapshots\n",
+		"config":          privateConfig,
+		"info/attributes": privateAttributes,
+		"info/exclude":    string(repoExcludes(common)),
+	}
+	for name, content := range files {
+		if err := os.WriteFile(filepath.Join(g.gitDir, filepath.FromSlash(name)), []byte(content), 0o600); err != nil {
+			g.remove()
+			return nil, err
+		}
+	}
+	return g, nil
+}
+
+// commonDir returns the directory that holds the objects and info/exclude
+// of the repository whose .git entry is dotGit (a directory, or the gitfile
+// of a linked worktree or submodule: "gitdir: <dir>", with its common
+// directory in <dir>/commondir).
+func commonDir(dotGit string) string {
+	fi, err := os.Stat(dotGit)
+	if err != nil || !fi.Mode().IsRegular() {
+		return dotGit
+	}
+	b, err := readSmall(dotGit, 4096)
+	if err != nil || !bytes.HasPrefix(b, []byte("gitdir: ")) {
+		return ""
+	}
+	gd := strings.TrimSpace(string(b[len("gitdir: "):]))
+	if !filepath.IsAbs(gd) {
+		gd = filepath.Join(filepath.Dir(dotGit), gd)
+	}
+	if cd, err := readSmall(filepath.Join(gd, "commondir"), 4096); err == nil {
+		c := strings.TrimSpace(string(cd))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(gd, c)
+		}
+		return c
+	}
+	return gd
+}
+
+// repoExcludes returns the ignore patterns of the repository's
+// info/exclude, so files ignored there stay out of the patch as well. They
+// are read as data; a missing or odd file gives none.
+func repoExcludes(common string) []byte {
+	if common == "" {
+		return nil
+	}
+	b, err := readSmall(filepath.Join(common, "info", "exclude"), maxExcludeBytes)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// repoObjects returns the repository's object directory when it can be
+// named in GIT_ALTERNATE_OBJECT_DIRECTORIES, or "".
+func repoObjects(common string) string {
+	if common == "" {
+		return ""
+	}
+	objects := filepath.Join(common, "objects")
+	if fi, err := os.Stat(objects); err != nil || !fi.IsDir() || strings.ContainsAny(objects, ":\"\n") {
+		return ""
+	}
+	return objects
+}
+
+// readSmall reads the regular file p when it is at most max bytes.
+func readSmall(p string, max int64) ([]byte, error) {
+	f, err := os.Open(p)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() || fi.Size() > max {
+		return nil, fs.ErrInvalid
+	}
+	return io.ReadAll(io.LimitReader(f, max))
+}
+
+// snapshot writes the current state of the workspace (every file that is
+// not ignored) as a tree of the private repository and returns its id. The
+// private index persists between snapshots, so only files whose stat data
+// changed are read again.
+//
+// The first snapshot (base) may leave the content of unchanged files in the
+// repository's object directory, which it reads as an alternate: copying a
+// whole checkout into the private repository would cost seconds. Later
+// snapshots do not use it, so every file changed during the run is stored
+// privately, from the bytes in the work tree: the new side of the patch can
+// never come from an object the workspace planted under the same id.
+func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
+	if err := g.run(ctx, io.Discard, base, "add", "--all", "--", g.rel); err != nil {
+		return "", err
+	}
+	if err := g.dropNested(ctx); err != nil {
+		return "", err
+	}
+	args := []string{"write-tree"}
+	if !base && g.objects != "" {
+		// Unchanged files may be in the alternate only.
+		args = append(args, "--missing-ok")
+	}
+	var tree bytes.Buffer
+	if err := g.run(ctx, &tree, base, args...); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(tree.String()), nil
+}
+
+// dropNested removes the nested repositories `git add` just recorded
+// (gitlinks) from the private index. The next add would otherwise check
+// whether they are modified by running `git status` inside each, with that
+// repository's own configuration (fsmonitor, filters, hooks): one that is
+// not in the index is recorded again without being run. Nested
+// repositories are therefore never part of the patch.
+func (g *shadowGit) dropNested(ctx context.Context) error {
+	var staged bytes.Buffer
+	if err := g.run(ctx, &staged, false, "ls-files", "--stage", "-z"); err != nil {
+		return err
+	}
+	var nested bytes.Buffer
+	for entry := range bytes.SplitSeq(staged.Bytes(), []byte{0}) {
+		// "<mode> <id> <stage>\t<path>"
+		if mode, rest, ok := bytes.Cut(entry, []byte{' '}); ok && string(mode) == "160000" {
+			if _, path, ok := bytes.Cut(rest, []byte{'\t'}); ok {
+				nested.Write(path)
+				nested.WriteByte(0)
+			}
+		}
+	}
+	if nested.Len() == 0 {
+		return nil
+	}
+	return g.runInput(ctx, &nested, "update-index", "--force-remove", "-z", "--stdin")
+}
+
+// diffSince writes the diff of the workspace from the snapshot base to now,
+// with paths relative to the workspace.
+func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) error {
+	now, err := g.snapshot(ctx, false)
 	if err != nil {
 		return err
 	}
-	defer in.Close()
-	out, err := os.Create(dst)
-	if err != nil {
-		return err
+	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
+		"--src-prefix=a/", "--dst-prefix=b/"}
+	if g.rel != "." {
+		args = append(args, "--relative="+g.rel)
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
+	// The private objects are looked up before the alternate's.
+	return g.run(ctx, out, true, append(args, base, now, "--", g.rel)...)
 }
 
-// git runs git in the workspace with extra environment variables.
-func (w *Workspace) git(ctx context.Context, env []string, args ...string) (string, error) {
-	cmd := exec.CommandContext(ctx, "git", args...)
-	cmd.Dir = w.dir
-	cmd.Env = append(os.Environ(), env...)
-	var out, errOut bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errOut
+// run runs git in the private repository with a minimal environment;
+// alternate adds the workspace repository's objects as a read-only
+// alternate.
+func (g *shadowGit) run(ctx context.Context, out io.Writer, alternate bool, args ...string) error {
+	return g.command(ctx, nil, out, alternate, args...)
+}
+
+// runInput runs git with in as its standard input.
+func (g *shadowGit) runInput(ctx context.Context, in io.Reader, args ...string) error {
+	return g.command(ctx, in, io.Discard, false, args...)
+}
+
+func (g *shadowGit) command(ctx context.Context, in io.Reader, out io.Writer, alternate bool, args ...string) error {
+	cmd := exec.CommandContext(ctx, g.bin, append([]string{"--no-pager"}, args...)...)
+	cmd.Stdin = in
+	cmd.Dir = g.tmp
+	cmd.Env = []string{
+		"PATH=" + os.Getenv("PATH"),
+		"HOME=" + g.tmp,
+		"XDG_CONFIG_HOME=" + g.tmp,
+		"LC_ALL=C",
+		"GIT_DIR=" + g.gitDir,
+		"GIT_WORK_TREE=" + g.top,
+		"GIT_INDEX_FILE=" + filepath.Join(g.tmp, "index"),
+		"GIT_CONFIG_NOSYSTEM=1",
+		"GIT_CONFIG_GLOBAL=/dev/null",
+		"GIT_ATTR_NOSYSTEM=1",
+		"GIT_LITERAL_PATHSPECS=1",
+		"GIT_NO_REPLACE_OBJECTS=1",
+		"GIT_TERMINAL_PROMPT=0",
+	}
+	if alternate && g.objects != "" {
+		cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+g.objects)
+	}
+	var errOut bytes.Buffer
+	cmd.Stdout, cmd.Stderr = out, &errOut
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(errOut.String()); msg != "" {
-			return "", fmt.Errorf("%w: %s", err, clip(msg, 300))
+			return fmt.Errorf("git %s: %w: %s", args[0], err, clip(msg, 300))
 		}
-		return "", err
+		return fmt.Errorf("git %s: %w", args[0], err)
 	}
-	return out.String(), nil
+	return nil
 }
+
+func (g *shadowGit) remove() error { return os.RemoveAll(g.tmp) }
+
+// errNotGit: the workspace is not in a git work tree.
+var errNotGit = errors.New("not a git work tree")

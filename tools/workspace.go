@@ -31,6 +31,8 @@ const (
 	codeInvalidGlob      = "invalid_glob"
 	codePermission       = "permission_denied"
 	codeInvalidPath      = "invalid_path"
+	codeProtectedPath    = "protected_path"
+	codeHardLink         = "hard_link"
 )
 
 // nonblock makes opening a FIFO or a device return at once; regular files
@@ -43,7 +45,10 @@ const nonblock = syscall.O_NONBLOCK
 // workspace-relative and slash-separated; absolute paths, paths that climb
 // above the root, NUL bytes and symbolic links that lead outside are
 // refused. Only regular files are read or written: devices, FIFOs and
-// sockets are refused before anything blocks on them.
+// sockets are refused before anything blocks on them. The write tools
+// never write into a git directory (a .git path component in any case, or
+// a directory git would take for a repository, also through symbolic
+// links), a name with a control character, or a file with other hard links.
 //
 // A Workspace remembers the original content of every file the file tools
 // changed, so a run can report its patch (see Runtime.Patch). It is safe for
@@ -56,8 +61,9 @@ type Workspace struct {
 	original map[string]originalFile // by workspace-relative path
 
 	baseMu   sync.Mutex
-	touched  bool   // a tool that can change files was called
-	baseTree string // the git snapshot taken before that call; "" outside git
+	touched  bool       // a tool that can change files was called
+	git      *shadowGit // the snapshots' private repository; nil outside git
+	baseTree string     // the snapshot taken before that call
 }
 
 // originalFile is a file's state before the file tools first changed it.
@@ -82,8 +88,9 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 // Dir returns the workspace's absolute directory.
 func (w *Workspace) Dir() string { return w.dir }
 
-// Close releases the workspace's directory handle.
-func (w *Workspace) Close() error { return w.root.Close() }
+// Close releases the workspace's directory handle and removes the private
+// repository of the patch's snapshots.
+func (w *Workspace) Close() error { return errors.Join(w.root.Close(), w.removeGit()) }
 
 // clean turns a model-supplied path into a clean workspace-relative path
 // ("." for the root), refusing what can never be inside the workspace. It
@@ -236,6 +243,9 @@ func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.File
 	if rel == "." {
 		return false, 0, Errorf(codeNotRegular, "the workspace root is a directory, not a regular file")
 	}
+	if err := w.writable(rel); err != nil {
+		return false, 0, err
+	}
 	fi, err := w.root.Lstat(rel)
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -254,7 +264,106 @@ func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.File
 	case !fi.Mode().IsRegular():
 		return false, 0, notRegular(rel, fi)
 	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
+		return false, 0, Errorf(codeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write the content to a new file instead", quote(rel), uint64(st.Nlink))
+	}
 	return true, fi.Mode().Perm(), nil
+}
+
+// writable refuses a write to rel, before anything is read or changed, when
+// rel contains a control character (no patch can carry the name: see
+// diffName) or leads into a .git directory, lexically or through symbolic
+// links inside the workspace (a repository's configuration and hooks are
+// code that git runs).
+//
+// Symbolic links are followed here and again when the file is opened; a
+// command cannot swap one in between, since no command runs during a file
+// tool's call.
+func (w *Workspace) writable(rel string) error {
+	for i := 0; i < len(rel); i++ {
+		if c := rel[i]; c < 0x20 || c == 0x7f {
+			return Errorf(codeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), c)
+		}
+	}
+	if resolved := w.resolve(rel); gitPath(rel) || gitPath(resolved) || w.inGitDir(resolved) {
+		return Errorf(codeProtectedPath, "%s is inside a .git directory or a repository's git directory: the file tools never write a repository's metadata (its configuration and hooks are programs git runs); reading it is allowed", quote(rel))
+	}
+	return nil
+}
+
+// inGitDir reports whether a directory on the path rel (symbolic links
+// already resolved) is a git directory by another name: a bare repository,
+// or the git directory a .git file points to. Like git, it takes a
+// directory with a HEAD file and objects and refs directories for one.
+func (w *Workspace) inGitDir(rel string) bool {
+	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
+		head, err1 := w.root.Lstat(path.Join(dir, "HEAD"))
+		objects, err2 := w.root.Lstat(path.Join(dir, "objects"))
+		refs, err3 := w.root.Lstat(path.Join(dir, "refs"))
+		if err1 == nil && err2 == nil && err3 == nil && head.Mode().IsRegular() && objects.IsDir() && refs.IsDir() {
+			return true
+		}
+		if dir == "." {
+			return false
+		}
+	}
+}
+
+// gitPath reports whether a component of the slash-separated path p names
+// a .git directory, the way file systems that fold case or ignore some
+// characters (macOS, Windows) would see it.
+func gitPath(p string) bool {
+	for c := range strings.SplitSeq(p, "/") {
+		if len(c) < len(".git") {
+			continue
+		}
+		// Unicode characters HFS+ ignores in names, and trailing dots and
+		// spaces, which Windows drops.
+		c = strings.Map(func(r rune) rune {
+			switch {
+			case r == 0x200c, r == 0x200d, r == 0x200e, r == 0x200f,
+				r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+				return -1
+			}
+			return r
+		}, c)
+		if strings.EqualFold(strings.TrimRight(c, ". "), ".git") {
+			return true
+		}
+	}
+	return false
+}
+
+// maxLinkHops bounds the symbolic links resolve follows.
+const maxLinkHops = 40
+
+// resolve follows the symbolic links inside the workspace on the path rel
+// and returns the workspace-relative path it leads to. It is lexical where
+// links are absolute, lead outside or are missing: os.Root refuses those
+// when the file is opened.
+func (w *Workspace) resolve(rel string) string {
+	done, rest := ".", strings.Split(rel, "/")
+	for hops := 0; len(rest) > 0; {
+		next := path.Join(done, rest[0])
+		fi, err := w.root.Lstat(next)
+		if err != nil {
+			return path.Join(append([]string{done}, rest...)...)
+		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			done, rest = next, rest[1:]
+			continue
+		}
+		target, err := w.root.Readlink(next)
+		if hops++; err != nil || hops > maxLinkHops || path.IsAbs(target) {
+			return path.Join(append([]string{next}, rest[1:]...)...)
+		}
+		to := path.Join(path.Dir(next), target)
+		if to == ".." || strings.HasPrefix(to, "../") {
+			return path.Join(append([]string{next}, rest[1:]...)...)
+		}
+		done, rest = ".", append(strings.Split(to, "/"), rest[1:]...)
+	}
+	return done
 }
 
 // writeAtomic replaces rel with data: it writes a temporary file in the same

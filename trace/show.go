@@ -5,6 +5,8 @@ import (
 	"io"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -33,10 +35,14 @@ func Format(ev *gen.TraceEvent) string {
 		add("action", string(*ev.ActionType))
 	}
 	if ev.ToolName != nil {
-		add("tool", *ev.ToolName)
+		add("tool", shown(*ev.ToolName))
 	}
 	if ev.ArgumentKeys != nil {
-		add("args", "["+strings.Join(*ev.ArgumentKeys, ",")+"]")
+		keys := make([]string, len(*ev.ArgumentKeys))
+		for i, k := range *ev.ArgumentKeys {
+			keys[i] = shown(k)
+		}
+		add("args", "["+strings.Join(keys, ",")+"]")
 	}
 	if ev.IsError != nil && *ev.IsError {
 		add("error", "yes")
@@ -57,10 +63,10 @@ func Format(ev *gen.TraceEvent) string {
 		add("steps", strconv.Itoa(*ev.StepsUsed))
 	}
 	if ev.InputSummary != nil {
-		add("input", *ev.InputSummary)
+		add("input", shown(*ev.InputSummary))
 	}
 	if ev.Output != nil {
-		add("output", *ev.Output)
+		add("output", shown(*ev.Output))
 	}
 	if ev.Usage != nil {
 		add("tokens", fmt.Sprintf("%d+%d", ev.Usage.InputTokens, ev.Usage.OutputTokens))
@@ -77,4 +83,28 @@ func Format(ev *gen.TraceEvent) string {
 		add("error", strconv.Quote(*ev.Error))
 	}
 	return b.String()
+}
+
+// maxShown bounds a name or summary in a line of Show: a summary
+// (`chars=N;sha256=HEX`, at most 98 characters) fits. The trace this
+// package writes holds nothing longer, but a file may come from elsewhere.
+const maxShown = 100
+
+// shown makes a name or a summary from a trace safe to print on one line
+// of a terminal: control characters (and bidi controls) become U+FFFD
+// and it is clipped to maxShown characters.
+func shown(s string) string {
+	n := 0
+	return strings.Map(func(r rune) rune {
+		n++
+		switch {
+		case n > maxShown+1:
+			return -1
+		case n == maxShown+1:
+			return '…'
+		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }

@@ -4,7 +4,10 @@
 //
 // Texts (the task, tool outputs, answers, feedback) are recorded only as
 // Summary values, `chars=N;sha256=HEX`, and tool arguments only as their keys,
-// so a trace can be shared without leaking what the agent saw.
+// so a trace can be shared without leaking what the agent saw. Names are
+// recorded verbatim only when the spec defines them (the tools offered, the
+// properties of their input schemas); a tool name or an argument key the
+// model made up is recorded as its Summary too (see Names).
 package trace
 
 import (
@@ -27,4 +30,12 @@ func Summary(s string) string {
 	b = b[:n+2*sha256.Size]
 	hex.Encode(b[n:], sum[:])
 	return string(b)
+}
+
+// Names reports whether recorded, a tool name or an argument key as a
+// trace records it, stands for name: the trace records names that the
+// tool list and the tools' input schemas do not define as their Summary,
+// and every other name verbatim.
+func Names(recorded, name string) bool {
+	return recorded == name || recorded == Summary(name)
 }

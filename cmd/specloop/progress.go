@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"unicode"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
@@ -22,15 +23,19 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 	case gen.TraceEventTypeModelAction:
 		switch {
 		case pr.ToolCall != nil:
-			fmt.Fprintf(p.w, "step %-3d → %s %s\n", ev.Step, pr.ToolCall.ToolName, oneLine(compactJSON(pr.ToolCall.Arguments), 100))
+			// The tool's name as the trace has it: a name not in the tool
+			// list is a summary.
+			fmt.Fprintf(p.w, "step %-3d → %s %s\n", ev.Step, oneLine(deref(ev.ToolName), maxNameChars), oneLine(compactJSON(pr.ToolCall.Arguments), 100))
 		case pr.Finish != nil:
 			fmt.Fprintf(p.w, "step %-3d → finish %s\n", ev.Step, oneLine(pr.Finish.Answer, 100))
 		case ev.ToolName != nil: // a remote run: the trace has the argument keys only
-			keys := ""
+			var keys []string
 			if ev.ArgumentKeys != nil {
-				keys = strings.Join(*ev.ArgumentKeys, ",")
+				for _, k := range *ev.ArgumentKeys {
+					keys = append(keys, oneLine(k, maxNameChars))
+				}
 			}
-			fmt.Fprintf(p.w, "step %-3d → %s [%s]\n", ev.Step, *ev.ToolName, keys)
+			fmt.Fprintf(p.w, "step %-3d → %s [%s]\n", ev.Step, oneLine(*ev.ToolName, maxNameChars), oneLine(strings.Join(keys, ","), 200))
 		default:
 			fmt.Fprintf(p.w, "step %-3d → finish (%s)\n", ev.Step, deref(ev.Output))
 		}
@@ -43,7 +48,7 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 		if pr.Observation != nil {
 			text = pr.Observation.Content
 		}
-		fmt.Fprintf(p.w, "step %-3d %s %s: %s (%s)\n", ev.Step, mark, deref(ev.ToolName), oneLine(text, 100), msText(ev.ToolDurationMs))
+		fmt.Fprintf(p.w, "step %-3d %s %s: %s (%s)\n", ev.Step, mark, oneLine(deref(ev.ToolName), maxNameChars), oneLine(text, 100), msText(ev.ToolDurationMs))
 	case gen.TraceEventTypeModelFeedback:
 		text := deref(ev.Output)
 		if pr.Feedback != nil {
@@ -85,17 +90,31 @@ func printResult(w io.Writer, res *gen.RunResult, tracePath string) {
 	}
 }
 
+// compactJSON encodes v for a person: &, < and > stay as they are.
 func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return "?"
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
-// oneLine flattens s to one line of at most n characters.
+// maxNameChars bounds a tool name or an argument key in a progress line;
+// a summary (`chars=N;sha256=HEX`, at most 98 characters) fits.
+const maxNameChars = 100
+
+// oneLine flattens s to one line of at most n characters, with control
+// characters (which could drive the terminal) shown as U+FFFD.
 func oneLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

@@ -57,6 +57,15 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	for _, pos := range []struct {
+		name  string
+		value int64
+	}{{"--max-concurrent", int64(*maxConcurrent)}, {"--queue", int64(*queue)}, {"--body-limit", *bodyLimit}} {
+		if pos.value < 1 {
+			env.errorf("serve: %s must be at least 1", pos.name)
+			return exitUsage
+		}
+	}
 	policy, err := trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
 		env.errorf("serve: --sync: %v", err)

@@ -45,6 +45,7 @@ func toolsCmd(_ context.Context, env *cmdEnv, args []string) int {
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(gen.ToolList{Tools: rt.Specs()}); err != nil {
 			return exitInternal
 		}

@@ -27,7 +27,7 @@ type SyntaxError struct {
 func (e *SyntaxError) Error() string {
 	s := "invalid JSON at offset " + strconv.FormatInt(e.Offset, 10)
 	if e.Pointer != "" {
-		s += " (field " + strconv.Quote(clipPointer(e.Pointer)) + ")"
+		s += " (field " + quotePointer(e.Pointer) + ")"
 	}
 	return s + ": " + e.Msg
 }

@@ -83,7 +83,7 @@ func (e *Error) Error() string {
 	if e.Pointer == "" {
 		return "value: " + e.Reason
 	}
-	return "field " + strconv.Quote(clipPointer(e.Pointer)) + ": " + e.Reason
+	return "field " + quotePointer(e.Pointer) + ": " + e.Reason
 }
 
 // FromSchemaError turns an error of kin-openapi's VisitJSON (or of
@@ -272,7 +272,14 @@ func escapeToken(t string) string {
 // are the model's or the client's and may be long.
 const MaxPointer = 256
 
-func clipPointer(p string) string { return clip(p, MaxPointer) }
+// quotePointer quotes p for a message, clipped to MaxPointer bytes and
+// saying so.
+func quotePointer(p string) string {
+	if len(p) <= MaxPointer {
+		return strconv.Quote(p)
+	}
+	return strconv.Quote(clip(p, MaxPointer)) + " (clipped, " + strconv.Itoa(len(p)) + " bytes in all)"
+}
 
 // clip shortens s to at most n bytes on a rune boundary, marking the cut.
 func clip(s string, n int) string {

@@ -129,7 +129,7 @@ type Model struct {
 	cfg     Config
 	timeout time.Duration
 	toolset *adapt.Toolset
-	tools   []byte // `{"tools":[...],`, the start of every request body
+	tools   []anthropic.ToolUnionParam // shared by every request
 	system  string
 	queue   adapt.Queue
 }
@@ -188,9 +188,7 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	m.client = anthropic.NewClient(opts...)
-	if m.tools, err = encodeTools(ts); err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
-	}
+	m.tools = toolParams(ts)
 	return m, nil
 }
 
@@ -203,14 +201,8 @@ func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.His
 	if a, ok := m.queue.Next(history); ok {
 		return a, nil
 	}
-	body, err := m.request(task, history)
-	if err != nil {
-		return agent.Action{}, err
-	}
 	var attempts adapt.Attempts
-	resp, err := m.client.Messages.New(ctx, emptyParams,
-		option.WithRequestBody("application/json", body),
-		option.WithMiddleware(attempts.Middleware))
+	resp, err := m.client.Messages.New(ctx, m.params(task, history), option.WithMiddleware(attempts.Middleware))
 	if err != nil {
 		return agent.Action{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
 	}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -186,59 +185,6 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 	}
 	if diff := cmp.Diff([]any{"answer"}, schema["required"]); diff != "" {
 		t.Fatalf("finish required (-want +got):\n%s", diff)
-	}
-}
-
-// shape returns the sorted keys of a JSON object.
-func shape(v any) []string {
-	m, _ := v.(map[string]any)
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
-}
-
-func TestRequestMatchesReferenceShape(t *testing.T) {
-	t.Parallel()
-	s := newServer(t, ok(t, "tool_use.json"), ok(t, "answer.json"))
-	temp := 0.2
-	m := newModel(t, s, func(c *anthropic.Config) { c.Temperature = &temp; c.MaxOutputTokens = 1024 })
-	if _, _, err := runTask(t, m, agent.Options{}); err != nil {
-		t.Fatal(err)
-	}
-	var ref map[string]any
-	if err := json.Unmarshal(testdata(t, "request_reference.json"), &ref); err != nil {
-		t.Fatal(err)
-	}
-	got := s.requests()[1]
-	if diff := cmp.Diff(shape(ref), shape(got)); diff != "" {
-		t.Fatalf("request fields (-reference +sent):\n%s", diff)
-	}
-	if got["temperature"] != 0.2 || got["max_tokens"] != 1024.0 {
-		t.Fatalf("temperature/max_tokens = %v/%v", got["temperature"], got["max_tokens"])
-	}
-	refMsgs, gotMsgs := messages(t, ref), messages(t, got)
-	if roles(refMsgs) != roles(gotMsgs) {
-		t.Fatalf("messages %q, reference %q", roles(gotMsgs), roles(refMsgs))
-	}
-	for i := range gotMsgs {
-		if diff := cmp.Diff(shape(refMsgs[i]), shape(gotMsgs[i])); diff != "" {
-			t.Fatalf("message %d fields (-reference +sent):\n%s", i, diff)
-		}
-		if diff := cmp.Diff(shape(block(refMsgs, i, 0)), shape(block(gotMsgs, i, 0))); diff != "" {
-			t.Fatalf("message %d block fields (-reference +sent):\n%s", i, diff)
-		}
-	}
-	refTool := ref["tools"].([]any)[0]
-	for _, tool := range got["tools"].([]any) {
-		if diff := cmp.Diff(shape(refTool), shape(tool)); diff != "" {
-			t.Fatalf("tool fields (-reference +sent):\n%s", diff)
-		}
-	}
-	if diff := cmp.Diff(shape(ref["system"].([]any)[0]), shape(got["system"].([]any)[0])); diff != "" {
-		t.Fatalf("system fields (-reference +sent):\n%s", diff)
 	}
 }
 
@@ -423,8 +369,9 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 	s := newServer(t, fail, fail, overloaded)
 	m := newModel(t, s, func(c *anthropic.Config) { c.MaxRetries = 2 })
 	res, events, err := runTask(t, m, agent.Options{})
-	if err != nil {
-		t.Fatal(err)
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) || pe.Retries != 2 {
+		t.Fatalf("Run error %v, want a *model.ProviderError after 2 retries", err)
 	}
 	want := "anthropic: request failed after 2 retries: 529 (overloaded_error)"
 	if res.ExitReason != gen.ExitReasonModelError || res.Error == nil || !strings.Contains(*res.Error, want) {

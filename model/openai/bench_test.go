@@ -62,7 +62,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	task := gen.Task{Prompt: "Find the bug in main.go and fix it."}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.request(task, h); err != nil {
+		if _, err := encode(m, task, h); err != nil {
 			b.Fatal(err)
 		}
 		var resp openai.ChatCompletion

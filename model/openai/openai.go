@@ -128,7 +128,7 @@ type Model struct {
 	official bool // the base URL is OpenAI's own API
 	timeout  time.Duration
 	toolset  *adapt.Toolset
-	tools    []byte // `{"tools":[...],`, the start of every request body
+	tools    []openai.ChatCompletionToolUnionParam // shared by every request
 	system   string
 	queue    adapt.Queue
 }
@@ -185,9 +185,7 @@ func New(cfg Config) (*Model, error) {
 	// The service, not openai.NewClient, so that nothing is read from the
 	// environment behind the Config's back.
 	m.svc = openai.NewChatCompletionService(opts...)
-	if m.tools, err = encodeTools(ts); err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
+	m.tools = toolParams(ts)
 	return m, nil
 }
 
@@ -202,14 +200,12 @@ func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.His
 	if a, ok := m.queue.Next(history); ok {
 		return a, nil
 	}
-	body, err := m.request(task, history)
+	params, err := m.params(task, history)
 	if err != nil {
 		return agent.Action{}, err
 	}
 	var attempts adapt.Attempts
-	resp, err := m.svc.New(ctx, emptyParams,
-		option.WithRequestBody("application/json", body),
-		option.WithMiddleware(attempts.Middleware))
+	resp, err := m.svc.New(ctx, params, option.WithMiddleware(attempts.Middleware))
 	if err != nil {
 		return agent.Action{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
 	}

@@ -10,6 +10,7 @@
 package adapt
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"reflect"
@@ -20,7 +21,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/spec"
-	"github.com/specloop/specloop/tools"
 )
 
 // Tool is one function a provider is told about.
@@ -74,7 +74,7 @@ func deriveFinish(doc *openapi3.T) (*finishSpec, error) {
 		return nil, fmt.Errorf("adapt: the spec has no %s schema with a discriminator or no %s schema", actionName, finishName)
 	}
 	disc := action.Value.Discriminator.PropertyName
-	params, err := Inline(finish)
+	params, err := selfContained(finish)
 	if err != nil {
 		return nil, fmt.Errorf("adapt: %s schema: %w", finishName, err)
 	}
@@ -151,6 +151,48 @@ func (ts *Toolset) SystemPrompt() string {
 		"A reply without any tool call is also taken as your final answer."
 }
 
-// Inline renders a schema as a JSON Schema object with every $ref replaced
-// by the schema it names, so a provider sees one self-contained schema.
-func Inline(ref *openapi3.SchemaRef) (map[string]any, error) { return tools.InlineSchema(ref) }
+// selfContained renders a schema as a JSON Schema object. A provider sees
+// the schema alone, so it must not use $ref (the finish tool's schema, the
+// spec's Finish, has none; the runtime's tool specs come inlined).
+func selfContained(ref *openapi3.SchemaRef) (map[string]any, error) {
+	if ref.Ref != "" {
+		ref = &openapi3.SchemaRef{Value: ref.Value}
+	}
+	data, err := json.Marshal(ref)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, err
+	}
+	if hasRef(m) {
+		return nil, errors.New("the schema uses $ref, which a provider cannot resolve")
+	}
+	return m, nil
+}
+
+// refKey is JSON Schema's reference keyword.
+const refKey = "$ref"
+
+// hasRef reports whether a decoded JSON Schema has a $ref anywhere.
+func hasRef(v any) bool {
+	switch v := v.(type) {
+	case map[string]any:
+		if _, ok := v[refKey]; ok {
+			return true
+		}
+		for _, item := range v {
+			if hasRef(item) {
+				return true
+			}
+		}
+	case []any:
+		for _, item := range v {
+			if hasRef(item) {
+				return true
+			}
+		}
+	}
+	return false
+}

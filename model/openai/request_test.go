@@ -29,7 +29,7 @@ func TestRequestSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, err := m.request(gen.Task{Prompt: "p"}, agent.NewHistory())
+			body, err := encode(m, gen.Task{Prompt: "p"}, agent.NewHistory())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -64,7 +64,7 @@ func FuzzRequest(f *testing.F) {
 			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: a}},
 			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: content, IsError: isError}},
 		)
-		body, err := m.request(gen.Task{Prompt: prompt}, h)
+		body, err := encode(m, gen.Task{Prompt: prompt}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -106,4 +106,14 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("content %q came back as %q", content, req.Messages[3].Content)
 		}
 	})
+}
+
+// encode is the body the SDK sends for the task and history: the params
+// as the SDK marshals them.
+func encode(m *Model, task gen.Task, h agent.History) ([]byte, error) {
+	p, err := m.params(task, h)
+	if err != nil {
+		return nil, err
+	}
+	return p.MarshalJSON()
 }

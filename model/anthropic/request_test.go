@@ -25,7 +25,7 @@ func TestRequestSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, err := m.request(gen.Task{Prompt: "p"}, agent.NewHistory())
+			body, err := encode(m, gen.Task{Prompt: "p"}, agent.NewHistory())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func FuzzRequest(f *testing.F) {
 			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: a}},
 			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: content, IsError: isError}},
 		)
-		body, err := m.request(gen.Task{Prompt: prompt}, h)
+		body, err := encode(m, gen.Task{Prompt: prompt}, h)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -89,4 +89,11 @@ func FuzzRequest(f *testing.F) {
 			t.Fatalf("prompt %q came back as %q", p, req.Messages[0].Content[0]["text"])
 		}
 	})
+}
+
+// encode is the body the SDK sends for the task and history: the params
+// as the SDK marshals them.
+func encode(m *Model, task gen.Task, h agent.History) ([]byte, error) {
+	p := m.params(task, h)
+	return p.MarshalJSON()
 }

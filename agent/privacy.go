@@ -1,0 +1,115 @@
+package agent
+
+import (
+	"slices"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
+)
+
+// What a model chooses freely — the name of a tool it calls, the keys of
+// the arguments — may hold anything, a secret it read included. The trace
+// (and so the server's event stream) records a tool name verbatim only
+// when it is the name of a tool offered to the model, and an argument key
+// only when it is a property of that tool's input schema; any other name
+// or key is recorded as its trace.Summary, `chars=N;sha256=HEX`, which
+// still tells which without saying what.
+
+// vocabulary holds the names a trace may record verbatim: the offered
+// tools and the properties of their input schemas. A nil vocabulary (no
+// tools) knows no name.
+type vocabulary map[string]map[string]bool
+
+func newVocabulary(specs []gen.ToolSpec) vocabulary {
+	v := make(vocabulary, len(specs))
+	for _, s := range specs {
+		props := map[string]bool{}
+		if p, ok := s.InputSchema["properties"].(map[string]any); ok {
+			for name := range p {
+				props[name] = true
+			}
+		}
+		v[s.Name] = props
+	}
+	return v
+}
+
+// toolName returns name when the tool is known, else its summary, stored
+// in room.
+func (v vocabulary) toolName(name, room *string) *string {
+	if _, ok := v[*name]; ok {
+		return name
+	}
+	*room = trace.Summary(*name)
+	return room
+}
+
+// argumentKeys appends the keys of the arguments of a call of tool to
+// keys, each verbatim when the tool's input schema names it and else as
+// its summary, and sorts them.
+func (v vocabulary) argumentKeys(keys []string, tool string, args map[string]any) []string {
+	props := v[tool]
+	for k := range args {
+		if !props[k] {
+			k = trace.Summary(k)
+		}
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
+}
+
+// MaxMessageBytes is the most bytes of a feedback or error message the
+// loop passes on: invalid-output feedback, the content of an error
+// Observation, and a run's error. A longer message (one naming a 20 KB
+// argument key, say) is cut, on a character boundary, and says so.
+const MaxMessageBytes = 1 << 10
+
+// MaxCheckOutputBytes is the most bytes of a failing completion check's
+// output that the finish_rejected feedback quotes: its end, since that is
+// where test failures are summarized.
+const MaxCheckOutputBytes = 4 << 10
+
+// ClipMessage returns msg when it is at most MaxMessageBytes long, else
+// its beginning followed by a note saying how long it was, MaxMessageBytes
+// in all.
+func ClipMessage(msg string) string {
+	if len(msg) <= MaxMessageBytes {
+		return msg
+	}
+	note := " … [message clipped: " + strconv.Itoa(len(msg)) + " bytes in all]"
+	n := MaxMessageBytes - len(note)
+	for n > 0 && !utf8.RuneStart(msg[n]) {
+		n--
+	}
+	return msg[:n] + note
+}
+
+// clipTail returns the last MaxCheckOutputBytes of out, saying so when
+// it cut.
+func clipTail(out string) string {
+	if len(out) <= MaxCheckOutputBytes {
+		return out
+	}
+	note := "[output clipped: the last " + strconv.Itoa(MaxCheckOutputBytes) + " of " + strconv.Itoa(len(out)) + " bytes follow]\n"
+	i := len(out) - MaxCheckOutputBytes + len(note)
+	for i < len(out) && !utf8.RuneStart(out[i]) {
+		i++
+	}
+	return note + out[i:]
+}
+
+// clipName shortens a tool name for a message to the model.
+func clipName(name string) string {
+	const n = 64
+	if len(name) <= n {
+		return name
+	}
+	i := n
+	for i > 0 && !utf8.RuneStart(name[i]) {
+		i--
+	}
+	return name[:i] + "…"
+}

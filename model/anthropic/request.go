@@ -1,0 +1,144 @@
+package anthropic
+
+import (
+	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model/internal/adapt"
+)
+
+// The request is the SDK's own MessageNewParams, sent through
+// MessageService.New, so the wire format is whatever the pinned SDK writes
+// (see testdata/request_reference.json and TestRequestMatchesReference).
+
+// The JSON Schema keywords ToolInputSchemaParam has fields for.
+const (
+	keyType       = "type"
+	keyProperties = "properties"
+	keyRequired   = "required"
+)
+
+// toolParams converts the toolset to the SDK's custom tools, once, at New.
+// Every request shares the result; the SDK only reads it.
+func toolParams(ts *adapt.Toolset) []anthropic.ToolUnionParam {
+	tools := make([]anthropic.ToolUnionParam, len(ts.Tools))
+	for i, t := range ts.Tools {
+		tool := &anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(t.Parameters)}
+		if t.Description != "" {
+			tool.Description = anthropic.String(t.Description)
+		}
+		tools[i] = anthropic.ToolUnionParam{OfTool: tool}
+	}
+	return tools
+}
+
+// inputSchema is a tool's parameters as the SDK's input schema: always an
+// object schema, as the API requires, with every other keyword
+// (additionalProperties, descriptions, ...) carried unchanged.
+func inputSchema(params map[string]any) anthropic.ToolInputSchemaParam {
+	var s anthropic.ToolInputSchemaParam
+	extra := make(map[string]any, len(params))
+	for k, v := range params {
+		switch k {
+		case keyType:
+			// The SDK always writes "object".
+		case keyProperties:
+			s.Properties = v
+		case keyRequired:
+			if names, ok := stringList(v); ok {
+				s.Required = names
+			} else {
+				extra[k] = v
+			}
+		default:
+			extra[k] = v
+		}
+	}
+	if len(extra) > 0 {
+		s.ExtraFields = extra
+	}
+	return s
+}
+
+// stringList returns v as a list of strings, if it is one.
+func stringList(v any) ([]string, bool) {
+	switch v := v.(type) {
+	case []string:
+		return v, true
+	case []any:
+		out := make([]string, len(v))
+		for i, item := range v {
+			s, ok := item.(string)
+			if !ok {
+				return nil, false
+			}
+			out[i] = s
+		}
+		return out, true
+	}
+	return nil, false
+}
+
+// params builds the Messages request for the task and history: the system
+// prompt, the task as the first user message, then the history, with the
+// consecutive blocks of one role in one message, as the API expects
+// alternating roles.
+func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNewParams {
+	turns := m.toolset.Render(history)
+	msgs := make([]anthropic.MessageParam, 0, len(turns)+1)
+	msgs = append(msgs, anthropic.NewUserMessage(anthropic.NewTextBlock(task.Prompt)))
+	// user and assistant add a block to the last message when it has the
+	// role, or start a message with it.
+	user := func(block anthropic.ContentBlockParamUnion) {
+		if last := msgs[len(msgs)-1].OfUser; last != nil {
+			last.Content = append(last.Content, block)
+			return
+		}
+		msgs = append(msgs, anthropic.NewUserMessage(block))
+	}
+	assistant := func(block anthropic.ContentBlockParamUnion) {
+		if last := msgs[len(msgs)-1].OfAssistant; last != nil {
+			last.Content = append(last.Content, block)
+			return
+		}
+		msgs = append(msgs, anthropic.NewAssistantMessage(block))
+	}
+	for _, t := range turns {
+		switch t.Kind {
+		case adapt.Call:
+			assistant(anthropic.NewToolUseBlock(t.ID, orEmpty(t.Arguments), t.Name))
+		case adapt.Result:
+			user(toolResult(t))
+		case adapt.User:
+			user(anthropic.NewTextBlock(t.Text))
+		}
+	}
+	p := anthropic.MessageNewParams{
+		Model:     anthropic.Model(m.cfg.Model),
+		MaxTokens: m.cfg.MaxOutputTokens,
+		System:    []anthropic.TextBlockParam{{Text: m.system}},
+		Messages:  msgs,
+		Tools:     m.tools,
+	}
+	if m.cfg.Temperature != nil {
+		// SDK v2 has no field for temperature; the API still takes it.
+		p.SetExtraFields(map[string]any{"temperature": *m.cfg.Temperature})
+	}
+	return p
+}
+
+// toolResult is a Result turn as a tool_result block. An empty result has
+// no content (the API refuses empty text blocks).
+func toolResult(t adapt.Turn) anthropic.ContentBlockParamUnion {
+	if t.Text != "" {
+		return anthropic.NewToolResultBlock(t.ID, t.Text, t.IsError)
+	}
+	return anthropic.ContentBlockParamUnion{OfToolResult: &anthropic.ToolResultBlockParam{ToolUseID: t.ID, IsError: anthropic.Bool(t.IsError)}}
+}
+
+func orEmpty(args map[string]any) map[string]any {
+	if args == nil {
+		return map[string]any{}
+	}
+	return args
+}

@@ -1,0 +1,51 @@
+package trace_test
+
+import (
+	"strings"
+	"testing"
+	"unicode"
+	"unicode/utf8"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
+)
+
+func TestNames(t *testing.T) {
+	for _, tt := range []struct {
+		recorded, name string
+		want           bool
+	}{
+		{"calculator", "calculator", true},
+		{trace.Summary("shell"), "shell", true},
+		{trace.Summary("shell"), "bash", false},
+		{"shell", "bash", false},
+		{trace.Summary("shell"), trace.Summary("shell"), true},
+	} {
+		if got := trace.Names(tt.recorded, tt.name); got != tt.want {
+			t.Errorf("Names(%q, %q) = %v, want %v", tt.recorded, tt.name, got, tt.want)
+		}
+	}
+}
+
+// Show prints names and keys from a trace file that did not come from this
+// package (an older version recorded them verbatim) on one safe line.
+func TestShowClipsHostileNames(t *testing.T) {
+	name := "\x1b]0;owned\x07" + strings.Repeat("n", 20_000)
+	keys := []string{"\u202e" + strings.Repeat("k", 20_000), "left"}
+	ev := gen.TraceEvent{RunId: "r", EventType: gen.TraceEventTypeModelAction, ToolName: &name, ArgumentKeys: &keys}
+	line := trace.Format(&ev)
+	if n := utf8.RuneCountInString(line); n > 400 {
+		t.Fatalf("a line of %d characters", n)
+	}
+	if strings.ContainsFunc(line, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }) {
+		t.Fatalf("the line holds a control character: %q", line)
+	}
+	if !strings.Contains(line, "args=[�kkk") || !strings.Contains(line, "…,left]") {
+		t.Fatalf("the keys are not shown clipped: %q", line)
+	}
+	summary := trace.Summary(name)
+	ev.ToolName = &summary
+	if !strings.Contains(trace.Format(&ev), "tool="+summary+" ") {
+		t.Fatalf("a summary is not shown whole: %q", trace.Format(&ev))
+	}
+}
