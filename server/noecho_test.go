@@ -3,6 +3,7 @@ package server_test
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"net/http"
 	"net/url"
@@ -21,8 +22,8 @@ import (
 // markerForms are the shapes a submitted string takes to reach each
 // failure of the tools: a missing path, a path outside the workspace, one
 // under a file, inside .git, too long, with a control character; a
-// malformed glob; an invalid or oversized regular expression. %s is the
-// marker.
+// malformed glob; an invalid or oversized regular expression; a name, a
+// path or a value over its length limit. %s is the marker.
 var markerForms = []string{
 	"%s",
 	"../%s",
@@ -39,6 +40,15 @@ var markerForms = []string{
 	"%s*",
 	"**/%s",
 	"README.md/../../%s",
+	strings.Repeat("%s", 20),   // a name over 255 bytes
+	strings.Repeat("%s/", 300), // a path over 4096 bytes
+	strings.Repeat("%s", 5000), // over the schema's maxLength
+	"%s\x00",                   // NUL
+}
+
+// shape puts the marker m in a form.
+func shape(form, m string) string {
+	return strings.ReplaceAll(form, "%s", m)
 }
 
 // A problem never repeats what the client sent: every string field of
@@ -71,6 +81,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 	marker := func() string { return fmt.Sprintf("zqmark%08x", rng.Uint32()) }
 
 	calls, failures := 0, 0
+	reached := map[string]bool{}
 	send := func(t *testing.T, tool string, body map[string]any, query url.Values, mark string) {
 		t.Helper()
 		b, err := json.Marshal(body)
@@ -90,6 +101,11 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 			return // a result may hold what was sent (a diff, a file's lines)
 		}
 		failures++
+		var p struct {
+			Code string `json:"code"`
+		}
+		_ = json.Unmarshal(data, &p)
+		reached[fmt.Sprint(status, " ", p.Code)] = true
 		if strings.Contains(strings.ToLower(string(data)), mark) {
 			t.Errorf("%s %s: the %d problem echoes the submitted value: %s", tool, b, status, data)
 		}
@@ -112,7 +128,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 					for _, form := range markerForms {
 						m := marker()
 						body := clone(base)
-						body[f] = fmt.Sprintf(form, m)
+						body[f] = shape(form, m)
 						send(t, name, body, nil, m)
 					}
 				}
@@ -123,7 +139,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 				send(t, name, body, nil, m)
 				for _, form := range markerForms {
 					m := marker()
-					send(t, name, clone(base), url.Values{"workspace": {fmt.Sprintf(form, m)}}, m)
+					send(t, name, clone(base), url.Values{"workspace": {shape(form, m)}}, m)
 				}
 			}
 			// Random combinations: every string field a marker shape or
@@ -133,7 +149,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 				body := clone(bases[rng.IntN(len(bases))])
 				for _, f := range fields {
 					if rng.IntN(3) > 0 {
-						body[f] = fmt.Sprintf(markerForms[rng.IntN(len(markerForms))], m)
+						body[f] = shape(markerForms[rng.IntN(len(markerForms))], m)
 					}
 				}
 				for f, ref := range def.Input.Properties {
@@ -147,6 +163,11 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 	}
 	if failures < calls/2 {
 		t.Fatalf("only %d of %d calls failed: the shapes no longer reach the tools' errors", failures, calls)
+	}
+	for _, want := range []string{"400 ", "404 ", "422 not_found", "422 outside_workspace", "422 invalid_glob", "422 invalid_regex", "422 invalid_path", "422 protected_path", "422 not_a_regular_file", "422 no_match", "422 multiple_matches", "422 commands_disabled"} {
+		if !reached[want] {
+			t.Errorf("no call got %q: the shapes no longer reach it (reached: %v)", want, slices.Sorted(maps.Keys(reached)))
+		}
 	}
 }
 
