@@ -17,6 +17,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -292,4 +293,24 @@ func checkRecordedRaw(t *testing.T, events []gen.TraceEvent) {
 			}
 		}
 	}
+}
+
+// CallTrace lists the model_action and observation events of a trace as
+// "step type call_id", with each observation's output summary.
+func CallTrace(events []gen.TraceEvent) []string {
+	var out []string
+	for _, ev := range events {
+		if ev.EventType != gen.TraceEventTypeModelAction && ev.EventType != gen.TraceEventTypeObservation {
+			continue
+		}
+		line := fmt.Sprintf("%d %s", ev.Step, ev.EventType)
+		if ev.CallId != nil {
+			line += " " + *ev.CallId
+		}
+		if ev.EventType == gen.TraceEventTypeObservation {
+			line += " " + *ev.Output
+		}
+		out = append(out, line)
+	}
+	return out
 }
