@@ -47,15 +47,16 @@ func ParseTurn(text string) (agent.Turn, error) {
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	value, err := schema.Decode([]byte(unfence(text)))
+	body := unfence(text)
+	if !strings.Contains(body, ts.actions) && !strings.Contains(body, `\u`) {
+		// No member can be named actions: not a Turn. (The common case,
+		// which this spares a second decoding.)
+		return oneAction(text)
+	}
+	value, err := schema.Decode([]byte(body))
 	obj, isObject := value.(map[string]any)
 	if _, isTurn := obj[ts.actions]; err != nil || !isObject || !isTurn {
-		// Not a Turn: an Action, or ParseAction says what is wrong.
-		a, err := ParseAction(text)
-		if err != nil {
-			return agent.Turn{}, err
-		}
-		return agent.Turn{Actions: []agent.Action{a}}, nil
+		return oneAction(text)
 	}
 	if err := ts.validator.Validate(value); err != nil {
 		return agent.Turn{}, invalid(err.Error(), text)
@@ -79,4 +80,14 @@ func ParseTurn(text string) (agent.Turn, error) {
 		turn.Actions[i] = a
 	}
 	return turn, nil
+}
+
+// oneAction parses text that is not a Turn: an Action, or ParseAction says
+// what is wrong.
+func oneAction(text string) (agent.Turn, error) {
+	a, err := ParseAction(text)
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	return agent.Turn{Actions: []agent.Action{a}}, nil
 }

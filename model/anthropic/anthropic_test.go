@@ -562,6 +562,17 @@ func message(turn modeltest.Turn, n int) []byte {
 		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", n), "name": name, "input": input})
 	}
 	switch {
+	case turn.Parallel != nil:
+		for k, a := range turn.Parallel {
+			name, input := "finish", []byte(nil)
+			if a.ToolCall != nil {
+				name = a.ToolCall.ToolName
+				input, _ = json.Marshal(a.ToolCall.Arguments)
+			} else {
+				input, _ = json.Marshal(map[string]any{"answer": a.Finish.Answer})
+			}
+			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_%d", n, k), "name": name, "input": json.RawMessage(input)})
+		}
 	case turn.ToolCall != nil:
 		args, _ := json.Marshal(turn.ToolCall.Arguments)
 		use(turn.ToolCall.ToolName, args)

@@ -648,6 +648,22 @@ func completion(turn modeltest.Turn, n int) []byte {
 		}}
 	}
 	switch {
+	case turn.Parallel != nil:
+		var calls []any
+		for k, a := range turn.Parallel {
+			name, args := "finish", []byte(nil)
+			if a.ToolCall != nil {
+				name = a.ToolCall.ToolName
+				args, _ = json.Marshal(a.ToolCall.Arguments)
+			} else {
+				args, _ = json.Marshal(map[string]any{"answer": a.Finish.Answer})
+			}
+			calls = append(calls, map[string]any{
+				"id": fmt.Sprintf("call_%d_%d", n, k), "type": "function",
+				"function": map[string]any{"name": name, "arguments": string(args)},
+			})
+		}
+		msg["tool_calls"] = calls
 	case turn.ToolCall != nil:
 		args, _ := json.Marshal(turn.ToolCall.Arguments)
 		call(turn.ToolCall.ToolName, string(args))
