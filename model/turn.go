@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/spec"
 )
@@ -61,23 +62,36 @@ func ParseTurn(text string) (agent.Turn, error) {
 	if err := ts.validator.Validate(value); err != nil {
 		return agent.Turn{}, invalid(err.Error(), text)
 	}
+	as, err := loadActionSchema()
+	if err != nil {
+		return agent.Turn{}, err
+	}
 	items := obj[ts.actions].([]any) // the schema says it is an array of actions
 	turn := agent.Turn{Actions: make([]agent.Action, len(items))}
 	for i, item := range items {
+		m := item.(map[string]any)
+		a := &turn.Actions[i]
+		if gen.ActionType(m[as.discriminator].(string)) == gen.ActionTypeToolCall {
+			a.ToolCall = &gen.ToolCall{}
+			err = schema.Bind(m, a.ToolCall)
+		} else {
+			if i != len(items)-1 {
+				return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
+			}
+			a.Finish = &gen.Finish{}
+			err = schema.Bind(m, a.Finish)
+		}
+		if err != nil {
+			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", ts.actions, i, err), text)
+		}
+		// Each action's Raw is its own wire form, as a replay reads it.
 		var buf bytes.Buffer
 		enc := json.NewEncoder(&buf)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(item); err != nil {
+		if err := enc.Encode(m); err != nil {
 			return agent.Turn{}, fmt.Errorf("encode a valid action: %w", err)
 		}
-		a, err := ParseAction(strings.TrimSuffix(buf.String(), "\n"))
-		if err != nil {
-			return agent.Turn{}, fmt.Errorf("parse a valid action: %w", err)
-		}
-		if a.Finish != nil && i != len(items)-1 {
-			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
-		}
-		turn.Actions[i] = a
+		a.Raw = strings.TrimSuffix(buf.String(), "\n")
 	}
 	return turn, nil
 }
