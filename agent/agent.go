@@ -41,6 +41,13 @@ type Patcher interface {
 	Patch(ctx context.Context) (string, error)
 }
 
+// Sandboxed is an optional ability of a ToolRuntime or a Checker: how the
+// commands it runs are confined (nil when it runs none). The run records it
+// in run_started and the RunResult.
+type Sandboxed interface {
+	SandboxInfo() *gen.SandboxInfo
+}
+
 // Checker is a completion gate: it runs when the model finishes, and the run
 // ends finished only when the check passes. An error means the check could
 // not be run at all (an internal error), not that it failed.
@@ -116,6 +123,7 @@ type loop struct {
 	counted bool // a model reported usage
 	start   time.Time
 	check   *gen.CheckResult
+	sandbox *gen.SandboxInfo
 	tracing bool // events are built only when someone receives them
 	reuse   bool // no one keeps step events: one is reused
 	scratch stepEvent
@@ -169,10 +177,26 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	started.InputSummary = ptr(trace.Summary(l.task.Prompt))
 	started.MaxSteps = &l.max
 	started.ToolNames = &toolNames
+	l.sandbox = l.sandboxInfo()
+	started.Sandbox = l.sandbox
 	if err := l.emit(started); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
 	return l.finish(ctx, l.steps(ctx))
+}
+
+// sandboxInfo is the confinement of the run's commands: the tool
+// runtime's, else the check's.
+func (l *loop) sandboxInfo() *gen.SandboxInfo {
+	if s, ok := l.opts.Tools.(Sandboxed); ok {
+		if info := s.SandboxInfo(); info != nil {
+			return info
+		}
+	}
+	if s, ok := l.opts.Check.(Sandboxed); ok {
+		return s.SandboxInfo()
+	}
+	return nil
 }
 
 func (l *loop) steps(ctx context.Context) end {
@@ -408,7 +432,7 @@ func (l *loop) addUsage(u *gen.Usage) error {
 
 // finish builds the result, adds the patch, and records run_finished.
 func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
-	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check}
+	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check, Sandbox: l.sandbox}
 	if l.counted {
 		u := l.usage
 		res.Usage = &u

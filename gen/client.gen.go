@@ -172,7 +172,7 @@ type ClientInterface interface {
 
 	// EditFileWithBody Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -181,7 +181,7 @@ type ClientInterface interface {
 
 	// EditFile Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -190,7 +190,7 @@ type ClientInterface interface {
 
 	// ListFilesWithBody List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -199,7 +199,7 @@ type ClientInterface interface {
 
 	// ListFiles List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -208,7 +208,7 @@ type ClientInterface interface {
 
 	// ReadFileWithBody Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -217,7 +217,7 @@ type ClientInterface interface {
 
 	// ReadFile Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -226,7 +226,7 @@ type ClientInterface interface {
 
 	// RunCommandWithBody Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -235,7 +235,7 @@ type ClientInterface interface {
 
 	// RunCommand Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -244,7 +244,7 @@ type ClientInterface interface {
 
 	// SearchWithBody Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -253,7 +253,7 @@ type ClientInterface interface {
 
 	// Search Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -262,7 +262,7 @@ type ClientInterface interface {
 
 	// WriteFileWithBody Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -271,7 +271,7 @@ type ClientInterface interface {
 
 	// WriteFile Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -469,7 +469,7 @@ func (c *Client) Calculator(ctx context.Context, params *CalculatorParams, body 
 
 // EditFileWithBody Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -488,7 +488,7 @@ func (c *Client) EditFileWithBody(ctx context.Context, params *EditFileParams, c
 
 // EditFile Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -507,7 +507,7 @@ func (c *Client) EditFile(ctx context.Context, params *EditFileParams, body Edit
 
 // ListFilesWithBody List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes any type of body and a specified content type.
 //
@@ -526,7 +526,7 @@ func (c *Client) ListFilesWithBody(ctx context.Context, params *ListFilesParams,
 
 // ListFiles List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -545,7 +545,7 @@ func (c *Client) ListFiles(ctx context.Context, params *ListFilesParams, body Li
 
 // ReadFileWithBody Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -564,7 +564,7 @@ func (c *Client) ReadFileWithBody(ctx context.Context, params *ReadFileParams, c
 
 // ReadFile Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -583,7 +583,7 @@ func (c *Client) ReadFile(ctx context.Context, params *ReadFileParams, body Read
 
 // RunCommandWithBody Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes any type of body and a specified content type.
 //
@@ -602,7 +602,7 @@ func (c *Client) RunCommandWithBody(ctx context.Context, params *RunCommandParam
 
 // RunCommand Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -621,7 +621,7 @@ func (c *Client) RunCommand(ctx context.Context, params *RunCommandParams, body 
 
 // SearchWithBody Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes any type of body and a specified content type.
 //
@@ -640,7 +640,7 @@ func (c *Client) SearchWithBody(ctx context.Context, params *SearchParams, conte
 
 // Search Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -659,7 +659,7 @@ func (c *Client) Search(ctx context.Context, params *SearchParams, body SearchJS
 
 // WriteFileWithBody Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes any type of body and a specified content type.
 //
@@ -678,7 +678,7 @@ func (c *Client) WriteFileWithBody(ctx context.Context, params *WriteFileParams,
 
 // WriteFile Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -1645,7 +1645,7 @@ type ClientWithResponsesInterface interface {
 
 	// EditFileWithBodyWithResponse Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1654,7 +1654,7 @@ type ClientWithResponsesInterface interface {
 
 	// EditFileWithResponse Replace one exact occurrence of text in a file.
 	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1663,7 +1663,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFilesWithBodyWithResponse List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1672,7 +1672,7 @@ type ClientWithResponsesInterface interface {
 
 	// ListFilesWithResponse List files in the workspace.
 	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1681,7 +1681,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadFileWithBodyWithResponse Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1690,7 +1690,7 @@ type ClientWithResponsesInterface interface {
 
 	// ReadFileWithResponse Read a text file with line numbers.
 	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1699,7 +1699,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunCommandWithBodyWithResponse Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1708,7 +1708,7 @@ type ClientWithResponsesInterface interface {
 
 	// RunCommandWithResponse Run a shell command in the workspace.
 	//
-	// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1717,7 +1717,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchWithBodyWithResponse Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1726,7 +1726,7 @@ type ClientWithResponsesInterface interface {
 
 	// SearchWithResponse Search file contents.
 	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1735,7 +1735,7 @@ type ClientWithResponsesInterface interface {
 
 	// WriteFileWithBodyWithResponse Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1744,7 +1744,7 @@ type ClientWithResponsesInterface interface {
 
 	// WriteFileWithResponse Create or overwrite a file.
 	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -1757,6 +1757,8 @@ type GetHealthResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Health
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 }
@@ -1764,6 +1766,11 @@ type GetHealthResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetHealthResponse) GetJSON200() *Health {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetHealthResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -1805,6 +1812,8 @@ type GetSpecResponse struct {
 	HTTPResponse *http.Response
 	// YAML200 the response for an HTTP 200 `application/yaml` response
 	YAML200 *string
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 }
@@ -1812,6 +1821,11 @@ type GetSpecResponse struct {
 // GetYAML200 returns the response for an HTTP 200 `application/yaml` response
 func (r GetSpecResponse) GetYAML200() *string {
 	return r.YAML200
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetSpecResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -1857,6 +1871,8 @@ type ListRunsResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 }
@@ -1874,6 +1890,11 @@ func (r ListRunsResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListRunsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListRunsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -1919,6 +1940,8 @@ type CreateRunResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -1944,6 +1967,11 @@ func (r CreateRunResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CreateRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CreateRunResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2009,6 +2037,8 @@ type GetRunResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -2028,6 +2058,11 @@ func (r GetRunResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r GetRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2078,6 +2113,8 @@ type CancelRunResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
@@ -2099,6 +2136,11 @@ func (r CancelRunResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CancelRunResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CancelRunResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2152,8 +2194,12 @@ type GetRunEventsResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyStreams
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 }
@@ -2168,9 +2214,19 @@ func (r GetRunEventsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunEventsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetRunEventsResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r GetRunEventsResponse) GetApplicationproblemJSON429() *TooManyStreams {
+	return r.ApplicationproblemJSON429
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2214,6 +2270,8 @@ type ListToolsResponse struct {
 	JSON200 *ToolList
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 }
@@ -2226,6 +2284,11 @@ func (r ListToolsResponse) GetJSON200() *ToolList {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListToolsResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListToolsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -2271,6 +2334,8 @@ type CalculatorResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2294,6 +2359,11 @@ func (r CalculatorResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r CalculatorResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r CalculatorResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2354,6 +2424,8 @@ type EditFileResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2377,6 +2449,11 @@ func (r EditFileResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r EditFileResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r EditFileResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2437,6 +2514,8 @@ type ListFilesResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2460,6 +2539,11 @@ func (r ListFilesResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ListFilesResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ListFilesResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2520,6 +2604,8 @@ type ReadFileResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2543,6 +2629,11 @@ func (r ReadFileResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ReadFileResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ReadFileResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2603,6 +2694,8 @@ type RunCommandResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2626,6 +2719,11 @@ func (r RunCommandResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RunCommandResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r RunCommandResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2686,6 +2784,8 @@ type SearchResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2709,6 +2809,11 @@ func (r SearchResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r SearchResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r SearchResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -2769,6 +2874,8 @@ type WriteFileResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
@@ -2792,6 +2899,11 @@ func (r WriteFileResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r WriteFileResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r WriteFileResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
@@ -3003,7 +3115,7 @@ func (c *ClientWithResponses) CalculatorWithResponse(ctx context.Context, params
 
 // EditFileWithBodyWithResponse Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3018,7 +3130,7 @@ func (c *ClientWithResponses) EditFileWithBodyWithResponse(ctx context.Context, 
 
 // EditFileWithResponse Replace one exact occurrence of text in a file.
 //
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported.
+// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3033,7 +3145,7 @@ func (c *ClientWithResponses) EditFileWithResponse(ctx context.Context, params *
 
 // ListFilesWithBodyWithResponse List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3048,7 +3160,7 @@ func (c *ClientWithResponses) ListFilesWithBodyWithResponse(ctx context.Context,
 
 // ListFilesWithResponse List files in the workspace.
 //
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit.
+// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3063,7 +3175,7 @@ func (c *ClientWithResponses) ListFilesWithResponse(ctx context.Context, params 
 
 // ReadFileWithBodyWithResponse Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3078,7 +3190,7 @@ func (c *ClientWithResponses) ReadFileWithBodyWithResponse(ctx context.Context, 
 
 // ReadFileWithResponse Read a text file with line numbers.
 //
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files are refused.
+// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3093,7 +3205,7 @@ func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *
 
 // RunCommandWithBodyWithResponse Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3108,7 +3220,7 @@ func (c *ClientWithResponses) RunCommandWithBodyWithResponse(ctx context.Context
 
 // RunCommandWithResponse Run a shell command in the workspace.
 //
-// Runs `/bin/sh -c command` in the workspace directory in its own process group, with an environment stripped of secrets. The whole group is killed at the timeout. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
+// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3123,7 +3235,7 @@ func (c *ClientWithResponses) RunCommandWithResponse(ctx context.Context, params
 
 // SearchWithBodyWithResponse Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3138,7 +3250,7 @@ func (c *ClientWithResponses) SearchWithBodyWithResponse(ctx context.Context, pa
 
 // SearchWithResponse Search file contents.
 //
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files and `.git`. Says when the results were cut at the limit.
+// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3153,7 +3265,7 @@ func (c *ClientWithResponses) SearchWithResponse(ctx context.Context, params *Se
 
 // WriteFileWithBodyWithResponse Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3168,7 +3280,7 @@ func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context,
 
 // WriteFileWithResponse Create or overwrite a file.
 //
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary.
+// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -3202,6 +3314,13 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3234,6 +3353,13 @@ func ParseGetSpecResponse(rsp *http.Response) (*GetSpecResponse, error) {
 			return nil, err
 		}
 		response.YAML200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -3282,6 +3408,13 @@ func ParseListRunsResponse(rsp *http.Response) (*ListRunsResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3328,6 +3461,13 @@ func ParseCreateRunResponse(rsp *http.Response) (*CreateRunResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3404,6 +3544,13 @@ func ParseGetRunResponse(rsp *http.Response) (*GetRunResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3457,6 +3604,13 @@ func ParseCancelRunResponse(rsp *http.Response) (*CancelRunResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3512,12 +3666,26 @@ func ParseGetRunEventsResponse(rsp *http.Response) (*GetRunEventsResponse, error
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyStreams
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -3558,6 +3726,13 @@ func ParseListToolsResponse(rsp *http.Response) (*ListToolsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -3605,6 +3780,13 @@ func ParseCalculatorResponse(rsp *http.Response) (*CalculatorResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3674,6 +3856,13 @@ func ParseEditFileResponse(rsp *http.Response) (*EditFileResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3741,6 +3930,13 @@ func ParseListFilesResponse(rsp *http.Response) (*ListFilesResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3810,6 +4006,13 @@ func ParseReadFileResponse(rsp *http.Response) (*ReadFileResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -3877,6 +4080,13 @@ func ParseRunCommandResponse(rsp *http.Response) (*RunCommandResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
@@ -3946,6 +4156,13 @@ func ParseSearchResponse(rsp *http.Response) (*SearchResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -4013,6 +4230,13 @@ func ParseWriteFileResponse(rsp *http.Response) (*WriteFileResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound

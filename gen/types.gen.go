@@ -221,6 +221,27 @@ func (e RunStatus) Valid() bool {
 	}
 }
 
+// Defines values for SandboxInfoBackend.
+const (
+	SandboxInfoBackendBwrap    SandboxInfoBackend = "bwrap"
+	SandboxInfoBackendLandlock SandboxInfoBackend = "landlock"
+	SandboxInfoBackendNone     SandboxInfoBackend = "none"
+)
+
+// Valid indicates whether the value is a known member of the SandboxInfoBackend enum.
+func (e SandboxInfoBackend) Valid() bool {
+	switch e {
+	case SandboxInfoBackendBwrap:
+		return true
+	case SandboxInfoBackendLandlock:
+		return true
+	case SandboxInfoBackendNone:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ScriptModelConfigProvider.
 const (
 	ScriptModelConfigProviderScript ScriptModelConfigProvider = "script"
@@ -438,7 +459,10 @@ type ListFilesResult struct {
 	// Files Workspace-relative paths with forward slashes, sorted.
 	Files []string `json:"files"`
 
-	// Truncated True when more files matched than the limit.
+	// Notes What the list leaves out besides the limit, e.g. directories too deep to enter; absent when nothing.
+	Notes *[]string `json:"notes,omitempty"`
+
+	// Truncated True when the list is incomplete because more files matched than the limit or the walk stopped at its entry cap.
 	Truncated bool `json:"truncated"`
 }
 
@@ -660,6 +684,9 @@ type RunResult struct {
 	// RunId The run's id.
 	RunId *string `json:"run_id,omitempty"`
 
+	// Sandbox How the run's commands (run_command and the completion check) were confined.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+
 	// StepsUsed Steps spent, counting feedback steps.
 	StepsUsed int `json:"steps_used"`
 
@@ -669,6 +696,24 @@ type RunResult struct {
 
 // RunStatus Where a run is in its life.
 type RunStatus string
+
+// SandboxInfo How the run's commands (run_command and the completion check) were confined.
+type SandboxInfo struct {
+	// Backend The sandbox in effect; none means commands ran unconfined, as asked for.
+	Backend SandboxInfoBackend `json:"backend"`
+
+	// GitWrites True when commands could write under the workspace's .git.
+	GitWrites bool `json:"git_writes"`
+
+	// LandlockAbi The kernel's Landlock ABI version in effect; 0 unless the backend is landlock.
+	LandlockAbi int `json:"landlock_abi"`
+
+	// Network True when commands could use the network.
+	Network bool `json:"network"`
+}
+
+// SandboxInfoBackend The sandbox in effect; none means commands ran unconfined, as asked for.
+type SandboxInfoBackend string
 
 // ScriptModelConfig A scripted model that replays raw model responses in order.
 type ScriptModelConfig struct {
@@ -720,7 +765,10 @@ type SearchResult struct {
 	// Matches Matches sorted by path and line.
 	Matches []SearchMatch `json:"matches"`
 
-	// Truncated True when more lines matched than the limit.
+	// Notes What the search left out besides the limit, e.g. files too large, long lines searched in part, directories too deep to enter; absent when nothing.
+	Notes *[]string `json:"notes,omitempty"`
+
+	// Truncated True when the results are incomplete because more lines matched than the limit or the walk stopped at its entry cap.
 	Truncated bool `json:"truncated"`
 }
 
@@ -836,6 +884,9 @@ type TraceEvent struct {
 	// RunId The run's id.
 	RunId string `json:"run_id"`
 
+	// Sandbox How the run's commands (run_command and the completion check) were confined.
+	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+
 	// Step The step the event belongs to; 0 for run_started. A step is one model call; the actions of its turn and their observations share it.
 	Step int `json:"step"`
 
@@ -914,6 +965,9 @@ type BadRequest = Problem
 // Conflict An RFC 9457 problem.
 type Conflict = Problem
 
+// Forbidden An RFC 9457 problem.
+type Forbidden = Problem
+
 // InternalError An RFC 9457 problem.
 type InternalError = Problem
 
@@ -925,6 +979,9 @@ type PayloadTooLarge = Problem
 
 // TooManyRequests An RFC 9457 problem.
 type TooManyRequests = Problem
+
+// TooManyStreams An RFC 9457 problem.
+type TooManyStreams = Problem
 
 // Unauthorized An RFC 9457 problem.
 type Unauthorized = Problem

@@ -42,7 +42,7 @@ func Example() {
 	ctx := context.Background()
 	run, err := c.CreateRun(ctx, gen.CreateRunRequest{
 		Task: gen.Task{Prompt: "Compute 12 x 7 and say whether it is greater than 80."},
-		Model: sdk.ScriptModel(
+		Model: sdk.Script(
 			`{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7}}`,
 			`{"type":"finish","answer":"12 * 7 = 84, and 84 > 80."}`,
 		),
@@ -69,7 +69,7 @@ func ExampleClient_Events() {
 	ctx := context.Background()
 	run, err := c.CreateRun(ctx, gen.CreateRunRequest{
 		Task: gen.Task{Prompt: "What is 2 + 3?"},
-		Model: sdk.ScriptModel(
+		Model: sdk.Script(
 			`{"type":"tool_call","tool_name":"calculator","arguments":{"left":2,"operation":"add","right":3}}`,
 			`{"type":"finish","answer":"5"}`,
 		),
@@ -131,7 +131,7 @@ func ExampleAPIError() {
 	_, err := c.GetRun(ctx, "no-such-run")
 	fmt.Println(errors.Is(err, sdk.ErrNotFound))
 
-	_, err = c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: ""}, Model: sdk.ScriptModel("x")})
+	_, err = c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: ""}, Model: sdk.Script("x")})
 	var apiErr *sdk.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Println(apiErr.Status, *apiErr.Problem.Field)

@@ -3,6 +3,11 @@
 // the server's tools. It is a small layer over the client generated from
 // spec/agent.yaml (package gen), whose types it uses throughout.
 //
+// A run's model is sdk.OpenAI(name), sdk.Anthropic(name) or
+// sdk.Script(responses...):
+//
+//	run, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "..."}, Model: sdk.OpenAI("gpt-4o-mini")})
+//
 // Every error the server answers with is an *APIError carrying the RFC 9457
 // problem; errors.Is matches it against ErrNotFound, ErrQueueFull and the
 // other sentinels by status:
@@ -75,7 +80,8 @@ func New(baseURL string, cfg Config) (*Client, error) {
 }
 
 // ScriptModel is the model configuration of a scripted run: the server
-// replays responses, each parsed like a real model's raw text.
+// replays responses, each parsed like a real model's raw text. Script is
+// the same, with a name that matches OpenAI and Anthropic.
 func ScriptModel(responses ...string) gen.ModelConfig {
 	var mc gen.ModelConfig
 	_ = mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses})
@@ -83,7 +89,13 @@ func ScriptModel(responses ...string) gen.ModelConfig {
 }
 
 // CreateRun queues a run. The returned Run is on the server's disk.
+//
+// A request without a model fails with ErrModelRequired before anything
+// is sent.
 func (c *Client) CreateRun(ctx context.Context, req gen.CreateRunRequest) (gen.Run, error) {
+	if err := checkModel(req.Model); err != nil {
+		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)
+	}
 	resp, err := c.api.CreateRunWithResponse(ctx, req)
 	if err != nil {
 		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)

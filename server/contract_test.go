@@ -53,6 +53,8 @@ const (
 	ctNoCommands = "no-commands" // commands not allowed
 	ctFullQueue  = "full-queue"  // one slot, a queue of one
 	ctClosed     = "closed"      // shut down: refuses new runs
+	ctNoToken    = "no-token"    // no token: serves loopback Host names only
+	ctOneStream  = "one-stream"  // at most one event stream open
 )
 
 // ctServer is one server under test.
@@ -85,6 +87,7 @@ type ctReq struct {
 	body   []byte
 	noAuth bool
 	fault  bool
+	host   string // the Host header, when not the server's address
 }
 
 // ctCase is one request of the case table and what it must prove.
@@ -204,8 +207,13 @@ func (e *ctEnv) server(kind string) *ctServer {
 		AllowCommands: kind != ctNoCommands,
 		Models:        ctModels,
 	}
-	if kind == ctFullQueue {
+	switch kind {
+	case ctFullQueue:
 		cfg.MaxConcurrent, cfg.QueueSize = 1, 1
+	case ctNoToken:
+		cfg.Token = ""
+	case ctOneStream:
+		cfg.MaxStreams = 1
 	}
 	if err := contract.WriteFixture(cfg.WorkspaceRoot); err != nil {
 		e.t.Fatal(err)
@@ -228,7 +236,7 @@ func (e *ctEnv) server(kind string) *ctServer {
 			return next(c)
 		}
 	})
-	s := &ctServer{srv: srv, http: httptest.NewServer(srv.Handler()), cfg: cfg, echo: ec}
+	s := &ctServer{srv: srv, http: serveHTTP(srv), cfg: cfg, echo: ec}
 	e.servers[kind] = s
 	if kind == ctClosed {
 		e.stop(s)
@@ -319,6 +327,9 @@ func (e *ctEnv) send(t *testing.T, kind string, d contract.Response, r ctReq) (i
 	}
 	if r.fault {
 		req.Header.Set(ctFault, "panic")
+	}
+	if r.host != "" {
+		req.Host = r.host
 	}
 	for k, vs := range r.header {
 		req.Header[k] = vs
@@ -604,6 +615,12 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		return ctReq{params: ctRun(e.finished), header: http.Header{"Last-Event-Id": {"x"}}}
 	}})
 	add("getRunEvents", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run")})})
+	add("getRunEvents", 429, ctCase{name: "stream cap reached", server: ctOneStream, req: func(e *ctEnv) ctReq {
+		// A blocked run's stream stays open and takes the only place.
+		run := e.createRun(ctOneStream, ctBlockedRun(""))
+		e.openStream(ctOneStream, run.Id)
+		return ctReq{params: ctRun(run.Id)}
+	}})
 
 	add("cancelRun", 202, ctCase{name: "running run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.blocked)} }})
 	add("cancelRun", 400, ctCase{name: "malformed id", invalid: true, req: fixed(ctReq{params: ctRun("bad.id")})})
@@ -665,6 +682,13 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 				return r
 			}})
 		}
+		// A token-less server refuses a Host that is not a loopback name:
+		// what a page that rebinds its DNS name to 127.0.0.1 sends.
+		add(op, 403, ctCase{name: "DNS-rebinding Host", server: ctNoToken, req: func(e *ctEnv) ctReq {
+			r := base.req(e)
+			r.host = "rebound.example"
+			return r
+		}})
 		add(op, 500, ctCase{name: "handler fails", server: base.server, req: func(e *ctEnv) ctReq {
 			r := base.req(e)
 			r.fault = true
@@ -672,6 +696,25 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		}})
 	}
 	return cases
+}
+
+// openStream opens run id's event stream on a server and leaves it open
+// until the test ends.
+func (e *ctEnv) openStream(kind, id string) {
+	e.t.Helper()
+	req, err := http.NewRequest(http.MethodGet, e.server(kind).http.URL+"/v1/runs/"+id+"/events", nil)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+ctToken)
+	resp, err := (&http.Client{Transport: &http.Transport{DisableKeepAlives: true}}).Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		e.t.Fatalf("open a stream: %d", resp.StatusCode)
+	}
+	e.t.Cleanup(func() { resp.Body.Close() })
 }
 
 // ctPublic reports whether an operation needs no token (security: []).

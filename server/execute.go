@@ -72,12 +72,12 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	defer tf.Close()
 	*tfp = tf
 	tw := trace.NewWriter(tf, s.cfg.TraceSync)
-	ws, err := tools.OpenWorkspace(j.wsDir)
+	ws, err := tools.OpenWorkspaceIn(j.ws.root, ".")
 	if err != nil {
 		return fail(errors.New("the workspace cannot be opened"))
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return fail(err)
 	}
@@ -90,7 +90,9 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		Observer:    observe,
 	}
 	if j.check != "" {
-		opts.Check = tools.NewCommandCheck(ws, j.check)
+		check := tools.NewCommandCheck(ws, j.check)
+		check.Sandbox = s.sandbox
+		opts.Check = check
 	}
 	return agent.Run(j.ctx, j.task, j.model, opts)
 }
@@ -123,6 +125,7 @@ func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
 	s.recent.add(r.id, j.events)
+	s.ws.release(j.ws)
 }
 
 // compact copies a result so that it keeps nothing else alive: the loop's

@@ -77,7 +77,7 @@ func newTestServer(t *testing.T, cfg server.Config) *testServer {
 		t.Fatalf("server.New: %v", err)
 	}
 	ts.srv = srv
-	ts.http = httptest.NewServer(srv.Handler())
+	ts.http = serveHTTP(srv)
 	t.Cleanup(ts.close)
 	hc := &http.Client{Transport: &contractTransport{t: t, next: http.DefaultTransport}}
 	auth := gen.WithRequestEditorFn(func(_ context.Context, req *http.Request) error {
@@ -94,6 +94,16 @@ func newTestServer(t *testing.T, cfg server.Config) *testServer {
 		t.Fatal(err)
 	}
 	return ts
+}
+
+// serveHTTP serves srv on a loopback httptest server with the server's
+// own http.Server settings and connection cap, as `specloop serve` does.
+func serveHTTP(srv *server.Server) *httptest.Server {
+	hs := httptest.NewUnstartedServer(nil)
+	hs.Config = srv.HTTPServer()
+	hs.Listener = srv.Listener(hs.Listener)
+	hs.Start()
+	return hs
 }
 
 var closeOnce sync.Map
@@ -281,9 +291,13 @@ type gate struct {
 	entered chan string
 	open    chan struct{}
 	once    sync.Once
+	mu      sync.Mutex
+	seen    map[string]int // entered prompts not yet waited for
 }
 
-func newGate() *gate { return &gate{entered: make(chan string, 1024), open: make(chan struct{})} }
+func newGate() *gate {
+	return &gate{entered: make(chan string, 1024), open: make(chan struct{}), seen: map[string]int{}}
+}
 
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 
@@ -318,11 +332,20 @@ func (g *gate) waitEntered(t *testing.T, prompt string) {
 	t.Helper()
 	timeout := time.After(20 * time.Second)
 	for {
+		// A prompt that entered while another was awaited is kept for
+		// its own wait.
+		g.mu.Lock()
+		if g.seen[prompt] > 0 {
+			g.seen[prompt]--
+			g.mu.Unlock()
+			return
+		}
+		g.mu.Unlock()
 		select {
 		case p := <-g.entered:
-			if p == prompt {
-				return
-			}
+			g.mu.Lock()
+			g.seen[p]++
+			g.mu.Unlock()
 		case <-timeout:
 			t.Fatalf("no model call for %q", prompt)
 		}

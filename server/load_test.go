@@ -3,7 +3,6 @@ package server_test
 import (
 	"context"
 	"fmt"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -42,7 +41,7 @@ func BenchmarkRuns(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	hs := httptest.NewServer(srv.Handler())
+	hs := serveHTTP(srv)
 	defer hs.Close()
 	defer srv.Shutdown(context.Background())
 	c, err := sdk.New(hs.URL, sdk.Config{Token: testToken})

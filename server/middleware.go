@@ -19,8 +19,11 @@ import (
 	"github.com/specloop/specloop/spec"
 )
 
-// The middleware, outermost first: access log → recover → body limit →
-// auth → request validation against the spec → the strict handlers.
+// The middleware, outermost first: access log → recover → write deadlines
+// → Host check → body limit → auth → body read (under ReadTimeout) →
+// request validation against the spec → the strict handlers; the event
+// stream adds its stream cap. edges.go has the write deadlines, the Host
+// check, the body read and the stream cap.
 
 // accessLog logs each request at debug level: method, route, status and
 // duration; never headers, query strings or bodies.

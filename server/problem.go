@@ -245,6 +245,8 @@ func schemaReason(se *openapi3.SchemaError) string {
 	switch se.SchemaField {
 	case "required":
 		return "is required"
+	case "nullable": // kin-openapi says "Value is not nullable"
+		return "is required and must not be null"
 	case "properties", "additionalProperties":
 		// kin-openapi's reason names the unknown key: name the known ones.
 		if se.Schema != nil && len(se.Schema.Properties) > 0 {

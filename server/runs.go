@@ -38,7 +38,7 @@ type job struct {
 	maxSteps    int
 	tokenBudget int64
 	check       string
-	wsDir       string // the resolved workspace directory
+	ws          *heldWorkspace // the workspace, held open until the run ends
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents

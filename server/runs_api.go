@@ -22,10 +22,6 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if body == nil {
 		return nil, problemf(http.StatusBadRequest, "the request body is required")
 	}
-	wsName, wsDir, err := s.ws.resolve(body.Workspace, "/workspace")
-	if err != nil {
-		return nil, err
-	}
 	var check string
 	if body.Check != nil {
 		if !s.cfg.AllowCommands {
@@ -37,7 +33,13 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
 	}
-	j := &job{task: body.Task, model: m, maxSteps: agent.DefaultMaxSteps, check: check, wsDir: wsDir, events: &liveEvents{}}
+	// The workspace is opened now and held until the run ends: the run
+	// works in the directory its name resolves to at acceptance.
+	wsName, ws, err := s.ws.hold(body.Workspace, "/workspace")
+	if err != nil {
+		return nil, err
+	}
+	j := &job{task: body.Task, model: m, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
 	if body.MaxSteps != nil {
 		j.maxSteps = *body.MaxSteps
 	}
@@ -45,6 +47,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 		j.tokenBudget = *body.TokenBudget
 	}
 	if err := s.sched.admit(); err != nil {
+		s.ws.release(ws)
 		return nil, err
 	}
 	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
@@ -58,6 +61,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
+		s.ws.release(ws)
 		j.cancel(err)
 		s.log.Error("record a new run", "err", err)
 		return nil, problemf(http.StatusInternalServerError, "the run could not be recorded")
@@ -66,7 +70,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	s.runs.add(r)
 	view := r.view()
 	s.runs.mu.Unlock()
-	s.sched.enqueue(r, wsDir)
+	s.sched.enqueue(r, ws.key)
 	return gen.CreateRun202JSONResponse(view), nil
 }
 
@@ -120,7 +124,7 @@ func (s *Server) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (g
 	case j == nil:
 		return nil, &problemError{status: http.StatusConflict, detail: "the run has already finished"}
 	}
-	if queued && s.sched.dequeue(r, j.wsDir) {
+	if queued && s.sched.dequeue(r, j.ws.key) {
 		s.cancelQueued(r, errCancelRequested)
 	} else {
 		j.cancel(errCancelRequested)

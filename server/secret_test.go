@@ -61,7 +61,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	for _, path := range []string{"/v1/runs/" + created.Id, "/v1/runs/" + created.Id + "/events", "/v1/runs", "/v1/tools", "/openapi.yaml", "/healthz"} {
 		record(ts.do("GET", path, "", nil))
 	}
-	// Commands run with a scrubbed environment.
+	// Commands run with an allowlisted environment.
 	record(ts.do("POST", "/v1/tools/run_command", "application/json", strings.NewReader(`{"command":"env"}`)))
 	// Failures: a wrong token, a bad body.
 	record(ts.do("GET", "/v1/runs", "", nil, "Authorization", "Bearer "+key))

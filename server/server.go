@@ -15,20 +15,33 @@
 // New rebuilds every run from the data directory: finished runs keep their
 // results (from the log, or from the trace's run_finished when the log lost
 // it), and runs that were in flight when the server stopped end with exit
-// reason interrupted, recorded in their trace and in the log. The data
-// directory holds no raw task text beyond what traces hold: the run log
-// keeps the task's summary.
+// reason interrupted, recorded in their trace and in the log. The run log
+// keeps the task's summary only, but each finished run's whole result
+// (answer, patch, error, check output tail), so that GET /v1/runs/{id}
+// returns it after a restart: the data directory is not as privacy-safe
+// as a trace, and New makes it (and the run log) private to the server's
+// user (0700, files 0600).
+//
+// Workspaces are opened once, through the root's os.Root, when a request
+// names one; a run holds its workspace open from its creation to its end.
+// Replacing the directory afterwards (by a symbolic link elsewhere, say)
+// changes nothing for the request or the run.
 //
 // Finished runs cost memory only for their compact record (about 1 KiB);
 // their events are read back from the trace files, except for the last
 // runs that finished, whose events stay in memory for the clients that
 // follow a run to its end.
 //
+// Serve the API with HTTPServer on Listener(ln): they apply the server's
+// edges (read, idle and per-write timeouts, the connection cap), which
+// edges.go describes with the event-stream caps and the Host check.
+//
 // Every error is an RFC 9457 application/problem+json document. The
-// middleware runs in this order: recover, body limit (413), bearer-token
-// auth (401; /healthz and /openapi.yaml are public as the spec says), then
-// validation of the request against the spec with kin-openapi (400 naming
-// the field, never quoting the value).
+// middleware runs in this order: recover, the Host check (403 on a
+// server without a token, DNS-rebinding protection), body limit (413),
+// bearer-token auth (401; /healthz and /openapi.yaml are public as the
+// spec says), then validation of the request against the spec with
+// kin-openapi (400 naming the field, never quoting the value).
 package server
 
 import (
@@ -42,9 +55,11 @@ import (
 	"reflect"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
@@ -80,6 +95,10 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
+	// Sandbox confines run_command and completion checks. New fails when
+	// commands are allowed and the sandbox is unavailable; only a Backend
+	// of sandbox.None, given explicitly, runs them unconfined.
+	Sandbox sandbox.Policy
 	// BodyLimit is the largest request body in bytes; 0 means
 	// DefaultBodyLimit.
 	BodyLimit int64
@@ -92,6 +111,35 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
+
+	// The server's edges, used by HTTPServer and Listener: a zero field
+	// means its default (see the Default* constants).
+
+	// ReadHeaderTimeout bounds reading a request's headers, ReadTimeout
+	// the whole request, body included: a slower client is cut off.
+	ReadHeaderTimeout time.Duration
+	ReadTimeout       time.Duration
+	// IdleTimeout is how long a keep-alive connection may wait for its
+	// next request.
+	IdleTimeout time.Duration
+	// WriteTimeout bounds each write of a response, every event of an
+	// event stream included (unlike http.Server's WriteTimeout, which
+	// bounds a whole response): a client that stops reading loses its
+	// response instead of holding it open.
+	WriteTimeout time.Duration
+	// MaxConnections is the most connections served at once (Listener);
+	// more wait to be accepted.
+	MaxConnections int
+	// MaxStreams is the most event streams open at once, and
+	// MaxStreamsPerClient the most from one client address; a stream
+	// beyond either gets 429.
+	MaxStreams          int
+	MaxStreamsPerClient int
+	// AllowedHosts are the host names, besides loopback names and
+	// addresses, that requests may name in their Host header when the
+	// server has no token (protection against DNS rebinding). With a
+	// token every Host is accepted.
+	AllowedHosts []string
 }
 
 // Server serves the API. Create it with New, serve Handler, and end it
@@ -110,12 +158,17 @@ type Server struct {
 	routes    map[string]bool // "METHOD /path" of every operation
 	specYAML  []byte
 
+	sandbox   *sandbox.Sandbox      // confines commands; nil when they are not allowed
 	runTools  []gen.ToolSpec        // the tools a run offers a model
 	toolDefs  map[string]*tools.Def // by input schema name
 	closing   atomic.Bool
 	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
+	wsHook    func(name string) // tests: called after a workspace is resolved
+
+	allowedHosts map[string]bool // Config.AllowedHosts, normalized
+	streams      streamSlots
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -141,9 +194,27 @@ func New(cfg Config) (*Server, error) {
 	if cfg.Models == nil {
 		cfg.Models = DefaultModels
 	}
-	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML()}
+	allowed, err := edgeDefaults(&cfg)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML(),
+		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AllowCommands {
+		sb, err := sandbox.New(cfg.Sandbox)
+		if err != nil {
+			return nil, fmt.Errorf("server: commands are allowed but cannot be sandboxed (choose a sandbox, or none explicitly): %w", err)
+		}
+		if w := sb.Warning(); w != "" {
+			s.log.Warn(w)
+		}
+		// Every runtime and check uses the backend resolved here.
+		s.cfg.Sandbox = sb.Policy()
+		s.cfg.Sandbox.Backend = sb.Info().Backend
+		s.sandbox = sb
 	}
 	if cfg.Token != "" {
 		h := sha256.Sum256([]byte(cfg.Token))
@@ -189,12 +260,12 @@ func New(cfg Config) (*Server, error) {
 // initTools learns the tools a run offers from a runtime on the workspace
 // root, and binds each tool operation to its definition.
 func (s *Server) initTools() error {
-	w, err := tools.OpenWorkspace(s.ws.dir)
+	w, err := tools.OpenWorkspaceIn(s.ws.root, ".")
 	if err != nil {
 		return fmt.Errorf("server: workspace root: %w", err)
 	}
 	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return fmt.Errorf("server: tools: %w", err)
 	}
@@ -215,9 +286,9 @@ func (s *Server) initEcho() error {
 	if err != nil {
 		return fmt.Errorf("server: request validator: %w", err)
 	}
-	e.Use(s.accessLog, s.recoverer, s.bodyLimit(), s.auth, validate)
+	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
-		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {noStore}},
+		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})
 	s.routes = map[string]bool{}
 	for _, r := range e.Routes() {

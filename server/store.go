@@ -35,9 +35,11 @@ const (
 	tracesDir = "traces"
 )
 
-// entry is one line of the run log. It holds no raw text of the task or the
-// model's responses: the task appears as its trace summary, so the data
-// directory is as privacy-safe as a trace.
+// entry is one line of the run log. The task appears only as its trace
+// summary, but a finished run's result is kept whole (its answer, patch,
+// error and check output tail), because GET /v1/runs/{id} returns it after
+// a restart: the run log is NOT as privacy-safe as a trace, which is why
+// the data directory and its files are private to the server's user.
 type entry struct {
 	Op        string         `json:"op"` // opCreated or opFinished
 	ID        string         `json:"id"`
@@ -86,10 +88,21 @@ func openStore(dir string) (*store, []entry, []error, error) {
 	if err := os.MkdirAll(filepath.Join(dir, tracesDir), 0o700); err != nil {
 		return nil, nil, nil, fmt.Errorf("data directory: %w", err)
 	}
+	// The data directory holds run results verbatim: it is the server's
+	// user's alone, even when it existed with wider permissions.
+	for _, d := range []string{dir, filepath.Join(dir, tracesDir)} {
+		if err := os.Chmod(d, 0o700); err != nil {
+			return nil, nil, nil, fmt.Errorf("data directory: %w", err)
+		}
+	}
 	path := filepath.Join(dir, logName)
 	_, statErr := os.Stat(path)
 	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
+		return nil, nil, nil, fmt.Errorf("run log: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
 		return nil, nil, nil, fmt.Errorf("run log: %w", err)
 	}
 	if errors.Is(statErr, os.ErrNotExist) {

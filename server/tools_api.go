@@ -107,17 +107,13 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		}
 		return nil, problemf(http.StatusBadRequest, "the arguments are invalid")
 	}
-	_, dir, err := s.ws.resolve(workspace, "workspace")
+	// A workspace per call: a Workspace remembers the files it changed.
+	w, err := s.ws.openTools(workspace, "workspace", s.wsHook)
 	if err != nil {
 		return nil, err
 	}
-	// A workspace per call: a Workspace remembers the files it changed.
-	w, err := tools.OpenWorkspace(dir)
-	if err != nil {
-		return nil, &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace does not exist"}
-	}
 	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands})
+	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 )
 
 // DefaultCheckTimeout bounds a completion check when CommandCheck.Timeout is
@@ -17,9 +18,10 @@ const DefaultCheckTimeout = 10 * time.Minute
 const checkTailBytes = 4 << 10
 
 // CommandCheck is a completion gate that runs a shell command in a
-// workspace, exactly as run_command runs commands (its own process group,
-// a scrubbed environment, no standard input); the check passes when the
-// command exits 0 in time. It implements agent.Checker.
+// workspace, exactly as run_command runs commands (in the sandbox, with an
+// allowlisted environment, no standard input, every process it started
+// killed at its end); the check passes when the command exits 0 in time.
+// It implements agent.Checker.
 type CommandCheck struct {
 	ws      *Workspace
 	command string
@@ -28,6 +30,9 @@ type CommandCheck struct {
 	Timeout time.Duration
 	// Env adds NAME=value variables to the check's environment.
 	Env []string
+	// Sandbox confines the check; nil means a sandbox with the default
+	// Policy, resolved at the first Check.
+	Sandbox *sandbox.Sandbox
 }
 
 // NewCommandCheck returns a check that runs command in ws.
@@ -47,22 +52,43 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
+	if c.Sandbox == nil {
+		sb, err := sandbox.New(sandbox.Policy{})
+		if err != nil {
+			return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
+		}
+		c.Sandbox = sb
+	}
 	out := newCapture(0, checkTailBytes)
-	run, err := runShell(ctx, c.ws.Dir(), c.command, timeout, c.Env, out, out)
+	run, err := runShell(ctx, c.Sandbox, c.ws, c.command, timeout, c.Env, out, out)
 	if err != nil {
-		var se *errStart
+		var se *sandbox.StartError
 		if errors.As(err, &se) {
 			return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
 		}
 		return gen.CheckResult{}, err
 	}
 	tail := out.tailText()
-	if run.timedOut {
+	if run.TimedOut {
 		tail += fmt.Sprintf("\n[the check timed out after %s and was killed]\n", timeout)
 	}
-	res := gen.CheckResult{Passed: run.exitCode == 0 && !run.timedOut, ExitCode: run.exitCode}
+	res := gen.CheckResult{Passed: run.ExitCode == 0 && !run.TimedOut, ExitCode: run.ExitCode}
 	if tail != "" {
 		res.OutputTail = &tail
 	}
 	return res, nil
+}
+
+// SandboxInfo returns how the check is confined (resolving the default
+// sandbox when none was set); nil when no sandbox is available, in which
+// case Check fails.
+func (c *CommandCheck) SandboxInfo() *gen.SandboxInfo {
+	if c.Sandbox == nil {
+		sb, err := sandbox.New(sandbox.Policy{})
+		if err != nil {
+			return nil
+		}
+		c.Sandbox = sb
+	}
+	return SandboxInfo(c.Sandbox.Info())
 }

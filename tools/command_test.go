@@ -2,6 +2,8 @@ package tools_test
 
 import (
 	"context"
+	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -11,44 +13,89 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 )
 
-// gone reports whether process pid no longer runs (a zombie waiting for a
-// reaper that is not us counts as gone: it runs nothing).
-func gone(pid int) bool {
-	if err := syscall.Kill(pid, 0); err == syscall.ESRCH {
-		return true
+// running lists the live processes whose command line contains marker
+// (a sandboxed command's pids are not the host's, so tests find processes
+// by a unique argument).
+func running(marker string) []int {
+	var out []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cmdline), marker) {
+			continue
+		}
+		// A zombie waiting for a reaper that is not us runs nothing.
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil {
+			s := string(stat)
+			if i := strings.LastIndexByte(s, ')'); i >= 0 && i+2 < len(s) && s[i+2] == 'Z' {
+				continue
+			}
+		}
+		out = append(out, pid)
 	}
-	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the parenthesized command name.
-	s := string(stat)
-	i := strings.LastIndexByte(s, ')')
-	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+	return out
 }
 
-func waitGone(t *testing.T, pid int) {
+// waitGone waits until no process carries marker (the kernel delivers
+// kills asynchronously).
+func waitGone(t *testing.T, marker string) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
-	for !gone(pid) {
+	for {
+		left := running(marker)
+		if len(left) == 0 {
+			return
+		}
 		if time.Now().After(deadline) {
-			syscall.Kill(pid, syscall.SIGKILL)
-			t.Fatalf("process %d still runs", pid)
+			for _, p := range left {
+				syscall.Kill(p, syscall.SIGKILL)
+			}
+			t.Fatalf("processes %v still run", left)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
 }
 
-func readPid(t *testing.T, path string) int {
+// sleepMarker is a unique `sleep` duration to find a test's processes by.
+func sleepMarker() string { return fmt.Sprintf("3000.%d", rand.IntN(1e9)) }
+
+// backends are the sandboxes available here (failing on CI when one is
+// missing), plus none. With -short (the race run) only auto's choice: the
+// full table runs without -short.
+func backends(t *testing.T) []sandbox.Backend {
 	t.Helper()
-	pid, err := strconv.Atoi(strings.TrimSpace(readFile(t, path)))
+	if testing.Short() {
+		return []sandbox.Backend{sandbox.Auto}
+	}
+	out := []sandbox.Backend{sandbox.None}
+	for _, b := range []sandbox.Backend{sandbox.Landlock, sandbox.Bwrap} {
+		if err := sandbox.Available(b); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatalf("backend %s must be available on CI: %v", b, err)
+			}
+			t.Logf("backend %s not available: %v", b, err)
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+func sandboxRuntime(t *testing.T, dir string, p sandbox.Policy) *tools.Runtime {
+	t.Helper()
+	rt, err := tools.New(tools.Config{Workspace: mustWorkspace(t, dir), Sandbox: p})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return pid
+	return rt
 }
 
 func TestRunCommand(t *testing.T) {
@@ -75,101 +122,154 @@ func TestRunCommand(t *testing.T) {
 	}
 }
 
-// A command that hangs is killed at its timeout with everything it started.
+// A command that hangs is killed at its timeout with everything it
+// started, including what left its process group.
 func TestRunCommandTimeoutKillsTheGroup(t *testing.T) {
-	dir := t.TempDir()
-	rt := wsRuntime(t, dir)
-	start := time.Now()
-	obs := mustSucceed(t, callTool(t, rt, "run_command", map[string]any{
-		"command":         "sleep 300 & echo $! > child.pid; echo started; sleep 300",
-		"timeout_seconds": 1,
-	}))
-	if took := time.Since(start); took > 15*time.Second {
-		t.Fatalf("took %v", took)
+	for _, b := range backends(t) {
+		t.Run(string(b), func(t *testing.T) {
+			m := sleepMarker()
+			rt := sandboxRuntime(t, t.TempDir(), sandbox.Policy{Backend: b})
+			obs := mustSucceed(t, callTool(t, rt, "run_command", map[string]any{
+				"command":         "sleep " + m + " & echo started; sleep 300",
+				"timeout_seconds": 1,
+			}))
+			d := data(obs)
+			if d["timed_out"] != true || d["exit_code"] != -1.0 || d["stdout"] != "started\n" {
+				t.Fatalf("result %v", d)
+			}
+			if !strings.Contains(obs.Content, "timed out") {
+				t.Fatalf("content %q", obs.Content)
+			}
+			waitGone(t, m)
+		})
 	}
-	d := data(obs)
-	if d["timed_out"] != true || d["exit_code"] != -1.0 || d["stdout"] != "started\n" {
-		t.Fatalf("result %v", d)
-	}
-	if !strings.Contains(obs.Content, "timed out") {
-		t.Fatalf("content %q", obs.Content)
-	}
-	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
 }
 
 // What a command leaves running in the background is killed when it ends,
 // and does not hold the call up.
 func TestRunCommandKillsBackgroundProcesses(t *testing.T) {
-	dir := t.TempDir()
-	rt := wsRuntime(t, dir)
-	start := time.Now()
-	d := data(mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "sleep 300 & echo $! > bg.pid"})))
-	if d["exit_code"] != 0.0 || time.Since(start) > 10*time.Second {
-		t.Fatalf("result %v after %v", d, time.Since(start))
+	for _, b := range backends(t) {
+		t.Run(string(b), func(t *testing.T) {
+			m := sleepMarker()
+			rt := sandboxRuntime(t, t.TempDir(), sandbox.Policy{Backend: b})
+			d := data(mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "sleep " + m + " &"})))
+			if d["exit_code"] != 0.0 {
+				t.Fatalf("result %v", d)
+			}
+			waitGone(t, m)
+		})
 	}
-	waitGone(t, readPid(t, filepath.Join(dir, "bg.pid")))
+}
+
+// Under a sandbox even a process in a new session is killed with the
+// command (it survives only with none, which the control case shows).
+func TestRunCommandKillsNewSessions(t *testing.T) {
+	for _, b := range backends(t) {
+		t.Run(string(b), func(t *testing.T) {
+			m := sleepMarker()
+			rt := sandboxRuntime(t, t.TempDir(), sandbox.Policy{Backend: b})
+			mustSucceed(t, callTool(t, rt, "run_command", map[string]any{
+				"command": "setsid sh -c 'echo > g; exec sleep " + m + "' & while [ ! -s g ]; do sleep 0.01; done",
+			}))
+			if b == sandbox.None {
+				left := running(m)
+				for _, p := range left {
+					syscall.Kill(p, syscall.SIGKILL)
+				}
+				if len(left) == 0 {
+					t.Fatal("control: the new session died without a sandbox")
+				}
+				return
+			}
+			waitGone(t, m)
+		})
+	}
 }
 
 func TestRunCommandCancelled(t *testing.T) {
-	dir := t.TempDir()
-	rt := wsRuntime(t, dir)
-	ctx, cancel := context.WithCancel(context.Background())
-	go func() {
-		for {
-			if _, err := os.Stat(filepath.Join(dir, "child.pid")); err == nil {
-				cancel()
-				return
+	for _, b := range backends(t) {
+		t.Run(string(b), func(t *testing.T) {
+			dir, m := t.TempDir(), sleepMarker()
+			rt := sandboxRuntime(t, dir, sandbox.Policy{Backend: b})
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				for {
+					if _, err := os.Stat(filepath.Join(dir, "started")); err == nil {
+						cancel()
+						return
+					}
+					time.Sleep(5 * time.Millisecond)
+				}
+			}()
+			obs, err := rt.Call(ctx, &gen.ToolCall{ToolName: "run_command", Arguments: map[string]any{"command": "sleep " + m + " & touch started; wait"}})
+			if err != nil {
+				t.Fatal(err)
 			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}()
-	obs, err := rt.Call(ctx, &gen.ToolCall{ToolName: "run_command", Arguments: map[string]any{"command": "sleep 300 & echo $! > child.pid.tmp; mv child.pid.tmp child.pid; wait"}})
-	if err != nil {
-		t.Fatal(err)
+			if code(obs) != tools.CodeCancelled {
+				t.Fatalf("observation %+v", obs)
+			}
+			waitGone(t, m)
+		})
 	}
-	if code(obs) != tools.CodeCancelled {
-		t.Fatalf("observation %+v", obs)
-	}
-	waitGone(t, readPid(t, filepath.Join(dir, "child.pid")))
 }
 
-// A secret in the agent's environment never reaches a command.
-func TestRunCommandScrubsSecrets(t *testing.T) {
+// A command's environment is an allowlist: no secret of the agent's
+// environment reaches it, named like one or not (proxies with
+// credentials, database passwords, DSNs), and --pass-env adds names.
+func TestRunCommandEnvironmentAllowlist(t *testing.T) {
 	secrets := map[string]string{
 		"OPENAI_API_KEY":          "sk-openai-secret",
 		"ANTHROPIC_API_KEY":       "sk-ant-secret",
 		"SPECLOOP_TOKEN":          "bearer-secret",
 		"Github_Token":            "gh-secret",
 		"db_password":             "pw-secret",
-		"MYSQL_PASSWD":            "passwd-secret",
 		"AWS_SECRET_ACCESS_KEY":   "aws-secret",
 		"GOOGLE_CREDENTIALS_JSON": "cred-secret",
 		"SSH_AUTH_SOCK":           "/tmp/agent-secret.sock",
+		"HTTP_PROXY":              "http://user:proxy-secret@proxy",
+		"PGPASS":                  "pgpass-secret",
+		"MYSQL_PWD":               "mysql-secret",
+		"SENTRY_DSN":              "https://sentry-secret@sentry",
+		"DOCKER_AUTH_CONFIG":      "docker-secret",
+		"OPENAI_BASE_URL":         "https://internal-secret",
 	}
 	for k, v := range secrets {
 		t.Setenv(k, v)
 	}
 	t.Setenv("SPECLOOP_TEST_PLAIN", "visible-value")
-	rt := wsRuntime(t, t.TempDir())
-	obs := mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "env"}))
-	out := data(obs)["stdout"].(string)
-	if !strings.Contains(out, "SPECLOOP_TEST_PLAIN=visible-value") || !strings.Contains(out, "PATH=") {
-		t.Fatalf("ordinary variables must pass: %s", out)
-	}
-	for k, v := range secrets {
-		if strings.Contains(out, v) || strings.Contains(out, k+"=") {
-			t.Errorf("%s reached the command", k)
-		}
-	}
-	check := tools.NewCommandCheck(mustWorkspace(t, t.TempDir()), "env; exit 1")
-	res, err := check.Check(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, v := range secrets {
-		if strings.Contains(*res.OutputTail, v) {
-			t.Errorf("a secret reached the completion check")
-		}
+	for _, b := range backends(t) {
+		t.Run(string(b), func(t *testing.T) {
+			p := sandbox.Policy{Backend: b, PassEnv: []string{"SPECLOOP_TEST_PLAIN"}}
+			rt := sandboxRuntime(t, t.TempDir(), p)
+			obs := mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "env"}))
+			out := data(obs)["stdout"].(string)
+			if !strings.Contains(out, "SPECLOOP_TEST_PLAIN=visible-value") || !strings.Contains(out, "PATH=") {
+				t.Fatalf("passed and allowlisted variables must pass: %s", out)
+			}
+			for k, v := range secrets {
+				if strings.Contains(out, v) || strings.Contains(out, k+"=") {
+					t.Errorf("%s reached the command", k)
+				}
+			}
+			sb, err := sandbox.New(sandbox.Policy{Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			check := tools.NewCommandCheck(mustWorkspace(t, t.TempDir()), "env; exit 1")
+			check.Sandbox = sb
+			res, err := check.Check(context.Background())
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, v := range secrets {
+				if strings.Contains(*res.OutputTail, v) {
+					t.Errorf("a secret reached the completion check")
+				}
+			}
+			if strings.Contains(*res.OutputTail, "visible-value") {
+				t.Errorf("a variable that was not passed reached the check")
+			}
+		})
 	}
 }
 

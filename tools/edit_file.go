@@ -28,7 +28,7 @@ func editFile(ctx context.Context, env *Env, in *gen.EditFileInput) (*gen.EditFi
 	if !exists {
 		return nil, Errorf(codeNotFound, "%s does not exist; create it with write_file", quote(rel))
 	}
-	data, _, err := ws.readRegular(rel)
+	data, err := ws.readCapped(rel, maxEditFileSize, "edit_file", "change it with run_command (sed -i, patch) instead")
 	if err != nil {
 		return nil, err
 	}
@@ -47,6 +47,9 @@ func editFile(ctx context.Context, env *Env, in *gen.EditFileInput) (*gen.EditFi
 		}
 		return nil, Errorf("multiple_matches", "old_text occurs %d times in %s (at lines %s); nothing was changed. Include more surrounding lines in old_text so that it occurs exactly once.",
 			n, rel, lineList(data, at))
+	}
+	if size := int64(len(data) - len(old) + len(in.NewText)); size > maxEditFileSize {
+		return nil, tooLarge(rel, size, maxEditFileSize, "edit_file", "that would be its size after this edit; nothing was changed")
 	}
 	ws.changing(ctx)
 	start, end := at[0], at[0]+len(old)

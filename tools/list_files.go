@@ -22,10 +22,7 @@ func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.List
 	if err != nil {
 		return nil, err
 	}
-	limit := defaultListLimit
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
+	limit := listLimit(in)
 	fi, err := ws.root.Stat(rel)
 	if err != nil {
 		return nil, fsError(err, rel, codeNotFound)
@@ -47,6 +44,12 @@ func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.List
 	if err != nil {
 		return nil, fsError(err, rel, codeNotFound)
 	}
+	if wk.capped {
+		out.Truncated = true
+	}
+	if ns := wk.notes(); len(ns) > 0 {
+		out.Notes = &ns
+	}
 	return out, nil
 }
 
@@ -64,7 +67,11 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 		}
 		b.WriteString("\n")
 	case out.Truncated:
-		fmt.Fprintf(&b, "the first %s under %s (the list was cut at the limit; narrow it with path or glob):\n", plural(len(out.Files), "file"), where)
+		why := "at the limit"
+		if len(out.Files) < listLimit(in) {
+			why = "where the walk stopped"
+		}
+		fmt.Fprintf(&b, "the first %s under %s (the list was cut %s; narrow it with path or glob):\n", plural(len(out.Files), "file"), where, why)
 	default:
 		fmt.Fprintf(&b, "%s under %s:\n", plural(len(out.Files), "file"), where)
 	}
@@ -72,6 +79,7 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 		b.WriteString(f)
 		b.WriteByte('\n')
 	}
+	writeNotes(&b, out.Notes)
 	return b.String()
 }
 
@@ -81,4 +89,18 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
+}
+
+// writeNotes appends a result's notes, one a line.
+func writeNotes(b *strings.Builder, notes *[]string) {
+	for _, n := range deref(notes) {
+		fmt.Fprintf(b, "[note: %s]\n", n)
+	}
+}
+
+func listLimit(in *gen.ListFilesInput) int {
+	if in.Limit != nil {
+		return *in.Limit
+	}
+	return defaultListLimit
 }

@@ -22,6 +22,10 @@ type matcher struct {
 	scan *regexp.Regexp // without a prefilter: finds the next matching line in a whole buffer
 	fold bool           // some literal needs the lower-cased text
 	none bool           // nothing can match (a literal with a newline)
+	// lineCap is the most of a line re and scan run over in one call
+	// (regexBudget over the expression's size): longer lines are matched
+	// on their first lineCap bytes, so no call runs for long.
+	lineCap int
 }
 
 // literal is a byte string every match contains; fold ones are lower-case
@@ -93,7 +97,7 @@ const maxLiterals = 8
 // regular expression when isRegex.
 func compileMatcher(pattern string, isRegex, ignoreCase bool) (*matcher, error) {
 	if !isRegex && !ignoreCase {
-		return &matcher{lits: []literal{newLiteral([]byte(pattern), false)}, none: strings.Contains(pattern, "\n")}, nil
+		return &matcher{lits: []literal{newLiteral([]byte(pattern), false)}, none: strings.Contains(pattern, "\n"), lineCap: searchMaxLine}, nil
 	}
 	expr := pattern
 	if !isRegex {
@@ -106,12 +110,19 @@ func compileMatcher(pattern string, isRegex, ignoreCase bool) (*matcher, error) 
 	if err != nil {
 		return nil, Errorf("invalid_regex", "%v", err)
 	}
-	m := &matcher{re: re}
 	tree, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil { // unreachable: regexp.Compile parsed it
 		return nil, Errorf("invalid_regex", "%v", err)
 	}
 	tree = tree.Simplify()
+	prog, err := syntax.Compile(tree)
+	if err != nil { // unreachable: regexp.Compile compiled it
+		return nil, Errorf("invalid_regex", "%v", err)
+	}
+	if n := len(prog.Inst); n > maxRegexInsts {
+		return nil, Errorf("invalid_regex", "the expression compiles to %d instructions, over the %d allowed (each costs a step per byte searched); use smaller repetition counts", n, maxRegexInsts)
+	}
+	m := &matcher{re: re, lineCap: min(searchMaxLine, max(minRegexLine, regexBudget/len(prog.Inst)))}
 	if lits, ok := required(tree); ok {
 		m.lits = lits
 		for _, l := range lits {
@@ -433,11 +444,19 @@ type lineMatch struct {
 	col  int
 }
 
-// scanState holds the per-worker buffers of a scan.
+// scanState holds the per-worker buffers of a scan, and what the scans
+// report besides matches.
 type scanState struct {
 	lower []byte
 	next  []int
+	// stop, when set, reports that the scan must end (the search was
+	// cancelled); it is asked before each run of the expression.
+	stop func() bool
+	// cut counts the lines matched on their first lineCap bytes only.
+	cut int
 }
+
+func (st *scanState) stopped() bool { return st.stop != nil && st.stop() }
 
 // match finds up to max matching lines of data, calling emit for each. emit's
 // text is only valid during the call.
@@ -470,6 +489,10 @@ func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch
 		col := c - ls
 		ok := true
 		if m.re != nil {
+			if len(text) > m.lineCap {
+				text = text[:m.lineCap]
+				st.cut++
+			}
 			loc := m.re.FindIndex(text)
 			ok = loc != nil
 			if ok {
@@ -505,23 +528,44 @@ func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch
 					c = next[i]
 				}
 			}
-			if c < 0 {
+			if c < 0 || m.re != nil && st.stopped() {
 				return
 			}
 			pos = check(c)
 		}
 	case m.scan != nil:
+		// The expression runs over windows of whole lines of at most
+		// lineCap bytes; a longer line is checked on its own, cut.
 		for pos <= len(data) && found < max {
-			loc := m.scan.FindIndex(data[pos:])
-			if loc == nil || pos+loc[0] == len(data) && atLineStart(data, len(data)) {
-				return // no match, or only past the final newline
+			if st.stopped() {
+				return
+			}
+			end := len(data)
+			if end-pos > m.lineCap {
+				k := bytes.LastIndexByte(data[pos:pos+m.lineCap], '\n')
+				if k < 0 {
+					pos = check(pos)
+					continue
+				}
+				end = pos + k
+			}
+			loc := m.scan.FindIndex(data[pos:end])
+			if loc == nil {
+				if end == len(data) {
+					return // no match
+				}
+				pos = end + 1
+				continue
+			}
+			if pos+loc[0] == len(data) && atLineStart(data, len(data)) {
+				return // only past the final newline
 			}
 			pos = check(pos + loc[0])
 		}
 	default:
 		// Every line is a candidate.
 		for pos <= len(data) && found < max {
-			if pos == len(data) && atLineStart(data, pos) {
+			if pos == len(data) && atLineStart(data, pos) || st.stopped() {
 				return // no last line after the final newline
 			}
 			pos = check(pos)

@@ -24,7 +24,7 @@ const (
 
 var readFileHandler = Func(NeedsWorkspace, readFile, renderReadFile)
 
-func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFileResult, error) {
+func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFileResult, error) {
 	rel, err := clean(in.Path)
 	if err != nil {
 		return nil, err
@@ -39,12 +39,17 @@ func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFile
 			return nil, Errorf("invalid_range", "end_line %d is before start_line %d", end, start)
 		}
 	}
-	f, _, err := env.Workspace.openRegular(rel)
+	f, fi, err := env.Workspace.openRegular(rel)
 	if err != nil {
 		return nil, err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, readBufferBytes)
+	if fi.Size() > maxScanFileSize {
+		return nil, tooLarge(rel, fi.Size(), maxScanFileSize, "read_file", "look at parts of it with run_command (head, tail, sed -n, grep)")
+	}
+	// The file is read to its end (for the line count) in bounded memory;
+	// a file that grows meanwhile is read up to the cap.
+	br := bufio.NewReaderSize(io.LimitReader(f, maxScanFileSize), readBufferBytes)
 	head, err := br.Peek(binarySniffLen)
 	if err != nil && err != io.EOF && !errors.Is(err, bufio.ErrBufferFull) {
 		return nil, fmt.Errorf("read %s: %w", rel, err)
@@ -57,7 +62,7 @@ func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFile
 	line, emitted, last := 0, 0, start-1
 	capped := false
 	for {
-		text, eof, err := readLine(br, readMaxLineLen)
+		text, eof, err := readLine(ctx, br, readMaxLineLen)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
 		}
@@ -65,6 +70,9 @@ func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFile
 			break
 		}
 		line++
+		if line%4096 == 0 && ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		if line >= start && (end < 0 || line <= end) {
 			if emitted == readMaxLines || content.Len() >= readMaxBytes {
 				capped = true
@@ -82,7 +90,7 @@ func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFile
 		}
 		if capped || end >= 0 && line >= end {
 			// The rest only needs counting.
-			n, err := countRest(br)
+			n, err := countRest(ctx, br)
 			if err != nil {
 				return nil, fmt.Errorf("read %s: %w", rel, err)
 			}
@@ -110,7 +118,8 @@ func readFile(_ context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFile
 
 // readLine returns the next line without its newline, clipped to max bytes;
 // eof is true when it was the last line (text is nil when there was none).
-func readLine(br *bufio.Reader, max int) (text []byte, eof bool, err error) {
+// It stops with ctx's error in a long line when ctx is done.
+func readLine(ctx context.Context, br *bufio.Reader, max int) (text []byte, eof bool, err error) {
 	chunk, err := br.ReadSlice('\n')
 	switch {
 	case err == nil:
@@ -134,6 +143,9 @@ func readLine(br *bufio.Reader, max int) (text []byte, eof bool, err error) {
 	keep := append([]byte(nil), chunk...)
 	size := len(chunk)
 	for {
+		if err := ctx.Err(); err != nil {
+			return nil, false, err
+		}
 		chunk, err = br.ReadSlice('\n')
 		size += len(chunk)
 		if err == nil {
@@ -156,10 +168,13 @@ func readLine(br *bufio.Reader, max int) (text []byte, eof bool, err error) {
 }
 
 // countRest counts the lines left in br.
-func countRest(br *bufio.Reader) (int, error) {
+func countRest(ctx context.Context, br *bufio.Reader) (int, error) {
 	buf := make([]byte, readBufferBytes)
 	n, lastByte := 0, byte('\n')
 	for {
+		if err := ctx.Err(); err != nil {
+			return 0, err
+		}
 		k, err := br.Read(buf)
 		if k > 0 {
 			n += bytes.Count(buf[:k], []byte{'\n'})

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 )
 
 const (
@@ -28,20 +29,23 @@ func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.Ru
 	env.Workspace.changing(ctx)
 	stdout := newCapture(commandHeadBytes, commandTailBytes)
 	stderr := newCapture(commandHeadBytes, commandTailBytes)
-	run, err := runShell(ctx, env.Workspace.Dir(), in.Command, timeout, nil, stdout, stderr)
-	var se *errStart
+	if env.Sandbox == nil {
+		return nil, errors.New("run_command: the runtime has no sandbox")
+	}
+	run, err := runShell(ctx, env.Sandbox, env.Workspace, in.Command, timeout, nil, stdout, stderr)
+	var se *sandbox.StartError
 	if errors.As(err, &se) {
-		return nil, Errorf("start_failed", "the shell could not be started: %v", se.err)
+		return nil, Errorf("start_failed", "the shell could not be started: %v", se.Err)
 	}
 	if err != nil {
 		return nil, err
 	}
 	out := &gen.RunCommandResult{
-		ExitCode:   run.exitCode,
+		ExitCode:   run.ExitCode,
 		Stdout:     stdout.text(),
 		Stderr:     stderr.text(),
-		DurationMs: float64(run.duration.Microseconds()) / 1e3,
-		TimedOut:   run.timedOut,
+		DurationMs: float64(run.Duration.Microseconds()) / 1e3,
+		TimedOut:   run.TimedOut,
 	}
 	if n := stdout.omitted(); n > 0 {
 		out.StdoutOmittedBytes = ptr(int(n))

@@ -9,6 +9,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
 )
 
@@ -34,6 +35,10 @@ type Config struct {
 	// DisableCommands hides run_command (and any tool that runs processes)
 	// from the model even when a workspace is set.
 	DisableCommands bool
+	// Sandbox is how commands are confined (the zero value: the strongest
+	// sandbox available, no network, a read-only .git). New fails when
+	// commands are offered and the sandbox is unavailable.
+	Sandbox sandbox.Policy
 }
 
 // Runtime executes tool calls: it looks the tool up, validates the arguments
@@ -84,6 +89,13 @@ func New(cfg Config) (*Runtime, error) {
 		reg:     reg,
 		env:     &Env{Workspace: cfg.Workspace},
 		enabled: map[string]*boundTool{},
+	}
+	if cfg.Workspace != nil && !cfg.DisableCommands {
+		sb, err := sandbox.New(cfg.Sandbox)
+		if err != nil {
+			return nil, fmt.Errorf("commands: %w", err)
+		}
+		r.env.Sandbox = sb
 	}
 	var names []string
 	for _, def := range reg.Defs() {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,9 +18,11 @@ const (
 	defaultSearchLimit = 200
 	// searchLineLen is how much of a matching line a result shows.
 	searchLineLen = 300
-	// maxSearchFileSize: larger files are not searched (they would be read
-	// whole into memory).
-	maxSearchFileSize = 256 << 20
+	// searchQueue bounds the files listed ahead of the workers; each holds
+	// its directory open.
+	searchQueue = 128
+	// maxNoteFiles bounds the file names a note lists.
+	maxNoteFiles = 5
 )
 
 var searchHandler = Func(NeedsWorkspace, search, renderSearch)
@@ -46,7 +49,11 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 	if err != nil {
 		return nil, err
 	}
-	return &gen.SearchResult{Matches: matches, Truncated: truncated}, nil
+	out := &gen.SearchResult{Matches: matches, Truncated: truncated}
+	if ns := s.notes(); len(ns) > 0 {
+		out.Notes = &ns
+	}
+	return out, nil
 }
 
 // searcher runs one search over the workspace: a walker goroutine lists the
@@ -59,6 +66,14 @@ type searcher struct {
 	glob    *glob
 	limit   int
 	workers int // 0: GOMAXPROCS
+
+	// What the search left out, for the notes; written by run's
+	// collector (or the single-file path) only.
+	large    []string // files over maxScanFileSize, up to maxNoteFiles
+	nLarge   int
+	cutFiles []string // files with lines matched in part
+	nCut     int      // such lines
+	walk     *walker
 }
 
 type searchJob struct {
@@ -67,11 +82,71 @@ type searchJob struct {
 }
 
 type searchDone struct {
-	idx     int
-	matches []gen.SearchMatch
+	idx int
+	rel string
+	fileResult
 }
 
-// run searches the file or directory rel.
+// fileResult is what searching one file found.
+type fileResult struct {
+	matches []gen.SearchMatch
+	large   bool // over maxScanFileSize: not searched
+	cut     int  // lines matched on their first part only
+}
+
+// add records a file's result in the notes and returns its matches.
+func (s *searcher) add(rel string, r fileResult) []gen.SearchMatch {
+	if r.large {
+		if s.nLarge < maxNoteFiles {
+			s.large = append(s.large, rel)
+		}
+		s.nLarge++
+	}
+	if r.cut > 0 {
+		if len(s.cutFiles) < maxNoteFiles {
+			s.cutFiles = append(s.cutFiles, rel)
+		}
+		s.nCut += r.cut
+	}
+	return r.matches
+}
+
+// notes says what the search left out.
+func (s *searcher) notes() []string {
+	var ns []string
+	if s.nLarge > 0 {
+		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.nLarge, "file"), mib(maxScanFileSize), noteList(s.large, s.nLarge)))
+	}
+	if s.nCut > 0 {
+		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.lineCap), itsTheir(s.nCut), sizeText(s.m.lineCap), noteList(s.cutFiles, len(s.cutFiles))))
+	}
+	if s.walk != nil {
+		ns = append(ns, s.walk.notes()...)
+	}
+	return ns
+}
+
+func itsTheir(n int) string {
+	if n == 1 {
+		return "its"
+	}
+	return "their"
+}
+
+// noteList renders some of n file names.
+func noteList(names []string, n int) string {
+	qs := make([]string, len(names))
+	for i, p := range names {
+		qs[i] = quote(p)
+	}
+	if n > len(names) {
+		qs = append(qs, "…")
+	}
+	return strings.Join(qs, ", ")
+}
+
+// run searches the file or directory rel. It returns once every worker
+// has stopped: a cancelled search burns no more CPU.
 func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, bool, error) {
 	fi, err := s.ws.root.Stat(rel)
 	if err != nil {
@@ -80,7 +155,7 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 	if !fi.IsDir() {
 		// A file named explicitly is searched even when ignored; one that
 		// is not a regular file has nothing to match.
-		data, _, err := s.ws.readRegular(rel)
+		f, fi, err := s.ws.openRegular(rel)
 		var te *Error
 		if errors.As(err, &te) && te.Code == codeNotRegular {
 			return s.cut(nil)
@@ -88,19 +163,27 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		if err != nil {
 			return nil, false, err
 		}
-		return s.cut(newSearchWorker(s).matches(data, rel))
+		defer f.Close()
+		if fi.Size() > maxScanFileSize {
+			return nil, false, tooLarge(rel, fi.Size(), maxScanFileSize, "search", "search it with run_command (grep) instead")
+		}
+		r := newSearchWorker(s).scan(parent, f.Read, fi.Size(), rel)
+		if err := parent.Err(); err != nil {
+			return nil, false, err
+		}
+		return s.cut(s.add(rel, r))
 	}
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
-	jobs := make(chan searchJob, 512)
-	done := make(chan searchDone, 512)
+	jobs := make(chan searchJob, searchQueue)
+	done := make(chan searchDone, searchQueue)
 	var walkErr error
+	s.walk = &walker{ws: s.ws, glob: s.glob}
 	go func() {
 		defer close(jobs)
 		n := 0
-		wk := &walker{ws: s.ws, glob: s.glob}
-		walkErr = wk.walk(ctx, rel, func(f walkFile) bool {
+		walkErr = s.walk.walk(ctx, rel, func(f walkFile) bool {
 			select {
 			case jobs <- searchJob{idx: n, f: f}:
 				n++
@@ -122,12 +205,12 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 			defer wg.Done()
 			w := newSearchWorker(s)
 			for j := range jobs {
-				var ms []gen.SearchMatch
+				var r fileResult
 				if ctx.Err() == nil {
-					ms = w.file(j.f.dir, j.f.name, j.f.rel)
+					r = w.file(ctx, j.f.dir, j.f.name, j.f.rel)
 				}
 				j.f.dir.release()
-				done <- searchDone{idx: j.idx, matches: ms}
+				done <- searchDone{idx: j.idx, rel: j.f.rel, fileResult: r}
 			}
 		}()
 	}
@@ -140,7 +223,7 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 	// before it is done.
 	var (
 		out       = []gen.SearchMatch{}
-		pending   = map[int][]gen.SearchMatch{}
+		pending   = map[int]searchDone{}
 		next      = 0
 		truncated = false
 	)
@@ -148,15 +231,15 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		if truncated {
 			continue // draining
 		}
-		pending[d.idx] = d.matches
+		pending[d.idx] = d
 		for {
-			ms, ok := pending[next]
+			r, ok := pending[next]
 			if !ok {
 				break
 			}
 			delete(pending, next)
 			next++
-			out = append(out, ms...)
+			out = append(out, s.add(r.rel, r.fileResult)...)
 			if len(out) > s.limit {
 				out, truncated = out[:s.limit], true
 				cancel()
@@ -170,7 +253,7 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 	if walkErr != nil && !truncated {
 		return nil, false, fsError(walkErr, rel, codeNotFound)
 	}
-	return out, truncated, nil
+	return out, truncated || s.walk.capped, nil
 }
 
 func (s *searcher) cut(ms []gen.SearchMatch) ([]gen.SearchMatch, bool, error) {
@@ -195,64 +278,121 @@ func newSearchWorker(s *searcher) *searchWorker {
 }
 
 // file searches the file name of dir (rel in the workspace). Files that are
-// not regular, too large, unreadable or binary have no matches.
-func (w *searchWorker) file(dir *dirHandle, name, rel string) []gen.SearchMatch {
+// not regular, unreadable or binary have no matches; those over
+// maxScanFileSize are not read.
+func (w *searchWorker) file(ctx context.Context, dir *dirHandle, name, rel string) fileResult {
 	fd, size, err := dir.openFile(name)
 	if err != nil {
-		return nil
+		return fileResult{}
 	}
-	data, ok := w.read(fd, size)
-	unix.Close(fd)
-	if !ok {
-		return nil
+	defer unix.Close(fd)
+	if size > maxScanFileSize {
+		return fileResult{large: true}
 	}
-	return w.matches(data, rel)
+	return w.scan(ctx, func(p []byte) (int, error) {
+		for {
+			n, err := unix.Read(fd, p)
+			if err != unix.EINTR {
+				return max(n, 0), err
+			}
+		}
+	}, size, rel)
 }
 
-// matches matches the content of the file rel; binary files have none.
-func (w *searchWorker) matches(data []byte, rel string) []gen.SearchMatch {
-	if isBinary(data) {
-		return nil
-	}
-	var ms []gen.SearchMatch
-	w.s.m.match(&w.st, data, w.s.limit+1, func(lm lineMatch) {
-		ms = append(ms, gen.SearchMatch{Path: rel, Line: lm.line, Text: clipAround(lm.text, lm.col, searchLineLen)})
-	})
-	return ms
-}
-
-// read reads the open regular file fd of the given size into the worker's
-// buffer: what the file held when it was opened.
-func (w *searchWorker) read(fd int, size int64) ([]byte, bool) {
-	if size > maxSearchFileSize {
-		return nil, false
-	}
-	if int64(cap(w.buf)) < size+1 {
-		w.buf = make([]byte, size+1)
+// scan matches the file rel, of the given size when opened, read with read
+// (which returns 0 or an error at the end) in chunks of at most
+// searchMaxLine bytes: what the file held when it was opened, up to
+// maxScanFileSize. A line longer than a chunk is matched on its first
+// chunk. Binary files have no matches. It stops when ctx is done.
+func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error), size int64, rel string) fileResult {
+	var r fileResult
+	w.st.stop = func() bool { return ctx.Err() != nil }
+	w.st.cut = 0
+	defer func() { w.st.stop = nil }()
+	want := min(size+1, searchMaxLine) // room to see the end at once
+	if int64(cap(w.buf)) < want {
+		w.buf = make([]byte, want)
 	}
 	buf := w.buf[:cap(w.buf)]
-	n := 0
-	for {
-		if n == len(buf) {
-			if n >= maxSearchFileSize {
-				return nil, false
+	var (
+		n        = 0 // bytes in buf
+		total    = int64(0)
+		eof      = false
+		first    = true
+		lineBase = 0 // lines before buf
+		limit    = w.s.limit + 1
+	)
+	fill := func() {
+		for n < len(buf) && !eof {
+			k, err := read(buf[n:])
+			n += k
+			total += int64(k)
+			if k == 0 || err != nil || size > 0 && total >= size || total >= maxScanFileSize {
+				eof = true
 			}
-			buf = append(buf, 0)[:cap(buf)]
-			w.buf = buf
-		}
-		k, err := unix.Read(fd, buf[n:])
-		if err == unix.EINTR {
-			continue
-		}
-		if err != nil {
-			return nil, false
-		}
-		n += k
-		if k == 0 || int64(n) == size && size > 0 {
-			break
 		}
 	}
-	return buf[:n], true
+	match := func(data []byte) {
+		w.s.m.match(&w.st, data, limit-len(r.matches), func(lm lineMatch) {
+			r.matches = append(r.matches, gen.SearchMatch{Path: rel, Line: lineBase + lm.line, Text: clipAround(lm.text, lm.col, searchLineLen)})
+		})
+	}
+	for {
+		fill()
+		if first {
+			if isBinary(buf[:n]) {
+				return fileResult{}
+			}
+			first = false
+		}
+		if ctx.Err() != nil || len(r.matches) >= limit {
+			break
+		}
+		if eof {
+			match(buf[:n])
+			break
+		}
+		if len(buf) < searchMaxLine {
+			// The file grew since it was opened: take a full buffer.
+			w.buf = append(buf[:n], make([]byte, searchMaxLine-n)...)
+			buf = w.buf
+			continue
+		}
+		i := bytes.LastIndexByte(buf[:n], '\n')
+		if i < 0 {
+			// A line longer than the buffer: match its beginning, skip
+			// the rest.
+			cut := w.st.cut
+			match(buf[:n])
+			if w.st.cut == cut {
+				w.st.cut++
+			}
+			n = w.skipLine(ctx, read, buf, &total, size, &eof)
+			lineBase++
+			continue
+		}
+		match(buf[:i+1])
+		lineBase += bytes.Count(buf[:i+1], []byte{'\n'})
+		n = copy(buf, buf[i+1:n])
+	}
+	r.cut = w.st.cut
+	return r
+}
+
+// skipLine reads on to the end of the current line and moves what follows
+// it to the start of buf, returning its length.
+func (w *searchWorker) skipLine(ctx context.Context, read func([]byte) (int, error), buf []byte, total *int64, size int64, eof *bool) int {
+	for !*eof && ctx.Err() == nil {
+		k, err := read(buf)
+		*total += int64(k)
+		if k == 0 || err != nil || size > 0 && *total >= size || *total >= maxScanFileSize {
+			*eof = true
+		}
+		if j := bytes.IndexByte(buf[:k], '\n'); j >= 0 {
+			return copy(buf, buf[j+1:k])
+		}
+	}
+	return 0
 }
 
 // clipAround shortens a long line to about n bytes around offset col,
@@ -290,13 +430,18 @@ func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	case len(out.Matches) == 0:
 		fmt.Fprintf(&b, "no matches for %s %s\n", kind, quote(in.Pattern))
 	case out.Truncated:
-		fmt.Fprintf(&b, "the first %s (results cut at the limit; narrow the search with path or glob):\n", pluralES(len(out.Matches), "match"))
+		why := "at the limit"
+		if in.Limit != nil && len(out.Matches) < *in.Limit || in.Limit == nil && len(out.Matches) < defaultSearchLimit {
+			why = "where the walk stopped"
+		}
+		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", pluralES(len(out.Matches), "match"), why)
 	default:
 		fmt.Fprintf(&b, "%s:\n", pluralES(len(out.Matches), "match"))
 	}
 	for _, m := range out.Matches {
 		fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
 	}
+	writeNotes(&b, out.Notes)
 	return b.String()
 }
 

@@ -2,12 +2,15 @@ package tools
 
 import (
 	"context"
+	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strings"
 	"sync/atomic"
+	"syscall"
 
 	ignore "github.com/sabhiram/go-gitignore"
 	"golang.org/x/sys/unix"
@@ -15,41 +18,40 @@ import (
 
 // dirHandle is an open directory of the workspace, shared by the files of
 // it that are being visited; it is closed when the last user releases it.
-// Its files are opened relative to it: one openat each, instead of one per
-// path component.
+// Its files and subdirectories are opened relative to it (one openat each,
+// instead of one per path component), one name at a time and never through
+// a symbolic link, so they cannot leave it. It holds one descriptor.
 type dirHandle struct {
-	root *os.Root // for subdirectories
-	dir  *os.File // the directory itself, opened through root
+	dir  *os.File
 	refs atomic.Int32
 }
 
-// openDir opens a directory handle on root.
-func openDir(root *os.Root) (*dirHandle, error) {
-	f, err := root.Open(".")
+// newDirHandle wraps the open directory f, which it owns.
+func newDirHandle(f *os.File) *dirHandle {
+	d := &dirHandle{dir: f}
+	d.refs.Store(1)
+	return d
+}
+
+// openStart opens the directory start of root for a walk. The directory is
+// opened through root (confined), then its descriptor is duplicated into a
+// plain file: os.File.ReadDir on a directory opened through an os.Root
+// stats every entry (one system call each), a plain one reads the types
+// from the directory itself.
+func openStart(root *os.Root, start string) (*dirHandle, error) {
+	f, err := root.Open(start)
 	if err != nil {
-		root.Close()
 		return nil, err
 	}
-	d := &dirHandle{root: root, dir: f}
-	d.refs.Store(1)
-	return d, nil
-}
-
-func (d *dirHandle) acquire() { d.refs.Add(1) }
-
-func (d *dirHandle) release() {
-	if d.refs.Add(-1) == 0 {
-		d.dir.Close()
-		d.root.Close()
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, err
 	}
-}
-
-// entries lists the directory. os.File.ReadDir on a directory opened
-// through an os.Root stats every entry (one system call each); a duplicate
-// of the descriptor, as a plain file, reads the types from the directory
-// itself.
-func (d *dirHandle) entries() ([]fs.DirEntry, error) {
-	rc, err := d.dir.SyscallConn()
+	if !fi.IsDir() {
+		return nil, syscall.ENOTDIR
+	}
+	rc, err := f.SyscallConn()
 	if err != nil {
 		return nil, err
 	}
@@ -61,9 +63,56 @@ func (d *dirHandle) entries() ([]fs.DirEntry, error) {
 	if dupErr != nil {
 		return nil, dupErr
 	}
-	f := os.NewFile(uintptr(dup), d.dir.Name())
-	defer f.Close()
-	return f.ReadDir(-1)
+	return newDirHandle(os.NewFile(uintptr(dup), start)), nil
+}
+
+func (d *dirHandle) acquire() { d.refs.Add(1) }
+
+func (d *dirHandle) release() {
+	if d.refs.Add(-1) == 0 {
+		d.dir.Close()
+	}
+}
+
+// openSub opens the subdirectory name: a single path component, never
+// through a symbolic link.
+func (d *dirHandle) openSub(name string) (*dirHandle, error) {
+	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
+		return nil, fs.ErrInvalid
+	}
+	rc, err := d.dir.SyscallConn()
+	if err != nil {
+		return nil, err
+	}
+	var fd int
+	var openErr error
+	if err := rc.Control(func(dirfd uintptr) {
+		fd, openErr = unix.Openat(int(dirfd), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	}); err != nil {
+		return nil, err
+	}
+	if openErr != nil {
+		return nil, openErr
+	}
+	return newDirHandle(os.NewFile(uintptr(fd), name)), nil
+}
+
+// entries lists the directory, reading at most max entries; more reports
+// that it has more.
+func (d *dirHandle) entries(max int) (es []fs.DirEntry, more bool, err error) {
+	for len(es) < max {
+		batch, err := d.dir.ReadDir(min(1024, max-len(es)))
+		es = append(es, batch...)
+		if err == io.EOF || len(batch) == 0 {
+			return es, false, nil
+		}
+		if err != nil {
+			return es, false, err
+		}
+	}
+	// Full: one more entry says whether the listing was cut.
+	next, _ := d.dir.ReadDir(1)
+	return es, len(next) > 0, nil
 }
 
 // openFile opens the regular file name of the directory for reading: a
@@ -110,25 +159,57 @@ type walkFile struct {
 // ignoreFrame is the .gitignore of one directory; its patterns apply to
 // paths relative to that directory.
 type ignoreFrame struct {
-	base string // directory relative to the workspace, "" for the root
-	gi   *ignore.GitIgnore
+	base  string // directory relative to the workspace, "" for the root
+	gi    *ignore.GitIgnore
+	lines int // its patterns: each is a regular expression tried on every path
 }
 
 // walker visits the regular files under a directory of the workspace in
 // path order, skipping .git, what .gitignore files ignore (each applies to
-// its directory's subtree), symbolic links and special files.
+// its directory's subtree), symbolic links and special files. It reads at
+// most walkMaxEntries directory entries and does not enter directories
+// more than walkMaxDepth levels down; what it left out is recorded for the
+// result's notes.
 type walker struct {
 	ws   *Workspace
 	glob *glob
+
+	seen      int    // directory entries read
+	capped    bool   // the walk stopped at walkMaxEntries
+	deep      int    // directories not entered for their depth
+	firstDeep string // the first of them
+	unapplied int    // .gitignore files not applied (walkMaxIgnoreLines)
+	firstGi   string // the first of them
+}
+
+// addIgnore compiles the lines of the .gitignore of the directory base
+// and adds it to frames, unless the patterns in effect would then pass
+// walkMaxIgnoreLines; rel is its path, for the note.
+func (wk *walker) addIgnore(frames []ignoreFrame, lines []string, base, rel string) []ignoreFrame {
+	fr := ignoreFrame{base: base}
+	for _, l := range lines {
+		if t := strings.TrimSpace(l); t != "" && t[0] != '#' {
+			fr.lines++
+		}
+	}
+	n := fr.lines
+	for _, f := range frames {
+		n += f.lines
+	}
+	if n > walkMaxIgnoreLines {
+		if wk.unapplied == 0 {
+			wk.firstGi = rel
+		}
+		wk.unapplied++
+		return frames
+	}
+	fr.gi = ignore.CompileIgnoreLines(lines...)
+	return append(frames[:len(frames):len(frames)], fr)
 }
 
 // walk visits the files under the directory start (clean, relative) until
 // visit returns false or ctx is done.
 func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) bool) error {
-	dr, err := wk.ws.root.OpenRoot(start)
-	if err != nil {
-		return err
-	}
 	var frames []ignoreFrame
 	// The .gitignore files of the directories above start apply too.
 	if start != "." {
@@ -139,12 +220,12 @@ func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) b
 			if dir == "" {
 				dir = "."
 			}
-			if gi := loadIgnore(wk.ws.root, path.Join(dir, ".gitignore")); gi != nil {
-				frames = append(frames, ignoreFrame{base: base, gi: gi})
+			if lines, ok := loadIgnore(wk.ws.root, path.Join(dir, ".gitignore")); ok {
+				frames = wk.addIgnore(frames, lines, base, path.Join(dir, ".gitignore"))
 			}
 		}
 	}
-	d, err := openDir(dr)
+	d, err := openStart(wk.ws.root, start)
 	if err != nil {
 		return err
 	}
@@ -152,20 +233,26 @@ func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) b
 	if start == "." {
 		prefix = ""
 	}
-	wk.dir(ctx, d, prefix, frames, visit)
+	wk.dir(ctx, d, prefix, 0, frames, visit)
 	return ctx.Err()
 }
 
-// dir visits one directory (rel is its path, "" for the root) and releases
-// the walk's reference to d. It returns false when the walk must stop.
-func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, frames []ignoreFrame, visit func(walkFile) bool) bool {
+// dir visits one directory (rel is its path, "" for the root; depth its
+// level below the start) and releases the walk's reference to d. It
+// returns false when the walk must stop. Only the directories on the path
+// from the start to d are open: one descriptor per level.
+func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, depth int, frames []ignoreFrame, visit func(walkFile) bool) bool {
 	defer d.release()
 	if ctx.Err() != nil {
 		return false
 	}
-	entries, err := d.entries()
+	entries, more, err := d.entries(walkMaxEntries - wk.seen)
+	wk.seen += len(entries)
+	if more {
+		wk.capped = true
+	}
 	if err != nil && len(entries) == 0 {
-		return true
+		return !wk.capped
 	}
 	type entry struct {
 		key  string // name, plus "/" for directories: sorting by it sorts by path
@@ -189,13 +276,17 @@ func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, frames []ig
 			list = append(list, entry{key: name, name: name})
 		}
 	}
+	entries = nil
 	if hasIgnore {
-		if gi := loadIgnore(d.root, ".gitignore"); gi != nil {
-			frames = append(frames[:len(frames):len(frames)], ignoreFrame{base: rel, gi: gi})
+		if lines, ok := loadIgnoreAt(d, ".gitignore"); ok {
+			frames = wk.addIgnore(frames, lines, rel, path.Join(rel, ".gitignore"))
 		}
 	}
 	slices.SortFunc(list, func(a, b entry) int { return strings.Compare(a.key, b.key) })
 	for _, e := range list {
+		if ctx.Err() != nil {
+			return false
+		}
 		p := e.name
 		if rel != "" {
 			p = rel + "/" + e.name
@@ -204,15 +295,21 @@ func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, frames []ig
 			continue
 		}
 		if e.dir {
-			sub, err := d.root.OpenRoot(e.name)
+			if wk.capped {
+				continue // the entry cap is reached: list only what was read
+			}
+			if depth == walkMaxDepth {
+				if wk.deep == 0 {
+					wk.firstDeep = p
+				}
+				wk.deep++
+				continue
+			}
+			sd, err := d.openSub(e.name)
 			if err != nil {
 				continue
 			}
-			sd, err := openDir(sub)
-			if err != nil {
-				continue
-			}
-			if !wk.dir(ctx, sd, p, frames, visit) {
+			if !wk.dir(ctx, sd, p, depth+1, frames, visit) {
 				return false
 			}
 			continue
@@ -225,7 +322,36 @@ func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, frames []ig
 			return false
 		}
 	}
-	return ctx.Err() == nil
+	return ctx.Err() == nil && !wk.capped
+}
+
+// notes describes what the walk left out, for a result's notes.
+func (wk *walker) notes() []string {
+	var ns []string
+	if wk.capped {
+		ns = append(ns, fmt.Sprintf("the walk stopped after %d entries (its cap); narrow it with path or glob", walkMaxEntries))
+	}
+	if wk.unapplied > 0 {
+		ns = append(ns, fmt.Sprintf("%s not applied: with %s the .gitignore patterns in effect would pass %d (the first: %s); files they ignore may be listed", plural(wk.unapplied, ".gitignore file"), itOrThem(wk.unapplied), walkMaxIgnoreLines, quote(wk.firstGi)))
+	}
+	if wk.deep > 0 {
+		ns = append(ns, fmt.Sprintf("%s more than %d levels deep %s not entered (the first: %s)", plural(wk.deep, "directory"), walkMaxDepth, isAre(wk.deep), quote(wk.firstDeep)))
+	}
+	return ns
+}
+
+func itOrThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }
 
 // ignored reports whether a .gitignore above p ignores it. Directories are
@@ -246,24 +372,47 @@ func ignored(frames []ignoreFrame, p string, dir bool) bool {
 	return false
 }
 
-// loadIgnore reads and compiles a .gitignore; nil when there is none or it
-// is not a readable regular file.
-func loadIgnore(root *os.Root, name string) *ignore.GitIgnore {
+// maxIgnoreSize: larger .gitignore files are not read.
+const maxIgnoreSize = 1 << 20
+
+// loadIgnore reads the lines of a .gitignore; ok is false when there is
+// none or it is not a readable regular file.
+func loadIgnore(root *os.Root, name string) (lines []string, ok bool) {
 	fi, err := root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
-		return nil
+	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreSize {
+		return nil, false
 	}
 	f, err := root.OpenFile(name, os.O_RDONLY|nonblock, 0)
 	if err != nil {
-		return nil
+		return nil, false
 	}
 	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
-		return nil
+	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreSize {
+		return nil, false
 	}
-	data, err := readAll(f, fi.Size())
+	return readIgnore(f)
+}
+
+// loadIgnoreAt is loadIgnore for the file name of the directory d.
+func loadIgnoreAt(d *dirHandle, name string) (lines []string, ok bool) {
+	fd, size, err := d.openFile(name)
 	if err != nil {
-		return nil
+		return nil, false
 	}
-	return ignore.CompileIgnoreLines(strings.Split(string(data), "\n")...)
+	f := os.NewFile(uintptr(fd), name)
+	defer f.Close()
+	if size > maxIgnoreSize {
+		return nil, false
+	}
+	return readIgnore(f)
+}
+
+// readIgnore reads the lines of the .gitignore f, at most maxIgnoreSize
+// bytes of it.
+func readIgnore(f *os.File) ([]string, bool) {
+	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreSize))
+	if err != nil {
+		return nil, false
+	}
+	return strings.Split(string(data), "\n"), true
 }

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/specloop/specloop/sandbox"
 )
 
 // Env is what handlers get from the runtime besides their arguments.
@@ -18,6 +20,9 @@ type Env struct {
 	// Workspace is the confined directory file tools work in; nil when the
 	// runtime has none (tools that need one are then not offered).
 	Workspace *Workspace
+	// Sandbox confines commands; set whenever tools that run processes are
+	// offered.
+	Sandbox *sandbox.Sandbox
 }
 
 // Error codes the file tools share; each is named in the 422 description of

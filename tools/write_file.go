@@ -15,13 +15,16 @@ func writeFile(ctx context.Context, env *Env, in *gen.WriteFileInput) (*gen.Writ
 	if err != nil {
 		return nil, err
 	}
+	if n := int64(len(in.Content)); n > maxWriteFileSize {
+		return nil, Errorf(codeFileTooLarge, "the content for %s is %s, over the %s that write_file writes; nothing was written", quote(rel), mib(n), mib(maxWriteFileSize))
+	}
 	exists, mode, err := ws.writeTarget(rel, "")
 	if err != nil {
 		return nil, err
 	}
 	var old []byte
 	if exists {
-		if old, _, err = ws.readRegular(rel); err != nil {
+		if old, err = ws.readCapped(rel, maxWriteFileSize, "write_file", "change it with edit_file, or delete it with run_command first"); err != nil {
 			return nil, err
 		}
 	} else {

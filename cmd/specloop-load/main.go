@@ -26,7 +26,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -401,8 +400,10 @@ func serveChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	hs := &http.Server{Handler: srv.Handler()}
-	go hs.Serve(ln)
+	// The http.Server and listener `specloop serve` uses: its timeouts,
+	// connection cap and stream caps are part of what is measured.
+	hs := srv.HTTPServer()
+	go hs.Serve(srv.Listener(ln))
 	fmt.Printf("http://%s\n", ln.Addr())
 	// SIGUSR1 prints the Go heap's figures, to tell live data from memory
 	// the runtime has not given back yet.

@@ -26,12 +26,19 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	keep := fs.Bool("keep", false, "keep the temporary workspace (its path is printed)")
 	asJSON := fs.Bool("json", false, "print only the RunResult as JSON")
 	tracePath := fs.String("trace", "", "write the trace to this file (default: specloop-demo-RUNID.jsonl in the temporary directory)")
+	var sbFlags sandboxFlags
+	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
 		env.errorf("demo: unexpected argument %q", fs.Arg(0))
 		fs.Usage()
+		return exitUsage
+	}
+	sb, err := sbFlags.open(env)
+	if err != nil {
+		env.errorf("demo: %v", err)
 		return exitUsage
 	}
 	if _, err := exec.LookPath("go"); err != nil {
@@ -58,19 +65,20 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitInternal
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws})
+	rt, err := tools.New(tools.Config{Workspace: ws, Sandbox: sb.Policy()})
 	if err != nil {
 		env.errorf("demo: %v", err)
 		return exitInternal
 	}
 	check := tools.NewCommandCheck(ws, demo.Check)
 	check.Env = demo.CheckEnv
+	check.Sandbox = sb
 
 	runID := agent.NewRunID()
 	if *tracePath == "" {
 		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
 	}
-	tw, err := trace.Create(*tracePath, trace.SyncAtRunEnd)
+	tw, err := createTrace(*tracePath, trace.SyncAtRunEnd)
 	if err != nil {
 		env.errorf("demo: --trace: %v", err)
 		return exitUsage
@@ -84,13 +92,22 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintf(w, "workspace: %s (a copy of an embedded module whose test fails)\n", dir)
 		fmt.Fprintf(w, "task:      %s\n", demo.Task)
 		fmt.Fprintf(w, "check:     %s (the run finishes only when it passes)\n\n", demo.Check)
-		opts.Observer = (&progressPrinter{w: w}).observe
+		fmt.Fprintln(w, "note:      the first `go test` compiles the module and the standard library packages it")
+		fmt.Fprintln(w, "           needs; on a cold build cache that can take a minute.")
+		fmt.Fprintln(w)
+		observe, stop := demoObserver(w, env.clockFor(w), demo.Check)
+		defer stop()
+		opts.Observer = observe
 	}
+	start := env.clockFor(env.stdout).now()
 	res, runErr := agent.Run(ctx, gen.Task{Prompt: demo.Task}, model.NewScript(demo.Script()...), opts)
 	if err := tw.Close(); err != nil && runErr == nil {
 		env.errorf("demo: trace: %v", err)
 	}
 	code := report(env, &res, runErr, *asJSON, *tracePath)
+	if !*asJSON {
+		fmt.Fprintf(env.stdout, "time:   %s\n", roundElapsed(env.clockFor(env.stdout).now().Sub(start)))
+	}
 	if *keep {
 		w := env.stdout
 		if *asJSON {

@@ -12,9 +12,13 @@ import (
 	"syscall"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 )
 
 func main() {
+	// `specloop sandbox-exec` is the sandbox's re-exec helper (it runs from
+	// the sandbox package's init before this; Main reports misuse).
+	sandbox.Main()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -65,6 +69,15 @@ type command struct {
 type cmdEnv struct {
 	stdin          io.Reader
 	stdout, stderr io.Writer
+	clock          *clock // nil: the wall clock (see realClock)
+}
+
+// clockFor is the clock for output written to w.
+func (e *cmdEnv) clockFor(w io.Writer) clock {
+	if e.clock != nil {
+		return *e.clock
+	}
+	return realClock(w)
 }
 
 func (e *cmdEnv) errorf(format string, args ...any) {
@@ -90,8 +103,14 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[0] == "help" {
+			return helpCmd(ctx, env, args[1:])
+		}
 		usage(stdout)
 		return exitOK
+	case "sandbox-exec":
+		env.errorf("sandbox-exec is internal: specloop starts it itself to run a command in a sandbox")
+		return exitUsage
 	}
 	for _, c := range commands() {
 		if c.name == args[0] {
@@ -100,6 +119,20 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	env.errorf("unknown command %q", args[0])
 	usage(stderr)
+	return exitUsage
+}
+
+// helpCmd prints a command's help to standard output: `specloop help run`
+// is `specloop run -h`.
+func helpCmd(ctx context.Context, env *cmdEnv, args []string) int {
+	for _, c := range commands() {
+		if c.name == args[0] {
+			out := &cmdEnv{stdin: env.stdin, stdout: env.stdout, stderr: env.stdout, clock: env.clock}
+			return c.run(ctx, out, append([]string{"-h"}, args[1:]...))
+		}
+	}
+	env.errorf("help: unknown command %q", args[0])
+	usage(env.stderr)
 	return exitUsage
 }
 
@@ -113,7 +146,7 @@ func usage(w io.Writer) {
 		fmt.Fprintf(w, "  %-7s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Run `specloop COMMAND -h` for a command's flags.")
+	fmt.Fprintln(w, "Run `specloop help COMMAND` (or `specloop COMMAND -h`) for a command's flags.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Exit status of run and demo: 0 finished, 1 internal error, 2 usage error, 3 max_steps_exceeded,")
 	fmt.Fprintln(w, "4 invalid_model_output, 5 check_failed, 6 model_error, 7 token_budget_exceeded, 8 interrupted, 130 cancelled.")

@@ -30,7 +30,7 @@ func cli(t *testing.T, args ...string) (int, string, string) {
 
 var (
 	durations = regexp.MustCompile(`\d+\.\d+ ms|=\d+\.\d{3}\b`)
-	clock     = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d\d\d`)
+	clockTime = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d\d\d`)
 	runIDs    = regexp.MustCompile(`run=[0-9a-f]{16}`)
 )
 
@@ -44,7 +44,7 @@ func normalize(s, tmp string) string {
 		}
 		return "D ms"
 	})
-	s = clock.ReplaceAllString(s, "HH:MM:SS")
+	s = clockTime.ReplaceAllString(s, "HH:MM:SS")
 	return runIDs.ReplaceAllString(s, "run=RUNID")
 }
 

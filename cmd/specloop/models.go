@@ -11,6 +11,7 @@ import (
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/openai"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -80,7 +81,8 @@ func toolSpecs(f *runFlags) ([]gen.ToolSpec, error) {
 		return nil, fmt.Errorf("--workspace: %w", err)
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands})
+	// Only the tool list is needed: no command runs, so no sandbox.
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
 	if err != nil {
 		return nil, err
 	}

@@ -90,12 +90,15 @@ func printResult(w io.Writer, res *gen.RunResult, tracePath string) {
 	}
 }
 
+// compactJSON encodes v for a person: &, < and > stay as they are.
 func compactJSON(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		return "?"
 	}
-	return string(b)
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // maxNameChars bounds a tool name or an argument key in a progress line;

@@ -68,7 +68,7 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 			env.errorf("run: --sync: %v", err)
 			return exitUsage
 		}
-		if tw, err = trace.Create(f.tracePath, policy); err != nil {
+		if tw, err = createTrace(f.tracePath, policy); err != nil {
 			env.errorf("run: --trace: %v", err)
 			return exitUsage
 		}
@@ -133,20 +133,17 @@ func remoteModel(f *runFlags) (gen.ModelConfig, error) {
 		if err != nil {
 			return mc, fmt.Errorf("--script: %w", err)
 		}
-		return sdk.ScriptModel(lines...), nil
+		return sdk.Script(lines...), nil
 	}
 	provider, name, ok := strings.Cut(f.model, ":")
 	if !ok || name == "" {
 		return mc, fmt.Errorf("--model must be PROVIDER:NAME")
 	}
-	var err error
 	switch provider {
 	case string(gen.OpenAIModelConfigProviderOpenai):
-		err = mc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: name})
+		return sdk.OpenAI(name), nil
 	case string(gen.AnthropicModelConfigProviderAnthropic):
-		err = mc.FromAnthropicModelConfig(gen.AnthropicModelConfig{Provider: gen.AnthropicModelConfigProviderAnthropic, Model: name})
-	default:
-		return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
+		return sdk.Anthropic(name), nil
 	}
-	return mc, err
+	return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
 }

@@ -2,16 +2,22 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 )
@@ -19,6 +25,7 @@ import (
 // runFlags are the flags of `specloop run`.
 type runFlags struct {
 	script     string
+	promptFile string
 	maxSteps   int
 	tracePath  string
 	syncPolicy string
@@ -33,10 +40,12 @@ type runFlags struct {
 	tokenBudget int64
 	remote      string
 	tokenFile   string
+	sandbox     sandboxFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter")
+	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
@@ -50,29 +59,44 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
+	f.sandbox.register(fs)
+}
+
+// check refuses flag values that make no sense; the error names the flag.
+func (f *runFlags) validate() error {
+	if f.maxSteps < 1 {
+		return errors.New("--max-steps must be at least 1")
+	}
+	if f.tokenBudget < 0 {
+		return errors.New("--token-budget must not be negative (0 means no limit)")
+	}
+	if (f.script == "") == (f.model == "") {
+		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
+	}
+	return nil
 }
 
 func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	var f runFlags
-	fs := newFlagSet(env, "run", "--script FILE [flags] PROMPT",
-		"Runs an agent on PROMPT. Prints each step as it happens and the result, or with --json only the\n"+
-			"RunResult. The exit status tells how the run ended (see `specloop help`).")
+	fs := newFlagSet(env, "run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
+		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
+			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
+			"the run ended (see `specloop help`).")
 	f.register(fs)
 	prompt, code, done := parseWithPositional(fs, args)
 	if done {
 		return code
 	}
-	if prompt == "" {
-		env.errorf("run: the task PROMPT is required")
-		fs.Usage()
+	prompt, err := readPrompt(env, f.promptFile, prompt)
+	if err != nil {
+		env.errorf("run: %v", err)
+		if errors.Is(err, errNoPrompt) {
+			fs.Usage()
+		}
 		return exitUsage
 	}
-	if f.maxSteps < 1 {
-		env.errorf("run: --max-steps must be at least 1")
-		return exitUsage
-	}
-	if (f.script == "") == (f.model == "") {
-		env.errorf("run: give exactly one of --script FILE and --model PROVIDER:NAME")
+	if err := f.validate(); err != nil {
+		env.errorf("run: %v", err)
 		return exitUsage
 	}
 	if f.remote != "" {
@@ -94,17 +118,31 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands})
+	sbPolicy, err := f.sandbox.policy()
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands, Sandbox: sbPolicy})
 	if err != nil {
 		env.errorf("run: %v", err)
 		return exitInternal
 	}
 	opts := agent.Options{MaxSteps: f.maxSteps, TokenBudget: f.tokenBudget, Tools: rt, RecordRaw: f.recordRaw}
-	if f.check != "" {
-		opts.Check = tools.NewCommandCheck(ws, f.check)
+	if !f.noCommands || f.check != "" {
+		sb, err := f.sandbox.open(env)
+		if err != nil {
+			env.errorf("run: %v", err)
+			return exitInternal
+		}
+		if f.check != "" {
+			check := tools.NewCommandCheck(ws, f.check)
+			check.Sandbox = sb
+			opts.Check = check
+		}
 	}
 	if f.tracePath != "" {
-		tw, err := trace.Create(f.tracePath, policy)
+		tw, err := createTrace(f.tracePath, policy)
 		if err != nil {
 			env.errorf("run: --trace: %v", err)
 			return exitUsage
@@ -195,4 +233,107 @@ func parseWithPositional(fs *flag.FlagSet, args []string) (positional string, co
 		positional = rest[0]
 	}
 	return positional, 0, false
+}
+
+// errNoPrompt is the usage error of a run without a task.
+var errNoPrompt = errors.New("the task PROMPT is required (or --prompt-file FILE)")
+
+// maxPromptChars is the longest prompt the spec's Task allows, in
+// characters.
+var maxPromptChars = sync.OnceValue(func() int {
+	if s := spec.MustLoad().Components.Schemas["Task"].Value.Properties["prompt"].Value; s.MaxLength != nil {
+		return int(*s.MaxLength)
+	}
+	return 1 << 20
+})
+
+// readPrompt returns the task: the PROMPT argument, or the text of
+// --prompt-file (standard input for "-"), which avoids the shell's limit on
+// argument length. Exactly one of the two must be given, and the prompt
+// must fit the spec's limit.
+func readPrompt(env *cmdEnv, file, arg string) (string, error) {
+	if file == "" {
+		if arg == "" {
+			return "", errNoPrompt
+		}
+		return arg, nil
+	}
+	if arg != "" {
+		return "", errors.New("give the task as PROMPT or with --prompt-file, not both")
+	}
+	var r io.Reader
+	if file == "-" {
+		r = env.stdin
+		if r == nil {
+			r = strings.NewReader("")
+		}
+	} else {
+		f, err := os.Open(file)
+		if err != nil {
+			return "", fmt.Errorf("--prompt-file: %w", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	// A character is at most 4 bytes: read no more than the longest
+	// prompt allowed could take, plus one byte to notice a longer one.
+	limit := int64(maxPromptChars())*utf8.UTFMax + 1
+	data, err := io.ReadAll(io.LimitReader(r, limit))
+	if err != nil {
+		return "", fmt.Errorf("--prompt-file: %w", err)
+	}
+	switch {
+	case int64(len(data)) == limit || utf8.RuneCount(data) > maxPromptChars():
+		return "", fmt.Errorf("--prompt-file: the prompt is longer than %d characters", maxPromptChars())
+	case !utf8.Valid(data):
+		return "", errors.New("--prompt-file: the prompt is not valid UTF-8")
+	case len(bytes.TrimSpace(data)) == 0:
+		return "", errors.New("--prompt-file: the prompt is empty")
+	}
+	return string(data), nil
+}
+
+// createTrace opens path to append a trace to it, like trace.Create, but
+// refuses a regular file that already holds something other than a
+// specloop trace, so a mistyped --trace never appends JSON lines to
+// someone's source file: the first line of a non-empty file must be a trace
+// event. Devices and pipes (/dev/stderr) are written as they are.
+func createTrace(path string, policy trace.SyncPolicy) (*trace.Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Mode().IsRegular() && st.Size() > 0 {
+		if err := checkTraceFile(path); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return trace.NewWriter(f, policy), nil
+}
+
+// checkTraceFile reports whether the first line of the file at path is a
+// trace event.
+func checkTraceFile(path string) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
+	}
+	defer r.Close()
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
+	if err != nil && err != io.EOF {
+		line = nil // a read error, or a first line longer than any trace event
+	}
+	if len(line) == 0 {
+		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
+	}
+	if _, err := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
+		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
+	}
+	return nil
 }

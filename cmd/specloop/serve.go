@@ -33,7 +33,13 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"each run (fsynced before it is acknowledged) and its result, so a restarted server lists every\n"+
 			"run: the ones that were in flight end with exit reason interrupted.\n\n"+
 			"Auth: the bearer token is read from --token-file, or else from $"+tokenEnv+". Without a token the\n"+
-			"server only listens on a loopback address, unless --insecure is given.\n\n"+
+			"server only listens on a loopback address, unless --insecure is given, and only answers requests\n"+
+			"whose Host header is a loopback name or address (localhost, 127.0.0.0/8, [::1]) or an --allowed-host\n"+
+			"name (403 otherwise): a web page cannot reach it through DNS rebinding.\n\n"+
+			"Edges: a request must arrive within --read-timeout (headers within 10 s); a response write that\n"+
+			"stalls for 30 s ends it; at most --max-connections connections are served at once (more wait),\n"+
+			"and at most --max-streams event streams are open (--max-streams-per-client from one address; 429\n"+
+			"beyond). DATA holds run results verbatim (answers, patches, check output): it is made 0700.\n\n"+
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
@@ -49,6 +55,20 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
+	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
+	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
+	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
+	var allowedHosts []string
+	fs.Func("allowed-host", "without a token, also answer requests whose Host header is this name (repeatable; default: loopback names only)", func(v string) error {
+		if v == "" || strings.ContainsAny(v, "/ \t@?#*") {
+			return errors.New("not a host name")
+		}
+		allowedHosts = append(allowedHosts, v)
+		return nil
+	})
+	var sbFlags sandboxFlags
+	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -57,9 +77,24 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
+	for _, pos := range []struct {
+		name  string
+		value int64
+	}{{"--max-concurrent", int64(*maxConcurrent)}, {"--queue", int64(*queue)}, {"--body-limit", *bodyLimit},
+		{"--max-connections", int64(*maxConns)}, {"--max-streams", int64(*maxStreams)}, {"--max-streams-per-client", int64(*maxStreamsPerClient)}} {
+		if pos.value < 1 {
+			env.errorf("serve: %s must be at least 1", pos.name)
+			return exitUsage
+		}
+	}
 	policy, err := trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
 		env.errorf("serve: --sync: %v", err)
+		return exitUsage
+	}
+	sbPolicy, err := sbFlags.policy()
+	if err != nil {
+		env.errorf("serve: %v", err)
 		return exitUsage
 	}
 	token, err := readToken(*tokenFile)
@@ -83,6 +118,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 				"  WARNING: --insecure: serving on %s WITHOUT A TOKEN.\n"+
 				"  Anyone who can reach this address can start agent runs%s\n"+
 				"  in %s. Use a token ($%s or --token-file) instead.\n"+
+				"  Clients must send a loopback or --allowed-host name as the Host.\n"+
 				"  ************************************************************************\n\n",
 				*addr, commandsNote(*allowCommands), *root, tokenEnv)
 		default:
@@ -96,9 +132,16 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxConcurrent: *maxConcurrent,
 		QueueSize:     *queue,
 		AllowCommands: *allowCommands,
+		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
 		TraceSync:     policy,
 		Logger:        logger,
+
+		ReadTimeout:         *readTimeout,
+		MaxConnections:      *maxConns,
+		MaxStreams:          *maxStreams,
+		MaxStreamsPerClient: *maxStreamsPerClient,
+		AllowedHosts:        allowedHosts,
 	})
 	if err != nil {
 		env.errorf("serve: %v", err)
@@ -110,14 +153,9 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		_ = srv.Shutdown(context.Background())
 		return exitUsage
 	}
-	hs := &http.Server{
-		Handler:           srv.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
-		ErrorLog:          slog.NewLogLogger(logger.Handler(), slog.LevelWarn),
-	}
+	hs := srv.HTTPServer()
 	served := make(chan error, 1)
-	go func() { served <- hs.Serve(ln) }()
+	go func() { served <- hs.Serve(srv.Listener(ln)) }()
 	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
 		"max_concurrent", *maxConcurrent, "queue", *queue, "commands", *allowCommands, "auth", token != "")
 

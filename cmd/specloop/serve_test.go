@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -89,7 +90,8 @@ func TestServeHelp(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
-	for _, want := range []string{"--addr", "--data", "--workspace-root", "--max-concurrent", "--queue", "--token-file", "--allow-commands", "--insecure", "SPECLOOP_TOKEN", "interrupted"} {
+	for _, want := range []string{"--addr", "--data", "--workspace-root", "--max-concurrent", "--queue", "--token-file", "--allow-commands", "--insecure", "SPECLOOP_TOKEN", "interrupted",
+		"--allowed-host", "--read-timeout", "--max-connections", "--max-streams", "--max-streams-per-client", "0700"} {
 		if !strings.Contains(stderr, strings.TrimPrefix(want, "-")) {
 			t.Errorf("serve -h does not mention %s", want)
 		}
@@ -144,5 +146,37 @@ func TestReadToken(t *testing.T) {
 		if err != nil && strings.Contains(err.Error(), "from-") {
 			t.Errorf("%s: the error shows the token", tt.name)
 		}
+	}
+}
+
+// TestServeAllowedHost: a token-less server answers loopback names and
+// the --allowed-host names only, so a page cannot reach it by DNS
+// rebinding; a malformed name is a usage error.
+func TestServeAllowedHost(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	url, _ := startServe(t, "--allowed-host", "agent.internal", "--allowed-host", "Second.Example", "--max-streams", "8")
+	for host, want := range map[string]int{
+		"localhost":           http.StatusOK,
+		"agent.internal":      http.StatusOK,
+		"second.example:8080": http.StatusOK,
+		"rebound.example":     http.StatusForbidden,
+	} {
+		req, err := http.NewRequest(http.MethodGet, url+"/v1/tools", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+	}
+	code, _, stderr := cli(t, "serve", "--allowed-host", "a/b", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "allowed-host") {
+		t.Fatalf("a malformed --allowed-host: exit %d: %s", code, stderr)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
@@ -37,7 +38,8 @@ func toolsCmd(_ context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: *noCommands})
+	// Only the tool list is needed: no command runs, so no sandbox.
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
 	if err != nil {
 		env.errorf("%v", err)
 		return exitInternal
@@ -45,6 +47,7 @@ func toolsCmd(_ context.Context, env *cmdEnv, args []string) int {
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		if err := enc.Encode(gen.ToolList{Tools: rt.Specs()}); err != nil {
 			return exitInternal
 		}

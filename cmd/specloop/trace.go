@@ -9,13 +9,20 @@ import (
 )
 
 func traceCmd(_ context.Context, env *cmdEnv, args []string) int {
-	if len(args) == 0 || args[0] != "show" {
-		env.errorf("usage: specloop trace show FILE")
-		return exitUsage
-	}
 	fs := newFlagSet(env, "trace show", "FILE",
 		"Prints a JSONL trace for a person, one event a line, in file order. It only reads the file.\n"+
 			"A torn last line (a crash mid-write) is reported after the events before it.")
+	if len(args) == 0 || args[0] != "show" {
+		// `trace -h` is a request for help; anything else a usage error.
+		code, done := parseFlags(fs, args)
+		if done && code == exitOK {
+			return exitOK
+		}
+		if !done {
+			env.errorf("usage: specloop trace show FILE")
+		}
+		return exitUsage
+	}
 	if code, done := parseFlags(fs, args[1:]); done {
 		return code
 	}

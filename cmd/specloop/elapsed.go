@@ -1,0 +1,139 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// noticeInterval is how often a slow step's elapsed time is printed to a
+// terminal.
+const noticeInterval = 10 * time.Second
+
+// clock is what elapsed-time output needs from time; tests pass fakes.
+type clock struct {
+	now func() time.Time
+	// ticker returns a channel that ticks every d and a function that
+	// stops it; nil prints no interval lines (output is not a terminal).
+	ticker func(d time.Duration) (<-chan time.Time, func())
+}
+
+// realClock is the wall clock; interval lines only when w is a terminal,
+// so that logs and pipes get no noise.
+func realClock(w io.Writer) clock {
+	c := clock{now: time.Now}
+	if f, ok := w.(*os.File); ok {
+		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
+			c.ticker = func(d time.Duration) (<-chan time.Time, func()) {
+				t := time.NewTicker(d)
+				return t.C, t.Stop
+			}
+		}
+	}
+	return c
+}
+
+// slowStep says what a step that may take long is doing while it runs:
+// a line when it starts, the elapsed time at intervals (on a terminal),
+// and optionally a final line with the time it took.
+type slowStep struct {
+	w     io.Writer
+	clock clock
+	start time.Time
+	final string        // printed with the elapsed time when the step ends; "" for none
+	stop  chan struct{} // nil when no step is running
+	done  chan struct{}
+}
+
+// begin prints what is happening and starts the interval lines.
+func (s *slowStep) begin(what, final string) {
+	s.end()
+	s.start, s.final = s.clock.now(), final
+	fmt.Fprintf(s.w, "         %s\n", what)
+	s.stop, s.done = make(chan struct{}), make(chan struct{})
+	if s.clock.ticker == nil {
+		close(s.done)
+		return
+	}
+	ticks, stopTicker := s.clock.ticker(noticeInterval)
+	go func() {
+		defer close(s.done)
+		defer stopTicker()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-ticks:
+				fmt.Fprintf(s.w, "         … %s\n", roundElapsed(s.clock.now().Sub(s.start)))
+			}
+		}
+	}()
+}
+
+// end stops the interval lines (waiting until none can be printed) and
+// prints the final line, if any.
+func (s *slowStep) end() {
+	if s.stop == nil {
+		return
+	}
+	close(s.stop)
+	<-s.done
+	s.stop, s.done = nil, nil
+	if s.final != "" {
+		fmt.Fprintf(s.w, "         %s %s\n", s.final, roundElapsed(s.clock.now().Sub(s.start)))
+	}
+}
+
+func roundElapsed(d time.Duration) time.Duration {
+	if d < time.Second {
+		return d.Round(time.Millisecond)
+	}
+	return d.Round(100 * time.Millisecond)
+}
+
+// demoObserver prints the demo's steps and says what happens during the two
+// steps that run `check` (the model's run_command and the completion check),
+// whose first run compiles on a cold build cache and can take a minute.
+// stop ends the interval lines of a step the run did not report the end of.
+func demoObserver(w io.Writer, c clock, check string) (observe func(agent.Progress), stop func()) {
+	p := &progressPrinter{w: w}
+	slow := &slowStep{w: w, clock: c}
+	compiled := false
+	note := func() string {
+		if compiled {
+			return ""
+		}
+		compiled = true
+		return " — the first run compiles, this can take a minute"
+	}
+	observe = func(pr agent.Progress) {
+		slow.end()
+		p.observe(pr)
+		switch {
+		case pr.ToolCall != nil && commandOf(pr.ToolCall) == check:
+			slow.begin(fmt.Sprintf("running `%s`%s", check, note()), "")
+		case pr.Finish != nil:
+			slow.begin(fmt.Sprintf("running the check `%s`%s", check, note()), "the check ran for")
+		}
+	}
+	return observe, slow.end
+}
+
+// commandOf is the command line of a tool call whose arguments are a
+// command tool's input, "" for any other call.
+func commandOf(call *gen.ToolCall) string {
+	b, err := json.Marshal(call.Arguments)
+	if err != nil {
+		return ""
+	}
+	var in gen.RunCommandInput
+	if json.Unmarshal(b, &in) != nil {
+		return ""
+	}
+	return in.Command
+}

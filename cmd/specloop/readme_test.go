@@ -1,0 +1,412 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/server"
+)
+
+// The README is the first thing a newcomer runs: its examples must work as
+// written. These tests read README.md at the repository root.
+
+const readmePath = "../../README.md"
+
+// fence is one fenced code block of the README.
+type fence struct {
+	lang string
+	line int // of the opening fence, 1-based
+	body string
+}
+
+func readmeFences(t *testing.T) []fence {
+	t.Helper()
+	data, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []fence
+	lines := strings.Split(string(data), "\n")
+	for i := 0; i < len(lines); i++ {
+		if !strings.HasPrefix(lines[i], "```") {
+			continue
+		}
+		f := fence{lang: strings.TrimSpace(strings.TrimPrefix(lines[i], "```")), line: i + 1}
+		var body []string
+		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
+			body = append(body, lines[i])
+		}
+		f.body = strings.Join(body, "\n") + "\n"
+		out = append(out, f)
+	}
+	return out
+}
+
+// Every Go example is a complete program that builds against the module
+// through a replace line, exactly as the README tells a user to set it up;
+// those that need no API key are run, the SDK's against a real server.
+func TestReadmeGoExamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the README's programs")
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	gomod := fmt.Sprintf("module readme.example\n\ngo 1.26\n\nrequire github.com/specloop/specloop v0.0.0\n\nreplace github.com/specloop/specloop => %s\n", root)
+	write(t, filepath.Join(dir, "go.mod"), gomod)
+	sum, err := os.ReadFile(filepath.Join(root, "go.sum"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, filepath.Join(dir, "go.sum"), string(sum))
+
+	type program struct {
+		name string
+		line int
+		src  string
+	}
+	var progs []program
+	for _, f := range readmeFences(t) {
+		if f.lang != "go" {
+			continue
+		}
+		if !strings.HasPrefix(f.body, "package main\n") {
+			t.Errorf("README.md:%d: a Go example must be a complete program (start it with package main) so that it runs when copied", f.line)
+			continue
+		}
+		p := program{name: fmt.Sprintf("line%d", f.line), line: f.line, src: f.body}
+		write(t, filepath.Join(dir, p.name, "main.go"), p.src)
+		progs = append(progs, p)
+	}
+	if len(progs) == 0 {
+		t.Fatal("no Go examples found in the README")
+	}
+	env := append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off", "GOPROXY=off")
+	goCmd := func(ctx context.Context, args ...string) *exec.Cmd {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = dir
+		cmd.Env = env
+		return cmd
+	}
+	if out, err := goCmd(t.Context(), "vet", "./...").CombinedOutput(); err != nil {
+		t.Fatalf("the README's Go examples do not build (go vet):\n%s", out)
+	}
+
+	for _, p := range progs {
+		t.Run(p.name, func(t *testing.T) {
+			if strings.Contains(p.src, `"github.com/specloop/specloop/model/openai"`) ||
+				strings.Contains(p.src, `"github.com/specloop/specloop/model/anthropic"`) {
+				t.Skipf("README.md:%d needs a provider (built, not run)", p.line)
+			}
+			cmd := goCmd(t.Context(), "run", "./"+p.name)
+			if strings.Contains(p.src, `"github.com/specloop/specloop/sdk"`) {
+				const token = "readme-token"
+				srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Token: token})
+				if err != nil {
+					t.Fatal(err)
+				}
+				hs := httptest.NewServer(srv.Handler())
+				defer func() { _ = srv.Shutdown(context.Background()); hs.Close() }()
+				// The example talks to the address `specloop serve` uses by
+				// default; point it at the test server instead.
+				src := strings.ReplaceAll(p.src, "http://127.0.0.1:8080", hs.URL)
+				write(t, filepath.Join(dir, p.name, "main.go"), src)
+				cmd.Env = append(slices.Clip(env), "SPECLOOP_TOKEN="+token)
+			}
+			out, err := cmd.CombinedOutput()
+			if err != nil {
+				t.Fatalf("README.md:%d: go run: %v\n%s", p.line, err, out)
+			}
+			if strings.Contains(string(out), "panic:") {
+				t.Fatalf("README.md:%d panicked:\n%s", p.line, out)
+			}
+			t.Logf("README.md:%d printed:\n%s", p.line, out)
+		})
+	}
+}
+
+func write(t *testing.T, path, body string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// shellWords splits a command line like sh does for the simple commands of
+// the README: quotes, backslashes, comments. Variables and substitutions
+// are kept as written. complete is false while a quote is open.
+func shellWords(s string) (words []string, complete bool) {
+	var cur strings.Builder
+	inWord := false
+	var quote byte
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case quote == '\'':
+			if c == '\'' {
+				quote = 0
+			} else {
+				cur.WriteByte(c)
+			}
+		case quote == '"':
+			switch {
+			case c == '"':
+				quote = 0
+			case c == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0:
+				i++
+				cur.WriteByte(s[i])
+			default:
+				cur.WriteByte(c)
+			}
+		case c == '\'' || c == '"':
+			quote, inWord = c, true
+		case c == '\\' && i+1 < len(s):
+			i++
+			if s[i] != '\n' {
+				cur.WriteByte(s[i])
+				inWord = true
+			}
+		case c == ' ' || c == '\t' || c == '\n':
+			if inWord {
+				words = append(words, cur.String())
+				cur.Reset()
+				inWord = false
+			}
+		case c == '#' && !inWord:
+			for i < len(s) && s[i] != '\n' {
+				i++
+			}
+		default:
+			cur.WriteByte(c)
+			inWord = true
+		}
+	}
+	if inWord {
+		words = append(words, cur.String())
+	}
+	return words, quote == 0
+}
+
+// shellCommand is one command of a README shell block.
+type shellCommand struct {
+	line    int
+	words   []string
+	heredoc string // the body of a `cat > FILE <<'END'` command
+	output  string // in a session, the lines shown after the command
+}
+
+// shellCommands returns the commands of a shell block: in a session (lines
+// starting with "$ "), only those lines and their continuations; otherwise
+// every line that is not a comment.
+func shellCommands(f fence) []shellCommand {
+	lines := strings.Split(strings.TrimRight(f.body, "\n"), "\n")
+	session := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "$ ") })
+	var out []shellCommand
+	for i := 0; i < len(lines); i++ {
+		l := lines[i]
+		if session {
+			if !strings.HasPrefix(l, "$ ") {
+				continue
+			}
+			l = strings.TrimPrefix(l, "$ ")
+		}
+		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
+			continue
+		}
+		start := i
+		text := l
+		for {
+			words, complete := shellWords(text)
+			if (complete && !strings.HasSuffix(strings.TrimRight(text, " "), "\\")) || i+1 >= len(lines) {
+				c := shellCommand{line: f.line + 1 + start, words: words}
+				if m := regexp.MustCompile(`<<'?(\w+)'?$`).FindStringSubmatch(strings.TrimSpace(text)); m != nil {
+					var body []string
+					for i++; i < len(lines) && lines[i] != m[1]; i++ {
+						body = append(body, lines[i])
+					}
+					c.heredoc = strings.Join(body, "\n") + "\n"
+					c.words = c.words[:len(c.words)-1]
+				}
+				if session {
+					var shown []string
+					for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") {
+						i++
+						shown = append(shown, lines[i])
+					}
+					c.output = strings.TrimSpace(strings.Join(shown, "\n"))
+				}
+				out = append(out, c)
+				break
+			}
+			i++
+			text += "\n" + lines[i]
+		}
+	}
+	return out
+}
+
+// Every shell example runs as written from the repository root: specloop
+// commands that need no provider are run (in a directory that mirrors the
+// repository root, so files they create go elsewhere; `run --remote`
+// against a server the test starts), the others must parse (all flags known, values valid) and
+// name files that exist; curl commands that send a body say it is JSON and
+// carry the token.
+func TestReadmeShellExamples(t *testing.T) {
+	root, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sandbox := t.TempDir()
+	entries, err := os.ReadDir(root)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if err := os.Symlink(filepath.Join(root, e.Name()), filepath.Join(sandbox, e.Name())); err != nil {
+			t.Fatal(err)
+		}
+	}
+	data, err := os.ReadFile(readmePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []shellCommand
+	for _, f := range readmeFences(t) {
+		if f.lang == "sh" {
+			cmds = append(cmds, shellCommands(f)...)
+		}
+	}
+	t.Chdir(sandbox)
+	// curl commands quoted inline in the text count too.
+	for _, m := range regexp.MustCompile("`(curl [^`]+)`").FindAllStringSubmatchIndex(string(data), -1) {
+		words, _ := shellWords(string(data[m[2]:m[3]]))
+		cmds = append(cmds, shellCommand{line: 1 + strings.Count(string(data[:m[0]]), "\n"), words: words})
+	}
+
+	ran, parsed, curls := 0, 0, 0
+	for _, c := range cmds {
+		w := c.words
+		stdin := ""
+		// `echo TEXT | specloop ...` feeds TEXT to standard input.
+		if i := slices.Index(w, "|"); i > 0 && w[0] == "echo" {
+			stdin = strings.Join(w[1:i], " ") + "\n"
+			w = w[i+1:]
+		}
+		switch {
+		case len(w) >= 2 && w[0] == "cat" && w[1] == ">" && c.heredoc != "":
+			write(t, filepath.Join(sandbox, w[2]), c.heredoc)
+			continue
+		case len(w) >= 3 && w[0] == "go" && w[1] == "run" && w[2] == "./cmd/specloop":
+			w = w[3:]
+		case len(w) >= 1 && w[0] == "specloop":
+			w = w[1:]
+		case len(w) >= 1 && w[0] == "curl":
+			curls++
+			checkCurl(t, c.line, w)
+			continue
+		default:
+			continue // go test, exports and other tools
+		}
+		name := fmt.Sprintf("README.md:%d: specloop %s", c.line, strings.Join(w, " "))
+		if len(w) == 0 {
+			t.Errorf("%s: no command", name)
+			continue
+		}
+		// Files the command reads must exist.
+		for i, a := range w[:len(w)-1] {
+			switch a {
+			case "--script", "-script", "--prompt-file", "-prompt-file", "--token-file", "-token-file":
+				if _, err := os.Stat(w[i+1]); err != nil && w[i+1] != "-" {
+					t.Errorf("%s: %s names %s, which does not exist from the repository root", name, a, w[i+1])
+				}
+			}
+		}
+		local := (w[0] == "run" && !slices.Contains(w, "--model")) ||
+			w[0] == "trace" || w[0] == "tools" || w[0] == "spec" || w[0] == "help"
+		args := w
+		if i := slices.Index(w, "--remote"); local && i >= 0 && i+1 < len(w) {
+			// A remote run of a script needs only a server: this test's,
+			// in place of the one the README starts.
+			args = slices.Clone(w)
+			args[i+1] = remoteURL(t)
+		}
+		if !local {
+			args = append(slices.Clip(w), "-h") // parses every flag, then stops before doing anything
+			parsed++
+		} else {
+			ran++
+		}
+		code, stdout, stderr := cliIn(t, stdin, args...)
+		if code != exitOK {
+			t.Errorf("%s: exit %d\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
+		}
+		// What a session shows is what the command prints, durations aside.
+		if local && c.output != "" {
+			if got, want := normalize(strings.TrimSpace(stdout), sandbox), normalize(c.output, sandbox); got != want {
+				t.Errorf("%s: the README shows\n%s\nbut the command printed\n%s", name, want, got)
+			}
+		}
+	}
+	t.Logf("ran %d specloop commands, parsed %d, checked %d curl commands", ran, parsed, curls)
+	if ran < 4 || parsed < 5 || curls < 3 {
+		t.Fatalf("found too few examples (ran %d, parsed %d, curl %d): did the README's shell blocks change form?", ran, parsed, curls)
+	}
+}
+
+// remoteURL starts a specloop server for the README's remote examples,
+// with the token in $SPECLOOP_TOKEN as the README sets it up.
+func remoteURL(t *testing.T) string {
+	t.Helper()
+	const token = "readme-token"
+	t.Setenv(tokenEnv, token)
+	srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Token: token})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	return hs.URL
+}
+
+// checkCurl checks what a request to the API needs: a JSON body is labelled
+// as JSON, and every /v1/ request carries the bearer token.
+func checkCurl(t *testing.T, line int, w []string) {
+	t.Helper()
+	var headers []string
+	body, v1 := false, false
+	for i, a := range w {
+		switch {
+		case (a == "-H" || a == "--header") && i+1 < len(w):
+			headers = append(headers, strings.ToLower(w[i+1]))
+		case a == "-d" || a == "--data" || a == "--data-raw" || a == "--json":
+			body = true
+		case strings.Contains(a, "/v1/"):
+			v1 = true
+		}
+	}
+	has := func(prefix string) bool {
+		return slices.ContainsFunc(headers, func(h string) bool { return strings.HasPrefix(h, prefix) })
+	}
+	if body && !has("content-type: application/json") && !slices.Contains(w, "--json") {
+		t.Errorf("README.md:%d: curl sends a body without -H 'Content-Type: application/json'", line)
+	}
+	if v1 && !has("authorization: bearer ") {
+		t.Errorf("README.md:%d: curl calls the API without -H \"Authorization: Bearer $SPECLOOP_TOKEN\"", line)
+	}
+}

@@ -1,0 +1,61 @@
+package main
+
+import (
+	"flag"
+	"fmt"
+	"strings"
+
+	"github.com/specloop/specloop/sandbox"
+)
+
+// sandboxFlags are the flags that choose how commands (run_command and the
+// completion check) are confined, shared by run, demo and serve.
+type sandboxFlags struct {
+	backend        string
+	allowNetwork   bool
+	allowGitWrites bool
+	passEnv        stringList
+}
+
+func (f *sandboxFlags) register(fs *flag.FlagSet) {
+	fs.StringVar(&f.backend, "sandbox", string(sandbox.Auto), "how commands are confined: auto (bwrap if it works here, else landlock), landlock, bwrap or none (unconfined)")
+	fs.BoolVar(&f.allowNetwork, "allow-network", false, "let commands use the network")
+	fs.BoolVar(&f.allowGitWrites, "allow-git-writes", false, "let commands write under the workspace's .git (read-only by default)")
+	fs.Var(&f.passEnv, "pass-env", "pass this environment variable to commands besides PATH, LANG, LC_*, TERM and the Go variables (repeatable)")
+}
+
+// policy checks the flags.
+func (f *sandboxFlags) policy() (sandbox.Policy, error) {
+	b, err := sandbox.ParseBackend(f.backend)
+	if err != nil {
+		return sandbox.Policy{}, fmt.Errorf("--sandbox: %w", err)
+	}
+	return sandbox.Policy{Backend: b, AllowNetwork: f.allowNetwork, AllowGitWrites: f.allowGitWrites, PassEnv: f.passEnv}, nil
+}
+
+// open resolves the policy on this machine and prints the warning of an
+// unconfined sandbox.
+func (f *sandboxFlags) open(env *cmdEnv) (*sandbox.Sandbox, error) {
+	p, err := f.policy()
+	if err != nil {
+		return nil, err
+	}
+	sb, err := sandbox.New(p)
+	if err != nil {
+		return nil, err
+	}
+	if w := sb.Warning(); w != "" {
+		fmt.Fprintln(env.stderr, "specloop: "+w)
+	}
+	return sb, nil
+}
+
+// stringList is a repeatable string flag.
+type stringList []string
+
+func (l *stringList) String() string { return strings.Join(*l, ",") }
+
+func (l *stringList) Set(s string) error {
+	*l = append(*l, s)
+	return nil
+}

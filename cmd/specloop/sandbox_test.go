@@ -1,0 +1,86 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/trace"
+)
+
+// The demo passes under every sandbox available here (its check is
+// `go test`, which needs GOROOT, GOMODCACHE and GOCACHE inside the
+// sandbox), and the RunResult and run_started record the sandbox.
+func TestDemoUnderEachSandbox(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	for _, b := range []sandbox.Backend{sandbox.Landlock, sandbox.Bwrap, sandbox.None} {
+		t.Run(string(b), func(t *testing.T) {
+			if err := sandbox.Available(b); err != nil {
+				if os.Getenv("CI") == "true" {
+					t.Fatalf("backend %s must be available on CI: %v", b, err)
+				}
+				t.Skipf("backend %s: %v", b, err)
+			}
+			tracePath := filepath.Join(t.TempDir(), "demo.jsonl")
+			code, stdout, stderr := cli(t, "demo", "--json", "--sandbox", string(b), "--trace", tracePath)
+			if code != exitOK {
+				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			var res gen.RunResult
+			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
+				t.Fatal(err)
+			}
+			if res.Sandbox == nil || string(res.Sandbox.Backend) != string(b) || res.Sandbox.Network || res.Sandbox.GitWrites ||
+				(b == sandbox.Landlock) != (res.Sandbox.LandlockAbi > 0) {
+				t.Fatalf("result sandbox %+v", res.Sandbox)
+			}
+			if (b == sandbox.None) != strings.Contains(stderr, "unconfined") {
+				t.Fatalf("the warning for none: %q", stderr)
+			}
+			f, err := os.Open(tracePath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer f.Close()
+			log, err := trace.Read(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			first := log.Events[0]
+			if first.EventType != gen.TraceEventTypeRunStarted || first.Sandbox == nil || *first.Sandbox != *res.Sandbox {
+				t.Fatalf("run_started %+v", first)
+			}
+		})
+	}
+}
+
+func TestSandboxFlags(t *testing.T) {
+	code, _, stderr := cli(t, "demo", "--sandbox", "chroot")
+	if code != exitUsage || !strings.Contains(stderr, "unknown sandbox") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	var f sandboxFlags
+	fs := newFlagSet(&cmdEnv{stdout: os.Stdout, stderr: os.Stderr}, "x", "", "")
+	f.register(fs)
+	if err := fs.Parse([]string{"--pass-env", "A", "--pass-env", "B", "--allow-network", "--allow-git-writes", "--sandbox", "bwrap"}); err != nil {
+		t.Fatal(err)
+	}
+	p, err := f.policy()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Backend != sandbox.Bwrap || !p.AllowNetwork || !p.AllowGitWrites || strings.Join(p.PassEnv, ",") != "A,B" {
+		t.Fatalf("policy %+v", p)
+	}
+	code, _, stderr = cli(t, "sandbox-exec", "{}")
+	if code != exitUsage || !strings.Contains(stderr, "internal") {
+		t.Fatalf("sandbox-exec by hand: exit %d: %s", code, stderr)
+	}
+}

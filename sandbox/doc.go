@@ -1,0 +1,30 @@
+// Package sandbox runs a command confined to a workspace.
+//
+// A command runs through a small re-exec helper: the calling binary itself,
+// started as "sandbox-exec" with a marker in its environment. This
+// package's init runs the helper before main, so every program and test
+// binary that imports the package can sandbox commands with no extra code
+// (Main is for command dispatchers that name "sandbox-exec"). The helper
+// confines the command with one of two backends and kills every process it
+// left behind when it ends, times out, or the parent dies:
+//
+//   - Bwrap: bubblewrap builds a private mount namespace from read-only
+//     system and toolchain directories, the workspace bound read-write
+//     (its .git read-only), a private /tmp, a fresh /proc in a new PID
+//     namespace and, unless the network is allowed, an empty network
+//     namespace. All capabilities are dropped.
+//   - Landlock: the helper restricts itself with Landlock (the same
+//     read-only and read-write directories; TCP bind and connect denied;
+//     signals and abstract unix sockets scoped), adds a seccomp filter that
+//     allows only AF_UNIX sockets, binds .git read-only in a private mount
+//     namespace, drops all capabilities, and then starts the command.
+//
+// Auto, the default, picks bwrap when it works on this machine and Landlock
+// otherwise, and fails when neither does; None runs the command without
+// confinement and is only used when asked for by name.
+//
+// Whatever the backend, a command gets an environment built from an
+// allowlist (see Policy.PassEnv), a scratch HOME and TMPDIR, no standard
+// input, and its working directory from the open directory handle it is
+// given, never from a path looked up again.
+package sandbox

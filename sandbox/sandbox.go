@@ -1,0 +1,245 @@
+package sandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+)
+
+// Backend names a way of confining commands.
+type Backend string
+
+// The backends. Auto resolves to Bwrap or Landlock.
+const (
+	Auto     Backend = "auto"
+	Landlock Backend = "landlock"
+	Bwrap    Backend = "bwrap"
+	None     Backend = "none"
+)
+
+// Backends lists the names ParseBackend accepts, in the order of the
+// --sandbox flag's help.
+var Backends = []Backend{Auto, Landlock, Bwrap, None}
+
+// ParseBackend checks a backend name ("" means Auto).
+func ParseBackend(s string) (Backend, error) {
+	if s == "" {
+		return Auto, nil
+	}
+	for _, b := range Backends {
+		if string(b) == s {
+			return b, nil
+		}
+	}
+	return "", fmt.Errorf("unknown sandbox %q: want one of auto, landlock, bwrap, none", clip(s))
+}
+
+// Policy says how commands are confined. The zero value is Auto with no
+// network, a read-only .git and the default environment.
+type Policy struct {
+	// Backend is the confinement; "" means Auto.
+	Backend Backend
+	// AllowNetwork lets commands open network sockets.
+	AllowNetwork bool
+	// AllowGitWrites lets commands write under the workspace's .git.
+	AllowGitWrites bool
+	// PassEnv names variables of this process's environment that commands
+	// get besides the allowlist (PATH, LANG, LC_*, TERM, the Go variables).
+	PassEnv []string
+}
+
+// Info is the confinement in effect, as recorded in traces and results.
+type Info struct {
+	// Backend is Landlock, Bwrap or None (never Auto).
+	Backend Backend
+	// LandlockABI is the Landlock ABI version in effect; 0 unless Backend
+	// is Landlock.
+	LandlockABI int
+	// AllowNetwork and AllowGitWrites are the policy's.
+	AllowNetwork   bool
+	AllowGitWrites bool
+}
+
+// ErrUnavailable is returned when the backend asked for cannot run on this
+// machine.
+var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Sandbox runs commands under one resolved Policy. It is safe for
+// concurrent use.
+type Sandbox struct {
+	policy Policy
+	info   Info
+}
+
+// New resolves p on this machine: Auto becomes the strongest available
+// backend. It fails with ErrUnavailable when the backend cannot be used.
+func New(p Policy) (*Sandbox, error) {
+	b, err := ParseBackend(string(p.Backend))
+	if err != nil {
+		return nil, err
+	}
+	p.Backend = b
+	for _, name := range p.PassEnv {
+		if name == "" || strings.ContainsAny(name, "=\x00") {
+			return nil, fmt.Errorf("pass-env: invalid variable name %q", clip(name))
+		}
+	}
+	info, err := resolve(p)
+	if err != nil {
+		return nil, err
+	}
+	info.AllowNetwork, info.AllowGitWrites = p.AllowNetwork, p.AllowGitWrites
+	return &Sandbox{policy: p, info: info}, nil
+}
+
+// Info returns the confinement in effect.
+func (s *Sandbox) Info() Info { return s.info }
+
+// Policy returns the policy the sandbox was made from, with Backend
+// resolved to Auto when it was empty.
+func (s *Sandbox) Policy() Policy { return s.policy }
+
+// Command is one command to run.
+type Command struct {
+	// Args is the program and its arguments; Args[0] is looked up in PATH
+	// inside the sandbox when it has no slash.
+	Args []string
+	// Dir is the open directory the command runs in (and may write to);
+	// DirPath is the path it was opened at, used as the command's PWD and
+	// as its mount point under bwrap.
+	Dir     *os.File
+	DirPath string
+	// Env adds NAME=value variables after the allowlisted ones.
+	Env []string
+	// Stdout and Stderr receive the output; they may be the same writer.
+	// A nil Stdout discards; a nil Stderr goes to Stdout.
+	Stdout, Stderr io.Writer
+	// Timeout kills the command and all its descendants; it must be
+	// positive.
+	Timeout time.Duration
+}
+
+// Result is how a command ended.
+type Result struct {
+	// ExitCode is -1 when the command was killed by a signal or the
+	// timeout.
+	ExitCode int
+	TimedOut bool
+	Duration time.Duration
+}
+
+// StartError is a command that could not be started, or a sandbox that
+// could not be set up around it.
+type StartError struct{ Err error }
+
+func (e *StartError) Error() string { return "start sandboxed command: " + e.Err.Error() }
+func (e *StartError) Unwrap() error { return e.Err }
+
+// Run runs c and waits for it and everything it started to end. When the
+// timeout passes the command is killed and Result.TimedOut is set; when ctx
+// is done the command is killed and ctx's error returned. A command that
+// cannot be started is a *StartError.
+func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
+	if len(c.Args) == 0 || c.Dir == nil || c.Timeout <= 0 {
+		return Result{}, errors.New("sandbox: a command needs Args, Dir and a positive Timeout")
+	}
+	if c.Stdout == nil {
+		c.Stdout = io.Discard
+	}
+	if c.Stderr == nil {
+		c.Stderr = c.Stdout
+	}
+	return s.run(ctx, c)
+}
+
+// Warning returns the warning to show users when the sandbox does not
+// confine commands, or "".
+func (s *Sandbox) Warning() string {
+	if s.info.Backend == None {
+		return "warning: --sandbox none: commands run unconfined, with your permissions, files and network"
+	}
+	return ""
+}
+
+// baseEnvNames are the variables a command always gets from this process
+// when they are set; LC_* are added by prefix.
+var baseEnvNames = []string{"PATH", "LANG", "LANGUAGE", "TERM", "TZ", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB", "GOPRIVATE", "GOARCH", "GOOS", "CGO_ENABLED"}
+
+// environment builds a command's environment: the allowlist from this
+// process, HOME and TMPDIR set to scratch, the Go toolchain locations, the
+// policy's PassEnv and then extra.
+func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string) []string {
+	var env []string
+	have := map[string]bool{}
+	add := func(name, value string) {
+		if !have[name] {
+			have[name] = true
+			env = append(env, name+"="+value)
+		}
+	}
+	for _, name := range baseEnvNames {
+		if v, ok := os.LookupEnv(name); ok {
+			add(name, v)
+		}
+	}
+	for _, kv := range os.Environ() {
+		if name, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "LC_") {
+			add(name, v)
+		}
+	}
+	if !have["PATH"] {
+		add("PATH", "/usr/local/bin:/usr/bin:/bin")
+	}
+	add("HOME", scratch)
+	add("TMPDIR", scratch)
+	add("PWD", pwd)
+	if tc.goroot != "" {
+		add("GOROOT", tc.goroot)
+	}
+	if tc.gopath != "" {
+		add("GOPATH", tc.gopath)
+	}
+	if tc.gomodcache != "" {
+		add("GOMODCACHE", tc.gomodcache)
+	}
+	if tc.gocache != "" {
+		add("GOCACHE", tc.gocache)
+	}
+	for _, name := range s.policy.PassEnv {
+		if v, ok := os.LookupEnv(name); ok {
+			add(name, v)
+		}
+	}
+	// extra overrides: later entries win for the programs that read the
+	// environment (the last definition of a name is the one getenv finds
+	// in Go; the shell takes the last too).
+	out := env[:len(env):len(env)]
+	for _, kv := range extra {
+		name, _, _ := strings.Cut(kv, "=")
+		out = removeVar(out, name)
+		out = append(out, kv)
+	}
+	return out
+}
+
+func removeVar(env []string, name string) []string {
+	out := env[:0:0]
+	for _, kv := range env {
+		if n, _, _ := strings.Cut(kv, "="); n != name {
+			out = append(out, kv)
+		}
+	}
+	return out
+}
+
+// clip shortens an untrusted value for an error message.
+func clip(s string) string {
+	if len(s) > 40 {
+		return s[:40] + "…"
+	}
+	return s
+}

@@ -1,0 +1,6 @@
+package server
+
+// SetWorkspaceHook makes the server call f(name) right after it resolved
+// a workspace for a tool call, before the tool uses it: a test swaps the
+// directory there.
+func SetWorkspaceHook(s *Server, f func(name string)) { s.wsHook = f }

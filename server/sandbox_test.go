@@ -1,0 +1,61 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/sdk"
+	"github.com/specloop/specloop/server"
+)
+
+// Commands are only allowed with a sandbox that works here, or with none
+// asked for by name.
+func TestAllowCommandsNeedsASandbox(t *testing.T) {
+	newServer := func(p sandbox.Policy) error {
+		srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), AllowCommands: true, Sandbox: p})
+		if err == nil {
+			srv.Shutdown(context.Background())
+		}
+		return err
+	}
+	if err := newServer(sandbox.Policy{Backend: "chroot"}); err == nil || !strings.Contains(err.Error(), "sandbox") {
+		t.Fatalf("an unusable sandbox was accepted: %v", err)
+	}
+	if err := newServer(sandbox.Policy{Backend: sandbox.None}); err != nil {
+		t.Fatalf("none, asked for by name: %v", err)
+	}
+	for _, b := range []sandbox.Backend{sandbox.Landlock, sandbox.Bwrap} {
+		err := newServer(sandbox.Policy{Backend: b})
+		if (err == nil) != (sandbox.Available(b) == nil) {
+			t.Fatalf("%s: %v", b, err)
+		}
+	}
+}
+
+// A run's command cannot write outside its workspace, and the RunResult
+// records the sandbox (the attacks themselves are tested per backend in
+// package sandbox).
+func TestRunCommandsAreSandboxed(t *testing.T) {
+	ts := newTestServer(t, server.Config{AllowCommands: true})
+	outside := t.TempDir()
+	script := "echo pwned > " + outside + "/x"
+	call, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "arguments": map[string]any{"command": script}})
+	req := calcRequest()
+	req.Model = sdk.ScriptModel(string(call), calcResponses[1])
+	run := ts.wait(ts.create(req).Id)
+	if run.Result.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run %+v", run.Result)
+	}
+	if s := run.Result.Sandbox; s == nil || s.Backend == gen.SandboxInfoBackendNone || s.Network {
+		t.Fatalf("sandbox %+v", s)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+		t.Fatal("the command wrote outside its workspace")
+	}
+}

@@ -1,0 +1,105 @@
+package tools
+
+import (
+	"fmt"
+	"io"
+)
+
+// Resource caps of the file tools. A model (or a client of the server)
+// chooses what the tools read; these bound the memory, the CPU and the
+// descriptors one call can take, whatever the workspace holds. The README's
+// "Code tools" section lists them.
+const (
+	// maxScanFileSize: read_file refuses larger files and search skips them
+	// (refuses one named as its path). Both stream, so this bounds time,
+	// not memory.
+	maxScanFileSize = 256 << 20
+	// maxEditFileSize: edit_file holds the whole file, its new content and
+	// its original (for the run's patch) in memory; it refuses larger
+	// files, and edits that would make the file larger.
+	maxEditFileSize = 16 << 20
+	// maxWriteFileSize: write_file refuses larger content, and replacing
+	// a larger file. Its diff of the whole old and new content takes time
+	// and memory that grow faster than the file (about 80 MiB allocated
+	// and 0.4 s to rewrite 1 MiB, 1.2 GiB and 10 s for 16 MiB); edit_file
+	// diffs only the lines around its change.
+	maxWriteFileSize = 1 << 20
+	// searchMaxLine: search reads files in chunks of this size, so a line
+	// longer than it is searched in its first searchMaxLine bytes.
+	searchMaxLine = 1 << 20
+	// regexBudget bounds the work of one call of Go's regexp, which does up
+	// to one step per instruction of the expression per byte and cannot be
+	// interrupted: a regular expression runs over at most
+	// regexBudget/instructions bytes of a line (between minRegexLine and
+	// searchMaxLine), so every call ends within a fraction of a second and
+	// a cancelled search stops between calls.
+	regexBudget  = 8 << 20
+	minRegexLine = 4 << 10
+	// maxRegexInsts: larger expressions are refused (invalid_regex).
+	maxRegexInsts = 4096
+	// walkMaxDepth: list_files and search do not enter directories more
+	// than this many levels below the directory they walk; a walk holds
+	// one descriptor per level.
+	walkMaxDepth = 128
+	// walkMaxIgnoreLines bounds the .gitignore patterns in effect in a
+	// directory (its own and its parents'): each is a regular expression
+	// tried on every path, a millisecond per path for 2000 of them. A
+	// .gitignore that would pass it is not applied, and a note says so.
+	walkMaxIgnoreLines = 2000
+)
+
+// walkMaxEntries: a walk stops after reading this many directory entries
+// (files, directories and others). A variable so that a test can lower it.
+var walkMaxEntries = 200_000
+
+// codeFileTooLarge is the error of a file (or content) over a cap.
+const codeFileTooLarge = "file_too_large"
+
+// tooLarge is the file_too_large error for rel, of size bytes, over the
+// limit of tool; advice says what to do instead.
+func tooLarge(rel string, size, limit int64, tool, advice string) error {
+	return Errorf(codeFileTooLarge, "%s is %s, over the %s that %s handles; %s", quote(rel), mib(size), mib(limit), tool, advice)
+}
+
+// mib renders a size in MiB, rounded up, for messages.
+func mib(n int64) string { return fmt.Sprintf("%d MiB", (n+(1<<20)-1)>>20) }
+
+// sizeText renders a byte count as KiB or MiB when round.
+func sizeText(n int) string {
+	switch {
+	case n >= 1<<20 && n%(1<<20) == 0:
+		return fmt.Sprintf("%d MiB", n>>20)
+	case n >= 1<<10 && n%(1<<10) == 0:
+		return fmt.Sprintf("%d KiB", n>>10)
+	}
+	return fmt.Sprintf("%d bytes", n)
+}
+
+// readCapped reads the whole regular file rel when it holds at most limit
+// bytes and refuses it (file_too_large) otherwise, never reading more than
+// limit+1 bytes, even from a file that grows meanwhile.
+func (w *Workspace) readCapped(rel string, limit int64, tool, advice string) ([]byte, error) {
+	f, fi, err := w.openRegular(rel)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if fi.Size() > limit {
+		return nil, tooLarge(rel, fi.Size(), limit, tool, advice)
+	}
+	buf := make([]byte, 0, fi.Size()+1)
+	for int64(len(buf)) <= limit {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)]
+		}
+		n, err := f.Read(buf[len(buf):min(cap(buf), int(limit)+1)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			return buf, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", rel, err)
+		}
+	}
+	return nil, tooLarge(rel, int64(len(buf)), limit, tool, advice)
+}
