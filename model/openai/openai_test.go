@@ -447,6 +447,31 @@ func TestInvalidCallAmongValidOnes(t *testing.T) {
 	}
 }
 
+// One malformed call spoils the whole reply: no call of it runs, the step
+// is invalid-output feedback, and the next request says which call was
+// wrong.
+func TestMalformedCallAmongValidOnes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_malformed.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	if got := modeltest.CallTrace(events); !slices.Equal(got, []string{"2 model_action"}) {
+		t.Fatalf("trace = %q, want no call of the malformed reply run", got)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "system user user" {
+		t.Fatalf("roles = %q", got)
+	}
+	if text := msgs[2]["content"].(string); !strings.Contains(text, "tool call 2 (calculator)") {
+		t.Fatalf("feedback = %q, want it to name the second call", text)
+	}
+}
+
 // The Model keeps no state: asking twice with the same history asks the
 // provider twice, and NextAction refuses a reply of several calls.
 func TestStateless(t *testing.T) {
