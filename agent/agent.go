@@ -57,20 +57,9 @@ type Checker interface {
 
 // Tracer receives the run's trace events in order; *trace.Writer is the
 // usual implementation. An Emit error ends the run with internal_error.
-// Every event is new and Emit may keep it, unless the Tracer is an
-// EventKeeper that says it keeps none.
+// Every event is new and Emit may keep it.
 type Tracer interface {
 	Emit(ev *gen.TraceEvent) error
-}
-
-// EventKeeper is an optional ability of a Tracer. KeepsEvents returning
-// false promises that Emit keeps no reference to an event, or to anything
-// the event points to, once it returns (a Tracer that writes events out
-// and forgets them); the loop then reuses the memory of its step events
-// instead of allocating each one. The loop never reuses events shown to
-// an Observer.
-type EventKeeper interface {
-	KeepsEvents() bool
 }
 
 // Options configure Run. The zero value is a five-step run with no tools, no
@@ -124,18 +113,13 @@ type loop struct {
 	start   time.Time
 	check   *gen.CheckResult
 	sandbox *gen.SandboxInfo
-	tracing bool // events are built only when someone receives them
-	reuse   bool // no one keeps step events: one is reused
-	scratch stepEvent
+	tracing bool       // events are built only when someone receives them
 	vocab   vocabulary // what of a tool call the trace records verbatim
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
 		tracing: opts.Trace != nil || opts.Observer != nil}
-	if k, ok := opts.Trace.(EventKeeper); ok && !k.KeepsEvents() && opts.Observer == nil {
-		l.reuse = true
-	}
 	l.turns, _ = model.(TurnModel)
 	if l.runID == "" {
 		l.runID = NewRunID()
@@ -528,8 +512,8 @@ func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
 }
 
 // stepEvent is a trace event of a step together with the values its
-// optional fields point to, so that an event costs one allocation, or
-// none when it is reused. The values are the event's own.
+// optional fields point to, so that an event costs one allocation. The
+// values are the event's own.
 type stepEvent struct {
 	gen.TraceEvent
 	actionType gen.ActionType
@@ -544,27 +528,9 @@ type stepEvent struct {
 }
 
 func (l *loop) stepEvent(step int, typ gen.TraceEventType, now time.Time) *stepEvent {
-	var se *stepEvent
-	if l.reuse {
-		se = &l.scratch
-		se.reset()
-	} else {
-		se = new(stepEvent)
-	}
+	se := new(stepEvent)
 	se.RunId, se.Step, se.EventType, se.Time = l.runID, step, typ, now.UTC()
 	return se
-}
-
-// reset clears the fields an earlier step event may have set (the others
-// are only ever set on run_started, run_finished and finish_rejected,
-// which are never reused). Clearing them one by one is cheaper than
-// assigning a whole new struct, which the garbage collector's write
-// barrier has to scan.
-func (se *stepEvent) reset() {
-	ev := &se.TraceEvent
-	ev.ActionType, ev.ArgumentKeys, ev.ErrorCode, ev.FeedbackKind = nil, nil, nil, nil
-	ev.IsError, ev.ModelDurationMs, ev.Output, ev.RawResponse = nil, nil, nil, nil
-	ev.ToolDurationMs, ev.ToolName, ev.Usage, ev.CallId = nil, nil, nil, nil
 }
 
 func (l *loop) emit(ev *gen.TraceEvent) error { return l.emitDetail(Progress{Event: ev}) }

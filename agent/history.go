@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"iter"
 	"maps"
-	"math/bits"
+	"slices"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -35,48 +35,36 @@ func (it Item) Wire() (gen.HistoryItem, error) {
 }
 
 // History is a read-only view of a run's history, as a model sees it. It is
-// cheap to pass and to keep: it never copies the run's history, and a view
-// never changes after it was handed out (the loop only appends past its end).
-// At returns copies, so a model cannot change what the loop recorded.
+// cheap to pass and to keep: it shares the loop's slice of items, clipped to
+// its length, and the loop only ever appends past that length, so a view
+// never changes after it was handed out. At returns copies, so a model
+// cannot change what the loop recorded.
 type History struct {
-	segs [][]Item // the log's segments when the view was taken (see historyLog)
-	n    int
+	items []Item
 }
 
 // NewHistory returns a history of items, for tests and custom loops.
 func NewHistory(items ...Item) History {
-	var l historyLog
-	for _, it := range items {
-		l.add(it)
-	}
-	return l.view()
+	return History{items: slices.Clip(slices.Clone(items))}
 }
 
 // Len returns the number of items.
-func (h History) Len() int { return h.n }
+func (h History) Len() int { return len(h.items) }
 
 // At returns a copy of item i.
 func (h History) At(i int) Item {
-	if i < 0 || i >= h.n {
-		panic(fmt.Sprintf("agent: History.At(%d) out of range [0:%d]", i, h.n))
+	if i < 0 || i >= len(h.items) {
+		panic(fmt.Sprintf("agent: History.At(%d) out of range [0:%d]", i, len(h.items)))
 	}
-	s, j := locate(i)
-	return h.segs[s][j].clone()
+	return h.items[i].clone()
 }
 
 // All iterates over copies of the items in order.
 func (h History) All() iter.Seq2[int, Item] {
 	return func(yield func(int, Item) bool) {
-		i := 0
-		for _, seg := range h.segs {
-			for j := range seg {
-				if i == h.n {
-					return
-				}
-				if !yield(i, seg[j].clone()) {
-					return
-				}
-				i++
+		for i, it := range h.items {
+			if !yield(i, it.clone()) {
+				return
 			}
 		}
 	}
@@ -84,49 +72,23 @@ func (h History) All() iter.Seq2[int, Item] {
 
 // Items returns copies of all items.
 func (h History) Items() []Item {
-	out := make([]Item, 0, h.n)
-	for _, it := range h.All() {
-		out = append(out, it)
+	out := make([]Item, len(h.items))
+	for i, it := range h.items {
+		out[i] = it.clone()
 	}
 	return out
 }
 
-// historyLog is a run's history as the loop records it: items in segments
-// that double in size (firstSegment items, then twice as many, ...).
-// Appending never moves an item, so a view (a History) shares the segments
-// with the log and with every other view, however long the run: the
-// history costs the memory of its items once, not again for each copy a
-// growing slice would leave behind in the views that models keep. Items
-// below a view's length are never written again, and a new segment is only
-// ever appended to the list of segments, so views need no locking.
+// historyLog is a run's history as the loop records it.
 type historyLog struct {
-	segs [][]Item
-	n    int
+	items []Item
 }
 
-// firstSegment is the size of the first segment; it is a power of two.
-const firstSegment = 16
+func (l *historyLog) add(it Item) { l.items = append(l.items, it) }
 
-// locate returns the segment of item i and its index there: segment s
-// holds the items from firstSegment*(2^s-1) on.
-func locate(i int) (s, j int) {
-	s = bits.Len(uint(i/firstSegment+1)) - 1
-	return s, i - firstSegment*(1<<s-1)
-}
-
-func (l *historyLog) add(it Item) {
-	s, j := locate(l.n)
-	if s == len(l.segs) {
-		l.segs = append(l.segs, make([]Item, firstSegment<<s))
-	}
-	l.segs[s][j] = it
-	l.n++
-}
-
-// view returns the history so far.
-func (l *historyLog) view() History {
-	return History{segs: l.segs[:len(l.segs):len(l.segs)], n: l.n}
-}
+// view returns the history so far, clipped so that appending to it can
+// never write into the log.
+func (l *historyLog) view() History { return History{items: slices.Clip(l.items)} }
 
 func (it Item) clone() Item {
 	switch {

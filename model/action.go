@@ -38,7 +38,7 @@ var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
 	if ref.Value.Discriminator == nil {
 		return nil, fmt.Errorf("spec: Action has no discriminator")
 	}
-	v, err := schema.Compile(ref.Value)
+	v, err := schema.CompileFor(ref.Value, schema.Neither)
 	if err != nil {
 		return nil, err
 	}
@@ -58,50 +58,26 @@ func ParseAction(text string) (agent.Action, error) {
 	if strings.TrimSpace(body) == "" {
 		return agent.Action{}, invalid("the output is empty; expected one JSON action object", text)
 	}
-	// The action object is read once, here, so it is decoded as a list of
-	// members (whose memory is recycled), not as a map; what the Action
-	// keeps, such as the arguments, has maps of its own.
-	buf := memberBufs.Get().(*schema.Members)
-	obj, value, err := schema.DecodeMembers(body, *buf)
-	defer releaseMembers(buf, obj)
-	if obj != nil {
-		err = as.validator.ValidateMembers(obj)
-	} else if err == nil {
-		err = as.validator.Validate(value) // not an object: says so
+	value, err := schema.Decode([]byte(body))
+	if err == nil {
+		err = as.validator.Validate(value)
 	}
 	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
 	}
-	typ, _ := obj.Get(as.discriminator)
-	if gen.ActionType(typ.(string)) == gen.ActionTypeToolCall {
+	obj := value.(map[string]any) // the schema says it is an object
+	if gen.ActionType(obj[as.discriminator].(string)) == gen.ActionTypeToolCall {
 		call := &gen.ToolCall{}
-		if err := schema.BindMembers(obj, call); err != nil {
-			return agent.Action{}, fmt.Errorf("bind a valid tool call: %w", err)
+		if err := schema.Bind(obj, call); err != nil {
+			return agent.Action{}, invalid(err.Error(), text)
 		}
 		return agent.Action{ToolCall: call, Raw: text}, nil
 	}
 	fin := &gen.Finish{}
-	if err := schema.BindMembers(obj, fin); err != nil {
-		return agent.Action{}, fmt.Errorf("bind a valid finish: %w", err)
+	if err := schema.Bind(obj, fin); err != nil {
+		return agent.Action{}, invalid(err.Error(), text)
 	}
 	return agent.Action{Finish: fin, Raw: text}, nil
-}
-
-// memberBufs recycles the member lists of decoded action objects.
-var memberBufs = sync.Pool{New: func() any { return new(schema.Members) }}
-
-// releaseMembers returns the memory of obj, decoded into buf, to the pool,
-// without the references to its values, unless it is large (an action has
-// only a few members; anything else is invalid).
-func releaseMembers(buf *schema.Members, obj schema.Members) {
-	if obj != nil {
-		*buf = obj // it may have outgrown buf
-	}
-	if cap(*buf) > 16 {
-		*buf = nil
-	}
-	clear((*buf)[:cap(*buf)])
-	memberBufs.Put(buf)
 }
 
 func invalid(msg, raw string) error {

@@ -155,7 +155,7 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 			return he
 		},
 	}
-	return oapimw.OapiRequestValidatorWithOptions(doc, opts), nil
+	return s.strictBefore(oapimw.OapiRequestValidatorWithOptions(doc, opts)), nil
 }
 
 // noStore marks the event stream as not cacheable, for proxies too.

@@ -96,16 +96,17 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 	if def == nil || body == nil {
 		return nil, problemf(http.StatusInternalServerError, "the tool is not bound")
 	}
-	args, err := toArgs(body)
+	args, err := toArgs(ctx, body)
 	if err != nil {
 		return nil, err
 	}
+	// The checks the tool runtime makes, here to name the field in the
+	// problem: the spec's schema, then the handler's Go type.
 	if err := def.ValidateInput(args); err != nil {
-		var se *schema.Error
-		if errors.As(err, &se) {
-			return nil, badField(se.Pointer, "%s", se.Error())
-		}
-		return nil, problemf(http.StatusBadRequest, "the arguments are invalid")
+		return nil, argumentsProblem(err)
+	}
+	if err := schema.Bind(args, new(In)); err != nil {
+		return nil, argumentsProblem(err)
 	}
 	// A workspace per call: a Workspace remembers the files it changed.
 	w, err := s.ws.openTools(workspace, "workspace", s.wsHook)
@@ -133,7 +134,9 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return &out, nil
 	}
 	code := deref(obs.ErrorCode)
-	detail := clip(strings.TrimPrefix(obs.Content, "error: "), 4096)
+	// The tool's message is the model's and may quote what was sent: the
+	// problem gives the spec's meaning of the code instead.
+	detail := toolErrorDetail(def.Spec.ErrorDescription, code)
 	switch code {
 	case tools.CodeUnknownTool:
 		// The spec defines the tool, so the runtime does not offer it here:
@@ -143,14 +146,21 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		}
 		return nil, problemf(http.StatusNotFound, "the tool is not available on this server")
 	case tools.CodeInvalidArguments:
-		return nil, problemf(http.StatusBadRequest, "%s", detail)
+		return nil, problemf(http.StatusBadRequest, "%s", clip(strings.TrimPrefix(obs.Content, "error: "), 4096))
 	}
 	return nil, &problemError{status: http.StatusUnprocessableEntity, code: code, detail: detail}
 }
 
-// toArgs turns a generated input struct into the JSON values of a tool
-// call's arguments, exactly as they were on the wire.
-func toArgs(body any) (map[string]any, error) {
+// toArgs returns the arguments of a tool call over HTTP: the body as
+// strictJSON decoded it, exactly as it was on the wire, or else the bound
+// input struct as JSON values.
+func toArgs(ctx context.Context, body any) (map[string]any, error) {
+	if v, ok := strictBody(ctx); ok {
+		if m, ok := v.(map[string]any); ok {
+			return m, nil
+		}
+		return nil, problemf(http.StatusBadRequest, "the request body must be a JSON object")
+	}
 	b, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
@@ -164,4 +174,14 @@ func toArgs(body any) (map[string]any, error) {
 		return nil, problemf(http.StatusBadRequest, "the request body must be a JSON object")
 	}
 	return m, nil
+}
+
+// argumentsProblem is the 400 of arguments that do not match the tool's
+// input schema or Go type, naming the field.
+func argumentsProblem(err error) error {
+	var se *schema.Error
+	if errors.As(err, &se) {
+		return badField(clip(se.Pointer, schema.MaxPointer), "%s", se.Error())
+	}
+	return problemf(http.StatusBadRequest, "the arguments are invalid")
 }

@@ -40,6 +40,17 @@ func TestSpecQualityCatches(t *testing.T) {
 		{"component without description",
 			func(doc *openapi3.T) { schema(doc, "Usage").Description = "" },
 			[]string{"schema Usage", "component has no description"}},
+		{"keyword the validator ignores",
+			func(doc *openapi3.T) {
+				schema(doc, "CalculatorInput").Properties["left"].Value.PropertyNames = &openapi3.SchemaRef{Value: &openapi3.Schema{}}
+			},
+			[]string{"schema CalculatorInput", "/left", "propertyNames"}},
+		{"anyOf",
+			func(doc *openapi3.T) {
+				s := schema(doc, "CalculatorInput")
+				s.AnyOf = openapi3.SchemaRefs{s.Properties["left"]}
+			},
+			[]string{"schema CalculatorInput", "anyOf"}},
 		{"oneOf without discriminator",
 			func(doc *openapi3.T) { schema(doc, "Action").Discriminator = nil },
 			[]string{"schema Action", "no discriminator"}},

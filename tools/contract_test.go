@@ -143,7 +143,7 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 		}
 	}
 	if n == 0 {
-		t.Skip("no tool input has an enum")
+		t.Fatal("no tool input has an enum: the drift this test proves is not exercised")
 	}
 }
 

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 
@@ -63,6 +64,12 @@ func (h funcHandler[In, Out]) needs() Needs            { return h.need }
 func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
 	var in In
 	if err := schema.Bind(args, &in); err != nil {
+		// A schema-valid value the Go type cannot hold (an integer past
+		// its range) is the caller's mistake, not the runtime's.
+		var se *schema.Error
+		if errors.As(err, &se) {
+			return Result{}, &argumentsError{err: se}
+		}
 		return Result{}, fmt.Errorf("bind arguments: %w", err)
 	}
 	out, err := h.fn(ctx, env, &in)
@@ -75,6 +82,12 @@ func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[strin
 	}
 	return Result{Content: h.render(&in, out), Data: data}, nil
 }
+
+// argumentsError is arguments that passed the schema but do not fit the
+// handler's input type; the runtime reports it as invalid arguments.
+type argumentsError struct{ err *schema.Error }
+
+func (e *argumentsError) Error() string { return e.err.Error() }
 
 // Error is an expected tool failure: it becomes an Observation with is_error
 // set, error_code Code and content Message. Every Code a tool returns is named

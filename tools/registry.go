@@ -15,8 +15,8 @@ import (
 const toolPathPrefix = "/v1/tools/"
 
 // Def is one tool as the spec defines it: its model-visible spec, the name of
-// its input schema component (which binds it to a Go handler) and its
-// compiled validators.
+// its input schema component (which binds it to a Go handler) and the
+// validators of its input and result.
 type Def struct {
 	// Spec is what the model is told about the tool.
 	Spec gen.ToolSpec
@@ -107,7 +107,7 @@ func newDef(name string, op *openapi3.Operation) (*Def, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
-	outV, err := schema.Compile(out.Schema.Value)
+	outV, err := schema.CompileFor(out.Schema.Value, schema.Response)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}

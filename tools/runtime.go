@@ -180,7 +180,9 @@ func (r *Runtime) Workspace() *Workspace { return r.env.Workspace }
 
 // Call executes one tool call. Every expected failure (unknown tool, invalid
 // arguments, a tool error) is an Observation with IsError set; the returned
-// error is non-nil only for an *InternalError.
+// error is non-nil only for an *InternalError. Arguments are invalid when
+// they do not match the tool's input schema, or when the handler's Go input
+// type cannot hold them (an integer past its range): both name the field.
 func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation, error) {
 	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
 	t, ok := r.enabled[call.ToolName]
@@ -197,7 +199,10 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 	res, err := r.invoke(ctx, t, args)
 	if err != nil {
 		var te *Error
+		var ae *argumentsError
 		switch {
+		case errors.As(err, &ae):
+			return fail(obs, CodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), nil
 		case errors.As(err, &te):
 			return fail(obs, te.Code, te.Message), nil
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
@@ -210,8 +215,7 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		return obs, ie
 	}
 	obs.Content = res.Content
-	data := res.Data // only the map escapes, not the whole Result
-	obs.Data = &data
+	obs.Data = &res.Data
 	return obs, nil
 }
 

@@ -45,7 +45,7 @@ var eventValidator = sync.OnceValues(func() (*schema.Validator, error) {
 	if err != nil {
 		return nil, err
 	}
-	return schema.Compile(doc.Components.Schemas["TraceEvent"].Value)
+	return schema.CompileFor(doc.Components.Schemas["TraceEvent"].Value, schema.Neither)
 })
 
 // ParseEvent decodes one trace line and validates it against the spec's
@@ -63,7 +63,7 @@ func ParseEvent(line []byte) (gen.TraceEvent, error) {
 	if err := v.Validate(value); err != nil {
 		return ev, err
 	}
-	if err := schema.Bind(value, &ev); err != nil {
+	if err := schema.Unmarshal(line, &ev); err != nil {
 		return ev, err
 	}
 	return ev, nil

@@ -1,6 +1,8 @@
 package trace
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -44,7 +46,8 @@ type Writer struct {
 	w      io.Writer
 	file   *os.File
 	policy SyncPolicy
-	buf    []byte // the line being written, reused between events
+	buf    bytes.Buffer // the line being written, reused between events
+	enc    *json.Encoder
 	err    error
 }
 
@@ -56,6 +59,8 @@ const maxKeptBuffer = 64 << 10
 // *os.File.
 func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
 	tw := &Writer{w: w, policy: policy}
+	tw.enc = json.NewEncoder(&tw.buf)
+	tw.enc.SetEscapeHTML(false) // summaries and raw text stay readable
 	if f, ok := w.(*os.File); ok {
 		tw.file = f
 	}
@@ -80,16 +85,18 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 	if w.err != nil {
 		return w.err
 	}
-	line, err := appendEvent(w.buf[:0], ev)
-	if err != nil {
+	w.buf.Reset()
+	defer func() {
+		if w.buf.Cap() > maxKeptBuffer {
+			w.buf = bytes.Buffer{}
+		}
+	}()
+	// Encode ends the line with a newline.
+	if err := w.enc.Encode(ev); err != nil {
 		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
 	}
-	line = append(line, '\n')
-	if cap(line) <= maxKeptBuffer {
-		w.buf = line
-	}
 	// One write of the whole line: a crash loses at most this event.
-	if _, err := w.w.Write(line); err != nil {
+	if _, err := w.w.Write(w.buf.Bytes()); err != nil {
 		w.err = fmt.Errorf("trace: write: %w", err)
 		return w.err
 	}
@@ -101,10 +108,6 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 	}
 	return nil
 }
-
-// KeepsEvents reports false: Emit is done with an event, and with what it
-// points to, when it returns (see agent.EventKeeper).
-func (w *Writer) KeepsEvents() bool { return false }
 
 // Close syncs (unless the policy is SyncNone) and closes the underlying file
 // if the Writer opened it or was given one.

@@ -11,7 +11,7 @@
 // names what drifted (a tool, an operation or a schema), the field (a JSON
 // pointer) and, for generated inputs, the value that exposed it.
 //
-// Independence: validity is decided with kin-openapi, not with the fast
-// validator the runtime uses (internal/schema), so a bug in either shows up
-// as a disagreement.
+// Validity is decided with kin-openapi, the engine the runtime uses too
+// (through internal/schema); what the contract adds is the comparison of
+// handlers, routes and artifacts with the spec.
 package contract

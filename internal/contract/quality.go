@@ -277,6 +277,9 @@ func (w *specWalker) walk(s *openapi3.Schema, subject, field string) {
 	if s.Type.Is(openapi3.TypeNumber) && s.Format != "double" {
 		w.add(subject, field, "a number must be `format: double` (plain number becomes float32)")
 	}
+	if kw := unwantedKeyword(s); kw != "" {
+		w.add(subject, field, "the keyword "+kw+" is not used in this spec (keep schemas to what OpenAPI 3.0 validators check the same way)")
+	}
 	if w.inputs[s] && isObject(s) && s.AdditionalProperties.Has == nil && s.AdditionalProperties.Schema == nil {
 		w.add(subject, field, "an input object must say `additionalProperties: false` (or `true` for a deliberate open map)")
 	}
@@ -310,6 +313,42 @@ func (w *specWalker) walk(s *openapi3.Schema, subject, field string) {
 	if len(s.OneOf) > 0 {
 		w.oneOf(s, subject, field)
 	}
+}
+
+// unwantedKeyword returns a keyword the project keeps out of its spec:
+// JSON Schema keywords that kin-openapi's OpenAPI 3.0 validator ignores
+// (so a document would rely on a rule nobody checks), anyOf and not
+// (oneOf with a discriminator says the same more clearly), and a
+// discriminator outside oneOf.
+func unwantedKeyword(s *openapi3.Schema) string {
+	switch {
+	case len(s.AnyOf) > 0:
+		return "anyOf"
+	case s.Not != nil:
+		return "not"
+	case s.If != nil || s.Then != nil || s.Else != nil:
+		return "if/then/else"
+	case s.Const != nil:
+		return "const"
+	case len(s.PrefixItems) > 0:
+		return "prefixItems"
+	case s.Contains != nil || s.MinContains != nil || s.MaxContains != nil:
+		return "contains"
+	case len(s.PatternProperties) > 0:
+		return "patternProperties"
+	case len(s.DependentSchemas) > 0 || len(s.DependentRequired) > 0:
+		return "dependentSchemas/dependentRequired"
+	case s.PropertyNames != nil:
+		return "propertyNames"
+	case s.UnevaluatedItems.Has != nil || s.UnevaluatedItems.Schema != nil ||
+		s.UnevaluatedProperties.Has != nil || s.UnevaluatedProperties.Schema != nil:
+		return "unevaluatedItems/unevaluatedProperties"
+	case s.DynamicRef != "":
+		return "$dynamicRef"
+	case s.Discriminator != nil && len(s.OneOf) == 0:
+		return "discriminator (outside oneOf)"
+	}
+	return ""
 }
 
 func isObject(s *openapi3.Schema) bool {

@@ -281,13 +281,13 @@ func checkInputType(def *tools.Def, h tools.Handler) []Problem {
 	fields := jsonFields(t)
 	var ps []Problem
 	for _, prop := range slices.Sorted(maps.Keys(def.Input.Properties)) {
-		if !fields[strings.ToLower(prop)] {
+		if !fields[prop] {
 			ps = append(ps, Problem{Subject: def.Spec.Name, Field: pointer(prop), Message: fmt.Sprintf("the input schema declares this field but the handler's input type %s has none, so the handler never sees it (regenerate gen/ and implement it)", t)})
 		}
 	}
 	declared := map[string]bool{}
 	for prop := range def.Input.Properties {
-		declared[strings.ToLower(prop)] = true
+		declared[prop] = true
 	}
 	for _, f := range slices.Sorted(maps.Keys(fields)) {
 		if !declared[f] {
@@ -297,8 +297,8 @@ func checkInputType(def *tools.Def, h tools.Handler) []Problem {
 	return ps
 }
 
-// jsonFields lists the lower-cased JSON names of a struct's fields, as
-// encoding/json (and schema.Bind) would match them.
+// jsonFields lists the JSON names of a struct's fields. schema.Bind matches
+// names exactly (encoding/json/v2 semantics), so the comparison does too.
 func jsonFields(t reflect.Type) map[string]bool {
 	out := map[string]bool{}
 	for i := range t.NumField() {
@@ -314,7 +314,7 @@ func jsonFields(t reflect.Type) map[string]bool {
 		if name == "" {
 			name = f.Name
 		}
-		out[strings.ToLower(name)] = true
+		out[name] = true
 	}
 	return out
 }

@@ -1,16 +1,16 @@
-// Package schema decodes JSON strictly and validates it fast against
-// schemas from the OpenAPI document.
+// Package schema is the one place where specloop decodes, validates and
+// binds JSON, as thin wrappers around maintained libraries.
 //
-// Decode parses one JSON value into the same shapes encoding/json produces
-// for an any, but rejects duplicate keys, invalid UTF-8 and excessive
-// nesting, and needs about half the time and allocations. Compile turns a
-// kin-openapi schema into a Validator once; Validate then checks decoded
-// values without allocating and reports the first problem as an *Error
-// that names the field by its JSON pointer. Bind copies a validated value
-// into a Go struct as encoding/json would. DecodeMembers, ValidateMembers
-// and BindMembers do the same for a top-level object that is read once, as
-// a list of members instead of a map.
+// Decode parses one JSON value strictly with github.com/go-json-experiment/json
+// (the encoding/json/v2 design): duplicate object keys, invalid UTF-8,
+// data after the value and nesting deeper than MaxDepth are errors. Compile
+// wraps a kin-openapi schema of the embedded spec, and Validate checks a
+// decoded value with kin-openapi's Schema.VisitJSON, the same engine that
+// validates HTTP requests. Bind stores a valid value in a generated Go type.
+// The model path (tool calls and actions a model writes) and the HTTP path
+// (request bodies) go through these same functions.
 //
 // No error of this package contains a submitted value: values may be
-// secrets, and errors end up in logs, traces and model prompts.
+// secrets, and errors end up in logs, traces and model prompts. Errors name
+// the field by its JSON pointer and say what is wrong.
 package schema
