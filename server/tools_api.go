@@ -10,6 +10,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/wiring"
 )
 
 // codeCommandsDisabled is the 422 code the spec names for run_command on a
@@ -114,10 +115,14 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, err
 	}
 	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
+	cfg := s.setupConfig()
+	cfg.Workspace = w
+	setup, err := wiring.Open(cfg)
 	if err != nil {
 		return nil, err
 	}
+	defer setup.Close()
+	rt := setup.Runtime
 	obs, err := rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: def.Spec.Name, Arguments: args})
 	if err != nil {
 		s.log.Error("tool failed internally", "tool", def.Spec.Name, "err", err)

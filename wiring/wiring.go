@@ -10,7 +10,6 @@ package wiring
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -28,8 +27,11 @@ import (
 // available, no check and no trace.
 type Config struct {
 	// Dir is the workspace directory; "" means the current directory. It
-	// is ignored when Workspace is set.
+	// is ignored when Root or Workspace is set.
 	Dir string
+	// Root is an already-open workspace directory to use instead of Dir
+	// (a server's held directory); it stays open.
+	Root *os.Root
 	// Workspace is an already-opened workspace to use instead of Dir;
 	// Setup.Close leaves it open (its opener closes it).
 	Workspace *tools.Workspace
@@ -104,10 +106,7 @@ type Setup struct {
 
 // Open builds the setup cfg describes. A failure is an *Error naming the
 // part that failed; nothing stays open after one.
-func Open(ctx context.Context, cfg Config) (*Setup, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
+func Open(cfg Config) (*Setup, error) {
 	s := &Setup{Workspace: cfg.Workspace}
 	if err := s.open(cfg); err != nil {
 		s.Close()
@@ -117,6 +116,13 @@ func Open(ctx context.Context, cfg Config) (*Setup, error) {
 }
 
 func (s *Setup) open(cfg Config) error {
+	if s.Workspace == nil && cfg.Root != nil {
+		ws, err := tools.OpenWorkspaceIn(cfg.Root, ".")
+		if err != nil {
+			return &Error{PartWorkspace, err}
+		}
+		s.Workspace, s.closeWorkspace = ws, true
+	}
 	if s.Workspace == nil {
 		dir := cfg.Dir
 		if dir == "" {

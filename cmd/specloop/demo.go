@@ -63,7 +63,7 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if *tracePath == "" {
 		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
 	}
-	setup, code := openSetup(ctx, env, "demo", wiring.Config{
+	setup, code := openSetup(env, "demo", wiring.Config{
 		Dir:       dir,
 		Sandbox:   sbPolicy,
 		Check:     demo.Check,

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -78,7 +77,7 @@ func openModel(f *runFlags) (agent.Model, error) {
 // about exactly those: the runtime built from the same flags.
 func toolSpecs(f *runFlags) ([]gen.ToolSpec, error) {
 	// Only the tool list is needed: no command runs, so no sandbox.
-	setup, err := wiring.Open(context.Background(), wiring.Config{Dir: f.workspace, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	setup, err := wiring.Open(wiring.Config{Dir: f.workspace, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		return nil, fmt.Errorf("--workspace: %w", we.Err)

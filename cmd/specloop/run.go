@@ -117,7 +117,7 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	setup, code := openSetup(ctx, env, "run", cfg, true)
+	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code
 	}
@@ -291,8 +291,8 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 // status: a usage error for a workspace the user named (userWorkspace), a
 // sandbox this machine cannot provide or a trace file that cannot be
 // written. It prints the warning of an unconfined sandbox.
-func openSetup(ctx context.Context, env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
-	setup, err := wiring.Open(ctx, cfg)
+func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
+	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
 	switch {
 	case err == nil:

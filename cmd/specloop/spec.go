@@ -24,7 +24,7 @@ func specCmd(_ context.Context, env *cmdEnv, args []string) int {
 	return exitOK
 }
 
-func toolsCmd(ctx context.Context, env *cmdEnv, args []string) int {
+func toolsCmd(_ context.Context, env *cmdEnv, args []string) int {
 	fs := newFlagSet(env, "tools", "[--json] [--workspace DIR] [--no-commands]",
 		"Lists the tools a model is offered, as derived from the spec.")
 	asJSON := fs.Bool("json", false, "print the tool specs as a JSON ToolList")
@@ -34,7 +34,7 @@ func toolsCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return code
 	}
 	// Only the tool list is needed: no command runs, so no sandbox.
-	setup, err := wiring.Open(ctx, wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	setup, err := wiring.Open(wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		env.errorf("%v", we.Err)
