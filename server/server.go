@@ -159,7 +159,6 @@ type Server struct {
 	routes    map[string]bool // "METHOD /path" of every operation
 	specYAML  []byte
 
-	sandbox   *sandbox.Sandbox      // confines commands; nil when they are not allowed
 	runTools  []gen.ToolSpec        // the tools a run offers a model
 	toolDefs  map[string]*tools.Def // by input schema name
 	closing   atomic.Bool
@@ -212,10 +211,10 @@ func New(cfg Config) (*Server, error) {
 		if w := sb.Warning(); w != "" {
 			s.log.Warn(w)
 		}
-		// Every runtime and check uses the backend resolved here.
+		// Every runtime and check (set up by setupConfig) uses the backend
+		// resolved here.
 		s.cfg.Sandbox = sb.Policy()
 		s.cfg.Sandbox.Backend = sb.Info().Backend
-		s.sandbox = sb
 	}
 	if cfg.Token != "" {
 		h := sha256.Sum256([]byte(cfg.Token))
