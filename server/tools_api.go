@@ -110,14 +110,18 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, argumentsProblem(err)
 	}
 	// A workspace per call: a Workspace remembers the files it changed.
-	w, err := s.ws.openTools(workspace, "workspace", s.wsHook)
+	root, err := s.ws.openTools(workspace, "workspace", s.wsHook)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
+	defer root.Close()
 	cfg := s.setupConfig()
-	cfg.Workspace = w
+	cfg.Root = root
 	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		return nil, &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
+	}
 	if err != nil {
 		return nil, err
 	}
