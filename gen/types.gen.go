@@ -720,7 +720,7 @@ type ScriptModelConfig struct {
 	// Provider Always script.
 	Provider ScriptModelConfigProvider `json:"provider"`
 
-	// Responses Raw model responses, one per model call, each parsed like a real model's text.
+	// Responses Raw model responses, one per model call, each parsed like a real model's text - one Action object, or a Turn object for several actions.
 	Responses []string `json:"responses"`
 }
 
@@ -832,6 +832,9 @@ type TraceEvent struct {
 	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
+	// CallId model_action of a tool call and observation. The call's call_id, which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
+	CallId *string `json:"call_id,omitempty"`
+
 	// DurationMs run_finished. How long the run took.
 	DurationMs *float64 `json:"duration_ms,omitempty"`
 
@@ -869,13 +872,13 @@ type TraceEvent struct {
 	// MaxSteps run_started. The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
-	// ModelDurationMs model_action and model_feedback. How long the model call took.
+	// ModelDurationMs model_action and model_feedback. How long the model call took; on the first model_action of a turn, with the call's usage.
 	ModelDurationMs *float64 `json:"model_duration_ms,omitempty"`
 
 	// Output The summary of a text output - an observation's content, a finish answer or a feedback message.
 	Output *string `json:"output,omitempty"`
 
-	// RawResponse model_action and model_feedback, only when raw recording is on. The model's output in the wire form of an Action (or the raw text that failed to parse), for replay.
+	// RawResponse model_action and model_feedback, only when raw recording is on. The model's output in the wire form of an Action (each action of a turn has its own), or the raw text that failed to parse, for replay.
 	RawResponse *string `json:"raw_response,omitempty"`
 
 	// RunId The run's id.
@@ -884,7 +887,7 @@ type TraceEvent struct {
 	// Sandbox How the run's commands (run_command and the completion check) were confined.
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
 
-	// Step The step the event belongs to; 0 for run_started. A tool call and its observation share a step.
+	// Step The step the event belongs to; 0 for run_started. A step is one model call; the actions of its turn and their observations share it.
 	Step int `json:"step"`
 
 	// StepsUsed run_finished. Steps spent.
@@ -908,6 +911,14 @@ type TraceEvent struct {
 
 // TraceEventType The kind of a trace event.
 type TraceEventType string
+
+// Turn One model reply: the actions a model proposed in one call (several for parallel
+// tool calls). The loop runs them in order within one step; a finish may only be
+// the last action.
+type Turn struct {
+	// Actions The actions in the order the model gave them; a finish may only be the last.
+	Actions []Action `json:"actions"`
+}
 
 // Usage Token counts reported by a model provider.
 type Usage struct {

@@ -13,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
 )
 
 // problemContentType is the media type of every error response (RFC 9457).
@@ -278,4 +279,15 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// toolErrorDetail is the detail of a tool's 422: what the tool's error
+// description in the spec says code means. It is the spec's text, never the
+// tool's message, which is written for the model and quotes the path, glob
+// or expression it was given.
+func toolErrorDetail(description, code string) string {
+	if m := tools.ErrorMeaning(description, code); m != "" {
+		return m
+	}
+	return "the tool failed with " + code
 }

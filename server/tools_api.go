@@ -143,7 +143,9 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return &out, nil
 	}
 	code := deref(obs.ErrorCode)
-	detail := clip(strings.TrimPrefix(obs.Content, "error: "), 4096)
+	// The tool's message is the model's and may quote what was sent: the
+	// problem gives the spec's meaning of the code instead.
+	detail := toolErrorDetail(def.Spec.ErrorDescription, code)
 	switch code {
 	case tools.CodeUnknownTool:
 		// The spec defines the tool, so the runtime does not offer it here:
@@ -153,7 +155,7 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		}
 		return nil, problemf(http.StatusNotFound, "the tool is not available on this server")
 	case tools.CodeInvalidArguments:
-		return nil, problemf(http.StatusBadRequest, "%s", detail)
+		return nil, problemf(http.StatusBadRequest, "%s", clip(strings.TrimPrefix(obs.Content, "error: "), 4096))
 	}
 	return nil, &problemError{status: http.StatusUnprocessableEntity, code: code, detail: detail}
 }

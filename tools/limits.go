@@ -42,8 +42,8 @@ const (
 	// one descriptor per level.
 	walkMaxDepth = 128
 	// walkMaxIgnoreLines bounds the .gitignore patterns in effect in a
-	// directory (its own and its parents'): each is a regular expression
-	// tried on every path, a millisecond per path for 2000 of them. A
+	// directory (its own and its parents'): each is matched against every
+	// path until one decides, so a walk's cost grows with their number. A
 	// .gitignore that would pass it is not applied, and a note says so.
 	walkMaxIgnoreLines = 2000
 )

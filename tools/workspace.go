@@ -87,7 +87,13 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	return &Workspace{dir: abs, root: root, original: map[string]originalFile{}}, nil
+	return newWorkspace(abs, root), nil
+}
+
+// newWorkspace is a workspace on the opened directory root, whose path is
+// dir; every constructor ends here.
+func newWorkspace(dir string, root *os.Root) *Workspace {
+	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}}
 }
 
 // Dir returns the workspace's absolute directory.

@@ -44,7 +44,7 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter")
+	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter (each line an Action or a Turn of several)")
 	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
