@@ -10,6 +10,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/wiring"
 )
 
 // codeCommandsDisabled is the 422 code the spec names for run_command on a
@@ -109,15 +110,23 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, argumentsProblem(err)
 	}
 	// A workspace per call: a Workspace remembers the files it changed.
-	w, err := s.ws.openTools(workspace, "workspace", s.wsHook)
+	root, err := s.ws.openTools(workspace, "workspace", s.wsHook)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
+	defer root.Close()
+	cfg := s.setupConfig()
+	cfg.Root = root
+	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		return nil, &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
+	}
 	if err != nil {
 		return nil, err
 	}
+	defer setup.Close()
+	rt := setup.Runtime
 	obs, err := rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: def.Spec.Name, Arguments: args})
 	if err != nil {
 		s.log.Error("tool failed internally", "tool", def.Spec.Name, "err", err)
