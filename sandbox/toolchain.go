@@ -33,7 +33,13 @@ func goToolchain() toolchain {
 		if err != nil {
 			return
 		}
-		out, err := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE").Output()
+		// Asked from "/", with the local toolchain: run from a workspace, a
+		// go.mod or go.work there could make the go command switch to
+		// (and download) another toolchain before it answered.
+		cmd := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE")
+		cmd.Dir = "/"
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off")
+		out, err := cmd.Output()
 		if err != nil {
 			return
 		}
