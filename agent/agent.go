@@ -20,7 +20,6 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -335,7 +334,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	t0 := l.clock()
 	if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(tools.CodeUnknownTool)}
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 	}
@@ -356,7 +355,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		se.output = trace.Summary(obs.Content)
 		ev.Output = &se.output
 		ev.IsError = &obs.IsError
-		ev.ErrorCode = obs.ErrorCode
+		ev.ErrorCode = (*string)(obs.ErrorCode)
 		se.toolMs = toolMs
 		ev.ToolDurationMs = &se.toolMs
 		if err := l.emitDetail(Progress{Event: ev, Observation: obs}); err != nil {

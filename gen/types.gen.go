@@ -68,6 +68,87 @@ func (e CalculatorOperation) Valid() bool {
 	}
 }
 
+// Defines values for ErrorCode.
+const (
+	ErrorCodeBinaryFile           ErrorCode = "binary_file"
+	ErrorCodeCancelled            ErrorCode = "cancelled"
+	ErrorCodeCommandsDisabled     ErrorCode = "commands_disabled"
+	ErrorCodeDivisionByZero       ErrorCode = "division_by_zero"
+	ErrorCodeFileTooLarge         ErrorCode = "file_too_large"
+	ErrorCodeHardLink             ErrorCode = "hard_link"
+	ErrorCodeInvalidArguments     ErrorCode = "invalid_arguments"
+	ErrorCodeInvalidGlob          ErrorCode = "invalid_glob"
+	ErrorCodeInvalidPath          ErrorCode = "invalid_path"
+	ErrorCodeInvalidRange         ErrorCode = "invalid_range"
+	ErrorCodeInvalidRegex         ErrorCode = "invalid_regex"
+	ErrorCodeMultipleMatches      ErrorCode = "multiple_matches"
+	ErrorCodeNoMatch              ErrorCode = "no_match"
+	ErrorCodeNonFiniteResult      ErrorCode = "non_finite_result"
+	ErrorCodeNotADirectory        ErrorCode = "not_a_directory"
+	ErrorCodeNotARegularFile      ErrorCode = "not_a_regular_file"
+	ErrorCodeNotFound             ErrorCode = "not_found"
+	ErrorCodeOutsideWorkspace     ErrorCode = "outside_workspace"
+	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
+	ErrorCodeProtectedPath        ErrorCode = "protected_path"
+	ErrorCodeStartFailed          ErrorCode = "start_failed"
+	ErrorCodeUnknownTool          ErrorCode = "unknown_tool"
+	ErrorCodeUnsupportedOperation ErrorCode = "unsupported_operation"
+)
+
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
+	switch e {
+	case ErrorCodeBinaryFile:
+		return true
+	case ErrorCodeCancelled:
+		return true
+	case ErrorCodeCommandsDisabled:
+		return true
+	case ErrorCodeDivisionByZero:
+		return true
+	case ErrorCodeFileTooLarge:
+		return true
+	case ErrorCodeHardLink:
+		return true
+	case ErrorCodeInvalidArguments:
+		return true
+	case ErrorCodeInvalidGlob:
+		return true
+	case ErrorCodeInvalidPath:
+		return true
+	case ErrorCodeInvalidRange:
+		return true
+	case ErrorCodeInvalidRegex:
+		return true
+	case ErrorCodeMultipleMatches:
+		return true
+	case ErrorCodeNoMatch:
+		return true
+	case ErrorCodeNonFiniteResult:
+		return true
+	case ErrorCodeNotADirectory:
+		return true
+	case ErrorCodeNotARegularFile:
+		return true
+	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeOutsideWorkspace:
+		return true
+	case ErrorCodePermissionDenied:
+		return true
+	case ErrorCodeProtectedPath:
+		return true
+	case ErrorCodeStartFailed:
+		return true
+	case ErrorCodeUnknownTool:
+		return true
+	case ErrorCodeUnsupportedOperation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExitReason.
 const (
 	ExitReasonCancelled           ExitReason = "cancelled"
@@ -403,6 +484,9 @@ type EditFileResult struct {
 	Path string `json:"path"`
 }
 
+// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+type ErrorCode string
+
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
 // max_steps_exceeded: the step budget ran out; check_failed: the budget ran out
 // while the last finish was rejected by the completion check; invalid_model_output:
@@ -497,8 +581,8 @@ type Observation struct {
 	// Data The structured result, valid against the tool's result schema; absent for errors.
 	Data *map[string]interface{} `json:"data,omitempty"`
 
-	// ErrorCode For an error, a short code such as invalid_arguments, unknown_tool or one named in the tool's error description.
-	ErrorCode *string `json:"error_code,omitempty"`
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// IsError True when the call failed; content then says why.
 	IsError bool `json:"is_error"`
@@ -533,8 +617,8 @@ type OpenAIModelConfigProvider string
 
 // Problem An RFC 9457 problem.
 type Problem struct {
-	// Code A tool error code, for 422s from tools.
-	Code *string `json:"code,omitempty"`
+	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	Code *ErrorCode `json:"code,omitempty"`
 
 	// Detail What went wrong in this occurrence; never echoes submitted values.
 	Detail *string `json:"detail,omitempty"`

@@ -35,7 +35,7 @@ func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.Ru
 	run, err := runShell(ctx, env.Sandbox, env.Workspace, in.Command, timeout, nil, stdout, stderr)
 	var se *sandbox.StartError
 	if errors.As(err, &se) {
-		return nil, Errorf("start_failed", "the shell could not be started: %v", se.Err)
+		return nil, Errorf(gen.ErrorCodeStartFailed, "the shell could not be started: %v", se.Err)
 	}
 	if err != nil {
 		return nil, err

@@ -150,14 +150,14 @@ func noteList(names []string, n int) string {
 func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, bool, error) {
 	fi, err := s.ws.root.Stat(rel)
 	if err != nil {
-		return nil, false, fsError(err, rel, codeNotFound)
+		return nil, false, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if !fi.IsDir() {
 		// A file named explicitly is searched even when ignored; one that
 		// is not a regular file has nothing to match.
 		f, fi, err := s.ws.openRegular(rel)
 		var te *Error
-		if errors.As(err, &te) && te.Code == codeNotRegular {
+		if errors.As(err, &te) && te.Code == gen.ErrorCodeNotARegularFile {
 			return s.cut(nil)
 		}
 		if err != nil {
@@ -251,7 +251,7 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		return nil, false, err
 	}
 	if walkErr != nil && !truncated {
-		return nil, false, fsError(walkErr, rel, codeNotFound)
+		return nil, false, fsError(walkErr, rel, gen.ErrorCodeNotFound)
 	}
 	return out, truncated || s.walk.capped, nil
 }
