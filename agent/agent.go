@@ -20,11 +20,13 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
-// DefaultMaxSteps is the step budget when Options.MaxSteps is 0.
-const DefaultMaxSteps = 5
+// DefaultMaxSteps is the step budget when Options.MaxSteps is 0: the
+// default the spec gives CreateRunRequest.max_steps. Treat it as a constant.
+var DefaultMaxSteps = spec.IntDefault[gen.CreateRunRequest]("MaxSteps")
 
 // ToolRuntime executes tool calls; *tools.Runtime is the implementation.
 // Call returns an error only when the runtime itself failed; every expected

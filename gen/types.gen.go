@@ -447,7 +447,7 @@ type CreateRunRequest struct {
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
-	// MaxSteps The step budget; 5 when absent.
+	// MaxSteps The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
 	// Model The model a run talks to.
@@ -531,7 +531,7 @@ type ListFilesInput struct {
 	// Glob Only files whose name (or path, when the glob contains a slash) matches this glob, e.g. `*.go` or `cmd/**/*.go`.
 	Glob *string `json:"glob,omitempty"`
 
-	// Limit The most paths to return; 1000 when absent.
+	// Limit The most paths to return.
 	Limit *int `json:"limit,omitempty"`
 
 	// Path A directory relative to the workspace root; the root when absent.
@@ -647,7 +647,7 @@ type ReadFileInput struct {
 	// Path A file relative to the workspace root.
 	Path string `json:"path"`
 
-	// StartLine The first line to read (1-based); 1 when absent.
+	// StartLine The first line to read (1-based).
 	StartLine *int `json:"start_line,omitempty"`
 }
 
@@ -704,7 +704,7 @@ type RunCommandInput struct {
 	// Command The command line, run by /bin/sh -c.
 	Command string `json:"command"`
 
-	// TimeoutSeconds Kill the command after this many seconds; 60 when absent.
+	// TimeoutSeconds Kill the command after this many seconds.
 	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
 }
 
@@ -816,10 +816,10 @@ type SearchInput struct {
 	// Glob Only files whose name (or path, when the glob contains a slash) matches this glob.
 	Glob *string `json:"glob,omitempty"`
 
-	// IgnoreCase Match case-insensitively; false when absent.
+	// IgnoreCase Match case-insensitively.
 	IgnoreCase *bool `json:"ignore_case,omitempty"`
 
-	// Limit The most matches to return; 200 when absent.
+	// Limit The most matches to return.
 	Limit *int `json:"limit,omitempty"`
 
 	// Path A directory or file relative to the workspace root; the root when absent.
@@ -828,7 +828,7 @@ type SearchInput struct {
 	// Pattern A literal string, or a Go regular expression when regex is true.
 	Pattern string `json:"pattern"`
 
-	// Regex Treat pattern as a Go regular expression; false when absent.
+	// Regex Treat pattern as a Go regular expression.
 	Regex *bool `json:"regex,omitempty"`
 }
 

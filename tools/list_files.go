@@ -8,8 +8,6 @@ import (
 	"github.com/specloop/specloop/gen"
 )
 
-const defaultListLimit = 1000
-
 var listFilesHandler = Func(NeedsWorkspace, listFiles, renderListFiles)
 
 func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.ListFilesResult, error) {

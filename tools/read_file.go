@@ -29,10 +29,7 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	if err != nil {
 		return nil, err
 	}
-	start, end := 1, -1
-	if in.StartLine != nil {
-		start = *in.StartLine
-	}
+	start, end := orDefault(in.StartLine, defaultStartLine), -1
 	if in.EndLine != nil {
 		end = *in.EndLine
 		if end < start {

@@ -12,7 +12,6 @@ import (
 )
 
 const (
-	defaultCommandTimeout = 60 * time.Second
 	// Each of stdout and stderr keeps this much of its head and of its tail
 	// (32 KiB in all, as the spec says).
 	commandHeadBytes = 16 << 10

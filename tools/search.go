@@ -15,7 +15,6 @@ import (
 )
 
 const (
-	defaultSearchLimit = 200
 	// searchLineLen is how much of a matching line a result shows.
 	searchLineLen = 300
 	// searchQueue bounds the files listed ahead of the workers; each holds
@@ -28,7 +27,7 @@ const (
 var searchHandler = Func(NeedsWorkspace, search, renderSearch)
 
 func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResult, error) {
-	m, err := compileMatcher(in.Pattern, deref(in.Regex), deref(in.IgnoreCase))
+	m, err := compileMatcher(in.Pattern, orDefault(in.Regex, defaultSearchRegex), orDefault(in.IgnoreCase, defaultIgnoreCase))
 	if err != nil {
 		return nil, err
 	}
@@ -423,7 +422,7 @@ func clipAround(line []byte, col, n int) string {
 func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	var b strings.Builder
 	kind := "the string"
-	if deref(in.Regex) {
+	if orDefault(in.Regex, defaultSearchRegex) {
 		kind = "the regular expression"
 	}
 	switch {
