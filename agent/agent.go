@@ -357,7 +357,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		se.output = trace.Summary(obs.Content)
 		ev.Output = &se.output
 		ev.IsError = &obs.IsError
-		ev.ErrorCode = (*string)(obs.ErrorCode)
+		ev.ErrorCode = obs.ErrorCode
 		se.toolMs = toolMs
 		ev.ToolDurationMs = &se.toolMs
 		if err := l.emitDetail(Progress{Event: ev, Observation: obs}); err != nil {

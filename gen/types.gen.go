@@ -925,8 +925,8 @@ type TraceEvent struct {
 	// Error run_finished. What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
-	// ErrorCode observation. The error code of a failed tool call.
-	ErrorCode *string `json:"error_code,omitempty"`
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// EventType The kind of a trace event.
 	EventType TraceEventType `json:"event_type"`
