@@ -20,12 +20,13 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
-// DefaultMaxSteps is the step budget when Options.MaxSteps is 0.
-const DefaultMaxSteps = 5
+// DefaultMaxSteps is the step budget when Options.MaxSteps is 0: the
+// default the spec gives CreateRunRequest.max_steps. Treat it as a constant.
+var DefaultMaxSteps = spec.IntDefault[gen.CreateRunRequest]("MaxSteps")
 
 // ToolRuntime executes tool calls; *tools.Runtime is the implementation.
 // Call returns an error only when the runtime itself failed; every expected
@@ -335,7 +336,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	t0 := l.clock()
 	if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(tools.CodeUnknownTool)}
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 	}

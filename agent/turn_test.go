@@ -49,7 +49,7 @@ func TestTurnRunsInOrderAsOneStep(t *testing.T) {
 			o := it.Observation
 			code := ""
 			if o.ErrorCode != nil {
-				code = " " + *o.ErrorCode
+				code = " " + string(*o.ErrorCode)
 			}
 			got = append(got, "observation "+*o.CallId+" "+o.Content[:min(len(o.Content), 2)]+code)
 		default:

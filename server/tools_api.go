@@ -13,10 +13,6 @@ import (
 	"github.com/specloop/specloop/wiring"
 )
 
-// codeCommandsDisabled is the 422 code the spec names for run_command on a
-// runtime that does not allow commands.
-const codeCommandsDisabled = "commands_disabled"
-
 // ListTools returns the tools a run on this server offers a model.
 func (s *Server) ListTools(context.Context, gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
 	return gen.ListTools200JSONResponse{Tools: s.runTools}, nil
@@ -145,16 +141,16 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 	code := deref(obs.ErrorCode)
 	// The tool's message is the model's and may quote what was sent: the
 	// problem gives the spec's meaning of the code instead.
-	detail := toolErrorDetail(def.Spec.ErrorDescription, code)
+	detail := toolErrorDetail(rt.Registry(), code)
 	switch code {
-	case tools.CodeUnknownTool:
+	case gen.ErrorCodeUnknownTool:
 		// The spec defines the tool, so the runtime does not offer it here:
 		// only tools that run commands are ever left out of a workspace.
 		if !s.cfg.AllowCommands {
-			return nil, &problemError{status: http.StatusUnprocessableEntity, code: codeCommandsDisabled, detail: "this server does not allow commands (start it with --allow-commands)"}
+			return nil, &problemError{status: http.StatusUnprocessableEntity, code: gen.ErrorCodeCommandsDisabled, detail: toolErrorDetail(rt.Registry(), gen.ErrorCodeCommandsDisabled)}
 		}
 		return nil, problemf(http.StatusNotFound, "the tool is not available on this server")
-	case tools.CodeInvalidArguments:
+	case gen.ErrorCodeInvalidArguments:
 		return nil, problemf(http.StatusBadRequest, "%s", clip(strings.TrimPrefix(obs.Content, "error: "), 4096))
 	}
 	return nil, &problemError{status: http.StatusUnprocessableEntity, code: code, detail: detail}

@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"io"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // Resource caps of the file tools. A model (or a client of the server)
@@ -52,13 +54,10 @@ const (
 // (files, directories and others). A variable so that a test can lower it.
 var walkMaxEntries = 200_000
 
-// codeFileTooLarge is the error of a file (or content) over a cap.
-const codeFileTooLarge = "file_too_large"
-
 // tooLarge is the file_too_large error for rel, of size bytes, over the
 // limit of tool; advice says what to do instead.
 func tooLarge(rel string, size, limit int64, tool, advice string) error {
-	return Errorf(codeFileTooLarge, "%s is %s, over the %s that %s handles; %s", quote(rel), mib(size), mib(limit), tool, advice)
+	return Errorf(gen.ErrorCodeFileTooLarge, "%s is %s, over the %s that %s handles; %s", quote(rel), mib(size), mib(limit), tool, advice)
 }
 
 // mib renders a size in MiB, rounded up, for messages.

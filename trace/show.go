@@ -51,7 +51,7 @@ func Format(ev *gen.TraceEvent) string {
 		add("error", "yes")
 	}
 	if ev.ErrorCode != nil {
-		add("code", *ev.ErrorCode)
+		add("code", string(*ev.ErrorCode))
 	}
 	if ev.FeedbackKind != nil {
 		add("feedback", string(*ev.FeedbackKind))

@@ -191,7 +191,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 func TestHistoryRendering(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "answer.json"))
-	code := "division_by_zero"
+	code := gen.ErrorCodeDivisionByZero
 	badID := "call.7" // not a valid tool_use id: replaced by a synthetic one
 	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
 	history := agent.NewHistory(

@@ -185,7 +185,7 @@ func TestHistoryRendering(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "answer.json"))
 	m := newModel(t, s, nil)
-	code := "division_by_zero"
+	code := gen.ErrorCodeDivisionByZero
 	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
 	history := agent.NewHistory(
 		agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: map[string]any{"left": 1.0, "operation": "divide", "right": 0.0}}},

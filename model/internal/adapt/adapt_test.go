@@ -34,7 +34,7 @@ func TestRender(t *testing.T) {
 		return agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: id, Arguments: map[string]any{"left": 1.0}}}
 	}
 	obs := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "2"}}
-	obs2 := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "no", IsError: true, ErrorCode: ptr("division_by_zero")}}
+	obs2 := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "no", IsError: true, ErrorCode: ptr(gen.ErrorCodeDivisionByZero)}}
 	fin := agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}}
 	rejected := agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: "check failed"}}
 	tests := []struct {

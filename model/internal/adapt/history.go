@@ -42,7 +42,7 @@ const errorPrefix = "ERROR"
 // or "ERROR (code): content" when the observation has an error code.
 func ErrorText(obs *gen.Observation) string {
 	if obs.ErrorCode != nil && *obs.ErrorCode != "" {
-		return errorPrefix + " (" + *obs.ErrorCode + "): " + obs.Content
+		return errorPrefix + " (" + string(*obs.ErrorCode) + "): " + obs.Content
 	}
 	return errorPrefix + ": " + obs.Content
 }
