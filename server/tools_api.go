@@ -9,7 +9,6 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/wiring"
 )
 
