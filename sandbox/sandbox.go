@@ -59,7 +59,8 @@ type Info struct {
 	// LandlockABI is the Landlock ABI version in effect; 0 unless Backend
 	// is Landlock.
 	LandlockABI int
-	// AllowNetwork and AllowGitWrites are the policy's.
+	// AllowNetwork and AllowGitWrites say what commands could do: the
+	// policy's, and both true under None, which confines nothing.
 	AllowNetwork   bool
 	AllowGitWrites bool
 }
@@ -93,6 +94,10 @@ func New(p Policy) (*Sandbox, error) {
 		return nil, err
 	}
 	info.AllowNetwork, info.AllowGitWrites = p.AllowNetwork, p.AllowGitWrites
+	if info.Backend == None {
+		// Unconfined: commands can do both, whatever the policy says.
+		info.AllowNetwork, info.AllowGitWrites = true, true
+	}
 	return &Sandbox{policy: p, info: info}, nil
 }
 

@@ -221,6 +221,13 @@ func TestInfo(t *testing.T) {
 	if b := sb.Info().Backend; b != sandbox.Bwrap && b != sandbox.Landlock {
 		t.Fatalf("auto resolved to %q", b)
 	}
+	// Unconfined commands can reach the network and write .git whatever
+	// the policy says, and the record must not claim otherwise.
+	if sb, err := sandbox.New(sandbox.Policy{Backend: sandbox.None}); err != nil {
+		t.Fatal(err)
+	} else if info := sb.Info(); !info.AllowNetwork || !info.AllowGitWrites {
+		t.Fatalf("none recorded as %+v: network and git writes must be true", info)
+	}
 	if _, err := sandbox.ParseBackend("chroot"); err == nil {
 		t.Fatal("an unknown backend was accepted")
 	}

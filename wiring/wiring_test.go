@@ -64,7 +64,8 @@ func TestOpenMapsEveryField(t *testing.T) {
 	if s.Check.Command() != "true" || s.Check.Timeout != time.Minute || !slices.Equal(s.Check.Env, []string{"A=b"}) {
 		t.Errorf("check: %+v", s.Check)
 	}
-	want := &gen.SandboxInfo{Backend: gen.SandboxInfoBackendNone, Network: true}
+	// Unconfined, commands can reach the network and write .git.
+	want := &gen.SandboxInfo{Backend: gen.SandboxInfoBackendNone, Network: true, GitWrites: true}
 	if got := s.Runtime.SandboxInfo(); got == nil || *got != *want {
 		t.Errorf("runtime sandbox %+v, want %+v", got, want)
 	}

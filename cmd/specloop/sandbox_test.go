@@ -37,7 +37,9 @@ func TestDemoUnderEachSandbox(t *testing.T) {
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {
 				t.Fatal(err)
 			}
-			if res.Sandbox == nil || string(res.Sandbox.Backend) != string(b) || res.Sandbox.Network || res.Sandbox.GitWrites ||
+			// Confined: no network, no .git writes; unconfined: both.
+			confined := b != sandbox.None
+			if res.Sandbox == nil || string(res.Sandbox.Backend) != string(b) || res.Sandbox.Network == confined || res.Sandbox.GitWrites == confined ||
 				(b == sandbox.Landlock) != (res.Sandbox.LandlockAbi > 0) {
 				t.Fatalf("result sandbox %+v", res.Sandbox)
 			}
