@@ -222,7 +222,7 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 				}
 				return &gen.CalculatorResult{Value: 1}, nil
 			}, func(*gen.CalculatorInput, *gen.CalculatorResult) string { return "" }),
-			[]string{"calculator", "/operation", `"subtract"`, "not_implemented", "do not list"},
+			[]string{"calculator", "/operation", `"subtract"`, "not_implemented", "not in the spec's ErrorCode enum"},
 		},
 		{
 			"internal failure",

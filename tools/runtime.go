@@ -196,8 +196,12 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		switch {
 		case errors.As(err, &ae):
 			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), nil
-		case errors.As(err, &te):
+		case errors.As(err, &te) && te.Code.Valid():
 			return fail(obs, te.Code, te.Message), nil
+		case te != nil:
+			// A code outside the spec's enum is a handler's bug; recorded
+			// as it is, it would make the observation and the trace invalid.
+			return obs, &InternalError{Tool: call.ToolName, Err: fmt.Errorf("the handler returned the error code %q, which is not in the spec's ErrorCode enum", clip(string(te.Code), 64))}
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil
 		}

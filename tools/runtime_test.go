@@ -148,6 +148,11 @@ func TestInternalErrors(t *testing.T) {
 		{"plain error", func(context.Context, *tools.Env, *gen.CalculatorInput) (*gen.CalculatorResult, error) {
 			return nil, errors.New("disk on fire")
 		}},
+		// A code outside the spec's enum would make the observation and
+		// the trace invalid: it is the handler's bug, not a tool failure.
+		{"code outside the enum", func(context.Context, *tools.Env, *gen.CalculatorInput) (*gen.CalculatorResult, error) {
+			return nil, tools.Errorf("disk_on_fire", "the disk is on fire")
+		}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
