@@ -1,11 +1,14 @@
-// Package agent is specloop's loop: a Model proposes one action at a time, the
-// runtime (not the model) decides what runs, and every run ends with a
-// structured RunResult and an append-only trace.
+// Package agent is specloop's loop: a Model proposes a turn of actions (one,
+// or several parallel tool calls), the runtime (not the model) decides what
+// runs, and every run ends with a structured RunResult and an append-only
+// trace.
 //
-// A step is one model call. A tool call is executed and its Observation
-// appended to the history; output that is not a valid action becomes
-// ModelFeedback and costs a step; a Finish ends the run, or, with a
-// completion check, becomes a request that the check must confirm.
+// A step is one model call, whatever the number of actions in its turn.
+// The turn's actions run in order: each tool call is executed and its
+// Observation, tied to the call's id, appended to the history; output that
+// is not a valid turn becomes ModelFeedback and costs a step; a Finish (only
+// ever a turn's last action) ends the run, or, with a completion check,
+// becomes a request that the check must confirm.
 package agent
 
 import (
@@ -17,12 +20,13 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
-// DefaultMaxSteps is the step budget when Options.MaxSteps is 0.
-const DefaultMaxSteps = 5
+// DefaultMaxSteps is the step budget when Options.MaxSteps is 0: the
+// default the spec gives CreateRunRequest.max_steps. Treat it as a constant.
+var DefaultMaxSteps = spec.IntDefault[gen.CreateRunRequest]("MaxSteps")
 
 // ToolRuntime executes tool calls; *tools.Runtime is the implementation.
 // Call returns an error only when the runtime itself failed; every expected
@@ -99,6 +103,8 @@ func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.Run
 type loop struct {
 	task    gen.Task
 	model   Model
+	turns   TurnModel // model, when it is one
+	one     [1]Action // the turn of a one-action model
 	opts    Options
 	runID   string
 	max     int
@@ -115,6 +121,7 @@ type loop struct {
 func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
 		tracing: opts.Trace != nil || opts.Observer != nil}
+	l.turns, _ = model.(TurnModel)
 	if l.runID == "" {
 		l.runID = NewRunID()
 	}
@@ -184,7 +191,7 @@ func (l *loop) steps(ctx context.Context) end {
 			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
 		}
 		t0 := l.clock()
-		action, err := l.model.NextAction(ctx, l.task, l.history.view())
+		turn, err := l.next(ctx)
 		modelMs, now := l.lap(t0)
 		if err != nil {
 			var invalid *InvalidOutputError
@@ -205,29 +212,57 @@ func (l *loop) steps(ctx context.Context) end {
 			}
 		}
 		lastFeedback = ""
-		if (action.ToolCall == nil) == (action.Finish == nil) {
-			return end{reason: gen.ExitReasonInternalError, err: errors.New("the model returned an action without exactly one of a tool call and a finish"), steps: step}
+		if err := checkTurn(&turn); err != nil {
+			return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
-		// A tool call and its observation are recorded together, in one
-		// allocation; the call is copied so the model cannot change it.
-		var rec *toolStep
-		if action.ToolCall != nil {
-			rec = &toolStep{call: *action.ToolCall}
-		}
-		if l.tracing {
-			if err := l.traceAction(step, &action, rec, modelMs, now); err != nil {
-				return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+		// The turn's tool calls and their observations are recorded
+		// together, in one allocation; the calls are copied so the model
+		// cannot change them.
+		recs := make([]toolStep, len(turn.Actions))
+		for i, a := range turn.Actions {
+			if a.ToolCall != nil {
+				recs[i].call = *a.ToolCall
+			} else {
+				recs[i].fin = *a.Finish
 			}
 		}
-		if err := l.addUsage(action.Usage); err != nil {
+		if l.tracing {
+			for i := range turn.Actions {
+				if err := l.traceAction(step, &turn, i, &recs[i], modelMs, now); err != nil {
+					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+				}
+			}
+		}
+		if err := l.addUsage(turn.Usage); err != nil {
 			return end{reason: gen.ExitReasonTokenBudgetExceeded, err: err, steps: step}
 		}
-		if action.Finish != nil {
-			fin := *action.Finish
+		// The history holds the turn as the model gave it, then the
+		// results in the same order, so that adapters send the turn back
+		// as one reply with several calls.
+		for i := range recs {
+			if turn.Actions[i].ToolCall != nil {
+				l.history.add(Item{ToolCall: &recs[i].call})
+			} else {
+				l.history.add(Item{Finish: &recs[i].fin})
+			}
+		}
+		for i := range recs {
+			if i > 0 {
+				if err := ctx.Err(); err != nil {
+					return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+				}
+			}
+			if turn.Actions[i].ToolCall != nil {
+				if e := l.callTool(ctx, step, &recs[i]); e != nil {
+					return *e
+				}
+				continue
+			}
+			fin := &recs[i].fin // the last action of the turn
 			if l.opts.Check == nil {
 				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
 			}
-			passed, e := l.gate(ctx, step, &fin)
+			passed, e := l.gate(ctx, step, fin)
 			if e != nil {
 				return *e
 			}
@@ -235,10 +270,6 @@ func (l *loop) steps(ctx context.Context) end {
 				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
 			}
 			lastFeedback = gen.FeedbackKindFinishRejected
-			continue
-		}
-		if e := l.callTool(ctx, step, rec); e != nil {
-			return *e
 		}
 	}
 	switch lastFeedback {
@@ -250,11 +281,26 @@ func (l *loop) steps(ctx context.Context) end {
 	return end{reason: gen.ExitReasonMaxStepsExceeded, err: fmt.Errorf("the step budget of %d ran out", l.max), steps: l.max}
 }
 
-// toolStep is what a tool call step adds to the history: the call and its
-// observation, allocated together.
+// next asks the model for the step's turn: a TurnModel for a turn, any
+// other Model for a one-action turn.
+func (l *loop) next(ctx context.Context) (Turn, error) {
+	if l.turns != nil {
+		return l.turns.NextTurn(ctx, l.task, l.history.view())
+	}
+	a, err := l.model.NextAction(ctx, l.task, l.history.view())
+	if err != nil {
+		return Turn{}, err
+	}
+	l.one[0] = a
+	return Turn{Actions: l.one[:], Usage: a.Usage}, nil
+}
+
+// toolStep is what an action of a turn adds to the history: a tool call
+// and its observation, or a finish.
 type toolStep struct {
 	call gen.ToolCall
 	obs  gen.Observation
+	fin  gen.Finish
 }
 
 // feedback turns invalid model output into feedback for the next step; a
@@ -281,16 +327,16 @@ func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, 
 	return nil
 }
 
-// callTool executes the tool call of rec, records it and its observation;
-// a non-nil end stops the run.
+// callTool executes the tool call of rec (already in the history) and
+// records its observation, tied to the call's id; a non-nil end stops the
+// run.
 func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	call := &rec.call
-	l.history.add(Item{ToolCall: call})
 	var err error
 	t0 := l.clock()
 	if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(tools.CodeUnknownTool)}
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 	}
@@ -299,6 +345,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
 	obs := &rec.obs
+	obs.CallId = call.CallId
 	if obs.IsError {
 		obs.Content = ClipMessage(obs.Content)
 	}
@@ -306,6 +353,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
 		ev := &se.TraceEvent
 		ev.ToolName = l.vocab.toolName(&obs.ToolName, &se.toolName)
+		ev.CallId = traceCallID(obs.CallId, &se.callID)
 		se.output = trace.Summary(obs.Content)
 		ev.Output = &se.output
 		ev.IsError = &obs.IsError
@@ -320,8 +368,9 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	return nil
 }
 
-// gate runs the completion check for a finish; it reports whether the check
-// passed, or how the run ends when it could not run.
+// gate runs the completion check for a finish (already in the history); it
+// reports whether the check passed, or how the run ends when it could not
+// run.
 func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end) {
 	t0 := time.Now()
 	res, err := l.opts.Check.Check(ctx)
@@ -336,7 +385,6 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	if res.Passed {
 		return true, nil
 	}
-	l.history.add(Item{Finish: fin})
 	msg := fmt.Sprintf("The completion check failed with exit code %d, so the task is not finished. Fix the problem and finish again.", res.ExitCode)
 	if res.OutputTail != nil && *res.OutputTail != "" {
 		msg += "\nEnd of the check's output:\n" + clipTail(*res.OutputTail)
@@ -407,31 +455,36 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	return res, nil
 }
 
-// traceAction records a model_action event; rec holds the copy of a tool
-// call that the loop will run.
-func (l *loop) traceAction(step int, action *Action, rec *toolStep, modelMs float64, now time.Time) error {
+// traceAction records the model_action event of action i of turn; rec
+// holds the loop's copy of it. The first action's event carries the model
+// call's duration and usage.
+func (l *loop) traceAction(step int, turn *Turn, i int, rec *toolStep, modelMs float64, now time.Time) error {
+	action := &turn.Actions[i]
 	se := l.stepEvent(step, gen.TraceEventTypeModelAction, now)
 	ev := &se.TraceEvent
-	se.modelMs = modelMs
-	ev.ModelDurationMs = &se.modelMs
-	ev.Usage = action.Usage
+	if i == 0 {
+		se.modelMs = modelMs
+		ev.ModelDurationMs = &se.modelMs
+		ev.Usage = turn.Usage
+	}
 	if l.opts.RecordRaw {
 		se.raw = action.Raw
 		ev.RawResponse = &se.raw
 	}
 	ev.ActionType = &se.actionType
-	if rec != nil {
+	if action.ToolCall != nil {
 		call := &rec.call
 		se.actionType = gen.ActionTypeToolCall
 		ev.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
+		ev.CallId = traceCallID(call.CallId, &se.callID)
 		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], call.ToolName, call.Arguments)
 		ev.ArgumentKeys = &se.keys
 		return l.emitDetail(Progress{Event: ev, ToolCall: call})
 	}
 	se.actionType = gen.ActionTypeFinish
-	se.output = trace.Summary(action.Finish.Answer)
+	se.output = trace.Summary(rec.fin.Answer)
 	ev.Output = &se.output
-	return l.emitDetail(Progress{Event: ev, Finish: action.Finish})
+	return l.emitDetail(Progress{Event: ev, Finish: &rec.fin})
 }
 
 // Durations and times only appear in events, so a loop that does not
@@ -466,6 +519,7 @@ type stepEvent struct {
 	gen.TraceEvent
 	actionType gen.ActionType
 	toolName   string // the summary of a tool name not in the tool list
+	callID     string // the summary of a call id that is not a plain id
 	output     string
 	raw        string
 	modelMs    float64

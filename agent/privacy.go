@@ -61,6 +61,37 @@ func (v vocabulary) argumentKeys(keys []string, tool string, args map[string]any
 	return keys
 }
 
+// maxPlainID is the longest call id a trace records verbatim.
+const maxPlainID = 64
+
+// traceCallID returns a call id as the trace records it: nil for none, the
+// id itself when it is a plain id (letters, digits, _ and -, as providers
+// make them), else its summary, stored in room. A model may write anything
+// in a call id.
+func traceCallID(id, room *string) *string {
+	if id == nil {
+		return nil
+	}
+	if plainID(*id) {
+		return id
+	}
+	*room = trace.Summary(*id)
+	return room
+}
+
+func plainID(id string) bool {
+	if id == "" || len(id) > maxPlainID {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
+}
+
 // MaxMessageBytes is the most bytes of a feedback or error message the
 // loop passes on: invalid-output feedback, the content of an error
 // Observation, and a run's error. A longer message (one naming a 20 KB

@@ -68,6 +68,87 @@ func (e CalculatorOperation) Valid() bool {
 	}
 }
 
+// Defines values for ErrorCode.
+const (
+	ErrorCodeBinaryFile           ErrorCode = "binary_file"
+	ErrorCodeCancelled            ErrorCode = "cancelled"
+	ErrorCodeCommandsDisabled     ErrorCode = "commands_disabled"
+	ErrorCodeDivisionByZero       ErrorCode = "division_by_zero"
+	ErrorCodeFileTooLarge         ErrorCode = "file_too_large"
+	ErrorCodeHardLink             ErrorCode = "hard_link"
+	ErrorCodeInvalidArguments     ErrorCode = "invalid_arguments"
+	ErrorCodeInvalidGlob          ErrorCode = "invalid_glob"
+	ErrorCodeInvalidPath          ErrorCode = "invalid_path"
+	ErrorCodeInvalidRange         ErrorCode = "invalid_range"
+	ErrorCodeInvalidRegex         ErrorCode = "invalid_regex"
+	ErrorCodeMultipleMatches      ErrorCode = "multiple_matches"
+	ErrorCodeNoMatch              ErrorCode = "no_match"
+	ErrorCodeNonFiniteResult      ErrorCode = "non_finite_result"
+	ErrorCodeNotADirectory        ErrorCode = "not_a_directory"
+	ErrorCodeNotARegularFile      ErrorCode = "not_a_regular_file"
+	ErrorCodeNotFound             ErrorCode = "not_found"
+	ErrorCodeOutsideWorkspace     ErrorCode = "outside_workspace"
+	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
+	ErrorCodeProtectedPath        ErrorCode = "protected_path"
+	ErrorCodeStartFailed          ErrorCode = "start_failed"
+	ErrorCodeUnknownTool          ErrorCode = "unknown_tool"
+	ErrorCodeUnsupportedOperation ErrorCode = "unsupported_operation"
+)
+
+// Valid indicates whether the value is a known member of the ErrorCode enum.
+func (e ErrorCode) Valid() bool {
+	switch e {
+	case ErrorCodeBinaryFile:
+		return true
+	case ErrorCodeCancelled:
+		return true
+	case ErrorCodeCommandsDisabled:
+		return true
+	case ErrorCodeDivisionByZero:
+		return true
+	case ErrorCodeFileTooLarge:
+		return true
+	case ErrorCodeHardLink:
+		return true
+	case ErrorCodeInvalidArguments:
+		return true
+	case ErrorCodeInvalidGlob:
+		return true
+	case ErrorCodeInvalidPath:
+		return true
+	case ErrorCodeInvalidRange:
+		return true
+	case ErrorCodeInvalidRegex:
+		return true
+	case ErrorCodeMultipleMatches:
+		return true
+	case ErrorCodeNoMatch:
+		return true
+	case ErrorCodeNonFiniteResult:
+		return true
+	case ErrorCodeNotADirectory:
+		return true
+	case ErrorCodeNotARegularFile:
+		return true
+	case ErrorCodeNotFound:
+		return true
+	case ErrorCodeOutsideWorkspace:
+		return true
+	case ErrorCodePermissionDenied:
+		return true
+	case ErrorCodeProtectedPath:
+		return true
+	case ErrorCodeStartFailed:
+		return true
+	case ErrorCodeUnknownTool:
+		return true
+	case ErrorCodeUnsupportedOperation:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ExitReason.
 const (
 	ExitReasonCancelled           ExitReason = "cancelled"
@@ -366,7 +447,7 @@ type CreateRunRequest struct {
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
-	// MaxSteps The step budget; 5 when absent.
+	// MaxSteps The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
 	// Model The model a run talks to.
@@ -402,6 +483,9 @@ type EditFileResult struct {
 	// Path The file edited.
 	Path string `json:"path"`
 }
+
+// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+type ErrorCode string
 
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
 // max_steps_exceeded: the step budget ran out; check_failed: the budget ran out
@@ -447,7 +531,7 @@ type ListFilesInput struct {
 	// Glob Only files whose name (or path, when the glob contains a slash) matches this glob, e.g. `*.go` or `cmd/**/*.go`.
 	Glob *string `json:"glob,omitempty"`
 
-	// Limit The most paths to return; 1000 when absent.
+	// Limit The most paths to return.
 	Limit *int `json:"limit,omitempty"`
 
 	// Path A directory relative to the workspace root; the root when absent.
@@ -497,8 +581,8 @@ type Observation struct {
 	// Data The structured result, valid against the tool's result schema; absent for errors.
 	Data *map[string]interface{} `json:"data,omitempty"`
 
-	// ErrorCode For an error, a short code such as invalid_arguments, unknown_tool or one named in the tool's error description.
-	ErrorCode *string `json:"error_code,omitempty"`
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// IsError True when the call failed; content then says why.
 	IsError bool `json:"is_error"`
@@ -533,8 +617,8 @@ type OpenAIModelConfigProvider string
 
 // Problem An RFC 9457 problem.
 type Problem struct {
-	// Code A tool error code, for 422s from tools.
-	Code *string `json:"code,omitempty"`
+	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	Code *ErrorCode `json:"code,omitempty"`
 
 	// Detail What went wrong in this occurrence; never echoes submitted values.
 	Detail *string `json:"detail,omitempty"`
@@ -563,7 +647,7 @@ type ReadFileInput struct {
 	// Path A file relative to the workspace root.
 	Path string `json:"path"`
 
-	// StartLine The first line to read (1-based); 1 when absent.
+	// StartLine The first line to read (1-based).
 	StartLine *int `json:"start_line,omitempty"`
 }
 
@@ -620,7 +704,7 @@ type RunCommandInput struct {
 	// Command The command line, run by /bin/sh -c.
 	Command string `json:"command"`
 
-	// TimeoutSeconds Kill the command after this many seconds; 60 when absent.
+	// TimeoutSeconds Kill the command after this many seconds.
 	TimeoutSeconds *int `json:"timeout_seconds,omitempty"`
 }
 
@@ -720,7 +804,7 @@ type ScriptModelConfig struct {
 	// Provider Always script.
 	Provider ScriptModelConfigProvider `json:"provider"`
 
-	// Responses Raw model responses, one per model call, each parsed like a real model's text.
+	// Responses Raw model responses, one per model call, each parsed like a real model's text - one Action object, or a Turn object for several actions.
 	Responses []string `json:"responses"`
 }
 
@@ -732,10 +816,10 @@ type SearchInput struct {
 	// Glob Only files whose name (or path, when the glob contains a slash) matches this glob.
 	Glob *string `json:"glob,omitempty"`
 
-	// IgnoreCase Match case-insensitively; false when absent.
+	// IgnoreCase Match case-insensitively.
 	IgnoreCase *bool `json:"ignore_case,omitempty"`
 
-	// Limit The most matches to return; 200 when absent.
+	// Limit The most matches to return.
 	Limit *int `json:"limit,omitempty"`
 
 	// Path A directory or file relative to the workspace root; the root when absent.
@@ -744,7 +828,7 @@ type SearchInput struct {
 	// Pattern A literal string, or a Go regular expression when regex is true.
 	Pattern string `json:"pattern"`
 
-	// Regex Treat pattern as a Go regular expression; false when absent.
+	// Regex Treat pattern as a Go regular expression.
 	Regex *bool `json:"regex,omitempty"`
 }
 
@@ -832,14 +916,17 @@ type TraceEvent struct {
 	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
+	// CallId model_action of a tool call and observation. The call's call_id, which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
+	CallId *string `json:"call_id,omitempty"`
+
 	// DurationMs run_finished. How long the run took.
 	DurationMs *float64 `json:"duration_ms,omitempty"`
 
 	// Error run_finished. What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
-	// ErrorCode observation. The error code of a failed tool call.
-	ErrorCode *string `json:"error_code,omitempty"`
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// EventType The kind of a trace event.
 	EventType TraceEventType `json:"event_type"`
@@ -869,13 +956,13 @@ type TraceEvent struct {
 	// MaxSteps run_started. The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
-	// ModelDurationMs model_action and model_feedback. How long the model call took.
+	// ModelDurationMs model_action and model_feedback. How long the model call took; on the first model_action of a turn, with the call's usage.
 	ModelDurationMs *float64 `json:"model_duration_ms,omitempty"`
 
 	// Output The summary of a text output - an observation's content, a finish answer or a feedback message.
 	Output *string `json:"output,omitempty"`
 
-	// RawResponse model_action and model_feedback, only when raw recording is on. The model's output in the wire form of an Action (or the raw text that failed to parse), for replay.
+	// RawResponse model_action and model_feedback, only when raw recording is on. The model's output in the wire form of an Action (each action of a turn has its own), or the raw text that failed to parse, for replay.
 	RawResponse *string `json:"raw_response,omitempty"`
 
 	// RunId The run's id.
@@ -884,7 +971,7 @@ type TraceEvent struct {
 	// Sandbox How the run's commands (run_command and the completion check) were confined.
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
 
-	// Step The step the event belongs to; 0 for run_started. A tool call and its observation share a step.
+	// Step The step the event belongs to; 0 for run_started. A step is one model call; the actions of its turn and their observations share it.
 	Step int `json:"step"`
 
 	// StepsUsed run_finished. Steps spent.
@@ -908,6 +995,14 @@ type TraceEvent struct {
 
 // TraceEventType The kind of a trace event.
 type TraceEventType string
+
+// Turn One model reply: the actions a model proposed in one call (several for parallel
+// tool calls). The loop runs them in order within one step; a finish may only be
+// the last action.
+type Turn struct {
+	// Actions The actions in the order the model gave them; a finish may only be the last.
+	Actions []Action `json:"actions"`
+}
 
 // Usage Token counts reported by a model provider.
 type Usage struct {

@@ -31,9 +31,9 @@ type ReplayConfig struct {
 }
 
 // Replay is a model that re-runs a recorded run: it answers each call with
-// the next raw model response of the trace (recorded with raw recording on),
-// parsed by ParseAction exactly like the original, with the recorded token
-// usage. A response the original run rejected as invalid output is rejected
+// the next recorded turn of the trace (recorded with raw recording on): the
+// raw responses of the step's model_action events, each parsed by
+// ParseAction exactly like the original, with the recorded token usage. A response the original run rejected as invalid output is rejected
 // again.
 //
 // Replay checks that the replayed run takes the recorded path: before each
@@ -57,10 +57,10 @@ type Replay struct {
 	seen     int // observations already compared
 }
 
-// replayStep is one recorded model call.
+// replayStep is one recorded model call: the model_action events of its
+// turn, in order, or its one model_feedback event.
 type replayStep struct {
-	ev       gen.TraceEvent
-	raw      string
+	evs      []gen.TraceEvent
 	feedback bool
 }
 
@@ -113,7 +113,13 @@ func NewReplay(events []gen.TraceEvent, cfg ReplayConfig) (*Replay, error) {
 			if ev.RawResponse == nil {
 				return nil, fmt.Errorf("replay: run %s, step %d: %w", runID, ev.Step, ErrNoRawResponses)
 			}
-			r.steps = append(r.steps, replayStep{ev: ev, raw: *ev.RawResponse, feedback: ev.EventType == gen.TraceEventTypeModelFeedback})
+			feedback := ev.EventType == gen.TraceEventTypeModelFeedback
+			if n := len(r.steps); n > 0 && !feedback && !r.steps[n-1].feedback && r.steps[n-1].evs[0].Step == ev.Step {
+				// Another action of the step's turn.
+				r.steps[n-1].evs = append(r.steps[n-1].evs, ev)
+				continue
+			}
+			r.steps = append(r.steps, replayStep{evs: []gen.TraceEvent{ev}, feedback: feedback})
 		case gen.TraceEventTypeObservation:
 			r.obs = append(r.obs, ev)
 		}
@@ -141,47 +147,81 @@ func (r *Replay) Remaining() int {
 	return len(r.steps) - r.next
 }
 
-// NextAction returns the next recorded action, after checking that the task
-// and the observations so far match the recorded run.
-func (r *Replay) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+var (
+	_ agent.Model     = (*Replay)(nil)
+	_ agent.TurnModel = (*Replay)(nil)
+)
+
+// NextTurn returns the next recorded turn — the actions of one recorded
+// step, in order, with the step's usage — after checking that the task and
+// the observations so far match the recorded run. agent.Run calls NextTurn.
+func (r *Replay) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
 	if err := ctx.Err(); err != nil {
-		return agent.Action{}, err
+		return agent.Turn{}, err
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.next == 0 && r.task != "" {
 		if got := trace.Summary(task.Prompt); got != r.task {
-			return agent.Action{}, fmt.Errorf("%w: the task differs from the recorded one (recorded %s, replayed %s)", ErrDiverged, r.task, got)
+			return agent.Turn{}, fmt.Errorf("%w: the task differs from the recorded one (recorded %s, replayed %s)", ErrDiverged, r.task, got)
 		}
 	}
 	if err := r.compare(history); err != nil {
-		return agent.Action{}, err
+		return agent.Turn{}, err
 	}
 	if r.next >= len(r.steps) {
-		return agent.Action{}, fmt.Errorf("%w at step %d: the recorded run made only %d model calls", ErrDiverged, r.next+1, len(r.steps))
+		return agent.Turn{}, fmt.Errorf("%w at step %d: the recorded run made only %d model calls", ErrDiverged, r.next+1, len(r.steps))
 	}
 	s := r.steps[r.next]
 	r.next++
-	a, err := ParseAction(s.raw)
-	var inv *agent.InvalidOutputError
-	switch {
-	case s.feedback && errors.As(err, &inv):
-		inv.Usage = s.ev.Usage
-		return agent.Action{}, inv
-	case s.feedback && err == nil:
-		// The original adapter rejected a well-formed action (an unknown
-		// tool, say): reject it again.
-		return agent.Action{}, &agent.InvalidOutputError{Message: "the recorded run rejected this model output", Raw: s.raw, Usage: s.ev.Usage}
-	case errors.As(err, &inv):
-		// Not %w: this is a broken trace, not model output to give feedback on.
-		return agent.Action{}, fmt.Errorf("replay: step %d: the recorded raw response is not a valid action: %s", s.ev.Step, inv.Message)
-	case err != nil:
-		return agent.Action{}, fmt.Errorf("replay: step %d: %w", s.ev.Step, err)
+	first := &s.evs[0]
+	if s.feedback {
+		a, err := ParseAction(*first.RawResponse)
+		var inv *agent.InvalidOutputError
+		switch {
+		case errors.As(err, &inv):
+			inv.Usage = first.Usage
+			return agent.Turn{}, inv
+		case err == nil || a.ToolCall != nil || a.Finish != nil:
+			// The original adapter rejected a well-formed action (an
+			// unknown tool, say): reject it again.
+			return agent.Turn{}, &agent.InvalidOutputError{Message: "the recorded run rejected this model output", Raw: *first.RawResponse, Usage: first.Usage}
+		}
+		return agent.Turn{}, fmt.Errorf("replay: step %d: %w", first.Step, err)
 	}
-	if !matches(a, &s.ev) {
-		return agent.Action{}, fmt.Errorf("replay: step %d: the recorded raw response does not match the recorded action", s.ev.Step)
+	turn := agent.Turn{Actions: make([]agent.Action, len(s.evs)), Usage: first.Usage}
+	for i := range s.evs {
+		ev := &s.evs[i]
+		a, err := ParseAction(*ev.RawResponse)
+		var inv *agent.InvalidOutputError
+		switch {
+		case errors.As(err, &inv):
+			// Not %w: this is a broken trace, not model output to give feedback on.
+			return agent.Turn{}, fmt.Errorf("replay: step %d: the recorded raw response is not a valid action: %s", ev.Step, inv.Message)
+		case err != nil:
+			return agent.Turn{}, fmt.Errorf("replay: step %d: %w", ev.Step, err)
+		}
+		if !matches(a, ev) {
+			return agent.Turn{}, fmt.Errorf("replay: step %d: the recorded raw response does not match the recorded action", ev.Step)
+		}
+		turn.Actions[i] = a
 	}
-	a.Usage = s.ev.Usage
+	return turn, nil
+}
+
+// NextAction is NextTurn for a caller that takes one action at a time: a
+// recorded turn of several actions is an error (replay it with agent.Run,
+// which calls NextTurn).
+func (r *Replay) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+	t, err := r.NextTurn(ctx, task, history)
+	if err != nil {
+		return agent.Action{}, err
+	}
+	if len(t.Actions) != 1 {
+		return agent.Action{}, fmt.Errorf("replay: step %d holds %d actions; NextAction takes one, so replay it with NextTurn", r.next, len(t.Actions))
+	}
+	a := t.Actions[0]
+	a.Usage = t.Usage
 	return a, nil
 }
 
@@ -228,7 +268,8 @@ func matches(a agent.Action, ev *gen.TraceEvent) bool {
 	}
 	switch *ev.ActionType {
 	case gen.ActionTypeToolCall:
-		return a.ToolCall != nil && (ev.ToolName == nil || trace.Names(*ev.ToolName, a.ToolCall.ToolName))
+		return a.ToolCall != nil && (ev.ToolName == nil || trace.Names(*ev.ToolName, a.ToolCall.ToolName)) &&
+			(ev.CallId == nil || a.ToolCall.CallId != nil && trace.Names(*ev.CallId, *a.ToolCall.CallId))
 	case gen.ActionTypeFinish:
 		return a.Finish != nil && (ev.Output == nil || *ev.Output == trace.Summary(a.Finish.Answer))
 	}

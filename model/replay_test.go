@@ -65,15 +65,16 @@ func TestReplayConformance(t *testing.T) {
 // usageModel is a script that reports token usage, as a provider does.
 type usageModel struct{ *model.Script }
 
-func (m usageModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
-	a, err := m.Script.NextAction(ctx, task, h)
+// NextTurn is the Script's turn with usage (agent.Run calls NextTurn).
+func (m usageModel) NextTurn(ctx context.Context, task gen.Task, h agent.History) (agent.Turn, error) {
+	turn, err := m.Script.NextTurn(ctx, task, h)
 	u := &gen.Usage{InputTokens: int64(100 + 10*h.Len()), OutputTokens: 7}
 	var inv *agent.InvalidOutputError
 	if errors.As(err, &inv) {
 		inv.Usage = u
 	}
-	a.Usage = u
-	return a, err
+	turn.Usage = u
+	return turn, err
 }
 
 const (
@@ -81,16 +82,25 @@ const (
 	divide    = `{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"divide","right":0}}`
 	finish84  = `{"type":"finish","answer":"12 x 7 = 84."}`
 	notAction = `I think the answer is 84.`
+	// twoCalls is a turn of two parallel calls.
+	twoCalls = `{"actions":[{"type":"tool_call","tool_name":"calculator","arguments":{"left":2,"operation":"add","right":2},"call_id":"c2"},` +
+		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"divide","right":0},"call_id":"c3"}]}`
 )
 
 // comparable strips what differs between two runs of the same actions.
 var comparable = cmpopts.IgnoreFields(gen.TraceEvent{}, "RunId", "Time", "ModelDurationMs", "ToolDurationMs", "DurationMs")
 
 func TestReplayReproducesRun(t *testing.T) {
-	script := usageModel{model.NewScript(multiply, notAction, divide, finish84)}
+	script := usageModel{model.NewScript(multiply, notAction, twoCalls, divide, finish84)}
 	want, recorded := record(t, script, modeltest.Runtime(t), 5, true)
-	if want.ExitReason != gen.ExitReasonFinished || want.StepsUsed != 4 {
+	if want.ExitReason != gen.ExitReasonFinished || want.StepsUsed != 5 || want.Usage == nil || want.Usage.OutputTokens != 5*7 {
 		t.Fatalf("recorded run = %+v", want)
+	}
+	if got := modeltest.CallTrace(recorded)[2:6]; !cmp.Equal(got, []string{
+		"3 model_action c2", "3 model_action c3",
+		"3 observation c2 " + trace.Summary("4"), "3 observation c3 " + trace.Summary("error: division by zero"),
+	}) {
+		t.Fatalf("the recorded turn = %q", got)
 	}
 	r, err := model.NewReplay(recorded, model.ReplayConfig{})
 	if err != nil {

@@ -19,8 +19,9 @@ type Call struct {
 	History agent.History
 }
 
-// Script is a model that replays raw responses in order, each parsed by
-// ParseAction exactly like a real model's text, and records every call. It
+// Script is a model that replays raw responses in order, each parsed
+// exactly like a real model's text (ParseTurn: one Action, or a Turn of
+// several), and records every call. It
 // is safe for concurrent use, though a run calls it sequentially.
 type Script struct {
 	mu        sync.Mutex
@@ -35,23 +36,46 @@ type Script struct {
 // NewScript returns a Script over responses.
 func NewScript(responses ...string) *Script { return &Script{responses: responses} }
 
-// NextAction returns the next response as an action, an
+var (
+	_ agent.Model     = (*Script)(nil)
+	_ agent.TurnModel = (*Script)(nil)
+)
+
+// NextAction returns the next response as an action (ParseAction), an
 // *agent.InvalidOutputError when it is malformed, or ErrExhausted.
 func (s *Script) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
-	if err := ctx.Err(); err != nil {
+	text, err := s.take(ctx, task, history)
+	if err != nil {
 		return agent.Action{}, err
 	}
+	return ParseAction(text)
+}
+
+// NextTurn returns the next response as a turn (ParseTurn: an Action or a
+// Turn), an *agent.InvalidOutputError when it is malformed, or
+// ErrExhausted. agent.Run calls NextTurn.
+func (s *Script) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
+	text, err := s.take(ctx, task, history)
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	return ParseTurn(text)
+}
+
+// take records a call and returns the next response.
+func (s *Script) take(ctx context.Context, task gen.Task, history agent.History) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", err
+	}
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	s.record(Call{Task: task, History: history})
 	if s.next >= len(s.responses) {
-		n := len(s.responses)
-		s.mu.Unlock()
-		return agent.Action{}, fmt.Errorf("%w (after %d responses)", ErrExhausted, n)
+		return "", fmt.Errorf("%w (after %d responses)", ErrExhausted, len(s.responses))
 	}
 	text := s.responses[s.next]
 	s.next++
-	s.mu.Unlock()
-	return ParseAction(text)
+	return text, nil
 }
 
 func (s *Script) record(c Call) {

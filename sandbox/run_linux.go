@@ -76,9 +76,6 @@ func Available(b Backend) error {
 
 func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
 	tc := goToolchain()
-	if tc.gocache != "" {
-		_ = os.MkdirAll(tc.gocache, 0o755)
-	}
 	var (
 		cmd     *exec.Cmd
 		status  *os.File // the helper's report, nil for None

@@ -8,6 +8,7 @@ import (
 	"math/rand/v2"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -666,6 +667,40 @@ func BenchmarkTrue(b *testing.B) {
 				if res, err := sb.Run(context.Background(), c); err != nil || res.ExitCode != 0 {
 					b.Fatal(res, err)
 				}
+			}
+		})
+	}
+}
+
+// A command cannot plant entries in the user's own Go build cache, which
+// the user's later builds outside any sandbox would link: sandboxed
+// commands get a build cache of their own.
+func TestUserGoCacheUntouched(t *testing.T) {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		t.Fatalf("go env GOCACHE: %v", err)
+	}
+	userCache := strings.TrimSpace(string(out))
+	if err := os.MkdirAll(userCache, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range withControl(t) {
+		t.Run(string(b), func(t *testing.T) {
+			planted := filepath.Join(userCache, "specloop-planted-"+marker())
+			t.Cleanup(func() { os.Remove(planted) })
+			r := run(t, b, t.TempDir(), fmt.Sprintf(`echo "$GOCACHE"; echo poison > %q`, planted))
+			if got := strings.TrimSpace(r.stdout); got == "" || got == userCache {
+				t.Fatalf("the sandbox's GOCACHE is %q, the user's is %q: they must differ", got, userCache)
+			}
+			_, statErr := os.Stat(planted)
+			if b == sandbox.None {
+				if statErr != nil {
+					t.Fatalf("control: the unconfined command could not write the user's cache: %+v", r)
+				}
+				return
+			}
+			if statErr == nil {
+				t.Fatalf("the command wrote into the user's build cache %s", userCache)
 			}
 		})
 	}

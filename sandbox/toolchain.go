@@ -2,6 +2,7 @@ package sandbox
 
 import (
 	"encoding/json"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"sync"
@@ -9,7 +10,13 @@ import (
 
 // toolchain is where the Go toolchain found in PATH keeps its files; the
 // zero value when there is none. Commands such as `go test` need GOROOT and
-// GOMODCACHE to read and GOCACHE to write.
+// GOMODCACHE to read and a build cache to write.
+//
+// The build cache is not the user's own GOCACHE: a sandboxed command could
+// write crafted entries into it that the user's later builds, outside any
+// sandbox, would link into their binaries. Sandboxed commands share a cache
+// of their own, USER_CACHE_DIR/specloop/go-build; without a user cache
+// directory, gocache is empty and each command builds into its scratch HOME.
 type toolchain struct {
 	goroot, gopath, gomodcache, gocache string
 }
@@ -26,11 +33,17 @@ func goToolchain() toolchain {
 		if err != nil {
 			return
 		}
-		out, err := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE", "GOCACHE").Output()
+		// Asked from "/", with the local toolchain: run from a workspace, a
+		// go.mod or go.work there could make the go command switch to
+		// (and download) another toolchain before it answered.
+		cmd := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE")
+		cmd.Dir = "/"
+		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off")
+		out, err := cmd.Output()
 		if err != nil {
 			return
 		}
-		var v struct{ GOROOT, GOPATH, GOMODCACHE, GOCACHE string }
+		var v struct{ GOROOT, GOPATH, GOMODCACHE string }
 		if json.Unmarshal(out, &v) != nil {
 			return
 		}
@@ -43,7 +56,24 @@ func goToolchain() toolchain {
 			}
 			return filepath.Clean(p)
 		}
-		toolchainVal = toolchain{goroot: clean(v.GOROOT), gopath: v.GOPATH, gomodcache: clean(v.GOMODCACHE), gocache: clean(v.GOCACHE)}
+		toolchainVal = toolchain{goroot: clean(v.GOROOT), gopath: v.GOPATH, gomodcache: clean(v.GOMODCACHE), gocache: sandboxGoCache()}
 	})
 	return toolchainVal
+}
+
+// sandboxGoCache is the build cache sandboxed commands share, created
+// private to the user; "" when there is no user cache directory.
+func sandboxGoCache() string {
+	dir, err := os.UserCacheDir()
+	if err != nil || !filepath.IsAbs(dir) {
+		return ""
+	}
+	dir = filepath.Join(dir, "specloop", "go-build")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(dir); err == nil {
+		return r
+	}
+	return dir
 }

@@ -647,14 +647,15 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		add(op, 404, ctCase{name: "no such workspace", req: fixed(ctReq{body: first, query: ctQuery("workspace", "no-such-workspace")})})
 		add(op, 413, ctCase{name: "body over the limit", req: fixed(ctReq{body: ctPad(first)})})
 		if te, ok := ctToolErrors[op]; ok {
-			codes := contract.ErrorCodes(def.Spec.ErrorDescription)
 			add(op, 422, ctCase{name: "tool error", server: te.server, req: fixed(ctReq{body: []byte(te.body)}), check: func(t *testing.T, _ *ctEnv, body []byte) {
 				var p gen.Problem
 				if err := json.Unmarshal(body, &p); err != nil {
 					t.Fatal(err)
 				}
-				if p.Code == nil || !slices.Contains(codes, *p.Code) {
-					t.Errorf("the problem's code %v is not one the spec's error description names (%s)", p.Code, strings.Join(codes, ", "))
+				if p.Code == nil || !slices.Contains(def.ErrorCodes, *p.Code) {
+					t.Errorf("the problem's code %v is not one the operation's x-error-codes list (%v)", p.Code, def.ErrorCodes)
+				} else if p.Detail == nil || *p.Detail != reg.ErrorMeaning(*p.Code) {
+					t.Errorf("the problem's detail %v is not the spec's meaning of %s", p.Detail, *p.Code)
 				}
 			}})
 		}

@@ -11,8 +11,8 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
 )
 
 // execute runs one run to its end; the scheduler calls it in its own
@@ -71,29 +71,22 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer tf.Close()
 	*tfp = tf
-	tw := trace.NewWriter(tf, s.cfg.TraceSync)
-	ws, err := tools.OpenWorkspaceIn(j.ws.root, ".")
-	if err != nil {
+	cfg := s.setupConfig()
+	cfg.Root = j.ws.root
+	cfg.Check = j.check
+	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
+	cfg.TraceWriter = tf
+	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		return fail(errors.New("the workspace cannot be opened"))
 	}
-	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return fail(err)
 	}
-	opts := agent.Options{
-		MaxSteps:    j.maxSteps,
-		TokenBudget: j.tokenBudget,
-		RunID:       r.id,
-		Tools:       rt,
-		Trace:       tw,
-		Observer:    observe,
-	}
-	if j.check != "" {
-		check := tools.NewCommandCheck(ws, j.check)
-		check.Sandbox = s.sandbox
-		opts.Check = check
-	}
+	defer setup.Close()
+	opts := setup.Options
+	opts.Observer = observe
 	return agent.Run(j.ctx, j.task, j.model, opts)
 }
 

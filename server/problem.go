@@ -13,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
 )
 
 // problemContentType is the media type of every error response (RFC 9457).
@@ -23,8 +24,8 @@ const problemContentType = "application/problem+json"
 type problemError struct {
 	status int
 	detail string
-	field  string // JSON pointer or parameter name, for 400s
-	code   string // tool error code, for 422s
+	field  string        // JSON pointer or parameter name, for 400s
+	code   gen.ErrorCode // tool error code, for 422s
 }
 
 func (e *problemError) Error() string {
@@ -278,4 +279,15 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// toolErrorDetail is the detail of a tool's 422: what the spec's ErrorCode
+// schema says code means. It is the spec's text, never the tool's message,
+// which is written for the model and quotes the path, glob or expression it
+// was given.
+func toolErrorDetail(reg *tools.Registry, code gen.ErrorCode) string {
+	if m := reg.ErrorMeaning(code); m != "" {
+		return m
+	}
+	return "the tool failed with an error code the spec does not define"
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -83,11 +84,15 @@ func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.Get
 	return gen.GetRun200JSONResponse(v), nil
 }
 
+// defaultPageSize is the runs in a page of listRuns when the request gives
+// no limit: the spec's default for the parameter.
+var defaultPageSize = spec.IntDefault[gen.ListRunsParams]("Limit")
+
 var errNoRun = &problemError{status: http.StatusNotFound, detail: "no run has this id"}
 
 // ListRuns returns one page of runs, newest first.
 func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
-	limit := 50
+	limit := defaultPageSize
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}

@@ -63,6 +63,7 @@ import (
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
 )
 
 // Defaults for a zero Config.
@@ -158,7 +159,6 @@ type Server struct {
 	routes    map[string]bool // "METHOD /path" of every operation
 	specYAML  []byte
 
-	sandbox   *sandbox.Sandbox      // confines commands; nil when they are not allowed
 	runTools  []gen.ToolSpec        // the tools a run offers a model
 	toolDefs  map[string]*tools.Def // by input schema name
 	closing   atomic.Bool
@@ -211,10 +211,10 @@ func New(cfg Config) (*Server, error) {
 		if w := sb.Warning(); w != "" {
 			s.log.Warn(w)
 		}
-		// Every runtime and check uses the backend resolved here.
+		// Every runtime and check (set up by setupConfig) uses the backend
+		// resolved here.
 		s.cfg.Sandbox = sb.Policy()
 		s.cfg.Sandbox.Backend = sb.Info().Backend
-		s.sandbox = sb
 	}
 	if cfg.Token != "" {
 		h := sha256.Sum256([]byte(cfg.Token))
@@ -260,21 +260,32 @@ func New(cfg Config) (*Server, error) {
 // initTools learns the tools a run offers from a runtime on the workspace
 // root, and binds each tool operation to its definition.
 func (s *Server) initTools() error {
-	w, err := tools.OpenWorkspaceIn(s.ws.root, ".")
-	if err != nil {
-		return fmt.Errorf("server: workspace root: %w", err)
+	cfg := s.setupConfig()
+	cfg.Root = s.ws.root
+	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		return fmt.Errorf("server: workspace root: %w", we.Err)
 	}
-	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
 	if err != nil {
 		return fmt.Errorf("server: tools: %w", err)
 	}
+	defer setup.Close()
+	rt := setup.Runtime
 	s.runTools = rt.Specs()
 	s.toolDefs = map[string]*tools.Def{}
 	for _, d := range rt.Registry().Defs() {
 		s.toolDefs[d.InputSchemaName] = d
 	}
 	return nil
+}
+
+// setupConfig maps the server's configuration to the setup of its runs and
+// tool calls; each adds its workspace (and a run its request's check,
+// budgets and trace). `specloop run` maps its flags to the same
+// wiring.Config, so a server and a local run are set up alike.
+func (s *Server) setupConfig() wiring.Config {
+	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync}
 }
 
 func (s *Server) initEcho() error {
@@ -286,7 +297,7 @@ func (s *Server) initEcho() error {
 	if err != nil {
 		return fmt.Errorf("server: request validator: %w", err)
 	}
-	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.readBody, validate)
+	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})

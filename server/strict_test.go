@@ -114,7 +114,7 @@ func TestModelAndHTTPPathsAgree(t *testing.T) {
 		if err != nil {
 			t.Fatalf("model path, %s %q: internal error %v", tool, raw, err)
 		}
-		if obs.IsError && *obs.ErrorCode == tools.CodeInvalidArguments {
+		if obs.IsError && *obs.ErrorCode == gen.ErrorCodeInvalidArguments {
 			return verdict{field: pointerIn(obs.Content)}
 		}
 		return verdict{accepted: true}

@@ -9,12 +9,8 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/wiring"
 )
-
-// codeCommandsDisabled is the 422 code the spec names for run_command on a
-// runtime that does not allow commands.
-const codeCommandsDisabled = "commands_disabled"
 
 // ListTools returns the tools a run on this server offers a model.
 func (s *Server) ListTools(context.Context, gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
@@ -109,15 +105,23 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, argumentsProblem(err)
 	}
 	// A workspace per call: a Workspace remembers the files it changed.
-	w, err := s.ws.openTools(workspace, "workspace", s.wsHook)
+	root, err := s.ws.openTools(workspace, "workspace", s.wsHook)
 	if err != nil {
 		return nil, err
 	}
-	defer w.Close()
-	rt, err := tools.New(tools.Config{Workspace: w, DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox})
+	defer root.Close()
+	cfg := s.setupConfig()
+	cfg.Root = root
+	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		return nil, &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
+	}
 	if err != nil {
 		return nil, err
 	}
+	defer setup.Close()
+	rt := setup.Runtime
 	obs, err := rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: def.Spec.Name, Arguments: args})
 	if err != nil {
 		s.log.Error("tool failed internally", "tool", def.Spec.Name, "err", err)
@@ -134,17 +138,19 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return &out, nil
 	}
 	code := deref(obs.ErrorCode)
-	detail := clip(strings.TrimPrefix(obs.Content, "error: "), 4096)
+	// The tool's message is the model's and may quote what was sent: the
+	// problem gives the spec's meaning of the code instead.
+	detail := toolErrorDetail(rt.Registry(), code)
 	switch code {
-	case tools.CodeUnknownTool:
+	case gen.ErrorCodeUnknownTool:
 		// The spec defines the tool, so the runtime does not offer it here:
 		// only tools that run commands are ever left out of a workspace.
 		if !s.cfg.AllowCommands {
-			return nil, &problemError{status: http.StatusUnprocessableEntity, code: codeCommandsDisabled, detail: "this server does not allow commands (start it with --allow-commands)"}
+			return nil, &problemError{status: http.StatusUnprocessableEntity, code: gen.ErrorCodeCommandsDisabled, detail: toolErrorDetail(rt.Registry(), gen.ErrorCodeCommandsDisabled)}
 		}
 		return nil, problemf(http.StatusNotFound, "the tool is not available on this server")
-	case tools.CodeInvalidArguments:
-		return nil, problemf(http.StatusBadRequest, "%s", detail)
+	case gen.ErrorCodeInvalidArguments:
+		return nil, problemf(http.StatusBadRequest, "%s", clip(strings.TrimPrefix(obs.Content, "error: "), 4096))
 	}
 	return nil, &problemError{status: http.StatusUnprocessableEntity, code: code, detail: detail}
 }

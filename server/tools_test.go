@@ -55,7 +55,7 @@ func TestTools(t *testing.T) {
 		workspace string
 		want      map[string]any
 		status    int
-		code      string
+		code      gen.ErrorCode
 		field     string
 	}{
 		{name: "calculator", tool: "calculator", args: map[string]any{"left": 1, "operation": "divide", "right": 4}, want: map[string]any{"value": 0.25}},

@@ -9,8 +9,6 @@ import (
 	"strings"
 	"sync"
 	"syscall"
-
-	"github.com/specloop/specloop/tools"
 )
 
 // workspaces opens workspaces: directories under the workspace root, named
@@ -126,22 +124,18 @@ func openProblem(err error, field string) error {
 	return badField(field, "the workspace cannot be opened")
 }
 
-// openTools opens a workspace for a tool call: a tools.Workspace on the
-// directory the name resolves to now, which the call then uses alone.
-func (w *workspaces) openTools(name *string, field string, hook func(string)) (*tools.Workspace, error) {
+// openTools opens a workspace's directory for a tool call: the directory
+// the name resolves to now, which the call then uses alone (wiring.Open
+// makes a tools.Workspace of it). The caller closes it.
+func (w *workspaces) openTools(name *string, field string, hook func(string)) (*os.Root, error) {
 	clean, root, err := w.open(name, field)
 	if err != nil {
 		return nil, err
 	}
-	defer root.Close()
 	if hook != nil {
 		hook(clean)
 	}
-	ws, err := tools.OpenWorkspaceIn(root, ".")
-	if err != nil {
-		return nil, &problemError{status: http.StatusNotFound, field: field, detail: "the workspace cannot be opened any more"}
-	}
-	return ws, nil
+	return root, nil
 }
 
 // hold opens a workspace for a run and holds it until release: the run

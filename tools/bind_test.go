@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -59,7 +60,7 @@ func TestIntegersPastTheGoRange(t *testing.T) {
 				if err != nil {
 					t.Fatalf("%s %s=%g: internal error %v", def.Spec.Name, name, v, err)
 				}
-				if !obs.IsError || obs.ErrorCode == nil || *obs.ErrorCode != tools.CodeInvalidArguments || !strings.Contains(obs.Content, `"/`+name+`"`) {
+				if !obs.IsError || obs.ErrorCode == nil || *obs.ErrorCode != gen.ErrorCodeInvalidArguments || !strings.Contains(obs.Content, `"/`+name+`"`) {
 					t.Errorf("%s %s=%g: %+v, want invalid_arguments naming /%s", def.Spec.Name, name, v, obs, name)
 				}
 			}

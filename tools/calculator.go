@@ -33,16 +33,16 @@ func calculate(_ context.Context, _ *Env, in *gen.CalculatorInput) (*gen.Calcula
 		v = in.Left * in.Right
 	case gen.CalculatorOperationDivide:
 		if in.Right == 0 {
-			return nil, Errorf("division_by_zero", "division by zero")
+			return nil, Errorf(gen.ErrorCodeDivisionByZero, "division by zero")
 		}
 		v = in.Left / in.Right
 	default:
 		// Validation admits only the spec's enum values, so this is drift:
 		// the spec gained an operation this handler does not implement.
-		return nil, Errorf("unsupported_operation", "operation %q is unsupported by this handler", in.Operation)
+		return nil, Errorf(gen.ErrorCodeUnsupportedOperation, "operation %q is unsupported by this handler", in.Operation)
 	}
 	if math.IsInf(v, 0) || math.IsNaN(v) {
-		return nil, Errorf("non_finite_result", "the result is not a finite number")
+		return nil, Errorf(gen.ErrorCodeNonFiniteResult, "the result is not a finite number")
 	}
 	return &gen.CalculatorResult{Value: v}, nil
 }

@@ -4,19 +4,24 @@ import (
 	"errors"
 	"path/filepath"
 	"testing"
+
+	"github.com/specloop/specloop/gen"
 )
 
 func TestClean(t *testing.T) {
-	tests := []struct{ in, want, code string }{
+	tests := []struct {
+		in, want string
+		code     gen.ErrorCode
+	}{
 		{"", ".", ""},
 		{".", ".", ""},
 		{"a/b/../c", "a/c", ""},
 		{"./a//b/", "a/b", ""},
-		{"..", "", codeOutsideWorkspace},
-		{"a/../..", "", codeOutsideWorkspace},
-		{"../a", "", codeOutsideWorkspace},
-		{"/etc/passwd", "", codeOutsideWorkspace},
-		{"a\x00b", "", codeOutsideWorkspace},
+		{"..", "", gen.ErrorCodeOutsideWorkspace},
+		{"a/../..", "", gen.ErrorCodeOutsideWorkspace},
+		{"../a", "", gen.ErrorCodeOutsideWorkspace},
+		{"/etc/passwd", "", gen.ErrorCodeOutsideWorkspace},
+		{"a\x00b", "", gen.ErrorCodeOutsideWorkspace},
 		{"..foo", "..foo", ""},
 	}
 	for _, tt := range tests {
@@ -41,7 +46,7 @@ func FuzzClean(f *testing.F) {
 		got, err := clean(p)
 		if err != nil {
 			var te *Error
-			if !errors.As(err, &te) || te.Code != codeOutsideWorkspace {
+			if !errors.As(err, &te) || te.Code != gen.ErrorCodeOutsideWorkspace {
 				t.Fatalf("clean(%q): unexpected error %v", p, err)
 			}
 			return

@@ -60,7 +60,7 @@ func code(obs gen.Observation) string {
 	if obs.ErrorCode == nil {
 		return ""
 	}
-	return *obs.ErrorCode
+	return string(*obs.ErrorCode)
 }
 
 // writeFiles creates files (path -> content) under dir.

@@ -205,7 +205,7 @@ func TestRunCommandCancelled(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if code(obs) != tools.CodeCancelled {
+			if code(obs) != string(gen.ErrorCodeCancelled) {
 				t.Fatalf("observation %+v", obs)
 			}
 			waitGone(t, m)
@@ -305,7 +305,7 @@ func TestCommandsCanBeDisabled(t *testing.T) {
 			t.Fatal("run_command is offered with commands disabled")
 		}
 	}
-	if obs := callTool(t, rt, "run_command", map[string]any{"command": "true"}); code(obs) != tools.CodeUnknownTool {
+	if obs := callTool(t, rt, "run_command", map[string]any{"command": "true"}); code(obs) != string(gen.ErrorCodeUnknownTool) {
 		t.Fatalf("observation %+v", obs)
 	}
 }

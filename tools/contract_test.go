@@ -103,7 +103,7 @@ func TestContractCatchesDrift(t *testing.T) {
 
 	report := checkDrift(t, doc, tools.Builtin())
 	t.Logf("problems reported:\n%s", report)
-	wantProblem(t, report, "calculator", "/operation", `"power"`, "unsupported_operation", "does not name")
+	wantProblem(t, report, "calculator", "/operation", `"power"`, "unsupported_operation", "do not list")
 	wantProblem(t, report, "read_file", "/encoding_version", "has none")
 	wantProblem(t, report, "read_file", "/encoding_version", "example")
 }
@@ -222,7 +222,7 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 				}
 				return &gen.CalculatorResult{Value: 1}, nil
 			}, func(*gen.CalculatorInput, *gen.CalculatorResult) string { return "" }),
-			[]string{"calculator", "/operation", `"subtract"`, "not_implemented", "does not name"},
+			[]string{"calculator", "/operation", `"subtract"`, "not_implemented", "do not list"},
 		},
 		{
 			"internal failure",
@@ -246,4 +246,40 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 			wantProblem(t, checkDrift(t, doc, handlers), tt.want...)
 		})
 	}
+}
+
+// TestContractCatchesUndeclaredCode: a handler that fails with a code the
+// spec defines but its operation does not list (x-error-codes) is drift,
+// and the contract names the tool and the code.
+func TestContractCatchesUndeclaredCode(t *testing.T) {
+	doc := contractDoc(t, spec.YAML())
+	reg, err := tools.NewRegistryFrom(doc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calc, ok := reg.Lookup("calculator")
+	if !ok {
+		t.Fatal("the spec has no calculator tool")
+	}
+	if calc.Declares(gen.ErrorCodeHardLink) {
+		t.Fatal("the calculator lists hard_link; pick a code it does not list")
+	}
+	rogue := tools.Func(tools.NeedsNothing, func(_ context.Context, _ *tools.Env, in *gen.CalculatorInput) (*gen.CalculatorResult, error) {
+		if in.Operation == gen.CalculatorOperationDivide {
+			return nil, tools.Errorf(gen.ErrorCodeHardLink, "not a calculator failure")
+		}
+		return &gen.CalculatorResult{Value: in.Left + in.Right}, nil
+	}, func(_ *gen.CalculatorInput, out *gen.CalculatorResult) string { return fmt.Sprint(out.Value) })
+	handlers := slices.Clone(tools.Builtin())
+	replaced := false
+	for i, h := range handlers {
+		if tools.InputName(h) == "CalculatorInput" {
+			handlers[i], replaced = rogue, true
+		}
+	}
+	if !replaced {
+		t.Fatal("no built-in handler takes CalculatorInput")
+	}
+	report := checkDrift(t, doc, handlers)
+	wantProblem(t, report, "calculator", "hard_link", "do not list", "division_by_zero")
 }

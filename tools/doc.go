@@ -5,7 +5,8 @@
 //
 // A tool is defined only in spec/agent.yaml, as the operation
 // POST /v1/tools/{name}: its name, description, input schema, result schema
-// and error description all come from there. Go supplies handlers, bound to
+// and error codes (x-error-codes, members of the ErrorCode enum) all come
+// from there. Go supplies handlers, bound to
 // tools by their generated input type.
 //
 // (The root tools.go, with the "tools" build tag, only pins the code

@@ -21,31 +21,31 @@ func editFile(ctx context.Context, env *Env, in *gen.EditFileInput) (*gen.EditFi
 	if err != nil {
 		return nil, err
 	}
-	exists, mode, err := ws.writeTarget(rel, codeNotFound)
+	exists, mode, err := ws.writeTarget(rel, gen.ErrorCodeNotFound)
 	if err != nil {
 		return nil, err
 	}
 	if !exists {
-		return nil, Errorf(codeNotFound, "%s does not exist; create it with write_file", quote(rel))
+		return nil, Errorf(gen.ErrorCodeNotFound, "%s does not exist; create it with write_file", quote(rel))
 	}
 	data, err := ws.readCapped(rel, maxEditFileSize, "edit_file", "change it with run_command (sed -i, patch) instead")
 	if err != nil {
 		return nil, err
 	}
 	if isBinary(data) {
-		return nil, Errorf(codeBinaryFile, "%s is a binary file; it cannot be edited as text", quote(rel))
+		return nil, Errorf(gen.ErrorCodeBinaryFile, "%s is a binary file; it cannot be edited as text", quote(rel))
 	}
 	old := []byte(in.OldText)
 	at := occurrences(data, old, maxReportedLines+1)
 	switch {
 	case len(at) == 0:
-		return nil, Errorf("no_match", "%s", noMatchMessage(data, in.OldText, rel))
+		return nil, Errorf(gen.ErrorCodeNoMatch, "%s", noMatchMessage(data, in.OldText, rel))
 	case len(at) > 1:
 		n := len(at)
 		if n > maxReportedLines {
 			n = countOccurrences(data, old)
 		}
-		return nil, Errorf("multiple_matches", "old_text occurs %d times in %s (at lines %s); nothing was changed. Include more surrounding lines in old_text so that it occurs exactly once.",
+		return nil, Errorf(gen.ErrorCodeMultipleMatches, "old_text occurs %d times in %s (at lines %s); nothing was changed. Include more surrounding lines in old_text so that it occurs exactly once.",
 			n, rel, lineList(data, at))
 	}
 	if size := int64(len(data) - len(old) + len(in.NewText)); size > maxEditFileSize {

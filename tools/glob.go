@@ -3,6 +3,8 @@ package tools
 import (
 	"path"
 	"strings"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // glob filters files by a glob pattern. A pattern without a slash matches
@@ -38,10 +40,10 @@ func compileGlob(pattern string) (*glob, error) {
 		// path.Match reports a malformed pattern only when it gets that far;
 		// matching against the pattern itself walks all of it.
 		if _, err := path.Match(s, s); err != nil {
-			return nil, Errorf(codeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
+			return nil, Errorf(gen.ErrorCodeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
 		}
 		if _, err := path.Match(s, ""); err != nil {
-			return nil, Errorf(codeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
+			return nil, Errorf(gen.ErrorCodeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
 		}
 	}
 	return g, nil

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"reflect"
 
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
 )
 
@@ -90,17 +91,17 @@ type argumentsError struct{ err *schema.Error }
 func (e *argumentsError) Error() string { return e.err.Error() }
 
 // Error is an expected tool failure: it becomes an Observation with is_error
-// set, error_code Code and content Message. Every Code a tool returns is named
-// in the 422 response description of its operation in the spec.
+// set, error_code Code and content Message. Every Code a tool returns is listed
+// in the x-error-codes of its operation's 422 response in the spec.
 type Error struct {
-	Code    string
+	Code    gen.ErrorCode
 	Message string
 }
 
-func (e *Error) Error() string { return e.Code + ": " + e.Message }
+func (e *Error) Error() string { return string(e.Code) + ": " + e.Message }
 
 // Errorf returns an expected tool failure with the given code.
-func Errorf(code, format string, args ...any) error {
+func Errorf(code gen.ErrorCode, format string, args ...any) error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...)}
 }
 

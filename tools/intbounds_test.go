@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/tools"
 )
@@ -108,7 +109,7 @@ func TestIntegerFieldsOutOfRangeAreInvalidArguments(t *testing.T) {
 				if err != nil {
 					t.Fatalf("the call failed internally: %v", err)
 				}
-				if !obs.IsError || code(obs) != tools.CodeInvalidArguments || !strings.Contains(obs.Content, strconv.Quote("/"+f.name)) {
+				if !obs.IsError || code(obs) != string(gen.ErrorCodeInvalidArguments) || !strings.Contains(obs.Content, strconv.Quote("/"+f.name)) {
 					t.Fatalf("observation = %q (code %s), want invalid_arguments naming /%s", obs.Content, code(obs), f.name)
 				}
 				if len(lit) >= 5 && strings.Contains(obs.Content, lit) {

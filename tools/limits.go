@@ -3,6 +3,8 @@ package tools
 import (
 	"fmt"
 	"io"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // Resource caps of the file tools. A model (or a client of the server)
@@ -42,8 +44,8 @@ const (
 	// one descriptor per level.
 	walkMaxDepth = 128
 	// walkMaxIgnoreLines bounds the .gitignore patterns in effect in a
-	// directory (its own and its parents'): each is a regular expression
-	// tried on every path, a millisecond per path for 2000 of them. A
+	// directory (its own and its parents'): each is matched against every
+	// path until one decides, so a walk's cost grows with their number. A
 	// .gitignore that would pass it is not applied, and a note says so.
 	walkMaxIgnoreLines = 2000
 )
@@ -52,13 +54,10 @@ const (
 // (files, directories and others). A variable so that a test can lower it.
 var walkMaxEntries = 200_000
 
-// codeFileTooLarge is the error of a file (or content) over a cap.
-const codeFileTooLarge = "file_too_large"
-
 // tooLarge is the file_too_large error for rel, of size bytes, over the
 // limit of tool; advice says what to do instead.
 func tooLarge(rel string, size, limit int64, tool, advice string) error {
-	return Errorf(codeFileTooLarge, "%s is %s, over the %s that %s handles; %s", quote(rel), mib(size), mib(limit), tool, advice)
+	return Errorf(gen.ErrorCodeFileTooLarge, "%s is %s, over the %s that %s handles; %s", quote(rel), mib(size), mib(limit), tool, advice)
 }
 
 // mib renders a size in MiB, rounded up, for messages.

@@ -457,8 +457,8 @@ func TestReadFileCancelled(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
 		obs, err := rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: args})
-		if err != nil || code(obs) != tools.CodeCancelled {
-			t.Errorf("%v: got %s (%s, %v), want %s", args, clipped(obs.Content), code(obs), err, tools.CodeCancelled)
+		if err != nil || code(obs) != string(gen.ErrorCodeCancelled) {
+			t.Errorf("%v: got %s (%s, %v), want %s", args, clipped(obs.Content), code(obs), err, gen.ErrorCodeCancelled)
 		}
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"github.com/specloop/specloop/gen"
 )
 
-const defaultListLimit = 1000
-
 var listFilesHandler = Func(NeedsWorkspace, listFiles, renderListFiles)
 
 func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.ListFilesResult, error) {
@@ -25,10 +23,10 @@ func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.List
 	limit := listLimit(in)
 	fi, err := ws.root.Stat(rel)
 	if err != nil {
-		return nil, fsError(err, rel, codeNotFound)
+		return nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if !fi.IsDir() {
-		return nil, Errorf(codeNotDirectory, "%s is not a directory", quote(rel))
+		return nil, Errorf(gen.ErrorCodeNotADirectory, "%s is not a directory", quote(rel))
 	}
 	out := &gen.ListFilesResult{Files: []string{}}
 	wk := &walker{ws: ws, glob: g}
@@ -42,7 +40,7 @@ func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.List
 		return true
 	})
 	if err != nil {
-		return nil, fsError(err, rel, codeNotFound)
+		return nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if wk.capped {
 		out.Truncated = true

@@ -7,6 +7,8 @@ import (
 	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // matcher finds the lines of a text that match a search. Matching is line
@@ -108,19 +110,19 @@ func compileMatcher(pattern string, isRegex, ignoreCase bool) (*matcher, error) 
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, Errorf("invalid_regex", "%v", err)
+		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
 	tree, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil { // unreachable: regexp.Compile parsed it
-		return nil, Errorf("invalid_regex", "%v", err)
+		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
 	tree = tree.Simplify()
 	prog, err := syntax.Compile(tree)
 	if err != nil { // unreachable: regexp.Compile compiled it
-		return nil, Errorf("invalid_regex", "%v", err)
+		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
 	if n := len(prog.Inst); n > maxRegexInsts {
-		return nil, Errorf("invalid_regex", "the expression compiles to %d instructions, over the %d allowed (each costs a step per byte searched); use smaller repetition counts", n, maxRegexInsts)
+		return nil, Errorf(gen.ErrorCodeInvalidRegex, "the expression compiles to %d instructions, over the %d allowed (each costs a step per byte searched); use smaller repetition counts", n, maxRegexInsts)
 	}
 	m := &matcher{re: re, lineCap: min(searchMaxLine, max(minRegexLine, regexBudget/len(prog.Inst)))}
 	if lits, ok := required(tree); ok {

@@ -29,14 +29,11 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	if err != nil {
 		return nil, err
 	}
-	start, end := 1, -1
-	if in.StartLine != nil {
-		start = *in.StartLine
-	}
+	start, end := orDefault(in.StartLine, defaultStartLine), -1
 	if in.EndLine != nil {
 		end = *in.EndLine
 		if end < start {
-			return nil, Errorf("invalid_range", "end_line %d is before start_line %d", end, start)
+			return nil, Errorf(gen.ErrorCodeInvalidRange, "end_line %d is before start_line %d", end, start)
 		}
 	}
 	f, fi, err := env.Workspace.openRegular(rel)
@@ -55,7 +52,7 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 		return nil, fmt.Errorf("read %s: %w", rel, err)
 	}
 	if isBinary(head) {
-		return nil, Errorf(codeBinaryFile, "%s is a binary file; it cannot be read as text", quote(rel))
+		return nil, Errorf(gen.ErrorCodeBinaryFile, "%s is a binary file; it cannot be read as text", quote(rel))
 	}
 
 	var content strings.Builder
@@ -100,7 +97,7 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	}
 	total := line
 	if start > 1 && start > total {
-		return nil, Errorf("invalid_range", "start_line %d is past the end of the file, which has %s", start, plural(total, "line"))
+		return nil, Errorf(gen.ErrorCodeInvalidRange, "start_line %d is past the end of the file, which has %s", start, plural(total, "line"))
 	}
 	out := &gen.ReadFileResult{
 		Path:       rel,

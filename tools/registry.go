@@ -24,6 +24,9 @@ type Def struct {
 	// InputSchemaName is the component name of the input schema, e.g.
 	// "CalculatorInput"; handlers are bound to tools through it.
 	InputSchemaName string
+	// ErrorCodes are the codes the tool's operation lists (x-error-codes of
+	// its 422 response); the runtime's codes may answer any call besides.
+	ErrorCodes []gen.ErrorCode
 
 	// The parsed schemas stay unexported, so that the OpenAPI library is
 	// not part of this package's API: Spec holds them as JSON Schema.
@@ -41,8 +44,9 @@ func (d *Def) ValidateResult(data map[string]any) error { return d.result.Valida
 
 // Registry is the set of tools an OpenAPI document defines, sorted by name.
 type Registry struct {
-	defs   []*Def
-	byName map[string]*Def
+	defs     []*Def
+	byName   map[string]*Def
+	meanings map[gen.ErrorCode]string
 }
 
 // NewRegistry derives every tool from the operations POST /v1/tools/{name}
@@ -72,13 +76,17 @@ func parseSpec(data []byte) (*openapi3.T, error) {
 }
 
 func newRegistry(doc *openapi3.T) (*Registry, error) {
-	r := &Registry{byName: map[string]*Def{}}
+	meanings, err := errorMeanings(doc)
+	if err != nil {
+		return nil, err
+	}
+	r := &Registry{byName: map[string]*Def{}, meanings: meanings}
 	for path, item := range doc.Paths.Map() {
 		name, ok := strings.CutPrefix(path, toolPathPrefix)
 		if !ok || name == "" || strings.Contains(name, "/") {
 			continue
 		}
-		def, err := newDef(name, item.Post)
+		def, err := newDef(name, item.Post, meanings)
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s %s: %w", "POST", path, err)
 		}
@@ -89,7 +97,7 @@ func newRegistry(doc *openapi3.T) (*Registry, error) {
 	return r, nil
 }
 
-func newDef(name string, op *openapi3.Operation) (*Def, error) {
+func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]string) (*Def, error) {
 	if op == nil {
 		return nil, fmt.Errorf("tool %q has no POST operation", name)
 	}
@@ -112,8 +120,12 @@ func newDef(name string, op *openapi3.Operation) (*Def, error) {
 		return nil, fmt.Errorf("tool %q: 200 response must be application/json", name)
 	}
 	failed := op.Responses.Status(422)
-	if failed == nil || failed.Value == nil || failed.Value.Description == nil {
-		return nil, fmt.Errorf("tool %q has no described 422 response (its error description)", name)
+	if failed == nil || failed.Value == nil {
+		return nil, fmt.Errorf("tool %q has no 422 response (its error codes)", name)
+	}
+	codes, err := operationCodes(name, failed.Value, meanings)
+	if err != nil {
+		return nil, err
 	}
 	description := op.Description
 	if description == "" {
@@ -141,12 +153,13 @@ func newDef(name string, op *openapi3.Operation) (*Def, error) {
 			Description:       description,
 			InputSchema:       inputSchema,
 			OutputDescription: *ok.Value.Description,
-			ErrorDescription:  *failed.Value.Description,
+			ErrorDescription:  errorDescription(codes, meanings),
 			ResultSchema:      &resultSchema,
 		},
 		InputSchemaName: refName(in.Schema.Ref),
 		inSchema:        in.Schema.Value,
 		outSchema:       out.Schema.Value,
+		ErrorCodes:      codes,
 		input:           inV,
 		result:          outV,
 	}, nil

@@ -12,7 +12,6 @@ import (
 )
 
 const (
-	defaultCommandTimeout = 60 * time.Second
 	// Each of stdout and stderr keeps this much of its head and of its tail
 	// (32 KiB in all, as the spec says).
 	commandHeadBytes = 16 << 10
@@ -35,7 +34,7 @@ func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.Ru
 	run, err := runShell(ctx, env.Sandbox, env.Workspace, in.Command, timeout, nil, stdout, stderr)
 	var se *sandbox.StartError
 	if errors.As(err, &se) {
-		return nil, Errorf("start_failed", "the shell could not be started: %v", se.Err)
+		return nil, Errorf(gen.ErrorCodeStartFailed, "the shell could not be started: %v", se.Err)
 	}
 	if err != nil {
 		return nil, err

@@ -11,13 +11,6 @@ import (
 	"github.com/specloop/specloop/sandbox"
 )
 
-// Error codes the runtime itself reports, for failures that belong to no tool.
-const (
-	CodeUnknownTool      = "unknown_tool"
-	CodeInvalidArguments = "invalid_arguments"
-	CodeCancelled        = "cancelled"
-)
-
 // Config configures a Runtime. The zero value is a runtime with the built-in
 // handlers, the embedded spec and no workspace (so only tools that need no
 // files are offered).
@@ -185,14 +178,14 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
 	t, ok := r.enabled[call.ToolName]
 	if !ok {
-		return fail(obs, CodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", clip(call.ToolName, 64), r.names)), nil
+		return fail(obs, gen.ErrorCodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", clip(call.ToolName, 64), r.names)), nil
 	}
 	args := call.Arguments
 	if args == nil {
 		args = map[string]any{}
 	}
 	if err := t.def.ValidateInput(args); err != nil {
-		return fail(obs, CodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), nil
+		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), nil
 	}
 	res, err := r.invoke(ctx, t, args)
 	if err != nil {
@@ -200,11 +193,11 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		var ae *argumentsError
 		switch {
 		case errors.As(err, &ae):
-			return fail(obs, CodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), nil
+			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), nil
 		case errors.As(err, &te):
 			return fail(obs, te.Code, te.Message), nil
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-			return fail(obs, CodeCancelled, "the tool call was cancelled"), nil
+			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil
 		}
 		var ie *InternalError
 		if !errors.As(err, &ie) {
@@ -226,7 +219,7 @@ func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any)
 	return t.handler.call(ctx, r.env, args)
 }
 
-func fail(obs gen.Observation, code, message string) gen.Observation {
+func fail(obs gen.Observation, code gen.ErrorCode, message string) gen.Observation {
 	obs.IsError = true
 	obs.ErrorCode = &code
 	obs.Content = "error: " + message

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
@@ -48,7 +49,7 @@ func TestRegistryComesFromTheSpec(t *testing.T) {
 		}
 		op := doc.Paths.Find("/v1/tools/" + name).Post
 		if def.Spec.Description != op.Description || def.Spec.OutputDescription != *op.Responses.Status(200).Value.Description ||
-			def.Spec.ErrorDescription != *op.Responses.Status(422).Value.Description {
+			!reflect.DeepEqual(def.ErrorCodes, specCodes(op)) {
 			t.Errorf("tool %s: spec fields differ from its operation", name)
 		}
 		if def.Spec.InputSchema["type"] != "object" || def.Spec.InputSchema["additionalProperties"] != false {
@@ -77,9 +78,9 @@ func TestCall(t *testing.T) {
 	tests := []struct {
 		name    string
 		call    *gen.ToolCall
-		content string // substring
-		code    string // error code, "" for success
-		secret  string // must not appear in the content
+		content string        // substring
+		code    gen.ErrorCode // error code, "" for success
+		secret  string        // must not appear in the content
 	}{
 		{"multiply", call("calculator", map[string]any{"left": 12.0, "operation": "multiply", "right": 7.0}), "84", "", ""},
 		{"add", call("calculator", map[string]any{"left": 0.1, "operation": "add", "right": 0.2}), "0.30000000000000004", "", ""},
@@ -87,13 +88,13 @@ func TestCall(t *testing.T) {
 		{"divide", call("calculator", map[string]any{"left": 1.0, "operation": "divide", "right": 4.0}), "0.25", "", ""},
 		{"division by zero", call("calculator", map[string]any{"left": 1.0, "operation": "divide", "right": 0.0}), "division by zero", "division_by_zero", ""},
 		{"overflow", call("calculator", map[string]any{"left": 1e308, "operation": "multiply", "right": 1e308}), "finite", "non_finite_result", ""},
-		{"unknown tool", call("shell", map[string]any{}), "available tools: calculator", tools.CodeUnknownTool, ""},
-		{"file tool without a workspace", call("read_file", map[string]any{"path": "x"}), "available tools: calculator", tools.CodeUnknownTool, ""},
-		{"missing field", call("calculator", map[string]any{"left": 1.0, "operation": "add"}), `"/right": is required`, tools.CodeInvalidArguments, ""},
-		{"bad enum", call("calculator", map[string]any{"left": 1.0, "operation": "SECRET-power", "right": 2.0}), `"/operation": must be one of add, subtract, multiply, divide`, tools.CodeInvalidArguments, "SECRET"},
-		{"wrong type", call("calculator", map[string]any{"left": "SECRET-one", "operation": "add", "right": 2.0}), `"/left": must be a number`, tools.CodeInvalidArguments, "SECRET"},
-		{"extra field", call("calculator", map[string]any{"left": 1.0, "operation": "add", "right": 2.0, "power": "SECRET"}), `"/power": is not allowed`, tools.CodeInvalidArguments, "SECRET"},
-		{"nil arguments", call("calculator", nil), "is required", tools.CodeInvalidArguments, ""},
+		{"unknown tool", call("shell", map[string]any{}), "available tools: calculator", gen.ErrorCodeUnknownTool, ""},
+		{"file tool without a workspace", call("read_file", map[string]any{"path": "x"}), "available tools: calculator", gen.ErrorCodeUnknownTool, ""},
+		{"missing field", call("calculator", map[string]any{"left": 1.0, "operation": "add"}), `"/right": is required`, gen.ErrorCodeInvalidArguments, ""},
+		{"bad enum", call("calculator", map[string]any{"left": 1.0, "operation": "SECRET-power", "right": 2.0}), `"/operation": must be one of add, subtract, multiply, divide`, gen.ErrorCodeInvalidArguments, "SECRET"},
+		{"wrong type", call("calculator", map[string]any{"left": "SECRET-one", "operation": "add", "right": 2.0}), `"/left": must be a number`, gen.ErrorCodeInvalidArguments, "SECRET"},
+		{"extra field", call("calculator", map[string]any{"left": 1.0, "operation": "add", "right": 2.0, "power": "SECRET"}), `"/power": is not allowed`, gen.ErrorCodeInvalidArguments, "SECRET"},
+		{"nil arguments", call("calculator", nil), "is required", gen.ErrorCodeInvalidArguments, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -179,6 +180,18 @@ func TestBindingCatchesDrift(t *testing.T) {
 	if _, err := tools.Bind(reg, append(builtin, builtin[0])); err == nil || !strings.Contains(err.Error(), "two handlers") {
 		t.Fatalf("a duplicate handler must fail the binding, got %v", err)
 	}
+}
+
+// specCodes reads the x-error-codes list of an operation's 422 response as
+// written in the spec.
+func specCodes(op *openapi3.Operation) []gen.ErrorCode {
+	var codes []gen.ErrorCode
+	list, _ := op.Responses.Status(422).Value.Extensions["x-error-codes"].([]any)
+	for _, v := range list {
+		s, _ := v.(string)
+		codes = append(codes, gen.ErrorCode(s))
+	}
+	return codes
 }
 
 // Config.Spec is a document (the OpenAPI library stays out of the API): the

@@ -14,7 +14,6 @@ import (
 )
 
 const (
-	defaultSearchLimit = 200
 	// searchLineLen is how much of a matching line a result shows.
 	searchLineLen = 300
 	// searchQueue bounds the files listed ahead of the workers; each holds
@@ -27,7 +26,7 @@ const (
 var searchHandler = Func(NeedsWorkspace, search, renderSearch)
 
 func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResult, error) {
-	m, err := compileMatcher(in.Pattern, deref(in.Regex), deref(in.IgnoreCase))
+	m, err := compileMatcher(in.Pattern, orDefault(in.Regex, defaultSearchRegex), orDefault(in.IgnoreCase, defaultIgnoreCase))
 	if err != nil {
 		return nil, err
 	}
@@ -149,14 +148,14 @@ func noteList(names []string, n int) string {
 func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, bool, error) {
 	fi, err := s.ws.root.Stat(rel)
 	if err != nil {
-		return nil, false, fsError(err, rel, codeNotFound)
+		return nil, false, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if !fi.IsDir() {
 		// A file named explicitly is searched even when ignored; one that
 		// is not a regular file has nothing to match.
 		f, fi, err := s.ws.openRegular(rel)
 		var te *Error
-		if errors.As(err, &te) && te.Code == codeNotRegular {
+		if errors.As(err, &te) && te.Code == gen.ErrorCodeNotARegularFile {
 			return s.cut(nil)
 		}
 		if err != nil {
@@ -250,7 +249,7 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		return nil, false, err
 	}
 	if walkErr != nil && !truncated {
-		return nil, false, fsError(walkErr, rel, codeNotFound)
+		return nil, false, fsError(walkErr, rel, gen.ErrorCodeNotFound)
 	}
 	return out, truncated || s.walk.capped, nil
 }
@@ -415,7 +414,7 @@ func clipAround(line []byte, col, n int) string {
 func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	var b strings.Builder
 	kind := "the string"
-	if deref(in.Regex) {
+	if orDefault(in.Regex, defaultSearchRegex) {
 		kind = "the regular expression"
 	}
 	switch {

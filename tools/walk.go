@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	ignore "github.com/sabhiram/go-gitignore"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
 // walkFile is a regular file found by a walk. The visitor owns one reference
@@ -21,11 +21,10 @@ type walkFile struct {
 }
 
 // ignoreFrame is the .gitignore of one directory; its patterns apply to
-// paths relative to that directory.
+// paths relative to that directory, the later ones first.
 type ignoreFrame struct {
 	base  string // directory relative to the workspace, "" for the root
-	gi    *ignore.GitIgnore
-	lines int // its patterns: each is a regular expression tried on every path
+	rules []ignoreRule
 }
 
 // walker visits the regular files under a directory of the workspace in
@@ -46,19 +45,19 @@ type walker struct {
 	firstGi   string // the first of them
 }
 
-// addIgnore compiles the lines of the .gitignore of the directory base
-// and adds it to frames, unless the patterns in effect would then pass
+// addIgnore parses the lines of the .gitignore of the directory base and
+// adds it to frames, unless the patterns in effect would then pass
 // walkMaxIgnoreLines; rel is its path, for the note.
 func (wk *walker) addIgnore(frames []ignoreFrame, lines []string, base, rel string) []ignoreFrame {
 	fr := ignoreFrame{base: base}
 	for _, l := range lines {
-		if t := strings.TrimSpace(l); t != "" && t[0] != '#' {
-			fr.lines++
+		if r, ok := parseIgnoreLine(l); ok {
+			fr.rules = append(fr.rules, r)
 		}
 	}
-	n := fr.lines
+	n := len(fr.rules)
 	for _, f := range frames {
-		n += f.lines
+		n += len(f.rules)
 	}
 	if n > walkMaxIgnoreLines {
 		if wk.unapplied == 0 {
@@ -67,7 +66,6 @@ func (wk *walker) addIgnore(frames []ignoreFrame, lines []string, base, rel stri
 		wk.unapplied++
 		return frames
 	}
-	fr.gi = ignore.CompileIgnoreLines(lines...)
 	return append(frames[:len(frames):len(frames)], fr)
 }
 
@@ -218,19 +216,26 @@ func isAre(n int) string {
 	return "were"
 }
 
-// ignored reports whether a .gitignore above p ignores it. Directories are
-// matched with a trailing slash, so "build/" patterns apply to them.
+// ignored reports whether the .gitignore files above p ignore it, as git
+// decides: the last pattern that matches p itself wins, the deeper
+// .gitignore over the one above it; a "!" pattern re-includes. The walk
+// does not enter an ignored directory, so what is inside one stays ignored
+// whatever a pattern re-includes, as in git.
 func ignored(frames []ignoreFrame, p string, dir bool) bool {
-	for _, fr := range frames {
-		r := p
+	if len(frames) == 0 {
+		return false
+	}
+	parts := strings.Split(p, "/")
+	for i := len(frames) - 1; i >= 0; i-- {
+		fr := frames[i]
+		rel := parts
 		if fr.base != "" {
-			r = strings.TrimPrefix(p, fr.base+"/")
+			rel = parts[strings.Count(fr.base, "/")+1:]
 		}
-		if dir {
-			r += "/"
-		}
-		if fr.gi.MatchesPath(r) {
-			return true
+		for j := len(fr.rules) - 1; j >= 0; j-- {
+			if m := fr.rules[j].match(rel, dir); m != gitignore.NoMatch {
+				return m == gitignore.Exclude
+			}
 		}
 	}
 	return false

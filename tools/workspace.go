@@ -3,6 +3,7 @@ package tools
 import (
 	"errors"
 	"fmt"
+	"github.com/specloop/specloop/gen"
 	"io"
 	"io/fs"
 	"os"
@@ -24,21 +25,6 @@ type Env struct {
 	// offered.
 	Sandbox *sandbox.Sandbox
 }
-
-// Error codes the file tools share; each is named in the 422 description of
-// the tools that return it.
-const (
-	codeOutsideWorkspace = "outside_workspace"
-	codeNotFound         = "not_found"
-	codeNotRegular       = "not_a_regular_file"
-	codeNotDirectory     = "not_a_directory"
-	codeBinaryFile       = "binary_file"
-	codeInvalidGlob      = "invalid_glob"
-	codePermission       = "permission_denied"
-	codeInvalidPath      = "invalid_path"
-	codeProtectedPath    = "protected_path"
-	codeHardLink         = "hard_link"
-)
 
 // nonblock makes opening a FIFO or a device return at once; regular files
 // ignore it.
@@ -87,7 +73,13 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 	if err != nil {
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	return &Workspace{dir: abs, root: root, original: map[string]originalFile{}}, nil
+	return newWorkspace(abs, root), nil
+}
+
+// newWorkspace is a workspace on the opened directory root, whose path is
+// dir; every constructor ends here.
+func newWorkspace(dir string, root *os.Root) *Workspace {
+	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}}
 }
 
 // Dir returns the workspace's absolute directory.
@@ -103,15 +95,15 @@ func (w *Workspace) Close() error { return errors.Join(w.root.Close(), w.removeG
 func clean(p string) (string, error) {
 	switch {
 	case strings.IndexByte(p, 0) >= 0:
-		return "", Errorf(codeOutsideWorkspace, "the path contains a NUL byte")
+		return "", Errorf(gen.ErrorCodeOutsideWorkspace, "the path contains a NUL byte")
 	case p == "":
 		return ".", nil
 	case path.IsAbs(p) || filepath.IsAbs(p):
-		return "", Errorf(codeOutsideWorkspace, "absolute paths are outside the workspace; give a path relative to the workspace root")
+		return "", Errorf(gen.ErrorCodeOutsideWorkspace, "absolute paths are outside the workspace; give a path relative to the workspace root")
 	}
 	c := path.Clean(p)
 	if c == ".." || strings.HasPrefix(c, "../") {
-		return "", Errorf(codeOutsideWorkspace, "the path %s is outside the workspace", quote(p))
+		return "", Errorf(gen.ErrorCodeOutsideWorkspace, "the path %s is outside the workspace", quote(p))
 	}
 	return c, nil
 }
@@ -124,7 +116,7 @@ const errPathEscapes = "path escapes from parent"
 // expected condition, and returns other errors unchanged (they stop the run).
 // notFound is the code for a missing path (write_file has none: its parent
 // directories are created).
-func fsError(err error, rel, notFound string) error {
+func fsError(err error, rel string, notFound gen.ErrorCode) error {
 	var te *Error
 	if errors.As(err, &te) {
 		return err
@@ -140,16 +132,16 @@ func fsError(err error, rel, notFound string) error {
 	}
 	switch {
 	case inner != nil && inner.Error() == errPathEscapes:
-		return Errorf(codeOutsideWorkspace, "the path %s leads outside the workspace (through a symbolic link)", quote(rel))
+		return Errorf(gen.ErrorCodeOutsideWorkspace, "the path %s leads outside the workspace (through a symbolic link)", quote(rel))
 	case errors.Is(err, syscall.ELOOP):
-		return Errorf(codeOutsideWorkspace, "the path %s has too many levels of symbolic links", quote(rel))
+		return Errorf(gen.ErrorCodeOutsideWorkspace, "the path %s has too many levels of symbolic links", quote(rel))
 	case errors.Is(err, syscall.ENAMETOOLONG):
-		return Errorf(codeInvalidPath, "the path %s is too long for the file system", quote(rel))
+		return Errorf(gen.ErrorCodeInvalidPath, "the path %s is too long for the file system", quote(rel))
 	case errors.Is(err, fs.ErrPermission):
-		return Errorf(codePermission, "the file system refuses access to %s", quote(rel))
+		return Errorf(gen.ErrorCodePermissionDenied, "the file system refuses access to %s", quote(rel))
 	case errors.Is(err, fs.ErrNotExist), errors.Is(err, syscall.ENOTDIR):
 		if notFound == "" {
-			return Errorf(codeNotRegular, "a parent of %s is not a directory", quote(rel))
+			return Errorf(gen.ErrorCodeNotARegularFile, "a parent of %s is not a directory", quote(rel))
 		}
 		if errors.Is(err, syscall.ENOTDIR) {
 			return Errorf(notFound, "%s does not exist (a parent is not a directory)", quote(rel))
@@ -169,14 +161,14 @@ func quote(p string) string { return fmt.Sprintf("%q", clip(p, 200)) }
 func (w *Workspace) openRegular(rel string) (*os.File, fs.FileInfo, error) {
 	fi, err := w.root.Stat(rel)
 	if err != nil {
-		return nil, nil, fsError(err, rel, codeNotFound)
+		return nil, nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if !fi.Mode().IsRegular() {
 		return nil, nil, notRegular(rel, fi)
 	}
 	f, err := w.root.OpenFile(rel, os.O_RDONLY|nonblock, 0)
 	if err != nil {
-		return nil, nil, fsError(err, rel, codeNotFound)
+		return nil, nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	fi, err = f.Stat()
 	if err != nil {
@@ -204,7 +196,7 @@ func notRegular(rel string, fi fs.FileInfo) error {
 	case m&fs.ModeSymlink != 0:
 		kind = "a symbolic link"
 	}
-	return Errorf(codeNotRegular, "%s is %s, not a regular file", quote(rel), kind)
+	return Errorf(gen.ErrorCodeNotARegularFile, "%s is %s, not a regular file", quote(rel), kind)
 }
 
 // readRegular reads the whole regular file rel.
@@ -244,9 +236,9 @@ func readAll(f *os.File, size int64) ([]byte, error) {
 // replaced, and one that leads outside says so). It returns whether the
 // file exists and its mode. notFound is the code for a parent that is not a
 // directory ("" for not_a_regular_file).
-func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.FileMode, err error) {
+func (w *Workspace) writeTarget(rel string, notFound gen.ErrorCode) (exists bool, mode fs.FileMode, err error) {
 	if rel == "." {
-		return false, 0, Errorf(codeNotRegular, "the workspace root is a directory, not a regular file")
+		return false, 0, Errorf(gen.ErrorCodeNotARegularFile, "the workspace root is a directory, not a regular file")
 	}
 	if err := w.writable(rel); err != nil {
 		return false, 0, err
@@ -263,14 +255,14 @@ func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.File
 		}
 		target, _ := w.root.Readlink(rel)
 		if path.IsAbs(target) {
-			return false, 0, Errorf(codeOutsideWorkspace, "%s is a symbolic link that leads outside the workspace", quote(rel))
+			return false, 0, Errorf(gen.ErrorCodeOutsideWorkspace, "%s is a symbolic link that leads outside the workspace", quote(rel))
 		}
-		return false, 0, Errorf(codeNotRegular, "%s is a symbolic link (to %s), not a regular file; write to its target instead", quote(rel), quote(target))
+		return false, 0, Errorf(gen.ErrorCodeNotARegularFile, "%s is a symbolic link (to %s), not a regular file; write to its target instead", quote(rel), quote(target))
 	case !fi.Mode().IsRegular():
 		return false, 0, notRegular(rel, fi)
 	}
 	if n := hardLinks(fi); n > 1 {
-		return false, 0, Errorf(codeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write the content to a new file instead", quote(rel), n)
+		return false, 0, Errorf(gen.ErrorCodeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write the content to a new file instead", quote(rel), n)
 	}
 	return true, fi.Mode().Perm(), nil
 }
@@ -287,11 +279,11 @@ func (w *Workspace) writeTarget(rel, notFound string) (exists bool, mode fs.File
 func (w *Workspace) writable(rel string) error {
 	for i := 0; i < len(rel); i++ {
 		if c := rel[i]; c < 0x20 || c == 0x7f {
-			return Errorf(codeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), c)
+			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), c)
 		}
 	}
 	if resolved := w.resolve(rel); gitPath(rel) || gitPath(resolved) || w.inGitDir(resolved) {
-		return Errorf(codeProtectedPath, "%s is inside a .git directory or a repository's git directory: the file tools never write a repository's metadata (its configuration and hooks are programs git runs); reading it is allowed", quote(rel))
+		return Errorf(gen.ErrorCodeProtectedPath, "%s is inside a .git directory or a repository's git directory: the file tools never write a repository's metadata (its configuration and hooks are programs git runs); reading it is allowed", quote(rel))
 	}
 	return nil
 }

@@ -28,7 +28,7 @@ func OpenWorkspaceIn(parent *os.Root, name string) (*Workspace, error) {
 		root.Close()
 		return nil, fmt.Errorf("workspace: %w", err)
 	}
-	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}}, nil
+	return newWorkspace(dir, root), nil
 }
 
 // rootPath returns the real path of root's directory: what the kernel

@@ -16,7 +16,7 @@ func writeFile(ctx context.Context, env *Env, in *gen.WriteFileInput) (*gen.Writ
 		return nil, err
 	}
 	if n := int64(len(in.Content)); n > maxWriteFileSize {
-		return nil, Errorf(codeFileTooLarge, "the content for %s is %s, over the %s that write_file writes; nothing was written", quote(rel), mib(n), mib(maxWriteFileSize))
+		return nil, Errorf(gen.ErrorCodeFileTooLarge, "the content for %s is %s, over the %s that write_file writes; nothing was written", quote(rel), mib(n), mib(maxWriteFileSize))
 	}
 	exists, mode, err := ws.writeTarget(rel, "")
 	if err != nil {

@@ -37,6 +37,9 @@ func Format(ev *gen.TraceEvent) string {
 	if ev.ToolName != nil {
 		add("tool", shown(*ev.ToolName))
 	}
+	if ev.CallId != nil {
+		add("call", shown(*ev.CallId))
+	}
 	if ev.ArgumentKeys != nil {
 		keys := make([]string, len(*ev.ArgumentKeys))
 		for i, k := range *ev.ArgumentKeys {
@@ -48,7 +51,7 @@ func Format(ev *gen.TraceEvent) string {
 		add("error", "yes")
 	}
 	if ev.ErrorCode != nil {
-		add("code", *ev.ErrorCode)
+		add("code", string(*ev.ErrorCode))
 	}
 	if ev.FeedbackKind != nil {
 		add("feedback", string(*ev.FeedbackKind))

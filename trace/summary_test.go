@@ -32,7 +32,8 @@ func TestNames(t *testing.T) {
 func TestShowClipsHostileNames(t *testing.T) {
 	name := "\x1b]0;owned\x07" + strings.Repeat("n", 20_000)
 	keys := []string{"\u202e" + strings.Repeat("k", 20_000), "left"}
-	ev := gen.TraceEvent{RunId: "r", EventType: gen.TraceEventTypeModelAction, ToolName: &name, ArgumentKeys: &keys}
+	id := "\x1b[2J" + strings.Repeat("i", 20_000)
+	ev := gen.TraceEvent{RunId: "r", EventType: gen.TraceEventTypeModelAction, ToolName: &name, ArgumentKeys: &keys, CallId: &id}
 	line := trace.Format(&ev)
 	if n := utf8.RuneCountInString(line); n > 400 {
 		t.Fatalf("a line of %d characters", n)
@@ -42,6 +43,9 @@ func TestShowClipsHostileNames(t *testing.T) {
 	}
 	if !strings.Contains(line, "args=[�kkk") || !strings.Contains(line, "…,left]") {
 		t.Fatalf("the keys are not shown clipped: %q", line)
+	}
+	if !strings.Contains(line, "call=�[2Jiii") {
+		t.Fatalf("the call id is not shown clipped: %q", line)
 	}
 	summary := trace.Summary(name)
 	ev.ToolName = &summary

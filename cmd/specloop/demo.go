@@ -11,8 +11,8 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/demo"
 	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
 )
 
 // demoCmd runs the built-in demo: the real loop, tools and completion gate,
@@ -36,7 +36,7 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	sb, err := sbFlags.open(env)
+	sbPolicy, err := sbFlags.policy()
 	if err != nil {
 		env.errorf("demo: %v", err)
 		return exitUsage
@@ -59,33 +59,25 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("demo: %v", err)
 		return exitInternal
 	}
-	ws, err := tools.OpenWorkspace(dir)
-	if err != nil {
-		env.errorf("demo: %v", err)
-		return exitInternal
-	}
-	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, Sandbox: sb.Policy()})
-	if err != nil {
-		env.errorf("demo: %v", err)
-		return exitInternal
-	}
-	check := tools.NewCommandCheck(ws, demo.Check)
-	check.Env = demo.CheckEnv
-	check.Sandbox = sb
-
 	runID := agent.NewRunID()
 	if *tracePath == "" {
 		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
 	}
-	tw, err := createTrace(*tracePath, trace.SyncAtRunEnd)
-	if err != nil {
-		env.errorf("demo: --trace: %v", err)
-		return exitUsage
+	setup, code := openSetup(env, "demo", wiring.Config{
+		Dir:       dir,
+		Sandbox:   sbPolicy,
+		Check:     demo.Check,
+		CheckEnv:  demo.CheckEnv,
+		TracePath: *tracePath,
+		TraceSync: trace.SyncAtRunEnd,
+		MaxSteps:  demo.MaxSteps,
+		RunID:     runID,
+	}, false)
+	if setup == nil {
+		return code
 	}
-	defer tw.Close()
-
-	opts := agent.Options{MaxSteps: demo.MaxSteps, RunID: runID, Tools: rt, Check: check, Trace: tw}
+	defer setup.Close()
+	opts := setup.Options
 	if !*asJSON {
 		w := env.stdout
 		fmt.Fprintln(w, "specloop demo: a scripted model fixes a failing Go test with the code tools.")
@@ -101,10 +93,10 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	}
 	start := env.clockFor(env.stdout).now()
 	res, runErr := agent.Run(ctx, gen.Task{Prompt: demo.Task}, model.NewScript(demo.Script()...), opts)
-	if err := tw.Close(); err != nil && runErr == nil {
+	if err := setup.Trace.Close(); err != nil && runErr == nil {
 		env.errorf("demo: trace: %v", err)
 	}
-	code := report(env, &res, runErr, *asJSON, *tracePath)
+	code = report(env, &res, runErr, *asJSON, *tracePath)
 	if !*asJSON {
 		fmt.Fprintf(env.stdout, "time:   %s\n", roundElapsed(env.clockFor(env.stdout).now().Sub(start)))
 	}

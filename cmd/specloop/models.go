@@ -12,7 +12,7 @@ import (
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/openai"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/wiring"
 )
 
 // replayProvider is the --model prefix that replays a recorded trace.
@@ -76,15 +76,15 @@ func openModel(f *runFlags) (agent.Model, error) {
 // toolSpecs returns the tools the run will offer, so a provider is told
 // about exactly those: the runtime built from the same flags.
 func toolSpecs(f *runFlags) ([]gen.ToolSpec, error) {
-	ws, err := tools.OpenWorkspace(f.workspace)
-	if err != nil {
-		return nil, fmt.Errorf("--workspace: %w", err)
-	}
-	defer ws.Close()
 	// Only the tool list is needed: no command runs, so no sandbox.
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	setup, err := wiring.Open(wiring.Config{Dir: f.workspace, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		return nil, fmt.Errorf("--workspace: %w", we.Err)
+	}
 	if err != nil {
 		return nil, err
 	}
-	return rt.Specs(), nil
+	defer setup.Close()
+	return setup.Runtime.Specs(), nil
 }

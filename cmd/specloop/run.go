@@ -18,8 +18,8 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/spec"
-	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
 )
 
 // runFlags are the flags of `specloop run`.
@@ -44,7 +44,7 @@ type runFlags struct {
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
-	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter")
+	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter (each line an Action or a Turn of several)")
 	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
@@ -112,44 +112,17 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	ws, err := tools.OpenWorkspace(f.workspace)
-	if err != nil {
-		env.errorf("run: --workspace: %v", err)
-		return exitUsage
-	}
-	defer ws.Close()
-	sbPolicy, err := f.sandbox.policy()
+	cfg, err := f.config(policy)
 	if err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: f.noCommands, Sandbox: sbPolicy})
-	if err != nil {
-		env.errorf("run: %v", err)
-		return exitInternal
+	setup, code := openSetup(env, "run", cfg, true)
+	if setup == nil {
+		return code
 	}
-	opts := agent.Options{MaxSteps: f.maxSteps, TokenBudget: f.tokenBudget, Tools: rt, RecordRaw: f.recordRaw}
-	if !f.noCommands || f.check != "" {
-		sb, err := f.sandbox.open(env)
-		if err != nil {
-			env.errorf("run: %v", err)
-			return exitInternal
-		}
-		if f.check != "" {
-			check := tools.NewCommandCheck(ws, f.check)
-			check.Sandbox = sb
-			opts.Check = check
-		}
-	}
-	if f.tracePath != "" {
-		tw, err := createTrace(f.tracePath, policy)
-		if err != nil {
-			env.errorf("run: --trace: %v", err)
-			return exitUsage
-		}
-		defer tw.Close()
-		opts.Trace = tw
-	}
+	defer setup.Close()
+	opts := setup.Options
 	if !f.asJSON {
 		opts.Observer = (&progressPrinter{w: env.stdout}).observe
 	}
@@ -293,47 +266,56 @@ func readPrompt(env *cmdEnv, file, arg string) (string, error) {
 	return string(data), nil
 }
 
-// createTrace opens path to append a trace to it, like trace.Create, but
-// refuses a regular file that already holds something other than a
-// specloop trace, so a mistyped --trace never appends JSON lines to
-// someone's source file: the first line of a non-empty file must be a trace
-// event. Devices and pipes (/dev/stderr) are written as they are.
-func createTrace(path string, policy trace.SyncPolicy) (*trace.Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+// config maps the run flags to the run's setup: `specloop run` and the
+// server's runs both go through wiring.Open, each from its own inputs.
+func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
+	sb, err := f.sandbox.policy()
 	if err != nil {
-		return nil, err
+		return wiring.Config{}, err
 	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.Mode().IsRegular() && st.Size() > 0 {
-		if err := checkTraceFile(path); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return trace.NewWriter(f, policy), nil
+	return wiring.Config{
+		Dir:             f.workspace,
+		DisableCommands: f.noCommands,
+		Sandbox:         sb,
+		Check:           f.check,
+		TracePath:       f.tracePath,
+		TraceSync:       policy,
+		RecordRaw:       f.recordRaw,
+		MaxSteps:        f.maxSteps,
+		TokenBudget:     f.tokenBudget,
+	}, nil
 }
 
-// checkTraceFile reports whether the first line of the file at path is a
-// trace event.
-func checkTraceFile(path string) error {
-	r, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
+// openSetup opens a local run's setup for command name. On failure it
+// reports the error, naming the flag at fault, and returns nil and the exit
+// status: a usage error for a workspace the user named (userWorkspace), a
+// sandbox this machine cannot provide or a trace file that cannot be
+// written. It prints the warning of an unconfined sandbox.
+func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
+	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	switch {
+	case err == nil:
+	case errors.As(err, &we) && we.Part == wiring.PartWorkspace && userWorkspace:
+		env.errorf("%s: --workspace: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartSandbox:
+		env.errorf("%s: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartTrace:
+		env.errorf("%s: --trace: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we):
+		env.errorf("%s: %v", name, we.Err)
+		return nil, exitInternal
+	default:
+		env.errorf("%s: %v", name, err)
+		return nil, exitInternal
 	}
-	defer r.Close()
-	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
-	if err != nil && err != io.EOF {
-		line = nil // a read error, or a first line longer than any trace event
+	if setup.Sandbox != nil {
+		if w := setup.Sandbox.Warning(); w != "" {
+			fmt.Fprintln(env.stderr, "specloop: "+w)
+		}
 	}
-	if len(line) == 0 {
-		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
-	}
-	if _, err := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
-		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
-	}
-	return nil
+	return setup, 0
 }

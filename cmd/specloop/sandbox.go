@@ -33,23 +33,6 @@ func (f *sandboxFlags) policy() (sandbox.Policy, error) {
 	return sandbox.Policy{Backend: b, AllowNetwork: f.allowNetwork, AllowGitWrites: f.allowGitWrites, PassEnv: f.passEnv}, nil
 }
 
-// open resolves the policy on this machine and prints the warning of an
-// unconfined sandbox.
-func (f *sandboxFlags) open(env *cmdEnv) (*sandbox.Sandbox, error) {
-	p, err := f.policy()
-	if err != nil {
-		return nil, err
-	}
-	sb, err := sandbox.New(p)
-	if err != nil {
-		return nil, err
-	}
-	if w := sb.Warning(); w != "" {
-		fmt.Fprintln(env.stderr, "specloop: "+w)
-	}
-	return sb, nil
-}
-
 // stringList is a repeatable string flag.
 type stringList []string
 

@@ -3,13 +3,14 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
-	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/wiring"
 )
 
 func specCmd(_ context.Context, env *cmdEnv, args []string) int {
@@ -32,18 +33,19 @@ func toolsCmd(_ context.Context, env *cmdEnv, args []string) int {
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
-	ws, err := tools.OpenWorkspace(*workspace)
-	if err != nil {
-		env.errorf("%v", err)
+	// Only the tool list is needed: no command runs, so no sandbox.
+	setup, err := wiring.Open(wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		env.errorf("%v", we.Err)
 		return exitUsage
 	}
-	defer ws.Close()
-	// Only the tool list is needed: no command runs, so no sandbox.
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
 	if err != nil {
 		env.errorf("%v", err)
 		return exitInternal
 	}
+	defer setup.Close()
+	rt := setup.Runtime
 	if *asJSON {
 		enc := json.NewEncoder(env.stdout)
 		enc.SetIndent("", "  ")

@@ -23,31 +23,47 @@ import (
 	"github.com/specloop/specloop/trace"
 )
 
+// TestErrorCodes: the codes each tool may return are spec data (the
+// x-error-codes of its 422 response, members of ErrorCode), the model is told
+// their meanings from ErrorCode's x-meanings, and a list naming a code the
+// enum lacks stops the registry.
 func TestErrorCodes(t *testing.T) {
-	tests := []struct {
-		description string
-		want        []string
-	}{
-		{"division_by_zero: the operation is divide and right is 0. non_finite_result: the result overflows to infinity or is not a number.",
-			[]string{"division_by_zero", "non_finite_result"}},
-		{"invalid_regex: the pattern is not valid (the parser's message is given). outside_workspace: the path is outside.",
-			[]string{"invalid_regex", "outside_workspace"}},
-		{"no_match: old_text does not occur. no_match: again.", []string{"no_match"}},
-		{"Fails when the file is missing.", nil},
-	}
-	for _, tt := range tests {
-		if diff := cmp.Diff(tt.want, contract.ErrorCodes(tt.description)); diff != "" {
-			t.Errorf("ErrorCodes(%q) (-want +got):\n%s", tt.description, diff)
-		}
-	}
-	// Every tool of the spec names its codes this way.
 	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, d := range reg.Defs() {
-		if len(contract.ErrorCodes(d.Spec.ErrorDescription)) == 0 {
-			t.Errorf("%s: no error code parsed from %q", d.Spec.Name, d.Spec.ErrorDescription)
+		if len(d.ErrorCodes) == 0 {
+			t.Errorf("%s: lists no error codes", d.Spec.Name)
+		}
+		for _, c := range append(slices.Clone(d.ErrorCodes), tools.RuntimeErrorCodes...) {
+			m := reg.ErrorMeaning(c)
+			if !c.Valid() || m == "" {
+				t.Errorf("%s: code %s has no generated constant or no meaning", d.Spec.Name, c)
+			}
+			if slices.Contains(d.ErrorCodes, c) && !strings.Contains(d.Spec.ErrorDescription, string(c)+": "+m) {
+				t.Errorf("%s: the model is not told that %s means %q: %q", d.Spec.Name, c, m, d.Spec.ErrorDescription)
+			}
+		}
+	}
+	calc, _ := reg.Lookup("calculator")
+	if diff := cmp.Diff([]gen.ErrorCode{gen.ErrorCodeDivisionByZero, gen.ErrorCodeNonFiniteResult}, calc.ErrorCodes); diff != "" {
+		t.Errorf("calculator codes (-want +got):\n%s", diff)
+	}
+	for name, edit := range map[string][2]string{
+		"undefined code":  {"x-error-codes: [division_by_zero, non_finite_result]", "x-error-codes: [division_by_zero, no_such_code]"},
+		"no codes":        {"x-error-codes: [division_by_zero, non_finite_result]", "x-error-codes: []"},
+		"meaning missing": {"        division_by_zero: the operation is divide and right is 0\n", ""},
+	} {
+		yaml := strings.Replace(string(spec.YAML()), edit[0], edit[1], 1)
+		if yaml == string(spec.YAML()) {
+			t.Fatalf("%s: the spec no longer has %q", name, edit[0])
+		}
+		if _, err := spec.Parse([]byte(yaml)); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tools.NewRegistry([]byte(yaml)); err == nil {
+			t.Errorf("%s: the registry accepted the spec", name)
 		}
 	}
 }

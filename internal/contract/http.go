@@ -17,6 +17,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/specloop/specloop/internal/schema"
 )
 
 // HTTP validates exchanges with a server against the spec with
@@ -130,16 +131,8 @@ func concise(err error) error {
 		}
 	}
 	if errors.As(err, &se) {
-		se = innermost(se)
-		tokens := se.JSONPointer()
-		reason := se.Reason
-		if m := missingProperty.FindStringSubmatch(reason); se.SchemaField == "required" && m != nil {
-			if len(tokens) == 0 || tokens[len(tokens)-1] != m[1] {
-				tokens = append(tokens, m[1])
-			}
-			reason = "is required"
-		}
-		msg := pointer(tokens...) + ": " + reason
+		fe := schema.FromSchemaError(se)
+		msg := fe.Pointer + ": " + fe.Reason
 		if prefix != "" {
 			msg = prefix + ": " + msg
 		}

@@ -2,14 +2,13 @@ package contract
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"reflect"
-	"regexp"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/spec"
 )
 
@@ -27,49 +26,16 @@ func (e *fieldError) Error() string {
 	return e.Pointer + ": " + e.Reason
 }
 
-var missingProperty = regexp.MustCompile(`^property "(.+)" is missing$`)
-
 // kinCheck validates value against s with kin-openapi, the reference
-// validator of the spec. It returns nil or a *fieldError.
+// validator of the spec, and words a violation as the runtime does
+// (internal/schema). It returns nil or a *fieldError.
 func kinCheck(s *openapi3.Schema, value any, opts ...openapi3.SchemaValidationOption) *fieldError {
 	err := s.VisitJSON(value, opts...)
 	if err == nil {
 		return nil
 	}
-	var se *openapi3.SchemaError
-	if !errors.As(err, &se) {
-		return &fieldError{Reason: "does not match the schema"}
-	}
-	se = innermost(se)
-	tokens := se.JSONPointer()
-	reason := se.Reason
-	if m := missingProperty.FindStringSubmatch(reason); se.SchemaField == "required" && m != nil {
-		if len(tokens) == 0 || tokens[len(tokens)-1] != m[1] {
-			tokens = append(tokens, m[1])
-		}
-		reason = "is required"
-	}
-	if reason == "" {
-		reason = "does not match the schema (" + se.SchemaField + ")"
-	}
-	return &fieldError{Pointer: pointer(tokens...), Reason: reason}
-}
-
-// innermost follows a oneOf failure into the only branch that failed, so the
-// pointer names the deepest field.
-func innermost(se *openapi3.SchemaError) *openapi3.SchemaError {
-	for range 32 {
-		var me openapi3.MultiError
-		if se.Origin == nil || !errors.As(se.Origin, &me) || len(me) != 1 {
-			return se
-		}
-		var inner *openapi3.SchemaError
-		if !errors.As(me[0], &inner) {
-			return se
-		}
-		se = inner
-	}
-	return se
+	fe := schema.FromSchemaError(err)
+	return &fieldError{Pointer: fe.Pointer, Reason: fe.Reason}
 }
 
 // componentName is the schema component a generated type was generated

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"maps"
 	"reflect"
-	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -20,21 +19,6 @@ import (
 // fails the check instead of the test binary.
 const callTimeout = 20 * time.Second
 
-var errorCode = regexp.MustCompile(`(?:^|[.!)]\s+)([a-z][a-z0-9_]*):\s`)
-
-// ErrorCodes parses the error codes a tool's error description names. The
-// spec writes them as `code: what it means.` sentences, e.g.
-// "division_by_zero: the operation is divide and right is 0. non_finite_result: ...".
-func ErrorCodes(description string) []string {
-	var codes []string
-	for _, m := range errorCode.FindAllStringSubmatch(description, -1) {
-		if !slices.Contains(codes, m[1]) {
-			codes = append(codes, m[1])
-		}
-	}
-	return codes
-}
-
 // CheckTools checks the tools of doc against handlers, the way a model
 // would meet them:
 //
@@ -42,14 +26,15 @@ func ErrorCodes(description string) []string {
 //   - each handler's Go input type has a field for every property of the
 //     tool's input schema and no other (a spec field the handler cannot see
 //     is ignored silently);
-//   - each tool's error description names its error codes;
+//   - each tool's operation lists its error codes (x-error-codes; the
+//     registry refuses a tool without them or with a code ErrorCode lacks);
 //   - the model-visible tool specs validate against ToolSpec;
 //   - every input GenerateInputs derives from the input schema and the
 //     spec's examples is run by a runtime over doc with these handlers
 //     (commands allowed), in the fixture workspace (see WriteFixture), and
 //     its Observation must match the spec: an input the schema accepts gets
 //     a result that validates against the tool's result schema, or an error
-//     whose code the tool's error description names; an input the schema
+//     whose code the tool's operation lists (or a runtime code); an input the schema
 //     rejects gets invalid_arguments; every example succeeds.
 //
 // Validity is decided by kin-openapi over doc, independently of the
@@ -73,9 +58,6 @@ func CheckTools(ctx context.Context, doc *openapi3.T, handlers []tools.Handler, 
 	}
 	for _, def := range reg.Defs() {
 		ps = append(ps, checkInputType(doc, def, bound[def.Spec.Name])...)
-		if len(ErrorCodes(def.Spec.ErrorDescription)) == 0 {
-			ps = append(ps, Problem{Subject: def.Spec.Name, Message: "the error description (the 422 response's description) names no error code; write them as `code: meaning.`"})
-		}
 	}
 	if err := WriteFixture(dir); err != nil {
 		return append(ps, Problem{Subject: "fixture", Message: err.Error()})
@@ -159,7 +141,6 @@ func (tc *toolCheck) check(ctx context.Context, doc *openapi3.T, def *tools.Def)
 	if len(examples) == 0 {
 		ps = append(ps, Problem{Subject: name, Message: "the operation has no request body example; every tool needs one (it is the base of the generated inputs)"})
 	}
-	codes := ErrorCodes(def.Spec.ErrorDescription)
 	result := resultName(op)
 	input, output := toolSchemas(doc, op, def)
 	if input == nil || output == nil {
@@ -184,7 +165,7 @@ func (tc *toolCheck) check(ctx context.Context, doc *openapi3.T, def *tools.Def)
 			ps = append(ps, p)
 			continue
 		}
-		for _, msg := range judge(def, output, result, codes, tc.observation, obs, invalid, in.Verbatim) {
+		for _, msg := range judge(def, output, result, tc.observation, obs, invalid, in.Verbatim) {
 			q := p
 			if in.Verbatim {
 				msg = "example " + in.Example + ": " + msg
@@ -212,7 +193,7 @@ func (tc *toolCheck) call(ctx context.Context, tool string, args map[string]any)
 
 // judge says what is wrong with an observation of an input that the schema
 // accepts (invalid == nil) or rejects.
-func judge(def *tools.Def, output *openapi3.Schema, result string, codes []string, obsSchema *openapi3.Schema, obs gen.Observation, invalid *fieldError, example bool) []string {
+func judge(def *tools.Def, output *openapi3.Schema, result string, obsSchema *openapi3.Schema, obs gen.Observation, invalid *fieldError, example bool) []string {
 	var msgs []string
 	if data, err := json.Marshal(obs); err != nil {
 		msgs = append(msgs, "the observation does not encode: "+err.Error())
@@ -223,27 +204,27 @@ func judge(def *tools.Def, output *openapi3.Schema, result string, codes []strin
 			msgs = append(msgs, "the observation does not validate against Observation: "+fe.Error())
 		}
 	}
-	code := ""
+	var code gen.ErrorCode
 	if obs.ErrorCode != nil {
 		code = *obs.ErrorCode
 	}
 	detail := clipText(strings.TrimPrefix(obs.Content, "error: "), 200)
 	if invalid != nil {
-		if !obs.IsError || code != tools.CodeInvalidArguments {
+		if !obs.IsError || code != gen.ErrorCodeInvalidArguments {
 			what := "succeeded"
 			if obs.IsError {
-				what = "failed with " + code
+				what = "failed with " + quoteCode(code)
 			}
-			msgs = append(msgs, fmt.Sprintf("the schema rejects this input (%s) but the runtime did not answer %s: the call %s", invalid.Error(), tools.CodeInvalidArguments, what))
+			msgs = append(msgs, fmt.Sprintf("the schema rejects this input (%s) but the runtime did not answer %s: the call %s", invalid.Error(), gen.ErrorCodeInvalidArguments, what))
 		}
 		return msgs
 	}
 	if obs.IsError {
 		switch {
-		case code == tools.CodeInvalidArguments:
+		case code == gen.ErrorCodeInvalidArguments:
 			msgs = append(msgs, fmt.Sprintf("the schema accepts this input but the runtime answered %s: %s", code, detail))
-		case !slices.Contains(codes, code):
-			msgs = append(msgs, fmt.Sprintf("handler failed with %s, which the spec's error description does not name (it names %s): %s", quoteCode(code), strings.Join(codes, ", "), detail))
+		case !def.Declares(code):
+			msgs = append(msgs, fmt.Sprintf("handler failed with %s, which the operation's x-error-codes do not list (it lists %s): %s", quoteCode(code), joinCodes(def.ErrorCodes), detail))
 		case example:
 			msgs = append(msgs, fmt.Sprintf("failed with %s; a spec example must succeed: %s", code, detail))
 		}
@@ -287,11 +268,19 @@ func resultName(op *openapi3.Operation) string {
 	return "the tool's result schema"
 }
 
-func quoteCode(code string) string {
+func quoteCode(code gen.ErrorCode) string {
 	if code == "" {
 		return "no error code"
 	}
-	return code
+	return string(code)
+}
+
+func joinCodes(codes []gen.ErrorCode) string {
+	s := make([]string, len(codes))
+	for i, c := range codes {
+		s[i] = string(c)
+	}
+	return strings.Join(s, ", ")
 }
 
 // checkInputType compares the properties of a tool's input schema with the

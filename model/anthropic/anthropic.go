@@ -5,13 +5,14 @@
 // Its tool_use blocks become ToolCalls, a finish tool_use or a reply with
 // text and no tool_use becomes a Finish, and everything else (input that is
 // not a JSON object, an unknown tool, a refusal, a reply cut off at
-// max_tokens, an empty reply) becomes invalid-output feedback. Several
-// tool_use blocks in one reply run as consecutive steps, in order, without
-// asking the provider again between them.
+// max_tokens, an empty reply, a finish before other tool_use blocks)
+// becomes invalid-output feedback. A reply with several tool_use blocks is
+// one turn (agent.TurnModel): one step whose calls run in order. The Model
+// keeps no state between calls; everything comes from the history.
 //
-// The history goes back as an assistant message with a tool_use block per
-// ToolCall, followed by a user message with the tool_result block for the
-// same id; a failed observation's tool_result has is_error set and its text
+// The history goes back as one assistant message per turn, with a tool_use
+// block per ToolCall, followed by a user message with the tool_result
+// blocks for the same ids, in order; a failed observation's tool_result has is_error set and its text
 // starts with "ERROR" (and its error code). Invalid-output feedback is a
 // user text block; a finish the completion check rejected is a finish
 // tool_use answered by a tool_result with is_error. Consecutive user blocks
@@ -19,7 +20,7 @@
 //
 // 429 and 5xx (including 529 overloaded) responses are retried by the SDK
 // with exponential backoff, honouring Retry-After; when the retries are
-// exhausted NextAction returns a *model.ProviderError, which ends the run
+// exhausted NextTurn returns a *model.ProviderError, which ends the run
 // with exit reason model_error.
 package anthropic
 
@@ -121,9 +122,8 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // from the environment.
 func NewFromEnv(cfg Config) (*Model, error) { return New(cfg.WithEnv(nil)) }
 
-// Model is an agent.Model over the Messages API. It is safe for concurrent
-// use, but a Model with queued tool calls belongs to one run: give each run
-// its own Model.
+// Model is an agent.Model and agent.TurnModel over the Messages API. It is
+// stateless and safe for concurrent use: runs may share one.
 type Model struct {
 	client  anthropic.Client
 	cfg     Config
@@ -131,10 +131,12 @@ type Model struct {
 	toolset *adapt.Toolset
 	tools   []anthropic.ToolUnionParam // shared by every request
 	system  string
-	queue   adapt.Queue
 }
 
-var _ agent.Model = (*Model)(nil)
+var (
+	_ agent.Model     = (*Model)(nil)
+	_ agent.TurnModel = (*Model)(nil)
+)
 
 // New returns a Model for cfg. It never reads the environment (see
 // NewFromEnv).
@@ -192,25 +194,25 @@ func New(cfg Config) (*Model, error) {
 	return m, nil
 }
 
-// NextAction asks the model for the next action of the run (or returns the
-// next tool call queued from its previous reply).
-func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+// NextTurn asks the model for the next turn of the run: every tool call
+// of its reply, in order (agent.TurnModel).
+func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
 	if err := ctx.Err(); err != nil {
-		return agent.Action{}, err
-	}
-	if a, ok := m.queue.Next(history); ok {
-		return a, nil
+		return agent.Turn{}, err
 	}
 	var attempts adapt.Attempts
 	resp, err := m.client.Messages.New(ctx, m.params(task, history), option.WithMiddleware(attempts.Middleware))
 	if err != nil {
-		return agent.Action{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return agent.Turn{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
 	}
-	actions, err := m.toolset.Actions(reply(resp))
-	if err != nil {
-		return agent.Action{}, err
-	}
-	return m.queue.Start(history, actions), nil
+	return m.toolset.Turn(reply(resp))
+}
+
+// NextAction asks the model for one action: a reply with several tool
+// calls is an *agent.InvalidOutputError asking for one call per reply.
+// agent.Run uses NextTurn instead.
+func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+	return adapt.OneAction(m.NextTurn(ctx, task, history))
 }
 
 // status extracts the HTTP status and error type of an API error.

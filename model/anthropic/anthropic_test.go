@@ -191,7 +191,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 func TestHistoryRendering(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "answer.json"))
-	code := "division_by_zero"
+	code := gen.ErrorCodeDivisionByZero
 	badID := "call.7" // not a valid tool_use id: replaced by a synthetic one
 	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
 	history := agent.NewHistory(
@@ -306,36 +306,101 @@ func TestFinishTool(t *testing.T) {
 	jsonEqual(t, "raw", a.Raw, `{"type":"finish","answer":"12 x 7 = 84."}`)
 }
 
-func TestParallelToolUseRunsAsSteps(t *testing.T) {
+// Several tool_use blocks are one turn: one step, one request, each
+// call's observation tied to its id in the trace, and the next request
+// carries both tool_use blocks in one assistant message followed by one
+// user message with their tool_result blocks, in order.
+func TestParallelToolUseIsOneTurn(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "parallel_tool_use.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{MaxSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v, want finished in 2 steps: a turn is one step", res)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+	want := []string{
+		"1 model_action toolu_01First",
+		"1 model_action toolu_02Second",
+		"1 observation toolu_01First " + trace.Summary("84"),
+		"1 observation toolu_02Second " + trace.Summary("4"),
+		"2 model_action",
+	}
+	if diff := cmp.Diff(want, modeltest.CallTrace(events)); diff != "" {
+		t.Fatalf("trace (-want +got):\n%s", diff)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "user[text] assistant[tool_use,tool_use] user[tool_result,tool_result]" {
+		t.Fatalf("messages = %q", got)
+	}
+	for j, id := range []string{"toolu_01First", "toolu_02Second"} {
+		if block(msgs, 1, j)["id"] != id || block(msgs, 2, j)["tool_use_id"] != id {
+			t.Fatalf("tool_use %d and its result are not tied to %s", j, id)
+		}
+	}
+}
+
+// A finish after a tool_use in the same reply ends the run in that step,
+// after the call ran.
+func TestFinishAfterToolUseInOneTurn(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_finish.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 3 {
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 1 || *res.Answer != "12 x 7 = 84." {
 		t.Fatalf("result = %+v", res)
 	}
-	if n := s.count(); n != 2 {
-		t.Fatalf("%d requests, want 2: the second tool_use runs from the queue", n)
+	want := []string{"1 model_action toolu_01Calc", "1 model_action", "1 observation toolu_01Calc " + trace.Summary("84")}
+	if diff := cmp.Diff(want, modeltest.CallTrace(events)); diff != "" {
+		t.Fatalf("trace (-want +got):\n%s", diff)
 	}
-	var outputs []string
-	for _, ev := range events {
-		if ev.EventType == gen.TraceEventTypeObservation {
-			outputs = append(outputs, *ev.Output)
-		}
+}
+
+// A tool_use whose input breaks the tool's schema gets an error
+// tool_result; the other call of the turn still runs.
+func TestInvalidToolUseAmongValidOnes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_invalid_argument.json"), ok(t, "answer.json"))
+	res, _, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if diff := cmp.Diff([]string{trace.Summary("84"), trace.Summary("4")}, outputs); diff != "" {
-		t.Fatalf("observations (-want +got):\n%s", diff)
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v", res)
 	}
 	msgs := messages(t, s.requests()[1])
-	if got := roles(msgs); got != "user[text] assistant[tool_use] user[tool_result] assistant[tool_use] user[tool_result]" {
-		t.Fatalf("messages = %q", got)
+	bad, good := block(msgs, 2, 0), block(msgs, 2, 1)
+	if bad["tool_use_id"] != "toolu_01Bad" || bad["is_error"] != true {
+		t.Fatalf("the bad call's result = %v", bad)
 	}
-	for i, id := range map[int]string{1: "toolu_01First", 3: "toolu_02Second"} {
-		if block(msgs, i, 0)["id"] != id || block(msgs, i+1, 0)["tool_use_id"] != id {
-			t.Fatalf("messages %d and %d are not tied to %s", i, i+1, id)
-		}
+	if good["tool_use_id"] != "toolu_02Good" || good["is_error"] == true || !strings.Contains(fmt.Sprint(good["content"]), "84") {
+		t.Fatalf("the good call's result = %v", good)
+	}
+}
+
+// The Model keeps no state: asking twice with the same history asks the
+// provider twice, and NextAction refuses a reply of several tool_use blocks.
+func TestStateless(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_tool_use.json"), ok(t, "parallel_tool_use.json"))
+	m := newModel(t, s, nil)
+	turn, err := m.NextTurn(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil || len(turn.Actions) != 2 {
+		t.Fatalf("turn = %+v, %v", turn, err)
+	}
+	_, err = m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	var inv *agent.InvalidOutputError
+	if !errors.As(err, &inv) || inv.Usage == nil {
+		t.Fatalf("NextAction of a two-call reply: err = %v, want invalid output with usage", err)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
 	}
 }
 
@@ -497,6 +562,17 @@ func message(turn modeltest.Turn, n int) []byte {
 		content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d", n), "name": name, "input": input})
 	}
 	switch {
+	case turn.Parallel != nil:
+		for k, a := range turn.Parallel {
+			name, input := "finish", []byte(nil)
+			if a.ToolCall != nil {
+				name = a.ToolCall.ToolName
+				input, _ = json.Marshal(a.ToolCall.Arguments)
+			} else {
+				input, _ = json.Marshal(map[string]any{"answer": a.Finish.Answer})
+			}
+			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_%d", n, k), "name": name, "input": json.RawMessage(input)})
+		}
 	case turn.ToolCall != nil:
 		args, _ := json.Marshal(turn.ToolCall.Arguments)
 		use(turn.ToolCall.ToolName, args)

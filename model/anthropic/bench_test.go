@@ -69,7 +69,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 		if err := json.Unmarshal(body, &resp); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.toolset.Actions(reply(&resp)); err != nil {
+		if _, err := m.toolset.Turn(reply(&resp)); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -45,7 +45,7 @@ func TestRequestMatchesReference(t *testing.T) {
 		}}
 	})
 	sf, paris, tokyo := "toolu_01A09q90qw90lq917835lq9", "toolu_02B19r91rx91mr928946mr0", "toolu_03C29s92sy92ns939057ns1"
-	code := "invalid_arguments"
+	code := gen.ErrorCodeInvalidArguments
 	call := func(id *string, args map[string]any) agent.Item {
 		return agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "get_weather", CallId: id, Arguments: args}}
 	}

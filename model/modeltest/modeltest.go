@@ -10,13 +10,16 @@
 // *agent.InvalidOutputError that does not repeat the output, a cancelled
 // context is an error and not invalid output, and a whole run through
 // agent.Run with the real tools runtime reaches its answer and leaves a
-// replayable trace.
+// replayable trace. For an agent.TurnModel it also checks turns: a reply of
+// several actions comes back whole and in order, and runs as one step whose
+// observations are tied to their calls' ids.
 package modeltest
 
 import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -47,10 +50,15 @@ type Turn struct {
 	// Invalid is a reply that is not a valid action; a provider factory
 	// renders it as a tool call whose arguments are InvalidText.
 	Invalid bool
+	// Parallel is a reply with several actions: tool calls, the last
+	// possibly a finish. A provider factory renders it as several tool
+	// calls in one reply (a finish as a call of the finish tool).
+	Parallel []Turn
 }
 
 // Raw returns the turn in the wire form of an Action (InvalidText for an
-// invalid turn), as a script model would get it.
+// invalid turn), or of the spec's Turn for a parallel one, as a script
+// model would get it.
 func (t Turn) Raw() string {
 	var v any
 	switch {
@@ -58,6 +66,22 @@ func (t Turn) Raw() string {
 		v = t.ToolCall
 	case t.Finish != nil:
 		v = t.Finish
+	case t.Parallel != nil:
+		var turn gen.Turn
+		for _, p := range t.Parallel {
+			var a gen.Action
+			var err error
+			if p.ToolCall != nil {
+				err = a.FromToolCall(*p.ToolCall)
+			} else {
+				err = a.FromFinish(*p.Finish)
+			}
+			if err != nil {
+				panic(err)
+			}
+			turn.Actions = append(turn.Actions, a)
+		}
+		v = turn
 	default:
 		return InvalidText
 	}
@@ -81,8 +105,12 @@ func Finish(answer string) Turn {
 // Invalid returns a turn that is not a valid action.
 func Invalid() Turn { return Turn{Invalid: true} }
 
-// Factory returns a new model whose successive NextAction calls answer with
-// turns, in order, for a run of Task.
+// Parallel returns a reply of several actions: tool calls, the last
+// possibly a finish.
+func Parallel(actions ...Turn) Turn { return Turn{Parallel: actions} }
+
+// Factory returns a new model whose successive NextAction (or NextTurn)
+// calls answer with turns, in order, for a run of Task.
 type Factory func(t *testing.T, turns []Turn) agent.Model
 
 // calculatorTool is the tool the suite calls; it needs no workspace.
@@ -90,6 +118,10 @@ const calculatorTool = "calculator"
 
 func multiply() Turn {
 	return Call(calculatorTool, map[string]any{"left": 12.0, "operation": string(gen.CalculatorOperationMultiply), "right": 7.0})
+}
+
+func subtract() Turn {
+	return Call(calculatorTool, map[string]any{"left": 84.0, "operation": string(gen.CalculatorOperationSubtract), "right": 80.0})
 }
 
 // Runtime returns the tools runtime the suite runs with: the built-in tools
@@ -183,6 +215,71 @@ func Run(t *testing.T, newModel Factory) {
 		}
 		checkRecordedRaw(t, events)
 	})
+	// Every model specloop ships is a TurnModel (each asserts it at compile
+	// time); a one-action model of a user's passes the suite without these.
+	turnModel := func(t *testing.T, turns []Turn) (agent.Model, agent.TurnModel) {
+		m := newModel(t, turns)
+		tm, ok := m.(agent.TurnModel)
+		if !ok {
+			t.Fatal("the factory built a model that is not an agent.TurnModel, unlike its first")
+		}
+		return m, tm
+	}
+	if _, ok := newModel(t, []Turn{Finish("probe")}).(agent.TurnModel); ok {
+		t.Run("Turn", func(t *testing.T) {
+			want := Parallel(multiply(), subtract(), Finish("4"))
+			_, m := turnModel(t, []Turn{want})
+			turn, err := m.NextTurn(context.Background(), Task, agent.NewHistory())
+			if err != nil {
+				t.Fatalf("NextTurn: %v", err)
+			}
+			if len(turn.Actions) != 3 {
+				t.Fatalf("turn of %d actions, want 3: %+v", len(turn.Actions), turn)
+			}
+			for i, w := range want.Parallel[:2] {
+				a := turn.Actions[i]
+				if a.ToolCall == nil || a.Finish != nil {
+					t.Fatalf("action %d: want exactly a tool call, got %+v", i, a)
+				}
+				checkCall(t, a.ToolCall, w.ToolCall)
+				checkRaw(t, a)
+			}
+			if f := turn.Actions[2].Finish; f == nil || f.Answer != "4" || turn.Actions[2].ToolCall != nil {
+				t.Fatalf("action 2: want the finish, got %+v", turn.Actions[2])
+			}
+			checkRaw(t, turn.Actions[2])
+			checkUsage(t, turn.Usage)
+		})
+		t.Run("RunTurn", func(t *testing.T) {
+			turns := []Turn{Parallel(multiply(), subtract()), Finish("4")}
+			m, _ := turnModel(t, turns)
+			res, events := run(t, m, len(turns))
+			if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+				t.Fatalf("result = %+v, want finished in 2 steps: a turn is one step", res)
+			}
+			wantTypes := []gen.TraceEventType{
+				gen.TraceEventTypeRunStarted, gen.TraceEventTypeModelAction, gen.TraceEventTypeModelAction,
+				gen.TraceEventTypeObservation, gen.TraceEventTypeObservation, gen.TraceEventTypeModelAction,
+				gen.TraceEventTypeRunFinished,
+			}
+			if diff := cmp.Diff(wantTypes, eventTypes(events)); diff != "" {
+				t.Fatalf("trace events (-want +got):\n%s", diff)
+			}
+			for i, want := range []string{"84", "4"} {
+				call, obs := events[1+i], events[3+i]
+				if call.Step != 1 || obs.Step != 1 {
+					t.Fatalf("the turn's events are not all of step 1: %+v %+v", call, obs)
+				}
+				if obs.Output == nil || *obs.Output != trace.Summary(want) {
+					t.Fatalf("observation %d is not %s: %+v", i, want, obs)
+				}
+				if !cmp.Equal(call.CallId, obs.CallId) {
+					t.Fatalf("observation %d is tied to call id %v, its call has %v", i, obs.CallId, call.CallId)
+				}
+			}
+			checkRecordedRaw(t, events)
+		})
+	}
 	t.Run("FeedbackThenRecovery", func(t *testing.T) {
 		turns := []Turn{Invalid(), multiply(), Finish("84")}
 		res, events := run(t, newModel(t, turns), len(turns))
@@ -292,4 +389,24 @@ func checkRecordedRaw(t *testing.T, events []gen.TraceEvent) {
 			}
 		}
 	}
+}
+
+// CallTrace lists the model_action and observation events of a trace as
+// "step type call_id", with each observation's output summary.
+func CallTrace(events []gen.TraceEvent) []string {
+	var out []string
+	for _, ev := range events {
+		if ev.EventType != gen.TraceEventTypeModelAction && ev.EventType != gen.TraceEventTypeObservation {
+			continue
+		}
+		line := fmt.Sprintf("%d %s", ev.Step, ev.EventType)
+		if ev.CallId != nil {
+			line += " " + *ev.CallId
+		}
+		if ev.EventType == gen.TraceEventTypeObservation {
+			line += " " + *ev.Output
+		}
+		out = append(out, line)
+	}
+	return out
 }

@@ -7,18 +7,21 @@
 // the spec's Finish. Its tool calls become ToolCalls, a finish call or a
 // plain reply without tool calls becomes a Finish, and everything else
 // (arguments that are not a JSON object, an unknown function, a refusal, a
-// reply cut off at the token limit, an empty reply) becomes invalid-output
-// feedback. Several tool calls in one reply run as consecutive steps, in
-// order, without asking the provider again between them.
+// reply cut off at the token limit, an empty reply, a finish call before
+// other calls) becomes invalid-output feedback. A reply with parallel tool
+// calls is one turn (agent.TurnModel): one step whose calls run in order.
+// The Model keeps no state between calls; everything comes from the
+// history.
 //
-// The history goes back as an assistant message with one tool call per
-// ToolCall, followed by a tool message with the matching tool_call_id; a
+// The history goes back as one assistant message per turn, with one tool
+// call per ToolCall, followed by a tool message per call with the matching
+// tool_call_id, in order; a
 // failed observation's text starts with "ERROR" (and its error code).
 // Invalid-output feedback is a user message; a finish the completion check
 // rejected is a finish call answered by an "ERROR: ..." tool message.
 //
 // 429 and 5xx responses are retried by the SDK with exponential backoff,
-// honouring Retry-After; when the retries are exhausted NextAction returns a
+// honouring Retry-After; when the retries are exhausted NextTurn returns a
 // *model.ProviderError, which ends the run with exit reason model_error.
 package openai
 
@@ -119,9 +122,8 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // from the environment.
 func NewFromEnv(cfg Config) (*Model, error) { return New(cfg.WithEnv(nil)) }
 
-// Model is an agent.Model over a Chat Completions API. It is safe for
-// concurrent use, but a Model with queued tool calls belongs to one run:
-// give each run its own Model.
+// Model is an agent.Model and agent.TurnModel over a Chat Completions API.
+// It is stateless and safe for concurrent use: runs may share one.
 type Model struct {
 	svc      openai.ChatCompletionService
 	cfg      Config
@@ -130,10 +132,12 @@ type Model struct {
 	toolset  *adapt.Toolset
 	tools    []openai.ChatCompletionToolUnionParam // shared by every request
 	system   string
-	queue    adapt.Queue
 }
 
-var _ agent.Model = (*Model)(nil)
+var (
+	_ agent.Model     = (*Model)(nil)
+	_ agent.TurnModel = (*Model)(nil)
+)
 
 // New returns a Model for cfg. It never reads the environment (see
 // NewFromEnv).
@@ -191,29 +195,29 @@ func New(cfg Config) (*Model, error) {
 
 func sameURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
 
-// NextAction asks the model for the next action of the run (or returns the
-// next tool call queued from its previous reply).
-func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+// NextTurn asks the model for the next turn of the run: every tool call
+// of its reply, in order (agent.TurnModel).
+func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
 	if err := ctx.Err(); err != nil {
-		return agent.Action{}, err
-	}
-	if a, ok := m.queue.Next(history); ok {
-		return a, nil
+		return agent.Turn{}, err
 	}
 	params, err := m.params(task, history)
 	if err != nil {
-		return agent.Action{}, err
+		return agent.Turn{}, err
 	}
 	var attempts adapt.Attempts
 	resp, err := m.svc.New(ctx, params, option.WithMiddleware(attempts.Middleware))
 	if err != nil {
-		return agent.Action{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return agent.Turn{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
 	}
-	actions, err := m.toolset.Actions(reply(resp))
-	if err != nil {
-		return agent.Action{}, err
-	}
-	return m.queue.Start(history, actions), nil
+	return m.toolset.Turn(reply(resp))
+}
+
+// NextAction asks the model for one action: a reply with several tool
+// calls is an *agent.InvalidOutputError asking for one call per reply.
+// agent.Run uses NextTurn instead.
+func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
+	return adapt.OneAction(m.NextTurn(ctx, task, history))
 }
 
 // status extracts the HTTP status and error code of an API error.

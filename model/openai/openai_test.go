@@ -185,7 +185,7 @@ func TestHistoryRendering(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "answer.json"))
 	m := newModel(t, s, nil)
-	code := "division_by_zero"
+	code := gen.ErrorCodeDivisionByZero
 	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
 	history := agent.NewHistory(
 		agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: map[string]any{"left": 1.0, "operation": "divide", "right": 0.0}}},
@@ -346,58 +346,146 @@ func TestMissingUsage(t *testing.T) {
 	}
 }
 
-func TestParallelToolCallsRunAsSteps(t *testing.T) {
+// Parallel tool calls are one turn: one step, one request, each call's
+// observation tied to its call id in the trace, and the next request
+// carries both calls in one assistant message followed by their results.
+func TestParallelToolCallsAreOneTurn(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{MaxSteps: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v, want finished in 2 steps: a turn is one step", res)
+	}
+	if n := s.count(); n != 2 {
+		t.Fatalf("%d requests, want 2", n)
+	}
+	want := []string{
+		"1 model_action call_first1",
+		"1 model_action call_second2",
+		"1 observation call_first1 " + trace.Summary("84"),
+		"1 observation call_second2 " + trace.Summary("4"),
+		"2 model_action",
+	}
+	if diff := cmp.Diff(want, modeltest.CallTrace(events)); diff != "" {
+		t.Fatalf("trace (-want +got):\n%s", diff)
+	}
+	var usage []*gen.Usage
+	for _, ev := range events {
+		if ev.EventType == gen.TraceEventTypeModelAction {
+			usage = append(usage, ev.Usage)
+		}
+	}
+	if usage[0] == nil || usage[1] != nil || usage[2] == nil {
+		t.Fatalf("usage belongs to a turn's first action only: %v", usage)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "system user assistant+tool_calls tool tool" {
+		t.Fatalf("roles = %q, want one assistant message with both calls", got)
+	}
+	calls := msgs[2]["tool_calls"].([]any)
+	if len(calls) != 2 {
+		t.Fatalf("assistant message has %d tool calls, want 2", len(calls))
+	}
+	for i, id := range []string{"call_first1", "call_second2"} {
+		if calls[i].(map[string]any)["id"] != id || msgs[3+i]["tool_call_id"] != id {
+			t.Fatalf("call %d and its result are not tied to %s: %v %v", i, id, calls[i], msgs[3+i])
+		}
+	}
+	if msgs[3]["content"] != "84" || msgs[4]["content"] != "4" {
+		t.Fatalf("results = %v, %v", msgs[3]["content"], msgs[4]["content"])
+	}
+}
+
+// A finish after a call in the same reply ends the run in that step,
+// after the call ran.
+func TestFinishAfterCallInOneTurn(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_finish.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 3 {
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 1 || *res.Answer != "12 x 7 = 84." {
 		t.Fatalf("result = %+v", res)
 	}
-	if n := s.count(); n != 2 {
-		t.Fatalf("%d requests, want 2: the second call runs from the queue", n)
-	}
-	var outputs []string
-	var usage []*gen.Usage
-	for _, ev := range events {
-		switch ev.EventType {
-		case gen.TraceEventTypeObservation:
-			outputs = append(outputs, *ev.Output)
-		case gen.TraceEventTypeModelAction:
-			usage = append(usage, ev.Usage)
-		}
-	}
-	if diff := cmp.Diff([]string{trace.Summary("84"), trace.Summary("4")}, outputs); diff != "" {
-		t.Fatalf("observations (-want +got):\n%s", diff)
-	}
-	if usage[0] == nil || usage[1] != nil || usage[2] == nil {
-		t.Fatalf("usage belongs to the reply's first action only: %v", usage)
-	}
-	msgs := messages(t, s.requests()[1])
-	if got := roles(msgs); got != "system user assistant+tool_calls tool assistant+tool_calls tool" {
-		t.Fatalf("roles = %q", got)
-	}
-	for i, id := range map[int]string{2: "call_first1", 4: "call_second2"} {
-		if msgs[i]["tool_calls"].([]any)[0].(map[string]any)["id"] != id || msgs[i+1]["tool_call_id"] != id {
-			t.Fatalf("messages %d and %d are not tied to %s: %v %v", i, i+1, id, msgs[i], msgs[i+1])
-		}
+	want := []string{"1 model_action call_calc9", "1 model_action", "1 observation call_calc9 " + trace.Summary("84")}
+	if diff := cmp.Diff(want, modeltest.CallTrace(events)); diff != "" {
+		t.Fatalf("trace (-want +got):\n%s", diff)
 	}
 }
 
-func TestQueueDroppedWhenHistoryDiffers(t *testing.T) {
+// A call whose arguments break the tool's schema gets an error
+// observation; the other call of the turn still runs.
+func TestInvalidCallAmongValidOnes(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "answer.json"))
-	m := newModel(t, s, nil)
-	a, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
-	if err != nil || a.ToolCall == nil || *a.ToolCall.CallId != "call_first1" {
-		t.Fatalf("first action = %+v, %v", a, err)
+	s := newServer(t, ok(t, "parallel_invalid_argument.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The history does not show the first call executed: ask again.
-	a, err = m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
-	if err != nil || a.Finish == nil {
-		t.Fatalf("second action = %+v, %v; want the provider's new answer", a, err)
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	var errs []bool
+	for _, ev := range events {
+		if ev.EventType == gen.TraceEventTypeObservation {
+			errs = append(errs, *ev.IsError)
+		}
+	}
+	if !slices.Equal(errs, []bool{true, false}) {
+		t.Fatalf("observations failed = %v, want the bad call only", errs)
+	}
+	msgs := messages(t, s.requests()[1])
+	if msgs[3]["tool_call_id"] != "call_bad1" || !strings.HasPrefix(msgs[3]["content"].(string), "ERROR (invalid_arguments)") {
+		t.Fatalf("the bad call's result = %v", msgs[3])
+	}
+	if msgs[4]["tool_call_id"] != "call_good2" || msgs[4]["content"] != "84" {
+		t.Fatalf("the good call's result = %v", msgs[4])
+	}
+}
+
+// One malformed call spoils the whole reply: no call of it runs, the step
+// is invalid-output feedback, and the next request says which call was
+// wrong.
+func TestMalformedCallAmongValidOnes(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_malformed.json"), ok(t, "answer.json"))
+	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
+		t.Fatalf("result = %+v", res)
+	}
+	if got := modeltest.CallTrace(events); !slices.Equal(got, []string{"2 model_action"}) {
+		t.Fatalf("trace = %q, want no call of the malformed reply run", got)
+	}
+	msgs := messages(t, s.requests()[1])
+	if got := roles(msgs); got != "system user user" {
+		t.Fatalf("roles = %q", got)
+	}
+	if text := msgs[2]["content"].(string); !strings.Contains(text, "tool call 2 (calculator)") {
+		t.Fatalf("feedback = %q, want it to name the second call", text)
+	}
+}
+
+// The Model keeps no state: asking twice with the same history asks the
+// provider twice, and NextAction refuses a reply of several calls.
+func TestStateless(t *testing.T) {
+	t.Parallel()
+	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "parallel_tool_calls.json"))
+	m := newModel(t, s, nil)
+	turn, err := m.NextTurn(context.Background(), modeltest.Task, agent.NewHistory())
+	if err != nil || len(turn.Actions) != 2 {
+		t.Fatalf("turn = %+v, %v", turn, err)
+	}
+	_, err = m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	var inv *agent.InvalidOutputError
+	if !errors.As(err, &inv) || inv.Usage == nil {
+		t.Fatalf("NextAction of a two-call reply: err = %v, want invalid output with usage", err)
 	}
 	if n := s.count(); n != 2 {
 		t.Fatalf("%d requests, want 2", n)
@@ -585,6 +673,22 @@ func completion(turn modeltest.Turn, n int) []byte {
 		}}
 	}
 	switch {
+	case turn.Parallel != nil:
+		var calls []any
+		for k, a := range turn.Parallel {
+			name, args := "finish", []byte(nil)
+			if a.ToolCall != nil {
+				name = a.ToolCall.ToolName
+				args, _ = json.Marshal(a.ToolCall.Arguments)
+			} else {
+				args, _ = json.Marshal(map[string]any{"answer": a.Finish.Answer})
+			}
+			calls = append(calls, map[string]any{
+				"id": fmt.Sprintf("call_%d_%d", n, k), "type": "function",
+				"function": map[string]any{"name": name, "arguments": string(args)},
+			})
+		}
+		msg["tool_calls"] = calls
 	case turn.ToolCall != nil:
 		args, _ := json.Marshal(turn.ToolCall.Arguments)
 		call(turn.ToolCall.ToolName, string(args))

@@ -84,7 +84,7 @@ func TestRequestMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	boston, paris := "call_abc123", "call_def456"
-	code := "invalid_arguments"
+	code := gen.ErrorCodeInvalidArguments
 	history := agent.NewHistory(
 		agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "get_current_weather", CallId: &boston, Arguments: map[string]any{"location": "Boston, MA"}}},
 		agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "get_current_weather", CallId: &boston, Content: `{"temperature":22,"unit":"celsius"}`}},

@@ -2,6 +2,8 @@ package adapt
 
 import (
 	"errors"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -32,6 +34,9 @@ func TestRender(t *testing.T) {
 		return agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: id, Arguments: map[string]any{"left": 1.0}}}
 	}
 	obs := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "2"}}
+	obs2 := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "no", IsError: true, ErrorCode: ptr(gen.ErrorCodeDivisionByZero)}}
+	fin := agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}}
+	rejected := agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: "check failed"}}
 	tests := []struct {
 		name  string
 		items []agent.Item
@@ -54,13 +59,35 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
-			name:  "a call without a result gets a failed one",
-			items: []agent.Item{call(nil), call(nil), obs},
+			name:  "a turn's calls come together, then their results in order",
+			items: []agent.Item{call(ptr("a")), call(ptr("b")), obs, obs2},
+			want: []Turn{
+				{Kind: Call, ID: "a", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Call, ID: "b", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Result, ID: "a", Name: "calculator", Text: "2"},
+				{Kind: Result, ID: "b", Name: "calculator", Text: "ERROR (division_by_zero): no", IsError: true},
+			},
+		},
+		{
+			name:  "a finish after calls is answered by the rejection",
+			items: []agent.Item{call(ptr("a")), fin, obs, rejected},
+			want: []Turn{
+				{Kind: Call, ID: "a", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Call, ID: "call_1", Name: "finish", Arguments: map[string]any{"answer": "42"}},
+				{Kind: Result, ID: "a", Name: "calculator", Text: "2"},
+				{Kind: Result, ID: "call_1", Name: "finish", Text: "ERROR: check failed", IsError: true},
+			},
+		},
+		{
+			name:  "a call without a result gets a failed one before the next turn",
+			items: []agent.Item{call(nil), call(nil), obs, call(nil), obs},
 			want: []Turn{
 				{Kind: Call, ID: "call_0", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
-				{Kind: Result, ID: "call_0", Name: "calculator", Text: missingResult, IsError: true},
 				{Kind: Call, ID: "call_1", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
-				{Kind: Result, ID: "call_1", Name: "calculator", Text: "2"},
+				{Kind: Result, ID: "call_0", Name: "calculator", Text: "2"},
+				{Kind: Result, ID: "call_1", Name: "calculator", Text: missingResult, IsError: true},
+				{Kind: Call, ID: "call_3", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Result, ID: "call_3", Name: "calculator", Text: "2"},
 			},
 		},
 		{
@@ -86,53 +113,73 @@ func TestRender(t *testing.T) {
 	}
 }
 
-func TestQueue(t *testing.T) {
-	a1 := agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: ptr("a")}}
-	a2 := agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: ptr("b")}}
-	fin := agent.Action{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "x"}}
-	obs := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator"}}
-	fb := agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput}}
-	tests := []struct {
-		name    string
-		actions []agent.Action
-		after   []agent.Item // appended to the history after the first action
-		want    *agent.Action
+func TestTurn(t *testing.T) {
+	ts := toolset(t)
+	usage := &gen.Usage{InputTokens: 3, OutputTokens: 4}
+	calc := func(id, args string) ReplyCall { return ReplyCall{ID: id, Name: "calculator", Arguments: args} }
+	add := `{"left":1,"operation":"add","right":2}`
+	t.Run("parallel calls are one turn, in order, with their ids", func(t *testing.T) {
+		turn, err := ts.Turn(Reply{Calls: []ReplyCall{calc("a", add), calc("b", `{"left":2,"operation":"power","right":2}`), {ID: "c", Name: "finish", Arguments: `{"answer":"3"}`}}, Usage: usage})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(turn.Actions) != 3 || turn.Usage != usage {
+			t.Fatalf("turn = %+v", turn)
+		}
+		// An argument the tool's schema refuses ("power") is the runtime's
+		// to reject, for that call alone: the turn is valid output.
+		for i, id := range []string{"a", "b"} {
+			if c := turn.Actions[i].ToolCall; c == nil || c.CallId == nil || *c.CallId != id {
+				t.Fatalf("action %d = %+v, want the call %s", i, turn.Actions[i], id)
+			}
+		}
+		if f := turn.Actions[2].Finish; f == nil || f.Answer != "3" {
+			t.Fatalf("last action = %+v, want the finish", turn.Actions[2])
+		}
+	})
+	invalid := []struct {
+		name  string
+		calls []ReplyCall
+		want  string
 	}{
-		{"executed call releases the next", []agent.Action{a1, a2}, []agent.Item{{ToolCall: a1.ToolCall}, obs}, &a2},
-		{"feedback drops the queue", []agent.Action{a1, a2}, []agent.Item{{ToolCall: a1.ToolCall}, fb}, nil},
-		{"another call drops the queue", []agent.Action{a1, a2}, []agent.Item{{ToolCall: a2.ToolCall}, obs}, nil},
-		{"unexecuted call drops the queue", []agent.Action{a1, a2}, nil, nil},
-		{"a finish first queues nothing", []agent.Action{fin, a1}, []agent.Item{{Finish: fin.Finish}, fb}, nil},
-		{"a queued finish comes in order", []agent.Action{a1, fin}, []agent.Item{{ToolCall: a1.ToolCall}, obs}, &fin},
+		{"arguments that are not JSON spoil the whole turn", []ReplyCall{calc("a", add), calc("b", `{"left":`)}, "tool call 2 (calculator)"},
+		{"an unknown tool spoils the whole turn", []ReplyCall{calc("a", add), {ID: "b", Name: "nope", Arguments: `{}`}}, "tool call 2 names a tool that does not exist"},
+		{"a finish must come last", []ReplyCall{{ID: "a", Name: "finish", Arguments: `{"answer":"3"}`}, calc("b", add)}, "call finish last"},
+		{"a turn holds at most MaxTurnActions calls", slices.Repeat([]ReplyCall{calc("a", add)}, agent.MaxTurnActions()+1), "more than the 64"},
 	}
-	for _, tt := range tests {
+	for _, tt := range invalid {
 		t.Run(tt.name, func(t *testing.T) {
-			var q Queue
-			start := []agent.Item{{Feedback: fb.Feedback}}
-			first := q.Start(agent.NewHistory(start...), tt.actions)
-			if diff := cmp.Diff(tt.actions[0], first); diff != "" {
-				t.Fatalf("first (-want +got):\n%s", diff)
-			}
-			got, ok := q.Next(agent.NewHistory(append(start, tt.after...)...))
-			if (tt.want != nil) != ok {
-				t.Fatalf("Next ok = %v, want %v", ok, tt.want != nil)
-			}
-			if ok {
-				if diff := cmp.Diff(*tt.want, got); diff != "" {
-					t.Fatalf("next (-want +got):\n%s", diff)
-				}
-			}
-			if q.Len() != 0 && tt.want != nil && tt.want.Finish != nil {
-				t.Fatal("the queue must end after a finish")
+			_, err := ts.Turn(Reply{Calls: tt.calls, Usage: usage})
+			var inv *agent.InvalidOutputError
+			if !errors.As(err, &inv) || !strings.Contains(inv.Message, tt.want) || inv.Usage != usage {
+				t.Fatalf("err = %v, want invalid output saying %q, with the usage", err, tt.want)
 			}
 		})
 	}
 }
 
-// FuzzActions feeds arbitrary provider output to Actions: it must never
-// panic, and must return either valid actions whose Raw parses back to them
-// or one invalid-output error.
-func FuzzActions(f *testing.F) {
+func TestOneAction(t *testing.T) {
+	usage := &gen.Usage{InputTokens: 1}
+	call := agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator"}}
+	a, err := OneAction(agent.Turn{Actions: []agent.Action{call}, Usage: usage}, nil)
+	if err != nil || a.ToolCall == nil || a.Usage != usage {
+		t.Fatalf("one-action turn: %+v, %v", a, err)
+	}
+	_, err = OneAction(agent.Turn{Actions: []agent.Action{call, call}, Usage: usage}, nil)
+	var inv *agent.InvalidOutputError
+	if !errors.As(err, &inv) || !strings.Contains(inv.Message, "exactly one tool call") || inv.Usage != usage {
+		t.Fatalf("two-action turn: err = %v, want invalid output", err)
+	}
+	sentinel := errors.New("provider down")
+	if _, err := OneAction(agent.Turn{}, sentinel); err != sentinel {
+		t.Fatalf("err = %v, want the model's error", err)
+	}
+}
+
+// FuzzTurn feeds arbitrary provider output to Turn: it must never panic,
+// and must return either a valid turn whose actions' Raw parses back to
+// them or one invalid-output error.
+func FuzzTurn(f *testing.F) {
 	f.Add("calculator", `{"left":1,"operation":"add","right":2}`, "", "call_1")
 	f.Add("finish", `{"answer":"done"}`, "", "")
 	f.Add("finish", `{"answer":1}`, "", "")
@@ -146,7 +193,7 @@ func FuzzActions(f *testing.F) {
 		if name != "" {
 			r.Calls = []ReplyCall{{ID: id, Name: name, Arguments: args}}
 		}
-		actions, err := ts.Actions(r)
+		turn, err := ts.Turn(r)
 		if err != nil {
 			var inv *agent.InvalidOutputError
 			if !errors.As(err, &inv) || inv.Message == "" || inv.Usage == nil {
@@ -154,10 +201,10 @@ func FuzzActions(f *testing.F) {
 			}
 			return
 		}
-		if len(actions) != 1 || actions[0].Usage == nil {
-			t.Fatalf("actions = %+v", actions)
+		if len(turn.Actions) != 1 || turn.Usage == nil {
+			t.Fatalf("turn = %+v", turn)
 		}
-		a := actions[0]
+		a := turn.Actions[0]
 		if (a.ToolCall == nil) == (a.Finish == nil) {
 			t.Fatalf("want exactly one of tool call and finish: %+v", a)
 		}

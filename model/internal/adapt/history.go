@@ -42,7 +42,7 @@ const errorPrefix = "ERROR"
 // or "ERROR (code): content" when the observation has an error code.
 func ErrorText(obs *gen.Observation) string {
 	if obs.ErrorCode != nil && *obs.ErrorCode != "" {
-		return errorPrefix + " (" + *obs.ErrorCode + "): " + obs.Content
+		return errorPrefix + " (" + string(*obs.ErrorCode) + "): " + obs.Content
 	}
 	return errorPrefix + ": " + obs.Content
 }
@@ -74,26 +74,35 @@ func validID(id string) bool {
 //
 //   - a ToolCall becomes a Call with its call_id (or SyntheticID of its
 //     position when it has none or one a provider would reject);
-//   - an Observation becomes the Result of the call before it, its text
-//     marked by ErrorText when it failed;
-//   - a Finish the completion check rejected becomes a Call of the finish
-//     tool, answered by the rejection feedback as a failed Result;
+//   - a model turn is its actions in a row, followed by their results in
+//     the same order: each Observation becomes the Result of the oldest
+//     call not answered yet, its text marked by ErrorText when it failed;
+//   - a Finish becomes a Call of the finish tool; when the completion check
+//     rejected it, the rejection feedback answers it as a failed Result;
 //   - any other feedback (invalid model output) becomes a User message that
 //     says what was wrong.
 //
-// A call the history never answers gets a failed Result, so the rendered
-// conversation is always well formed.
+// A call the history never answers gets a failed Result (before the next
+// call, or at the end), so the rendered conversation is always well formed,
+// and a provider groups consecutive Calls into one assistant reply.
 func (ts *Toolset) Render(h agent.History) []Turn {
 	turns := make([]Turn, 0, h.Len()+1)
-	pending := -1 // index in turns of a call still waiting for its result
+	var pending []int // indexes in turns of calls still waiting for their results, oldest first
 	answer := func(text string, isError bool) {
-		turns = append(turns, Turn{Kind: Result, ID: turns[pending].ID, Name: turns[pending].Name, Text: text, IsError: isError})
-		pending = -1
+		c := turns[pending[0]]
+		turns = append(turns, Turn{Kind: Result, ID: c.ID, Name: c.Name, Text: text, IsError: isError})
+		pending = pending[1:]
 	}
+	answering := false // a result was rendered since the last call
 	for i, it := range h.All() {
-		if pending >= 0 && it.Observation == nil && it.Feedback == nil {
-			answer(missingResult, true)
+		isCall := it.ToolCall != nil || it.Finish != nil
+		if isCall && answering {
+			// A new turn: whatever the last one left unanswered stays so.
+			for len(pending) > 0 {
+				answer(missingResult, true)
+			}
 		}
+		answering = !isCall
 		switch {
 		case it.ToolCall != nil:
 			id := SyntheticID(i)
@@ -101,33 +110,33 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 				id = *it.ToolCall.CallId
 			}
 			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments})
-			pending = len(turns) - 1
+			pending = append(pending, len(turns)-1)
 		case it.Finish != nil:
 			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish)})
-			pending = len(turns) - 1
+			pending = append(pending, len(turns)-1)
 		case it.Observation != nil:
 			obs := it.Observation
 			text := obs.Content
 			if obs.IsError {
 				text = ErrorText(obs)
 			}
-			if pending >= 0 {
+			if len(pending) > 0 {
 				answer(text, obs.IsError)
 				continue
 			}
 			turns = append(turns, Turn{Kind: User, Text: "Result of " + obs.ToolName + ": " + text})
 		case it.Feedback != nil:
 			fb := it.Feedback
-			if pending >= 0 {
-				// Feedback right after a call is the runtime's verdict on it:
-				// a rejected finish.
+			if len(pending) > 0 {
+				// Feedback while a call waits is the runtime's verdict on
+				// it: a rejected finish.
 				answer(errorPrefix+": "+fb.Message, true)
 				continue
 			}
 			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
 		}
 	}
-	if pending >= 0 {
+	for len(pending) > 0 {
 		answer(missingResult, true)
 	}
 	return turns

@@ -36,46 +36,54 @@ type Reply struct {
 	Usage *gen.Usage
 }
 
-// Actions turns a reply into the actions it asks for, in order, each with
-// Raw set to its wire form (so ParseAction(Raw) gives the same action back);
-// the first carries the reply's usage.
+// Turn turns a reply into the turn it asks for: its actions in order,
+// each with Raw set to its wire form (so ParseAction(Raw) gives the same
+// action back), and the reply's usage.
 //
 // A reply with tool calls yields one action per call: a call of the finish
 // tool is a Finish, any other a ToolCall. A reply with text and no calls is a
 // Finish with that text. Everything else is an *agent.InvalidOutputError
 // carrying the usage: arguments that are not a JSON object, a tool that does
-// not exist, a refusal, a reply cut off at the token limit, or a reply with
-// neither calls nor text. One bad call makes the whole reply invalid, so the
-// model retries it as a whole.
-func (ts *Toolset) Actions(r Reply) ([]agent.Action, error) {
+// not exist, a finish call followed by other calls, more calls than a turn
+// holds (agent.MaxTurnActions), a refusal, a reply cut off at the token
+// limit, or a reply with neither calls nor text. One bad call makes the
+// whole reply invalid, so the model retries it as a whole; arguments that
+// are an object but break the tool's schema are the tool runtime's to
+// reject, as an error Observation of that call alone.
+func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	invalid := func(raw, format string, args ...any) error {
 		return &agent.InvalidOutputError{Message: fmt.Sprintf(format, args...), Raw: raw, Usage: r.Usage}
 	}
 	if len(r.Calls) == 0 {
 		switch {
 		case r.Refusal:
-			return nil, invalid(r.RefusalRaw, "the model refused to answer; call a tool or %s with your answer", ts.Finish)
+			return agent.Turn{}, invalid(r.RefusalRaw, "the model refused to answer; call a tool or %s with your answer", ts.Finish)
 		case r.Truncated:
-			return nil, invalid(r.Text, "the reply stopped at the output token limit before it was complete; reply more briefly")
+			return agent.Turn{}, invalid(r.Text, "the reply stopped at the output token limit before it was complete; reply more briefly")
 		case strings.TrimSpace(r.Text) == "":
-			return nil, invalid(r.Text, "the reply has neither a tool call nor text; call a tool or %s with your answer", ts.Finish)
+			return agent.Turn{}, invalid(r.Text, "the reply has neither a tool call nor text; call a tool or %s with your answer", ts.Finish)
 		}
 		a, err := wire(&gen.Finish{Type: gen.FinishTypeFinish, Answer: r.Text})
 		if err != nil {
-			return nil, err
+			return agent.Turn{}, err
 		}
-		a.Usage = r.Usage
-		return []agent.Action{a}, nil
+		return agent.Turn{Actions: []agent.Action{a}, Usage: r.Usage}, nil
+	}
+	if n, most := len(r.Calls), agent.MaxTurnActions(); n > most {
+		return agent.Turn{}, invalid("", "the reply has %d tool calls, more than the %d a reply may hold; make fewer calls at once", n, most)
 	}
 	actions := make([]agent.Action, 0, len(r.Calls))
 	for i, c := range r.Calls {
 		n := i + 1
 		if !ts.Has(c.Name) {
-			return nil, invalid(c.Name, "tool call %d names a tool that does not exist; the tools are: %s", n, ts.list)
+			return agent.Turn{}, invalid(c.Name, "tool call %d names a tool that does not exist; the tools are: %s", n, ts.list)
+		}
+		if c.Name == ts.Finish && n < len(r.Calls) {
+			return agent.Turn{}, invalid(c.Name, "tool call %d calls %s before other calls; call %s last, after the calls it needs", n, ts.Finish, ts.Finish)
 		}
 		args, err := decodeArguments(c.Arguments)
 		if err != nil {
-			return nil, invalid(c.Arguments, "tool call %d (%s): the arguments are not a JSON object: %v", n, c.Name, err)
+			return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): the arguments are not a JSON object: %v", n, c.Name, err)
 		}
 		var a agent.Action
 		if c.Name == ts.Finish {
@@ -84,9 +92,9 @@ func (ts *Toolset) Actions(r Reply) ([]agent.Action, error) {
 			if err != nil {
 				var inv *agent.InvalidOutputError
 				if asInvalid(err, &inv) {
-					return nil, invalid(c.Arguments, "tool call %d (%s): the arguments do not match its schema: %s", n, c.Name, inv.Message)
+					return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): the arguments do not match its schema: %s", n, c.Name, inv.Message)
 				}
-				return nil, err
+				return agent.Turn{}, err
 			}
 		} else {
 			call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: c.Name, Arguments: args}
@@ -96,15 +104,31 @@ func (ts *Toolset) Actions(r Reply) ([]agent.Action, error) {
 			if a, err = wire(call); err != nil {
 				var inv *agent.InvalidOutputError
 				if asInvalid(err, &inv) {
-					return nil, invalid(c.Arguments, "tool call %d (%s): %s", n, c.Name, inv.Message)
+					return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): %s", n, c.Name, inv.Message)
 				}
-				return nil, err
+				return agent.Turn{}, err
 			}
 		}
 		actions = append(actions, a)
 	}
-	actions[0].Usage = r.Usage
-	return actions, nil
+	return agent.Turn{Actions: actions, Usage: r.Usage}, nil
+}
+
+// OneAction is what an adapter's NextAction returns for the turn t (and
+// the error of asking for it): its action when it holds one, with the
+// turn's usage. A reply with several actions is an *agent.InvalidOutputError
+// asking for one call per reply, since a caller of NextAction takes one;
+// agent.Run asks adapters for whole turns (NextTurn) instead.
+func OneAction(t agent.Turn, err error) (agent.Action, error) {
+	if err != nil {
+		return agent.Action{}, err
+	}
+	if len(t.Actions) != 1 {
+		return agent.Action{}, &agent.InvalidOutputError{Message: fmt.Sprintf("the reply has %d actions; make exactly one tool call per reply", len(t.Actions)), Usage: t.Usage}
+	}
+	a := t.Actions[0]
+	a.Usage = t.Usage
+	return a, nil
 }
 
 // decodeArguments parses a call's arguments strictly; empty arguments are an

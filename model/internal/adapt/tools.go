@@ -1,9 +1,10 @@
 // Package adapt holds what the provider adapters (model/openai,
 // model/anthropic) share: the tools offered to a provider, derived from the
 // spec's tool specs plus a finish tool derived from the spec's Finish schema;
-// the provider-neutral rendering of a run's history; the conversion of a
-// provider's reply into the spec's Actions; the queue that turns several tool
-// calls of one reply into consecutive steps; and provider error reporting.
+// the provider-neutral rendering of a run's history (a turn's calls in a
+// row, then their results); the conversion of a provider's reply into a
+// turn of the spec's Actions; and provider error reporting. Nothing here
+// keeps state between calls.
 //
 // Nothing here knows a provider's wire format, and nothing names a tool or a
 // JSON field: names come from the spec and the generated types.

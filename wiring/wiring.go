@@ -1,0 +1,241 @@
+// Package wiring turns one Config into the agent loop's Options: it opens
+// the workspace, builds the tool runtime and the completion check under one
+// resolved sandbox, opens the trace, and closes what it opened.
+//
+// `specloop run`, `specloop demo` and the server (its runs and its tool
+// calls) all set a run up through Open, so a flag of the CLI and a field of
+// a request cannot mean different things.
+package wiring
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+)
+
+// Config is everything a run's setup depends on. The zero value is a run
+// in the current directory with commands in the strongest sandbox
+// available, no check and no trace.
+type Config struct {
+	// Dir is the workspace directory; "" means the current directory. It
+	// is ignored when Root or Workspace is set.
+	Dir string
+	// Root is an already-open workspace directory to use instead of Dir
+	// (a server's held directory); it stays open.
+	Root *os.Root
+	// Workspace is an already-opened workspace to use instead of Dir;
+	// Setup.Close leaves it open (its opener closes it).
+	Workspace *tools.Workspace
+	// DisableCommands leaves run_command out of the tools offered.
+	DisableCommands bool
+	// Sandbox confines run_command and the check. It is resolved once, by
+	// Open, when commands are offered or a check is set.
+	Sandbox sandbox.Policy
+	// Check is the completion check's command line; "" means no check.
+	Check string
+	// CheckTimeout bounds the check; zero means tools.DefaultCheckTimeout.
+	CheckTimeout time.Duration
+	// CheckEnv adds NAME=value variables to the check's environment.
+	CheckEnv []string
+	// TracePath appends the trace to this file (see CreateTrace). It wins
+	// over TraceWriter.
+	TracePath string
+	// TraceWriter receives the trace when TracePath is empty; Close does
+	// not close it.
+	TraceWriter io.Writer
+	// TraceSync is when the trace is fsynced.
+	TraceSync trace.SyncPolicy
+	// RecordRaw, MaxSteps, TokenBudget and RunID go to agent.Options as
+	// they are.
+	RecordRaw   bool
+	MaxSteps    int
+	TokenBudget int64
+	RunID       string
+}
+
+// Part names the piece of a setup that failed, so that a caller can say
+// which of its inputs was wrong.
+type Part string
+
+// The parts of a setup, in the order Open builds them.
+const (
+	PartWorkspace Part = "workspace"
+	PartSandbox   Part = "sandbox"
+	PartTools     Part = "tools"
+	PartTrace     Part = "trace"
+)
+
+// Error is a failed setup: the part that failed and why.
+type Error struct {
+	Part Part
+	Err  error
+}
+
+func (e *Error) Error() string { return string(e.Part) + ": " + e.Err.Error() }
+func (e *Error) Unwrap() error { return e.Err }
+
+// Setup is an opened run setup. Options is ready for agent.Run (add an
+// Observer if wanted); Close releases what Open opened.
+type Setup struct {
+	// Options holds the budgets, run id, tools, check and trace.
+	Options agent.Options
+	// Workspace is the workspace the tools and the check work in.
+	Workspace *tools.Workspace
+	// Runtime is Options.Tools.
+	Runtime *tools.Runtime
+	// Sandbox confines the runtime's commands and the check; nil when
+	// commands are disabled and there is no check.
+	Sandbox *sandbox.Sandbox
+	// Check is Options.Check; nil without a check.
+	Check *tools.CommandCheck
+	// Trace is Options.Trace; nil without a trace.
+	Trace *trace.Writer
+
+	closeWorkspace bool
+	closeTrace     bool
+}
+
+// Open builds the setup cfg describes. A failure is an *Error naming the
+// part that failed; nothing stays open after one.
+func Open(cfg Config) (*Setup, error) {
+	s := &Setup{Workspace: cfg.Workspace}
+	if err := s.open(cfg); err != nil {
+		s.Close()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Setup) open(cfg Config) error {
+	if s.Workspace == nil && cfg.Root != nil {
+		ws, err := tools.OpenWorkspaceIn(cfg.Root, ".")
+		if err != nil {
+			return &Error{PartWorkspace, err}
+		}
+		s.Workspace, s.closeWorkspace = ws, true
+	}
+	if s.Workspace == nil {
+		dir := cfg.Dir
+		if dir == "" {
+			dir = "."
+		}
+		ws, err := tools.OpenWorkspace(dir)
+		if err != nil {
+			return &Error{PartWorkspace, err}
+		}
+		s.Workspace, s.closeWorkspace = ws, true
+	}
+	policy := cfg.Sandbox
+	if !cfg.DisableCommands || cfg.Check != "" {
+		sb, err := sandbox.New(cfg.Sandbox)
+		if err != nil {
+			return &Error{PartSandbox, err}
+		}
+		s.Sandbox = sb
+		// The runtime confines commands with the backend resolved here.
+		policy = sb.Policy()
+		policy.Backend = sb.Info().Backend
+	}
+	rt, err := tools.New(tools.Config{Workspace: s.Workspace, DisableCommands: cfg.DisableCommands, Sandbox: policy})
+	if err != nil {
+		return &Error{PartTools, err}
+	}
+	s.Runtime = rt
+	s.Options = agent.Options{
+		MaxSteps:    cfg.MaxSteps,
+		TokenBudget: cfg.TokenBudget,
+		RunID:       cfg.RunID,
+		Tools:       rt,
+		RecordRaw:   cfg.RecordRaw,
+	}
+	if cfg.Check != "" {
+		c := tools.NewCommandCheck(s.Workspace, cfg.Check)
+		c.Timeout = cfg.CheckTimeout
+		c.Env = cfg.CheckEnv
+		c.Sandbox = s.Sandbox
+		s.Check, s.Options.Check = c, c
+	}
+	switch {
+	case cfg.TracePath != "":
+		tw, err := CreateTrace(cfg.TracePath, cfg.TraceSync)
+		if err != nil {
+			return &Error{PartTrace, err}
+		}
+		s.Trace, s.closeTrace = tw, true
+	case cfg.TraceWriter != nil:
+		s.Trace = trace.NewWriter(cfg.TraceWriter, cfg.TraceSync)
+	}
+	if s.Trace != nil {
+		s.Options.Trace = s.Trace
+	}
+	return nil
+}
+
+// Close closes the trace file and the workspace Open opened (not those
+// the Config handed in). It may be called more than once.
+func (s *Setup) Close() error {
+	var errs []error
+	if s.closeTrace && s.Trace != nil {
+		errs = append(errs, s.Trace.Close())
+		s.closeTrace = false
+	}
+	if s.closeWorkspace && s.Workspace != nil {
+		errs = append(errs, s.Workspace.Close())
+		s.closeWorkspace = false
+	}
+	return errors.Join(errs...)
+}
+
+// CreateTrace opens path to append a trace to it, like trace.Create, but
+// refuses a regular file that already holds something other than a
+// specloop trace, so a mistyped trace path never appends JSON lines to
+// someone's source file: the first line of a non-empty file must be a trace
+// event. Devices and pipes (/dev/stderr) are written as they are.
+func CreateTrace(path string, policy trace.SyncPolicy) (*trace.Writer, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if st.Mode().IsRegular() && st.Size() > 0 {
+		if err := checkTraceFile(path); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+	return trace.NewWriter(f, policy), nil
+}
+
+// checkTraceFile reports whether the first line of the file at path is a
+// trace event.
+func checkTraceFile(path string) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
+	}
+	defer r.Close()
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
+	if err != nil && err != io.EOF {
+		line = nil // a read error, or a first line longer than any trace event
+	}
+	if len(line) == 0 {
+		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
+	}
+	if _, err := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
+		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
+	}
+	return nil
+}

@@ -1,0 +1,209 @@
+package wiring_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
+)
+
+// none is the sandbox every test here can use: the machine running the
+// tests may have neither bwrap nor Landlock.
+var none = sandbox.Policy{Backend: sandbox.None, AllowNetwork: true}
+
+func toolNames(rt *tools.Runtime) []string {
+	var names []string
+	for _, s := range rt.Specs() {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// TestOpenMapsEveryField: each field of the Config reaches the Options, the
+// runtime and the check, and the runtime and the check share the one
+// sandbox Open resolved.
+func TestOpenMapsEveryField(t *testing.T) {
+	dir := t.TempDir()
+	var buf bytes.Buffer
+	s, err := wiring.Open(wiring.Config{
+		Dir: dir, Sandbox: none,
+		Check: "true", CheckTimeout: time.Minute, CheckEnv: []string{"A=b"},
+		TraceWriter: &buf, TraceSync: trace.SyncNone,
+		RecordRaw: true, MaxSteps: 7, TokenBudget: 99, RunID: "run-1",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	o := s.Options
+	if o.MaxSteps != 7 || o.TokenBudget != 99 || o.RunID != "run-1" || !o.RecordRaw {
+		t.Errorf("options: %+v", o)
+	}
+	if o.Tools != s.Runtime || o.Check != s.Check || o.Trace != s.Trace || s.Trace == nil {
+		t.Errorf("the options do not hold the setup's parts")
+	}
+	if s.Workspace.Dir() != dir {
+		t.Errorf("workspace %s, want %s", s.Workspace.Dir(), dir)
+	}
+	if !slices.Contains(toolNames(s.Runtime), "run_command") {
+		t.Errorf("commands are on but not offered: %v", toolNames(s.Runtime))
+	}
+	if s.Check.Command() != "true" || s.Check.Timeout != time.Minute || !slices.Equal(s.Check.Env, []string{"A=b"}) {
+		t.Errorf("check: %+v", s.Check)
+	}
+	want := &gen.SandboxInfo{Backend: gen.SandboxInfoBackendNone, Network: true}
+	if got := s.Runtime.SandboxInfo(); got == nil || *got != *want {
+		t.Errorf("runtime sandbox %+v, want %+v", got, want)
+	}
+	if s.Check.Sandbox != s.Sandbox || s.Sandbox.Info().Backend != sandbox.None {
+		t.Errorf("the check is not confined by the resolved sandbox")
+	}
+
+	// The options run: the trace goes to the writer, the check is run.
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: "p"},
+		model.NewScript(`{"type":"finish","answer":"done"}`), s.Options)
+	if err != nil || res.ExitReason != gen.ExitReasonFinished || res.Check == nil || !res.Check.Passed {
+		t.Fatalf("run: %v %+v", err, res)
+	}
+	log, err := trace.Read(&buf)
+	if err != nil || len(log.Events) == 0 || log.Events[0].RunId != "run-1" {
+		t.Fatalf("trace: %v %+v", err, log)
+	}
+}
+
+// TestOpenWithoutCommands: with commands off and no check nothing is
+// sandboxed (no sandbox need be available); with a check the check alone
+// is, under the configured policy.
+func TestOpenWithoutCommands(t *testing.T) {
+	s, err := wiring.Open(wiring.Config{Dir: t.TempDir(), DisableCommands: true, Sandbox: sandbox.Policy{Backend: "chroot"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Sandbox != nil || s.Check != nil || s.Options.Check != nil || s.Options.Trace != nil {
+		t.Errorf("setup without commands, check or trace: %+v", s)
+	}
+	if slices.Contains(toolNames(s.Runtime), "run_command") {
+		t.Errorf("commands are off but offered")
+	}
+
+	s, err = wiring.Open(wiring.Config{Dir: t.TempDir(), DisableCommands: true, Sandbox: none, Check: "true"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Sandbox == nil || s.Check.Sandbox != s.Sandbox || !s.Check.SandboxInfo().Network {
+		t.Errorf("the check is not confined by the configured policy")
+	}
+	if s.Runtime.SandboxInfo() != nil {
+		t.Errorf("a runtime without commands reports a sandbox")
+	}
+}
+
+// TestOpenErrorsNameThePart: a caller tells a bad workspace, sandbox or
+// trace apart to name its own flag or field.
+func TestOpenErrorsNameThePart(t *testing.T) {
+	foreign := filepath.Join(t.TempDir(), "main.go")
+	if err := os.WriteFile(foreign, []byte("package main\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		cfg  wiring.Config
+		part wiring.Part
+	}{
+		{"missing workspace", wiring.Config{Dir: filepath.Join(t.TempDir(), "nope"), DisableCommands: true}, wiring.PartWorkspace},
+		{"unknown sandbox", wiring.Config{Dir: t.TempDir(), Sandbox: sandbox.Policy{Backend: "chroot"}}, wiring.PartSandbox},
+		{"a check needs a sandbox too", wiring.Config{Dir: t.TempDir(), DisableCommands: true, Check: "true", Sandbox: sandbox.Policy{Backend: "chroot"}}, wiring.PartSandbox},
+		{"foreign trace file", wiring.Config{Dir: t.TempDir(), DisableCommands: true, TracePath: foreign}, wiring.PartTrace},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := wiring.Open(tc.cfg)
+			var we *wiring.Error
+			if s != nil || !errors.As(err, &we) || we.Part != tc.part {
+				t.Fatalf("got %v, %v; want a %s error", s, err, tc.part)
+			}
+			if !strings.HasPrefix(err.Error(), string(tc.part)+": ") {
+				t.Errorf("message %q does not name the part", err)
+			}
+		})
+	}
+	data, _ := os.ReadFile(foreign)
+	if string(data) != "package main\n" {
+		t.Errorf("the foreign file was written: %q", data)
+	}
+}
+
+// TestCloseLeavesWhatWasHandedIn: a workspace or root the caller opened
+// stays usable after Close; a trace file Open created is closed and holds
+// the run.
+func TestCloseLeavesWhatWasHandedIn(t *testing.T) {
+	dir := t.TempDir()
+	ws, err := tools.OpenWorkspace(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	tracePath := filepath.Join(t.TempDir(), "t.jsonl")
+	s, err := wiring.Open(wiring.Config{Workspace: ws, DisableCommands: true, TracePath: tracePath, TraceSync: trace.SyncAtRunEnd})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workspace != ws {
+		t.Fatal("the handed-in workspace is not used")
+	}
+	if _, err := agent.Run(context.Background(), gen.Task{Prompt: "p"}, model.NewScript(`{"type":"finish","answer":"a"}`), s.Options); err != nil {
+		t.Fatal(err)
+	}
+	if err := errors.Join(s.Close(), s.Close()); err != nil {
+		t.Fatalf("close twice: %v", err)
+	}
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs, err := rt.Call(context.Background(), &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "list_files", Arguments: map[string]any{}})
+	if err != nil || obs.IsError {
+		t.Fatalf("the workspace was closed: %v %+v", err, obs)
+	}
+	f, err := os.Open(tracePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if log, err := trace.Read(f); err != nil || log.Events[len(log.Events)-1].EventType != gen.TraceEventTypeRunFinished {
+		t.Fatalf("trace: %v %+v", err, log)
+	}
+
+	root, err := os.OpenRoot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	s, err = wiring.Open(wiring.Config{Root: root, DisableCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Workspace.Dir() == "" {
+		t.Error("a workspace opened in a root has no directory")
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := root.Stat("."); err != nil {
+		t.Errorf("the handed-in root was closed: %v", err)
+	}
+}
