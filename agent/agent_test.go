@@ -199,11 +199,11 @@ func TestInternalErrorsAreReturned(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			h := tools.Func(tools.NeedsNothing, tt.fn, func(*gen.CalculatorInput, *gen.CalculatorResult) string { return "" })
-			rt, err := tools.New(tools.Config{Handlers: []tools.Handler{h}, Spec: nil})
+			_, err := tools.New(tools.Config{Handlers: []tools.Handler{h}, Spec: nil})
 			if err == nil {
 				t.Fatal("a runtime with handlers missing for the spec's tools must not build")
 			}
-			rt, err = tools.New(tools.Config{Handlers: replaceCalculator(h)})
+			rt, err := tools.New(tools.Config{Handlers: replaceCalculator(h)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -100,10 +100,6 @@ func helperMain(cfgJSON string) int {
 	}
 	os.Unsetenv(helperEnv)
 
-	type outcome struct {
-		st  helperStatus
-		pid int
-	}
 	started := make(chan int, 1)
 	done := make(chan helperStatus, 1)
 	go func() {

@@ -368,7 +368,7 @@ func TestNoUDP(t *testing.T) {
 				if first != "probe" {
 					t.Fatalf("control: first packet %q, run %+v", first, r)
 				}
-				n, _, _ = pc.ReadFrom(buf) // the marker
+				_, _, _ = pc.ReadFrom(buf) // the marker
 				return
 			}
 			// Under bwrap the packet goes to the sandbox's own loopback.

@@ -550,7 +550,7 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		for _, s := range list.Tools {
 			names = append(names, s.Name)
 		}
-		reg, err := tools.NewRegistry(e.doc)
+		reg, err := tools.NewRegistry(spec.YAML())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -628,7 +628,7 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 	add("cancelRun", 409, ctCase{name: "finished run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished)} }})
 
 	// Tools: every example, and the failures every tool shares.
-	reg, err := tools.NewRegistry(doc)
+	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -387,7 +386,7 @@ func problemOf(t *testing.T, body []byte) gen.Problem {
 
 func fmtProblem(p gen.Problem) string {
 	b, _ := json.Marshal(p)
-	return fmt.Sprintf("%s", b)
+	return string(b)
 }
 
 func newLogger(w io.Writer) *slog.Logger {

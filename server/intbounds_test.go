@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -24,21 +25,23 @@ func TestToolIntegersOutOfRangeAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
+	doc := spec.MustLoad()
 	for _, def := range rt.Registry().Defs() {
-		names := make([]string, 0, len(def.Input.Properties))
-		for name := range def.Input.Properties {
+		input := doc.Components.Schemas[def.InputSchemaName].Value
+		names := make([]string, 0, len(input.Properties))
+		for name := range input.Properties {
 			names = append(names, name)
 		}
 		slices.Sort(names)
 		for _, name := range names {
-			s := def.Input.Properties[name].Value
+			s := input.Properties[name].Value
 			if !s.Type.Is(openapi3.TypeInteger) {
 				continue
 			}
 			for _, lit := range outOfRange(s) {
 				n++
 				t.Run(def.Spec.Name+"/"+name+"="+lit, func(t *testing.T) {
-					body := requiredArguments(t, def.Input)
+					body := requiredArguments(t, input)
 					body = strings.TrimSuffix(body, "}")
 					if body != "{" {
 						body += ","

@@ -113,8 +113,9 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 
 	for _, def := range rt.Registry().Defs() {
 		name := def.Spec.Name
+		input := doc.Components.Schemas[def.InputSchemaName].Value
 		var fields []string
-		for f, ref := range def.Input.Properties {
+		for f, ref := range input.Properties {
 			if ref.Value.Type.Is(openapi3.TypeString) && len(ref.Value.Enum) == 0 {
 				fields = append(fields, f)
 			}
@@ -152,7 +153,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 						body[f] = shape(markerForms[rng.IntN(len(markerForms))], m)
 					}
 				}
-				for f, ref := range def.Input.Properties {
+				for f, ref := range input.Properties {
 					if ref.Value.Type.Is(openapi3.TypeBoolean) {
 						body[f] = rng.IntN(2) == 0
 					}

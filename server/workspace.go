@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"io/fs"
 	"net/http"
 	"os"
@@ -153,7 +152,7 @@ func (w *workspaces) hold(name *string, field string) (string, *heldWorkspace, e
 		root.Close()
 		return "", nil, badField(field, "the workspace cannot be opened")
 	}
-	key := dirKey(fi)
+	key := dirKey(fi, clean)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h := w.held[key]; h != nil {
@@ -180,13 +179,4 @@ func (w *workspaces) release(h *heldWorkspace) {
 		delete(w.held, h.key)
 	}
 	_ = h.root.Close()
-}
-
-// dirKey is a directory's identity: its device and inode, or its name
-// where the system does not tell them.
-func dirKey(fi fs.FileInfo) string {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return fmt.Sprintf("%d:%d", st.Dev, st.Ino)
-	}
-	return fi.Name()
 }

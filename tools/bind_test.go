@@ -49,12 +49,12 @@ func TestIntegersPastTheGoRange(t *testing.T) {
 	rt := newRuntime(t, tools.Config{Workspace: ws})
 	tested := 0
 	for _, def := range rt.Registry().Defs() {
-		for _, name := range slices.Sorted(maps.Keys(def.Input.Properties)) {
-			if !def.Input.Properties[name].Value.Type.Is(openapi3.TypeInteger) {
+		for _, name := range slices.Sorted(maps.Keys(tools.InputSchema(def).Properties)) {
+			if !tools.InputSchema(def).Properties[name].Value.Type.Is(openapi3.TypeInteger) {
 				continue
 			}
 			for _, v := range []float64{1e19, 9223372036854775807, -1e19, 1e300, -1e300} {
-				args := sample(def.Input)
+				args := sample(tools.InputSchema(def))
 				args[name] = v
 				obs, err := rt.Call(context.Background(), call(def.Spec.Name, args))
 				if err != nil {

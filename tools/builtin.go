@@ -25,14 +25,19 @@ type binding struct {
 	bound map[string]Handler
 }
 
-// embeddedBinding derives the embedded spec's tools and binds the built-in
-// handlers once per process.
-var embeddedBinding = sync.OnceValues(func() (binding, error) {
+// embeddedRegistry derives the embedded spec's tools once per process.
+var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
 	doc, err := spec.Load()
 	if err != nil {
-		return binding{}, err
+		return nil, err
 	}
-	reg, err := NewRegistry(doc)
+	return newRegistry(doc)
+})
+
+// embeddedBinding binds the embedded spec's tools to the built-in handlers
+// once per process.
+var embeddedBinding = sync.OnceValues(func() (binding, error) {
+	reg, err := embeddedRegistry()
 	if err != nil {
 		return binding{}, err
 	}

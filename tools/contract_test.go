@@ -88,7 +88,7 @@ func TestContractCatchesDrift(t *testing.T) {
 
 	// A required field added to read_file's input (the parsed document is
 	// edited: with the examples now invalid, the YAML would not load).
-	reg, err := tools.NewRegistry(doc)
+	reg, err := tools.NewRegistryFrom(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,10 +96,10 @@ func TestContractCatchesDrift(t *testing.T) {
 	if !ok {
 		t.Fatal("the spec has no read_file tool")
 	}
-	readFile.Input.Properties["encoding_version"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
+	tools.InputSchema(readFile).Properties["encoding_version"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
 		Type: &openapi3.Types{openapi3.TypeInteger}, Description: "The encoding version.",
 	}}
-	readFile.Input.Required = append(readFile.Input.Required, "encoding_version")
+	tools.InputSchema(readFile).Required = append(tools.InputSchema(readFile).Required, "encoding_version")
 
 	report := checkDrift(t, doc, tools.Builtin())
 	t.Logf("problems reported:\n%s", report)
@@ -116,26 +116,26 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 		t.Skip("proves the checker, not the tools; runs without -short")
 	}
 	base := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistry(base)
+	reg, err := tools.NewRegistryFrom(base)
 	if err != nil {
 		t.Fatal(err)
 	}
 	const added = "contract_added_value"
 	n := 0
 	for _, def := range reg.Defs() {
-		for _, prop := range slices.Sorted(maps.Keys(def.Input.Properties)) {
-			if len(def.Input.Properties[prop].Value.Enum) == 0 {
+		for _, prop := range slices.Sorted(maps.Keys(tools.InputSchema(def).Properties)) {
+			if len(tools.InputSchema(def).Properties[prop].Value.Enum) == 0 {
 				continue
 			}
 			n++
 			t.Run(def.Spec.Name+"/"+prop, func(t *testing.T) {
 				doc := contractDoc(t, spec.YAML())
-				r, err := tools.NewRegistry(doc)
+				r, err := tools.NewRegistryFrom(doc)
 				if err != nil {
 					t.Fatal(err)
 				}
 				d, _ := r.Lookup(def.Spec.Name)
-				s := d.Input.Properties[prop].Value
+				s := tools.InputSchema(d).Properties[prop].Value
 				s.Enum = append(s.Enum, added)
 				report := checkDrift(t, doc, tools.Builtin())
 				wantProblem(t, report, def.Spec.Name, "/"+prop, `"`+added+`"`)
@@ -150,7 +150,7 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 // TestContractCatchesMissingHandlers removes each handler in turn.
 func TestContractCatchesMissingHandlers(t *testing.T) {
 	doc := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistry(doc)
+	reg, err := tools.NewRegistryFrom(doc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +253,7 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 // and the contract names the tool and the code.
 func TestContractCatchesUndeclaredCode(t *testing.T) {
 	doc := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistry(doc)
+	reg, err := tools.NewRegistryFrom(doc)
 	if err != nil {
 		t.Fatal(err)
 	}

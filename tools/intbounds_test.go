@@ -25,7 +25,7 @@ func integerFields(t *testing.T, reg *tools.Registry) []intField {
 	t.Helper()
 	var out []intField
 	for _, def := range reg.Defs() {
-		for name, ref := range def.Input.Properties {
+		for name, ref := range tools.InputSchema(def).Properties {
 			if ref.Value != nil && ref.Value.Type.Is(openapi3.TypeInteger) {
 				out = append(out, intField{tool: def.Spec.Name, name: name, schema: ref.Value})
 			}
@@ -94,7 +94,7 @@ func TestIntegerFieldsOutOfRangeAreInvalidArguments(t *testing.T) {
 		def, _ := rt.Registry().Lookup(f.tool)
 		for _, lit := range outOfRange(f.schema) {
 			t.Run(f.tool+"/"+f.name+"="+lit, func(t *testing.T) {
-				args := mustJSON(t, validArguments(t, def.Input))
+				args := mustJSON(t, validArguments(t, tools.InputSchema(def)))
 				args = strings.TrimSuffix(args, "}")
 				if args != "{" {
 					args += ","

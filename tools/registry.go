@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"sort"
@@ -23,16 +24,16 @@ type Def struct {
 	// InputSchemaName is the component name of the input schema, e.g.
 	// "CalculatorInput"; handlers are bound to tools through it.
 	InputSchemaName string
-	// Input is the tool's input schema.
-	Input *openapi3.Schema
-	// Result is the tool's result schema (its 200 response).
-	Result *openapi3.Schema
 	// ErrorCodes are the codes the tool's operation lists (x-error-codes of
 	// its 422 response); the runtime's codes may answer any call besides.
 	ErrorCodes []gen.ErrorCode
 
-	input  *schema.Validator
-	result *schema.Validator
+	// The parsed schemas stay unexported, so that the OpenAPI library is
+	// not part of this package's API: Spec holds them as JSON Schema.
+	inSchema  *openapi3.Schema
+	outSchema *openapi3.Schema
+	input     *schema.Validator
+	result    *schema.Validator
 }
 
 // ValidateInput checks arguments against the tool's input schema.
@@ -49,9 +50,32 @@ type Registry struct {
 }
 
 // NewRegistry derives every tool from the operations POST /v1/tools/{name}
-// of doc. The operationId must equal the name in the path; the request body
-// and the 200 response must be JSON schemas given by $ref.
-func NewRegistry(doc *openapi3.T) (*Registry, error) {
+// of the OpenAPI document doc (YAML or JSON). The operationId must equal the
+// name in the path; the request body and the 200 response must be JSON
+// schemas given by $ref.
+func NewRegistry(doc []byte) (*Registry, error) {
+	t, err := parseSpec(doc)
+	if err != nil {
+		return nil, err
+	}
+	return newRegistry(t)
+}
+
+// parseSpec loads and validates an OpenAPI document. Its examples are not
+// validated here: whether they are right is the contract tests' matter, and
+// a runtime does not use them.
+func parseSpec(data []byte) (*openapi3.T, error) {
+	doc, err := openapi3.NewLoader().LoadFromData(data)
+	if err != nil {
+		return nil, fmt.Errorf("tools: spec: %w", err)
+	}
+	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
+		return nil, fmt.Errorf("tools: spec: invalid: %w", err)
+	}
+	return doc, nil
+}
+
+func newRegistry(doc *openapi3.T) (*Registry, error) {
 	meanings, err := errorMeanings(doc)
 	if err != nil {
 		return nil, err
@@ -107,11 +131,11 @@ func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]stri
 	if description == "" {
 		description = op.Summary
 	}
-	inputSchema, err := InlineSchema(in.Schema)
+	inputSchema, err := inlineSchema(in.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
-	resultSchema, err := InlineSchema(out.Schema)
+	resultSchema, err := inlineSchema(out.Schema)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}
@@ -133,8 +157,8 @@ func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]stri
 			ResultSchema:      &resultSchema,
 		},
 		InputSchemaName: refName(in.Schema.Ref),
-		Input:           in.Schema.Value,
-		Result:          out.Schema.Value,
+		inSchema:        in.Schema.Value,
+		outSchema:       out.Schema.Value,
 		ErrorCodes:      codes,
 		input:           inV,
 		result:          outV,
@@ -152,10 +176,10 @@ func (r *Registry) Lookup(name string) (*Def, bool) {
 
 func refName(ref string) string { return ref[strings.LastIndexByte(ref, '/')+1:] }
 
-// InlineSchema renders a schema as a JSON Schema object with every $ref
+// inlineSchema renders a schema as a JSON Schema object with every $ref
 // replaced by the schema it names (examples dropped), so a model or a
 // provider sees one self-contained schema.
-func InlineSchema(ref *openapi3.SchemaRef) (map[string]any, error) {
+func inlineSchema(ref *openapi3.SchemaRef) (map[string]any, error) {
 	v, err := inlineRef(ref, 0)
 	if err != nil {
 		return nil, err

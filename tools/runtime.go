@@ -7,19 +7,17 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/spec"
 )
 
 // Config configures a Runtime. The zero value is a runtime with the built-in
 // handlers, the embedded spec and no workspace (so only tools that need no
 // files are offered).
 type Config struct {
-	// Spec is the OpenAPI document that defines the tools; nil means the
-	// embedded spec.
-	Spec *openapi3.T
+	// Spec is the OpenAPI document (YAML or JSON) that defines the tools;
+	// nil means the embedded spec.
+	Spec []byte
 	// Handlers implement the tools; nil means Builtin().
 	Handlers []Handler
 	// Workspace is where file tools and commands work; nil offers no file
@@ -67,14 +65,7 @@ func (e *InternalError) Unwrap() error { return e.Err }
 // input type has the tool's input schema name, and fails when a tool has no
 // handler or a handler matches no tool.
 func New(cfg Config) (*Runtime, error) {
-	doc := cfg.Spec
-	if doc == nil {
-		var err error
-		if doc, err = spec.Load(); err != nil {
-			return nil, err
-		}
-	}
-	reg, bound, err := bindingFor(doc, cfg.Handlers)
+	reg, bound, err := bindingFor(cfg.Spec, cfg.Handlers)
 	if err != nil {
 		return nil, err
 	}
@@ -111,15 +102,22 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
-// bindingFor returns the registry of doc and its tools bound to handlers
-// (Builtin() when nil). The embedded spec with the built-in handlers, which
-// most runtimes of a process use, is derived and bound once.
-func bindingFor(doc *openapi3.T, handlers []Handler) (*Registry, map[string]Handler, error) {
-	if embedded, err := spec.Load(); err == nil && doc == embedded && handlers == nil {
+// bindingFor returns the registry of doc (the embedded spec when nil) and
+// its tools bound to handlers (Builtin() when nil). The embedded spec with
+// the built-in handlers, which most runtimes of a process use, is derived
+// and bound once.
+func bindingFor(doc []byte, handlers []Handler) (*Registry, map[string]Handler, error) {
+	if doc == nil && handlers == nil {
 		b, err := embeddedBinding()
 		return b.reg, b.bound, err
 	}
-	reg, err := NewRegistry(doc)
+	var reg *Registry
+	var err error
+	if doc == nil {
+		reg, err = embeddedRegistry()
+	} else {
+		reg, err = NewRegistry(doc)
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -1,6 +1,7 @@
 package tools_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"reflect"
@@ -28,7 +29,7 @@ func call(name string, args map[string]any) *gen.ToolCall {
 
 func TestRegistryComesFromTheSpec(t *testing.T) {
 	doc := spec.MustLoad()
-	reg, err := tools.NewRegistry(doc)
+	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +174,7 @@ func TestInternalErrors(t *testing.T) {
 }
 
 func TestBindingCatchesDrift(t *testing.T) {
-	reg, err := tools.NewRegistry(spec.MustLoad())
+	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -196,4 +197,33 @@ func specCodes(op *openapi3.Operation) []gen.ErrorCode {
 		codes = append(codes, gen.ErrorCode(s))
 	}
 	return codes
+}
+
+// Config.Spec is a document (the OpenAPI library stays out of the API): the
+// embedded spec passed as bytes gives the default runtime's tools, an edit
+// of it shows in what the model is told, and a document that is not a spec
+// is refused.
+func TestConfigSpecIsADocument(t *testing.T) {
+	want := newRuntime(t, tools.Config{}).Specs()
+	if got := newRuntime(t, tools.Config{Spec: spec.YAML()}).Specs(); !reflect.DeepEqual(got, want) {
+		t.Errorf("the embedded spec as bytes gives other tools:\n%+v\nwant\n%+v", got, want)
+	}
+	const old = "Computes `left operation right` for two numbers and returns the result."
+	const edited = "Computes one arithmetic operation."
+	doc := bytes.Replace(spec.YAML(), []byte(old), []byte(edited), 1)
+	if bytes.Equal(doc, spec.YAML()) {
+		t.Fatal("the calculator's description is not in the spec any more; update the test")
+	}
+	found := false
+	for _, s := range newRuntime(t, tools.Config{Spec: doc}).Specs() {
+		if s.Name == "calculator" {
+			found = s.Description == edited
+		}
+	}
+	if !found {
+		t.Error("the edited spec's calculator description is not what the runtime offers")
+	}
+	if _, err := tools.New(tools.Config{Spec: []byte("openapi: [not, a, spec]")}); err == nil {
+		t.Error("a document that is not an OpenAPI spec must be refused")
+	}
 }

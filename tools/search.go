@@ -11,7 +11,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
-	"golang.org/x/sys/unix"
 )
 
 const (
@@ -280,22 +279,15 @@ func newSearchWorker(s *searcher) *searchWorker {
 // not regular, unreadable or binary have no matches; those over
 // maxScanFileSize are not read.
 func (w *searchWorker) file(ctx context.Context, dir *dirHandle, name, rel string) fileResult {
-	fd, size, err := dir.openFile(name)
+	f, size, err := dir.openFile(name)
 	if err != nil {
 		return fileResult{}
 	}
-	defer unix.Close(fd)
+	defer f.Close()
 	if size > maxScanFileSize {
 		return fileResult{large: true}
 	}
-	return w.scan(ctx, func(p []byte) (int, error) {
-		for {
-			n, err := unix.Read(fd, p)
-			if err != unix.EINTR {
-				return max(n, 0), err
-			}
-		}
-	}, size, rel)
+	return w.scan(ctx, f.Read, size, rel)
 }
 
 // scan matches the file rel, of the given size when opened, read with read

@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -19,16 +18,6 @@ func isBinary(data []byte) bool {
 		data = data[:binarySniffLen]
 	}
 	return bytes.IndexByte(data, 0) >= 0
-}
-
-// countLines is the number of lines of data: newlines, plus one for a last
-// line without one.
-func countLines(data []byte) int {
-	n := bytes.Count(data, []byte{'\n'})
-	if len(data) > 0 && data[len(data)-1] != '\n' {
-		n++
-	}
-	return n
 }
 
 // clipLine shortens a line to at most n bytes on a rune boundary and marks
@@ -75,13 +64,4 @@ func trimToRunes(s string) string {
 		return s[:i]
 	}
 	return s
-}
-
-// indent prefixes every line of s with prefix.
-func indent(s, prefix string) string {
-	if s == "" {
-		return s
-	}
-	s = strings.TrimSuffix(s, "\n")
-	return prefix + strings.ReplaceAll(s, "\n", "\n"+prefix) + "\n"
 }

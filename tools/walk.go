@@ -4,149 +4,13 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"path"
 	"slices"
 	"strings"
-	"sync/atomic"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
-	"golang.org/x/sys/unix"
 )
-
-// dirHandle is an open directory of the workspace, shared by the files of
-// it that are being visited; it is closed when the last user releases it.
-// Its files and subdirectories are opened relative to it (one openat each,
-// instead of one per path component), one name at a time and never through
-// a symbolic link, so they cannot leave it. It holds one descriptor.
-type dirHandle struct {
-	dir  *os.File
-	refs atomic.Int32
-}
-
-// newDirHandle wraps the open directory f, which it owns.
-func newDirHandle(f *os.File) *dirHandle {
-	d := &dirHandle{dir: f}
-	d.refs.Store(1)
-	return d
-}
-
-// openStart opens the directory start of root for a walk. The directory is
-// opened through root (confined), then its descriptor is duplicated into a
-// plain file: os.File.ReadDir on a directory opened through an os.Root
-// stats every entry (one system call each), a plain one reads the types
-// from the directory itself.
-func openStart(root *os.Root, start string) (*dirHandle, error) {
-	f, err := root.Open(start)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !fi.IsDir() {
-		return nil, syscall.ENOTDIR
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var dup int
-	var dupErr error
-	if err := rc.Control(func(fd uintptr) { dup, dupErr = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
-		return nil, err
-	}
-	if dupErr != nil {
-		return nil, dupErr
-	}
-	return newDirHandle(os.NewFile(uintptr(dup), start)), nil
-}
-
-func (d *dirHandle) acquire() { d.refs.Add(1) }
-
-func (d *dirHandle) release() {
-	if d.refs.Add(-1) == 0 {
-		d.dir.Close()
-	}
-}
-
-// openSub opens the subdirectory name: a single path component, never
-// through a symbolic link.
-func (d *dirHandle) openSub(name string) (*dirHandle, error) {
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return nil, fs.ErrInvalid
-	}
-	rc, err := d.dir.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var fd int
-	var openErr error
-	if err := rc.Control(func(dirfd uintptr) {
-		fd, openErr = unix.Openat(int(dirfd), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	}); err != nil {
-		return nil, err
-	}
-	if openErr != nil {
-		return nil, openErr
-	}
-	return newDirHandle(os.NewFile(uintptr(fd), name)), nil
-}
-
-// entries lists the directory, reading at most max entries; more reports
-// that it has more.
-func (d *dirHandle) entries(max int) (es []fs.DirEntry, more bool, err error) {
-	for len(es) < max {
-		batch, err := d.dir.ReadDir(min(1024, max-len(es)))
-		es = append(es, batch...)
-		if err == io.EOF || len(batch) == 0 {
-			return es, false, nil
-		}
-		if err != nil {
-			return es, false, err
-		}
-	}
-	// Full: one more entry says whether the listing was cut.
-	next, _ := d.dir.ReadDir(1)
-	return es, len(next) > 0, nil
-}
-
-// openFile opens the regular file name of the directory for reading: a
-// single path component, never following a symbolic link and never
-// blocking on a FIFO or a device, so it cannot leave the directory. It
-// returns the descriptor and the file's size.
-func (d *dirHandle) openFile(name string) (fd int, size int64, err error) {
-	if name == "" || name == "." || name == ".." || strings.ContainsRune(name, '/') {
-		return -1, 0, fs.ErrInvalid
-	}
-	rc, err := d.dir.SyscallConn()
-	if err != nil {
-		return -1, 0, err
-	}
-	var openErr error
-	if err := rc.Control(func(dirfd uintptr) {
-		fd, openErr = unix.Openat(int(dirfd), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	}); err != nil {
-		return -1, 0, err
-	}
-	if openErr != nil {
-		return -1, 0, openErr
-	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
-		return -1, 0, err
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
-		return -1, 0, fs.ErrInvalid
-	}
-	return fd, st.Size, nil
-}
 
 // walkFile is a regular file found by a walk. The visitor owns one reference
 // to dir and must release it.
@@ -400,11 +264,10 @@ func loadIgnore(root *os.Root, name string) (lines []string, ok bool) {
 
 // loadIgnoreAt is loadIgnore for the file name of the directory d.
 func loadIgnoreAt(d *dirHandle, name string) (lines []string, ok bool) {
-	fd, size, err := d.openFile(name)
+	f, size, err := d.openFile(name)
 	if err != nil {
 		return nil, false
 	}
-	f := os.NewFile(uintptr(fd), name)
 	defer f.Close()
 	if size > maxIgnoreSize {
 		return nil, false
@@ -414,7 +277,7 @@ func loadIgnoreAt(d *dirHandle, name string) (lines []string, ok bool) {
 
 // readIgnore reads the lines of the .gitignore f, at most maxIgnoreSize
 // bytes of it.
-func readIgnore(f *os.File) ([]string, bool) {
+func readIgnore(f io.Reader) ([]string, bool) {
 	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreSize))
 	if err != nil {
 		return nil, false

@@ -261,8 +261,8 @@ func (w *Workspace) writeTarget(rel string, notFound gen.ErrorCode) (exists bool
 	case !fi.Mode().IsRegular():
 		return false, 0, notRegular(rel, fi)
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Nlink > 1 {
-		return false, 0, Errorf(gen.ErrorCodeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write the content to a new file instead", quote(rel), uint64(st.Nlink))
+	if n := hardLinks(fi); n > 1 {
+		return false, 0, Errorf(gen.ErrorCodeHardLink, "%s has %d hard links, and the others may be outside the workspace, so the write tools do not touch it; write the content to a new file instead", quote(rel), n)
 	}
 	return true, fi.Mode().Perm(), nil
 }

@@ -1,3 +1,5 @@
+//go:build unix
+
 // Command specloop-load measures a specloop server under load, on loopback:
 // 3-step script runs created and awaited through the sdk by concurrent
 // clients (throughput, create latency, and the server's memory once the
@@ -16,6 +18,8 @@
 // stops by itself. For finding where time and memory go, LOAD_CPUPROFILE=F
 // writes a CPU profile of each server process to F.PID and
 // LOAD_HEAPPROFILE=F a heap profile of the retained runs.
+//
+// It is Unix-only: it reads rusage and signals the server with SIGUSR1/2.
 package main
 
 import (

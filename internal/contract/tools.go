@@ -41,7 +41,13 @@ const callTimeout = 20 * time.Second
 // runtime's own validator. dir is an empty directory the check owns; it
 // holds the fixture, restored after every call that changed it.
 func CheckTools(ctx context.Context, doc *openapi3.T, handlers []tools.Handler, dir string) []Problem {
-	reg, err := tools.NewRegistry(doc)
+	// The tools package takes a document, not kin-openapi's parsed form:
+	// hand it doc as JSON (with whatever edits a test made to it).
+	docJSON, err := doc.MarshalJSON()
+	if err != nil {
+		return []Problem{{Subject: "spec", Message: "the spec does not encode: " + err.Error()}}
+	}
+	reg, err := tools.NewRegistry(docJSON)
 	if err != nil {
 		return []Problem{{Subject: "spec", Message: "the tools cannot be derived from the spec: " + err.Error()}}
 	}
@@ -51,7 +57,7 @@ func CheckTools(ctx context.Context, doc *openapi3.T, handlers []tools.Handler, 
 		return ps
 	}
 	for _, def := range reg.Defs() {
-		ps = append(ps, checkInputType(def, bound[def.Spec.Name])...)
+		ps = append(ps, checkInputType(doc, def, bound[def.Spec.Name])...)
 	}
 	if err := WriteFixture(dir); err != nil {
 		return append(ps, Problem{Subject: "fixture", Message: err.Error()})
@@ -61,7 +67,7 @@ func CheckTools(ctx context.Context, doc *openapi3.T, handlers []tools.Handler, 
 		return append(ps, Problem{Subject: "fixture", Message: err.Error()})
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Spec: doc, Handlers: handlers, Workspace: ws})
+	rt, err := tools.New(tools.Config{Spec: docJSON, Handlers: handlers, Workspace: ws})
 	if err != nil {
 		return append(ps, Problem{Subject: "runtime", Message: "the runtime does not start: " + err.Error()})
 	}
@@ -136,13 +142,17 @@ func (tc *toolCheck) check(ctx context.Context, doc *openapi3.T, def *tools.Def)
 		ps = append(ps, Problem{Subject: name, Message: "the operation has no request body example; every tool needs one (it is the base of the generated inputs)"})
 	}
 	result := resultName(op)
-	for _, in := range GenerateInputs(def.Input, examples) {
+	input, output := toolSchemas(doc, op, def)
+	if input == nil || output == nil {
+		return append(ps, Problem{Subject: name, Message: "the input or result schema is missing from the spec"})
+	}
+	for _, in := range GenerateInputs(input, examples) {
 		p := Problem{Subject: name, Context: "from example " + in.Example}
 		p.Field, p.Value = in.describe()
 		if in.Verbatim {
 			p.Context = ""
 		}
-		invalid := kinCheck(def.Input, in.Args, openapi3.VisitAsRequest())
+		invalid := kinCheck(input, in.Args, openapi3.VisitAsRequest())
 		if in.Verbatim && invalid != nil {
 			p.Field = invalid.Pointer
 			p.Message = fmt.Sprintf("example %s does not validate against the input schema %s: %s", in.Example, def.InputSchemaName, invalid.Reason)
@@ -155,7 +165,7 @@ func (tc *toolCheck) check(ctx context.Context, doc *openapi3.T, def *tools.Def)
 			ps = append(ps, p)
 			continue
 		}
-		for _, msg := range judge(def, result, tc.observation, obs, invalid, in.Verbatim) {
+		for _, msg := range judge(def, output, result, tc.observation, obs, invalid, in.Verbatim) {
 			q := p
 			if in.Verbatim {
 				msg = "example " + in.Example + ": " + msg
@@ -183,7 +193,7 @@ func (tc *toolCheck) call(ctx context.Context, tool string, args map[string]any)
 
 // judge says what is wrong with an observation of an input that the schema
 // accepts (invalid == nil) or rejects.
-func judge(def *tools.Def, result string, obsSchema *openapi3.Schema, obs gen.Observation, invalid *fieldError, example bool) []string {
+func judge(def *tools.Def, output *openapi3.Schema, result string, obsSchema *openapi3.Schema, obs gen.Observation, invalid *fieldError, example bool) []string {
 	var msgs []string
 	if data, err := json.Marshal(obs); err != nil {
 		msgs = append(msgs, "the observation does not encode: "+err.Error())
@@ -228,10 +238,24 @@ func judge(def *tools.Def, result string, obsSchema *openapi3.Schema, obs gen.Ob
 	}
 	if err := def.ValidateResult(*obs.Data); err != nil {
 		msgs = append(msgs, fmt.Sprintf("the result does not validate against %s (runtime validator): %v", result, err))
-	} else if fe := kinCheck(def.Result, normalize(*obs.Data), openapi3.VisitAsResponse()); fe != nil {
+	} else if fe := kinCheck(output, normalize(*obs.Data), openapi3.VisitAsResponse()); fe != nil {
 		msgs = append(msgs, fmt.Sprintf("the result does not validate against %s (kin-openapi): %v", result, fe))
 	}
 	return msgs
+}
+
+// toolSchemas returns the input and result schemas of the tool def, the
+// operation op of doc; nil when doc lacks them.
+func toolSchemas(doc *openapi3.T, op *openapi3.Operation, def *tools.Def) (input, output *openapi3.Schema) {
+	if ref := doc.Components.Schemas[def.InputSchemaName]; ref != nil {
+		input = ref.Value
+	}
+	if r := op.Responses.Status(200); r != nil && r.Value != nil {
+		if mt := r.Value.Content.Get("application/json"); mt != nil && mt.Schema != nil {
+			output = mt.Schema.Value
+		}
+	}
+	return input, output
 }
 
 // resultName is the name of the schema of the operation's 200 response.
@@ -262,20 +286,22 @@ func joinCodes(codes []gen.ErrorCode) string {
 // checkInputType compares the properties of a tool's input schema with the
 // JSON fields of its handler's Go input type. A spec property the type
 // lacks is silently dropped before the handler sees it.
-func checkInputType(def *tools.Def, h tools.Handler) []Problem {
+func checkInputType(doc *openapi3.T, def *tools.Def, h tools.Handler) []Problem {
 	t := tools.InputType(h)
-	if t == nil {
+	ref := doc.Components.Schemas[def.InputSchemaName]
+	if t == nil || ref == nil || ref.Value == nil {
 		return nil
 	}
+	input := ref.Value
 	fields := jsonFields(t)
 	var ps []Problem
-	for _, prop := range slices.Sorted(maps.Keys(def.Input.Properties)) {
+	for _, prop := range slices.Sorted(maps.Keys(input.Properties)) {
 		if !fields[prop] {
 			ps = append(ps, Problem{Subject: def.Spec.Name, Field: pointer(prop), Message: fmt.Sprintf("the input schema declares this field but the handler's input type %s has none, so the handler never sees it (regenerate gen/ and implement it)", t)})
 		}
 	}
 	declared := map[string]bool{}
-	for prop := range def.Input.Properties {
+	for prop := range input.Properties {
 		declared[prop] = true
 	}
 	for _, f := range slices.Sorted(maps.Keys(fields)) {

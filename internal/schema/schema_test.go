@@ -149,7 +149,7 @@ func TestErrorsNameTheField(t *testing.T) {
 		WithProperty("name", &openapi3.Schema{Type: &openapi3.Types{"string"}, MaxLength: &max}).
 		WithProperty("list", openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema())).
 		WithRequired([]string{"op"})
-	s.AdditionalProperties = openapi3.AdditionalProperties{Has: openapi3.BoolPtr(false)}
+	s.AdditionalProperties = openapi3.AdditionalProperties{Has: openapi3.Ptr(false)}
 	v := compile(t, s, schema.Request)
 	tests := []struct{ in, want string }{
 		{`{}`, `field "/op": is required`},
