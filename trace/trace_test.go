@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -219,5 +220,23 @@ func TestRunWithoutToolsTracesAnEmptyToolList(t *testing.T) {
 	}
 	if names := log.Events[0].ToolNames; names == nil || len(*names) != 0 {
 		t.Fatalf("tool_names = %v, want []", names)
+	}
+}
+
+// A trace written to a device (--trace /dev/null) works with every sync
+// policy: fsync means nothing there and must not fail the run.
+func TestWriterOnADevice(t *testing.T) {
+	for _, policy := range []trace.SyncPolicy{trace.SyncNone, trace.SyncAtRunEnd, trace.SyncEveryEvent} {
+		w, err := trace.Create(os.DevNull, policy)
+		if err != nil {
+			t.Fatal(err)
+		}
+		end := gen.TraceEventTypeRunFinished
+		if err := w.Emit(&gen.TraceEvent{EventType: end, RunId: "r", Time: time.Now()}); err != nil {
+			t.Fatalf("policy %v: emit: %v", policy, err)
+		}
+		if err := w.Close(); err != nil {
+			t.Fatalf("policy %v: close: %v", policy, err)
+		}
 	}
 }

@@ -45,7 +45,7 @@ type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
 	file   *os.File
-	policy SyncPolicy
+	policy SyncPolicy   // SyncNone when file is not a regular file
 	buf    bytes.Buffer // the line being written, reused between events
 	enc    *json.Encoder
 	err    error
@@ -63,6 +63,11 @@ func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
 	tw.enc.SetEscapeHTML(false) // summaries and raw text stay readable
 	if f, ok := w.(*os.File); ok {
 		tw.file = f
+		// fsync means nothing for a device or a pipe (/dev/null fails it
+		// with EINVAL): only a regular file is synced.
+		if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() {
+			tw.policy = SyncNone
+		}
 	}
 	return tw
 }
