@@ -7,7 +7,7 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // Model proposes the next action of a run from the task and the history so
@@ -50,7 +50,7 @@ type Turn struct {
 func MaxTurnActions() int { return maxTurnActions() }
 
 var maxTurnActions = sync.OnceValue(func() int {
-	doc := spec.MustLoad()
+	doc := specdoc.MustLoad()
 	ref := doc.Components.Schemas["Turn"]
 	if ref == nil || ref.Value == nil || ref.Value.Properties["actions"] == nil || ref.Value.Properties["actions"].Value.MaxItems == nil {
 		panic("agent: the spec's Turn has no actions with maxItems")

@@ -16,7 +16,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // actionSchema is the spec's Action schema, compiled, and the name of its
@@ -27,7 +27,7 @@ type actionSchema struct {
 }
 
 var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

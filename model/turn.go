@@ -10,7 +10,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // turnSchema is the spec's Turn schema, compiled, and the name of its one
@@ -21,7 +21,7 @@ type turnSchema struct {
 }
 
 var loadTurnSchema = sync.OnceValues(func() (*turnSchema, error) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

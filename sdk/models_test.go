@@ -11,15 +11,15 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
-	"github.com/specloop/specloop/spec"
 )
 
 // The helpers build the model configurations of the spec, each one valid
 // against ModelConfig, with the provider set.
 func TestModelHelpers(t *testing.T) {
-	mcSchema := spec.MustLoad().Components.Schemas["ModelConfig"].Value
+	mcSchema := specdoc.MustLoad().Components.Schemas["ModelConfig"].Value
 	for _, tt := range []struct {
 		mc   gen.ModelConfig
 		want string

@@ -23,6 +23,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
@@ -168,7 +169,7 @@ func ctMissing(declared []contract.Response, cases map[string]map[int][]ctCase) 
 }
 
 func newCtEnv(t *testing.T) *ctEnv {
-	doc, err := spec.Parse(spec.YAML())
+	doc, err := specdoc.Parse(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

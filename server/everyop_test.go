@@ -10,8 +10,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/server"
-	"github.com/specloop/specloop/spec"
 )
 
 // hostile is one request a client may send to any operation.
@@ -88,7 +88,7 @@ func hostileRequests(t *testing.T, doc *openapi3.T, tmpl string, op *openapi3.Op
 // 4xx problem, and a malformed query parameter is named.
 func TestEveryOperationRefusesHostileInput(t *testing.T) {
 	ts := newTestServer(t, server.Config{})
-	doc := spec.MustLoad()
+	doc := specdoc.MustLoad()
 	n := 0
 	for _, tmpl := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(tmpl)

@@ -19,6 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
@@ -230,7 +231,7 @@ var contractRouter = func() func() (routers.Router, error) {
 	var err error
 	return func() (routers.Router, error) {
 		once.Do(func() {
-			doc, perr := spec.Parse(spec.YAML())
+			doc, perr := specdoc.Parse(spec.YAML())
 			if perr != nil {
 				err = perr
 				return

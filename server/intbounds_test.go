@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/server"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -25,7 +25,7 @@ func TestToolIntegersOutOfRangeAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	doc := spec.MustLoad()
+	doc := specdoc.MustLoad()
 	for _, def := range rt.Registry().Defs() {
 		input := doc.Components.Schemas[def.InputSchemaName].Value
 		names := make([]string, 0, len(input.Properties))

@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	echomw "github.com/labstack/echo/v4/middleware"
 	oapimw "github.com/oapi-codegen/echo-middleware"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 )
 
@@ -121,7 +122,7 @@ func echoPath(p string) string {
 // of the embedded spec without servers, so the Host header is not checked.
 // Failures become problems that name the field and never quote values.
 func (s *Server) validator() (echo.MiddlewareFunc, error) {
-	doc, err := spec.Parse(spec.YAML())
+	doc, err := specdoc.Parse(spec.YAML())
 	if err != nil {
 		return nil, err
 	}

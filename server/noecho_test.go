@@ -14,8 +14,8 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/server"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -73,7 +73,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

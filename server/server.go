@@ -59,6 +59,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
@@ -220,7 +221,7 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		s.tokenHash = h[:]
 	}
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // strictJSON decodes every JSON request body with the decoder the model
@@ -78,7 +78,7 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 // request validation, which ignores them.
 var jsonBodies = sync.OnceValue(func() map[string]bool {
 	out := map[string]bool{}
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return out // the server cannot have started
 	}

@@ -7,7 +7,20 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/specloop/specloop/internal/specparse"
 )
+
+// mustLoad is the embedded document, parsed once per process (the same
+// *openapi3.T internal/specdoc.Load returns). The embedded document is
+// tested, so it panics only on a broken build.
+func mustLoad() *openapi3.T {
+	doc, err := specparse.Embedded(document)
+	if err != nil {
+		panic(err)
+	}
+	return doc
+}
 
 // Default returns the default the embedded document gives the property
 // that field (a Go field name) of T holds, where T is a generated type
@@ -18,7 +31,7 @@ import (
 // build, which the spec's tests catch. The value is as kin-openapi decodes
 // JSON: float64 for numbers, bool, string.
 func Default[T any](field string) any {
-	v, err := defaultOf(MustLoad(), reflect.TypeFor[T](), field)
+	v, err := defaultOf(mustLoad(), reflect.TypeFor[T](), field)
 	if err != nil {
 		panic(err)
 	}

@@ -3,7 +3,7 @@ package tools
 import (
 	"sync"
 
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // Builtin returns the handlers of every tool in the embedded spec.
@@ -27,7 +27,7 @@ type binding struct {
 
 // embeddedRegistry derives the embedded spec's tools once per process.
 var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 )
 
@@ -11,7 +12,7 @@ import (
 // the property in spec/agent.yaml, read here from a fresh parse of the
 // document, so a default changed in the spec changes what the tool does.
 func TestDefaultsAreTheSpecs(t *testing.T) {
-	doc, err := spec.Parse(spec.YAML())
+	doc, err := specdoc.Parse(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -7,13 +7,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 )
 
 // specIntDefault reads a default from a fresh parse of the spec.
 func specIntDefault(t *testing.T, schema, prop string) int {
 	t.Helper()
-	doc, err := spec.Parse(spec.YAML())
+	doc, err := specdoc.Parse(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

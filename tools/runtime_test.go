@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
@@ -28,7 +29,7 @@ func call(name string, args map[string]any) *gen.ToolCall {
 }
 
 func TestRegistryComesFromTheSpec(t *testing.T) {
-	doc := spec.MustLoad()
+	doc := specdoc.MustLoad()
 	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)

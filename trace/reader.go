@@ -10,7 +10,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // MaxLineBytes is the longest trace line Read accepts.
@@ -41,7 +41,7 @@ func (e *LineError) Error() string { return fmt.Sprintf("trace line %d: %v", e.L
 func (e *LineError) Unwrap() error { return e.Err }
 
 var eventValidator = sync.OnceValues(func() (*schema.Validator, error) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -16,8 +16,8 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
 )
@@ -214,7 +214,7 @@ var errNoPrompt = errors.New("the task PROMPT is required (or --prompt-file FILE
 // maxPromptChars is the longest prompt the spec's Task allows, in
 // characters.
 var maxPromptChars = sync.OnceValue(func() int {
-	if s := spec.MustLoad().Components.Schemas["Task"].Value.Properties["prompt"].Value; s.MaxLength != nil {
+	if s := specdoc.MustLoad().Components.Schemas["Task"].Value.Properties["prompt"].Value; s.MaxLength != nil {
 		return int(*s.MaxLength)
 	}
 	return 1 << 20

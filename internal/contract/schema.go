@@ -9,7 +9,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // fieldError is a schema violation found by kin-openapi: where, and why,
@@ -54,7 +54,7 @@ func component(doc *openapi3.T, name string) (*openapi3.Schema, error) {
 // named name of the embedded spec (e.g. "RunResult", "ToolSpec"), with
 // kin-openapi. The error names the field, never the value.
 func ValidateJSON(name string, data []byte) error {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return err
 	}

@@ -12,7 +12,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // maxReported is how many bad lines or events one error lists.
@@ -20,7 +20,7 @@ const maxReported = 10
 
 // traceEventSchema is the embedded spec's TraceEvent schema (read-only).
 func traceEventSchema() (*openapi3.Schema, error) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -14,10 +14,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/modeltest"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -166,7 +166,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 			t.Fatalf("%s: input_schema differs from the spec's (-spec +sent):\n%s", sp.Name, diff)
 		}
 	}
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,10 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/modeltest"
 	"github.com/specloop/specloop/model/openai"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -155,7 +155,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 
 	// The finish tool comes from the spec's Finish schema, without the type
 	// the adapter sets.
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		t.Fatal(err)
 	}

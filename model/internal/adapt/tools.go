@@ -21,7 +21,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // Tool is one function a provider is told about.
@@ -56,7 +56,7 @@ type finishSpec struct {
 }
 
 var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		return nil, err
 	}

@@ -6,14 +6,14 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // TestDeriveFinish: the finish tool is the spec's Finish without the
 // discriminator, and a Finish that uses $ref is refused rather than sent to
 // a provider that cannot resolve it.
 func TestDeriveFinish(t *testing.T) {
-	doc, err := spec.Load()
+	doc, err := specdoc.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
