@@ -1,7 +1,12 @@
-// Package tools is the agent's tool runtime: the registry of tools derived
-// from the spec, argument validation, dispatch to Go handlers, and the
-// built-in tools (the calculator and the code tools that work inside a
-// confined workspace).
+// Package tools runs the spec's tools: it derives the registry from the
+// spec, validates arguments, dispatches to Go handlers and provides the
+// built-in ones (the calculator and the code tools confined to a
+// workspace).
+//
+// The code tools' engines sit in internal packages: the directory walk in
+// tools/internal/fswalk, the line matcher of search in
+// tools/internal/linematch; tools maps their plain errors to its error
+// codes and words their notes.
 //
 // A tool is defined only in spec/agent.yaml, as the operation
 // POST /v1/tools/{name}: its name, description, input schema, result schema

@@ -5,6 +5,7 @@ import (
 	"io"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools/internal/linematch"
 )
 
 // Resource caps of the file tools. A model (or a client of the server)
@@ -27,18 +28,10 @@ const (
 	// diffs only the lines around its change.
 	maxWriteFileSize = 1 << 20
 	// searchMaxLine: search reads files in chunks of this size, so a line
-	// longer than it is searched in its first searchMaxLine bytes.
-	searchMaxLine = 1 << 20
-	// regexBudget bounds the work of one call of Go's regexp, which does up
-	// to one step per instruction of the expression per byte and cannot be
-	// interrupted: a regular expression runs over at most
-	// regexBudget/instructions bytes of a line (between minRegexLine and
-	// searchMaxLine), so every call ends within a fraction of a second and
-	// a cancelled search stops between calls.
-	regexBudget  = 8 << 20
-	minRegexLine = 4 << 10
-	// maxRegexInsts: larger expressions are refused (invalid_regex).
-	maxRegexInsts = 4096
+	// longer than it is searched in its first searchMaxLine bytes. The
+	// matcher's own bounds (the work of one regexp call, the size of an
+	// expression) live with it, in tools/internal/linematch.
+	searchMaxLine = linematch.MaxLine
 	// walkMaxDepth: list_files and search do not enter directories more
 	// than this many levels below the directory they walk; a walk holds
 	// one descriptor per level.

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools/internal/fswalk"
 )
 
 var listFilesHandler = Func(NeedsWorkspace, listFiles, renderListFiles)
@@ -29,26 +30,71 @@ func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.List
 		return nil, Errorf(gen.ErrorCodeNotADirectory, "%s is not a directory", quote(rel))
 	}
 	out := &gen.ListFilesResult{Files: []string{}}
-	wk := &walker{ws: ws, glob: g}
-	err = wk.walk(ctx, rel, func(f walkFile) bool {
-		f.dir.release()
+	wk := newWalker(ws, g)
+	err = wk.Walk(ctx, rel, func(f fswalk.File) bool {
+		f.Dir.Release()
 		if len(out.Files) == limit {
 			out.Truncated = true
 			return false
 		}
-		out.Files = append(out.Files, f.rel)
+		out.Files = append(out.Files, f.Rel)
 		return true
 	})
 	if err != nil {
 		return nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
-	if wk.capped {
+	if wk.Capped {
 		out.Truncated = true
 	}
-	if ns := wk.notes(); len(ns) > 0 {
+	if ns := walkNotes(wk); len(ns) > 0 {
 		out.Notes = &ns
 	}
 	return out, nil
+}
+
+// compileGlob checks a glob argument; an empty pattern matches everything
+// (nil).
+func compileGlob(pattern string) (*fswalk.Glob, error) {
+	g, err := fswalk.CompileGlob(pattern)
+	if err != nil {
+		return nil, Errorf(gen.ErrorCodeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
+	}
+	return g, nil
+}
+
+// newWalker walks the workspace ws for list_files and search, keeping to
+// the files g matches, within the walk's caps.
+func newWalker(ws *Workspace, g *fswalk.Glob) *fswalk.Walker {
+	return &fswalk.Walker{Root: ws.root, Glob: g, MaxEntries: walkMaxEntries, MaxDepth: walkMaxDepth, MaxIgnoreLines: walkMaxIgnoreLines}
+}
+
+// walkNotes describes what the walk wk left out, for a result's notes.
+func walkNotes(wk *fswalk.Walker) []string {
+	var ns []string
+	if wk.Capped {
+		ns = append(ns, fmt.Sprintf("the walk stopped after %d entries (its cap); narrow it with path or glob", wk.MaxEntries))
+	}
+	if wk.Unapplied > 0 {
+		ns = append(ns, fmt.Sprintf("%s not applied: with %s the .gitignore patterns in effect would pass %d (the first: %s); files they ignore may be listed", plural(wk.Unapplied, ".gitignore file"), itOrThem(wk.Unapplied), wk.MaxIgnoreLines, quote(wk.FirstIgnore)))
+	}
+	if wk.Deep > 0 {
+		ns = append(ns, fmt.Sprintf("%s more than %d levels deep %s not entered (the first: %s)", plural(wk.Deep, "directory"), wk.MaxDepth, isAre(wk.Deep), quote(wk.FirstDeep)))
+	}
+	return ns
+}
+
+func itOrThem(n int) string {
+	if n == 1 {
+		return "it"
+	}
+	return "them"
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "was"
+	}
+	return "were"
 }
 
 func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {

@@ -11,6 +11,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools/internal/fswalk"
+	"github.com/specloop/specloop/tools/internal/linematch"
 )
 
 const (
@@ -26,9 +28,9 @@ const (
 var searchHandler = Func(NeedsWorkspace, search, renderSearch)
 
 func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResult, error) {
-	m, err := compileMatcher(in.Pattern, orDefault(in.Regex, defaultSearchRegex), orDefault(in.IgnoreCase, defaultIgnoreCase))
+	m, err := linematch.Compile(in.Pattern, orDefault(in.Regex, defaultSearchRegex), orDefault(in.IgnoreCase, defaultIgnoreCase))
 	if err != nil {
-		return nil, err
+		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
 	rel, err := clean(deref(in.Path))
 	if err != nil {
@@ -60,8 +62,8 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 // the limit is passed.
 type searcher struct {
 	ws      *Workspace
-	m       *matcher
-	glob    *glob
+	m       *linematch.Matcher
+	glob    *fswalk.Glob
 	limit   int
 	workers int // 0: GOMAXPROCS
 
@@ -71,12 +73,12 @@ type searcher struct {
 	nLarge   int
 	cutFiles []string // files with lines matched in part
 	nCut     int      // such lines
-	walk     *walker
+	walk     *fswalk.Walker
 }
 
 type searchJob struct {
 	idx int
-	f   walkFile
+	f   fswalk.File
 }
 
 type searchDone struct {
@@ -116,10 +118,10 @@ func (s *searcher) notes() []string {
 		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.nLarge, "file"), mib(maxScanFileSize), noteList(s.large, s.nLarge)))
 	}
 	if s.nCut > 0 {
-		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.lineCap), itsTheir(s.nCut), sizeText(s.m.lineCap), noteList(s.cutFiles, len(s.cutFiles))))
+		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), itsTheir(s.nCut), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
 	}
 	if s.walk != nil {
-		ns = append(ns, s.walk.notes()...)
+		ns = append(ns, walkNotes(s.walk)...)
 	}
 	return ns
 }
@@ -177,17 +179,17 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 	jobs := make(chan searchJob, searchQueue)
 	done := make(chan searchDone, searchQueue)
 	var walkErr error
-	s.walk = &walker{ws: s.ws, glob: s.glob}
+	s.walk = newWalker(s.ws, s.glob)
 	go func() {
 		defer close(jobs)
 		n := 0
-		walkErr = s.walk.walk(ctx, rel, func(f walkFile) bool {
+		walkErr = s.walk.Walk(ctx, rel, func(f fswalk.File) bool {
 			select {
 			case jobs <- searchJob{idx: n, f: f}:
 				n++
 				return true
 			case <-ctx.Done():
-				f.dir.release()
+				f.Dir.Release()
 				return false
 			}
 		})
@@ -205,10 +207,10 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 			for j := range jobs {
 				var r fileResult
 				if ctx.Err() == nil {
-					r = w.file(ctx, j.f.dir, j.f.name, j.f.rel)
+					r = w.file(ctx, j.f.Dir, j.f.Name, j.f.Rel)
 				}
-				j.f.dir.release()
-				done <- searchDone{idx: j.idx, rel: j.f.rel, fileResult: r}
+				j.f.Dir.Release()
+				done <- searchDone{idx: j.idx, rel: j.f.Rel, fileResult: r}
 			}
 		}()
 	}
@@ -251,7 +253,7 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 	if walkErr != nil && !truncated {
 		return nil, false, fsError(walkErr, rel, gen.ErrorCodeNotFound)
 	}
-	return out, truncated || s.walk.capped, nil
+	return out, truncated || s.walk.Capped, nil
 }
 
 func (s *searcher) cut(ms []gen.SearchMatch) ([]gen.SearchMatch, bool, error) {
@@ -268,7 +270,7 @@ func (s *searcher) cut(ms []gen.SearchMatch) ([]gen.SearchMatch, bool, error) {
 type searchWorker struct {
 	s   *searcher
 	buf []byte
-	st  scanState
+	st  linematch.State
 }
 
 func newSearchWorker(s *searcher) *searchWorker {
@@ -278,8 +280,8 @@ func newSearchWorker(s *searcher) *searchWorker {
 // file searches the file name of dir (rel in the workspace). Files that are
 // not regular, unreadable or binary have no matches; those over
 // maxScanFileSize are not read.
-func (w *searchWorker) file(ctx context.Context, dir *dirHandle, name, rel string) fileResult {
-	f, size, err := dir.openFile(name)
+func (w *searchWorker) file(ctx context.Context, dir *fswalk.Dir, name, rel string) fileResult {
+	f, size, err := dir.OpenFile(name)
 	if err != nil {
 		return fileResult{}
 	}
@@ -297,9 +299,9 @@ func (w *searchWorker) file(ctx context.Context, dir *dirHandle, name, rel strin
 // chunk. Binary files have no matches. It stops when ctx is done.
 func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error), size int64, rel string) fileResult {
 	var r fileResult
-	w.st.stop = func() bool { return ctx.Err() != nil }
-	w.st.cut = 0
-	defer func() { w.st.stop = nil }()
+	w.st.Stop = func() bool { return ctx.Err() != nil }
+	w.st.Cut = 0
+	defer func() { w.st.Stop = nil }()
 	want := min(size+1, searchMaxLine) // room to see the end at once
 	if int64(cap(w.buf)) < want {
 		w.buf = make([]byte, want)
@@ -324,8 +326,8 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 		}
 	}
 	match := func(data []byte) {
-		w.s.m.match(&w.st, data, limit-len(r.matches), func(lm lineMatch) {
-			r.matches = append(r.matches, gen.SearchMatch{Path: rel, Line: lineBase + lm.line, Text: clipAround(lm.text, lm.col, searchLineLen)})
+		w.s.m.Match(&w.st, data, limit-len(r.matches), func(lm linematch.Line) {
+			r.matches = append(r.matches, gen.SearchMatch{Path: rel, Line: lineBase + lm.N, Text: clipAround(lm.Text, lm.Col, searchLineLen)})
 		})
 	}
 	for {
@@ -353,10 +355,10 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 		if i < 0 {
 			// A line longer than the buffer: match its beginning, skip
 			// the rest.
-			cut := w.st.cut
+			cut := w.st.Cut
 			match(buf[:n])
-			if w.st.cut == cut {
-				w.st.cut++
+			if w.st.Cut == cut {
+				w.st.Cut++
 			}
 			n = w.skipLine(ctx, read, buf, &total, size, &eof)
 			lineBase++
@@ -366,7 +368,7 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 		lineBase += bytes.Count(buf[:i+1], []byte{'\n'})
 		n = copy(buf, buf[i+1:n])
 	}
-	r.cut = w.st.cut
+	r.cut = w.st.Cut
 	return r
 }
 

@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/specloop/specloop/tools/internal/linematch"
 )
 
 // benchQueries are the searches compared with ripgrep over the Go source
@@ -50,7 +52,7 @@ func gorootSrc(tb testing.TB) string {
 // searchAll runs the search tool's engine over dir with no limit and returns
 // the number of matching lines.
 func searchAll(tb testing.TB, ws *Workspace, pattern string, regex, fold bool) int {
-	m, err := compileMatcher(pattern, regex, fold)
+	m, err := linematch.Compile(pattern, regex, fold)
 	if err != nil {
 		tb.Fatal(err)
 	}

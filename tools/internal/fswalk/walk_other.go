@@ -1,6 +1,6 @@
 //go:build !unix || walkroot
 
-package tools
+package fswalk
 
 import (
 	"io/fs"
@@ -11,29 +11,29 @@ import (
 	"syscall"
 )
 
-// dirHandle is an open directory of the workspace, shared by the files of
+// Dir is an open directory of the workspace, shared by the files of
 // it that are being visited; it is closed when the last user releases it.
 // Without openat (this file is for the systems that are not Unix), its
 // files and subdirectories are opened through the workspace's os.Root by
 // their path, which keeps them inside the workspace, and each is checked
 // to be the entry the directory listed, not a symbolic link. The walkroot
 // build tag selects it on Unix too, so CI runs the tools tests over it
-// (go test -tags walkroot ./tools/).
-type dirHandle struct {
+// (go test -tags walkroot ./tools/...).
+type Dir struct {
 	dir  *os.File
 	root *os.Root
 	rel  string // the directory's path in root
 	refs atomic.Int32
 }
 
-func newDirHandle(root *os.Root, rel string, f *os.File) *dirHandle {
-	d := &dirHandle{dir: f, root: root, rel: rel}
+func newDirHandle(root *os.Root, rel string, f *os.File) *Dir {
+	d := &Dir{dir: f, root: root, rel: rel}
 	d.refs.Store(1)
 	return d
 }
 
 // openStart opens the directory start of root for a walk.
-func openStart(root *os.Root, start string) (*dirHandle, error) {
+func openStart(root *os.Root, start string) (*Dir, error) {
 	f, err := root.Open(start)
 	if err != nil {
 		return nil, err
@@ -53,7 +53,7 @@ func openStart(root *os.Root, start string) (*dirHandle, error) {
 // open opens the entry name of the directory, which must be of the kind
 // want (a directory or a regular file) and not a symbolic link, both
 // before it is opened and once it is.
-func (d *dirHandle) open(name string, want fs.FileMode) (*os.File, os.FileInfo, error) {
+func (d *Dir) open(name string, want fs.FileMode) (*os.File, os.FileInfo, error) {
 	if !validName(name) || strings.ContainsRune(name, '\\') {
 		return nil, nil, fs.ErrInvalid
 	}
@@ -79,7 +79,7 @@ func (d *dirHandle) open(name string, want fs.FileMode) (*os.File, os.FileInfo, 
 
 // openSub opens the subdirectory name: a single path component, never
 // through a symbolic link.
-func (d *dirHandle) openSub(name string) (*dirHandle, error) {
+func (d *Dir) openSub(name string) (*Dir, error) {
 	f, _, err := d.open(name, fs.ModeDir)
 	if err != nil {
 		return nil, err
@@ -87,16 +87,16 @@ func (d *dirHandle) openSub(name string) (*dirHandle, error) {
 	return newDirHandle(d.root, path.Join(d.rel, name), f), nil
 }
 
-// openFile opens the regular file name of the directory for reading: a
+// OpenFile opens the regular file name of the directory for reading: a
 // single path component, never a symbolic link. It returns the open file
 // and its size.
-func (d *dirHandle) openFile(name string) (f walkFD, size int64, err error) {
+func (d *Dir) OpenFile(name string) (f FD, size int64, err error) {
 	of, fi, err := d.open(name, 0)
 	if err != nil {
-		return walkFD{}, 0, err
+		return FD{}, 0, err
 	}
-	return walkFD{of}, fi.Size(), nil
+	return FD{of}, fi.Size(), nil
 }
 
-// walkFD is a file opened by openFile.
-type walkFD struct{ *os.File }
+// FD is a file opened by OpenFile.
+type FD struct{ *os.File }

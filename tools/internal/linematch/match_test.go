@@ -1,4 +1,4 @@
-package tools
+package linematch
 
 import (
 	"bytes"
@@ -33,12 +33,12 @@ func oracle(expr string, data []byte) []int {
 
 func matchLines(t testing.TB, pattern string, isRegex, fold bool, data []byte) []int {
 	t.Helper()
-	m, err := compileMatcher(pattern, isRegex, fold)
+	m, err := Compile(pattern, isRegex, fold)
 	if err != nil {
 		t.Fatalf("compile %q: %v", pattern, err)
 	}
 	var out []int
-	m.match(&scanState{}, data, 1<<30, func(lm lineMatch) { out = append(out, lm.line) })
+	m.Match(&State{}, data, 1<<30, func(lm Line) { out = append(out, lm.N) })
 	return out
 }
 
@@ -140,7 +140,7 @@ func TestRequiredLiterals(t *testing.T) {
 		{"\\d+", nil},
 	}
 	for _, tt := range tests {
-		m, err := compileMatcher(tt.expr, true, false)
+		m, err := Compile(tt.expr, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -172,15 +172,15 @@ func FuzzMatcher(f *testing.F) {
 		}
 		expr := expression(pattern, isRegex, fold)
 		if _, err := regexp.Compile(expr); err != nil {
-			if _, err := compileMatcher(pattern, isRegex, fold); err == nil {
-				t.Fatalf("%q: regexp refuses it, the matcher accepts it", expr)
+			if _, err := Compile(pattern, isRegex, fold); err == nil {
+				t.Fatalf("%q: regexp refuses it, the Matcher accepts it", expr)
 			}
 			return
 		}
-		m, err := compileMatcher(pattern, isRegex, fold)
+		m, err := Compile(pattern, isRegex, fold)
 		if err != nil {
 			if !strings.Contains(err.Error(), "instructions") {
-				t.Fatalf("%q: regexp accepts it, the matcher refuses it: %v", expr, err)
+				t.Fatalf("%q: regexp accepts it, the Matcher refuses it: %v", expr, err)
 			}
 			return // over maxRegexInsts
 		}

@@ -1,4 +1,4 @@
-package tools
+package fswalk
 
 import (
 	"io"
@@ -11,9 +11,9 @@ import (
 // name relative to its directory's descriptor; walk_other.go opens it
 // through the workspace's os.Root). What follows is common to both.
 
-func (d *dirHandle) acquire() { d.refs.Add(1) }
+func (d *Dir) acquire() { d.refs.Add(1) }
 
-func (d *dirHandle) release() {
+func (d *Dir) Release() {
 	if d.refs.Add(-1) == 0 {
 		d.dir.Close()
 	}
@@ -21,7 +21,7 @@ func (d *dirHandle) release() {
 
 // entries lists the directory, reading at most max entries; more reports
 // that it has more.
-func (d *dirHandle) entries(max int) (es []fs.DirEntry, more bool, err error) {
+func (d *Dir) entries(max int) (es []fs.DirEntry, more bool, err error) {
 	for len(es) < max {
 		batch, err := d.dir.ReadDir(min(1024, max-len(es)))
 		es = append(es, batch...)

@@ -1,23 +1,23 @@
-package tools
+package fswalk
 
 import (
 	"context"
-	"fmt"
 	"io"
 	"os"
 	"path"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
 
-// walkFile is a regular file found by a walk. The visitor owns one reference
-// to dir and must release it.
-type walkFile struct {
-	rel  string // workspace-relative path
-	name string // name in dir
-	dir  *dirHandle
+// File is a regular file found by a walk. The visitor owns one reference
+// to Dir and must release it.
+type File struct {
+	Rel  string // path relative to the root
+	Name string // name in Dir
+	Dir  *Dir
 }
 
 // ignoreFrame is the .gitignore of one directory; its patterns apply to
@@ -27,28 +27,33 @@ type ignoreFrame struct {
 	rules []ignoreRule
 }
 
-// walker visits the regular files under a directory of the workspace in
-// path order, skipping .git, what .gitignore files ignore (each applies to
-// its directory's subtree), symbolic links and special files. It reads at
-// most walkMaxEntries directory entries and does not enter directories
-// more than walkMaxDepth levels down; what it left out is recorded for the
-// result's notes.
-type walker struct {
-	ws   *Workspace
-	glob *glob
+// Walker visits the regular files under a directory of Root in path order,
+// skipping .git, what .gitignore files ignore (each applies to its
+// directory's subtree), symbolic links and special files. It reads at most
+// MaxEntries directory entries, does not enter directories more than
+// MaxDepth levels down and applies no .gitignore that would put more than
+// MaxIgnoreLines patterns in effect; what it left out is recorded in its
+// exported counters, for the caller's notes. A Walker walks once.
+type Walker struct {
+	Root           *os.Root
+	Glob           *Glob // nil: every file
+	MaxEntries     int
+	MaxDepth       int
+	MaxIgnoreLines int
 
-	seen      int    // directory entries read
-	capped    bool   // the walk stopped at walkMaxEntries
-	deep      int    // directories not entered for their depth
-	firstDeep string // the first of them
-	unapplied int    // .gitignore files not applied (walkMaxIgnoreLines)
-	firstGi   string // the first of them
+	Capped      bool   // the walk stopped at MaxEntries
+	Deep        int    // directories not entered for their depth
+	FirstDeep   string // the first of them
+	Unapplied   int    // .gitignore files not applied (MaxIgnoreLines)
+	FirstIgnore string // the first of them
+
+	seen int // directory entries read
 }
 
 // addIgnore parses the lines of the .gitignore of the directory base and
 // adds it to frames, unless the patterns in effect would then pass
-// walkMaxIgnoreLines; rel is its path, for the note.
-func (wk *walker) addIgnore(frames []ignoreFrame, lines []string, base, rel string) []ignoreFrame {
+// wk.MaxIgnoreLines; rel is its path, for the note.
+func (wk *Walker) addIgnore(frames []ignoreFrame, lines []string, base, rel string) []ignoreFrame {
 	fr := ignoreFrame{base: base}
 	for _, l := range lines {
 		if r, ok := parseIgnoreLine(l); ok {
@@ -59,19 +64,20 @@ func (wk *walker) addIgnore(frames []ignoreFrame, lines []string, base, rel stri
 	for _, f := range frames {
 		n += len(f.rules)
 	}
-	if n > walkMaxIgnoreLines {
-		if wk.unapplied == 0 {
-			wk.firstGi = rel
+	if n > wk.MaxIgnoreLines {
+		if wk.Unapplied == 0 {
+			wk.FirstIgnore = rel
 		}
-		wk.unapplied++
+		wk.Unapplied++
 		return frames
 	}
 	return append(frames[:len(frames):len(frames)], fr)
 }
 
-// walk visits the files under the directory start (clean, relative) until
-// visit returns false or ctx is done.
-func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) bool) error {
+// Walk visits the files under the directory start (clean, relative to
+// Root) until visit returns false or ctx is done. Its error is the one of
+// opening start, or ctx's.
+func (wk *Walker) Walk(ctx context.Context, start string, visit func(File) bool) error {
 	var frames []ignoreFrame
 	// The .gitignore files of the directories above start apply too.
 	if start != "." {
@@ -82,12 +88,12 @@ func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) b
 			if dir == "" {
 				dir = "."
 			}
-			if lines, ok := loadIgnore(wk.ws.root, path.Join(dir, ".gitignore")); ok {
+			if lines, ok := loadIgnore(wk.Root, path.Join(dir, ".gitignore")); ok {
 				frames = wk.addIgnore(frames, lines, base, path.Join(dir, ".gitignore"))
 			}
 		}
 	}
-	d, err := openStart(wk.ws.root, start)
+	d, err := openStart(wk.Root, start)
 	if err != nil {
 		return err
 	}
@@ -103,18 +109,18 @@ func (wk *walker) walk(ctx context.Context, start string, visit func(walkFile) b
 // level below the start) and releases the walk's reference to d. It
 // returns false when the walk must stop. Only the directories on the path
 // from the start to d are open: one descriptor per level.
-func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, depth int, frames []ignoreFrame, visit func(walkFile) bool) bool {
-	defer d.release()
+func (wk *Walker) dir(ctx context.Context, d *Dir, rel string, depth int, frames []ignoreFrame, visit func(File) bool) bool {
+	defer d.Release()
 	if ctx.Err() != nil {
 		return false
 	}
-	entries, more, err := d.entries(walkMaxEntries - wk.seen)
+	entries, more, err := d.entries(wk.MaxEntries - wk.seen)
 	wk.seen += len(entries)
 	if more {
-		wk.capped = true
+		wk.Capped = true
 	}
 	if err != nil && len(entries) == 0 {
-		return !wk.capped
+		return !wk.Capped
 	}
 	type entry struct {
 		key  string // name, plus "/" for directories: sorting by it sorts by path
@@ -157,14 +163,14 @@ func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, depth int, 
 			continue
 		}
 		if e.dir {
-			if wk.capped {
+			if wk.Capped {
 				continue // the entry cap is reached: list only what was read
 			}
-			if depth == walkMaxDepth {
-				if wk.deep == 0 {
-					wk.firstDeep = p
+			if depth == wk.MaxDepth {
+				if wk.Deep == 0 {
+					wk.FirstDeep = p
 				}
-				wk.deep++
+				wk.Deep++
 				continue
 			}
 			sd, err := d.openSub(e.name)
@@ -176,44 +182,15 @@ func (wk *walker) dir(ctx context.Context, d *dirHandle, rel string, depth int, 
 			}
 			continue
 		}
-		if !wk.glob.match(p) {
+		if !wk.Glob.Match(p) {
 			continue
 		}
 		d.acquire()
-		if !visit(walkFile{rel: p, name: e.name, dir: d}) {
+		if !visit(File{Rel: p, Name: e.name, Dir: d}) {
 			return false
 		}
 	}
-	return ctx.Err() == nil && !wk.capped
-}
-
-// notes describes what the walk left out, for a result's notes.
-func (wk *walker) notes() []string {
-	var ns []string
-	if wk.capped {
-		ns = append(ns, fmt.Sprintf("the walk stopped after %d entries (its cap); narrow it with path or glob", walkMaxEntries))
-	}
-	if wk.unapplied > 0 {
-		ns = append(ns, fmt.Sprintf("%s not applied: with %s the .gitignore patterns in effect would pass %d (the first: %s); files they ignore may be listed", plural(wk.unapplied, ".gitignore file"), itOrThem(wk.unapplied), walkMaxIgnoreLines, quote(wk.firstGi)))
-	}
-	if wk.deep > 0 {
-		ns = append(ns, fmt.Sprintf("%s more than %d levels deep %s not entered (the first: %s)", plural(wk.deep, "directory"), walkMaxDepth, isAre(wk.deep), quote(wk.firstDeep)))
-	}
-	return ns
-}
-
-func itOrThem(n int) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
-}
-
-func isAre(n int) string {
-	if n == 1 {
-		return "was"
-	}
-	return "were"
+	return ctx.Err() == nil && !wk.Capped
 }
 
 // ignored reports whether the .gitignore files above p ignore it, as git
@@ -241,6 +218,9 @@ func ignored(frames []ignoreFrame, p string, dir bool) bool {
 	return false
 }
 
+// nonblock makes opening a FIFO or a device return at once.
+const nonblock = syscall.O_NONBLOCK
+
 // maxIgnoreSize: larger .gitignore files are not read.
 const maxIgnoreSize = 1 << 20
 
@@ -263,8 +243,8 @@ func loadIgnore(root *os.Root, name string) (lines []string, ok bool) {
 }
 
 // loadIgnoreAt is loadIgnore for the file name of the directory d.
-func loadIgnoreAt(d *dirHandle, name string) (lines []string, ok bool) {
-	f, size, err := d.openFile(name)
+func loadIgnoreAt(d *Dir, name string) (lines []string, ok bool) {
+	f, size, err := d.OpenFile(name)
 	if err != nil {
 		return nil, false
 	}

@@ -1,6 +1,6 @@
 //go:build unix && !walkroot
 
-package tools
+package fswalk
 
 import (
 	"io"
@@ -12,19 +12,19 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// dirHandle is an open directory of the workspace, shared by the files of
+// Dir is an open directory of the workspace, shared by the files of
 // it that are being visited; it is closed when the last user releases it.
 // Its files and subdirectories are opened relative to it (one openat each,
 // instead of one per path component), one name at a time and never through
 // a symbolic link, so they cannot leave it. It holds one descriptor.
-type dirHandle struct {
+type Dir struct {
 	dir  *os.File
 	refs atomic.Int32
 }
 
 // newDirHandle wraps the open directory f, which it owns.
-func newDirHandle(f *os.File) *dirHandle {
-	d := &dirHandle{dir: f}
+func newDirHandle(f *os.File) *Dir {
+	d := &Dir{dir: f}
 	d.refs.Store(1)
 	return d
 }
@@ -34,7 +34,7 @@ func newDirHandle(f *os.File) *dirHandle {
 // plain file: os.File.ReadDir on a directory opened through an os.Root
 // stats every entry (one system call each), a plain one reads the types
 // from the directory itself.
-func openStart(root *os.Root, start string) (*dirHandle, error) {
+func openStart(root *os.Root, start string) (*Dir, error) {
 	f, err := root.Open(start)
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func openStart(root *os.Root, start string) (*dirHandle, error) {
 
 // openSub opens the subdirectory name: a single path component, never
 // through a symbolic link.
-func (d *dirHandle) openSub(name string) (*dirHandle, error) {
+func (d *Dir) openSub(name string) (*Dir, error) {
 	if !validName(name) {
 		return nil, fs.ErrInvalid
 	}
@@ -85,11 +85,11 @@ func (d *dirHandle) openSub(name string) (*dirHandle, error) {
 	return newDirHandle(os.NewFile(uintptr(fd), name)), nil
 }
 
-// openFile opens the regular file name of the directory for reading: a
+// OpenFile opens the regular file name of the directory for reading: a
 // single path component, never following a symbolic link and never
 // blocking on a FIFO or a device, so it cannot leave the directory. It
 // returns the open file and its size.
-func (d *dirHandle) openFile(name string) (f walkFD, size int64, err error) {
+func (d *Dir) OpenFile(name string) (f FD, size int64, err error) {
 	if !validName(name) {
 		return -1, 0, fs.ErrInvalid
 	}
@@ -116,16 +116,16 @@ func (d *dirHandle) openFile(name string) (f walkFD, size int64, err error) {
 		unix.Close(fd)
 		return -1, 0, fs.ErrInvalid
 	}
-	return walkFD(fd), st.Size, nil
+	return FD(fd), st.Size, nil
 }
 
-// walkFD is a file opened by openFile: a bare descriptor, read with plain
+// FD is a file opened by OpenFile: a bare descriptor, read with plain
 // read calls (an os.File would cost a system call and a finalizer more per
 // file searched).
-type walkFD int
+type FD int
 
 // Read reads from the file; it returns io.EOF at the end.
-func (f walkFD) Read(p []byte) (int, error) {
+func (f FD) Read(p []byte) (int, error) {
 	for {
 		n, err := unix.Read(int(f), p)
 		if err == unix.EINTR {
@@ -142,4 +142,4 @@ func (f walkFD) Read(p []byte) (int, error) {
 }
 
 // Close closes the file.
-func (f walkFD) Close() error { return unix.Close(int(f)) }
+func (f FD) Close() error { return unix.Close(int(f)) }

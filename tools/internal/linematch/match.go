@@ -1,24 +1,23 @@
-package tools
+package linematch
 
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"regexp"
 	"regexp/syntax"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/specloop/specloop/gen"
 )
 
-// matcher finds the lines of a text that match a search. Matching is line
+// Matcher finds the lines of a text that match a search. Matching is line
 // by line: a match never spans lines, and ^ and $ are the line's ends.
 //
 // Go's regexp has no DFA and is 10-75x slower than ripgrep's engine on whole
 // files, so the engine is only run on lines that can match: a required
 // literal (every match contains one of lits) is found with bytes.Index,
 // which is SIMD-accelerated, and only the lines holding it are checked.
-type matcher struct {
+type Matcher struct {
 	lits []literal      // every matching line holds one of these; empty: no prefilter
 	re   *regexp.Regexp // checks a candidate line; nil when finding a literal is a match
 	scan *regexp.Regexp // without a prefilter: finds the next matching line in a whole buffer
@@ -95,11 +94,12 @@ type byteSet [256]bool
 // each costs more than it saves.
 const maxLiterals = 8
 
-// compileMatcher compiles a search pattern: a literal string, or a Go
-// regular expression when isRegex.
-func compileMatcher(pattern string, isRegex, ignoreCase bool) (*matcher, error) {
+// Compile compiles a search pattern: a literal string, or a Go
+// regular expression when isRegex. Its errors say what is wrong with the
+// pattern (the search tool reports them as invalid_regex).
+func Compile(pattern string, isRegex, ignoreCase bool) (*Matcher, error) {
 	if !isRegex && !ignoreCase {
-		return &matcher{lits: []literal{newLiteral([]byte(pattern), false)}, none: strings.Contains(pattern, "\n"), lineCap: searchMaxLine}, nil
+		return &Matcher{lits: []literal{newLiteral([]byte(pattern), false)}, none: strings.Contains(pattern, "\n"), lineCap: MaxLine}, nil
 	}
 	expr := pattern
 	if !isRegex {
@@ -110,21 +110,21 @@ func compileMatcher(pattern string, isRegex, ignoreCase bool) (*matcher, error) 
 	}
 	re, err := regexp.Compile(expr)
 	if err != nil {
-		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
+		return nil, err
 	}
 	tree, err := syntax.Parse(expr, syntax.Perl)
 	if err != nil { // unreachable: regexp.Compile parsed it
-		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
+		return nil, err
 	}
 	tree = tree.Simplify()
 	prog, err := syntax.Compile(tree)
 	if err != nil { // unreachable: regexp.Compile compiled it
-		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
+		return nil, err
 	}
 	if n := len(prog.Inst); n > maxRegexInsts {
-		return nil, Errorf(gen.ErrorCodeInvalidRegex, "the expression compiles to %d instructions, over the %d allowed (each costs a step per byte searched); use smaller repetition counts", n, maxRegexInsts)
+		return nil, fmt.Errorf("the expression compiles to %d instructions, over the %d allowed (each costs a step per byte searched); use smaller repetition counts", n, maxRegexInsts)
 	}
-	m := &matcher{re: re, lineCap: min(searchMaxLine, max(minRegexLine, regexBudget/len(prog.Inst)))}
+	m := &Matcher{re: re, lineCap: min(MaxLine, max(minRegexLine, regexBudget/len(prog.Inst)))}
 	if lits, ok := required(tree); ok {
 		m.lits = lits
 		for _, l := range lits {
@@ -438,31 +438,31 @@ func toLowerASCII(dst, src []byte) {
 	}
 }
 
-// lineMatch is one matching line: its 1-based number, its text (without the
+// Line is one matching line: its 1-based number, its text (without the
 // line end) and where in it the match starts.
-type lineMatch struct {
-	line int
-	text []byte
-	col  int
+type Line struct {
+	N    int
+	Text []byte
+	Col  int
 }
 
-// scanState holds the per-worker buffers of a scan, and what the scans
+// State holds the per-worker buffers of a scan, and what the scans
 // report besides matches.
-type scanState struct {
+type State struct {
 	lower []byte
 	next  []int
-	// stop, when set, reports that the scan must end (the search was
+	// Stop, when set, reports that the scan must end (the search was
 	// cancelled); it is asked before each run of the expression.
-	stop func() bool
-	// cut counts the lines matched on their first lineCap bytes only.
-	cut int
+	Stop func() bool
+	// Cut counts the lines matched on their first LineCap bytes only.
+	Cut int
 }
 
-func (st *scanState) stopped() bool { return st.stop != nil && st.stop() }
+func (st *State) stopped() bool { return st.Stop != nil && st.Stop() }
 
-// match finds up to max matching lines of data, calling emit for each. emit's
+// Match finds up to max matching lines of data, calling emit for each. emit's
 // text is only valid during the call.
-func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch)) {
+func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 	if max <= 0 || m.none {
 		return
 	}
@@ -493,7 +493,7 @@ func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch
 		if m.re != nil {
 			if len(text) > m.lineCap {
 				text = text[:m.lineCap]
-				st.cut++
+				st.Cut++
 			}
 			loc := m.re.FindIndex(text)
 			ok = loc != nil
@@ -502,7 +502,7 @@ func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch
 			}
 		}
 		if ok {
-			emit(lineMatch{line: line, text: bytes.TrimSuffix(text, []byte{'\r'}), col: col})
+			emit(Line{N: line, Text: bytes.TrimSuffix(text, []byte{'\r'}), Col: col})
 			found++
 		}
 		return le + 1
@@ -577,3 +577,8 @@ func (m *matcher) match(st *scanState, data []byte, max int, emit func(lineMatch
 
 // atLineStart reports whether offset i of data starts a line.
 func atLineStart(data []byte, i int) bool { return i == 0 || data[i-1] == '\n' }
+
+// LineCap is the most of a line the matcher runs its expression over in one
+// call: longer lines are matched on their first LineCap bytes (and counted
+// in State.Cut).
+func (m *Matcher) LineCap() int { return m.lineCap }

@@ -1,4 +1,4 @@
-package tools
+package fswalk
 
 import (
 	"context"
@@ -38,16 +38,16 @@ func BenchmarkWalkGitignore(b *testing.B) {
 			write(fmt.Sprintf("%s/file%d.go", sub, f), "x\n")
 		}
 	}
-	ws, err := OpenWorkspace(dir)
+	rr, err := os.OpenRoot(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
-	defer ws.Close()
+	defer rr.Close()
 	n := 0
 	for b.Loop() {
 		n = 0
-		wk := &walker{ws: ws}
-		if err := wk.walk(context.Background(), ".", func(f walkFile) bool { f.dir.release(); n++; return true }); err != nil {
+		wk := &Walker{Root: rr, MaxEntries: 200_000, MaxDepth: 128, MaxIgnoreLines: 2000}
+		if err := wk.Walk(context.Background(), ".", func(f File) bool { f.Dir.Release(); n++; return true }); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -1,4 +1,4 @@
-package tools
+package linematch
 
 import (
 	"math/rand/v2"
@@ -30,7 +30,7 @@ func TestMatchWindows(t *testing.T) {
 	}
 	text := []byte(b.String())
 	for _, expr := range []string{`(?:[A-Z]\w*\s+){10}\d`, `\b[A-Z]{9,}\s+[A-Z]{9,}\b`, `.{200}\d`, `(?:\w+\s+){30}`, `^(?:\S+\s+){12}$`} {
-		m, err := compileMatcher(expr, true, false)
+		m, err := Compile(expr, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,15 +65,15 @@ func TestScanStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a costly expression (slow under -race)")
 	}
-	m, err := compileMatcher(`[a-z]{1000}[0-9]`, true, false)
+	m, err := Compile(`[a-z]{1000}[0-9]`, true, false)
 	if err != nil {
 		t.Fatal(err)
 	}
 	text := []byte(strings.Repeat(strings.Repeat("abcdefgh", 64)+"\n", 4096))
 	calls := 0
-	st := &scanState{stop: func() bool { calls++; return calls > 3 }}
+	st := &State{Stop: func() bool { calls++; return calls > 3 }}
 	found := 0
-	m.match(st, text, 1<<30, func(lineMatch) { found++ })
+	m.Match(st, text, 1<<30, func(Line) { found++ })
 	if calls != 4 || found != 0 {
 		t.Fatalf("stop asked %d times, want 4 (the scan went on after it said stop)", calls)
 	}

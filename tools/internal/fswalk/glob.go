@@ -1,28 +1,26 @@
-package tools
+package fswalk
 
 import (
 	"path"
 	"strings"
-
-	"github.com/specloop/specloop/gen"
 )
 
-// glob filters files by a glob pattern. A pattern without a slash matches
+// Glob filters files by a glob pattern. A pattern without a slash matches
 // the file's name; one with a slash matches its workspace-relative path, and
 // there a "**" segment matches any number of directories. Segments follow
 // path.Match.
-type glob struct {
+type Glob struct {
 	segs     []string
 	pathWide bool
 }
 
-// compileGlob checks pattern; an empty pattern matches everything (nil).
-func compileGlob(pattern string) (*glob, error) {
+// CompileGlob checks pattern; an empty pattern matches everything (nil).
+func CompileGlob(pattern string) (*Glob, error) {
 	if pattern == "" {
 		return nil, nil
 	}
 	p := strings.TrimPrefix(pattern, "./")
-	g := &glob{pathWide: strings.Contains(p, "/")}
+	g := &Glob{pathWide: strings.Contains(p, "/")}
 	if g.pathWide {
 		for _, s := range strings.Split(strings.Trim(p, "/"), "/") {
 			if s == "**" && len(g.segs) > 0 && g.segs[len(g.segs)-1] == "**" {
@@ -40,17 +38,17 @@ func compileGlob(pattern string) (*glob, error) {
 		// path.Match reports a malformed pattern only when it gets that far;
 		// matching against the pattern itself walks all of it.
 		if _, err := path.Match(s, s); err != nil {
-			return nil, Errorf(gen.ErrorCodeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
+			return nil, err
 		}
 		if _, err := path.Match(s, ""); err != nil {
-			return nil, Errorf(gen.ErrorCodeInvalidGlob, "the glob %s is malformed: %v", quote(pattern), err)
+			return nil, err
 		}
 	}
 	return g, nil
 }
 
-// match reports whether the file at the workspace-relative path rel matches.
-func (g *glob) match(rel string) bool {
+// Match reports whether the file at the root-relative path rel matches.
+func (g *Glob) Match(rel string) bool {
 	if g == nil {
 		return true
 	}
