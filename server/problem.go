@@ -13,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -188,7 +189,7 @@ func validationProblem(err error, bodyLimit int64) *problemError {
 	// without the RequestError around them.
 	var se *openapi3.SchemaError
 	if errors.As(err, &se) {
-		se = innermost(se)
+		se = schema.Innermost(se)
 		tokens := se.JSONPointer()
 		reason := schemaReason(se)
 		if d := se.Schema; se.SchemaField == "discriminator" && d != nil && d.Discriminator != nil {
@@ -217,23 +218,6 @@ func validationProblem(err error, bodyLimit int64) *problemError {
 		return nil // echo's own status (404, 405, ...)
 	}
 	return problemf(http.StatusBadRequest, "the request does not match the API")
-}
-
-// innermost follows a oneOf failure into the branch the discriminator chose
-// (or the only branch tried), so the pointer names the deepest field.
-func innermost(se *openapi3.SchemaError) *openapi3.SchemaError {
-	for range 32 {
-		var me openapi3.MultiError
-		if se.Origin == nil || !errors.As(se.Origin, &me) || len(me) != 1 {
-			return se
-		}
-		var inner *openapi3.SchemaError
-		if !errors.As(me[0], &inner) {
-			return se
-		}
-		se = inner
-	}
-	return se
 }
 
 // schemaReason is kin-openapi's reason, which by its contract never includes

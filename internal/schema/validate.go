@@ -96,15 +96,15 @@ func FromSchemaError(err error) *Error {
 	if !errors.As(err, &se) {
 		return &Error{Reason: "does not match the schema"}
 	}
-	se = innermost(se)
+	se = Innermost(se)
 	tokens := se.JSONPointer()
 	reason := reasonOf(se, &tokens)
 	return &Error{Pointer: pointer(tokens), Reason: reason}
 }
 
-// innermost follows a oneOf failure into the branch the discriminator chose
+// Innermost follows a oneOf failure into the branch the discriminator chose
 // (or the only branch tried), so the pointer names the deepest field.
-func innermost(se *openapi3.SchemaError) *openapi3.SchemaError {
+func Innermost(se *openapi3.SchemaError) *openapi3.SchemaError {
 	for range 64 {
 		var me openapi3.MultiError
 		if se.Origin == nil || !errors.As(se.Origin, &me) || len(me) != 1 {
