@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
@@ -27,23 +28,34 @@ type actionSchema struct {
 }
 
 var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
-	doc, err := specdoc.Load()
+	s, v, err := compileComponent("Action")
 	if err != nil {
 		return nil, err
 	}
-	ref, ok := doc.Components.Schemas["Action"]
-	if !ok || ref.Value == nil {
-		return nil, fmt.Errorf("spec has no Action schema")
-	}
-	if ref.Value.Discriminator == nil {
+	if s.Discriminator == nil {
 		return nil, fmt.Errorf("spec: Action has no discriminator")
+	}
+	return &actionSchema{validator: v, discriminator: s.Discriminator.PropertyName}, nil
+})
+
+// compileComponent returns the spec's schema component name and its
+// validator. Model output is neither a request nor a response, so readOnly
+// and writeOnly do not apply (schema.Neither).
+func compileComponent(name string) (*openapi3.Schema, *schema.Validator, error) {
+	doc, err := specdoc.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	ref, ok := doc.Components.Schemas[name]
+	if !ok || ref.Value == nil {
+		return nil, nil, fmt.Errorf("spec has no %s schema", name)
 	}
 	v, err := schema.CompileFor(ref.Value, schema.Neither)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return &actionSchema{validator: v, discriminator: ref.Value.Discriminator.PropertyName}, nil
-})
+	return ref.Value, v, nil
+}
 
 // ParseAction turns a model's raw text into an Action. The text must be one
 // JSON object in the spec's Action form, optionally inside a single Markdown

@@ -10,7 +10,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // turnSchema is the spec's Turn schema, compiled, and the name of its one
@@ -21,19 +20,14 @@ type turnSchema struct {
 }
 
 var loadTurnSchema = sync.OnceValues(func() (*turnSchema, error) {
-	doc, err := specdoc.Load()
+	s, v, err := compileComponent("Turn")
 	if err != nil {
 		return nil, err
 	}
-	ref, ok := doc.Components.Schemas["Turn"]
-	if !ok || ref.Value == nil || len(ref.Value.Required) != 1 {
-		return nil, fmt.Errorf("spec has no Turn schema with one required property")
+	if len(s.Required) != 1 {
+		return nil, fmt.Errorf("spec: Turn must have one required property")
 	}
-	v, err := schema.Compile(ref.Value)
-	if err != nil {
-		return nil, err
-	}
-	return &turnSchema{validator: v, actions: ref.Value.Required[0]}, nil
+	return &turnSchema{validator: v, actions: s.Required[0]}, nil
 })
 
 // ParseTurn turns a model's raw text into a Turn: either one JSON object in
