@@ -86,6 +86,9 @@ type Options struct {
 	// Observer, when set, is called after each event was traced, for
 	// progress display. It must not block for long.
 	Observer func(p Progress)
+	// Clock is the loop's source of event times and durations; nil means
+	// time.Now. A durable engine replaying the loop sets a deterministic one.
+	Clock func() time.Time
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -147,7 +150,7 @@ type end struct {
 }
 
 func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
-	l.start = time.Now()
+	l.start = l.now()
 	toolNames := []string{}
 	if l.opts.Tools != nil {
 		specs := l.opts.Tools.Specs()
@@ -372,9 +375,9 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 // reports whether the check passed, or how the run ends when it could not
 // run.
 func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end) {
-	t0 := time.Now()
+	t0 := l.now()
 	res, err := l.opts.Check.Check(ctx)
-	checkMs := ms(time.Since(t0))
+	checkMs := ms(l.now().Sub(t0))
 	if err != nil {
 		if ctx.Err() != nil {
 			return false, &end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
@@ -440,7 +443,7 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	ev.ExitReason = &res.ExitReason
 	ev.StepsUsed = &res.StepsUsed
 	ev.Error = res.Error
-	ev.DurationMs = ptr(ms(time.Since(l.start)))
+	ev.DurationMs = ptr(ms(l.now().Sub(l.start)))
 	if l.counted {
 		ev.Usage = res.Usage
 	}
@@ -495,7 +498,7 @@ func (l *loop) clock() time.Time {
 	if !l.tracing {
 		return time.Time{}
 	}
-	return time.Now()
+	return l.now()
 }
 
 // lap returns, when the loop traces, the time since t0 (from clock) in
@@ -504,12 +507,12 @@ func (l *loop) lap(t0 time.Time) (float64, time.Time) {
 	if !l.tracing {
 		return 0, time.Time{}
 	}
-	now := time.Now()
+	now := l.now()
 	return ms(now.Sub(t0)), now
 }
 
 func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
-	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: time.Now().UTC()}
+	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: l.now().UTC()}
 }
 
 // stepEvent is a trace event of a step together with the values its
