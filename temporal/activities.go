@@ -1,0 +1,403 @@
+package temporal
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/wiring"
+)
+
+// RunRef names a run and what its worker needs to open it again after a
+// restart.
+type RunRef struct {
+	RunID     string
+	Workspace string
+	Check     string
+}
+
+// EventBatch is trace lines for the store: lines From, From+1, … of the
+// run's trace.
+type EventBatch struct {
+	From  int
+	Lines [][]byte
+}
+
+// OpenOutput is what the Open activity learnt about the run's setup.
+type OpenOutput struct {
+	// HostQueue is the task queue of the workers that hold the workspace.
+	HostQueue    string
+	Tools        []gen.ToolSpec
+	ToolsSandbox *gen.SandboxInfo
+	CheckSandbox *gen.SandboxInfo
+}
+
+// ModelInput is one model call: the history so far goes by value (the
+// DataConverter stores it out of the workflow's history when it is large).
+type ModelInput struct {
+	RunID     string
+	Task      gen.Task
+	Model     gen.ModelConfig
+	Tools     []gen.ToolSpec
+	Calls     int // the model calls of the run before this one
+	History   []gen.HistoryItem
+	RecordRaw bool
+	Events    EventBatch
+}
+
+// ModelOutput is a model turn, or the model's invalid output.
+type ModelOutput struct {
+	Actions []WireAction
+	Usage   *gen.Usage
+	Invalid *InvalidOutput
+}
+
+// WireAction is an agent.Action as an activity returns it.
+type WireAction struct {
+	ToolCall *gen.ToolCall
+	Finish   *gen.Finish
+	Raw      string
+}
+
+// InvalidOutput is an agent.InvalidOutputError as an activity returns it.
+type InvalidOutput struct {
+	Message string
+	Raw     string
+	Usage   *gen.Usage
+}
+
+// ToolInput is tool call Seq (0-based, in the run's order) of a run.
+type ToolInput struct {
+	Run    RunRef
+	Seq    int
+	Call   gen.ToolCall
+	Events EventBatch
+}
+
+// CheckInput, PatchInput and CloseInput name the run of a check, a patch
+// and the end of a run.
+type (
+	CheckInput struct {
+		Run    RunRef
+		Events EventBatch
+	}
+	PatchInput struct {
+		Run    RunRef
+		Events EventBatch
+	}
+	CloseInput struct {
+		Run    RunRef
+		Events EventBatch
+	}
+)
+
+// ModelFactory builds a run's model from its configuration and tools, as
+// server.ModelFactory does.
+type ModelFactory func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error)
+
+// Activities are the run workflow's activities, executed by workers.
+// Register one value with both of a worker's task queues (see NewWorkers).
+type Activities struct {
+	// Store is the storage shared with the API servers.
+	Store *Store
+	// WorkspaceRoot holds the runs' workspaces.
+	WorkspaceRoot string
+	// HostQueue is the task queue of this host's workers, where a run's
+	// tool activities go.
+	HostQueue string
+	// Models builds models; nil means server.DefaultModels' behaviour is
+	// unavailable and every run fails with model_error.
+	Models ModelFactory
+	// Setup is the base of every run's setup (sandbox, commands, check
+	// timeout); its Root, Check and trace fields are set per run.
+	Setup wiring.Config
+
+	mu   sync.Mutex
+	runs map[string]*openRun
+}
+
+// openRun is a run's setup on this worker and the workspace directory it
+// works in (the setup does not own it).
+type openRun struct {
+	*wiring.Setup
+	dir *os.Root
+}
+
+func (o *openRun) Close() error { return errors.Join(o.Setup.Close(), o.dir.Close()) }
+
+// setup returns run's open setup, opening it on first use (and after a
+// worker restart).
+func (a *Activities) setup(run RunRef) (*openRun, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if s := a.runs[run.RunID]; s != nil {
+		return s, nil
+	}
+	if run.Workspace != "" && !filepath.IsLocal(run.Workspace) {
+		return nil, temporal.NewNonRetryableApplicationError("the workspace is not a path inside the workspace root", "workspace", nil)
+	}
+	root, err := os.OpenRoot(a.WorkspaceRoot)
+	if err != nil {
+		return nil, fmt.Errorf("open the workspace root: %w", err)
+	}
+	ws := root
+	if run.Workspace != "" {
+		ws, err = root.OpenRoot(run.Workspace)
+		root.Close()
+		if err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("the workspace cannot be opened", "workspace", nil)
+		}
+	}
+	cfg := a.Setup
+	cfg.Root, cfg.Check, cfg.RunID = ws, run.Check, run.RunID
+	cfg.Workspace, cfg.TracePath, cfg.TraceWriter = nil, "", nil
+	s, err := wiring.Open(cfg)
+	if err != nil {
+		ws.Close()
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
+	}
+	o := &openRun{Setup: s, dir: ws}
+	if a.runs == nil {
+		a.runs = map[string]*openRun{}
+	}
+	a.runs[run.RunID] = o
+	return o, nil
+}
+
+// begin writes the trace lines an activity carries and returns the run's
+// setup.
+func (a *Activities) begin(run RunRef, b EventBatch) (*openRun, error) {
+	if err := a.Store.appendEvents(run.RunID, b.From, b.Lines); err != nil {
+		return nil, fmt.Errorf("write the trace: %w", err)
+	}
+	return a.setup(run)
+}
+
+// Open opens the run's workspace on this host and returns the host's
+// queue, the tools and the confinement of commands.
+func (a *Activities) Open(ctx context.Context, run RunRef) (OpenOutput, error) {
+	s, err := a.setup(run)
+	if err != nil {
+		return OpenOutput{}, err
+	}
+	out := OpenOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
+	if s.Options.Tools != nil {
+		out.Tools = s.Options.Tools.Specs()
+		if sb, ok := s.Options.Tools.(agent.Sandboxed); ok {
+			out.ToolsSandbox = sb.SandboxInfo()
+		}
+	}
+	if sb, ok := s.Options.Check.(agent.Sandboxed); ok {
+		out.CheckSandbox = sb.SandboxInfo()
+	}
+	return out, nil
+}
+
+// Model asks the run's model for its next turn.
+func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, error) {
+	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
+		return ModelOutput{}, fmt.Errorf("write the trace: %w", err)
+	}
+	m, err := a.model(ctx, in)
+	if err != nil {
+		return ModelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
+	}
+	items := make([]agent.Item, len(in.History))
+	for i := range in.History {
+		if items[i], err = item(in.History[i]); err != nil {
+			return ModelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
+		}
+	}
+	defer heartbeat(ctx)()
+	h := agent.NewHistory(items...)
+	var turn agent.Turn
+	if tm, ok := m.(agent.TurnModel); ok {
+		turn, err = tm.NextTurn(ctx, in.Task, h)
+	} else {
+		var act agent.Action
+		act, err = m.NextAction(ctx, in.Task, h)
+		turn = agent.Turn{Actions: []agent.Action{act}, Usage: act.Usage}
+	}
+	var invalid *agent.InvalidOutputError
+	switch {
+	case errors.As(err, &invalid):
+		out := &InvalidOutput{Message: invalid.Message, Usage: invalid.Usage}
+		if in.RecordRaw {
+			out.Raw = invalid.Raw
+		}
+		return ModelOutput{Invalid: out}, nil
+	case err != nil && retryable(err):
+		return ModelOutput{}, err
+	case err != nil:
+		return ModelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
+	}
+	out := ModelOutput{Actions: make([]WireAction, len(turn.Actions)), Usage: turn.Usage}
+	for i, act := range turn.Actions {
+		out.Actions[i] = WireAction{ToolCall: act.ToolCall, Finish: act.Finish}
+		if in.RecordRaw {
+			out.Actions[i].Raw = act.Raw
+		}
+	}
+	return out, nil
+}
+
+// model builds the run's model. A script model is stateful (its position
+// in the responses): it is moved past the responses the run's earlier
+// calls took.
+func (a *Activities) model(ctx context.Context, in ModelInput) (agent.Model, error) {
+	if a.Models == nil {
+		return nil, errors.New("this worker has no models")
+	}
+	m, err := a.Models(in.Model, in.Tools)
+	if err != nil {
+		return nil, err
+	}
+	if s, ok := m.(*model.Script); ok {
+		for range in.Calls {
+			_, _ = s.NextAction(ctx, in.Task, agent.History{})
+		}
+	}
+	return m, nil
+}
+
+// retryable reports whether a model error is worth another attempt: a
+// transport error or the provider's rate limit or overload.
+func retryable(err error) bool {
+	var pe *model.ProviderError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return pe.StatusCode == 0 || pe.StatusCode == 429 || pe.StatusCode >= 500
+}
+
+// Tool executes tool call in.Seq of the run once: a retried attempt (the
+// first one's worker died after the call) returns the recorded
+// observation.
+func (a *Activities) Tool(ctx context.Context, in ToolInput) (gen.Observation, error) {
+	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
+		return gen.Observation{}, fmt.Errorf("write the trace: %w", err)
+	}
+	if obs, ok, err := a.Store.recordedCall(in.Run.RunID, in.Seq); err != nil || ok {
+		return obs, err
+	}
+	s, err := a.setup(in.Run)
+	if err != nil {
+		return gen.Observation{}, err
+	}
+	if s.Options.Tools == nil {
+		return gen.Observation{}, temporal.NewNonRetryableApplicationError("the run has no tools", "tools", nil)
+	}
+	defer heartbeat(ctx)()
+	obs, err := s.Options.Tools.Call(ctx, &in.Call)
+	if err != nil {
+		return gen.Observation{}, temporal.NewNonRetryableApplicationError(err.Error(), "tool", nil)
+	}
+	if err := a.Store.recordCall(in.Run.RunID, in.Seq, &obs); err != nil {
+		return gen.Observation{}, fmt.Errorf("record tool call %d: %w", in.Seq, err)
+	}
+	return obs, nil
+}
+
+// Check runs the run's completion check.
+func (a *Activities) Check(ctx context.Context, in CheckInput) (gen.CheckResult, error) {
+	s, err := a.begin(in.Run, in.Events)
+	if err != nil {
+		return gen.CheckResult{}, err
+	}
+	if s.Options.Check == nil {
+		return gen.CheckResult{}, temporal.NewNonRetryableApplicationError("the run has no check", "check", nil)
+	}
+	defer heartbeat(ctx)()
+	res, err := s.Options.Check.Check(ctx)
+	if err != nil {
+		return res, temporal.NewNonRetryableApplicationError(err.Error(), "check", nil)
+	}
+	return res, nil
+}
+
+// Patch returns the changes the run made to its workspace.
+func (a *Activities) Patch(ctx context.Context, in PatchInput) (string, error) {
+	s, err := a.begin(in.Run, in.Events)
+	if err != nil {
+		return "", err
+	}
+	p, ok := s.Options.Tools.(agent.Patcher)
+	if !ok {
+		return "", nil
+	}
+	patch, err := p.Patch(ctx)
+	if err != nil {
+		return "", temporal.NewNonRetryableApplicationError(err.Error(), "patch", nil)
+	}
+	return patch, nil
+}
+
+// Close writes the end of the run's trace and releases its workspace.
+func (a *Activities) Close(ctx context.Context, in CloseInput) error {
+	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
+		return fmt.Errorf("write the trace: %w", err)
+	}
+	a.mu.Lock()
+	s := a.runs[in.Run.RunID]
+	delete(a.runs, in.Run.RunID)
+	a.mu.Unlock()
+	if s != nil {
+		return s.Close()
+	}
+	return nil
+}
+
+// heartbeat reports the activity alive until the returned func is called,
+// so that a worker that dies mid-call is noticed within the heartbeat
+// timeout.
+func heartbeat(ctx context.Context) (stop func()) {
+	every := time.Second
+	if t := activity.GetInfo(ctx).HeartbeatTimeout; t > 0 {
+		every = max(t/4, 10*time.Millisecond)
+	}
+	done := make(chan struct{})
+	go func() {
+		tick := time.NewTicker(every)
+		defer tick.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+				activity.RecordHeartbeat(ctx)
+			}
+		}
+	}()
+	return func() { close(done) }
+}
+
+// item decodes a history item.
+func item(w gen.HistoryItem) (agent.Item, error) {
+	v, err := w.ValueByDiscriminator()
+	if err != nil {
+		return agent.Item{}, fmt.Errorf("a history item: %w", err)
+	}
+	switch v := v.(type) {
+	case gen.ToolCall:
+		return agent.Item{ToolCall: &v}, nil
+	case gen.Finish:
+		return agent.Item{Finish: &v}, nil
+	case gen.Observation:
+		return agent.Item{Observation: &v}, nil
+	case gen.ModelFeedback:
+		return agent.Item{Feedback: &v}, nil
+	}
+	return agent.Item{}, errors.New("a history item of an unknown type")
+}

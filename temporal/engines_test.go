@@ -1,0 +1,184 @@
+package temporal_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/temporal"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
+)
+
+const (
+	multiply  = `{"type":"tool_call","tool_name":"calculator","call_id":"c1","arguments":{"left":12,"operation":"multiply","right":7}}`
+	divide0   = `{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"divide","right":0}}`
+	writeDone = `{"type":"tool_call","tool_name":"write_file","call_id":"w1","arguments":{"path":"done.txt","content":"ok\n"}}`
+	readDone  = `{"type":"tool_call","tool_name":"read_file","arguments":{"path":"done.txt"}}`
+	finish    = `{"type":"finish","answer":"84"}`
+	twoCalls  = `{"actions":[` + multiply + `,` + writeDone + `]}`
+)
+
+// scripts is the table both engines run: every path of the loop that a
+// scripted model can reach.
+var scripts = []struct {
+	name      string
+	responses []string
+	check     string
+	maxSteps  int
+}{
+	{name: "finish at once", responses: []string{finish}},
+	{name: "tool calls then finish", responses: []string{multiply, writeDone, readDone, finish}},
+	{name: "a turn of two calls", responses: []string{twoCalls, finish}},
+	{name: "tool error and invalid output", responses: []string{divide0, "not json", `{"type":"tool_call"}`, finish}},
+	{name: "step budget", responses: []string{multiply, multiply, multiply}, maxSteps: 2},
+	{name: "invalid output to the end", responses: []string{"x", "y"}, maxSteps: 2},
+	{name: "script exhausted", responses: []string{multiply}, maxSteps: 3},
+	{name: "check rejects then passes", responses: []string{finish, writeDone, finish}, check: "test -f done.txt"},
+}
+
+// scriptModels builds script models from their configuration, as
+// server.DefaultModels does.
+func scriptModels(cfg gen.ModelConfig, _ []gen.ToolSpec) (agent.Model, error) {
+	sc, err := cfg.AsScriptModelConfig()
+	if err != nil {
+		return nil, err
+	}
+	return model.NewScript(sc.Responses...), nil
+}
+
+func baseSetup() wiring.Config {
+	return wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}
+}
+
+// embedded runs a script in-process, as `specloop serve` does.
+func embedded(t *testing.T, responses []string, check string, maxSteps int) (gen.RunResult, []gen.TraceEvent) {
+	t.Helper()
+	var buf bytes.Buffer
+	cfg := baseSetup()
+	cfg.Dir, cfg.Check, cfg.RunID, cfg.MaxSteps, cfg.TraceWriter = t.TempDir(), check, "run1", maxSteps, &buf
+	s, err := wiring.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), s.Options)
+	return res, readEvents(t, buf.Bytes())
+}
+
+// harness is a test workflow environment with a store and a workspace.
+type harness struct {
+	env   *testsuite.TestWorkflowEnvironment
+	store *temporal.Store
+	dir   string
+	root  string
+}
+
+func newHarness(t *testing.T) *harness {
+	t.Helper()
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	h := &harness{env: suite.NewTestWorkflowEnvironment(), dir: t.TempDir(), root: t.TempDir()}
+	var err error
+	if h.store, err = temporal.NewStore(h.dir); err != nil {
+		t.Fatal(err)
+	}
+	// A low threshold sends most payloads through the store.
+	h.env.SetDataConverter(h.store.DataConverter(512))
+	temporal.Register(h.env, &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a",
+		Models: scriptModels, Setup: baseSetup()})
+	return h
+}
+
+func scriptInput(responses []string, check string, maxSteps int) temporal.RunInput {
+	var mc gen.ModelConfig
+	if err := mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses}); err != nil {
+		panic(err)
+	}
+	return temporal.RunInput{RunID: "run1", Task: gen.Task{Prompt: "multiply"}, Model: mc, Check: check, MaxSteps: maxSteps}
+}
+
+func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {
+	t.Helper()
+	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+	if !h.env.IsWorkflowCompleted() {
+		t.Fatal("the workflow did not complete")
+	}
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	var res gen.RunResult
+	if err := h.env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(h.store.EventsPath(in.RunID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res, readEvents(t, data)
+}
+
+func readEvents(t *testing.T, data []byte) []gen.TraceEvent {
+	t.Helper()
+	log, err := trace.Read(bytes.NewReader(data))
+	if err != nil || log.Torn != nil {
+		t.Fatalf("read the trace: %v (torn: %v)", err, log.Torn)
+	}
+	return log.Events
+}
+
+// timeless drops what differs between two runs of the same script: times
+// and durations.
+func timeless(evs []gen.TraceEvent) []gen.TraceEvent {
+	out := make([]gen.TraceEvent, len(evs))
+	for i, ev := range evs {
+		ev.Time = time.Time{}
+		ev.ModelDurationMs, ev.ToolDurationMs, ev.DurationMs = nil, nil, nil
+		out[i] = ev
+	}
+	return out
+}
+
+// One loop, two engines: the workflow gives the same result and the same
+// trace as the in-process loop on every script.
+func TestEnginesAgree(t *testing.T) {
+	for _, tc := range scripts {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
+			h := newHarness(t)
+			gotRes, gotEvs := h.run(t, scriptInput(tc.responses, tc.check, tc.maxSteps))
+			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+				t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
+			}
+			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+				t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
+			}
+		})
+	}
+}
+
+// Payloads over the threshold go to the store, not into workflow history.
+func TestLargePayloadsGoByReference(t *testing.T) {
+	h := newHarness(t)
+	big := `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"big.txt","content":"` + string(bytes.Repeat([]byte("x"), 4096)) + `"}}`
+	res, _ := h.run(t, scriptInput([]string{big, readDone, finish}, "", 0))
+	if res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run: %+v", res)
+	}
+	blobs, err := os.ReadDir(filepath.Join(h.dir, "blobs"))
+	if err != nil || len(blobs) == 0 {
+		t.Fatalf("no payload went to the store (%v)", err)
+	}
+}

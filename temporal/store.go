@@ -1,0 +1,210 @@
+package temporal
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// Store is the durable storage that workers and API servers share: a
+// directory (on a shared file system when they run on several machines)
+// with, per run, its trace events as JSON lines and the observations of its
+// tool calls, and the large payloads that workflow history refers to.
+//
+//	<dir>/runs/<run id>/events.jsonl      the run's trace, one event per line
+//	<dir>/runs/<run id>/calls/<n>.json    the observation of tool call n
+//	<dir>/blobs/<sha256>                  a payload over the threshold
+type Store struct {
+	dir string
+}
+
+// NewStore returns the store in dir, creating it.
+func NewStore(dir string) (*Store, error) {
+	for _, sub := range []string{"runs", "blobs"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
+			return nil, fmt.Errorf("create the store: %w", err)
+		}
+	}
+	return &Store{dir: dir}, nil
+}
+
+// EventsPath is the file that holds run id's trace events.
+func (s *Store) EventsPath(id string) string {
+	return filepath.Join(s.dir, "runs", id, "events.jsonl")
+}
+
+func (s *Store) callPath(id string, seq int) string {
+	return filepath.Join(s.dir, "runs", id, "calls", fmt.Sprintf("%d.json", seq))
+}
+
+// appendEvents makes lines from..from+len(lines) of run id's trace equal
+// lines: the lines already there (an earlier attempt of the same activity
+// wrote them) are skipped, and a torn last line (a crash mid-write) is cut.
+func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
+	if len(lines) == 0 {
+		return nil
+	}
+	path := s.EventsPath(id)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	whole := bytes.LastIndexByte(data, '\n') + 1
+	have := bytes.Count(data[:whole], []byte("\n"))
+	if have < from {
+		return fmt.Errorf("the trace of run %s has %d events, and the next batch starts at %d", id, have, from)
+	}
+	skip := min(have-from, len(lines))
+	var buf []byte
+	for _, l := range lines[skip:] {
+		buf = append(append(buf, l...), '\n')
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return err
+	}
+	if _, err := f.WriteAt(buf, int64(whole)); err != nil {
+		f.Close()
+		return err
+	}
+	if err := f.Truncate(int64(whole + len(buf))); err != nil {
+		f.Close()
+		return err
+	}
+	return errors.Join(f.Sync(), f.Close())
+}
+
+// recordedCall returns the observation recorded for call seq of run id.
+func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, err error) {
+	data, err := os.ReadFile(s.callPath(id, seq))
+	if errors.Is(err, os.ErrNotExist) {
+		return obs, false, nil
+	}
+	if err != nil {
+		return obs, false, err
+	}
+	if err := json.Unmarshal(data, &obs); err != nil {
+		return obs, false, fmt.Errorf("the record of tool call %d of run %s: %w", seq, id, err)
+	}
+	return obs, true, nil
+}
+
+// recordCall records the observation of call seq of run id, durably.
+func (s *Store) recordCall(id string, seq int, obs *gen.Observation) error {
+	data, err := json.Marshal(obs)
+	if err != nil {
+		return err
+	}
+	return writeFileSync(s.callPath(id, seq), data)
+}
+
+// writeFileSync writes data to path atomically (a temporary file renamed
+// over it) and durably.
+func writeFileSync(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Sync()
+	}
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+	}
+	return err
+}
+
+// DefaultRefThreshold is the payload size over which the DataConverter
+// stores a payload in the Store and passes a reference: well under
+// Temporal's 2 MiB payload limit, so that a workflow's history stays small.
+const DefaultRefThreshold = 32 << 10
+
+// blobEncoding marks a payload that is a reference to a blob.
+const blobEncoding = "specloop/blob-ref"
+
+// DataConverter returns Temporal's default converter with payloads over
+// threshold bytes (0 means DefaultRefThreshold) moved into the store: the
+// claim-check pattern. Clients and workers must use the same store.
+func (s *Store) DataConverter(threshold int) converter.DataConverter {
+	if threshold <= 0 {
+		threshold = DefaultRefThreshold
+	}
+	return converter.NewCodecDataConverter(converter.GetDefaultDataConverter(), &blobCodec{store: s, threshold: threshold})
+}
+
+// blobCodec stores large payloads as content-addressed blobs.
+type blobCodec struct {
+	store     *Store
+	threshold int
+}
+
+func (c *blobCodec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		if len(p.GetData()) <= c.threshold {
+			out[i] = p
+			continue
+		}
+		data, err := proto.Marshal(p)
+		if err != nil {
+			return nil, fmt.Errorf("encode a payload: %w", err)
+		}
+		sum := sha256.Sum256(data)
+		key := hex.EncodeToString(sum[:])
+		path := filepath.Join(c.store.dir, "blobs", key)
+		if _, err := os.Stat(path); err != nil {
+			if err := writeFileSync(path, data); err != nil {
+				return nil, fmt.Errorf("store a payload: %w", err)
+			}
+		}
+		out[i] = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(blobEncoding)}, Data: []byte(key)}
+	}
+	return out, nil
+}
+
+func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, error) {
+	out := make([]*commonpb.Payload, len(payloads))
+	for i, p := range payloads {
+		if string(p.GetMetadata()[converter.MetadataEncoding]) != blobEncoding {
+			out[i] = p
+			continue
+		}
+		key := string(p.GetData())
+		if _, err := hex.DecodeString(key); err != nil || len(key) != 2*sha256.Size {
+			return nil, errors.New("a payload reference is not a blob key")
+		}
+		data, err := os.ReadFile(filepath.Join(c.store.dir, "blobs", key))
+		if err != nil {
+			return nil, fmt.Errorf("load a payload: %w", err)
+		}
+		var q commonpb.Payload
+		if err := proto.Unmarshal(data, &q); err != nil {
+			return nil, fmt.Errorf("decode a stored payload: %w", err)
+		}
+		out[i] = &q
+	}
+	return out, nil
+}
+
+var _ converter.PayloadCodec = (*blobCodec)(nil)

@@ -1,0 +1,274 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// WorkflowName is the name the run workflow is registered under.
+const WorkflowName = "specloop.Run"
+
+// RunInput is a run as the workflow receives it.
+type RunInput struct {
+	RunID string
+	Task  gen.Task
+	// Model is the run's model configuration; workers build the model from
+	// it with their ModelFactory.
+	Model gen.ModelConfig
+	// Workspace is the run's workspace, a path relative to the workers'
+	// workspace root; "" is the root itself.
+	Workspace   string
+	MaxSteps    int
+	TokenBudget int64
+	// Check is the completion check's command line; "" means none.
+	Check     string
+	RecordRaw bool
+	// HeartbeatTimeout is how long a worker may go silent during a tool
+	// call or check before the call moves to another worker of the host;
+	// 0 means DefaultHeartbeatTimeout.
+	HeartbeatTimeout time.Duration
+}
+
+// DefaultHeartbeatTimeout is RunInput.HeartbeatTimeout's default.
+const DefaultHeartbeatTimeout = 20 * time.Second
+
+// acts names the activities for ExecuteActivity; its methods are never
+// called through it.
+var acts *Activities
+
+// RunWorkflow runs one run: agent.Run with the model, the tools, the check
+// and the trace behind activities. Its result is the run's RunResult, also
+// for runs that failed (exit reason internal_error or model_error); a
+// workflow error means the workflow itself could not run.
+func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
+	r := &wfRun{wctx: wctx, in: in}
+	hb := in.HeartbeatTimeout
+	if hb <= 0 {
+		hb = DefaultHeartbeatTimeout
+	}
+	r.shared = workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute,
+		HeartbeatTimeout:    hb,
+		// Model calls are retried on transport and rate-limit errors only
+		// (the activity marks every other error non-retryable), a few
+		// times: the adapters already retry within a call.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
+	})
+	var opened OpenOutput
+	if err := workflow.ExecuteActivity(r.shared, acts.Open, r.ref()).Get(wctx, &opened); err != nil {
+		msg := agent.ClipMessage("open the run: " + activityMessage(err))
+		return gen.RunResult{RunId: &in.RunID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
+	}
+	r.opened = opened
+	r.host = workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
+		TaskQueue:           opened.HostQueue,
+		StartToCloseTimeout: time.Hour,
+		HeartbeatTimeout:    hb,
+		// Tool calls are idempotent by their sequence number (the Tool
+		// activity returns a recorded observation), so a call that a
+		// worker crash interrupted is simply retried.
+		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 10},
+	})
+	opts := agent.Options{
+		MaxSteps:    in.MaxSteps,
+		TokenBudget: in.TokenBudget,
+		RunID:       in.RunID,
+		Tools:       (*wfTools)(r),
+		Trace:       r,
+		RecordRaw:   in.RecordRaw,
+		Clock:       func() time.Time { return workflow.Now(wctx) },
+	}
+	if in.Check != "" {
+		opts.Check = (*wfCheck)(r)
+	}
+	res, runErr := agent.Run(wfContext{wctx}, in.Task, (*wfModel)(r), opts)
+	_ = runErr // the result says it: internal_error or model_error with the error's text
+	// The rest of the trace and the release of the workspace happen even
+	// when the run was cancelled.
+	dctx, _ := workflow.NewDisconnectedContext(r.host)
+	b := r.batch()
+	if err := r.exec(dctx, acts.Close, CloseInput{Run: r.ref(), Events: b}, b, nil); err != nil {
+		return res, fmt.Errorf("write the end of the trace: %w", err)
+	}
+	return res, nil
+}
+
+// wfRun is a run's state inside the workflow; its methods are the
+// activity-backed implementations of the loop's interfaces.
+type wfRun struct {
+	wctx         workflow.Context
+	in           RunInput
+	shared, host workflow.Context
+	opened       OpenOutput
+	modelCalls   int
+	toolCalls    int
+	pending      [][]byte // trace lines not yet in the store
+	written      int      // trace lines in the store
+}
+
+func (r *wfRun) ref() RunRef {
+	return RunRef{RunID: r.in.RunID, Workspace: r.in.Workspace, Check: r.in.Check}
+}
+
+// Emit queues a trace event; the next activity appends the queue to the
+// store before it does its work.
+func (r *wfRun) Emit(ev *gen.TraceEvent) error {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // as trace.Writer encodes
+	if err := enc.Encode(ev); err != nil {
+		return fmt.Errorf("encode a trace event: %w", err)
+	}
+	r.pending = append(r.pending, bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	return nil
+}
+
+// batch returns the queued trace lines, for the next activity to write.
+func (r *wfRun) batch() EventBatch { return EventBatch{From: r.written, Lines: r.pending} }
+
+// exec runs activity fn with input in, which carries batch b, and decodes
+// its result into out; once it succeeded, b is in the store. After a
+// failure the lines stay queued for the next activity (the store skips
+// those an earlier attempt wrote).
+func (r *wfRun) exec(ctx workflow.Context, fn, in any, b EventBatch, out any) error {
+	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
+		return err
+	}
+	r.written = b.From + len(b.Lines)
+	r.pending = r.pending[len(b.Lines):]
+	return nil
+}
+
+// wfModel is the run's model: each turn is a Model activity.
+type wfModel wfRun
+
+func (m *wfModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+	t, err := m.NextTurn(ctx, task, h)
+	if err != nil {
+		return agent.Action{}, err
+	}
+	return t.Actions[0], nil
+}
+
+func (m *wfModel) NextTurn(_ context.Context, task gen.Task, h agent.History) (agent.Turn, error) {
+	r := (*wfRun)(m)
+	items := make([]gen.HistoryItem, 0, h.Len())
+	for _, it := range h.All() {
+		w, err := it.Wire()
+		if err != nil {
+			return agent.Turn{}, fmt.Errorf("encode the history: %w", err)
+		}
+		items = append(items, w)
+	}
+	b := r.batch()
+	in := ModelInput{RunID: r.in.RunID, Task: task, Model: r.in.Model, Tools: r.opened.Tools, Calls: r.modelCalls,
+		History: items, RecordRaw: r.in.RecordRaw, Events: b}
+	r.modelCalls++
+	var out ModelOutput
+	if err := r.exec(r.shared, acts.Model, in, b, &out); err != nil {
+		return agent.Turn{}, activityError(err)
+	}
+	if out.Invalid != nil {
+		return agent.Turn{}, &agent.InvalidOutputError{Message: out.Invalid.Message, Raw: out.Invalid.Raw, Usage: out.Invalid.Usage}
+	}
+	t := agent.Turn{Actions: make([]agent.Action, len(out.Actions)), Usage: out.Usage}
+	for i, a := range out.Actions {
+		t.Actions[i] = agent.Action{ToolCall: a.ToolCall, Finish: a.Finish, Raw: a.Raw}
+	}
+	return t, nil
+}
+
+// wfTools is the run's tool runtime: each call is a Tool activity on the
+// run's host queue, numbered in the order the loop makes them.
+type wfTools wfRun
+
+func (t *wfTools) Specs() []gen.ToolSpec { return t.opened.Tools }
+
+func (t *wfTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
+	r := (*wfRun)(t)
+	b := r.batch()
+	in := ToolInput{Run: r.ref(), Seq: r.toolCalls, Call: *call, Events: b}
+	r.toolCalls++
+	var obs gen.Observation
+	if err := r.exec(r.host, acts.Tool, in, b, &obs); err != nil {
+		return gen.Observation{}, activityError(err)
+	}
+	return obs, nil
+}
+
+// Patch is the run's diff, read even after a cancellation.
+func (t *wfTools) Patch(context.Context) (string, error) {
+	r := (*wfRun)(t)
+	dctx, _ := workflow.NewDisconnectedContext(r.host)
+	var patch string
+	b := r.batch()
+	if err := r.exec(dctx, acts.Patch, PatchInput{Run: r.ref(), Events: b}, b, &patch); err != nil {
+		return "", activityError(err)
+	}
+	return patch, nil
+}
+
+func (t *wfTools) SandboxInfo() *gen.SandboxInfo { return t.opened.ToolsSandbox }
+
+// wfCheck is the run's completion check: a Check activity on the host.
+type wfCheck wfRun
+
+func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
+	r := (*wfRun)(c)
+	var res gen.CheckResult
+	b := r.batch()
+	if err := r.exec(r.host, acts.Check, CheckInput{Run: r.ref(), Events: b}, b, &res); err != nil {
+		return gen.CheckResult{}, activityError(err)
+	}
+	return res, nil
+}
+
+func (c *wfCheck) SandboxInfo() *gen.SandboxInfo { return c.opened.CheckSandbox }
+
+// activityError is the error the loop gets for a failed activity: the
+// activity's own message, as the in-process engine would have it, or the
+// cancellation.
+func activityError(err error) error {
+	var canceled *temporal.CanceledError
+	if errors.As(err, &canceled) {
+		return context.Canceled
+	}
+	return errors.New(activityMessage(err))
+}
+
+func activityMessage(err error) string {
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) {
+		return app.Message()
+	}
+	return err.Error()
+}
+
+// wfContext is the context agent.Run gets inside the workflow: it is
+// cancelled when the workflow is, as the workflow sees it (deterministic).
+// Done returns nil: nothing the loop calls inside the workflow waits on it
+// (the activity-backed implementations wait on workflow futures, which
+// the workflow's cancellation ends), and a channel closed by a goroutine
+// would not be deterministic.
+type wfContext struct{ w workflow.Context }
+
+func (c wfContext) Deadline() (time.Time, bool) { return time.Time{}, false }
+func (c wfContext) Done() <-chan struct{}       { return nil }
+func (c wfContext) Value(key any) any           { return c.w.Value(key) }
+
+func (c wfContext) Err() error {
+	if c.w.Err() != nil {
+		return context.Canceled
+	}
+	return nil
+}
