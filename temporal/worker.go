@@ -1,6 +1,7 @@
 package temporal
 
 import (
+	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -9,7 +10,14 @@ import (
 // Register registers the run workflow and a's activities with w.
 func Register(w worker.Registry, a *Activities) {
 	w.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-	w.RegisterActivity(a)
+	RegisterActivities(w, a)
+}
+
+// RegisterActivities registers a's activities with w under their names.
+func RegisterActivities(w interface {
+	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
+}, a *Activities) {
+	w.RegisterActivityWithOptions(a, activity.RegisterOptions{Name: ActivityPrefix})
 }
 
 // NewWorkers returns the two workers of a host: one on the shared task
@@ -20,6 +28,6 @@ func NewWorkers(c client.Client, queue string, a *Activities, opts worker.Option
 	shared = worker.New(c, queue, opts)
 	Register(shared, a)
 	host = worker.New(c, a.HostQueue, opts)
-	host.RegisterActivity(a)
+	RegisterActivities(host, a)
 	return shared, host
 }

@@ -42,9 +42,17 @@ type RunInput struct {
 // DefaultHeartbeatTimeout is RunInput.HeartbeatTimeout's default.
 const DefaultHeartbeatTimeout = 20 * time.Second
 
-// acts names the activities for ExecuteActivity; its methods are never
-// called through it.
-var acts *Activities
+// The names of the activities: Activities' methods, registered with the
+// prefix ActivityPrefix (Register does it).
+const (
+	ActivityPrefix = "specloop."
+	OpenActivity   = ActivityPrefix + "Open"
+	ModelActivity  = ActivityPrefix + "Model"
+	ToolActivity   = ActivityPrefix + "Tool"
+	CheckActivity  = ActivityPrefix + "Check"
+	PatchActivity  = ActivityPrefix + "Patch"
+	CloseActivity  = ActivityPrefix + "Close"
+)
 
 // RunWorkflow runs one run: agent.Run with the model, the tools, the check
 // and the trace behind activities. Its result is the run's RunResult, also
@@ -65,7 +73,7 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})
 	var opened OpenOutput
-	if err := workflow.ExecuteActivity(r.shared, acts.Open, r.ref()).Get(wctx, &opened); err != nil {
+	if err := workflow.ExecuteActivity(r.shared, OpenActivity, r.ref()).Get(wctx, &opened); err != nil {
 		msg := agent.ClipMessage("open the run: " + activityMessage(err))
 		return gen.RunResult{RunId: &in.RunID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 	}
@@ -97,7 +105,7 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	// when the run was cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	b := r.batch()
-	if err := r.exec(dctx, acts.Close, CloseInput{Run: r.ref(), Events: b}, b, nil); err != nil {
+	if err := r.exec(dctx, CloseActivity, CloseInput{Run: r.ref(), Events: b}, b, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
 	return res, nil
@@ -175,7 +183,7 @@ func (m *wfModel) NextTurn(_ context.Context, task gen.Task, h agent.History) (a
 		History: items, RecordRaw: r.in.RecordRaw, Events: b}
 	r.modelCalls++
 	var out ModelOutput
-	if err := r.exec(r.shared, acts.Model, in, b, &out); err != nil {
+	if err := r.exec(r.shared, ModelActivity, in, b, &out); err != nil {
 		return agent.Turn{}, activityError(err)
 	}
 	if out.Invalid != nil {
@@ -200,7 +208,7 @@ func (t *wfTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, 
 	in := ToolInput{Run: r.ref(), Seq: r.toolCalls, Call: *call, Events: b}
 	r.toolCalls++
 	var obs gen.Observation
-	if err := r.exec(r.host, acts.Tool, in, b, &obs); err != nil {
+	if err := r.exec(r.host, ToolActivity, in, b, &obs); err != nil {
 		return gen.Observation{}, activityError(err)
 	}
 	return obs, nil
@@ -212,7 +220,7 @@ func (t *wfTools) Patch(context.Context) (string, error) {
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	var patch string
 	b := r.batch()
-	if err := r.exec(dctx, acts.Patch, PatchInput{Run: r.ref(), Events: b}, b, &patch); err != nil {
+	if err := r.exec(dctx, PatchActivity, PatchInput{Run: r.ref(), Events: b}, b, &patch); err != nil {
 		return "", activityError(err)
 	}
 	return patch, nil
@@ -227,7 +235,7 @@ func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
 	r := (*wfRun)(c)
 	var res gen.CheckResult
 	b := r.batch()
-	if err := r.exec(r.host, acts.Check, CheckInput{Run: r.ref(), Events: b}, b, &res); err != nil {
+	if err := r.exec(r.host, CheckActivity, CheckInput{Run: r.ref(), Events: b}, b, &res); err != nil {
 		return gen.CheckResult{}, activityError(err)
 	}
 	return res, nil
