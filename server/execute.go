@@ -18,12 +18,11 @@ import (
 // execute runs one run to its end; the scheduler calls it in its own
 // goroutine once the run's workspace and a slot are free.
 func (s *Server) execute(r *run) {
-	s.runs.mu.Lock()
-	j := r.job
-	r.status = gen.RunStatusRunning
-	started := time.Now().UTC()
-	r.started = started
-	s.runs.mu.Unlock()
+	if s.cfg.Engine != nil {
+		s.executeOn(s.cfg.Engine, r)
+		return
+	}
+	j, started := s.start(r)
 
 	finalized := false
 	finish := func(res gen.RunResult, ev *gen.TraceEvent, data []byte) {
@@ -56,6 +55,15 @@ func (s *Server) execute(r *run) {
 		ev.Time = time.Now().UTC()
 		finish(res, &ev, nil)
 	}
+}
+
+// start marks r running and returns its job and start time.
+func (s *Server) start(r *run) (*job, time.Time) {
+	s.runs.mu.Lock()
+	defer s.runs.mu.Unlock()
+	r.status = gen.RunStatusRunning
+	r.started = time.Now().UTC()
+	return r.job, r.started
 }
 
 // runAgent sets up the run's workspace, tools, check and trace, and runs

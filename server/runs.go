@@ -35,6 +35,7 @@ type run struct {
 type job struct {
 	task        gen.Task
 	model       agent.Model
+	modelConfig gen.ModelConfig
 	maxSteps    int
 	tokenBudget int64
 	check       string

@@ -80,6 +80,9 @@ const recentRunsKept = 1024
 
 // Config configures a Server. DataDir and WorkspaceRoot are required.
 type Config struct {
+	// Engine executes the runs; nil means the embedded engine (agent.Run
+	// in this process).
+	Engine Engine
 	// DataDir holds the run log and the traces; it is created if missing.
 	DataDir string
 	// WorkspaceRoot is the directory runs and tool calls work in; a request

@@ -17,6 +17,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -107,7 +108,7 @@ func scriptInput(responses []string, check string, maxSteps int) temporal.RunInp
 	if err := mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses}); err != nil {
 		panic(err)
 	}
-	return temporal.RunInput{RunID: "run1", Task: gen.Task{Prompt: "multiply"}, Model: mc, Check: check, MaxSteps: maxSteps}
+	return temporal.RunInput{EngineRun: server.EngineRun{ID: "run1", Task: gen.Task{Prompt: "multiply"}, Model: mc, Check: check, MaxSteps: maxSteps}}
 }
 
 func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {
@@ -123,7 +124,7 @@ func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.
 	if err := h.env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(h.store.EventsPath(in.RunID))
+	data, err := os.ReadFile(h.store.EventsPath(in.ID))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,25 +13,17 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/server"
 )
 
 // WorkflowName is the name the run workflow is registered under.
 const WorkflowName = "specloop.Run"
 
-// RunInput is a run as the workflow receives it.
+// RunInput is a run as the workflow receives it: the run as the API
+// server accepted it (its Model is built by the worker's ModelFactory; its
+// Workspace is relative to the workers' workspace root) and how to run it.
 type RunInput struct {
-	RunID string
-	Task  gen.Task
-	// Model is the run's model configuration; workers build the model from
-	// it with their ModelFactory.
-	Model gen.ModelConfig
-	// Workspace is the run's workspace, a path relative to the workers'
-	// workspace root; "" is the root itself.
-	Workspace   string
-	MaxSteps    int
-	TokenBudget int64
-	// Check is the completion check's command line; "" means none.
-	Check     string
+	server.EngineRun
 	RecordRaw bool
 	// HeartbeatTimeout is how long a worker may go silent during a tool
 	// call or check before the call moves to another worker of the host;
@@ -75,7 +67,7 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	var opened OpenOutput
 	if err := workflow.ExecuteActivity(r.shared, OpenActivity, r.ref()).Get(wctx, &opened); err != nil {
 		msg := agent.ClipMessage("open the run: " + activityMessage(err))
-		return gen.RunResult{RunId: &in.RunID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
+		return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 	}
 	r.opened = opened
 	r.host = workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
@@ -90,7 +82,7 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	opts := agent.Options{
 		MaxSteps:    in.MaxSteps,
 		TokenBudget: in.TokenBudget,
-		RunID:       in.RunID,
+		RunID:       in.ID,
 		Tools:       (*wfTools)(r),
 		Trace:       r,
 		RecordRaw:   in.RecordRaw,
@@ -125,7 +117,7 @@ type wfRun struct {
 }
 
 func (r *wfRun) ref() RunRef {
-	return RunRef{RunID: r.in.RunID, Workspace: r.in.Workspace, Check: r.in.Check}
+	return RunRef{RunID: r.in.ID, Workspace: r.in.Workspace, Check: r.in.Check}
 }
 
 // Emit queues a trace event; the next activity appends the queue to the
@@ -179,7 +171,7 @@ func (m *wfModel) NextTurn(_ context.Context, task gen.Task, h agent.History) (a
 		items = append(items, w)
 	}
 	b := r.batch()
-	in := ModelInput{RunID: r.in.RunID, Task: task, Model: r.in.Model, Tools: r.opened.Tools, Calls: r.modelCalls,
+	in := ModelInput{RunID: r.in.ID, Task: task, Model: r.in.Model, Tools: r.opened.Tools, Calls: r.modelCalls,
 		History: items, RecordRaw: r.in.RecordRaw, Events: b}
 	r.modelCalls++
 	var out ModelOutput

@@ -69,6 +69,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	})
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
+	var tf temporalFlags
+	tf.register(fs, true)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -125,7 +127,14 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
 		}
 	}
+	engine, closeEngine, err := tf.serverEngine(logger)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
+	defer closeEngine()
 	srv, err := server.New(server.Config{
+		Engine:        engine,
 		DataDir:       *data,
 		WorkspaceRoot: *root,
 		Token:         token,

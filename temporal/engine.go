@@ -1,0 +1,140 @@
+package temporal
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.temporal.io/sdk/client"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/server"
+)
+
+// Engine is the server.Engine that runs each run as a workflow: `specloop
+// serve --engine temporal`. The events come from the Store the workers
+// write, followed as they arrive.
+type Engine struct {
+	// Client is the Temporal client; its DataConverter must be the
+	// Store's (Store.DataConverter) with the workers' threshold.
+	Client client.Client
+	// TaskQueue is the shared task queue the workers poll.
+	TaskQueue string
+	// Store is the storage shared with the workers.
+	Store *Store
+	// HeartbeatTimeout goes to RunInput; 0 means the default.
+	HeartbeatTimeout time.Duration
+	// Poll is how often a run's events are looked for; 0 means 50 ms.
+	Poll time.Duration
+}
+
+var _ server.Engine = (*Engine)(nil)
+
+// WorkflowID is the workflow id of run id.
+func WorkflowID(runID string) string { return "specloop-run-" + runID }
+
+// Execute starts run r's workflow (or follows it, when it was started
+// before), hands its events to event as they reach the store, and returns
+// its result. A client's cancellation cancels the workflow; the server's
+// shutdown only stops following it.
+func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	fail := func(err error) (gen.RunResult, error) {
+		msg := err.Error()
+		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
+	}
+	in := RunInput{EngineRun: r, HeartbeatTimeout: e.HeartbeatTimeout}
+	bg := context.WithoutCancel(ctx)
+	wf, err := e.Client.ExecuteWorkflow(bg, client.StartWorkflowOptions{ID: WorkflowID(r.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
+	if err != nil {
+		return fail(fmt.Errorf("start the workflow: %w", err))
+	}
+	type outcome struct {
+		res gen.RunResult
+		err error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		o.err = wf.Get(bg, &o.res)
+		done <- o
+	}()
+	poll := e.Poll
+	if poll <= 0 {
+		poll = 50 * time.Millisecond
+	}
+	tick := time.NewTicker(poll)
+	defer tick.Stop()
+	f := follower{path: e.Store.EventsPath(r.ID), event: event}
+	cancelled := ctx.Done()
+	for {
+		select {
+		case <-tick.C:
+			if err := f.read(); err != nil {
+				return fail(err)
+			}
+		case <-cancelled:
+			cancelled = nil
+			if !server.CancelRequested(ctx) {
+				msg := "the API server stopped following the run; it goes on in Temporal"
+				return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
+			}
+			if err := e.Client.CancelWorkflow(bg, wf.GetID(), ""); err != nil {
+				return fail(fmt.Errorf("cancel the workflow: %w", err))
+			}
+		case o := <-done:
+			if err := f.read(); err != nil {
+				return fail(err)
+			}
+			if o.err != nil {
+				return fail(fmt.Errorf("the workflow failed: %w", o.err))
+			}
+			o.res.RunId = &r.ID
+			return o.res, nil
+		}
+	}
+}
+
+// follower reads a run's events file as it grows.
+type follower struct {
+	path  string
+	off   int64
+	event func(*gen.TraceEvent, []byte)
+}
+
+// read hands over the whole lines added since the last read.
+func (f *follower) read() error {
+	file, err := os.Open(f.path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer file.Close()
+	if _, err := file.Seek(f.off, io.SeekStart); err != nil {
+		return err
+	}
+	data, err := io.ReadAll(file)
+	if err != nil {
+		return err
+	}
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			return nil
+		}
+		line := data[:i:i]
+		data = data[i+1:]
+		f.off += int64(i + 1)
+		var ev gen.TraceEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return fmt.Errorf("the run's trace line ending at byte %d: %w", f.off, err)
+		}
+		f.event(&ev, line)
+	}
+}
