@@ -1,0 +1,326 @@
+package itest
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/server/temporaltest"
+	"google.golang.org/protobuf/encoding/protojson"
+)
+
+var update = flag.Bool("update", false, "record the workflow history that temporal/testdata/ replays")
+
+// cluster is a Temporal server, an API server and two workers of one host.
+type cluster struct {
+	t       *testing.T
+	bin     string
+	address string
+	dir     string // holds the store, the workspace root and the API server's data
+	url     string
+	workers []*exec.Cmd
+}
+
+const taskQueue = "itest"
+
+func newCluster(t *testing.T) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir()}
+	c.bin = filepath.Join(c.dir, "specloop")
+	build := exec.Command("go", "build", "-o", c.bin, "./cmd/specloop")
+	build.Dir = "../.."
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build specloop: %v\n%s", err, out)
+	}
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	c.address = ts.GetFrontendHostPort()
+	for _, d := range []string{"ws", "store", "data"} {
+		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 2 {
+		c.workers = append(c.workers, c.start("worker", "--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"))
+	}
+	port := freePort(t)
+	c.start("serve", "--engine", "temporal", "--addr", "127.0.0.1:"+port, "--data", filepath.Join(c.dir, "data"),
+		"--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none")
+	c.url = "http://127.0.0.1:" + port
+	deadline := time.Now().Add(time.Minute)
+	for {
+		resp, err := http.Get(c.url + "/healthz")
+		if err == nil {
+			resp.Body.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the API server did not come up: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return c
+}
+
+// start starts a specloop process with the cluster's Temporal flags; the
+// test kills it at its end.
+func (c *cluster) start(args ...string) *exec.Cmd {
+	c.t.Helper()
+	args = append(args, "--temporal-address", c.address, "--task-queue", taskQueue, "--store", filepath.Join(c.dir, "store"),
+		"--heartbeat-timeout", "2s")
+	cmd := exec.Command(c.bin, args...)
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	if err := cmd.Start(); err != nil {
+		c.t.Fatal(err)
+	}
+	c.t.Cleanup(func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+	})
+	return cmd
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
+}
+
+func toolCall(id, command string) string {
+	b, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "call_id": id, "arguments": map[string]any{"command": command}})
+	return string(b)
+}
+
+// script appends to a file, runs a slow command (the worker running it is
+// killed), appends again and finishes.
+var script = []string{
+	toolCall("c1", "echo one >> log.txt"),
+	toolCall("c2", "sleep 4"),
+	toolCall("c3", "echo two >> log.txt"),
+	`{"type":"finish","answer":"done"}`,
+}
+
+type runView struct {
+	ID     string         `json:"id"`
+	Status string         `json:"status"`
+	Result map[string]any `json:"result"`
+}
+
+// createRun starts a run of the script in workspace ws.
+func (c *cluster) createRun(ws string) string {
+	c.t.Helper()
+	if err := os.MkdirAll(filepath.Join(c.dir, "ws", ws), 0o700); err != nil {
+		c.t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"task": map[string]any{"prompt": "append twice"}, "workspace": ws, "max_steps": 10,
+		"model": map[string]any{"provider": "script", "responses": script}})
+	resp, err := http.Post(c.url+"/v1/runs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var v runView
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusAccepted {
+		c.t.Fatalf("create a run: %d %v", resp.StatusCode, err)
+	}
+	return v.ID
+}
+
+func (c *cluster) waitRun(id string) runView {
+	c.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		resp, err := http.Get(c.url + "/v1/runs/" + id)
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		var v runView
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		resp.Body.Close()
+		if err != nil {
+			c.t.Fatal(err)
+		}
+		if v.Status == "finished" {
+			return v
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	c.t.Fatalf("run %s did not finish", id)
+	return runView{}
+}
+
+type sse struct {
+	ID   int
+	Type string
+	Data map[string]any
+}
+
+// events reads the run's whole event stream.
+func (c *cluster) events(id string) []sse {
+	c.t.Helper()
+	resp, err := http.Get(c.url + "/v1/runs/" + id + "/events")
+	if err != nil {
+		c.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out []sse
+	var cur sse
+	sc := bufio.NewScanner(resp.Body)
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "id: "):
+			cur.ID, _ = strconv.Atoi(line[4:])
+		case strings.HasPrefix(line, "event: "):
+			cur.Type = line[7:]
+		case strings.HasPrefix(line, "data: "):
+			if err := json.Unmarshal([]byte(line[6:]), &cur.Data); err != nil {
+				c.t.Fatal(err)
+			}
+		case line == "" && cur.Type != "":
+			out = append(out, cur)
+			cur = sse{}
+		}
+	}
+	if err := sc.Err(); err != nil && err != io.EOF {
+		c.t.Fatal(err)
+	}
+	return out
+}
+
+// workerRunning returns the worker whose process tree runs a command line
+// containing s, or nil.
+func (c *cluster) workerRunning(s string) *exec.Cmd {
+	procs, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, p := range procs {
+		line, err := os.ReadFile(p)
+		if err != nil || !bytes.Contains(line, []byte(s)) {
+			continue
+		}
+		pid, _ := strconv.Atoi(filepath.Base(filepath.Dir(p)))
+		for pid > 1 {
+			for _, w := range c.workers {
+				if w.Process.Pid == pid {
+					return w
+				}
+			}
+			pid = parentOf(pid)
+		}
+	}
+	return nil
+}
+
+func parentOf(pid int) int {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// pid (comm) state ppid ...: comm may hold spaces, so split after ')'.
+	fields := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(fields) < 2 {
+		return 0
+	}
+	ppid, _ := strconv.Atoi(fields[1])
+	return ppid
+}
+
+// A run survives the death of the worker executing it: kill -9 in the
+// middle of a tool call, and the other worker of the host finishes the run
+// with the result an undisturbed run has, no tool call applied twice, and
+// every event in the API's event stream.
+func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
+	c := newCluster(t)
+
+	calm := c.createRun("calm")
+	want := c.waitRun(calm)
+
+	id := c.createRun("killed")
+	var victim *exec.Cmd
+	deadline := time.Now().Add(time.Minute)
+	for victim == nil {
+		if time.Now().After(deadline) {
+			t.Fatal("no worker ran the slow command")
+		}
+		time.Sleep(50 * time.Millisecond)
+		victim = c.workerRunning("sleep 4")
+	}
+	if err := victim.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	got := c.waitRun(id)
+
+	for _, k := range []string{"exit_reason", "answer", "steps_used", "patch"} {
+		if fmt.Sprint(got.Result[k]) != fmt.Sprint(want.Result[k]) {
+			t.Errorf("result %s: %v after the kill, %v undisturbed", k, got.Result[k], want.Result[k])
+		}
+	}
+	if got.Result["exit_reason"] != "finished" {
+		t.Fatalf("the run ended %v: %v", got.Result["exit_reason"], got.Result["error"])
+	}
+	log, err := os.ReadFile(filepath.Join(c.dir, "ws", "killed", "log.txt"))
+	if err != nil || string(log) != "one\ntwo\n" {
+		t.Fatalf("log.txt is %q (%v), want each append once", log, err)
+	}
+
+	evs := c.events(id)
+	var types []string
+	for i, ev := range evs {
+		if ev.ID != i+1 {
+			t.Fatalf("event %d has id %d", i+1, ev.ID)
+		}
+		types = append(types, ev.Type)
+	}
+	wantTypes := "run_started model_action observation model_action observation model_action observation model_action run_finished"
+	if strings.Join(types, " ") != wantTypes {
+		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(types, " "), wantTypes)
+	}
+	if calmEvs := c.events(calm); len(calmEvs) != len(evs) {
+		t.Fatalf("%d events after the kill, %d undisturbed", len(evs), len(calmEvs))
+	}
+
+	if *update {
+		c.recordHistory(t, calm)
+	}
+}
+
+// recordHistory writes the undisturbed run's workflow history for the
+// replay test of package temporal.
+func (c *cluster) recordHistory(t *testing.T, runID string) {
+	cl := temporaltestClient(t, c.address)
+	iter := cl.GetWorkflowHistory(context.Background(), "specloop-run-"+runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
+	var h historypb.History
+	for iter.HasNext() {
+		ev, err := iter.Next()
+		if err != nil {
+			t.Fatal(err)
+		}
+		h.Events = append(h.Events, ev)
+	}
+	data, err := protojson.MarshalOptions{Multiline: true, Indent: "  "}.Marshal(&h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile("../testdata/history.json", append(data, '\n'), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
