@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
 )
@@ -67,6 +68,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		allowedHosts = append(allowedHosts, v)
 		return nil
 	})
+	approvalTimeout := fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
@@ -136,6 +138,9 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		BodyLimit:     *bodyLimit,
 		TraceSync:     policy,
 		Logger:        logger,
+		// Approval waits are in memory: a server that stops ends the
+		// waiting runs interrupted.
+		ApprovalTimeout: *approvalTimeout,
 
 		ReadTimeout:         *readTimeout,
 		MaxConnections:      *maxConns,
