@@ -324,8 +324,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Shutdown stops the server's work: new runs are refused with 503, queued
 // runs end cancelled at once, running runs are cancelled and end cancelled
-// — those waiting for an approval end interrupted, since the wait is not
-// durable — (recorded in their traces and the run log), and then the run log is
+// (those waiting for an approval end interrupted: the wait is not
+// durable), recorded in their traces and the run log, and then the run log is
 // synced and closed. It returns when every run has ended, or with ctx's
 // error when ctx is done first (call it again to finish). The HTTP server
 // itself is the caller's: shut it down after this, so that event streams

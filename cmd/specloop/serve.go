@@ -44,7 +44,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
-			"and recorded.")
+			"and recorded (runs waiting for an approval end interrupted: approval waits are in memory).")
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
 	data := fs.String("data", "specloop-data", "the data directory: the run log and every run's trace")
 	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use")
