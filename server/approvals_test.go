@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"iter"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -216,5 +217,47 @@ func TestApprovalArgumentsStayOutOfTheTrace(t *testing.T) {
 		if bytes.Contains(b, []byte(secret)) || bytes.Contains(b, []byte("creds.txt")) {
 			t.Errorf("the %s holds an argument value", name)
 		}
+	}
+}
+
+// A server killed (SIGKILL) while a run waits for approval: after a
+// restart the run ended interrupted, its trace ending with the request
+// and the run_finished the recovery added.
+func TestKill9WhileWaitingForApproval(t *testing.T) {
+	data, root := t.TempDir(), t.TempDir()
+	cmd, c := startChild(t, data, root)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	run, err := c.CreateRun(ctx, approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
+	if err != nil {
+		t.Fatal(err)
+	}
+	next, stop := iter.Pull2(c.Approvals(ctx, run.Id))
+	defer stop()
+	if p, err, ok := next(); !ok || err != nil || p.CallId != "w1" {
+		t.Fatalf("request = %+v, %v, %v", p, err, ok)
+	}
+	if err := cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+
+	ts := newTestServer(t, server.Config{DataDir: data, WorkspaceRoot: root})
+	r, err := ts.sdk.GetRun(ctx, run.Id)
+	if err != nil || r.Status != gen.RunStatusFinished || r.Result.ExitReason != gen.ExitReasonInterrupted {
+		t.Fatalf("after the restart: %+v, %v", r, err)
+	}
+	var types []gen.TraceEventType
+	for ev, err := range ts.sdk.Events(ctx, run.Id, 0) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		types = append(types, ev.EventType)
+	}
+	if n := len(types); n < 2 || types[n-2] != gen.TraceEventTypeApprovalRequested || types[n-1] != gen.TraceEventTypeRunFinished {
+		t.Errorf("events = %v", types)
+	}
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); err == nil {
+		t.Error("the undecided write happened")
 	}
 }
