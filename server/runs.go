@@ -38,12 +38,12 @@ type job struct {
 	maxSteps    int
 	tokenBudget int64
 	check       string
+	policy      gen.ApprovalPolicy
+	gate        *approvalGate  // nil when the policy asks no one
 	ws          *heldWorkspace // the workspace, held open until the run ends
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents
-	policy      gen.ApprovalPolicy
-	gate        *approvalGate // nil when the policy asks no one
 }
 
 // Causes of a cancellation, which become the run's error.

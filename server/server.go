@@ -98,6 +98,11 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
+	// ApprovalTimeout is how long a run's tool call waits for approval
+	// before it is denied with reason timeout, when the run's request
+	// gives no approval_timeout_seconds; 0 means
+	// agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// Sandbox confines run_command and completion checks. New fails when
 	// commands are allowed and the sandbox is unavailable; only a Backend
 	// of sandbox.None, given explicitly, runs them unconfined.
@@ -114,11 +119,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
-	// ApprovalTimeout is how long a run's tool call waits for approval
-	// before it is denied with reason timeout, when the run's request
-	// gives no approval_timeout_seconds; 0 means
-	// agent.DefaultApprovalTimeout.
-	ApprovalTimeout time.Duration
 
 	// The server's edges, used by HTTPServer and Listener: a zero field
 	// means its default (see the Default* constants).
