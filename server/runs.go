@@ -39,6 +39,8 @@ type job struct {
 	maxSteps    int
 	tokenBudget int64
 	check       string
+	policy      gen.ApprovalPolicy
+	gate        *approvalGate  // nil when the policy asks no one
 	ws          *heldWorkspace // the workspace, held open until the run ends
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
