@@ -239,7 +239,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 // approvalEvent is an approval event of call, its tool name and call id
 // recorded as the trace records them.
 func (l *loop) approvalEvent(step int, typ gen.TraceEventType, call *gen.ToolCall) *stepEvent {
-	se := l.stepEvent(step, typ, time.Now())
+	se := l.stepEvent(step, typ, l.now())
 	se.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
 	se.CallId = traceCallID(call.CallId, &se.callID)
 	return se

@@ -36,6 +36,11 @@ type EngineRun struct {
 	TokenBudget int64
 	// Check is the completion check's command line; "" means none.
 	Check string
+	// ApprovalPolicy says which tool calls wait for a person's decision
+	// ("" is never); ApprovalTimeout is how long one waits (0: the
+	// default).
+	ApprovalPolicy  gen.ApprovalPolicy
+	ApprovalTimeout time.Duration
 }
 
 // CancelRequested reports whether ctx, the context of an Engine's
@@ -56,7 +61,10 @@ func (s *Server) executeOn(e Engine, r *run) {
 	var res gen.RunResult
 	if err == nil {
 		run := EngineRun{ID: r.id, Task: j.task, Model: j.modelConfig, Workspace: r.workspace,
-			MaxSteps: j.maxSteps, TokenBudget: j.tokenBudget, Check: j.check}
+			MaxSteps: j.maxSteps, TokenBudget: j.tokenBudget, Check: j.check, ApprovalPolicy: j.policy}
+		if j.gate != nil {
+			run.ApprovalTimeout = j.gate.timeout
+		}
 		res, err = e.Execute(j.ctx, run, func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)

@@ -91,6 +91,9 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	if in.Check != "" {
 		opts.Check = (*wfCheck)(r)
 	}
+	if in.ApprovalPolicy != "" && in.ApprovalPolicy != gen.ApprovalPolicyNever {
+		opts.ApprovalPolicy, opts.Approver = in.ApprovalPolicy, (*wfApprover)(r)
+	}
 	res, runErr := agent.Run(wfContext{wctx}, in.Task, (*wfModel)(r), opts)
 	_ = runErr // the result says it: internal_error or model_error with the error's text
 	// The rest of the trace and the release of the workspace happen even

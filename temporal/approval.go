@@ -1,0 +1,64 @@
+package temporal
+
+import (
+	"context"
+
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// ApprovalSignal is the signal that carries a person's decision on a tool
+// call of a run waiting for approval (an ApprovalDecision).
+const ApprovalSignal = "specloop.approval"
+
+// ApprovalDecision is the payload of ApprovalSignal: the decision on the
+// call with id CallID.
+type ApprovalDecision struct {
+	CallID   string
+	Approval agent.Approval
+}
+
+// wfApprover is the run's agent.Approver inside the workflow: a durable
+// wait for ApprovalSignal, with a durable timer for the timeout. The wait
+// is workflow state, so it survives every worker and server restart, for
+// as long as the timeout allows.
+type wfApprover wfRun
+
+func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+	r := (*wfRun)(a)
+	timeout := r.in.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = agent.DefaultApprovalTimeout
+	}
+	tctx, cancelTimer := workflow.WithCancel(r.wctx)
+	defer cancelTimer()
+	timer := workflow.NewTimer(tctx, timeout)
+	signals := workflow.GetSignalChannel(r.wctx, ApprovalSignal)
+	var (
+		got      *agent.Approval
+		timedOut bool
+	)
+	sel := workflow.NewSelector(r.wctx)
+	sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
+	sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
+		var d ApprovalDecision
+		c.Receive(r.wctx, &d)
+		// A decision on another call (one that timed out before) is
+		// dropped.
+		if d.CallID == *req.Call.CallId {
+			got = &d.Approval
+		}
+	})
+	for got == nil && !timedOut {
+		sel.Select(r.wctx)
+		if err := r.wctx.Err(); err != nil {
+			return agent.Approval{}, context.Canceled
+		}
+	}
+	if got != nil {
+		return *got, nil
+	}
+	return agent.Approval{Decision: gen.ApprovalDecisionDeny, Reason: agent.TimeoutReason(timeout)}, nil
+}

@@ -1,0 +1,85 @@
+package temporal_test
+
+import (
+	"bytes"
+	"context"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/temporal"
+	"github.com/specloop/specloop/wiring"
+)
+
+// An approval wait is a durable wait on a signal: a decision that comes
+// two days later resumes the run, which then gives the result and the
+// trace the in-process engine gives with the same decision; without a
+// decision the call is denied when the timeout runs out.
+func TestApprovalWaitsForTheSignal(t *testing.T) {
+	const timeout = 72 * time.Hour
+	approve := agent.Approval{Decision: gen.ApprovalDecisionApprove, Reason: "looks fine"}
+	timedOut := agent.Approval{Decision: gen.ApprovalDecisionDeny, Reason: agent.TimeoutReason(timeout)}
+	for _, tc := range []struct {
+		name     string
+		signal   *agent.Approval // sent after two days; nil: none
+		decision agent.Approval  // what the in-process approver decides
+	}{
+		{name: "approved after two days", signal: &approve, decision: approve},
+		{name: "no decision: denied at the timeout", decision: timedOut},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			responses := []string{writeDone, readDone, finish}
+			wantRes, wantEvs := embeddedApproved(t, responses, tc.decision)
+
+			h := newHarness(t)
+			in := scriptInput(responses, "", 0)
+			in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, timeout
+			if tc.signal != nil {
+				h.env.RegisterDelayedCallback(func() {
+					// A stale decision on another call is ignored.
+					h.env.SignalWorkflow(temporal.ApprovalSignal, temporal.ApprovalDecision{CallID: "other", Approval: timedOut})
+					h.env.SignalWorkflow(temporal.ApprovalSignal, temporal.ApprovalDecision{CallID: "w1", Approval: *tc.signal})
+				}, 48*time.Hour)
+			}
+			gotRes, gotEvs := h.run(t, in)
+			decided := 0
+			for _, ev := range gotEvs {
+				if ev.EventType == gen.TraceEventTypeApprovalDecided {
+					decided++
+				}
+			}
+			if decided != 1 {
+				t.Fatalf("%d approval_decided events, want 1", decided)
+			}
+			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+				t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
+			}
+			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+				t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
+			}
+		})
+	}
+}
+
+// embeddedApproved runs a script in-process under the writes policy with
+// an approver that decides d at once.
+func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.RunResult, []gen.TraceEvent) {
+	t.Helper()
+	var buf bytes.Buffer
+	cfg := baseSetup()
+	cfg.Dir, cfg.RunID, cfg.TraceWriter = t.TempDir(), "run1", &buf
+	s, err := wiring.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	opts := s.Options
+	opts.ApprovalPolicy = gen.ApprovalPolicyWrites
+	opts.Approver = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) { return d, nil })
+	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), opts)
+	return res, readEvents(t, buf.Bytes())
+}
