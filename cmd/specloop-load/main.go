@@ -69,7 +69,11 @@ func main() {
 	syncPolicy := flag.String("sync", "none", "the server's trace sync policy (none, end, every)")
 	maxConcurrent := flag.Int("max-concurrent", server.DefaultMaxConcurrent, "the server's --max-concurrent in the throughput phase")
 	rate := flag.Float64("rate", 0, "pace the throughput phase at this many runs per second in all (0: as fast as the clients go)")
+	temporalAddr := flag.String("temporal-address", "", "run the server on the Temporal engine with this frontend (HOST:PORT), with a worker in its process")
 	flag.Parse()
+	if *temporalAddr != "" {
+		os.Setenv("LOAD_TEMPORAL", *temporalAddr)
+	}
 	if *child {
 		os.Exit(serveChild())
 	}
@@ -173,6 +177,14 @@ func throughput(base string, runs, clients int, syncPolicy string, maxConcurrent
 		pace, maxConcurrent, runs, elapsed.Seconds(), float64(runs)/elapsed.Seconds(), ms(pct(50)), ms(pct(90)), ms(pct(99)), ms(creates[len(creates)-1]))
 	fmt.Printf("cpu: server %s per run, clients %s per run (%.0f%% of 2 cores busy with the load)\n",
 		ms(serverCPU/time.Duration(runs)), ms(clientCPU/time.Duration(runs)), 100*(serverCPU+clientCPU).Seconds()/elapsed.Seconds()/2)
+	steps, err := stepLatencies(filepath.Join(base, "throughput", "data", "traces"))
+	if err != nil {
+		return err
+	}
+	if len(steps) > 0 {
+		fmt.Printf("step latency (a run's duration per step, from its trace): p50 %s, p99 %s\n",
+			ms(steps[len(steps)/2]), ms(steps[min(len(steps)-1, len(steps)*99/100)]))
+	}
 	n := 0
 	for _, err := range c.ListRuns(context.Background(), sdk.ListOptions{Status: gen.RunStatusFinished, PageSize: 1000}) {
 		if err != nil {
@@ -380,6 +392,12 @@ func serveChild() int {
 		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	}
 	cfg.TraceSync = policy
+	stopEngine, err := temporalEngine(&cfg)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer stopEngine()
 	if slow > 0 {
 		cfg.Models = func(mc gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
 			m, err := server.DefaultModels(mc, tools)
