@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 )
 
@@ -43,6 +44,15 @@ type EngineRun struct {
 	ApprovalTimeout time.Duration
 }
 
+// EngineApprovals is an optional ability of an Engine: it hands a
+// decision on a run's tool call waiting for approval to the run. With it,
+// the approvals API (GET and POST /v1/runs/{id}/approvals) works for the
+// engine's runs; the call's arguments are not listed (the trace the
+// engine hands back does not hold them).
+type EngineApprovals interface {
+	Decide(ctx context.Context, runID, callID string, a agent.Approval) error
+}
+
 // CancelRequested reports whether ctx, the context of an Engine's
 // Execute, was cancelled by a client's request (rather than by the
 // server's shutdown).
@@ -73,6 +83,9 @@ func (s *Server) executeOn(e Engine, r *run) {
 				finished, finishedLine = ev, line
 				return
 			}
+			if ev.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil && ev.CallId != nil && ev.ToolName != nil {
+				s.forwardApproval(e, r, j, ev)
+			}
 			j.events.publishJSON(ev.EventType, line, false)
 		})
 		if finished != nil {
@@ -102,4 +115,27 @@ func (s *Server) executeOn(e Engine, r *run) {
 		finished, finishedLine = &ev, nil
 	}
 	s.finalize(r, j, started, res, finished, finishedLine)
+}
+
+// forwardApproval lists the call of an approval_requested event of an
+// engine's run and hands the decision made through the API to the engine.
+// A call the engine decided itself (its timeout) stays listed until the
+// next request or the run's end; a late decision on it is ignored by the
+// run.
+func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
+	ea, ok := e.(EngineApprovals)
+	if !ok {
+		return
+	}
+	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
+	j.gate.requested(ev.Step, &call)
+	go func() {
+		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: ev.Step, Call: call})
+		if err != nil {
+			return // the run ended
+		}
+		if err := ea.Decide(context.WithoutCancel(j.ctx), r.id, *call.CallId, a); err != nil {
+			s.log.Error("hand an approval to the engine", "run", r.id, "err", err)
+		}
+	}()
 }

@@ -12,6 +12,7 @@ import (
 
 	"go.temporal.io/sdk/client"
 
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/server"
 )
@@ -138,3 +139,10 @@ func (f *follower) read() error {
 		f.event(&ev, line)
 	}
 }
+
+// Decide signals run runID's workflow with the decision on call callID.
+func (e *Engine) Decide(ctx context.Context, runID, callID string, a agent.Approval) error {
+	return e.Client.SignalWorkflow(ctx, WorkflowID(runID), "", ApprovalSignal, ApprovalDecision{CallID: callID, Approval: a})
+}
+
+var _ server.EngineApprovals = (*Engine)(nil)
