@@ -342,6 +342,21 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (string, error) {
 	return patch, nil
 }
 
+// EventsInput is trace lines of a run to write now: the events before a
+// wait, so that they are visible while the run waits.
+type EventsInput struct {
+	RunID  string
+	Events EventBatch
+}
+
+// Events writes trace lines of a run.
+func (a *Activities) Events(ctx context.Context, in EventsInput) error {
+	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
+		return fmt.Errorf("write the trace: %w", err)
+	}
+	return nil
+}
+
 // Close writes the end of the run's trace and releases its workspace.
 func (a *Activities) Close(ctx context.Context, in CloseInput) error {
 	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {

@@ -28,6 +28,12 @@ type wfApprover wfRun
 
 func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
 	r := (*wfRun)(a)
+	// The request's events are written before the wait, so that whoever
+	// decides sees them.
+	b := r.batch()
+	if err := r.exec(r.shared, EventsActivity, EventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
+		return agent.Approval{}, activityError(err)
+	}
 	timeout := r.in.ApprovalTimeout
 	if timeout <= 0 {
 		timeout = agent.DefaultApprovalTimeout

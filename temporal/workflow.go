@@ -44,6 +44,7 @@ const (
 	CheckActivity  = ActivityPrefix + "Check"
 	PatchActivity  = ActivityPrefix + "Patch"
 	CloseActivity  = ActivityPrefix + "Close"
+	EventsActivity = ActivityPrefix + "Events"
 )
 
 // RunWorkflow runs one run: agent.Run with the model, the tools, the check

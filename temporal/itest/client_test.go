@@ -6,9 +6,9 @@ import (
 	"go.temporal.io/sdk/client"
 )
 
-func temporaltestClient(t *testing.T, address string) client.Client {
+func temporaltestClient(t *testing.T, address, namespace string) client.Client {
 	t.Helper()
-	c, err := client.Dial(client.Options{HostPort: address})
+	c, err := client.Dial(client.Options{HostPort: address, Namespace: namespace})
 	if err != nil {
 		t.Fatal(err)
 	}

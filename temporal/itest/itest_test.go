@@ -32,6 +32,7 @@ type cluster struct {
 	t       *testing.T
 	bin     string
 	address string
+	ns      string
 	dir     string // holds the store, the workspace root and the API server's data
 	url     string
 	workers []*exec.Cmd
@@ -49,7 +50,7 @@ func newCluster(t *testing.T) *cluster {
 		t.Fatalf("build specloop: %v\n%s", err, out)
 	}
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c.address = ts.GetFrontendHostPort()
+	c.address, c.ns = ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
 	for _, d := range []string{"ws", "store", "data"} {
 		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -81,7 +82,7 @@ func newCluster(t *testing.T) *cluster {
 // test kills it at its end.
 func (c *cluster) start(args ...string) *exec.Cmd {
 	c.t.Helper()
-	args = append(args, "--temporal-address", c.address, "--task-queue", taskQueue, "--store", filepath.Join(c.dir, "store"),
+	args = append(args, "--temporal-address", c.address, "--namespace", c.ns, "--task-queue", taskQueue, "--store", filepath.Join(c.dir, "store"),
 		"--heartbeat-timeout", "2s")
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -301,12 +302,80 @@ func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 	if *update {
 		c.recordHistory(t, calm)
 	}
+
+	c.approvalThroughTheAPI(t)
+}
+
+// approvalThroughTheAPI runs a call that needs approval: it waits in the
+// workflow until POST /v1/runs/{id}/approvals/{call_id} decides it.
+func (c *cluster) approvalThroughTheAPI(t *testing.T) {
+	if err := os.MkdirAll(filepath.Join(c.dir, "ws", "approved"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"task": map[string]any{"prompt": "append once"}, "workspace": "approved",
+		"approval_policy": "commands", "model": map[string]any{"provider": "script",
+			"responses": []string{toolCall("a1", "echo approved >> log.txt"), `{"type":"finish","answer":"ok"}`}}})
+	resp, err := http.Post(c.url+"/v1/runs", "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v runView
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("create a run: %d %v", resp.StatusCode, err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			evs, _ := os.ReadFile(filepath.Join(c.dir, "store", "runs", v.ID, "events.jsonl"))
+			resp, _ := http.Get(c.url + "/v1/runs/" + v.ID)
+			run, _ := io.ReadAll(resp.Body)
+			t.Fatalf("the call was never listed as waiting for approval; run %s\nevents:\n%s", run, evs)
+		}
+		resp, err := http.Get(c.url + "/v1/runs/" + v.ID + "/approvals")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Approvals []struct {
+				CallID string `json:"call_id"`
+			} `json:"approvals"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Approvals) == 1 && list.Approvals[0].CallID == "a1" {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if _, err := os.Stat(filepath.Join(c.dir, "ws", "approved", "log.txt")); !os.IsNotExist(err) {
+		t.Fatalf("the call ran before it was approved (%v)", err)
+	}
+	resp, err = http.Post(c.url+"/v1/runs/"+v.ID+"/approvals/a1", "application/json", strings.NewReader(`{"decision":"approve"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("decide: %d", resp.StatusCode)
+	}
+	got := c.waitRun(v.ID)
+	if got.Result["exit_reason"] != "finished" {
+		t.Fatalf("the approved run ended %v: %v", got.Result["exit_reason"], got.Result["error"])
+	}
+	if log, err := os.ReadFile(filepath.Join(c.dir, "ws", "approved", "log.txt")); err != nil || string(log) != "approved\n" {
+		t.Fatalf("log.txt is %q (%v)", log, err)
+	}
 }
 
 // recordHistory writes the undisturbed run's workflow history for the
 // replay test of package temporal.
 func (c *cluster) recordHistory(t *testing.T, runID string) {
-	cl := temporaltestClient(t, c.address)
+	cl := temporaltestClient(t, c.address, c.ns)
 	iter := cl.GetWorkflowHistory(context.Background(), "specloop-run-"+runID, "", false, enumspb.HISTORY_EVENT_FILTER_TYPE_ALL_EVENT)
 	var h historypb.History
 	for iter.HasNext() {
