@@ -70,9 +70,11 @@ func main() {
 	maxConcurrent := flag.Int("max-concurrent", server.DefaultMaxConcurrent, "the server's --max-concurrent in the throughput phase")
 	rate := flag.Float64("rate", 0, "pace the throughput phase at this many runs per second in all (0: as fast as the clients go)")
 	temporalAddr := flag.String("temporal-address", "", "run the server on the Temporal engine with this frontend (HOST:PORT), with a worker in its process")
+	temporalNS := flag.String("temporal-namespace", "default", "the Temporal namespace of -temporal-address")
 	flag.Parse()
 	if *temporalAddr != "" {
 		os.Setenv("LOAD_TEMPORAL", *temporalAddr)
+		os.Setenv("LOAD_TEMPORAL_NAMESPACE", *temporalNS)
 	}
 	if *child {
 		os.Exit(serveChild())

@@ -34,7 +34,7 @@ func temporalEngine(cfg *server.Config) (stop func(), err error) {
 		return nil, err
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := client.Dial(client.Options{HostPort: addr, DataConverter: store.DataConverter(0), Logger: tlog.NewStructuredLogger(logger)})
+	c, err := client.Dial(client.Options{HostPort: addr, Namespace: os.Getenv("LOAD_TEMPORAL_NAMESPACE"), DataConverter: store.DataConverter(0), Logger: tlog.NewStructuredLogger(logger)})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal: %w", err)
 	}
