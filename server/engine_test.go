@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/server"
+)
+
+// fakeEngine hands back a fixed trace and result, or, with block, waits
+// for the run's cancellation.
+type fakeEngine struct {
+	block     bool
+	got       chan server.EngineRun
+	cancelled chan bool // whether the stop was a client's cancellation
+}
+
+func (e *fakeEngine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	e.got <- r
+	if e.block {
+		<-ctx.Done()
+		e.cancelled <- server.CancelRequested(ctx)
+		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonCancelled}, nil
+	}
+	steps := 1
+	reason := gen.ExitReasonFinished
+	for _, ev := range []gen.TraceEvent{
+		{RunId: r.ID, EventType: gen.TraceEventTypeRunStarted, Time: time.Unix(1, 0).UTC()},
+		{RunId: r.ID, Step: 1, EventType: gen.TraceEventTypeModelAction, Time: time.Unix(2, 0).UTC()},
+		{RunId: r.ID, Step: 1, EventType: gen.TraceEventTypeRunFinished, ExitReason: &reason, StepsUsed: &steps, Time: time.Unix(3, 0).UTC()},
+	} {
+		line, err := json.Marshal(&ev)
+		if err != nil {
+			return gen.RunResult{}, err
+		}
+		event(&ev, line)
+	}
+	answer := "from the engine"
+	return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonFinished, StepsUsed: 1, Answer: &answer}, nil
+}
+
+// A server with an Engine hands it the run as accepted and serves the
+// engine's result and events through the API, as it does its own.
+func TestEngineRunsAreServedLikeEmbeddedOnes(t *testing.T) {
+	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
+	ts := newTestServer(t, server.Config{Engine: e})
+	req := calcRequest()
+	req.MaxSteps = ptr(7)
+	run := ts.create(req)
+	fin := ts.wait(run.Id)
+	got := <-e.got
+	if got.ID != run.Id || got.MaxSteps != 7 || got.Task.Prompt != calcPrompt {
+		t.Fatalf("the engine got %+v", got)
+	}
+	if fin.Result == nil || fin.Result.Answer == nil || *fin.Result.Answer != "from the engine" {
+		t.Fatalf("result %+v", fin.Result)
+	}
+	resp, err := ts.raw.GetRunEvents(context.Background(), run.Id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	evs := readSSE(t, resp.Body)
+	var types []gen.TraceEventType
+	for _, ev := range evs {
+		types = append(types, ev.Data.EventType)
+	}
+	want := []gen.TraceEventType{gen.TraceEventTypeRunStarted, gen.TraceEventTypeModelAction, gen.TraceEventTypeRunFinished}
+	if len(types) != len(want) || types[0] != want[0] || types[1] != want[1] || types[2] != want[2] {
+		t.Fatalf("events %v, want %v", types, want)
+	}
+}
+
+// A client's cancellation reaches the engine as one (CancelRequested), so
+// the engine cancels the run rather than only stop following it.
+func TestEngineSeesCancelRequested(t *testing.T) {
+	e := &fakeEngine{block: true, got: make(chan server.EngineRun, 1), cancelled: make(chan bool, 1)}
+	ts := newTestServer(t, server.Config{Engine: e})
+	run := ts.create(calcRequest())
+	<-e.got
+	if _, err := ts.sdk.Cancel(context.Background(), run.Id); err != nil {
+		t.Fatal(err)
+	}
+	if !<-e.cancelled {
+		t.Fatal("the engine was stopped without CancelRequested")
+	}
+	if fin := ts.wait(run.Id); fin.Result.ExitReason != gen.ExitReasonCancelled {
+		t.Fatalf("result %+v", fin.Result)
+	}
+}
