@@ -98,11 +98,6 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
-	// ApprovalTimeout is how long a run's tool call waits for approval
-	// before it is denied with reason timeout, when the run's request
-	// gives no approval_timeout_seconds; 0 means
-	// agent.DefaultApprovalTimeout.
-	ApprovalTimeout time.Duration
 	// Sandbox confines run_command and completion checks. New fails when
 	// commands are allowed and the sandbox is unavailable; only a Backend
 	// of sandbox.None, given explicitly, runs them unconfined.
@@ -110,6 +105,11 @@ type Config struct {
 	// BodyLimit is the largest request body in bytes; 0 means
 	// DefaultBodyLimit.
 	BodyLimit int64
+	// ApprovalTimeout is how long a run's tool call waits for approval
+	// before it is denied with reason timeout, when the run's request
+	// gives no approval_timeout_seconds; 0 means
+	// agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// TraceSync is when run traces are fsynced. The default, SyncNone,
 	// leaves it to the operating system: a crash of the process loses
 	// nothing, a power loss may lose the last events of a trace (the run
