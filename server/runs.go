@@ -33,13 +33,14 @@ type run struct {
 
 // job is an in-flight run's execution state.
 type job struct {
+	policy gen.ApprovalPolicy
+	gate   *approvalGate // nil when the policy asks no one
+
 	task        gen.Task
 	model       agent.Model
 	maxSteps    int
 	tokenBudget int64
 	check       string
-	policy      gen.ApprovalPolicy
-	gate        *approvalGate  // nil when the policy asks no one
 	ws          *heldWorkspace // the workspace, held open until the run ends
 	ctx         context.Context
 	cancel      context.CancelCauseFunc

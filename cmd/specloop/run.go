@@ -130,12 +130,12 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	}
 	defer setup.Close()
 	opts := setup.Options
+	if !f.asJSON {
+		opts.Observer = (&progressPrinter{w: env.stdout}).observe
+	}
 	opts.ApprovalPolicy = approvals
 	if asker != nil {
 		opts.Approver = asker.agent()
-	}
-	if !f.asJSON {
-		opts.Observer = (&progressPrinter{w: env.stdout}).observe
 	}
 	res, runErr := agent.Run(ctx, gen.Task{Prompt: prompt}, m, opts)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
