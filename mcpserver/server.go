@@ -20,11 +20,11 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
-	"runtime/debug"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/buildinfo"
 )
 
 // Config configures a server. The zero value names the server "specloop"
@@ -47,7 +47,7 @@ func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
 		impl.Name = "specloop"
 	}
 	if impl.Version == "" {
-		impl.Version = moduleVersion()
+		impl.Version = buildinfo.Version()
 	}
 	s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: cfg.Logger, HasTools: true})
 	for _, spec := range rt.Specs() {
@@ -139,11 +139,4 @@ func Result(obs gen.Observation) *mcp.CallToolResult {
 		res.StructuredContent = *obs.Data
 	}
 	return res
-}
-
-func moduleVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
-	}
-	return "(devel)"
 }
