@@ -316,6 +316,9 @@ func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) 
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
 		env.errorf("%s: --trace: %v", name, we.Err)
 		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartMCP:
+		env.errorf("%s: --mcp: %v", name, we.Err)
+		return nil, exitUsage
 	case errors.As(err, &we):
 		env.errorf("%s: %v", name, we.Err)
 		return nil, exitInternal
