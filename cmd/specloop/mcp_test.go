@@ -125,3 +125,18 @@ func TestRunMCPFlagErrors(t *testing.T) {
 		t.Errorf("a server that cannot start: exit %d, %s", code, stderr)
 	}
 }
+
+// With --remote, --mcp names a server the remote server configured: the
+// request carries the name (this server has none, so it is refused,
+// named), never a command.
+func TestRemoteRunMCPNames(t *testing.T) {
+	url := remoteURL(t)
+	code, _, stderr := cli(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather", "p")
+	if code == exitOK || !strings.Contains(stderr, "weather") || !strings.Contains(stderr, "mcp_servers") {
+		t.Fatalf("an unknown remote MCP server: exit %d, %s", code, stderr)
+	}
+	code, _, stderr = cli(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather=weather-mcp", "p")
+	if code != exitUsage || !strings.Contains(stderr, "--mcp weather") {
+		t.Fatalf("a command with --remote: exit %d, %s", code, stderr)
+	}
+}
