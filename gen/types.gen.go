@@ -127,6 +127,8 @@ const (
 	ErrorCodeInvalidPath          ErrorCode = "invalid_path"
 	ErrorCodeInvalidRange         ErrorCode = "invalid_range"
 	ErrorCodeInvalidRegex         ErrorCode = "invalid_regex"
+	ErrorCodeMcpToolError         ErrorCode = "mcp_tool_error"
+	ErrorCodeMcpUnavailable       ErrorCode = "mcp_unavailable"
 	ErrorCodeMultipleMatches      ErrorCode = "multiple_matches"
 	ErrorCodeNoMatch              ErrorCode = "no_match"
 	ErrorCodeNonFiniteResult      ErrorCode = "non_finite_result"
@@ -167,6 +169,10 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeInvalidRange:
 		return true
 	case ErrorCodeInvalidRegex:
+		return true
+	case ErrorCodeMcpToolError:
+		return true
+	case ErrorCodeMcpUnavailable:
 		return true
 	case ErrorCodeMultipleMatches:
 		return true
@@ -544,6 +550,9 @@ type CreateRunRequest struct {
 	// MaxSteps The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
+	// McpServers Names of MCP servers configured on the server (specloop serve --mcp NAME=...) whose tools the run offers the model as NAME__tool; a name the server does not know is refused with 400. A client can only choose among the configured servers, never give a command or URL.
+	McpServers *[]string `json:"mcp_servers,omitempty"`
+
 	// Model The model a run talks to.
 	Model ModelConfig `json:"model"`
 
@@ -578,7 +587,7 @@ type EditFileResult struct {
 	Path string `json:"path"`
 }
 
-// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 type ErrorCode string
 
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
@@ -675,7 +684,7 @@ type Observation struct {
 	// Data The structured result, valid against the tool's result schema; absent for errors.
 	Data *map[string]interface{} `json:"data,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// IsError True when the call failed; content then says why.
@@ -732,7 +741,7 @@ type PendingApproval struct {
 
 // Problem An RFC 9457 problem.
 type Problem struct {
-	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	Code *ErrorCode `json:"code,omitempty"`
 
 	// Detail What went wrong in this occurrence; never echoes submitted values.
@@ -1045,7 +1054,7 @@ type TraceEvent struct {
 	// Error run_finished. What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// EventType The kind of a trace event.

@@ -79,7 +79,8 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	cfg.Check = j.check
 	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
 	cfg.TraceWriter = tf
-	setup, err := wiring.Open(cfg)
+	cfg.MCPServers, cfg.MCP = j.mcp, s.cfg.MCP
+	setup, err := wiring.OpenContext(j.ctx, cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		return fail(errors.New("the workspace cannot be opened"))
@@ -94,7 +95,14 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
 	}
 	opts.Observer = observe
-	return agent.Run(j.ctx, j.task, j.model, opts)
+	m := j.model
+	if setup.MCP != nil {
+		// The model must be told about the MCP servers' tools too.
+		if m, err = s.cfg.Models(j.modelConfig, opts.Tools.Specs()); err != nil {
+			return fail(err)
+		}
+	}
+	return agent.Run(j.ctx, j.task, m, opts)
 }
 
 // finalize records a run's end durably, then shows it: the record turns

@@ -13,6 +13,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/mcpclient"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -41,7 +42,9 @@ type job struct {
 	maxSteps    int
 	tokenBudget int64
 	check       string
-	ws          *heldWorkspace // the workspace, held open until the run ends
+	modelConfig gen.ModelConfig    // to tell a new model about MCP servers' tools
+	mcp         []mcpclient.Server // the run's MCP servers (CreateRunRequest.mcp_servers)
+	ws          *heldWorkspace     // the workspace, held open until the run ends
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents

@@ -31,6 +31,10 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 		}
 		check = *body.Check
 	}
+	servers, err := s.mcpServers(body.McpServers)
+	if err != nil {
+		return nil, err
+	}
 	m, err := s.cfg.Models(body.Model, s.runTools)
 	if err != nil {
 		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
@@ -41,7 +45,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	j := &job{task: body.Task, model: m, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
+	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
 	if body.MaxSteps != nil {
 		j.maxSteps = *body.MaxSteps
 	}

@@ -61,6 +61,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
@@ -143,6 +144,16 @@ type Config struct {
 	// beyond either gets 429.
 	MaxStreams          int
 	MaxStreamsPerClient int
+	// MCPServers are the external MCP servers a run may choose by name
+	// (CreateRunRequest.mcp_servers); each run starts its own sessions
+	// with them and stops them at its end. MCP configures the sessions.
+	MCPServers []mcpclient.Server
+	MCP        mcpclient.Config
+	// MCPHandler, when set, is served at /mcp (specloop as an MCP server,
+	// see package mcpserver) behind the Host check and the token like the
+	// API, but outside its request validation.
+	MCPHandler http.Handler
+
 	// AllowedHosts are the host names, besides loopback names and
 	// addresses, that requests may name in their Host header when the
 	// server has no token (protection against DNS rebinding). With a
@@ -314,6 +325,11 @@ func (s *Server) initEcho() error {
 	s.routes = map[string]bool{}
 	for _, r := range e.Routes() {
 		s.routes[r.Method+" "+r.Path] = true
+	}
+	if s.cfg.MCPHandler != nil {
+		// Registered after s.routes was filled: the request validator
+		// skips it (MCP is not an operation of the spec).
+		e.Any(mcpPath, echo.WrapHandler(s.cfg.MCPHandler))
 	}
 	s.echo = e
 	return nil

@@ -10,6 +10,7 @@ package wiring
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
@@ -60,6 +62,13 @@ type Config struct {
 	MaxSteps    int
 	TokenBudget int64
 	RunID       string
+	// MCPServers are external MCP servers whose tools the run offers next
+	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
+	// once, and Close stops them.
+	MCPServers []mcpclient.Server
+	// MCP configures the sessions with MCPServers (call timeout, where
+	// stdio servers' stderr goes).
+	MCP mcpclient.Config
 }
 
 // Part names the piece of a setup that failed, so that a caller can say
@@ -72,6 +81,7 @@ const (
 	PartSandbox   Part = "sandbox"
 	PartTools     Part = "tools"
 	PartTrace     Part = "trace"
+	PartMCP       Part = "mcp"
 )
 
 // Error is a failed setup: the part that failed and why.
@@ -90,8 +100,12 @@ type Setup struct {
 	Options agent.Options
 	// Workspace is the workspace the tools and the check work in.
 	Workspace *tools.Workspace
-	// Runtime is Options.Tools.
+	// Runtime is the built-in tools' runtime: Options.Tools, unless MCP
+	// servers add theirs.
 	Runtime *tools.Runtime
+	// MCP is Options.Tools when Config.MCPServers were given: Runtime
+	// with the servers' tools; nil otherwise.
+	MCP *mcpclient.Runtime
 	// Sandbox confines the runtime's commands and the check; nil when
 	// commands are disabled and there is no check.
 	Sandbox *sandbox.Sandbox
@@ -106,16 +120,20 @@ type Setup struct {
 
 // Open builds the setup cfg describes. A failure is an *Error naming the
 // part that failed; nothing stays open after one.
-func Open(cfg Config) (*Setup, error) {
+func Open(cfg Config) (*Setup, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open with a context, which bounds starting the MCP
+// servers.
+func OpenContext(ctx context.Context, cfg Config) (*Setup, error) {
 	s := &Setup{Workspace: cfg.Workspace}
-	if err := s.open(cfg); err != nil {
+	if err := s.open(ctx, cfg); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Setup) open(cfg Config) error {
+func (s *Setup) open(ctx context.Context, cfg Config) error {
 	if s.Workspace == nil && cfg.Root != nil {
 		ws, err := tools.OpenWorkspaceIn(cfg.Root, ".")
 		if err != nil {
@@ -157,6 +175,13 @@ func (s *Setup) open(cfg Config) error {
 		Tools:       rt,
 		RecordRaw:   cfg.RecordRaw,
 	}
+	if len(cfg.MCPServers) > 0 {
+		mr, err := mcpclient.Open(ctx, rt, cfg.MCPServers, cfg.MCP)
+		if err != nil {
+			return &Error{PartMCP, err}
+		}
+		s.MCP, s.Options.Tools = mr, mr
+	}
 	if cfg.Check != "" {
 		c := tools.NewCommandCheck(s.Workspace, cfg.Check)
 		c.Timeout = cfg.CheckTimeout
@@ -180,10 +205,15 @@ func (s *Setup) open(cfg Config) error {
 	return nil
 }
 
-// Close closes the trace file and the workspace Open opened (not those
-// the Config handed in). It may be called more than once.
+// Close stops the MCP servers and closes the trace file and the workspace
+// Open opened (not those the Config handed in). It may be called more
+// than once.
 func (s *Setup) Close() error {
 	var errs []error
+	if s.MCP != nil {
+		errs = append(errs, s.MCP.Close())
+		s.MCP = nil
+	}
 	if s.closeTrace && s.Trace != nil {
 		errs = append(errs, s.Trace.Close())
 		s.closeTrace = false

@@ -89,6 +89,7 @@ func commands() []command {
 		{"run", "run an agent on a task", runCmd},
 		{"demo", "run the built-in demo: a scripted agent fixes a failing Go test", demoCmd},
 		{"serve", "serve the HTTP API for remote runs (specloop run --remote)", serveCmd},
+		{"mcp", "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", mcpCmd},
 		{"trace", "read traces (trace show FILE)", traceCmd},
 		{"tools", "list the tools a model can call", toolsCmd},
 		{"spec", "print the OpenAPI document everything is generated from", specCmd},

@@ -11,8 +11,6 @@ import (
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/openai"
-	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/wiring"
 )
 
 // replayProvider is the --model prefix that replays a recorded trace.
@@ -21,8 +19,9 @@ const replayProvider = "replay"
 // openModel returns the model the run flags name: --script FILE, or --model
 // openai:MODEL, anthropic:MODEL or replay:TRACE_FILE. Provider keys come
 // only from the environment; --base-url wins over OPENAI_BASE_URL /
-// ANTHROPIC_BASE_URL. Every error is a usage error.
-func openModel(f *runFlags) (agent.Model, error) {
+// ANTHROPIC_BASE_URL. A provider is told about specs, the tools the run
+// offers. Every error is a usage error.
+func openModel(f *runFlags, specs []gen.ToolSpec) (agent.Model, error) {
 	if f.script != "" {
 		m, err := loadScript(f.script)
 		if err != nil {
@@ -36,20 +35,12 @@ func openModel(f *runFlags) (agent.Model, error) {
 	}
 	switch provider {
 	case string(gen.OpenAIModelConfigProviderOpenai):
-		specs, err := toolSpecs(f)
-		if err != nil {
-			return nil, err
-		}
 		m, err := openai.New(openai.Config{Model: name, BaseURL: f.baseURL, Tools: specs}.WithEnv(os.Getenv))
 		if err != nil {
 			return nil, fmt.Errorf("--model: %w", err)
 		}
 		return m, nil
 	case string(gen.AnthropicModelConfigProviderAnthropic):
-		specs, err := toolSpecs(f)
-		if err != nil {
-			return nil, err
-		}
 		m, err := anthropic.New(anthropic.Config{Model: name, BaseURL: f.baseURL, Tools: specs}.WithEnv(os.Getenv))
 		if err != nil {
 			return nil, fmt.Errorf("--model: %w", err)
@@ -71,20 +62,4 @@ func openModel(f *runFlags) (agent.Model, error) {
 		return r, nil
 	}
 	return nil, fmt.Errorf("--model: unknown provider %q (want openai, anthropic or replay)", provider)
-}
-
-// toolSpecs returns the tools the run will offer, so a provider is told
-// about exactly those: the runtime built from the same flags.
-func toolSpecs(f *runFlags) ([]gen.ToolSpec, error) {
-	// Only the tool list is needed: no command runs, so no sandbox.
-	setup, err := wiring.Open(wiring.Config{Dir: f.workspace, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
-	var we *wiring.Error
-	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
-		return nil, fmt.Errorf("--workspace: %w", we.Err)
-	}
-	if err != nil {
-		return nil, err
-	}
-	defer setup.Close()
-	return setup.Runtime.Specs(), nil
 }

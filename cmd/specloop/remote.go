@@ -59,6 +59,12 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 	if f.check != "" {
 		req.Check = &f.check
 	}
+	if names, err := f.mcp.names(); err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	} else if len(names) > 0 {
+		req.McpServers = &names
+	}
 	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
 		req.Workspace = &ws
 	}

@@ -42,6 +42,7 @@ type runFlags struct {
 	remote      string
 	tokenFile   string
 	sandbox     sandboxFlags
+	mcp         mcpFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -62,6 +63,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
+	f.mcp.register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -114,22 +116,26 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: --sync: %v", err)
 		return exitUsage
 	}
-	m, err := openModel(&f)
-	if err != nil {
-		env.errorf("run: %v", err)
-		return exitUsage
-	}
 	cfg, err := f.config(policy)
 	if err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
+	cfg.MCP = f.mcp.config(env.stderr)
+	// The setup comes first: the model is told about the tools it offers,
+	// the MCP servers' included.
 	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
+	m, err := openModel(&f, setup.Options.Tools.Specs())
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
 	opts := setup.Options
+	opts.MaxSteps = f.maxSteps // a replayed run's budget is the recording's
 	if !f.asJSON {
 		opts.Observer = (&progressPrinter{w: env.stdout}).observe
 	}
@@ -284,7 +290,12 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 	if err != nil {
 		return wiring.Config{}, err
 	}
+	servers, err := f.mcp.servers()
+	if err != nil {
+		return wiring.Config{}, err
+	}
 	return wiring.Config{
+		MCPServers:      servers,
 		Dir:             f.workspace,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
@@ -315,6 +326,9 @@ func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) 
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
 		env.errorf("%s: --trace: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartMCP:
+		env.errorf("%s: --mcp: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we):
 		env.errorf("%s: %v", name, we.Err)

@@ -15,6 +15,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
 )
 
 // tokenEnv is the environment variable that holds the bearer token of
@@ -43,6 +44,9 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"beyond). DATA holds run results verbatim (answers, patches, check output): it is made 0700.\n\n"+
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
+			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
+			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
+			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n"+
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
 			"and recorded (runs waiting for an approval end interrupted: approval waits are in memory).")
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
@@ -71,6 +75,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	approvalTimeout := fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
+	var mcpf mcpFlags
+	mcpf.register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -95,6 +101,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	sbPolicy, err := sbFlags.policy()
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
+	mcpServers, err := mcpf.servers()
 	if err != nil {
 		env.errorf("serve: %v", err)
 		return exitUsage
@@ -127,6 +138,13 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
 		}
 	}
+	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: *root, DisableCommands: !*allowCommands, Sandbox: sbPolicy}, logger)
+	if err != nil {
+		env.errorf("serve: /mcp: %v", err)
+		return exitUsage
+	}
+	defer mcpSetup.Close()
+	defer mcpStop()
 	srv, err := server.New(server.Config{
 		DataDir:       *data,
 		WorkspaceRoot: *root,
@@ -147,6 +165,9 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxStreams:          *maxStreams,
 		MaxStreamsPerClient: *maxStreamsPerClient,
 		AllowedHosts:        allowedHosts,
+		MCPServers:          mcpServers,
+		MCP:                 mcpf.config(env.stderr),
+		MCPHandler:          mcpH,
 	})
 	if err != nil {
 		env.errorf("serve: %v", err)
@@ -159,6 +180,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	hs := srv.HTTPServer()
+	hs.RegisterOnShutdown(mcpStop)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(srv.Listener(ln)) }()
 	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
