@@ -41,6 +41,9 @@ var ErrContextLength = errors.New("the request is over the model's context windo
 // threshold and the Model is a Summarizer, the older part of the history
 // is replaced by one summary the model writes (a ModelFeedback of kind
 // history_summary); its usage counts in the run's usage and token budget.
+// (Compaction aims at three quarters of the threshold, so that it is not
+// back at the next step: the summary is taken when elision alone leaves
+// the request over that.)
 // When the request is still over the window, the observations of the kept
 // turns but the last are elided too. A request that cannot be brought under
 // the window is never sent: the run ends context_window_exceeded.
@@ -129,6 +132,15 @@ func (b *contextBudget) over(tokens int) bool {
 	return float64(tokens) > b.threshold*float64(b.window)
 }
 
+// overTarget reports whether tokens pass what a compaction aims for, three
+// quarters of the threshold: a compaction that leaves the request just
+// under the threshold would be back at the next step, changing the
+// request's prefix (and so defeating the provider's prompt cache) each
+// time.
+func (b *contextBudget) overTarget(tokens int) bool {
+	return float64(tokens) > 0.75*b.threshold*float64(b.window)
+}
+
 // beforeCall makes sure the next request fits: it compacts the history
 // when the request would pass the threshold, and ends the run when it
 // would still not fit the window.
@@ -188,7 +200,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		return t
 	}
 	tokens = measure()
-	if (force || b.sizer != nil && b.over(tokens)) && b.summarize != nil && cut > 0 {
+	if (force || b.sizer != nil && b.overTarget(tokens)) && b.summarize != nil && cut > 0 {
 		summary, usage, err := b.summarize.Summarize(ctx, l.task, History{items: out[:cut:cut]})
 		c.usage = usage
 		if e := l.addUsage(usage); e != nil {
