@@ -16,20 +16,15 @@ import (
 
 // fileTools is a tool runtime with a read_file that returns lines lines of
 // a file, numbered as the real one numbers them.
-type fileTools struct{ lines int }
-
-func (fileTools) Specs() []gen.ToolSpec {
-	return []gen.ToolSpec{{Name: "read_file", Description: "reads", InputSchema: map[string]any{"type": "object"}}}
-}
-
-func (f fileTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
-	var b strings.Builder
-	path, _ := call.Arguments["path"].(string)
-	for i := 1; i <= f.lines; i++ {
-		fmt.Fprintf(&b, "%d\t// %s: some Go code on line %d\n", i, path, i)
-	}
-	data := map[string]any{"content": b.String()}
-	return gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, Content: b.String(), Data: &data}, nil
+func fileTools(lines int) fakeTools {
+	return fakeTools{"read_file", func(call *gen.ToolCall) string {
+		var b strings.Builder
+		path, _ := call.Arguments["path"].(string)
+		for i := 1; i <= lines; i++ {
+			fmt.Fprintf(&b, "%d\t// %s: some Go code on line %d\n", i, path, i)
+		}
+		return b.String()
+	}}
 }
 
 // estimateTokens is the fake models' estimate of a request: a fixed
@@ -136,7 +131,7 @@ func compactions(log *eventLog) []gen.TraceEvent {
 func TestCompactionKeepsRequestsInTheWindow(t *testing.T) {
 	m := &windowModel{window: 16000, calls: 200}
 	log := &eventLog{}
-	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 201, Tools: fileTools{lines: 150}, Trace: log})
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 201, Tools: fileTools(150), Trace: log})
 	if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 201 {
 		t.Fatalf("res=%+v (error %s) err=%v", res, ptrText(res.Error), err)
 	}
@@ -199,7 +194,7 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 	t.Run("one refusal: compact and retry", func(t *testing.T) {
 		m := &windowModel{window: 1 << 30, calls: 10, refuseAt: map[int]int{6: 1}}
 		log := &eventLog{}
-		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools{lines: 150}, Trace: log})
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools(150), Trace: log})
 		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 11 {
 			t.Fatalf("res=%+v (error %s) err=%v; want finished in 11 steps (the retry is the same step)", res, ptrText(res.Error), err)
 		}
@@ -216,7 +211,7 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 	})
 	t.Run("two refusals in a row end the run", func(t *testing.T) {
 		m := &windowModel{window: 1 << 30, calls: 10, refuseAt: map[int]int{6: 2}}
-		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools{lines: 150}})
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools(150)})
 		if err != nil || res.ExitReason != gen.ExitReasonContextWindowExceeded || res.StepsUsed != 7 || m.refused != 2 {
 			t.Fatalf("res=%+v err=%v refused=%d; want context_window_exceeded at step 7 after 2 refusals", res, err, m.refused)
 		}
@@ -226,14 +221,14 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 	})
 	t.Run("nothing to compact ends the run", func(t *testing.T) {
 		m := &windowModel{window: 1 << 30, calls: 10, refuseAt: map[int]int{0: 1}}
-		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools{lines: 150}})
+		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools(150)})
 		if res.ExitReason != gen.ExitReasonContextWindowExceeded || m.refused != 1 {
 			t.Fatalf("res=%+v refused=%d; want context_window_exceeded after one refusal", res, m.refused)
 		}
 	})
 	t.Run("compaction disabled", func(t *testing.T) {
 		m := &windowModel{window: 1 << 30, calls: 10, refuseAt: map[int]int{6: 1}}
-		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools{lines: 150}, Compaction: agent.Compaction{Disabled: true}})
+		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools(150), Compaction: agent.Compaction{Disabled: true}})
 		if res.ExitReason != gen.ExitReasonContextWindowExceeded || m.summaries != 0 {
 			t.Fatalf("res=%+v summaries=%d; want context_window_exceeded without compaction", res, m.summaries)
 		}
@@ -244,7 +239,7 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 func TestRequestOverTheWindowIsNeverSent(t *testing.T) {
 	m := &windowModel{window: 4000, calls: 10}
 	// A read of about 17 KiB, shown whole, is over the window on its own.
-	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 11, Tools: fileTools{lines: 400}, MaxObservationBytes: 1 << 20, MaxObservationLines: 1000})
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 11, Tools: fileTools(400), MaxObservationBytes: 1 << 20, MaxObservationLines: 1000})
 	if err != nil || res.ExitReason != gen.ExitReasonContextWindowExceeded || res.StepsUsed != 1 || len(m.sent) != 1 {
 		t.Fatalf("res=%+v err=%v, %d requests; want context_window_exceeded after the first", res, err, len(m.sent))
 	}
@@ -262,7 +257,7 @@ func TestRequestOverTheWindowIsNeverSent(t *testing.T) {
 // The summary's usage counts in the token budget.
 func TestSummaryCountsInTheTokenBudget(t *testing.T) {
 	m := &windowModel{window: 16000, calls: 200}
-	free := agent.Options{MaxSteps: 201, Tools: fileTools{lines: 150}}
+	free := agent.Options{MaxSteps: 201, Tools: fileTools(150)}
 	if _, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, free); err != nil || m.summaries == 0 {
 		t.Fatalf("err=%v summaries=%d", err, m.summaries)
 	}

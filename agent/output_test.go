@@ -15,17 +15,21 @@ import (
 	"github.com/specloop/specloop/trace"
 )
 
-// dumpTools is a tool runtime whose one tool, dump, returns out, as a
-// user's own tool may.
-type dumpTools struct{ out string }
-
-func (dumpTools) Specs() []gen.ToolSpec {
-	return []gen.ToolSpec{{Name: "dump", Description: "dumps", InputSchema: map[string]any{"type": "object"}}}
+// fakeTools is a tool runtime with one tool, name, whose output is
+// out(call), held whole in its data, as a user's own tool may return it.
+type fakeTools struct {
+	name string
+	out  func(call *gen.ToolCall) string
 }
 
-func (d dumpTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
-	data := map[string]any{"text": d.out}
-	return gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, Content: d.out, Data: &data}, nil
+func (f fakeTools) Specs() []gen.ToolSpec {
+	return []gen.ToolSpec{{Name: f.name, Description: "a fake", InputSchema: map[string]any{"type": "object"}}}
+}
+
+func (f fakeTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
+	out := f.out(call)
+	data := map[string]any{"text": out}
+	return gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, Content: out, Data: &data}, nil
 }
 
 // A tool that returns 1 MB shows the model at most 10 KiB with the marker;
@@ -39,7 +43,7 @@ func TestLargeOutputIsCappedForTheModelOnly(t *testing.T) {
 	script := model.NewScript(`{"type":"tool_call","tool_name":"dump","arguments":{}}`, finish)
 	var observed *gen.Observation
 	log := &eventLog{}
-	opts := agent.Options{Tools: dumpTools{out}, Trace: log, Observer: func(p agent.Progress) {
+	opts := agent.Options{Tools: fakeTools{"dump", func(*gen.ToolCall) string { return out }}, Trace: log, Observer: func(p agent.Progress) {
 		if p.Observation != nil {
 			c := *p.Observation
 			observed = &c

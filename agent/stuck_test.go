@@ -132,3 +132,22 @@ func ptrText(p *string) string {
 	}
 	return *p
 }
+
+// A stuck run recorded with raw responses replays to the same end: the
+// warning is the loop's, not a model call.
+func TestStuckRunReplays(t *testing.T) {
+	log := &eventLog{}
+	responses := repeat(div(1), 10)
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(responses...), agent.Options{MaxSteps: 20, Tools: calculatorRuntime(t), Trace: log, RecordRaw: true})
+	if err != nil || res.ExitReason != gen.ExitReasonStuck {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	replay, err := model.NewReplay(log.events, model.ReplayConfig{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, err := agent.Run(context.Background(), gen.Task{Prompt: task}, replay, agent.Options{MaxSteps: 20, Tools: calculatorRuntime(t)})
+	if err != nil || again.ExitReason != gen.ExitReasonStuck || again.StepsUsed != res.StepsUsed {
+		t.Fatalf("replayed: %+v (error %s) err=%v; want stuck after %d steps", again, ptrText(again.Error), err, res.StepsUsed)
+	}
+}
