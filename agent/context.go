@@ -172,7 +172,6 @@ type compacted struct {
 	tokensBefore, tokensAfter int
 	summarized                bool
 	usage                     *gen.Usage
-	changed                   bool
 }
 
 // compact rebuilds the history smaller (see Compaction) and records a
@@ -183,6 +182,9 @@ type compacted struct {
 func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, *end) {
 	b := &l.ctxb
 	items := l.history.items
+	if force && b.sizer != nil {
+		tokens, _ = b.estimate(l.task, l.history.view())
+	}
 	c := compacted{tokensBefore: tokens, bytesBefore: textBytes(items)}
 	starts := turnStarts(items)
 	cut := 0 // the first item of the turns kept whole
@@ -201,22 +203,29 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	}
 	tokens = measure()
 	if (force || b.sizer != nil && b.overTarget(tokens)) && b.summarize != nil && cut > 0 {
-		summary, usage, err := b.summarize.Summarize(ctx, l.task, History{items: out[:cut:cut]})
-		c.usage = usage
-		if e := l.addUsage(usage); e != nil {
-			return 0, &end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step - 1}
+		older := History{items: out[:cut:cut]}
+		// A summary request that would not fit the window is not sent;
+		// one the provider refuses as too long is done without.
+		if b.sizer == nil || b.sizer.RequestTokens(l.task, older) <= b.window {
+			summary, usage, err := b.summarize.Summarize(ctx, l.task, older)
+			c.usage = usage
+			if e := l.addUsage(usage); e != nil {
+				return 0, &end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step - 1}
+			}
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return 0, &end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
+			case errors.Is(err, ErrContextLength):
+			case err != nil:
+				return 0, &end{reason: gen.ExitReasonModelError, err: fmt.Errorf("summarize the history: %w", err), steps: step - 1}
+			default:
+				fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: summaryPreface + summary}
+				out = append([]Item{{Feedback: fb}}, out[cut:]...)
+				c.summarized = true
+				tokens = measure()
+				starts = turnStarts(out)
+			}
 		}
-		switch {
-		case err != nil && ctx.Err() != nil:
-			return 0, &end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
-		case err != nil:
-			return 0, &end{reason: gen.ExitReasonModelError, err: fmt.Errorf("summarize the history: %w", err), steps: step - 1}
-		}
-		fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: summaryPreface + summary}
-		out = append([]Item{{Feedback: fb}}, out[cut:]...)
-		c.summarized = true
-		tokens = measure()
-		starts = turnStarts(out)
 	}
 	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
 		// The kept turns are too large: keep only the last one whole.
@@ -225,17 +234,18 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		tokens = measure()
 	}
 	c.tokensAfter, c.bytesAfter = tokens, textBytes(out)
-	c.changed = c.elided > 0 || c.summarized
+	if c.elided == 0 && !c.summarized && c.usage == nil {
+		// Nothing to compact: no event, and the history stays.
+		if force {
+			return tokens, &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
+				err: errors.New("the provider refused the request as over the model's context window, and the history cannot be compacted further")}
+		}
+		return tokens, nil
+	}
 	if err := l.traceCompaction(step, &c); err != nil {
 		return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
 	}
-	if c.changed {
-		l.history = historyLog{items: out}
-	}
-	if force && !c.changed {
-		return tokens, &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
-			err: errors.New("the provider refused the request as over the model's context window, and the history cannot be compacted further")}
-	}
+	l.history = historyLog{items: out}
 	return tokens, nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
 )
 
 // fileTools is a tool runtime with a read_file that returns lines lines of
@@ -209,6 +210,17 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 			t.Fatalf("the retried request holds %d items, want the summary and the 4 kept turns", h.Len())
 		}
 	})
+	t.Run("a model without an estimate, refused now and then", func(t *testing.T) {
+		m := &windowModel{window: 16000, calls: 200}
+		log := &eventLog{}
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 201, Tools: fileTools(150), Trace: log})
+		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 201 {
+			t.Fatalf("res=%+v (error %s) err=%v", res, ptrText(res.Error), err)
+		}
+		if n := len(compactions(log)); m.refused == 0 || n != m.refused {
+			t.Fatalf("%d refusals, %d compactions; want one compaction for each refusal", m.refused, n)
+		}
+	})
 	t.Run("two refusals in a row end the run", func(t *testing.T) {
 		m := &windowModel{window: 1 << 30, calls: 10, refuseAt: map[int]int{6: 2}}
 		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, plain(m), agent.Options{MaxSteps: 11, Tools: fileTools(150)})
@@ -269,5 +281,24 @@ func TestSummaryCountsInTheTokenBudget(t *testing.T) {
 	res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m2}, budget)
 	if res.ExitReason != gen.ExitReasonTokenBudgetExceeded {
 		t.Fatalf("got %s, want token_budget_exceeded", res.ExitReason)
+	}
+}
+
+// `specloop trace show` prints a compaction's counts and sizes.
+func TestCompactionIsShown(t *testing.T) {
+	m := &windowModel{window: 16000, calls: 40}
+	log := &eventLog{}
+	if _, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 41, Tools: fileTools(150), Trace: log}); err != nil {
+		t.Fatal(err)
+	}
+	evs := compactions(log)
+	if len(evs) == 0 {
+		t.Fatal("no compaction")
+	}
+	ev := evs[0]
+	line := trace.Format(&ev)
+	want := fmt.Sprintf("history_compacted  elided=%d  bytes=%d->%d  est_tokens=%d->%d", *ev.ItemsElided, *ev.BytesBefore, *ev.BytesAfter, *ev.TokensBefore, *ev.TokensAfter)
+	if !strings.Contains(line, want) {
+		t.Fatalf("trace show prints %q, want it to hold %q", line, want)
 	}
 }
