@@ -417,7 +417,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	}
 	rec.seen = *obs
 	seen := &rec.seen
-	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(call))
+	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(call, obs))
 	if l.tracing {
 		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
 		ev := &se.TraceEvent
