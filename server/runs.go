@@ -41,6 +41,8 @@ type job struct {
 	model       agent.Model
 	maxSteps    int
 	tokenBudget int64
+	obsBytes    int // 0: the default cap of what the model sees of an output
+	obsLines    int
 	check       string
 	modelConfig gen.ModelConfig    // to tell a new model about MCP servers' tools
 	mcp         []mcpclient.Server // the run's MCP servers (CreateRunRequest.mcp_servers)

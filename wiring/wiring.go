@@ -56,12 +56,15 @@ type Config struct {
 	TraceWriter io.Writer
 	// TraceSync is when the trace is fsynced.
 	TraceSync trace.SyncPolicy
-	// RecordRaw, MaxSteps, TokenBudget and RunID go to agent.Options as
-	// they are.
-	RecordRaw   bool
-	MaxSteps    int
-	TokenBudget int64
-	RunID       string
+	// RecordRaw, MaxSteps, TokenBudget, RunID and the caps of what the
+	// model sees of a tool's output (0: the spec's defaults) go to
+	// agent.Options as they are.
+	RecordRaw           bool
+	MaxSteps            int
+	TokenBudget         int64
+	RunID               string
+	MaxObservationBytes int
+	MaxObservationLines int
 	// MCPServers are external MCP servers whose tools the run offers next
 	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
 	// once, and Close stops them.
@@ -174,6 +177,9 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		RunID:       cfg.RunID,
 		Tools:       rt,
 		RecordRaw:   cfg.RecordRaw,
+
+		MaxObservationBytes: cfg.MaxObservationBytes,
+		MaxObservationLines: cfg.MaxObservationLines,
 	}
 	if len(cfg.MCPServers) > 0 {
 		mr, err := mcpclient.Open(ctx, rt, cfg.MCPServers, cfg.MCP)
