@@ -75,9 +75,11 @@ const (
 	ErrorCodeCommandsDisabled     ErrorCode = "commands_disabled"
 	ErrorCodeDivisionByZero       ErrorCode = "division_by_zero"
 	ErrorCodeFileTooLarge         ErrorCode = "file_too_large"
+	ErrorCodeHandlerFailed        ErrorCode = "handler_failed"
 	ErrorCodeHardLink             ErrorCode = "hard_link"
 	ErrorCodeInvalidArguments     ErrorCode = "invalid_arguments"
 	ErrorCodeInvalidGlob          ErrorCode = "invalid_glob"
+	ErrorCodeInvalidPatch         ErrorCode = "invalid_patch"
 	ErrorCodeInvalidPath          ErrorCode = "invalid_path"
 	ErrorCodeInvalidRange         ErrorCode = "invalid_range"
 	ErrorCodeInvalidRegex         ErrorCode = "invalid_regex"
@@ -88,6 +90,7 @@ const (
 	ErrorCodeNotARegularFile      ErrorCode = "not_a_regular_file"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeOutsideWorkspace     ErrorCode = "outside_workspace"
+	ErrorCodePatchConflict        ErrorCode = "patch_conflict"
 	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
 	ErrorCodeProtectedPath        ErrorCode = "protected_path"
 	ErrorCodeStartFailed          ErrorCode = "start_failed"
@@ -108,11 +111,15 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeFileTooLarge:
 		return true
+	case ErrorCodeHandlerFailed:
+		return true
 	case ErrorCodeHardLink:
 		return true
 	case ErrorCodeInvalidArguments:
 		return true
 	case ErrorCodeInvalidGlob:
+		return true
+	case ErrorCodeInvalidPatch:
 		return true
 	case ErrorCodeInvalidPath:
 		return true
@@ -133,6 +140,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeNotFound:
 		return true
 	case ErrorCodeOutsideWorkspace:
+		return true
+	case ErrorCodePatchConflict:
 		return true
 	case ErrorCodePermissionDenied:
 		return true
@@ -408,6 +417,36 @@ type AnthropicModelConfig struct {
 
 // AnthropicModelConfigProvider Always anthropic.
 type AnthropicModelConfigProvider string
+
+// ApplyPatchInput A patch in the apply_patch envelope format.
+type ApplyPatchInput struct {
+	// Patch The whole patch, from `*** Begin Patch` to `*** End Patch`.
+	Patch string `json:"patch"`
+}
+
+// ApplyPatchMove A file the patch moved.
+type ApplyPatchMove struct {
+	// From Where the file was.
+	From string `json:"from"`
+
+	// To Where it is now.
+	To string `json:"to"`
+}
+
+// ApplyPatchResult What the patch changed, by workspace-relative path.
+type ApplyPatchResult struct {
+	// Added Files created.
+	Added []string `json:"added"`
+
+	// Deleted Files removed.
+	Deleted []string `json:"deleted"`
+
+	// Moved Files moved (Update File with Move to), changed or not.
+	Moved []ApplyPatchMove `json:"moved"`
+
+	// Updated Files changed in place (an Add File over an existing file included).
+	Updated []string `json:"updated"`
+}
 
 // CalculatorInput Two numbers and an operation.
 type CalculatorInput struct {
@@ -1094,6 +1133,12 @@ type GetRunEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// ApplyPatchParams defines parameters for ApplyPatch.
+type ApplyPatchParams struct {
+	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
+	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
+}
+
 // CalculatorParams defines parameters for Calculator.
 type CalculatorParams struct {
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
@@ -1138,6 +1183,9 @@ type WriteFileParams struct {
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest
+
+// ApplyPatchJSONRequestBody defines body for ApplyPatch for application/json ContentType.
+type ApplyPatchJSONRequestBody = ApplyPatchInput
 
 // CalculatorJSONRequestBody defines body for Calculator for application/json ContentType.
 type CalculatorJSONRequestBody = CalculatorInput
