@@ -41,6 +41,7 @@ type runFlags struct {
 	remote      string
 	tokenFile   string
 	sandbox     sandboxFlags
+	toolsSpec   toolsSpecFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
+	f.toolsSpec.register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -72,6 +74,9 @@ func (f *runFlags) validate() error {
 	}
 	if (f.script == "") == (f.model == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
+	}
+	if f.remote != "" && len(f.toolsSpec.files) > 0 {
+		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
 	}
 	return nil
 }
@@ -273,7 +278,12 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 	if err != nil {
 		return wiring.Config{}, err
 	}
+	specs, err := f.toolsSpec.load()
+	if err != nil {
+		return wiring.Config{}, err
+	}
 	return wiring.Config{
+		Tools:           specs,
 		Dir:             f.workspace,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
@@ -304,6 +314,9 @@ func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) 
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
 		env.errorf("%s: --trace: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.Tools) > 0:
+		env.errorf("%s: --tools-spec: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we):
 		env.errorf("%s: %v", name, we.Err)

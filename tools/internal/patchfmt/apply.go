@@ -9,7 +9,7 @@ import (
 // MaxSeekWork bounds the line comparisons one Apply makes while looking
 // for the hunks' lines: a hunk of many equal lines over a file of equal
 // lines would otherwise cost the product of their lengths.
-const MaxSeekWork = 50_000_000
+const MaxSeekWork = 20_000_000
 
 // ConflictError is a hunk that does not apply to the file.
 type ConflictError struct {

@@ -18,17 +18,23 @@ func TestParseErrorLines(t *testing.T) {
 // A hunk of many equal lines over a file of equal lines gives up after
 // MaxSeekWork comparisons instead of taking the product of their sizes.
 func TestApplyBoundsSeekWork(t *testing.T) {
-	file := strings.Repeat("a\n", 200_000)
-	old := make([]string, 100_000)
-	for i := range old {
-		old[i] = "a"
-	}
-	old[len(old)-1] = "b"
-	_, err := Apply(file, []Hunk{{Old: old, New: []string{"c"}, Kept: []int{-1}, Line: 2}})
+	file, h := ambiguous(100_000)
+	_, err := Apply(file, []Hunk{h})
 	ce, ok := err.(*ConflictError)
 	if !ok || !strings.Contains(ce.Msg, "too ambiguous") {
 		t.Fatalf("got %v, want a conflict that gave up", err)
 	}
+}
+
+// ambiguous is a file of 200,000 lines "a" and a hunk of n-1 lines "a"
+// and one "b", which matches nowhere and almost everywhere.
+func ambiguous(n int) (string, Hunk) {
+	old := make([]string, n)
+	for i := range old {
+		old[i] = "a"
+	}
+	old[n-1] = "b"
+	return strings.Repeat("a\n", 200_000), Hunk{Old: old, New: []string{"c"}, Kept: []int{-1}, Line: 2}
 }
 
 // FuzzParseApply: no patch text makes Parse or Apply panic, and Apply
