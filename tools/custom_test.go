@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -323,13 +324,19 @@ func TestDeclaredCommandIsConfined(t *testing.T) {
 }
 
 func TestDeclaredEndpoint(t *testing.T) {
-	var got struct {
+	type request struct {
 		method, path, contentType string
 		body                      []byte
 	}
+	var (
+		mu   sync.Mutex
+		last request
+	)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		got.method, got.path, got.contentType = r.Method, r.URL.Path, r.Header.Get("Content-Type")
-		got.body, _ = io.ReadAll(r.Body)
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		last = request{r.Method, r.URL.Path, r.Header.Get("Content-Type"), body}
+		mu.Unlock()
 		switch strings.Split(r.URL.Path, "/")[1] {
 		case "fail":
 			http.Error(w, "secret internals", http.StatusInternalServerError)
@@ -339,7 +346,7 @@ func TestDeclaredEndpoint(t *testing.T) {
 			<-r.Context().Done()
 		default:
 			w.Header().Set("Content-Type", "application/json")
-			fmt.Fprintf(w, `{"text":%q}`, strings.ToUpper(string(got.body)))
+			fmt.Fprintf(w, `{"text":%q}`, strings.ToUpper(string(body)))
 		}
 	}))
 	defer srv.Close()
@@ -373,6 +380,9 @@ func TestDeclaredEndpoint(t *testing.T) {
 			if strings.Contains(obs.Content, "secret internals") {
 				t.Error("the endpoint's error body reached the model")
 			}
+			mu.Lock()
+			got := last
+			mu.Unlock()
 			if got.method != http.MethodPost || got.path != "/"+mode+"/v1/tools/echo" || got.contentType != "application/json" || string(got.body) != `{"text":"hi"}` {
 				t.Errorf("the endpoint got %s %s (%s) %q", got.method, got.path, got.contentType, got.body)
 			}
