@@ -141,6 +141,18 @@ func TestApplyPatchScenarios(t *testing.T) {
 		after:  map[string]string{"file.txt": "two\n"},
 		want:   gen.ApplyPatchResult{Updated: []string{"file.txt"}},
 	}, {
+		name:   "padded operation headers after a hunk",
+		before: map[string]string{"a.txt": "a\n", "b.txt": "b\n"},
+		patch:  "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+A\n   *** Update File: b.txt\n  @@\n-b\n+B\n  *** Add File: c.txt\n+c\n*** End Patch\n",
+		after:  map[string]string{"a.txt": "A\n", "b.txt": "B\n", "c.txt": "c\n"},
+		want:   gen.ApplyPatchResult{Added: []string{"c.txt"}, Updated: []string{"a.txt", "b.txt"}},
+	}, {
+		name:   "a Markdown rule as the first context line",
+		before: map[string]string{"doc.md": "# Title\n***\nold\n"},
+		patch:  "*** Begin Patch\n*** Update File: doc.md\n ***\n-old\n+new\n*** End Patch\n",
+		after:  map[string]string{"doc.md": "# Title\n***\nnew\n"},
+		want:   gen.ApplyPatchResult{Updated: []string{"doc.md"}},
+	}, {
 		name:   "context matched ignoring trailing white space",
 		before: map[string]string{"f.txt": "foo   \nbar\t\n"},
 		patch:  "*** Begin Patch\n*** Update File: f.txt\n@@\n foo\n-bar\n+baz\n*** End Patch\n",

@@ -190,7 +190,7 @@ func (p *parser) op() (Op, error) {
 			p.at++ // blank lines between hunks
 			continue
 		}
-		if strings.HasPrefix(strings.TrimSpace(l), "***") && !isEOF(l) {
+		if isOpHeader(l) {
 			break // the next operation
 		}
 		h, err := p.hunk(len(op.Hunks) == 0)
@@ -206,6 +206,14 @@ func (p *parser) op() (Op, error) {
 }
 
 func isEOF(l string) bool { return strings.TrimSpace(l) == eofMarker }
+
+// isOpHeader reports whether l, white space around it ignored, starts an
+// operation. Only the three headers count, so that a context line such as
+// " ***" (a Markdown rule) stays a context line.
+func isOpHeader(l string) bool {
+	l = strings.TrimSpace(l)
+	return strings.HasPrefix(l, addMarker) || strings.HasPrefix(l, deleteMarker) || strings.HasPrefix(l, updateMarker)
+}
 
 // hunk reads one hunk from p.at; first says it is an Update's first hunk,
 // which may leave out its @@ line.
@@ -225,6 +233,9 @@ func (p *parser) hunk(first bool) (Hunk, error) {
 	n := 0
 	for ; p.at < len(p.lines); p.at++ {
 		l := p.lines[p.at]
+		if isOpHeader(l) {
+			break // the next operation, even when padded with spaces
+		}
 		if isEOF(l) {
 			if n == 0 {
 				break
