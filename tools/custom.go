@@ -214,10 +214,13 @@ func (s *Spec) Register(handlers ...Handler) error {
 		name := handlerInputName(h)
 		var def *Def
 		for _, d := range s.reg.Defs() {
-			if d.InputSchemaName == name {
-				def = d
-				break
+			if d.InputSchemaName != name {
+				continue
 			}
+			if def != nil {
+				return fmt.Errorf("tools: tools %q and %q of the custom spec both take %s, so a handler bound by its input type cannot tell them apart; give each its own input schema", def.Spec.Name, d.Spec.Name, name)
+			}
+			def = d
 		}
 		if def == nil {
 			return fmt.Errorf("tools: the handler for %s matches no tool of the custom spec (no tool's input schema is named %s)", name, name)

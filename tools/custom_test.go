@@ -111,6 +111,28 @@ func TestRegisterRefuses(t *testing.T) {
 			t.Fatalf("got %v", err)
 		}
 	})
+	t.Run("two tools, one input type", func(t *testing.T) {
+		doc := strings.Replace(string(weather.Spec), "paths:\n", `paths:
+  /v1/tools/get_weather_again:
+    post:
+      operationId: get_weather_again
+      description: The same input.
+      requestBody:
+        content:
+          application/json:
+            schema: {$ref: "#/components/schemas/GetWeatherInput"}
+      responses:
+        "200": {description: ok}
+`, 1)
+		spec, err := tools.LoadSpec([]byte(doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = spec.Register(weatherHandler)
+		if err == nil || !strings.Contains(err.Error(), "both take GetWeatherInput") {
+			t.Fatalf("got %v", err)
+		}
+	})
 	t.Run("stale types", func(t *testing.T) {
 		stale := tools.Func(tools.NeedsNothing, func(context.Context, *tools.Env, *GetWeatherInput) (*weather.GetWeatherResult, error) {
 			return nil, nil
