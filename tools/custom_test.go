@@ -296,6 +296,11 @@ func TestDeclaredCommand(t *testing.T) {
 			for _, tc := range cases {
 				t.Run(tc.name, func(t *testing.T) {
 					rt := declaredRuntime(t, dir, toolDoc("echo", tc.op, tc.schemas), tc.cfg, b)
+					for _, s := range rt.Specs() {
+						if s.Name == "echo" && !strings.HasPrefix(s.ErrorDescription, "handler_failed: ") {
+							t.Errorf("the model is not told about handler_failed: %q", s.ErrorDescription)
+						}
+					}
 					obs := callTool(t, rt, "echo", tc.args)
 					if code(obs) != string(tc.code) {
 						t.Fatalf("got %s %q, want the code %q", code(obs), obs.Content, tc.code)

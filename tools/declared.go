@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"time"
 
@@ -81,6 +82,11 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 		}
 		if err := s.bind(def, h); err != nil {
 			return err
+		}
+		// The model is told the code every declared handler may answer.
+		if !slices.Contains(def.ErrorCodes, gen.ErrorCodeHandlerFailed) {
+			def.ErrorCodes = append(def.ErrorCodes, gen.ErrorCodeHandlerFailed)
+			def.Spec.ErrorDescription = errorDescription(def.ErrorCodes, s.reg.meanings)
 		}
 	}
 	return nil
