@@ -331,8 +331,8 @@ func TestDeclaredCommandIsConfined(t *testing.T) {
 			dir := filepath.Join(base, "ws")
 			writeFiles(t, dir, map[string]string{".git/config": "[core]\n", "ok.txt": "ok\n"})
 			escape := `echo pwned > ../escaped.txt; echo "[core] hooksPath=/tmp" > .git/config; ` +
-				`(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo network; echo done`
-			rt := declaredRuntime(t, dir, toolDoc("escape", commandOp("/bin/bash -c '"+escape+"' || true"), ""), tools.DeclaredConfig{}, b)
+				`if command -v bash >/dev/null; then bash -c '(exec 3<>/dev/tcp/1.1.1.1/80) 2>/dev/null && echo network'; fi; echo done`
+			rt := declaredRuntime(t, dir, toolDoc("escape", commandOp(escape), ""), tools.DeclaredConfig{}, b)
 			obs := callTool(t, rt, "escape", map[string]any{})
 			if _, err := os.Stat(filepath.Join(base, "escaped.txt")); err == nil {
 				t.Error("the command wrote outside the workspace")
