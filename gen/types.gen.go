@@ -121,9 +121,11 @@ const (
 	ErrorCodeDenied               ErrorCode = "denied"
 	ErrorCodeDivisionByZero       ErrorCode = "division_by_zero"
 	ErrorCodeFileTooLarge         ErrorCode = "file_too_large"
+	ErrorCodeHandlerFailed        ErrorCode = "handler_failed"
 	ErrorCodeHardLink             ErrorCode = "hard_link"
 	ErrorCodeInvalidArguments     ErrorCode = "invalid_arguments"
 	ErrorCodeInvalidGlob          ErrorCode = "invalid_glob"
+	ErrorCodeInvalidPatch         ErrorCode = "invalid_patch"
 	ErrorCodeInvalidPath          ErrorCode = "invalid_path"
 	ErrorCodeInvalidRange         ErrorCode = "invalid_range"
 	ErrorCodeInvalidRegex         ErrorCode = "invalid_regex"
@@ -136,6 +138,7 @@ const (
 	ErrorCodeNotARegularFile      ErrorCode = "not_a_regular_file"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeOutsideWorkspace     ErrorCode = "outside_workspace"
+	ErrorCodePatchConflict        ErrorCode = "patch_conflict"
 	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
 	ErrorCodeProtectedPath        ErrorCode = "protected_path"
 	ErrorCodeStartFailed          ErrorCode = "start_failed"
@@ -158,11 +161,15 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeFileTooLarge:
 		return true
+	case ErrorCodeHandlerFailed:
+		return true
 	case ErrorCodeHardLink:
 		return true
 	case ErrorCodeInvalidArguments:
 		return true
 	case ErrorCodeInvalidGlob:
+		return true
+	case ErrorCodeInvalidPatch:
 		return true
 	case ErrorCodeInvalidPath:
 		return true
@@ -187,6 +194,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeNotFound:
 		return true
 	case ErrorCodeOutsideWorkspace:
+		return true
+	case ErrorCodePatchConflict:
 		return true
 	case ErrorCodePermissionDenied:
 		return true
@@ -486,6 +495,36 @@ type AnthropicModelConfig struct {
 
 // AnthropicModelConfigProvider Always anthropic.
 type AnthropicModelConfigProvider string
+
+// ApplyPatchInput A patch in the apply_patch envelope format.
+type ApplyPatchInput struct {
+	// Patch The whole patch, from `*** Begin Patch` to `*** End Patch`.
+	Patch string `json:"patch"`
+}
+
+// ApplyPatchMove A file the patch moved.
+type ApplyPatchMove struct {
+	// From Where the file was.
+	From string `json:"from"`
+
+	// To Where it is now.
+	To string `json:"to"`
+}
+
+// ApplyPatchResult What the patch changed, by workspace-relative path.
+type ApplyPatchResult struct {
+	// Added Files created.
+	Added []string `json:"added"`
+
+	// Deleted Files removed.
+	Deleted []string `json:"deleted"`
+
+	// Moved Files moved (Update File with Move to), changed or not.
+	Moved []ApplyPatchMove `json:"moved"`
+
+	// Updated Files changed in place (an Add File over an existing file included).
+	Updated []string `json:"updated"`
+}
 
 // ApprovalDecision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
 // without asking, every later call of the same tool in the same run; deny: do not run
@@ -1283,6 +1322,12 @@ type GetRunEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// ApplyPatchParams defines parameters for ApplyPatch.
+type ApplyPatchParams struct {
+	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
+	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
+}
+
 // CalculatorParams defines parameters for Calculator.
 type CalculatorParams struct {
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
@@ -1330,6 +1375,9 @@ type CreateRunJSONRequestBody = CreateRunRequest
 
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
 type DecideApprovalJSONRequestBody = ApprovalDecisionRequest
+
+// ApplyPatchJSONRequestBody defines body for ApplyPatch for application/json ContentType.
+type ApplyPatchJSONRequestBody = ApplyPatchInput
 
 // CalculatorJSONRequestBody defines body for Calculator for application/json ContentType.
 type CalculatorJSONRequestBody = CalculatorInput

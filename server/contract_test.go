@@ -540,6 +540,7 @@ var ctToolErrors = map[string]struct {
 	"search":      {ctMain, `{"pattern": "(", "regex": true}`},
 	"edit_file":   {ctMain, `{"path": "README.md", "old_text": "text the file does not contain", "new_text": "x"}`},
 	"write_file":  {ctMain, `{"path": "../outside.txt", "content": "x"}`},
+	"apply_patch": {ctMain, `{"patch": "*** Begin Patch\n*** Update File: README.md\n@@\n-text the file does not contain\n+x\n*** End Patch\n"}`},
 	"run_command": {ctNoCommands, `{"command": "echo hello"}`},
 }
 

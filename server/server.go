@@ -99,6 +99,10 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
+	// ToolSpecs are documents of custom tools that runs and the MCP
+	// endpoint offer besides the built-in ones (see tools.LoadSpec); New
+	// fails when one runs commands and AllowCommands is off.
+	ToolSpecs []*tools.Spec
 	// Sandbox confines run_command and completion checks. New fails when
 	// commands are allowed and the sandbox is unavailable; only a Backend
 	// of sandbox.None, given explicitly, runs them unconfined.
@@ -306,7 +310,7 @@ func (s *Server) initTools() error {
 // budgets and trace). `specloop run` maps its flags to the same
 // wiring.Config, so a server and a local run are set up alike.
 func (s *Server) setupConfig() wiring.Config {
-	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync}
+	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
 }
 
 func (s *Server) initEcho() error {

@@ -39,6 +39,9 @@ type Config struct {
 	Workspace *tools.Workspace
 	// DisableCommands leaves run_command out of the tools offered.
 	DisableCommands bool
+	// Tools are documents of custom tools offered besides the built-in
+	// ones (tools.Config.Extra).
+	Tools []*tools.Spec
 	// Sandbox confines run_command and the check. It is resolved once, by
 	// Open, when commands are offered or a check is set.
 	Sandbox sandbox.Policy
@@ -166,7 +169,7 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		policy = sb.Policy()
 		policy.Backend = sb.Info().Backend
 	}
-	rt, err := tools.New(tools.Config{Workspace: s.Workspace, DisableCommands: cfg.DisableCommands, Sandbox: policy})
+	rt, err := tools.New(tools.Config{Workspace: s.Workspace, DisableCommands: cfg.DisableCommands, Sandbox: policy, Extra: cfg.Tools})
 	if err != nil {
 		return &Error{PartTools, err}
 	}

@@ -46,6 +46,7 @@ type runFlags struct {
 	tokenFile   string
 	sandbox     sandboxFlags
 	mcp         mcpFlags
+	toolsSpec   toolsSpecFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -69,6 +70,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
 	f.mcp.register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
+	f.toolsSpec.register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -89,6 +91,9 @@ func (f *runFlags) validate() error {
 	}
 	if (f.script == "") == (f.model == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
+	}
+	if f.remote != "" && len(f.toolsSpec.files) > 0 {
+		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
 	}
 	return nil
 }
@@ -322,8 +327,13 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 	if err != nil {
 		return wiring.Config{}, err
 	}
+	specs, err := f.toolsSpec.load()
+	if err != nil {
+		return wiring.Config{}, err
+	}
 	return wiring.Config{
 		MCPServers:      servers,
+		Tools:           specs,
 		Dir:             f.workspace,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
@@ -360,6 +370,9 @@ func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) 
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartMCP:
 		env.errorf("%s: --mcp: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.Tools) > 0:
+		env.errorf("%s: --tools-spec: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we):
 		env.errorf("%s: %v", name, we.Err)

@@ -55,6 +55,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	maxConcurrent := fs.Int("max-concurrent", server.DefaultMaxConcurrent, "the most runs executing at once")
 	queue := fs.Int("queue", server.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+tokenEnv+")")
+	var toolsSpec toolsSpecFlags
+	toolsSpec.register(fs)
 	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without a token (anyone who can connect can run agents)")
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
@@ -110,6 +112,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("serve: %v", err)
 		return exitUsage
 	}
+	specs, err := toolsSpec.load()
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
 	token, err := readToken(*tokenFile)
 	if err != nil {
 		env.errorf("serve: %v", err)
@@ -152,6 +159,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxConcurrent: *maxConcurrent,
 		QueueSize:     *queue,
 		AllowCommands: *allowCommands,
+		ToolSpecs:     specs,
 		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
 		TraceSync:     policy,
@@ -169,6 +177,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MCP:                 mcpf.config(env.stderr),
 		MCPHandler:          mcpH,
 	})
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartTools && len(specs) > 0 {
+		env.errorf("serve: --tools-spec: %v", we.Err)
+		return exitUsage
+	}
 	if err != nil {
 		env.errorf("serve: %v", err)
 		return exitInternal
