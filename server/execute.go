@@ -76,6 +76,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	cfg.Check = j.check
 	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
 	cfg.TraceWriter = tf
+	s.instrumentRun(&cfg, j)
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
@@ -163,6 +164,7 @@ func (s *Server) cancelQueued(r *run, cause error) {
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
+	s.runEnded(&ev)
 	s.finalize(r, j, time.Time{}, res, &ev, nil)
 }
 

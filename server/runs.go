@@ -13,6 +13,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/telemetry"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -42,6 +43,7 @@ type job struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents
+	telemetry   telemetry.RunInfo // what the run's telemetry knows besides its events
 }
 
 // Causes of a cancellation, which become the run's error.

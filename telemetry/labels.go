@@ -32,7 +32,7 @@ type vocabulary struct {
 	errorCodes  []gen.ErrorCode
 	providers   []string // the ModelConfig discriminator values
 	denials     []gen.ErrorCode
-	operations  map[string]string // "METHOD /echo/path" → operationId
+	operations  []string // the operationIds
 }
 
 var (
@@ -55,7 +55,7 @@ func specVocabulary() (*vocabulary, error) {
 }
 
 func readVocabulary(doc *openapi3.T) (*vocabulary, error) {
-	v := &vocabulary{operations: map[string]string{}}
+	v := &vocabulary{}
 	var err error
 	if v.exitReasons, err = enumOf[gen.ExitReason](doc); err != nil {
 		return nil, err
@@ -85,9 +85,9 @@ func readVocabulary(doc *openapi3.T) (*vocabulary, error) {
 		}
 		v.denials = append(v.denials, gen.ErrorCode(s))
 	}
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			v.operations[method+" "+echoPath(path)] = op.OperationID
+	for _, item := range doc.Paths.Map() {
+		for _, op := range item.Operations() {
+			v.operations = append(v.operations, op.OperationID)
 		}
 	}
 	return v, nil
@@ -123,22 +123,6 @@ func schema[T any](doc *openapi3.T) *openapi3.Schema {
 // their schema component.
 func typeName[T any]() string { return reflect.TypeFor[T]().Name() }
 
-// echoPath turns an OpenAPI path template into echo's route form:
-// {id} → :id.
-func echoPath(p string) string {
-	out := make([]byte, 0, len(p))
-	for i := 0; i < len(p); i++ {
-		switch p[i] {
-		case '{':
-			out = append(out, ':')
-		case '}':
-		default:
-			out = append(out, p[i])
-		}
-	}
-	return string(out)
-}
-
 // provider is the label of a model provider name.
 func (v *vocabulary) provider(p string) string {
 	if slices.Contains(v.providers, p) {
@@ -172,11 +156,10 @@ func (v *vocabulary) denied(code *gen.ErrorCode) bool {
 	return code != nil && slices.Contains(v.denials, *code)
 }
 
-// operation is the label of a request for an echo route: the spec's
-// operationId, or other for anything else (an unknown path, a route
-// served outside the spec).
-func (v *vocabulary) operation(method, route string) string {
-	if id, ok := v.operations[method+" "+route]; ok {
+// operation is the label of a request's operation: an operationId of the
+// spec, or other for anything else.
+func (v *vocabulary) operation(id string) string {
+	if slices.Contains(v.operations, id) {
 		return id
 	}
 	return labelOther

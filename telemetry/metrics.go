@@ -121,10 +121,11 @@ func (m *Metrics) WriteText(w io.Writer) error {
 	return nil
 }
 
-// HTTPRequest counts a request to the route (echo's form of the spec's
-// path template, "" when no route matched) answered with status.
-func (m *Metrics) HTTPRequest(method, route string, status int, d time.Duration) {
-	op := m.vocab.operation(method, route)
+// HTTPRequest counts a request for the operation (an operationId of the
+// spec; anything else, such as "" for a path the spec does not have, is
+// counted as other) answered with status after d.
+func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
+	op := m.vocab.operation(operation)
 	m.httpRequests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(op).Observe(d.Seconds())
 }

@@ -18,6 +18,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 )
@@ -60,6 +61,12 @@ type Config struct {
 	MaxSteps    int
 	TokenBudget int64
 	RunID       string
+	// Telemetry, when set, observes the run: Options.Trace, Options.Check
+	// and (with content enabled) Options.Tools are wrapped so that the
+	// run's metrics and spans are recorded (see package telemetry).
+	// TelemetryRun names the run's model and its parent span.
+	Telemetry    *telemetry.Telemetry
+	TelemetryRun telemetry.RunInfo
 }
 
 // Part names the piece of a setup that failed, so that a caller can say
@@ -90,14 +97,16 @@ type Setup struct {
 	Options agent.Options
 	// Workspace is the workspace the tools and the check work in.
 	Workspace *tools.Workspace
-	// Runtime is Options.Tools.
+	// Runtime is Options.Tools (or what it wraps, with telemetry content).
 	Runtime *tools.Runtime
 	// Sandbox confines the runtime's commands and the check; nil when
 	// commands are disabled and there is no check.
 	Sandbox *sandbox.Sandbox
-	// Check is Options.Check; nil without a check.
+	// Check is Options.Check (or what it wraps, with Telemetry set); nil
+	// without a check.
 	Check *tools.CommandCheck
-	// Trace is Options.Trace; nil without a trace.
+	// Trace is the trace writer: Options.Trace, or what Options.Trace
+	// wraps with Telemetry set; nil without a trace.
 	Trace *trace.Writer
 
 	closeWorkspace bool
@@ -176,6 +185,12 @@ func (s *Setup) open(cfg Config) error {
 	}
 	if s.Trace != nil {
 		s.Options.Trace = s.Trace
+	}
+	if cfg.Telemetry != nil {
+		run := cfg.Telemetry.Observe(cfg.TelemetryRun, s.Options.Trace)
+		s.Options.Trace = run
+		s.Options.Check = run.Check(s.Options.Check)
+		s.Options.Tools = run.Tools(s.Options.Tools)
 	}
 	return nil
 }
