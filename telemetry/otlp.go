@@ -41,7 +41,7 @@ func NewOTLPProvider(ctx context.Context) (*sdktrace.TracerProvider, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: otlp exporter: %w", err)
 	}
-	res, err := resource.New(ctx, resource.WithSchemaURL(semconv.SchemaURL),
+	res, err := resource.New(ctx,
 		resource.WithAttributes(semconv.ServiceName(ServiceName)),
 		resource.WithTelemetrySDK(), resource.WithFromEnv())
 	if err != nil {

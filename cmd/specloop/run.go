@@ -41,6 +41,7 @@ type runFlags struct {
 	remote      string
 	tokenFile   string
 	sandbox     sandboxFlags
+	telemetry   telemetryFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
+	f.telemetry.register(fs, false)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -117,6 +119,12 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
+	tr, err := f.telemetry.attachRun(ctx, &cfg, runInfo(&f))
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	defer tr.closeAfterRun(ctx, env)
 	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code

@@ -69,6 +69,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	})
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
+	var telFlags telemetryFlags
+	telFlags.register(fs, true)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -125,7 +127,13 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
 		}
 	}
+	tel, err := telFlags.open(ctx, true)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
 	srv, err := server.New(server.Config{
+		Telemetry:     tel.tel,
 		DataDir:       *data,
 		WorkspaceRoot: *root,
 		Token:         token,
@@ -153,6 +161,13 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		_ = srv.Shutdown(context.Background())
 		return exitUsage
 	}
+	if telFlags.metricsAddr != "" {
+		if err := tel.serveMetrics(telFlags.metricsAddr, logger); err != nil {
+			env.errorf("serve: %v", err)
+			_ = srv.Shutdown(context.Background())
+			return exitUsage
+		}
+	}
 	hs := srv.HTTPServer()
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(srv.Listener(ln)) }()
@@ -174,6 +189,10 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		code = exitInternal
 	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("shutdown", "err", err)
+		code = exitInternal
+	}
+	if err := tel.close(sctx); err != nil {
 		logger.Error("shutdown", "err", err)
 		code = exitInternal
 	}
