@@ -1,7 +1,6 @@
 package telemetry_test
 
 import (
-	"bytes"
 	"slices"
 	"testing"
 
@@ -12,11 +11,7 @@ import (
 
 func scrape(t *testing.T, m *telemetry.Metrics) telemetrytest.Samples {
 	t.Helper()
-	var buf bytes.Buffer
-	if err := m.WriteText(&buf); err != nil {
-		t.Fatal(err)
-	}
-	s, err := telemetrytest.Parse(&buf)
+	s, err := telemetrytest.Gather(m)
 	if err != nil {
 		t.Fatal(err)
 	}

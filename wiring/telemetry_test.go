@@ -54,11 +54,7 @@ func TestOpenWithTelemetry(t *testing.T) {
 	if n := strings.Count(traceBuf.String(), "\n"); n != 5 {
 		t.Errorf("the trace has %d events, want 5", n)
 	}
-	var text bytes.Buffer
-	if err := m.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
-	got, err := telemetrytest.Parse(&text)
+	got, err := telemetrytest.Gather(m)
 	if err != nil {
 		t.Fatal(err)
 	}

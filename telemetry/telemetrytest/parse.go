@@ -3,6 +3,7 @@
 package telemetrytest
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+	"github.com/specloop/specloop/telemetry"
 )
 
 // Samples are the counter, gauge and histogram-count values of a scrape,
@@ -74,4 +76,13 @@ func (s Samples) LabelValues(name, label string) []string {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// Gather returns the samples of m, through its text exposition.
+func Gather(m *telemetry.Metrics) (Samples, error) {
+	var buf bytes.Buffer
+	if err := m.WriteText(&buf); err != nil {
+		return nil, err
+	}
+	return Parse(&buf)
 }
