@@ -146,8 +146,8 @@ func TestApprovalTimeoutOverHTTP(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ts.cfg.WorkspaceRoot, "a.txt")); err == nil {
 		t.Error("the timed-out write happened")
 	}
-	// approve_for_run lets w2 through without asking (the server's 1 ms
-	// would deny it otherwise).
+	// approve_for_run lets w2 through without asking (else it would wait
+	// its hour, and the run not end).
 	req := approvalRequest(writeCall("w1", "b.txt", "b"), writeCall("w2", "c.txt", "c"), doneAnswer)
 	req.ApprovalTimeoutSeconds = ptr(3600)
 	run = ts.create(req)
