@@ -77,6 +77,11 @@ type Options struct {
 	Tools ToolRuntime
 	// Check, when set, must pass before a Finish ends the run.
 	Check Checker
+	// ApprovalPolicy says which tool calls wait for Approver's decision
+	// before they run (see approval.go); "" means never.
+	ApprovalPolicy gen.ApprovalPolicy
+	// Approver asks a person; required by every policy but never.
+	Approver Approver
 	// Trace receives every event; nil records nothing.
 	Trace Tracer
 	// RecordRaw adds the model's raw output to model_action and
@@ -101,6 +106,8 @@ func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.Run
 }
 
 type loop struct {
+	approvals approvals // the approval policy's state (approval.go)
+
 	task    gen.Task
 	model   Model
 	turns   TurnModel // model, when it is one
@@ -165,6 +172,9 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.sandbox = l.sandboxInfo()
 	started.Sandbox = l.sandbox
 	if err := l.emit(started); err != nil {
+		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
+	}
+	if err := l.initApprovals(toolNames); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
 	return l.finish(ctx, l.steps(ctx))
@@ -333,8 +343,14 @@ func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, 
 func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	call := &rec.call
 	var err error
+	run, e := l.approve(ctx, step, rec)
+	if e != nil {
+		return e
+	}
 	t0 := l.clock()
-	if l.opts.Tools == nil {
+	if !run {
+		// rec.obs is the denial.
+	} else if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
 			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {

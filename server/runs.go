@@ -34,6 +34,9 @@ type run struct {
 
 // job is an in-flight run's execution state.
 type job struct {
+	policy gen.ApprovalPolicy
+	gate   *approvalGate // nil when the policy asks no one
+
 	task        gen.Task
 	model       agent.Model
 	maxSteps    int
