@@ -166,3 +166,31 @@ func TestRunSpanParent(t *testing.T) {
 		t.Errorf("spans %v, want %v", names, want)
 	}
 }
+
+// TestMetricsWaitingRuns: a run whose tool call waits for an approval is
+// counted in specloop_runs under the spec's waiting status, not as running.
+func TestMetricsWaitingRuns(t *testing.T) {
+	m, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ts := newTestServer(t, server.Config{Telemetry: &telemetry.Telemetry{Metrics: m}})
+	defer ts.close()
+	run := ts.create(approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
+	ts.pending(run.Id)
+	got := ts.scrapeMetrics()
+	for k, v := range map[string]float64{
+		`specloop_runs{status="waiting_for_approval"}`: 1,
+		`specloop_runs{status="running"}`:              0,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	if status, body := ts.decide(run.Id, "w1", "approve", ""); status != http.StatusOK {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	if r := ts.wait(run.Id); r.Result.ExitReason != gen.ExitReasonFinished {
+		t.Errorf("the approved run ended %s", r.Result.ExitReason)
+	}
+}
