@@ -47,6 +47,12 @@ type Config struct {
 	CheckTimeout time.Duration
 	// CheckEnv adds NAME=value variables to the check's environment.
 	CheckEnv []string
+	// Telemetry, when set, observes the run: Options.Trace, Options.Check
+	// and (with content enabled) Options.Tools are wrapped so that the
+	// run's metrics and spans are recorded (see package telemetry).
+	// TelemetryRun names the run's model and its parent span.
+	Telemetry    *telemetry.Telemetry
+	TelemetryRun telemetry.RunInfo
 	// TracePath appends the trace to this file (see CreateTrace). It wins
 	// over TraceWriter.
 	TracePath string
@@ -61,12 +67,6 @@ type Config struct {
 	MaxSteps    int
 	TokenBudget int64
 	RunID       string
-	// Telemetry, when set, observes the run: Options.Trace, Options.Check
-	// and (with content enabled) Options.Tools are wrapped so that the
-	// run's metrics and spans are recorded (see package telemetry).
-	// TelemetryRun names the run's model and its parent span.
-	Telemetry    *telemetry.Telemetry
-	TelemetryRun telemetry.RunInfo
 }
 
 // Part names the piece of a setup that failed, so that a caller can say
@@ -97,7 +97,7 @@ type Setup struct {
 	Options agent.Options
 	// Workspace is the workspace the tools and the check work in.
 	Workspace *tools.Workspace
-	// Runtime is Options.Tools (or what it wraps, with telemetry content).
+	// Runtime is Options.Tools.
 	Runtime *tools.Runtime
 	// Sandbox confines the runtime's commands and the check; nil when
 	// commands are disabled and there is no check.

@@ -60,6 +60,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
 	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
 	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
+	var telFlags telemetryFlags // see telemetry.go
+	telFlags.register(fs, true)
 	var allowedHosts []string
 	fs.Func("allowed-host", "without a token, also answer requests whose Host header is this name (repeatable; default: loopback names only)", func(v string) error {
 		if v == "" || strings.ContainsAny(v, "/ \t@?#*") {
@@ -71,8 +73,6 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	approvalTimeout := fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
-	var telFlags telemetryFlags
-	telFlags.register(fs, true)
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -111,6 +111,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	tel, err := telFlags.open(ctx, true)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
 	if !isLoopback(*addr) {
 		switch {
 		case token == "" && !*insecure:
@@ -129,13 +134,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
 		}
 	}
-	tel, err := telFlags.open(ctx, true)
-	if err != nil {
-		env.errorf("serve: %v", err)
-		return exitUsage
-	}
 	srv, err := server.New(server.Config{
-		Telemetry:     tel.tel,
 		DataDir:       *data,
 		WorkspaceRoot: *root,
 		Token:         token,
@@ -144,6 +143,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		AllowCommands: *allowCommands,
 		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
+		Telemetry:     tel.tel,
 		TraceSync:     policy,
 		Logger:        logger,
 		// Approval waits are in memory: a server that stops ends the

@@ -14,7 +14,6 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/telemetry"
-	"github.com/specloop/specloop/wiring"
 )
 
 // telemetryFlags are the flags of metrics and tracing: --otel and
@@ -23,6 +22,7 @@ type telemetryFlags struct {
 	otel        bool
 	content     bool
 	metricsAddr string
+	tel         *telemetry.Telemetry // what open built; nil when nothing is recorded
 }
 
 func (f *telemetryFlags) register(fs *flag.FlagSet, serve bool) {
@@ -52,6 +52,7 @@ func (f *telemetryFlags) open(ctx context.Context, withMetrics bool) (*telemetry
 		return tr, nil
 	}
 	tr.tel = &telemetry.Telemetry{Content: f.content}
+	f.tel = tr.tel
 	if withMetrics {
 		m, err := telemetry.NewMetrics()
 		if err != nil {
@@ -123,17 +124,4 @@ func runInfo(f *runFlags) telemetry.RunInfo {
 		return telemetry.RunInfo{Provider: provider}
 	}
 	return telemetry.RunInfo{Provider: provider, Model: name}
-}
-
-// attachRun opens the tracing of a local run into cfg; the caller closes
-// the result when the run has ended, which flushes the spans.
-func (f *telemetryFlags) attachRun(ctx context.Context, cfg *wiring.Config, info telemetry.RunInfo) (*telemetryRun, error) {
-	tr, err := f.open(ctx, false)
-	if err != nil {
-		return nil, err
-	}
-	if tr.tel != nil {
-		cfg.Telemetry, cfg.TelemetryRun = tr.tel, info
-	}
-	return tr, nil
 }
