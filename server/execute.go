@@ -77,9 +77,9 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	cfg := s.setupConfig()
 	cfg.Root = j.ws.root
 	cfg.Check = j.check
+	s.instrumentRun(&cfg, j)
 	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
 	cfg.TraceWriter = tf
-	s.instrumentRun(&cfg, j)
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {

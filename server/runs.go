@@ -13,7 +13,6 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/telemetry"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -37,6 +36,8 @@ type job struct {
 	policy gen.ApprovalPolicy
 	gate   *approvalGate // nil when the policy asks no one
 
+	telemetry runTelemetryInfo // what the run's telemetry knows besides its events (telemetry.go)
+
 	task        gen.Task
 	model       agent.Model
 	maxSteps    int
@@ -46,7 +47,6 @@ type job struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents
-	telemetry   telemetry.RunInfo // what the run's telemetry knows besides its events
 }
 
 // Causes of a cancellation, which become the run's error.

@@ -42,13 +42,13 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 		return nil, err
 	}
 	j := &job{task: body.Task, model: m, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
-	j.telemetry = runTelemetry(ctx, body.Model)
 	if body.MaxSteps != nil {
 		j.maxSteps = *body.MaxSteps
 	}
 	if body.TokenBudget != nil {
 		j.tokenBudget = *body.TokenBudget
 	}
+	j.telemetry = runTelemetry(ctx, body.Model)
 	if err := s.sched.admit(); err != nil {
 		s.ws.release(ws)
 		return nil, err

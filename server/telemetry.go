@@ -93,6 +93,9 @@ func (st *streamSlots) open() int {
 	return st.total
 }
 
+// runTelemetryInfo is the type of job.telemetry.
+type runTelemetryInfo = telemetry.RunInfo
+
 // runTelemetry is what the telemetry of a run created by a request knows
 // besides its events: the model (provider and name) and the request's
 // trace context.
