@@ -26,6 +26,7 @@ import (
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -207,6 +208,13 @@ func (e *ctEnv) server(kind string) *ctServer {
 		BodyLimit:     ctBodyLimit,
 		AllowCommands: kind != ctNoCommands,
 		Models:        ctModels,
+	}
+	if kind != ctNoCommands { // the server without metrics answers getMetrics 404
+		m, err := telemetry.NewMetrics()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cfg.Telemetry = &telemetry.Telemetry{Metrics: m}
 	}
 	switch kind {
 	case ctFullQueue:
@@ -564,6 +572,12 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 			t.Error("GET /openapi.yaml is not the embedded spec")
 		}
 	}})
+	add("getMetrics", 200, ctCase{name: "the metrics", req: fixed(ctReq{}), check: func(t *testing.T, _ *ctEnv, body []byte) {
+		if !bytes.Contains(body, []byte(`specloop_runs_total{exit_reason="finished"} `)) {
+			t.Error("GET /metrics lacks specloop_runs_total")
+		}
+	}})
+	add("getMetrics", 404, ctCase{name: "no metrics", server: ctNoCommands, req: fixed(ctReq{})})
 	add("listTools", 200, ctCase{name: "all tools", req: fixed(ctReq{}), check: func(t *testing.T, e *ctEnv, body []byte) {
 		var list gen.ToolList
 		if err := json.Unmarshal(body, &list); err != nil {

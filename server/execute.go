@@ -77,6 +77,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	cfg := s.setupConfig()
 	cfg.Root = j.ws.root
 	cfg.Check = j.check
+	s.instrumentRun(&cfg, j)
 	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
 	cfg.MaxObservationBytes, cfg.MaxObservationLines = j.obsBytes, j.obsLines
 	cfg.TraceWriter = tf
@@ -179,6 +180,7 @@ func (s *Server) cancelQueued(r *run, cause error) {
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
+	s.runEnded(&ev)
 	s.finalize(r, j, time.Time{}, res, &ev, nil)
 }
 

@@ -37,6 +37,8 @@ type job struct {
 	policy gen.ApprovalPolicy
 	gate   *approvalGate // nil when the policy asks no one
 
+	telemetry runTelemetryInfo // what the run's telemetry knows besides its events (telemetry.go)
+
 	task        gen.Task
 	model       agent.Model
 	maxSteps    int

@@ -58,6 +58,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if body.MaxObservationLines != nil {
 		j.obsLines = *body.MaxObservationLines
 	}
+	j.telemetry = runTelemetry(ctx, body.Model)
 	if err := s.sched.admit(); err != nil {
 		s.ws.release(ws)
 		return nil, err

@@ -64,6 +64,7 @@ import (
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -124,6 +125,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
+	// Telemetry, when set, counts what the server and its runs do (GET
+	// /metrics) and exports their spans; see telemetry.go.
+	Telemetry *telemetry.Telemetry
 
 	// The server's edges, used by HTTPServer and Listener: a zero field
 	// means its default (see the Default* constants).
@@ -321,6 +325,9 @@ func (s *Server) initEcho() error {
 	validate, err := s.validator()
 	if err != nil {
 		return fmt.Errorf("server: request validator: %w", err)
+	}
+	if err := s.useTelemetry(e); err != nil {
+		return err
 	}
 	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{

@@ -20,6 +20,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 )
@@ -51,6 +52,12 @@ type Config struct {
 	CheckTimeout time.Duration
 	// CheckEnv adds NAME=value variables to the check's environment.
 	CheckEnv []string
+	// Telemetry, when set, observes the run: Options.Trace, Options.Check
+	// and (with content enabled) Options.Tools are wrapped so that the
+	// run's metrics and spans are recorded (see package telemetry).
+	// TelemetryRun names the run's model and its parent span.
+	Telemetry    *telemetry.Telemetry
+	TelemetryRun telemetry.RunInfo
 	// TracePath appends the trace to this file (see CreateTrace). It wins
 	// over TraceWriter.
 	TracePath string
@@ -115,9 +122,11 @@ type Setup struct {
 	// Sandbox confines the runtime's commands and the check; nil when
 	// commands are disabled and there is no check.
 	Sandbox *sandbox.Sandbox
-	// Check is Options.Check; nil without a check.
+	// Check is Options.Check (or what it wraps, with Telemetry set); nil
+	// without a check.
 	Check *tools.CommandCheck
-	// Trace is Options.Trace; nil without a trace.
+	// Trace is the trace writer: Options.Trace, or what Options.Trace
+	// wraps with Telemetry set; nil without a trace.
 	Trace *trace.Writer
 
 	closeWorkspace bool
@@ -210,6 +219,12 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 	}
 	if s.Trace != nil {
 		s.Options.Trace = s.Trace
+	}
+	if cfg.Telemetry != nil {
+		run := cfg.Telemetry.Observe(cfg.TelemetryRun, s.Options.Trace)
+		s.Options.Trace = run
+		s.Options.Check = run.Check(s.Options.Check)
+		s.Options.Tools = run.Tools(s.Options.Tools)
 	}
 	return nil
 }

@@ -29,6 +29,7 @@ type runFlags struct {
 	promptFile string
 	maxSteps   int
 	tracePath  string
+	telemetry  telemetryFlags // see telemetry.go
 	syncPolicy string
 	asJSON     bool
 	workspace  string
@@ -55,6 +56,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
+	f.telemetry.register(fs, false)
 	fs.BoolVar(&f.asJSON, "json", false, "print only the RunResult as JSON")
 	fs.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to (with --remote: a directory under the server's workspace root)")
 	fs.BoolVar(&f.noCommands, "no-commands", false, "do not offer run_command to the model")
@@ -124,6 +126,12 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if f.remote != "" {
 		return runRemote(ctx, env, &f, prompt)
 	}
+	tr, err := f.telemetry.open(ctx, false)
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	defer tr.closeAfterRun(ctx, env)
 	approvals, asker, err := f.approval.open(env)
 	if err != nil {
 		env.errorf("run: %v", err)
@@ -340,6 +348,8 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 		Check:           f.check,
 		TracePath:       f.tracePath,
 		TraceSync:       policy,
+		Telemetry:       f.telemetry.tel,
+		TelemetryRun:    runInfo(f),
 		RecordRaw:       f.recordRaw,
 		MaxSteps:        f.maxSteps,
 		TokenBudget:     f.tokenBudget,

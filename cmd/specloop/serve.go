@@ -66,6 +66,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
 	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
 	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
+	var telFlags telemetryFlags // see telemetry.go
+	telFlags.register(fs, true)
 	var allowedHosts []string
 	fs.Func("allowed-host", "without a token, also answer requests whose Host header is this name (repeatable; default: loopback names only)", func(v string) error {
 		if v == "" || strings.ContainsAny(v, "/ \t@?#*") {
@@ -127,6 +129,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	tel, err := telFlags.open(ctx, true)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
 	if !isLoopback(*addr) {
 		switch {
 		case token == "" && !*insecure:
@@ -162,6 +169,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		ToolSpecs:     specs,
 		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
+		Telemetry:     tel.tel,
 		TraceSync:     policy,
 		Logger:        logger,
 		// Approval waits are in memory: a server that stops ends the
@@ -192,6 +200,13 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		_ = srv.Shutdown(context.Background())
 		return exitUsage
 	}
+	if telFlags.metricsAddr != "" {
+		if err := tel.serveMetrics(telFlags.metricsAddr, logger); err != nil {
+			env.errorf("serve: %v", err)
+			_ = srv.Shutdown(context.Background())
+			return exitUsage
+		}
+	}
 	hs := srv.HTTPServer()
 	hs.RegisterOnShutdown(mcpStop)
 	served := make(chan error, 1)
@@ -214,6 +229,10 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		code = exitInternal
 	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("shutdown", "err", err)
+		code = exitInternal
+	}
+	if err := tel.close(sctx); err != nil {
 		logger.Error("shutdown", "err", err)
 		code = exitInternal
 	}
