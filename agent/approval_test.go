@@ -72,15 +72,17 @@ func (s *scripted) callIDs() []string {
 	return ids
 }
 
-// The policies name the tools the spec marks: commands asks only about
-// run_command, writes about it and the tools that write the workspace
-// (and tools the spec does not declare), always about everything.
+// The policies name the tools the spec marks: commands asks about
+// run_command, writes about it and the tools that write the workspace,
+// always about everything. A tool the spec does not declare (a custom tool
+// whose handler is a command, an MCP server's tool) may do anything, so
+// both commands and writes ask about it.
 func TestNeedsApprovalFollowsTheSpecsMarkers(t *testing.T) {
 	tools := []string{"calculator", "list_files", "read_file", "search", "edit_file", "write_file", "run_command", "some_mcp_tool"}
 	want := map[gen.ApprovalPolicy][]string{
 		"":                          nil,
 		gen.ApprovalPolicyNever:     nil,
-		gen.ApprovalPolicyCommands:  {"run_command"},
+		gen.ApprovalPolicyCommands:  {"run_command", "some_mcp_tool"},
 		gen.ApprovalPolicyWrites:    {"edit_file", "write_file", "run_command", "some_mcp_tool"},
 		gen.ApprovalPolicyAlways:    tools,
 		gen.ApprovalPolicy("bogus"): nil,

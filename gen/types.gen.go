@@ -549,9 +549,10 @@ type ApprovalList struct {
 }
 
 // ApprovalPolicy Which tool calls of a run wait for a person's approval before they run. never (the
-// default): none; commands: calls of tools marked x-specloop-command (run_command);
-// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file), or
-// of any offered tool the spec does not declare; always: every call of an offered tool.
+// default): none; commands: calls of tools marked x-specloop-command (run_command) and of
+// any offered tool the spec does not declare (custom and MCP tools, which may run anything);
+// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file,
+// apply_patch); always: every call of an offered tool.
 type ApprovalPolicy string
 
 // CalculatorInput Two numbers and an operation.
@@ -590,9 +591,10 @@ type CheckResult struct {
 // CreateRunRequest A run to create.
 type CreateRunRequest struct {
 	// ApprovalPolicy Which tool calls of a run wait for a person's approval before they run. never (the
-	// default): none; commands: calls of tools marked x-specloop-command (run_command);
-	// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file), or
-	// of any offered tool the spec does not declare; always: every call of an offered tool.
+	// default): none; commands: calls of tools marked x-specloop-command (run_command) and of
+	// any offered tool the spec does not declare (custom and MCP tools, which may run anything);
+	// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file,
+	// apply_patch); always: every call of an offered tool.
 	ApprovalPolicy *ApprovalPolicy `json:"approval_policy,omitempty"`
 
 	// ApprovalTimeoutSeconds How long a tool call waits for approval before it is denied with reason timeout; the server's --approval-timeout when absent.
