@@ -306,6 +306,7 @@ func (s *Server) initEcho() error {
 	for _, r := range e.Routes() {
 		s.routes[r.Method+" "+r.Path] = true
 	}
+	s.registerUI(e) // after s.routes: the page is not validated against the spec
 	s.echo = e
 	return nil
 }
