@@ -347,13 +347,20 @@ func TestBrowserRuns(t *testing.T) {
 		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"divide","right":0}}`,
 		`{"type":"finish","answer":"notes written"}`,
 	}, "\n")
-	b.do(t, "fill the form",
+	b.do(t, "fill the form, with a workspace outside the root",
 		chromedp.Click(chromedp.ID("nav-new")),
 		chromedp.WaitVisible(chromedp.ID("f-task")),
 		chromedp.SendKeys(chromedp.ID("f-task"), "[gate] write the notes"),
 		chromedp.SetValue(chromedp.ID("f-responses"), responses),
-		chromedp.SendKeys(chromedp.ID("f-max-steps"), "5"),
+		chromedp.SendKeys(chromedp.ID("f-workspace"), "../outside"),
+		chromedp.Click(chromedp.ID("f-submit")),
 	)
+	b.waitJS(t, "the server's refusal, on the field", `!document.getElementById('form-msg').hidden && document.activeElement.id === 'f-workspace'`)
+	if msg := eval[string](t, b, `document.getElementById('form-msg').textContent`); !strings.Contains(msg, "workspace") {
+		t.Errorf("the form says %q after a refused workspace", msg)
+	}
+	eval[string](t, b, `document.getElementById('f-workspace').value = ''`)
+	b.do(t, "fix the form", chromedp.SendKeys(chromedp.ID("f-max-steps"), "5"))
 	b.screenshot(t, shots, "new-run-form")
 	b.do(t, "start the run", chromedp.Click(chromedp.ID("f-submit")))
 	b.waitJS(t, "the run page, live", `location.hash.startsWith('#/runs/') && `+rowsJS("steps-body")+` === 1 && document.getElementById('stream-state').textContent === 'live'`)
@@ -436,6 +443,10 @@ func TestBrowserRuns(t *testing.T) {
 	b.do(t, "open the list", chromedp.Navigate(srv.url+"/ui/#/"))
 	b.waitJS(t, "both runs listed", rowsJS("runs-body")+` === 2`)
 	b.screenshot(t, shots, "list")
+	if _, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "a third run"}, Model: sdk.ScriptModel(`{"type":"finish","answer":"done"}`)}); err != nil {
+		t.Fatal(err)
+	}
+	b.waitJS(t, "the list updated live with the third run", rowsJS("runs-body")+` === 3`)
 	b.do(t, "filter running runs", chromedp.SetValue(chromedp.ID("status-filter"), string(gen.RunStatusRunning)),
 		chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
 			_, err := chromedp.Evaluate[bool](`document.getElementById('status-filter').dispatchEvent(new Event('change'))`)(ctx, t)
@@ -472,15 +483,16 @@ func TestBrowserRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.do(t, "dark mode", chromedp.Navigate(srv.url+"/ui/#/"))
-	b.waitJS(t, "the list, dark", rowsJS("runs-body")+` === 2`)
+	b.waitJS(t, "the list, dark", rowsJS("runs-body")+` === 3`)
 	bg := eval[string](t, b, `getComputedStyle(document.body).backgroundColor`)
 	if bg != "rgb(15, 18, 22)" {
 		t.Errorf("in dark mode the background is %s", bg)
 	}
 	b.screenshot(t, shots, "list-phone-dark")
 
-	// The first request, before the token, was refused.
-	b.checkClean(t, srv.url, uiToken, "the server responded with a status of 401")
+	// The first request, before the token, was refused, and so was the
+	// run with a workspace outside the root.
+	b.checkClean(t, srv.url, uiToken, "the server responded with a status of 401", "the server responded with a status of 400")
 }
 
 // seedRuns writes a run log of n finished runs for server.New to recover:
@@ -545,6 +557,9 @@ func TestBrowserPerformance(t *testing.T) {
 	b.waitJS(t, "the first page", `performance.getEntriesByName('specloop:list-rendered').length >= 1`)
 	first := eval[float64](t, b, `performance.getEntriesByName('specloop:list-rendered')[0].startTime`)
 	shown := eval[int](t, b, rowsJS("runs-body"))
+	if eval[bool](t, b, `document.getElementById('token-dialog').open || sessionStorage.length > 0`) {
+		t.Error("a server without a token got the page to ask for one")
+	}
 	t.Logf("list of %d runs: first page (%d rows) rendered %.0f ms after navigation start (budget 1000 ms)", runs, shown, first)
 	if shown != 100 {
 		t.Errorf("the first page shows %d runs, want 100", shown)

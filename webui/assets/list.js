@@ -25,13 +25,13 @@ function row(run, now) {
   const link = el('a', { href: `#/runs/${encodeURIComponent(run.id)}`, class: 'mono' }, run.id);
   const steps = run.result ? String(run.result.steps_used) : '';
   return el('tr', { 'data-run': run.id, 'data-status': run.status },
-    el('td', null, link),
-    el('td', null, statusBadge(run.status)),
-    el('td', null, exitBadge(run.result)),
-    el('td', { class: 'num' }, steps),
-    el('td', { class: 'num' }, fmtMs(runDuration(run, now))),
-    el('td', { class: 'num', title: run.created_at }, fmtAge(run.created_at, now)),
-    el('td', { class: 'wide mono' }, run.workspace || ''),
+    el('td', { 'data-label': 'Run' }, link),
+    el('td', { 'data-label': 'Status' }, statusBadge(run.status)),
+    el('td', { 'data-label': 'Exit reason' }, exitBadge(run.result)),
+    el('td', { class: 'num', 'data-label': 'Steps' }, steps),
+    el('td', { class: 'num', 'data-label': 'Duration' }, fmtMs(runDuration(run, now))),
+    el('td', { class: 'num', 'data-label': 'Age', title: run.created_at }, fmtAge(run.created_at, now)),
+    el('td', { class: 'mono', 'data-label': 'Workspace' }, run.workspace || ''),
   );
 }
 

@@ -6,7 +6,7 @@
 import { api, APIError, follow } from './api.js';
 import { ActionType, Approvals, EventType, ExitReason, RunStatus } from './known.js';
 import { exitBadge, statusBadge } from './list.js';
-import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, show } from './util.js';
+import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, show, summary } from './util.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -35,7 +35,7 @@ function stepRow(s, meanings) {
       const keys = (a.argument_keys || []).join(', ');
       calls.push(line(el('strong', null, a.tool_name || '?'), el('span', { class: 'keys' }, `(${keys})`)));
     } else if (a.action_type === ActionType.finish) {
-      calls.push(line(el('span', { class: 'muted' }, 'finish: answer ' + (a.output || ''))));
+      calls.push(line(el('span', { class: 'muted' }, 'answer: '), summary(a.output)));
     }
   }
   if (s.usage) model.push(line(el('span', { class: 'muted' }, fmtTokens(s.usage))));
@@ -44,13 +44,13 @@ function stepRow(s, meanings) {
       case EventType.observation:
         if (r.is_error) {
           const code = r.error_code || 'error';
-          return line(el('span', { class: 'err', title: (meanings && meanings[code]) || '' }, `${r.tool_name || ''} ${code}`), ' ', el('span', { class: 'muted' }, r.output || ''));
+          return line(el('span', { class: 'err', title: (meanings && meanings[code]) || '' }, `${r.tool_name || ''} ${code}`), ' ', summary(r.output));
         }
-        return line(el('span', { class: 'ok' }, `${r.tool_name || ''} ok`), ' ', el('span', { class: 'muted' }, r.output || ''));
+        return line(el('span', { class: 'ok' }, `${r.tool_name || ''} ok`), ' ', summary(r.output));
       case EventType.modelFeedback:
-        return line(el('span', { class: 'warn' }, `feedback: ${r.feedback_kind || ''}`), ' ', el('span', { class: 'muted' }, r.output || ''));
+        return line(el('span', { class: 'warn' }, `feedback: ${r.feedback_kind || ''}`), ' ', summary(r.output));
       case EventType.finishRejected:
-        return line(el('span', { class: 'warn' }, `finish rejected: check exited ${r.exit_code}`), ' ', el('span', { class: 'muted' }, r.output || ''));
+        return line(el('span', { class: 'warn' }, `finish rejected: check exited ${r.exit_code}`), ' ', summary(r.output));
       default:
         return line(r.kind);
     }
@@ -59,12 +59,15 @@ function stepRow(s, meanings) {
   if (s.modelMs) time.push(line('model ' + fmtMs(s.modelMs)));
   if (s.toolMs) time.push(line('tools ' + fmtMs(s.toolMs)));
   const cls = s.error ? 'error' : (s.rejected ? 'rejected' : null);
+  // Each cell holds one element, so that on a phone (one card per row)
+  // the cell is its label and that element.
+  const cell = (attrs, ...children) => el('td', attrs, el('div', null, ...children));
   return el('tr', { 'data-step': s.n, class: cls },
-    el('td', { class: 'num' }, String(s.n)),
-    el('td', null, ...model),
-    el('td', null, ...calls),
-    el('td', null, ...results),
-    el('td', { class: 'num' }, ...time),
+    cell({ class: 'num', 'data-label': 'Step' }, String(s.n)),
+    cell({ 'data-label': 'Model' }, ...model),
+    cell({ 'data-label': 'Tool calls' }, ...calls),
+    cell({ 'data-label': 'Result' }, ...results),
+    cell({ class: 'num', 'data-label': 'Time' }, ...time),
   );
 }
 
@@ -231,7 +234,7 @@ export class RunView {
     const dur = this.finished && this.finished.duration_ms !== undefined ? this.finished.duration_ms : runDuration(run, now);
     metaList($('run-meta'), [
       ['Status', statusBadge(st)],
-      ['Task', this.started ? this.started.input_summary : ''],
+      ['Task', this.started ? summary(this.started.input_summary) : ''],
       ['Workspace', run.workspace || '(root)'],
       ['Created', fmtTime(run.created_at)],
       ['Started', fmtTime(run.started_at || (this.started && this.started.time))],

@@ -54,6 +54,16 @@ export function runDuration(run, now) {
   return Math.max(0, end - Date.parse(run.started_at));
 }
 
+// summary renders a trace summary ("chars=N;sha256=HEX", what the
+// privacy-safe trace keeps of a text) as "N chars" with the whole summary
+// as its title; any other text is shown as it is.
+export function summary(s) {
+  if (!s) return '';
+  const m = /^chars=(\d+);sha256=([0-9a-f]{64})$/.exec(s);
+  if (!m) return el('span', { class: 'muted' }, s);
+  return el('span', { class: 'muted summary', title: s }, `${m[1]} chars`);
+}
+
 export function fmtTokens(u) {
   if (!u) return '';
   return `${u.input_tokens} in / ${u.output_tokens} out`;
