@@ -254,9 +254,15 @@ func (b *browser) waitJS(t *testing.T, what, cond string) {
 	}
 }
 
+// screenshot writes the whole page as dir/name.png, or only the viewport
+// when the page is very long.
 func (b *browser) screenshot(t *testing.T, dir, name string) {
 	t.Helper()
-	png, err := chromedp.Run(b.ctx, chromedp.FullScreenshot(100))
+	shot := chromedp.FullScreenshot(100)
+	if eval[int](t, b, `document.documentElement.scrollHeight`) > 4000 {
+		shot = chromedp.CaptureScreenshot()
+	}
+	png, err := chromedp.Run(b.ctx, shot)
 	if err != nil {
 		t.Fatalf("screenshot %s: %v", name, err)
 	}
