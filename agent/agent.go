@@ -86,6 +86,11 @@ type Options struct {
 	// Observer, when set, is called after each event was traced, for
 	// progress display. It must not block for long.
 	Observer func(p Progress)
+	// ApprovalPolicy says which tool calls wait for Approver's decision
+	// before they run (see approval.go); "" means never.
+	ApprovalPolicy gen.ApprovalPolicy
+	// Approver asks a person; required by every policy but never.
+	Approver Approver
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -116,6 +121,8 @@ type loop struct {
 	sandbox *gen.SandboxInfo
 	tracing bool       // events are built only when someone receives them
 	vocab   vocabulary // what of a tool call the trace records verbatim
+
+	approvals approvals // the approval policy's state (approval.go)
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {
@@ -165,6 +172,9 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.sandbox = l.sandboxInfo()
 	started.Sandbox = l.sandbox
 	if err := l.emit(started); err != nil {
+		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
+	}
+	if err := l.initApprovals(toolNames); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
 	return l.finish(ctx, l.steps(ctx))
@@ -333,8 +343,14 @@ func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, 
 func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	call := &rec.call
 	var err error
+	run, e := l.approve(ctx, step, rec)
+	if e != nil {
+		return e
+	}
 	t0 := l.clock()
-	if l.opts.Tools == nil {
+	if !run {
+		// rec.obs is the denial.
+	} else if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
 			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {

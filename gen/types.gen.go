@@ -44,6 +44,51 @@ func (e AnthropicModelConfigProvider) Valid() bool {
 	}
 }
 
+// Defines values for ApprovalDecision.
+const (
+	ApprovalDecisionApprove       ApprovalDecision = "approve"
+	ApprovalDecisionApproveForRun ApprovalDecision = "approve_for_run"
+	ApprovalDecisionDeny          ApprovalDecision = "deny"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalDecision enum.
+func (e ApprovalDecision) Valid() bool {
+	switch e {
+	case ApprovalDecisionApprove:
+		return true
+	case ApprovalDecisionApproveForRun:
+		return true
+	case ApprovalDecisionDeny:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ApprovalPolicy.
+const (
+	ApprovalPolicyAlways   ApprovalPolicy = "always"
+	ApprovalPolicyCommands ApprovalPolicy = "commands"
+	ApprovalPolicyNever    ApprovalPolicy = "never"
+	ApprovalPolicyWrites   ApprovalPolicy = "writes"
+)
+
+// Valid indicates whether the value is a known member of the ApprovalPolicy enum.
+func (e ApprovalPolicy) Valid() bool {
+	switch e {
+	case ApprovalPolicyAlways:
+		return true
+	case ApprovalPolicyCommands:
+		return true
+	case ApprovalPolicyNever:
+		return true
+	case ApprovalPolicyWrites:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CalculatorOperation.
 const (
 	CalculatorOperationAdd      CalculatorOperation = "add"
@@ -73,6 +118,7 @@ const (
 	ErrorCodeBinaryFile           ErrorCode = "binary_file"
 	ErrorCodeCancelled            ErrorCode = "cancelled"
 	ErrorCodeCommandsDisabled     ErrorCode = "commands_disabled"
+	ErrorCodeDenied               ErrorCode = "denied"
 	ErrorCodeDivisionByZero       ErrorCode = "division_by_zero"
 	ErrorCodeFileTooLarge         ErrorCode = "file_too_large"
 	ErrorCodeHardLink             ErrorCode = "hard_link"
@@ -103,6 +149,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeCancelled:
 		return true
 	case ErrorCodeCommandsDisabled:
+		return true
+	case ErrorCodeDenied:
 		return true
 	case ErrorCodeDivisionByZero:
 		return true
@@ -283,9 +331,10 @@ func (e OpenAIModelConfigProvider) Valid() bool {
 
 // Defines values for RunStatus.
 const (
-	RunStatusFinished RunStatus = "finished"
-	RunStatusQueued   RunStatus = "queued"
-	RunStatusRunning  RunStatus = "running"
+	RunStatusFinished           RunStatus = "finished"
+	RunStatusQueued             RunStatus = "queued"
+	RunStatusRunning            RunStatus = "running"
+	RunStatusWaitingForApproval RunStatus = "waiting_for_approval"
 )
 
 // Valid indicates whether the value is a known member of the RunStatus enum.
@@ -296,6 +345,8 @@ func (e RunStatus) Valid() bool {
 	case RunStatusQueued:
 		return true
 	case RunStatusRunning:
+		return true
+	case RunStatusWaitingForApproval:
 		return true
 	default:
 		return false
@@ -355,17 +406,23 @@ func (e ToolCallType) Valid() bool {
 
 // Defines values for TraceEventType.
 const (
-	TraceEventTypeFinishRejected TraceEventType = "finish_rejected"
-	TraceEventTypeModelAction    TraceEventType = "model_action"
-	TraceEventTypeModelFeedback  TraceEventType = "model_feedback"
-	TraceEventTypeObservation    TraceEventType = "observation"
-	TraceEventTypeRunFinished    TraceEventType = "run_finished"
-	TraceEventTypeRunStarted     TraceEventType = "run_started"
+	TraceEventTypeApprovalDecided   TraceEventType = "approval_decided"
+	TraceEventTypeApprovalRequested TraceEventType = "approval_requested"
+	TraceEventTypeFinishRejected    TraceEventType = "finish_rejected"
+	TraceEventTypeModelAction       TraceEventType = "model_action"
+	TraceEventTypeModelFeedback     TraceEventType = "model_feedback"
+	TraceEventTypeObservation       TraceEventType = "observation"
+	TraceEventTypeRunFinished       TraceEventType = "run_finished"
+	TraceEventTypeRunStarted        TraceEventType = "run_started"
 )
 
 // Valid indicates whether the value is a known member of the TraceEventType enum.
 func (e TraceEventType) Valid() bool {
 	switch e {
+	case TraceEventTypeApprovalDecided:
+		return true
+	case TraceEventTypeApprovalRequested:
+		return true
 	case TraceEventTypeFinishRejected:
 		return true
 	case TraceEventTypeModelAction:
@@ -409,6 +466,34 @@ type AnthropicModelConfig struct {
 // AnthropicModelConfigProvider Always anthropic.
 type AnthropicModelConfigProvider string
 
+// ApprovalDecision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
+// without asking, every later call of the same tool in the same run; deny: do not run
+// it, the model gets an error observation (denied) with the reason.
+type ApprovalDecision string
+
+// ApprovalDecisionRequest A decision on a pending tool call.
+type ApprovalDecisionRequest struct {
+	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
+	// without asking, every later call of the same tool in the same run; deny: do not run
+	// it, the model gets an error observation (denied) with the reason.
+	Decision ApprovalDecision `json:"decision"`
+
+	// Reason Why; for a denial the model is told it. The trace keeps only its summary.
+	Reason *string `json:"reason,omitempty"`
+}
+
+// ApprovalList The tool calls of a run waiting for approval.
+type ApprovalList struct {
+	// Approvals The pending calls, oldest first.
+	Approvals []PendingApproval `json:"approvals"`
+}
+
+// ApprovalPolicy Which tool calls of a run wait for a person's approval before they run. never (the
+// default): none; commands: calls of tools marked x-specloop-command (run_command);
+// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file), or
+// of any offered tool the spec does not declare; always: every call of an offered tool.
+type ApprovalPolicy string
+
 // CalculatorInput Two numbers and an operation.
 type CalculatorInput struct {
 	// Left The left operand.
@@ -444,6 +529,15 @@ type CheckResult struct {
 
 // CreateRunRequest A run to create.
 type CreateRunRequest struct {
+	// ApprovalPolicy Which tool calls of a run wait for a person's approval before they run. never (the
+	// default): none; commands: calls of tools marked x-specloop-command (run_command);
+	// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file), or
+	// of any offered tool the spec does not declare; always: every call of an offered tool.
+	ApprovalPolicy *ApprovalPolicy `json:"approval_policy,omitempty"`
+
+	// ApprovalTimeoutSeconds How long a tool call waits for approval before it is denied with reason timeout; the server's --approval-timeout when absent.
+	ApprovalTimeoutSeconds *int `json:"approval_timeout_seconds,omitempty"`
+
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
@@ -484,7 +578,7 @@ type EditFileResult struct {
 	Path string `json:"path"`
 }
 
-// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 type ErrorCode string
 
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
@@ -581,7 +675,7 @@ type Observation struct {
 	// Data The structured result, valid against the tool's result schema; absent for errors.
 	Data *map[string]interface{} `json:"data,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// IsError True when the call failed; content then says why.
@@ -615,9 +709,30 @@ type OpenAIModelConfig struct {
 // OpenAIModelConfigProvider Always openai.
 type OpenAIModelConfigProvider string
 
+// PendingApproval A tool call waiting for a person's decision.
+type PendingApproval struct {
+	// Arguments The call's arguments, in full (the trace has only their keys).
+	Arguments map[string]interface{} `json:"arguments"`
+
+	// CallId The call's id, to decide it with decideApproval; the loop names a call the model gave no id.
+	CallId string `json:"call_id"`
+
+	// ExpiresAt When the call is denied with reason timeout if no one decided it.
+	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// RequestedAt When the approval was asked for.
+	RequestedAt time.Time `json:"requested_at"`
+
+	// Step The step of the call.
+	Step int `json:"step"`
+
+	// ToolName The tool the model wants to call.
+	ToolName string `json:"tool_name"`
+}
+
 // Problem An RFC 9457 problem.
 type Problem struct {
-	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	Code *ErrorCode `json:"code,omitempty"`
 
 	// Detail What went wrong in this occurrence; never echoes submitted values.
@@ -692,7 +807,7 @@ type Run struct {
 	// StartedAt When the run began executing.
 	StartedAt *time.Time `json:"started_at,omitempty"`
 
-	// Status Where a run is in its life.
+	// Status Where a run is in its life; waiting_for_approval is a running run whose next tool call waits for a person's decision (listApprovals).
 	Status RunStatus `json:"status"`
 
 	// Workspace The workspace the run uses, relative to the workspace root.
@@ -778,7 +893,7 @@ type RunResult struct {
 	Usage *Usage `json:"usage,omitempty"`
 }
 
-// RunStatus Where a run is in its life.
+// RunStatus Where a run is in its life; waiting_for_approval is a running run whose next tool call waits for a person's decision (listApprovals).
 type RunStatus string
 
 // SandboxInfo How the run's commands (run_command and the completion check) were confined.
@@ -913,11 +1028,16 @@ type TraceEvent struct {
 	// ActionType The kind of an action.
 	ActionType *ActionType `json:"action_type,omitempty"`
 
-	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
+	// ArgumentKeys model_action and approval_requested. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
-	// CallId model_action of a tool call and observation. The call's call_id, which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
+	// CallId model_action of a tool call, observation, approval_requested and approval_decided. The call's call_id (for an approval of a call without one, the id the loop gave it), which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
 	CallId *string `json:"call_id,omitempty"`
+
+	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
+	// without asking, every later call of the same tool in the same run; deny: do not run
+	// it, the model gets an error observation (denied) with the reason.
+	Decision *ApprovalDecision `json:"decision,omitempty"`
 
 	// DurationMs run_finished. How long the run took.
 	DurationMs *float64 `json:"duration_ms,omitempty"`
@@ -925,7 +1045,7 @@ type TraceEvent struct {
 	// Error run_finished. What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// EventType The kind of a trace event.
@@ -959,7 +1079,7 @@ type TraceEvent struct {
 	// ModelDurationMs model_action and model_feedback. How long the model call took; on the first model_action of a turn, with the call's usage.
 	ModelDurationMs *float64 `json:"model_duration_ms,omitempty"`
 
-	// Output The summary of a text output - an observation's content, a finish answer or a feedback message.
+	// Output The summary of a text output - an observation's content, a finish answer, a feedback message or an approval decision's reason.
 	Output *string `json:"output,omitempty"`
 
 	// RawResponse model_action and model_feedback, only when raw recording is on. The model's output in the wire form of an Action (each action of a turn has its own), or the raw text that failed to parse, for replay.
@@ -983,7 +1103,7 @@ type TraceEvent struct {
 	// ToolDurationMs observation and finish_rejected. How long the tool or the check took.
 	ToolDurationMs *float64 `json:"tool_duration_ms,omitempty"`
 
-	// ToolName model_action and observation. The tool called, as named when it is a tool of the run; any other name the model chose is recorded as its summary (chars=N;sha256=HEX), never verbatim.
+	// ToolName model_action, observation, approval_requested and approval_decided. The tool called, as named when it is a tool of the run; any other name the model chose is recorded as its summary (chars=N;sha256=HEX), never verbatim.
 	ToolName *string `json:"tool_name,omitempty"`
 
 	// ToolNames run_started. The tools offered to the model.
@@ -1036,6 +1156,9 @@ type WriteFileResult struct {
 	// Path The file written.
 	Path string `json:"path"`
 }
+
+// CallID defines model for CallID.
+type CallID = string
 
 // RunID defines model for RunID.
 type RunID = string
@@ -1138,6 +1261,9 @@ type WriteFileParams struct {
 
 // CreateRunJSONRequestBody defines body for CreateRun for application/json ContentType.
 type CreateRunJSONRequestBody = CreateRunRequest
+
+// DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
+type DecideApprovalJSONRequestBody = ApprovalDecisionRequest
 
 // CalculatorJSONRequestBody defines body for Calculator for application/json ContentType.
 type CalculatorJSONRequestBody = CalculatorInput

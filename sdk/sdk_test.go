@@ -24,6 +24,14 @@ var calc = []string{
 
 func newServer(t *testing.T, cfg server.Config) string {
 	t.Helper()
+	_, url, _ := serveRuns(t, cfg)
+	return url
+}
+
+// serveRuns starts a server on new directories until the test ends, and
+// returns it, its URL and its workspace root.
+func serveRuns(t *testing.T, cfg server.Config) (*server.Server, string, string) {
+	t.Helper()
 	cfg.DataDir, cfg.WorkspaceRoot = t.TempDir(), t.TempDir()
 	srv, err := server.New(cfg)
 	if err != nil {
@@ -38,7 +46,7 @@ func newServer(t *testing.T, cfg server.Config) string {
 		}
 		hs.Close()
 	})
-	return hs.URL
+	return srv, hs.URL, cfg.WorkspaceRoot
 }
 
 // dropTransport cuts the first event stream after `after` bytes of events,

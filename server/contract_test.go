@@ -510,6 +510,27 @@ func ctQuery(kv ...string) url.Values {
 
 func ctRun(id string) map[string]string { return map[string]string{"run_id": id} }
 
+func ctCall(runID, callID string) map[string]string {
+	return map[string]string{"run_id": runID, "call_id": callID}
+}
+
+// waitingRun creates a run, in a workspace of its own, whose calculator
+// calls c1 and c2 each wait for approval, and returns its id once c1 waits.
+func (e *ctEnv) waitingRun() string {
+	e.t.Helper()
+	call := func(id string) string {
+		return `{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7},"call_id":"` + id + `"}`
+	}
+	run := e.createRun(ctMain, ctJSON(map[string]any{
+		"task":            map[string]any{"prompt": "Multiply, with approval."},
+		"model":           map[string]any{"provider": "script", "responses": []string{call("c1"), call("c2"), `{"type":"finish","answer":"84"}`}},
+		"workspace":       e.workspace(),
+		"approval_policy": "always",
+	}))
+	e.waitStatus(ctMain, run.Id, gen.RunStatusWaitingForApproval)
+	return run.Id
+}
+
 // ctToolErrors is one request per tool that the tool answers with an
 // error its 422 description names. A new tool needs an entry here.
 var ctToolErrors = map[string]struct {
@@ -630,6 +651,44 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 	add("cancelRun", 400, ctCase{name: "malformed id", invalid: true, req: fixed(ctReq{params: ctRun("bad.id")})})
 	add("cancelRun", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run")})})
 	add("cancelRun", 409, ctCase{name: "finished run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished)} }})
+
+	// Approvals: runs that wait for a decision on a calculator call.
+	decide := func(decision string) []byte {
+		return ctJSON(map[string]any{"decision": decision, "reason": "contract"})
+	}
+	add("listApprovals", 200, ctCase{name: "waiting run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.waitingRun())} },
+		check: func(t *testing.T, _ *ctEnv, body []byte) {
+			var list gen.ApprovalList
+			if err := json.Unmarshal(body, &list); err != nil {
+				t.Fatal(err)
+			}
+			if len(list.Approvals) != 1 || list.Approvals[0].CallId != "c1" || list.Approvals[0].Arguments["left"] != 12.0 {
+				t.Errorf("approvals = %+v, want the pending call c1 with its arguments", list.Approvals)
+			}
+		}})
+	add("listApprovals", 200, ctCase{name: "finished run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished)} }})
+	add("listApprovals", 400, ctCase{name: "malformed id", invalid: true, req: fixed(ctReq{params: ctRun("bad.id")})})
+	add("listApprovals", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run")})})
+	add("decideApproval", 200, ctCase{name: "approve", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctCall(e.waitingRun(), "c1"), body: decide("approve")}
+	}})
+	add("decideApproval", 200, ctCase{name: "deny", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctCall(e.waitingRun(), "c1"), body: decide("deny")}
+	}})
+	add("decideApproval", 400, ctCase{name: "unknown decision", invalid: true, req: fixed(ctReq{params: ctCall("some-run", "c1"), body: decide("maybe")})})
+	add("decideApproval", 404, ctCase{name: "unknown run", req: fixed(ctReq{params: ctCall("no-such-run", "c1"), body: decide("approve")})})
+	add("decideApproval", 404, ctCase{name: "unknown call", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctCall(e.waitingRun(), "no-such-call"), body: decide("approve")}
+	}})
+	add("decideApproval", 409, ctCase{name: "already decided", req: func(e *ctEnv) ctReq {
+		id := e.waitingRun()
+		e.do(ctMain, "decideApproval", ctReq{params: ctCall(id, "c1"), body: decide("approve")}, http.StatusOK)
+		return ctReq{params: ctCall(id, "c1"), body: decide("deny")}
+	}})
+	add("decideApproval", 409, ctCase{name: "finished run", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctCall(e.finished, "c1"), body: decide("approve")}
+	}})
+	add("decideApproval", 413, ctCase{name: "body over the limit", req: fixed(ctReq{params: ctCall("some-run", "c1"), body: ctPad(decide("approve"))})})
 
 	// Tools: every example, and the failures every tool shares.
 	reg, err := tools.NewRegistry(spec.YAML())

@@ -44,6 +44,9 @@ func (s *Server) execute(r *run) {
 			finish(*p.Result, p.Event, tf.last)
 			return
 		}
+		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
+			j.gate.requested(p.Event.Step, p.ToolCall)
+		}
 		j.events.publishJSON(p.Event.EventType, tf.last, false)
 	})
 	if err != nil && res.ExitReason == gen.ExitReasonInternalError {
@@ -87,6 +90,10 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	defer setup.Close()
 	opts := setup.Options
 	opts.Observer = observe
+	if j.gate != nil {
+		opts.ApprovalPolicy = j.policy
+		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
+	}
 	return agent.Run(j.ctx, j.task, j.model, opts)
 }
 

@@ -57,12 +57,10 @@ func runChild() int {
 	return 0
 }
 
-// TestKill9Recovery kills a server process with SIGKILL while one run is
-// in flight and one is queued, then starts a new server on its data
-// directory: every acknowledged run is there, the finished one with its
-// result, the other two finished with exit reason interrupted.
-func TestKill9Recovery(t *testing.T) {
-	data, root := t.TempDir(), t.TempDir()
+// startChild starts a server process (runChild) on data and root, killed
+// when the test ends, and returns it with a client.
+func startChild(t *testing.T, data, root string) (*exec.Cmd, *sdk.Client) {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
 	cmd.Env = append(os.Environ(), childEnv+"=1", "DATA="+data, "ROOT="+root)
 	cmd.Stderr = os.Stderr
@@ -73,7 +71,7 @@ func TestKill9Recovery(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer cmd.Process.Kill()
+	t.Cleanup(func() { cmd.Process.Kill() })
 	line, err := bufio.NewReader(out).ReadString('\n')
 	if err != nil {
 		t.Fatalf("child: %v", err)
@@ -83,6 +81,16 @@ func TestKill9Recovery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return cmd, c
+}
+
+// TestKill9Recovery kills a server process with SIGKILL while one run is
+// in flight and one is queued, then starts a new server on its data
+// directory: every acknowledged run is there, the finished one with its
+// result, the other two finished with exit reason interrupted.
+func TestKill9Recovery(t *testing.T) {
+	data, root := t.TempDir(), t.TempDir()
+	cmd, c := startChild(t, data, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	done, err := c.CreateRun(ctx, calcRequest())

@@ -42,6 +42,8 @@ type job struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents
+	policy      gen.ApprovalPolicy
+	gate        *approvalGate // nil when the policy asks no one
 }
 
 // Causes of a cancellation, which become the run's error.

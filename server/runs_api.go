@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -47,11 +48,18 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if body.TokenBudget != nil {
 		j.tokenBudget = *body.TokenBudget
 	}
+	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
+	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
+		timeout := s.cfg.ApprovalTimeout
+		if body.ApprovalTimeoutSeconds != nil {
+			timeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
+		}
+		j.policy, j.gate = *p, newApprovalGate(s, r, timeout)
+	}
 	if err := s.sched.admit(); err != nil {
 		s.ws.release(ws)
 		return nil, err
 	}
-	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
 	s.runs.mu.Lock()
 	for r.id == "" || s.runs.byID[r.id] != nil {
 		r.id = agent.NewRunID()

@@ -58,6 +58,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/sandbox"
@@ -113,6 +114,11 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
+	// ApprovalTimeout is how long a run's tool call waits for approval
+	// before it is denied with reason timeout, when the run's request
+	// gives no approval_timeout_seconds; 0 means
+	// agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 
 	// The server's edges, used by HTTPServer and Listener: a zero field
 	// means its default (see the Default* constants).
@@ -194,6 +200,9 @@ func New(cfg Config) (*Server, error) {
 	}
 	if cfg.Models == nil {
 		cfg.Models = DefaultModels
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout
 	}
 	allowed, err := edgeDefaults(&cfg)
 	if err != nil {
@@ -316,7 +325,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 
 // Shutdown stops the server's work: new runs are refused with 503, queued
 // runs end cancelled at once, running runs are cancelled and end cancelled
-// (recorded in their traces and the run log), and then the run log is
+// (those waiting for an approval end interrupted: the wait is not
+// durable), recorded in their traces and the run log, and then the run log is
 // synced and closed. It returns when every run has ended, or with ctx's
 // error when ctx is done first (call it again to finish). The HTTP server
 // itself is the caller's: shut it down after this, so that event streams

@@ -62,6 +62,18 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
 		req.Workspace = &ws
 	}
+	approvals, asker, err := f.approval.open(env)
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	if asker != nil {
+		req.ApprovalPolicy = &approvals
+		if t := f.approval.timeout; t != agent.DefaultApprovalTimeout {
+			secs := int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second)
+			req.ApprovalTimeoutSeconds = &secs
+		}
+	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
 		policy, err := trace.ParseSyncPolicy(f.syncPolicy)
@@ -88,10 +100,19 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 	env.errorf("remote run %s on %s", run.Id, f.remote)
 	printer := &progressPrinter{w: env.stdout}
 	var streamErr error
+	asked := map[string]bool{}
+	seen := 0 // events
 	for ev, err := range c.Events(ctx, run.Id, 0) {
 		if err != nil {
 			streamErr = err
 			break
+		}
+		seen++
+		if asker != nil && ev.EventType == gen.TraceEventTypeApprovalRequested {
+			if err := askRemote(ctx, env, c, run.Id, seen, asker, asked); err != nil {
+				streamErr = err
+				break
+			}
 		}
 		if tw != nil {
 			if err := tw.Emit(&ev); err != nil {

@@ -41,6 +41,7 @@ type runFlags struct {
 	remote      string
 	tokenFile   string
 	sandbox     sandboxFlags
+	approval    approvalFlags // see approve.go
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -60,6 +61,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
+	f.approval.register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -117,12 +119,21 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
+	approvals, asker, err := f.approval.open(env)
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
 	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
 	opts := setup.Options
+	opts.ApprovalPolicy = approvals
+	if asker != nil {
+		opts.Approver = asker.agent()
+	}
 	if !f.asJSON {
 		opts.Observer = (&progressPrinter{w: env.stdout}).observe
 	}

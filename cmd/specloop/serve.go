@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
 )
@@ -43,7 +44,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
-			"and recorded.")
+			"and recorded (runs waiting for an approval end interrupted: approval waits are in memory).")
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
 	data := fs.String("data", "specloop-data", "the data directory: the run log and every run's trace")
 	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use")
@@ -67,6 +68,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		allowedHosts = append(allowedHosts, v)
 		return nil
 	})
+	approvalTimeout := fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
 	if code, done := parseFlags(fs, args); done {
@@ -136,6 +138,9 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		BodyLimit:     *bodyLimit,
 		TraceSync:     policy,
 		Logger:        logger,
+		// Approval waits are in memory: a server that stops ends the
+		// waiting runs interrupted.
+		ApprovalTimeout: *approvalTimeout,
 
 		ReadTimeout:         *readTimeout,
 		MaxConnections:      *maxConns,

@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -341,11 +342,14 @@ func TestHTTPCheck(t *testing.T) {
 	}
 }
 
+// pathParam is a path template's parameter, {name}.
+var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
+
 func TestCheckRoutes(t *testing.T) {
 	doc := specdoc.MustLoad()
 	var served []contract.Route
 	for _, r := range contract.Responses(doc) {
-		served = append(served, contract.Route{Method: r.Method, Path: strings.ReplaceAll(r.Path, "{run_id}", ":run_id")})
+		served = append(served, contract.Route{Method: r.Method, Path: pathParam.ReplaceAllString(r.Path, ":$1")})
 	}
 	served = slices.CompactFunc(served, func(a, b contract.Route) bool { return a == b })
 	if ps := contract.CheckRoutes(doc, served); len(ps) > 0 {

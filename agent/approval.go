@@ -1,0 +1,246 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/trace"
+)
+
+// Approvals: a run's approval policy (Options.ApprovalPolicy, the spec's
+// ApprovalPolicy) says which tool calls wait for a person's decision before
+// they run; the Approver (Options.Approver) asks the person. Which tools
+// run commands or write to the workspace is read from the spec's tool
+// operations (x-specloop-command, x-specloop-writes), so a new tool
+// declares it there.
+//
+// Only calls of tools the run offers are asked about: a call of any other
+// name goes to the runtime, which answers unknown_tool. The loop runs a
+// turn's actions in order, so two calls of one turn that need approval are
+// asked one after the other, the second once the first was decided (and,
+// if approved, ran).
+//
+// Each request is traced as approval_requested (tool name, call id and
+// argument keys, never argument values) and each decision as
+// approval_decided (the decision and the summary of the reason). An
+// approval runs the call; approve_for_run also lets every later call of
+// the same tool in the run through without asking (per tool, not the whole
+// run); a denial does not run the call and answers it with an error
+// Observation of code denied carrying the reason, and the run goes on.
+
+// ApprovalRequest is a tool call that the run's approval policy says needs
+// a person's decision. Call is the loop's copy of the call, with full
+// arguments; its CallId is always set: a call the model gave no id gets
+// one from the loop ("approval-N"), which the trace's approval events
+// carry.
+type ApprovalRequest struct {
+	RunID string
+	Step  int
+	Call  gen.ToolCall
+}
+
+// Approval is a person's decision on an ApprovalRequest. Reason is told to
+// the model on a denial; the trace keeps only its summary.
+type Approval struct {
+	Decision gen.ApprovalDecision // spec enum: approve | approve_for_run | deny
+	Reason   string
+}
+
+// Approver decides on a tool call that the run's approval policy says needs
+// a person. It blocks until decided or ctx is done. A timeout is a deny with
+// a reason the Approver sets (see WithApprovalTimeout).
+//
+// An error ends the run: interrupted when it wraps ErrInterrupted (the
+// process serving the decision is stopping, as a server's shutdown),
+// cancelled when ctx is done, internal_error otherwise.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Approval, error)
+}
+
+// ApproverFunc adapts a function to an Approver.
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Approval, error)
+
+// Approve calls f.
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Approval, error) {
+	return f(ctx, req)
+}
+
+// DefaultApprovalTimeout is how long a tool call waits for a decision when
+// its setup gives no other time.
+const DefaultApprovalTimeout = 30 * time.Minute
+
+// errApprovalTimeout is the cause of an approval wait that timed out.
+var errApprovalTimeout = errors.New("no decision in time")
+
+// WithApprovalTimeout returns an Approver that asks a, and denies the call
+// with the reason TimeoutReason(d) when a has not decided within d. a
+// sees the deadline as its ctx's; a d of 0 or less means
+// DefaultApprovalTimeout.
+func WithApprovalTimeout(a Approver, d time.Duration) Approver {
+	if d <= 0 {
+		d = DefaultApprovalTimeout
+	}
+	return ApproverFunc(func(ctx context.Context, req ApprovalRequest) (Approval, error) {
+		tctx, cancel := context.WithTimeoutCause(ctx, d, errApprovalTimeout)
+		defer cancel()
+		dec, err := a.Approve(tctx, req)
+		if err != nil && ctx.Err() == nil && errors.Is(context.Cause(tctx), errApprovalTimeout) {
+			return Approval{Decision: gen.ApprovalDecisionDeny, Reason: TimeoutReason(d)}, nil
+		}
+		return dec, err
+	})
+}
+
+// TimeoutReason is the reason of a denial because no one decided within d.
+func TimeoutReason(d time.Duration) string {
+	return fmt.Sprintf("timeout: no decision within %s", d)
+}
+
+// Spec extensions that mark what a tool operation does.
+const (
+	commandMarker = "x-specloop-command"
+	writesMarker  = "x-specloop-writes"
+	toolPaths     = "/v1/tools/"
+)
+
+// toolKinds are the tools the spec declares, each with whether it runs
+// commands and whether it writes to the workspace.
+type toolKind struct{ command, writes bool }
+
+var toolKinds = sync.OnceValue(func() map[string]toolKind {
+	doc := specdoc.MustLoad()
+	kinds := map[string]toolKind{}
+	for path, item := range doc.Paths.Map() {
+		name, ok := strings.CutPrefix(path, toolPaths)
+		if !ok || item.Post == nil {
+			continue
+		}
+		ext := item.Post.Extensions
+		kinds[name] = toolKind{command: ext[commandMarker] == true, writes: ext[writesMarker] == true}
+	}
+	return kinds
+})
+
+// NeedsApproval reports whether policy makes a call of the tool named wait
+// for a decision: never (or ""): no call; commands: tools the spec marks
+// x-specloop-command; writes: those, tools it marks x-specloop-writes and
+// tools it does not declare (whose effects it cannot vouch for); always:
+// every call.
+func NeedsApproval(policy gen.ApprovalPolicy, tool string) bool {
+	switch policy {
+	case gen.ApprovalPolicyAlways:
+		return true
+	case gen.ApprovalPolicyCommands:
+		return toolKinds()[tool].command
+	case gen.ApprovalPolicyWrites:
+		k, declared := toolKinds()[tool]
+		return !declared || k.command || k.writes
+	}
+	return false
+}
+
+// approvals is a loop's approval state.
+type approvals struct {
+	offered  map[string]bool // the tools the run offers
+	approved map[string]bool // tools approved for the rest of the run
+	named    int             // call ids the loop gave
+}
+
+// initApprovals checks the options' policy and approver.
+func (l *loop) initApprovals(toolNames []string) error {
+	p := l.opts.ApprovalPolicy
+	if p == "" || p == gen.ApprovalPolicyNever {
+		return nil
+	}
+	if !p.Valid() {
+		return fmt.Errorf("approval policy %q is not one of the spec's ApprovalPolicy values", clipName(string(p)))
+	}
+	if l.opts.Approver == nil {
+		return fmt.Errorf("approval policy %s needs an Approver to ask", p)
+	}
+	l.approvals.offered = map[string]bool{}
+	for _, n := range toolNames {
+		l.approvals.offered[n] = true
+	}
+	l.approvals.approved = map[string]bool{}
+	return nil
+}
+
+// approve asks for a decision on rec's call when the policy needs one. It
+// reports whether the call may run; when it may not, rec.obs is the
+// denial. A non-nil end stops the run.
+func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end) {
+	a := &l.approvals
+	name := rec.call.ToolName
+	if a.offered == nil || !a.offered[name] || a.approved[name] || !NeedsApproval(l.opts.ApprovalPolicy, name) {
+		return true, nil
+	}
+	req := ApprovalRequest{RunID: l.runID, Step: step, Call: *Item{ToolCall: &rec.call}.clone().ToolCall}
+	if req.Call.CallId == nil || *req.Call.CallId == "" {
+		a.named++
+		req.Call.CallId = ptr(fmt.Sprintf("approval-%d", a.named))
+	}
+	var se *stepEvent
+	if l.tracing {
+		se = l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
+		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], name, req.Call.Arguments)
+		se.ArgumentKeys = &se.keys
+		if err := l.emitDetail(Progress{Event: &se.TraceEvent, ToolCall: &req.Call}); err != nil {
+			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+		}
+	}
+	dec, err := l.opts.Approver.Approve(ctx, req)
+	switch {
+	case err == nil && !dec.Decision.Valid():
+		err = fmt.Errorf("approval: the approver's decision %q is not one of the spec's ApprovalDecision values", clipName(string(dec.Decision)))
+	case errors.Is(err, ErrInterrupted):
+		return false, &end{reason: gen.ExitReasonInterrupted, err: err, steps: step}
+	case err != nil && ctx.Err() != nil:
+		return false, &end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+	case err != nil:
+		err = fmt.Errorf("approval: %w", err)
+	}
+	if err != nil {
+		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+	}
+	reason := ClipMessage(dec.Reason)
+	if l.tracing {
+		se = l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
+		se.Decision = &dec.Decision
+		if reason != "" {
+			se.output = trace.Summary(reason)
+			se.Output = &se.output
+		}
+		if err := l.emitDetail(Progress{Event: &se.TraceEvent}); err != nil {
+			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+		}
+	}
+	switch dec.Decision {
+	case gen.ApprovalDecisionApproveForRun:
+		a.approved[name] = true
+	case gen.ApprovalDecisionDeny:
+		msg := "error: a person denied this call of " + clipName(name) + "; it was not run"
+		if reason != "" {
+			msg += ". Reason: " + reason
+		}
+		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: name, CallId: rec.call.CallId, IsError: true,
+			Content: msg, ErrorCode: ptr(gen.ErrorCodeDenied)}
+		return false, nil
+	}
+	return true, nil
+}
+
+// approvalEvent is an approval event of call, its tool name and call id
+// recorded as the trace records them.
+func (l *loop) approvalEvent(step int, typ gen.TraceEventType, call *gen.ToolCall) *stepEvent {
+	se := l.stepEvent(step, typ, time.Now())
+	se.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
+	se.CallId = traceCallID(call.CallId, &se.callID)
+	return se
+}

@@ -1,0 +1,199 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// Approvals: a run created with an approval_policy pauses before each tool
+// call the policy covers. The loop traces approval_requested (the call's
+// tool name, id and argument keys), the run's status turns
+// waiting_for_approval, and the call, with its full arguments, is listed by
+// GET /v1/runs/{id}/approvals until someone decides it with POST
+// /v1/runs/{id}/approvals/{call_id}, or its time (approval_timeout_seconds,
+// else Config.ApprovalTimeout) runs out and it is denied with reason
+// timeout. Waits are held in memory: a server that stops while a run waits
+// ends that run interrupted.
+
+// approvalGate is an in-flight run's agent.Approver: the call waiting for
+// a decision, if any, and the ids of the calls already decided.
+type approvalGate struct {
+	s       *Server
+	r       *run
+	timeout time.Duration
+
+	mu      sync.Mutex
+	pending *pendingCall    // the loop asks about one call at a time
+	decided map[string]bool // call ids decided or timed out
+}
+
+// pendingCall is a call waiting for a decision. done is closed once it is
+// decided (answer is then set) or no longer waits.
+type pendingCall struct {
+	call      gen.ToolCall
+	step      int
+	requested time.Time
+	expires   time.Time
+	answer    *agent.Approval
+	done      chan struct{}
+}
+
+func newApprovalGate(s *Server, r *run, timeout time.Duration) *approvalGate {
+	return &approvalGate{s: s, r: r, timeout: timeout, decided: map[string]bool{}}
+}
+
+// requested registers the call of an approval_requested event before the
+// event reaches any stream, so that a client that saw the event finds the
+// call in the list.
+func (g *approvalGate) requested(step int, call *gen.ToolCall) {
+	now := time.Now().UTC()
+	g.mu.Lock()
+	g.pending = &pendingCall{call: *call, step: step, requested: now, expires: now.Add(g.timeout), done: make(chan struct{})}
+	g.mu.Unlock()
+	g.setStatus(gen.RunStatusRunning, gen.RunStatusWaitingForApproval)
+}
+
+// Approve waits for a decision on req's call.
+func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+	id := *req.Call.CallId
+	g.mu.Lock()
+	p := g.pending
+	if p == nil || *p.call.CallId != id {
+		// The run traces nothing (it always does on a server) or the
+		// event did not reach the observer: register the call now.
+		g.mu.Unlock()
+		g.requested(req.Step, &req.Call)
+		g.mu.Lock()
+		p = g.pending
+	}
+	if d, ok := ctx.Deadline(); ok {
+		p.expires = d.UTC()
+	}
+	g.mu.Unlock()
+	var answer *agent.Approval
+	select {
+	case <-p.done:
+	case <-ctx.Done():
+	}
+	g.mu.Lock()
+	answer = p.answer
+	if g.pending == p {
+		g.pending = nil
+	}
+	g.decided[id] = true
+	g.mu.Unlock()
+	g.setStatus(gen.RunStatusWaitingForApproval, gen.RunStatusRunning)
+	if answer != nil {
+		return *answer, nil
+	}
+	if errors.Is(context.Cause(ctx), errShuttingDown) {
+		return agent.Approval{}, fmt.Errorf("%w: the server stopped while a tool call waited for approval", agent.ErrInterrupted)
+	}
+	return agent.Approval{}, context.Cause(ctx)
+}
+
+// setStatus moves the run from status from to status to.
+func (g *approvalGate) setStatus(from, to gen.RunStatus) {
+	g.s.runs.mu.Lock()
+	if g.r.status == from {
+		g.r.status = to
+	}
+	g.s.runs.mu.Unlock()
+}
+
+// list returns the pending calls.
+func (g *approvalGate) list() []gen.PendingApproval {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	out := []gen.PendingApproval{}
+	if p := g.pending; p != nil && p.answer == nil {
+		c := *agent.NewHistory(agent.Item{ToolCall: &p.call}).At(0).ToolCall
+		exp := p.expires
+		out = append(out, gen.PendingApproval{CallId: *c.CallId, ToolName: c.ToolName, Arguments: c.Arguments, Step: p.step,
+			RequestedAt: p.requested, ExpiresAt: &exp})
+	}
+	return out
+}
+
+// Problems of a decision.
+var (
+	errNoPendingCall  = &problemError{status: http.StatusNotFound, detail: "the run has no tool call waiting for approval with this id"}
+	errAlreadyDecided = &problemError{status: http.StatusConflict, detail: "the tool call was already decided or timed out"}
+	errRunFinished    = &problemError{status: http.StatusConflict, detail: "the run has already finished"}
+)
+
+// decide answers the pending call id.
+func (g *approvalGate) decide(id string, a agent.Approval) error {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	p := g.pending
+	switch {
+	case p != nil && *p.call.CallId == id && p.answer == nil:
+		p.answer = &a
+		close(p.done)
+		return nil
+	case g.decided[id] || p != nil && *p.call.CallId == id:
+		return errAlreadyDecided
+	}
+	return errNoPendingCall
+}
+
+// gateOf returns the run's approval gate, nil when its policy asks no
+// one; the problem is a 404 for an unknown run and a 409 for a finished one.
+func (s *Server) gateOf(id string) (*approvalGate, error) {
+	s.runs.mu.RLock()
+	defer s.runs.mu.RUnlock()
+	r := s.runs.byID[id]
+	switch {
+	case r == nil:
+		return nil, errNoRun
+	case r.job == nil:
+		return nil, errRunFinished
+	}
+	return r.job.gate, nil
+}
+
+// ListApprovals returns the run's tool calls waiting for a decision, with
+// their arguments.
+func (s *Server) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
+	g, err := s.gateOf(req.RunId)
+	if errors.Is(err, errRunFinished) || err == nil && g == nil {
+		return gen.ListApprovals200JSONResponse{Approvals: []gen.PendingApproval{}}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return gen.ListApprovals200JSONResponse{Approvals: g.list()}, nil
+}
+
+// DecideApproval approves or denies the run's pending call call_id.
+func (s *Server) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
+	if req.Body == nil {
+		return nil, problemf(http.StatusBadRequest, "the request body is required")
+	}
+	g, err := s.gateOf(req.RunId)
+	if err != nil {
+		return nil, err
+	}
+	if g == nil {
+		return nil, errNoPendingCall
+	}
+	a := agent.Approval{Decision: req.Body.Decision}
+	if req.Body.Reason != nil {
+		a.Reason = strings.Clone(*req.Body.Reason)
+	}
+	if err := g.decide(req.CallId, a); err != nil {
+		return nil, err
+	}
+	g.setStatus(gen.RunStatusWaitingForApproval, gen.RunStatusRunning)
+	v, _ := s.runs.get(req.RunId)
+	return gen.DecideApproval200JSONResponse(v), nil
+}
