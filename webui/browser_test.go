@@ -656,3 +656,78 @@ func TestBrowserPerformance(t *testing.T) {
 	b.screenshot(t, shots, "run-1000-steps")
 	b.checkClean(t, srv.url, "")
 }
+
+// TestBrowserApprovals: a run whose policy makes its writes wait shows
+// the waiting call with its arguments and the three buttons, only while
+// it waits; Approve lets it write (its patch appears), Deny with a reason
+// answers the model with a denied error (an error row) and writes nothing.
+// The form offers the spec's policies, and shows only the provider's own
+// fields.
+func TestBrowserApprovals(t *testing.T) {
+	p := &pacer{gate: make(chan struct{})}
+	srv := startServer(t, server.Config{Models: p.models})
+	b := newBrowser(t)
+	shots := artifacts(t)
+	ctx := b.ctx
+	write := `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"notes.txt","content":"one\ntwo\n"}}`
+	finish := `{"type":"finish","answer":"done"}`
+
+	b.do(t, "open the form", chromedp.Navigate(srv.url+"/ui/#/new"), chromedp.WaitVisible(chromedp.ID("f-task")))
+	policies := eval[[]string](t, b, `[...document.getElementById('f-approval-policy').options].map(o => o.value)`)
+	if want := []string{"", string(gen.ApprovalPolicyNever), string(gen.ApprovalPolicyCommands), string(gen.ApprovalPolicyWrites), string(gen.ApprovalPolicyAlways)}; strings.Join(policies, ",") != strings.Join(want, ",") {
+		t.Errorf("the policy choices are %q, want %q", policies, want)
+	}
+	// Another provider: its fields replace the script's.
+	eval[bool](t, b, `(() => { const s = document.getElementById('f-provider'); s.value = 'openai'; return s.dispatchEvent(new Event('change')); })()`)
+	if v := eval[string](t, b, `[document.getElementById('f-responses').checkVisibility(), document.getElementById('f-model').checkVisibility()].join()`); v != "false,true" {
+		t.Errorf("with provider openai, the responses and model name fields are visible: %s, want false,true", v)
+	}
+	eval[bool](t, b, `(() => { const s = document.getElementById('f-provider'); s.value = 'script'; return s.dispatchEvent(new Event('change')); })()`)
+	eval[bool](t, b, `(() => { const s = document.getElementById('f-approval-policy'); s.value = 'writes'; return s.dispatchEvent(new Event('change')); })()`)
+	b.do(t, "start a run whose writes wait",
+		chromedp.SendKeys(chromedp.ID("f-task"), "write the notes, with approval"),
+		chromedp.SetValue(chromedp.ID("f-responses"), write+"\n"+finish),
+		chromedp.Click(chromedp.ID("f-submit")),
+	)
+	waiting := `!document.getElementById('approvals').hidden && document.querySelectorAll('#approval-list li').length === 1 && document.getElementById('run-meta').textContent.includes('waiting_for_approval')`
+	b.waitJS(t, "the call waiting for approval", waiting)
+	args := eval[string](t, b, `document.querySelector('#approval-list pre').textContent`)
+	if !strings.Contains(args, `"path": "notes.txt"`) || !strings.Contains(args, `"content": "one\ntwo\n"`) {
+		t.Errorf("the waiting call's arguments read %q", args)
+	}
+	if got := eval[string](t, b, `[...document.querySelectorAll('#approval-list button')].map(b => b.dataset.decision).join()`); got != "approve,approve_for_run,deny" {
+		t.Errorf("the approval buttons are %q", got)
+	}
+	b.screenshot(t, shots, "run-approval")
+	b.do(t, "approve", chromedp.Click(chromedp.CSS(`#approval-list button[data-decision="approve"]`)))
+	b.waitJS(t, "the approved run's end", `document.body.dataset.runState === 'finished' && document.getElementById('approvals').hidden`)
+	if got := eval[string](t, b, `document.getElementById('steps-body').textContent + ' | ' + [...document.querySelectorAll('#patch .add')].map(s => s.textContent).join()`); !strings.Contains(got, "write_file approve") || !strings.Contains(got, "write_file ok") || !strings.HasSuffix(got, "+one,+two") {
+		t.Errorf("after approval the page reads %q", got)
+	}
+
+	policy := gen.ApprovalPolicyWrites
+	denied, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "write, to be denied"}, Model: sdk.ScriptModel(write, finish), ApprovalPolicy: &policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, "open the run to deny", chromedp.Navigate(srv.url+"/ui/#/runs/"+denied.Id))
+	b.waitJS(t, "the call waiting for approval", waiting)
+	b.do(t, "deny with a reason",
+		chromedp.SendKeys(chromedp.ID("approval-reason-0"), "not this file"),
+		chromedp.Click(chromedp.CSS(`#approval-list button[data-decision="deny"]`)),
+	)
+	b.waitJS(t, "the denied run's end", `document.body.dataset.runState === 'finished'`)
+	checkDenied := func(when string) {
+		t.Helper()
+		got := eval[string](t, b, `[...document.querySelectorAll('#steps-body tr.error')].map(r => r.textContent).join('|') + ' | patch ' + !document.getElementById('patch-section').hidden + ' | approvals ' + !document.getElementById('approvals').hidden`)
+		if !strings.Contains(got, "write_file deny") || !strings.Contains(got, "write_file "+string(gen.ErrorCodeDenied)) || !strings.HasSuffix(got, "patch false | approvals false") {
+			t.Errorf("%s: the denied run's page reads %q", when, got)
+		}
+	}
+	checkDenied("live")
+	b.screenshot(t, shots, "run-denied")
+	b.do(t, "reload the denied run", chromedp.Reload())
+	b.waitJS(t, "the denied run after reload", `document.body.dataset.runState === 'finished' && document.getElementById('stream-state').textContent === 'ended'`)
+	checkDenied("after reload")
+	b.checkClean(t, srv.url, "")
+}

@@ -39,6 +39,10 @@ export function request() {
   if (maxSteps !== undefined) req.max_steps = maxSteps;
   const budget = intField('f-token-budget');
   if (budget !== undefined) req.token_budget = budget;
+  const policy = $('f-approval-policy').value;
+  if (policy !== '') req.approval_policy = policy;
+  const timeout = intField('f-approval-timeout');
+  if (timeout !== undefined) req.approval_timeout_seconds = timeout;
   const check = $('f-check').value.trim();
   if (check !== '') req.check = check;
   return req;
@@ -51,6 +55,7 @@ const fieldIDs = {
   '/model/provider': 'f-provider', '/model/responses': 'f-responses', '/model/model': 'f-model',
   '/model/temperature': 'f-temperature', '/model/max_output_tokens': 'f-max-output',
   '/max_steps': 'f-max-steps', '/token_budget': 'f-token-budget', '/check': 'f-check',
+  '/approval_policy': 'f-approval-policy', '/approval_timeout_seconds': 'f-approval-timeout',
 };
 
 export class FormView {
@@ -58,6 +63,9 @@ export class FormView {
     const sel = $('f-provider');
     for (const p of spec.providers) sel.append(el('option', { value: p }, p));
     sel.value = spec.providers.includes(Provider.script) ? Provider.script : spec.providers[0];
+    const policies = spec.enums.ApprovalPolicy || [];
+    for (const p of policies) $('f-approval-policy').append(el('option', { value: p }, p));
+    show($('approval-fields'), policies.length > 0);
     const steps = $('f-max-steps');
     steps.min = String(spec.max_steps.min);
     steps.max = String(spec.max_steps.max);

@@ -1,7 +1,7 @@
 // The values of spec/agent.yaml's enums that the page's behaviour depends
 // on. Every other label, option and meaning comes from spec.json, which the
 // server derives from the spec; webui's tests check that each value here is
-// in the spec (the Approvals ones once the spec has approvals).
+// in the spec.
 
 export const RunStatus = { queued: 'queued', running: 'running', finished: 'finished' };
 
@@ -23,6 +23,7 @@ export const Provider = { script: 'script' };
 export const Approvals = {
   status: 'waiting_for_approval',
   event: 'approval_requested',
+  decided: 'approval_decided',
   approve: 'approve',
   approveForRun: 'approve_for_run',
   deny: 'deny',

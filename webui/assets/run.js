@@ -51,6 +51,10 @@ function stepRow(s, meanings) {
         return line(el('span', { class: 'warn' }, `feedback: ${r.feedback_kind || ''}`), ' ', summary(r.output));
       case EventType.finishRejected:
         return line(el('span', { class: 'warn' }, `finish rejected: check exited ${r.exit_code}`), ' ', summary(r.output));
+      case Approvals.event:
+        return line(el('span', { class: 'warn' }, `${r.tool_name || ''} waits for approval`));
+      case Approvals.decided:
+        return line(el('span', { class: r.decision === Approvals.deny ? 'err' : 'ok' }, `${r.tool_name || ''} ${r.decision || ''}`), ' ', summary(r.output));
       default:
         return line(r.kind);
     }
@@ -160,9 +164,6 @@ export class RunView {
         this.finished = ev;
         this.scheduleMeta();
         return;
-      case Approvals.event:
-        this.refresh().catch(() => {});
-        return;
     }
     let s = this.steps.get(ev.step);
     if (!s) {
@@ -192,6 +193,13 @@ export class RunView {
         s.results.push(Object.assign({ kind: type }, ev));
         s.toolMs += ev.tool_duration_ms || 0;
         s.rejected = true;
+        break;
+      case Approvals.event:
+      case Approvals.decided:
+        // The run's status changes (waiting_for_approval and back): read
+        // it, with the calls that wait.
+        s.results.push(Object.assign({ kind: type }, ev));
+        this.refresh().catch(() => {});
         break;
       default:
         s.results.push({ kind: type });
@@ -283,45 +291,47 @@ export class RunView {
     }
   }
 
-  // loadApprovals lists the calls waiting for a decision, each with its
-  // approve, approve-for-run and deny buttons.
+  // loadApprovals lists the calls waiting for a decision (listApprovals),
+  // each with its arguments in full (what the person decides on; the trace
+  // has only their names) and the approve, approve-for-run and deny
+  // buttons.
   async loadApprovals() {
     const signal = this.abort.signal;
     const data = await api(`/v1/runs/${encodeURIComponent(this.id)}/approvals`, { signal });
     if (signal.aborted) return;
-    const items = Array.isArray(data) ? data : (data.approvals || []);
-    const list = $('approval-list');
-    list.replaceChildren(...items.map((a, i) => this.approvalItem(a, i)));
+    const items = data.approvals || [];
+    $('approval-list').replaceChildren(...items.map((a, i) => this.approvalItem(a, i)));
     show($('approvals'), items.length > 0);
   }
 
   approvalItem(a, i) {
-    const call = a.call || a;
-    const keys = call.argument_keys || (call.arguments ? Object.keys(call.arguments).sort() : []);
-    const callID = a.call_id || call.call_id;
     const reasonID = `approval-reason-${i}`;
     const reason = el('input', { id: reasonID, type: 'text', autocomplete: 'off' });
     const msg = el('span', { role: 'status' });
-    const decide = async (decision, btn) => {
-      btn.disabled = true;
+    const buttons = [];
+    const decide = async (decision) => {
+      for (const b of buttons) b.disabled = true;
       try {
-        await api(`/v1/runs/${encodeURIComponent(this.id)}/approvals/${encodeURIComponent(callID)}`,
-          { method: 'POST', body: reason.value ? { decision, reason: reason.value } : { decision }, signal: this.abort.signal });
+        const body = reason.value ? { decision, reason: reason.value } : { decision };
+        await api(`/v1/runs/${encodeURIComponent(this.id)}/approvals/${encodeURIComponent(a.call_id)}`,
+          { method: 'POST', body, signal: this.abort.signal });
         await this.refresh();
       } catch (e) {
         msg.textContent = e instanceof APIError ? e.message : 'the decision was not recorded';
         msg.className = 'err';
-        btn.disabled = false;
+        for (const b of buttons) b.disabled = false;
       }
     };
     const button = (label, decision, cls) => {
       const b = el('button', { type: 'button', class: cls, 'data-decision': decision }, label);
-      b.addEventListener('click', () => decide(decision, b));
+      b.addEventListener('click', () => decide(decision));
+      buttons.push(b);
       return b;
     };
-    return el('li', { 'data-call': callID },
-      el('div', null, 'Step ', String(a.step ?? ''), ': ', el('strong', null, call.tool_name || '?'), ' ', el('span', { class: 'keys' }, `(${keys.join(', ')})`)),
-      el('div', { class: 'field' }, el('label', { for: reasonID }, 'Reason (optional)'), reason),
+    return el('li', { 'data-call': a.call_id },
+      el('div', null, `Step ${a.step}: `, el('strong', null, a.tool_name), a.expires_at ? el('span', { class: 'muted' }, ` (denied at ${fmtTime(a.expires_at)} if no one decides)`) : ''),
+      el('pre', { class: 'text args', 'aria-label': 'Arguments' }, JSON.stringify(a.arguments, null, 2)),
+      el('div', { class: 'field' }, el('label', { for: reasonID }, 'Reason (optional; a denial tells the model)'), reason),
       el('div', { class: 'toolbar' },
         button('Approve', Approvals.approve, 'primary'),
         button('Approve for this run', Approvals.approveForRun),
