@@ -1,11 +1,15 @@
 package webui_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"os/exec"
@@ -730,4 +734,81 @@ func TestBrowserApprovals(t *testing.T) {
 	b.waitJS(t, "the denied run after reload", `document.body.dataset.runState === 'finished' && document.getElementById('stream-state').textContent === 'ended'`)
 	checkDenied("after reload")
 	b.checkClean(t, srv.url, "")
+}
+
+// firstEventOnly is a ResponseWriter that lets the first event of a
+// stream through and drops the rest: the stream ends cleanly after one
+// event, as when a proxy closes a long response.
+type firstEventOnly struct {
+	http.ResponseWriter
+	buf  []byte
+	done bool
+}
+
+func (c *firstEventOnly) Write(p []byte) (int, error) {
+	if c.done {
+		return len(p), nil
+	}
+	c.buf = append(c.buf, p...)
+	if i := bytes.Index(c.buf, []byte("\n\n")); i >= 0 {
+		c.done = true
+		if _, err := c.ResponseWriter.Write(c.buf[:i+2]); err != nil {
+			return 0, err
+		}
+	}
+	return len(p), nil
+}
+
+func (c *firstEventOnly) Flush() { http.NewResponseController(c.ResponseWriter).Flush() }
+
+// TestBrowserResume: when the event stream ends after its first event,
+// before run_finished, the page reconnects with Last-Event-ID and shows
+// every step once.
+func TestBrowserResume(t *testing.T) {
+	srv := startServer(t, server.Config{})
+	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "add twice"}, Model: sdk.ScriptModel(
+		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":2}}`,
+		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":3,"operation":"add","right":4}}`,
+		`{"type":"finish","answer":"7"}`)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := srv.sdk.Wait(context.Background(), run.Id); err != nil {
+		t.Fatal(err)
+	}
+	target, err := url.Parse(srv.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(target)
+	proxy.FlushInterval = -1
+	var mu sync.Mutex
+	var lastIDs []string
+	front := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/events") {
+			mu.Lock()
+			lastIDs = append(lastIDs, r.Header.Get("Last-Event-ID"))
+			first := len(lastIDs) == 1
+			mu.Unlock()
+			if first {
+				w = &firstEventOnly{ResponseWriter: w}
+			}
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(front.Close)
+
+	b := newBrowser(t)
+	b.do(t, "open the run", chromedp.Navigate(front.URL+"/ui/#/runs/"+run.Id))
+	b.waitJS(t, "the run, after a reconnection", `document.body.dataset.runState === 'finished' && document.getElementById('stream-state').textContent === 'ended'`)
+	got := eval[string](t, b, `[...document.querySelectorAll('#steps-body tr')].map(r => r.dataset.step + ':' + r.querySelectorAll('td:nth-child(3) strong').length).join()`)
+	if got != "1:1,2:1,3:0" {
+		t.Errorf("the steps after the reconnection are %q, want each once: 1:1,2:1,3:0", got)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(lastIDs) != 2 || lastIDs[0] != "" || lastIDs[1] != "1" {
+		t.Errorf("the event stream was asked for with Last-Event-ID %q, want \"\" then \"1\"", lastIDs)
+	}
+	b.checkClean(t, front.URL, "")
 }

@@ -165,3 +165,25 @@ func TestAssetsReferenced(t *testing.T) {
 		t.Fatalf("found %d references: the test no longer reads the assets", seen)
 	}
 }
+
+// TestTextOnly: the page puts text from the server (which holds what the
+// model wrote) into the DOM as text only: no HTML parsing sink appears in
+// its code.
+func TestTextOnly(t *testing.T) {
+	sinks := []string{"innerHTML", "outerHTML", "insertAdjacentHTML", "document.write", "eval(", "new Function", "createContextualFragment"}
+	files, err := fs.Glob(os.DirFS("assets"), "*.js")
+	if err != nil || len(files) < 5 {
+		t.Fatalf("assets: %v %v", files, err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(path.Join("assets", f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, s := range sinks {
+			if strings.Contains(string(src), s) {
+				t.Errorf("%s uses %s", f, s)
+			}
+		}
+	}
+}

@@ -126,6 +126,7 @@ export class RunView {
         },
       });
       if (signal.aborted) return;
+      this.flush();
       await this.refresh();
     } catch (e) {
       if (signal.aborted) return;
@@ -212,6 +213,14 @@ export class RunView {
   // that resumes on a long run) costs one layout, not one per event.
   scheduleMeta() {
     if (!this.frame) this.frame = requestAnimationFrame(() => this.renderFrame());
+  }
+
+  // flush renders what waits for the next frame now: the run is over, and
+  // its page must be whole when it says so.
+  flush() {
+    if (!this.frame) return;
+    cancelAnimationFrame(this.frame);
+    this.renderFrame();
   }
 
   renderFrame() {
