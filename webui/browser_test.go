@@ -296,8 +296,8 @@ func (b *browser) checkClean(t *testing.T, serverURL, token string, expected ...
 		if err != nil || u.Host != want.Host || u.Scheme != want.Scheme {
 			t.Errorf("the page requested %s: another origin than the server's %s", clip(r), want.Host)
 		}
-		if token != "" && strings.Contains(r, token) {
-			t.Errorf("the token is in a URL: %s", clip(r))
+		if token != "" && (strings.Contains(r, token) || strings.Contains(r, "wrong-token")) {
+			t.Errorf("a token is in a URL: %s", clip(r))
 		}
 	}
 problems:
@@ -335,10 +335,16 @@ func TestBrowserRuns(t *testing.T) {
 	shots := artifacts(t)
 	ctx := b.ctx
 
-	// The token: asked for once (the API answers 401), kept in
-	// sessionStorage, never put in a URL.
+	// The token: asked for when the API answers 401 (again when it
+	// refuses the one entered), kept in sessionStorage, never put in a URL.
 	b.do(t, "open the list", chromedp.Navigate(srv.url+"/ui/"))
 	b.waitJS(t, "the token dialog", `document.getElementById('token-dialog').open`)
+	b.do(t, "enter a wrong token",
+		chromedp.SendKeys(chromedp.ID("token-input"), "wrong-token"),
+		chromedp.Click(chromedp.ID("token-save")),
+	)
+	b.waitJS(t, "the wrong token refused", `document.getElementById('token-dialog').open && document.getElementById('token-why').textContent.includes('refused')`)
+	eval[string](t, b, `document.getElementById('token-input').value = ''`)
 	b.do(t, "enter the token",
 		chromedp.SendKeys(chromedp.ID("token-input"), uiToken),
 		chromedp.Click(chromedp.ID("token-save")),
@@ -431,7 +437,8 @@ func TestBrowserRuns(t *testing.T) {
 		t.Fatal(err)
 	}
 	b.do(t, "open the blocked run", chromedp.Navigate(srv.url+"/ui/#/runs/"+blocked.Id))
-	b.waitJS(t, "the cancel button", `!document.getElementById('cancel-run').hidden && document.getElementById('stream-state').textContent === 'live'`)
+	// Once run_started is shown the layout holds still for the click.
+	b.waitJS(t, "the cancel button", `!document.getElementById('cancel-run').hidden && document.getElementById('stream-state').textContent === 'live' && document.getElementById('run-meta').textContent.includes('Tools')`)
 	b.do(t, "cancel", chromedp.Click(chromedp.ID("cancel-run")))
 	b.waitJS(t, "the cancelled run", `document.body.dataset.runState === 'finished'`)
 	exit := eval[string](t, b, `document.querySelector('#result-meta dd').textContent`)
@@ -693,7 +700,8 @@ func TestBrowserApprovals(t *testing.T) {
 		chromedp.SetValue(chromedp.ID("f-responses"), write+"\n"+finish),
 		chromedp.Click(chromedp.ID("f-submit")),
 	)
-	waiting := `!document.getElementById('approvals').hidden && document.querySelectorAll('#approval-list li').length === 1 && document.getElementById('run-meta').textContent.includes('waiting_for_approval')`
+	// Once run_started is shown (Tools) the layout holds still for clicks.
+	waiting := `!document.getElementById('approvals').hidden && document.querySelectorAll('#approval-list li').length === 1 && document.getElementById('run-meta').textContent.includes('waiting_for_approval') && document.getElementById('run-meta').textContent.includes('Tools')`
 	b.waitJS(t, "the call waiting for approval", waiting)
 	args := eval[string](t, b, `document.querySelector('#approval-list pre').textContent`)
 	if !strings.Contains(args, `"path": "notes.txt"`) || !strings.Contains(args, `"content": "one\ntwo\n"`) {
@@ -716,15 +724,17 @@ func TestBrowserApprovals(t *testing.T) {
 	}
 	b.do(t, "open the run to deny", chromedp.Navigate(srv.url+"/ui/#/runs/"+denied.Id))
 	b.waitJS(t, "the call waiting for approval", waiting)
-	b.do(t, "deny with a reason",
-		chromedp.SendKeys(chromedp.ID("approval-reason-0"), "not this file"),
-		chromedp.Click(chromedp.CSS(`#approval-list button[data-decision="deny"]`)),
-	)
+	// The reason is typed while the page still reads the run (the
+	// approval_requested event makes it read the waiting calls again):
+	// the field must keep its focus and text.
+	b.do(t, "type a reason", chromedp.SendKeys(chromedp.CSS("#approval-list input"), "not this file"))
+	b.do(t, "deny", chromedp.Click(chromedp.CSS(`#approval-list button[data-decision="deny"]`)))
 	b.waitJS(t, "the denied run's end", `document.body.dataset.runState === 'finished'`)
 	checkDenied := func(when string) {
 		t.Helper()
 		got := eval[string](t, b, `[...document.querySelectorAll('#steps-body tr.error')].map(r => r.textContent).join('|') + ' | patch ' + !document.getElementById('patch-section').hidden + ' | approvals ' + !document.getElementById('approvals').hidden`)
-		if !strings.Contains(got, "write_file deny") || !strings.Contains(got, "write_file "+string(gen.ErrorCodeDenied)) || !strings.HasSuffix(got, "patch false | approvals false") {
+		// The reason reached the server: the trace has its summary.
+		if !strings.Contains(got, fmt.Sprintf("write_file deny %d chars", len("not this file"))) || !strings.Contains(got, "write_file "+string(gen.ErrorCodeDenied)) || !strings.HasSuffix(got, "patch false | approvals false") {
 			t.Errorf("%s: the denied run's page reads %q", when, got)
 		}
 	}

@@ -63,9 +63,7 @@ export class ListView {
     this.cursor = params.cursor || '';
     $('status-filter').value = this.status;
     this.abort = new AbortController();
-    const t0 = performance.now();
     await this.load();
-    this.lastRenderMs = performance.now() - t0;
     this.schedule();
   }
 

@@ -92,6 +92,8 @@ export class RunView {
     this.finished = null;
     this.usage = null;
     this.events = 0;
+    this.approvalItems = 0;
+    $('approval-list').replaceChildren();
     this.abort = new AbortController();
     document.body.dataset.runState = 'loading';
     $('run-id').textContent = id;
@@ -309,12 +311,17 @@ export class RunView {
     const data = await api(`/v1/runs/${encodeURIComponent(this.id)}/approvals`, { signal });
     if (signal.aborted) return;
     const items = data.approvals || [];
-    $('approval-list').replaceChildren(...items.map((a, i) => this.approvalItem(a, i)));
+    // A call already shown keeps its element, and the list is left alone
+    // when nothing changed: the reason being typed keeps the focus.
+    const list = $('approval-list');
+    const shown = new Map([...list.children].map((li) => [li.dataset.call, li]));
+    const next = items.map((a) => shown.get(a.call_id) || this.approvalItem(a));
+    if (next.length !== list.children.length || next.some((li, i) => li !== list.children[i])) list.replaceChildren(...next);
     show($('approvals'), items.length > 0);
   }
 
-  approvalItem(a, i) {
-    const reasonID = `approval-reason-${i}`;
+  approvalItem(a) {
+    const reasonID = `approval-reason-${++this.approvalItems}`;
     const reason = el('input', { id: reasonID, type: 'text', autocomplete: 'off' });
     const msg = el('span', { role: 'status' });
     const buttons = [];
