@@ -77,6 +77,11 @@ type Options struct {
 	Tools ToolRuntime
 	// Check, when set, must pass before a Finish ends the run.
 	Check Checker
+	// ApprovalPolicy says which tool calls wait for Approver's decision
+	// before they run (see approval.go); "" means never.
+	ApprovalPolicy gen.ApprovalPolicy
+	// Approver asks a person; required by every policy but never.
+	Approver Approver
 	// Trace receives every event; nil records nothing.
 	Trace Tracer
 	// RecordRaw adds the model's raw output to model_action and
@@ -86,11 +91,6 @@ type Options struct {
 	// Observer, when set, is called after each event was traced, for
 	// progress display. It must not block for long.
 	Observer func(p Progress)
-	// ApprovalPolicy says which tool calls wait for Approver's decision
-	// before they run (see approval.go); "" means never.
-	ApprovalPolicy gen.ApprovalPolicy
-	// Approver asks a person; required by every policy but never.
-	Approver Approver
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -106,6 +106,8 @@ func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.Run
 }
 
 type loop struct {
+	approvals approvals // the approval policy's state (approval.go)
+
 	task    gen.Task
 	model   Model
 	turns   TurnModel // model, when it is one
@@ -121,8 +123,6 @@ type loop struct {
 	sandbox *gen.SandboxInfo
 	tracing bool       // events are built only when someone receives them
 	vocab   vocabulary // what of a tool call the trace records verbatim
-
-	approvals approvals // the approval policy's state (approval.go)
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {

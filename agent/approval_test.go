@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
@@ -348,5 +349,38 @@ func TestApprovalTraceHasNoArgumentValues(t *testing.T) {
 				t.Errorf("the %s holds %q", name, s)
 			}
 		}
+	}
+}
+
+// Every tool operation that may refuse to write a protected path writes
+// files, and every one that may answer commands_disabled runs commands:
+// each must carry the spec's marker, or the writes and commands policies
+// would let it through without asking (a new apply_patch, say).
+func TestWritingToolsAreMarked(t *testing.T) {
+	doc := specdoc.MustLoad()
+	checked := 0
+	for path, item := range doc.Paths.Map() {
+		name, ok := strings.CutPrefix(path, "/v1/tools/")
+		if !ok || item.Post == nil || item.Post.Responses.Status(422) == nil {
+			continue
+		}
+		codes, _ := item.Post.Responses.Status(422).Value.Extensions["x-error-codes"].([]any)
+		for _, c := range codes {
+			switch c {
+			case string(gen.ErrorCodeProtectedPath):
+				checked++
+				if item.Post.Extensions["x-specloop-writes"] != true || !agent.NeedsApproval(gen.ApprovalPolicyWrites, name) {
+					t.Errorf("tool %s writes files (it lists protected_path) but is not marked x-specloop-writes: true", name)
+				}
+			case string(gen.ErrorCodeCommandsDisabled):
+				checked++
+				if item.Post.Extensions["x-specloop-command"] != true || !agent.NeedsApproval(gen.ApprovalPolicyCommands, name) {
+					t.Errorf("tool %s runs commands (it lists commands_disabled) but is not marked x-specloop-command: true", name)
+				}
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("checked %d tools; the spec has write_file, edit_file and run_command", checked)
 	}
 }

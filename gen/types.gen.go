@@ -578,7 +578,7 @@ type EditFileResult struct {
 	Path string `json:"path"`
 }
 
-// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 type ErrorCode string
 
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
@@ -675,7 +675,7 @@ type Observation struct {
 	// Data The structured result, valid against the tool's result schema; absent for errors.
 	Data *map[string]interface{} `json:"data,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// IsError True when the call failed; content then says why.
@@ -732,7 +732,7 @@ type PendingApproval struct {
 
 // Problem An RFC 9457 problem.
 type Problem struct {
-	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	Code *ErrorCode `json:"code,omitempty"`
 
 	// Detail What went wrong in this occurrence; never echoes submitted values.
@@ -1045,7 +1045,7 @@ type TraceEvent struct {
 	// Error run_finished. What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call, denied from the loop's approval policy; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// EventType The kind of a trace event.

@@ -89,11 +89,11 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer setup.Close()
 	opts := setup.Options
-	opts.Observer = observe
 	if j.gate != nil {
 		opts.ApprovalPolicy = j.policy
 		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
 	}
+	opts.Observer = observe
 	return agent.Run(j.ctx, j.task, j.model, opts)
 }
 

@@ -33,6 +33,9 @@ type run struct {
 
 // job is an in-flight run's execution state.
 type job struct {
+	policy gen.ApprovalPolicy
+	gate   *approvalGate // nil when the policy asks no one
+
 	task        gen.Task
 	model       agent.Model
 	maxSteps    int
@@ -42,8 +45,6 @@ type job struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents
-	policy      gen.ApprovalPolicy
-	gate        *approvalGate // nil when the policy asks no one
 }
 
 // Causes of a cancellation, which become the run's error.

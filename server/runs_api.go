@@ -48,6 +48,10 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if body.TokenBudget != nil {
 		j.tokenBudget = *body.TokenBudget
 	}
+	if err := s.sched.admit(); err != nil {
+		s.ws.release(ws)
+		return nil, err
+	}
 	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
 	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
 		timeout := s.cfg.ApprovalTimeout
@@ -55,10 +59,6 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 			timeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
 		}
 		j.policy, j.gate = *p, newApprovalGate(s, r, timeout)
-	}
-	if err := s.sched.admit(); err != nil {
-		s.ws.release(ws)
-		return nil, err
 	}
 	s.runs.mu.Lock()
 	for r.id == "" || s.runs.byID[r.id] != nil {

@@ -105,6 +105,11 @@ type Config struct {
 	// BodyLimit is the largest request body in bytes; 0 means
 	// DefaultBodyLimit.
 	BodyLimit int64
+	// ApprovalTimeout is how long a run's tool call waits for approval
+	// before it is denied with reason timeout, when the run's request
+	// gives no approval_timeout_seconds; 0 means
+	// agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// TraceSync is when run traces are fsynced. The default, SyncNone,
 	// leaves it to the operating system: a crash of the process loses
 	// nothing, a power loss may lose the last events of a trace (the run
@@ -114,11 +119,6 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
-	// ApprovalTimeout is how long a run's tool call waits for approval
-	// before it is denied with reason timeout, when the run's request
-	// gives no approval_timeout_seconds; 0 means
-	// agent.DefaultApprovalTimeout.
-	ApprovalTimeout time.Duration
 
 	// The server's edges, used by HTTPServer and Listener: a zero field
 	// means its default (see the Default* constants).

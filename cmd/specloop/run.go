@@ -34,6 +34,7 @@ type runFlags struct {
 	noCommands bool
 	check      string
 	recordRaw  bool
+	approval   approvalFlags // see approve.go
 	// model selection (see models.go) and remote runs (see remote.go)
 	model       string
 	baseURL     string
@@ -41,7 +42,6 @@ type runFlags struct {
 	remote      string
 	tokenFile   string
 	sandbox     sandboxFlags
-	approval    approvalFlags // see approve.go
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -54,6 +54,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to (with --remote: a directory under the server's workspace root)")
 	fs.BoolVar(&f.noCommands, "no-commands", false, "do not offer run_command to the model")
 	fs.StringVar(&f.check, "check", "", "a completion check command run in the workspace when the model finishes; the run finishes only when it exits 0")
+	f.approval.register(fs)
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
@@ -61,7 +62,6 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
-	f.approval.register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -104,6 +104,11 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if f.remote != "" {
 		return runRemote(ctx, env, &f, prompt)
 	}
+	approvals, asker, err := f.approval.open(env)
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
 	policy, err := trace.ParseSyncPolicy(f.syncPolicy)
 	if err != nil {
 		env.errorf("run: --sync: %v", err)
@@ -119,23 +124,18 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	approvals, asker, err := f.approval.open(env)
-	if err != nil {
-		env.errorf("run: %v", err)
-		return exitUsage
-	}
 	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
 	opts := setup.Options
+	if !f.asJSON {
+		opts.Observer = (&progressPrinter{w: env.stdout}).observe
+	}
 	opts.ApprovalPolicy = approvals
 	if asker != nil {
 		opts.Approver = asker.agent()
-	}
-	if !f.asJSON {
-		opts.Observer = (&progressPrinter{w: env.stdout}).observe
 	}
 	res, runErr := agent.Run(ctx, gen.Task{Prompt: prompt}, m, opts)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
