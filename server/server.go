@@ -342,6 +342,7 @@ func (s *Server) initEcho() error {
 		// skips it (MCP is not an operation of the spec).
 		e.Any(mcpPath, echo.WrapHandler(s.cfg.MCPHandler))
 	}
+	s.registerUI(e) // after s.routes: the page is not validated against the spec
 	s.echo = e
 	return nil
 }

@@ -56,6 +56,9 @@ func Format(ev *gen.TraceEvent) string {
 	if ev.FeedbackKind != nil {
 		add("feedback", string(*ev.FeedbackKind))
 	}
+	if ev.Decision != nil {
+		add("decision", string(*ev.Decision))
+	}
 	if ev.ExitCode != nil {
 		add("exit_code", strconv.Itoa(*ev.ExitCode))
 	}

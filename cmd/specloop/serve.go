@@ -213,6 +213,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	go func() { served <- hs.Serve(srv.Listener(ln)) }()
 	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
 		"max_concurrent", *maxConcurrent, "queue", *queue, "commands", *allowCommands, "auth", token != "")
+	logger.Info("web page", "url", "http://"+ln.Addr().String()+server.UIPath)
 
 	code := exitOK
 	select {
