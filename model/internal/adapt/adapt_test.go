@@ -217,26 +217,3 @@ func FuzzTurn(f *testing.F) {
 		}
 	})
 }
-
-// The loop's own feedback — a history summary first, a stuck warning after
-// a turn — reads to the model as what it says, not as invalid output.
-func TestRenderLoopFeedback(t *testing.T) {
-	ts := toolset(t)
-	summary := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: "Earlier: read a.go."}
-	stuck := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindStuckWarning, Message: "You are going in circles."}
-	h := agent.NewHistory(
-		agent.Item{Feedback: summary},
-		agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: ptr("c1"), Arguments: map[string]any{"left": 1.0}}},
-		agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "2"}},
-		agent.Item{Feedback: stuck},
-	)
-	want := []Turn{
-		{Kind: User, Text: summary.Message},
-		{Kind: Call, ID: "c1", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
-		{Kind: Result, ID: "c1", Name: "calculator", Text: "2"},
-		{Kind: User, Text: stuck.Message},
-	}
-	if diff := cmp.Diff(want, ts.Render(h)); diff != "" {
-		t.Fatalf("Render (-want +got):\n%s", diff)
-	}
-}

@@ -142,13 +142,8 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 	return turns
 }
 
-// FeedbackText is how feedback that answers no call reads to a model:
-// invalid output with what to do instead; the loop's own messages (a
-// stuck warning, a history summary) as they are.
+// FeedbackText is how invalid-output feedback reads to a model.
 func FeedbackText(finish string, fb *gen.ModelFeedback) string {
-	if fb.Kind != gen.FeedbackKindInvalidModelOutput {
-		return fb.Message
-	}
 	var b strings.Builder
 	b.WriteString("Your last reply was not a valid action (")
 	b.WriteString(string(fb.Kind))
