@@ -71,14 +71,15 @@ const (
 "function":{"name":"calculator","arguments":"{\"left\":12,\"operation\":\"multiply\",\"right\":7}"}}]},"finish_reason":"tool_calls"}],
 "usage":{"prompt_tokens":80,"completion_tokens":20,"total_tokens":100}}`
 	openaiAnswer = `{"id":"chatcmpl-2","object":"chat.completion","created":1741570284,"model":"gpt-4o-mini",
-"choices":[{"index":0,"message":{"role":"assistant","content":"12 x 7 = 84."},"finish_reason":"stop"}],
+"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function",
+"function":{"name":"finish","arguments":"{\"answer\":\"12 x 7 = 84.\"}"}}]},"finish_reason":"tool_calls"}],
 "usage":{"prompt_tokens":120,"completion_tokens":8,"total_tokens":128}}`
 	openaiError       = `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`
 	anthropicToolCall = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",
 "content":[{"type":"tool_use","id":"toolu_1","name":"calculator","input":{"left":12,"operation":"multiply","right":7}}],
 "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":400,"output_tokens":50}}`
 	anthropicAnswer = `{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5",
-"content":[{"type":"text","text":"12 x 7 = 84."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":500,"output_tokens":9}}`
+"content":[{"type":"tool_use","id":"toolu_2","name":"finish","input":{"answer":"12 x 7 = 84."}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":500,"output_tokens":9}}`
 )
 
 func clearProviderEnv(t *testing.T) {

@@ -92,6 +92,13 @@ type Config struct {
 	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
 	// finish tool is added to them.
 	Tools []gen.ToolSpec
+	// System is the system prompt; empty means the default prompt for code
+	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
+	// it becomes the finish tool's name.
+	System string
+	// ContextWindow is the model's context window in tokens; 0 means the
+	// default for its family (see ContextWindow).
+	ContextWindow int
 }
 
 // ConfigFromSpec returns the Config for a run's model configuration (the
@@ -101,6 +108,9 @@ func ConfigFromSpec(mc gen.AnthropicModelConfig, tools []gen.ToolSpec) Config {
 	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
 	if mc.MaxOutputTokens != nil {
 		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
+	}
+	if mc.ContextWindow != nil {
+		cfg.ContextWindow = *mc.ContextWindow
 	}
 	return cfg
 }
@@ -134,8 +144,10 @@ type Model struct {
 }
 
 var (
-	_ agent.Model     = (*Model)(nil)
-	_ agent.TurnModel = (*Model)(nil)
+	_ agent.Model        = (*Model)(nil)
+	_ agent.TurnModel    = (*Model)(nil)
+	_ agent.ContextSizer = (*Model)(nil)
+	_ agent.Summarizer   = (*Model)(nil)
 )
 
 // New returns a Model for cfg. It never reads the environment (see
@@ -161,7 +173,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultMaxOutputTokens
 	}
-	m := &Model{cfg: cfg, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt()}
+	m := &Model{cfg: cfg, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt(cfg.System)}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -200,12 +212,21 @@ func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.Histo
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
-	var attempts adapt.Attempts
-	resp, err := m.client.Messages.New(ctx, m.params(task, history), option.WithMiddleware(attempts.Middleware))
+	r, err := m.send(ctx, m.params(task, history))
 	if err != nil {
-		return agent.Turn{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return agent.Turn{}, err
 	}
-	return m.toolset.Turn(reply(resp))
+	return m.toolset.Turn(r)
+}
+
+// send makes one Messages call and reduces its response to a Reply.
+func (m *Model) send(ctx context.Context, params anthropic.MessageNewParams) (adapt.Reply, error) {
+	var attempts adapt.Attempts
+	resp, err := m.client.Messages.New(ctx, params, option.WithMiddleware(attempts.Middleware))
+	if err != nil {
+		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+	}
+	return reply(resp), nil
 }
 
 // NextAction asks the model for one action: a reply with several tool
@@ -215,13 +236,51 @@ func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.His
 	return adapt.OneAction(m.NextTurn(ctx, task, history))
 }
 
-// status extracts the HTTP status and error type of an API error.
-func status(err error) (int, string) {
+// ContextWindow returns the model's context window in tokens: the
+// Config's, else the default of the model's family (adapt.ContextWindow:
+// 200,000 for every claude-* model).
+func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
+
+// RequestTokens estimates the tokens of the request NextTurn would send
+// for task and history (adapt.RequestTokens).
+func (m *Model) RequestTokens(task gen.Task, history agent.History) int {
+	return adapt.RequestTokens(m.params(task, history))
+}
+
+// Summarize asks the model, in one call, for a summary of history that
+// lets it continue the task without it (agent.Summarizer). The request is
+// NextTurn's, with the same system prompt and tools (so the prompt cache
+// applies), plus adapt.SummaryInstruction as a last user text block and
+// tool_choice none.
+func (m *Model) Summarize(ctx context.Context, task gen.Task, history agent.History) (string, *gen.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	params := m.params(task, history)
+	if last := params.Messages[len(params.Messages)-1].OfUser; last != nil {
+		last.Content = append(last.Content, anthropic.NewTextBlock(adapt.SummaryInstruction))
+	} else {
+		params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(adapt.SummaryInstruction)))
+	}
+	params.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	return adapt.Summary(m.send(ctx, params))
+}
+
+// promptTooLong starts the message of a request over the context window:
+// a 400 invalid_request_error "prompt is too long: N tokens > M maximum".
+// The API has no error code for it.
+const promptTooLong = "prompt is too long"
+
+// status extracts the HTTP status and error type of an API error, and
+// whether it refused the request as over the context window.
+func status(err error) (int, string, bool) {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
-		return 0, ""
+		return 0, "", false
 	}
-	return apiErr.StatusCode, string(apiErr.Type())
+	over := apiErr.StatusCode == http.StatusBadRequest && apiErr.Type() == "invalid_request_error" &&
+		strings.HasPrefix(strings.ToLower(apiErr.Message), promptTooLong)
+	return apiErr.StatusCode, string(apiErr.Type()), over
 }
 
 // reply reduces a Messages response to what decides the action.
@@ -240,6 +299,10 @@ func reply(resp *anthropic.Message) adapt.Reply {
 			text.WriteString(block.Text)
 		case "tool_use":
 			r.Calls = append(r.Calls, adapt.ReplyCall{ID: block.ID, Name: block.Name, Arguments: string(block.Input)})
+		case string(gen.ReasoningBlockTypeThinking):
+			r.Reasoning = append(r.Reasoning, gen.ReasoningBlock{Type: gen.ReasoningBlockTypeThinking, Thinking: &block.Thinking, Signature: &block.Signature})
+		case string(gen.ReasoningBlockTypeRedactedThinking):
+			r.Reasoning = append(r.Reasoning, gen.ReasoningBlock{Type: gen.ReasoningBlockTypeRedactedThinking, Data: &block.Data})
 		}
 	}
 	r.Text = text.String()

@@ -27,6 +27,12 @@ func toolParams(ts *adapt.Toolset) []anthropic.ToolUnionParam {
 		if t.Description != "" {
 			tool.Description = anthropic.String(t.Description)
 		}
+		if i == len(ts.Tools)-1 {
+			// The system prompt and the tools are the same for every
+			// request of a run: cache them (tools come first in the
+			// cached prefix, so this breakpoint covers them all).
+			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
 		tools[i] = anthropic.ToolUnionParam{OfTool: tool}
 	}
 	return tools
@@ -106,6 +112,11 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 	for _, t := range turns {
 		switch t.Kind {
 		case adapt.Call:
+			// Thinking blocks go back unchanged, before the call they
+			// came with, as the API requires.
+			for _, r := range t.Reasoning {
+				assistant(reasoningBlock(r))
+			}
 			assistant(anthropic.NewToolUseBlock(t.ID, orEmpty(t.Arguments), t.Name))
 		case adapt.Result:
 			user(toolResult(t))
@@ -116,7 +127,7 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(m.cfg.Model),
 		MaxTokens: m.cfg.MaxOutputTokens,
-		System:    []anthropic.TextBlockParam{{Text: m.system}},
+		System:    []anthropic.TextBlockParam{{Text: m.system, CacheControl: anthropic.NewCacheControlEphemeralParam()}},
 		Messages:  msgs,
 		Tools:     m.tools,
 	}
@@ -125,6 +136,22 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 		p.SetExtraFields(map[string]any{"temperature": *m.cfg.Temperature})
 	}
 	return p
+}
+
+// reasoningBlock is a reasoning block as the thinking or redacted_thinking
+// block it came from.
+func reasoningBlock(r gen.ReasoningBlock) anthropic.ContentBlockParamUnion {
+	if r.Type == gen.ReasoningBlockTypeRedactedThinking {
+		return anthropic.NewRedactedThinkingBlock(deref(r.Data))
+	}
+	return anthropic.NewThinkingBlock(deref(r.Signature), deref(r.Thinking))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // toolResult is a Result turn as a tool_result block. An empty result has

@@ -32,6 +32,9 @@ type Turn struct {
 	Arguments map[string]any
 	Text      string
 	IsError   bool
+	// Reasoning are a Call's reasoning blocks, which the provider requires
+	// back unchanged before it (the first call of a turn has them).
+	Reasoning []gen.ReasoningBlock
 }
 
 // errorPrefix starts the text of every failed tool result, so a model sees a
@@ -109,10 +112,10 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
-			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments})
+			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning)})
 			pending = append(pending, len(turns)-1)
 		case it.Finish != nil:
-			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish)})
+			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning)})
 			pending = append(pending, len(turns)-1)
 		case it.Observation != nil:
 			obs := it.Observation
@@ -167,5 +170,13 @@ func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
 		return map[string]any{}
 	}
 	delete(m, ts.discriminator)
+	delete(m, ts.reasoning)
 	return m
+}
+
+func deref[T any](p *[]T) []T {
+	if p == nil {
+		return nil
+	}
+	return *p
 }
