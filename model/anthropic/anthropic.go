@@ -202,7 +202,9 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	m.client = anthropic.NewClient(opts...)
-	m.tools = toolParams(ts)
+	if m.tools, err = toolParams(ts); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -307,7 +309,7 @@ func reply(resp *anthropic.Message) adapt.Reply {
 	}
 	r.Text = text.String()
 	switch resp.StopReason {
-	case anthropic.StopReasonMaxTokens:
+	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
 		r.Truncated = true
 	case anthropic.StopReasonRefusal:
 		r.Refusal, r.RefusalRaw = true, r.Text

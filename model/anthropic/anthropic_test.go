@@ -157,7 +157,10 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 			t.Fatalf("tool %d = %v, want %s", i, tool["name"], sp.Name)
 		}
 		desc := tool["description"].(string)
-		for _, part := range []string{sp.Description, sp.OutputDescription, sp.ErrorDescription} {
+		if sp.ErrorDescription != "" && strings.Contains(desc, sp.ErrorDescription) {
+			t.Fatalf("%s: the description carries the error description, which error results already give", sp.Name)
+		}
+		for _, part := range []string{sp.Description, sp.OutputDescription} {
 			if !strings.Contains(desc, part) {
 				t.Fatalf("%s: description %q lacks %q", sp.Name, desc, part)
 			}
@@ -268,6 +271,12 @@ func TestInvalidReplies(t *testing.T) {
 		{"max_tokens.json", "output token limit", "To compute 12 x 7, I will first"},
 		{"unknown_tool.json", "names a tool that does not exist; the tools are: calculator, finish", "get_weather"},
 		{"malformed_input.json", "the arguments are not a JSON object", `"{\"left\": 12, \"operation\": \"multiply\""`},
+		// Text is no action: a model thinking aloud must not end the run.
+		{"text_only.json", "text but no tool call, and only tool calls are acted on; call a tool to go on, or call finish", "12 x 7 = 84."},
+		// A tool_use cut off by max_tokens holds a partial input that may
+		// still be an object: it must never run.
+		{"max_tokens_tool_use.json", "output token limit in the middle of a tool call, so no call of it was run; make smaller calls", ""},
+		{"context_window_stop.json", "output token limit", "The answer so far is"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -594,11 +603,7 @@ func message(turn modeltest.Turn, n int) []byte {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	modeltest.Run(t, func(t *testing.T, turns []modeltest.Turn) agent.Model {
-		replies := make([]reply, len(turns))
-		for i, turn := range turns {
-			replies[i] = reply{status: http.StatusOK, body: message(turn, i)}
-		}
-		return newModel(t, newServer(t, replies...), nil)
+		return newModel(t, scripted(t, turns), nil)
 	})
 }
 

@@ -2,6 +2,7 @@ package anthropic_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +54,12 @@ type server struct {
 	times    []time.Time
 	arrived  chan struct{} // receives once per request, when it arrives
 	authSeen []string
+	// window, when positive, is the context window the stand-in enforces:
+	// a request of more tokens (modeltest.StandInTokens) is refused with
+	// Anthropic's 400 "prompt is too long", and takes no reply.
+	window int
+	// most is the largest request seen, in tokens.
+	most int
 }
 
 func newServer(t testing.TB, replies ...reply) *server {
@@ -82,6 +89,16 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.Header.Get("Anthropic-Version") == "" {
 		s.t.Errorf("request without anthropic-version")
 	}
+	tokens := modeltest.StandInTokens(body)
+	s.most = max(s.most, tokens)
+	if s.window > 0 && tokens > s.window {
+		s.mu.Unlock()
+		s.arrive()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: %d tokens > %d maximum"},"request_id":"req_011CWAgPbMohjStFaYrkLZCm"}`, tokens, s.window)
+		return
+	}
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		s.t.Errorf("unexpected request %d", len(s.bodies))
@@ -91,7 +108,7 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	rep := s.replies[0]
 	s.replies = s.replies[1:]
 	s.mu.Unlock()
-	s.arrived <- struct{}{}
+	s.arrive()
 	if rep.block {
 		<-r.Context().Done()
 		return
@@ -102,6 +119,39 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.status)
 	_, _ = w.Write(rep.body)
+}
+
+// scripted returns a stand-in that answers with the conformance suite's
+// turns, in order.
+func scripted(t testing.TB, turns []modeltest.Turn) *server {
+	replies := make([]reply, len(turns))
+	for i, turn := range turns {
+		replies[i] = reply{status: http.StatusOK, body: message(turn, i)}
+	}
+	return newServer(t, replies...)
+}
+
+// arrive signals a request's arrival to a test that waits for it; with
+// nobody waiting (a long run), the signal is dropped.
+func (s *server) arrive() {
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// raw returns the request bodies so far, as sent.
+func (s *server) raw() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bodies...)
+}
+
+// largest returns the most tokens a request had so far.
+func (s *server) largest() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.most
 }
 
 // requests returns the decoded request bodies so far.

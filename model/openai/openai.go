@@ -276,12 +276,18 @@ func (m *Model) Summarize(ctx context.Context, task gen.Task, history agent.Hist
 	return adapt.Summary(m.send(ctx, params))
 }
 
-// errContextLength is the error code of a request over the context window.
-const errContextLength = "context_length_exceeded"
+// How a server says a request is over the context window: OpenAI with
+// the code context_length_exceeded; vLLM, DeepSeek and other compatible
+// servers only in the message ("This model's maximum context length is N
+// tokens. However, you requested M tokens ...").
+const (
+	errContextLength    = "context_length_exceeded"
+	msgMaxContextLength = "maximum context length"
+)
 
 // status extracts the HTTP status and error code of an API error, and
-// whether it refused the request as over the context window (400 with
-// code context_length_exceeded).
+// whether it refused the request as over the context window (a 400 saying
+// so).
 func status(err error) (int, string, bool) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
@@ -291,7 +297,9 @@ func status(err error) (int, string, bool) {
 	if code == "" {
 		code = apiErr.Type
 	}
-	return apiErr.StatusCode, code, apiErr.StatusCode == http.StatusBadRequest && apiErr.Code == errContextLength
+	over := apiErr.StatusCode == http.StatusBadRequest &&
+		(apiErr.Code == errContextLength || strings.Contains(apiErr.Message, msgMaxContextLength))
+	return apiErr.StatusCode, code, over
 }
 
 // reply reduces a Chat Completions response to what decides the action.

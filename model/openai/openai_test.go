@@ -143,7 +143,10 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 			t.Fatalf("tool %d = %v, want %s", i, tool, sp.Name)
 		}
 		desc := fn["description"].(string)
-		for _, part := range []string{sp.Description, sp.OutputDescription, sp.ErrorDescription} {
+		if sp.ErrorDescription != "" && strings.Contains(desc, sp.ErrorDescription) {
+			t.Fatalf("%s: the description carries the error description, which error results already give", sp.Name)
+		}
+		for _, part := range []string{sp.Description, sp.OutputDescription} {
 			if !strings.Contains(desc, part) {
 				t.Fatalf("%s: description %q lacks %q", sp.Name, desc, part)
 			}
@@ -269,6 +272,11 @@ func TestInvalidReplies(t *testing.T) {
 		{"truncated.json", "output token limit", "To compute 12 x 7, I will first"},
 		{"unknown_tool.json", "names a tool that does not exist; the tools are: calculator, finish", "get_current_weather"},
 		{"malformed_arguments.json", "the arguments are not a JSON object", `{"left":12,"operation":"multiply","right":`},
+		// Text is no action: a model thinking aloud must not end the run.
+		{"text_only.json", "text but no tool call, and only tool calls are acted on; call a tool to go on, or call finish", "12 x 7 = 84."},
+		// Arguments cut off by the token limit: the model must learn why,
+		// not just that they are not JSON (it would repeat the call).
+		{"length_tool_call.json", "output token limit in the middle of a tool call, so no call of it was run; make smaller calls", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -710,11 +718,7 @@ func completion(turn modeltest.Turn, n int) []byte {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	modeltest.Run(t, func(t *testing.T, turns []modeltest.Turn) agent.Model {
-		replies := make([]reply, len(turns))
-		for i, turn := range turns {
-			replies[i] = reply{status: http.StatusOK, body: completion(turn, i)}
-		}
-		return newModel(t, newServer(t, replies...), nil)
+		return newModel(t, scripted(t, turns), nil)
 	})
 }
 

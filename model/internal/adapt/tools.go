@@ -149,18 +149,17 @@ func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
 // Has reports whether name is one of the tools.
 func (ts *Toolset) Has(name string) bool { return ts.names[name] }
 
-// Describe is the description a provider gets for a tool: what it does, what
-// it returns and how it fails, all from the spec.
+// Describe is the description a provider gets for a tool: what it does and
+// what it returns, from the spec. The spec's error description is left out:
+// it is a third of the bytes every request would carry, and a failure
+// reaches the model as an error result that names its code and says what
+// went wrong.
 func Describe(s gen.ToolSpec) string {
 	var b strings.Builder
 	b.WriteString(s.Description)
 	if s.OutputDescription != "" {
 		b.WriteString("\n\nReturns: ")
 		b.WriteString(s.OutputDescription)
-	}
-	if s.ErrorDescription != "" {
-		b.WriteString("\n\nErrors: ")
-		b.WriteString(s.ErrorDescription)
 	}
 	return b.String()
 }
