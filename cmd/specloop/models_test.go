@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ type provider struct {
 	status []int
 	tools  [][]string
 	auth   []string
+	system []string // each request's system prompt
 }
 
 func (p *provider) serve(t *testing.T, path string) string {
@@ -36,6 +38,13 @@ func (p *provider) serve(t *testing.T, path string) string {
 					Name string `json:"name"`
 				} `json:"function"`
 			} `json:"tools"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+			System []struct {
+				Text string `json:"text"`
+			} `json:"system"`
 		}
 		_ = json.Unmarshal(body, &req)
 		p.mu.Lock()
@@ -45,6 +54,13 @@ func (p *provider) serve(t *testing.T, path string) string {
 			names = append(names, tool.Name+tool.Function.Name)
 		}
 		p.tools = append(p.tools, names)
+		switch {
+		case len(req.System) > 0:
+			p.system = append(p.system, req.System[0].Text)
+		case len(req.Messages) > 0 && req.Messages[0].Role == "system":
+			text, _ := req.Messages[0].Content.(string)
+			p.system = append(p.system, text)
+		}
 		p.auth = append(p.auth, r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
 		if len(p.bodies) == 0 {
 			t.Errorf("unexpected request")
@@ -142,6 +158,33 @@ func TestRunProviderModels(t *testing.T) {
 	}
 }
 
+// TestRunSystemFile: --system-file replaces the default system prompt of
+// either provider, with {{finish}} naming the finish tool.
+func TestRunSystemFile(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "system.md")
+	if err := os.WriteFile(file, []byte("Be terse. Call {{finish}} when done.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ model, path, call, answer string }{
+		{"openai:gpt-4o-mini", "/chat/completions", openaiToolCall, openaiAnswer},
+		{"anthropic:claude-sonnet-4-5", "/v1/messages", anthropicToolCall, anthropicAnswer},
+	} {
+		t.Run(tt.model, func(t *testing.T) {
+			clearProviderEnv(t)
+			p := &provider{bodies: []string{tt.call, tt.answer}}
+			url := p.serve(t, tt.path)
+			code, _, stderr := cli(t, "run", "--model", tt.model, "--base-url", url, "--system-file", file, "--context-window", "50000", "--workspace", tmp, "--no-commands", "--json", prompt)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if len(p.system) != 2 || p.system[0] != "Be terse. Call finish when done." || p.system[1] != p.system[0] {
+				t.Fatalf("system prompts sent = %q", p.system)
+			}
+		})
+	}
+}
+
 func TestRunProviderErrorIsModelError(t *testing.T) {
 	clearProviderEnv(t)
 	t.Setenv("OPENAI_API_KEY", "sk-env")
@@ -161,6 +204,10 @@ func TestRunModelUsageErrors(t *testing.T) {
 	clearProviderEnv(t)
 	tmp := t.TempDir()
 	noRaw := filepath.Join(tmp, "plain.jsonl")
+	empty := filepath.Join(tmp, "empty.md")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--trace", noRaw, "--workspace", tmp, "--json", prompt); code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
@@ -177,6 +224,11 @@ func TestRunModelUsageErrors(t *testing.T) {
 		{"missing trace", []string{"--model", "replay:" + filepath.Join(tmp, "missing.jsonl")}, "--model: replay:"},
 		{"trace without raw responses", []string{"--model", "replay:" + noRaw}, "record the run with --record-raw"},
 		{"replay with base URL", []string{"--model", "replay:" + noRaw, "--base-url", "http://x"}, "--base-url does not apply"},
+		{"replay with system file", []string{"--model", "replay:" + noRaw, "--system-file", noRaw}, "--system-file does not apply"},
+		{"replay with context window", []string{"--model", "replay:" + noRaw, "--context-window", "9000"}, "--context-window does not apply"},
+		{"negative context window", []string{"--model", "openai:m", "--context-window", "-1"}, "--context-window must not be negative"},
+		{"missing system file", []string{"--model", "openai:m", "--base-url", "http://x", "--system-file", filepath.Join(tmp, "none.md")}, "--system-file: open"},
+		{"empty system file", []string{"--model", "openai:m", "--base-url", "http://x", "--system-file", empty}, "is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

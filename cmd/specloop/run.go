@@ -35,12 +35,14 @@ type runFlags struct {
 	check      string
 	recordRaw  bool
 	// model selection (see models.go) and remote runs (see remote.go)
-	model       string
-	baseURL     string
-	tokenBudget int64
-	remote      string
-	tokenFile   string
-	sandbox     sandboxFlags
+	model         string
+	baseURL       string
+	contextWindow int
+	systemFile    string
+	tokenBudget   int64
+	remote        string
+	tokenFile     string
+	sandbox       sandboxFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -56,6 +58,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
+	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family; see README)")
+	fs.StringVar(&f.systemFile, "system-file", "", systemFileUsage)
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
@@ -69,6 +73,9 @@ func (f *runFlags) validate() error {
 	}
 	if f.tokenBudget < 0 {
 		return errors.New("--token-budget must not be negative (0 means no limit)")
+	}
+	if f.contextWindow < 0 {
+		return errors.New("--context-window must not be negative (0 means the model family's default)")
 	}
 	if (f.script == "") == (f.model == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")

@@ -55,6 +55,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	systemFile := fs.String("system-file", "", systemFileUsage)
 	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
 	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
@@ -102,6 +103,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("serve: %v", err)
 		return exitUsage
 	}
+	system, err := readSystemFile(*systemFile)
+	if err != nil {
+		env.errorf("serve: --system-file: %v", err)
+		return exitUsage
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -142,6 +148,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxStreams:          *maxStreams,
 		MaxStreamsPerClient: *maxStreamsPerClient,
 		AllowedHosts:        allowedHosts,
+		Models:              server.ModelsWithSystem(system),
 	})
 	if err != nil {
 		env.errorf("serve: %v", err)
