@@ -151,15 +151,17 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for ExitReason.
 const (
-	ExitReasonCancelled           ExitReason = "cancelled"
-	ExitReasonCheckFailed         ExitReason = "check_failed"
-	ExitReasonFinished            ExitReason = "finished"
-	ExitReasonInternalError       ExitReason = "internal_error"
-	ExitReasonInterrupted         ExitReason = "interrupted"
-	ExitReasonInvalidModelOutput  ExitReason = "invalid_model_output"
-	ExitReasonMaxStepsExceeded    ExitReason = "max_steps_exceeded"
-	ExitReasonModelError          ExitReason = "model_error"
-	ExitReasonTokenBudgetExceeded ExitReason = "token_budget_exceeded"
+	ExitReasonCancelled             ExitReason = "cancelled"
+	ExitReasonCheckFailed           ExitReason = "check_failed"
+	ExitReasonContextWindowExceeded ExitReason = "context_window_exceeded"
+	ExitReasonFinished              ExitReason = "finished"
+	ExitReasonInternalError         ExitReason = "internal_error"
+	ExitReasonInterrupted           ExitReason = "interrupted"
+	ExitReasonInvalidModelOutput    ExitReason = "invalid_model_output"
+	ExitReasonMaxStepsExceeded      ExitReason = "max_steps_exceeded"
+	ExitReasonModelError            ExitReason = "model_error"
+	ExitReasonStuck                 ExitReason = "stuck"
+	ExitReasonTokenBudgetExceeded   ExitReason = "token_budget_exceeded"
 )
 
 // Valid indicates whether the value is a known member of the ExitReason enum.
@@ -168,6 +170,8 @@ func (e ExitReason) Valid() bool {
 	case ExitReasonCancelled:
 		return true
 	case ExitReasonCheckFailed:
+		return true
+	case ExitReasonContextWindowExceeded:
 		return true
 	case ExitReasonFinished:
 		return true
@@ -181,6 +185,8 @@ func (e ExitReason) Valid() bool {
 		return true
 	case ExitReasonModelError:
 		return true
+	case ExitReasonStuck:
+		return true
 	case ExitReasonTokenBudgetExceeded:
 		return true
 	default:
@@ -191,7 +197,9 @@ func (e ExitReason) Valid() bool {
 // Defines values for FeedbackKind.
 const (
 	FeedbackKindFinishRejected     FeedbackKind = "finish_rejected"
+	FeedbackKindHistorySummary     FeedbackKind = "history_summary"
 	FeedbackKindInvalidModelOutput FeedbackKind = "invalid_model_output"
+	FeedbackKindStuckWarning       FeedbackKind = "stuck_warning"
 )
 
 // Valid indicates whether the value is a known member of the FeedbackKind enum.
@@ -199,7 +207,11 @@ func (e FeedbackKind) Valid() bool {
 	switch e {
 	case FeedbackKindFinishRejected:
 		return true
+	case FeedbackKindHistorySummary:
+		return true
 	case FeedbackKindInvalidModelOutput:
+		return true
+	case FeedbackKindStuckWarning:
 		return true
 	default:
 		return false
@@ -373,18 +385,21 @@ func (e ToolCallType) Valid() bool {
 
 // Defines values for TraceEventType.
 const (
-	TraceEventTypeFinishRejected TraceEventType = "finish_rejected"
-	TraceEventTypeModelAction    TraceEventType = "model_action"
-	TraceEventTypeModelFeedback  TraceEventType = "model_feedback"
-	TraceEventTypeObservation    TraceEventType = "observation"
-	TraceEventTypeRunFinished    TraceEventType = "run_finished"
-	TraceEventTypeRunStarted     TraceEventType = "run_started"
+	TraceEventTypeFinishRejected   TraceEventType = "finish_rejected"
+	TraceEventTypeHistoryCompacted TraceEventType = "history_compacted"
+	TraceEventTypeModelAction      TraceEventType = "model_action"
+	TraceEventTypeModelFeedback    TraceEventType = "model_feedback"
+	TraceEventTypeObservation      TraceEventType = "observation"
+	TraceEventTypeRunFinished      TraceEventType = "run_finished"
+	TraceEventTypeRunStarted       TraceEventType = "run_started"
 )
 
 // Valid indicates whether the value is a known member of the TraceEventType enum.
 func (e TraceEventType) Valid() bool {
 	switch e {
 	case TraceEventTypeFinishRejected:
+		return true
+	case TraceEventTypeHistoryCompacted:
 		return true
 	case TraceEventTypeModelAction:
 		return true
@@ -468,6 +483,12 @@ type CreateRunRequest struct {
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
+	// MaxObservationBytes The most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker saying what was omitted. The run's observations keep the whole output.
+	MaxObservationBytes *int `json:"max_observation_bytes,omitempty"`
+
+	// MaxObservationLines The most lines of a tool's output the model sees, cut like max_observation_bytes.
+	MaxObservationLines *int `json:"max_observation_lines,omitempty"`
+
 	// MaxSteps The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
@@ -515,10 +536,16 @@ type ErrorCode string
 // the run used more tokens than allowed; model_error: the model provider failed
 // (after retries); internal_error: the runtime or a tool handler failed;
 // cancelled: the run was cancelled; interrupted: the server stopped while the run
-// was in flight.
+// was in flight; stuck: the model kept repeating the same calls with the same results
+// after it was warned once; context_window_exceeded: the next request would not fit
+// the model's context window even after compacting the history, or the provider
+// refused a request as too long twice in a row.
 type ExitReason string
 
-// FeedbackKind Why the loop gave the model feedback instead of running its action.
+// FeedbackKind Why the loop gave the model feedback instead of running its action, or what it added
+// to the history. invalid_model_output: the reply was not a valid turn; finish_rejected:
+// the completion check failed; stuck_warning: the run repeats itself (the one warning
+// before it ends stuck); history_summary: older history was compacted into this summary.
 type FeedbackKind string
 
 // Finish The model says the task is done.
@@ -579,12 +606,15 @@ type ModelConfig struct {
 	union json.RawMessage
 }
 
-// ModelFeedback Feedback from the runtime to the model, which costs a step.
+// ModelFeedback Feedback from the runtime to the model. invalid_model_output and finish_rejected cost a step; a stuck_warning or a history_summary does not.
 type ModelFeedback struct {
-	// Kind Why the loop gave the model feedback instead of running its action.
+	// Kind Why the loop gave the model feedback instead of running its action, or what it added
+	// to the history. invalid_model_output: the reply was not a valid turn; finish_rejected:
+	// the completion check failed; stuck_warning: the run repeats itself (the one warning
+	// before it ends stuck); history_summary: older history was compacted into this summary.
 	Kind FeedbackKind `json:"kind"`
 
-	// Message What was wrong and, for a rejected finish, the check's exit code and output tail.
+	// Message What was wrong and, for a rejected finish, the check's exit code and output tail; for a history_summary, the summary of the older history.
 	Message string `json:"message"`
 
 	// Type Always model_feedback.
@@ -804,7 +834,10 @@ type RunResult struct {
 	// the run used more tokens than allowed; model_error: the model provider failed
 	// (after retries); internal_error: the runtime or a tool handler failed;
 	// cancelled: the run was cancelled; interrupted: the server stopped while the run
-	// was in flight.
+	// was in flight; stuck: the model kept repeating the same calls with the same results
+	// after it was warned once; context_window_exceeded: the next request would not fit
+	// the model's context window even after compacting the history, or the provider
+	// refused a request as too long twice in a row.
 	ExitReason ExitReason `json:"exit_reason"`
 
 	// Patch The changes the run made to its workspace, as a unified diff.
@@ -964,6 +997,12 @@ type TraceEvent struct {
 	// ArgumentKeys model_action. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
+	// BytesAfter history_compacted. Bytes of text in the history after compaction.
+	BytesAfter *int `json:"bytes_after,omitempty"`
+
+	// BytesBefore history_compacted. Bytes of text in the history before compaction.
+	BytesBefore *int `json:"bytes_before,omitempty"`
+
 	// CallId model_action of a tool call and observation. The call's call_id, which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
 	CallId *string `json:"call_id,omitempty"`
 
@@ -989,10 +1028,16 @@ type TraceEvent struct {
 	// the run used more tokens than allowed; model_error: the model provider failed
 	// (after retries); internal_error: the runtime or a tool handler failed;
 	// cancelled: the run was cancelled; interrupted: the server stopped while the run
-	// was in flight.
+	// was in flight; stuck: the model kept repeating the same calls with the same results
+	// after it was warned once; context_window_exceeded: the next request would not fit
+	// the model's context window even after compacting the history, or the provider
+	// refused a request as too long twice in a row.
 	ExitReason *ExitReason `json:"exit_reason,omitempty"`
 
-	// FeedbackKind Why the loop gave the model feedback instead of running its action.
+	// FeedbackKind Why the loop gave the model feedback instead of running its action, or what it added
+	// to the history. invalid_model_output: the reply was not a valid turn; finish_rejected:
+	// the completion check failed; stuck_warning: the run repeats itself (the one warning
+	// before it ends stuck); history_summary: older history was compacted into this summary.
 	FeedbackKind *FeedbackKind `json:"feedback_kind,omitempty"`
 
 	// InputSummary run_started. The task's summary.
@@ -1000,6 +1045,9 @@ type TraceEvent struct {
 
 	// IsError observation. Whether the tool call failed.
 	IsError *bool `json:"is_error,omitempty"`
+
+	// ItemsElided history_compacted. Observations whose content was replaced by a stub.
+	ItemsElided *int `json:"items_elided,omitempty"`
 
 	// MaxSteps run_started. The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
@@ -1025,8 +1073,17 @@ type TraceEvent struct {
 	// StepsUsed run_finished. Steps spent.
 	StepsUsed *int `json:"steps_used,omitempty"`
 
+	// Summarized history_compacted. True when the older history was replaced by a summary the model wrote.
+	Summarized *bool `json:"summarized,omitempty"`
+
 	// Time When the event was written (RFC 3339, UTC).
 	Time time.Time `json:"time"`
+
+	// TokensAfter history_compacted. The estimated tokens of the next request after compaction (0 when the model gives no estimate).
+	TokensAfter *int `json:"tokens_after,omitempty"`
+
+	// TokensBefore history_compacted. The estimated tokens of the next request before compaction (0 when the model gives no estimate).
+	TokensBefore *int `json:"tokens_before,omitempty"`
 
 	// ToolDurationMs observation and finish_rejected. How long the tool or the check took.
 	ToolDurationMs *float64 `json:"tool_duration_ms,omitempty"`

@@ -75,6 +75,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	cfg.Root = j.ws.root
 	cfg.Check = j.check
 	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
+	cfg.MaxObservationBytes, cfg.MaxObservationLines = j.obsBytes, j.obsLines
 	cfg.TraceWriter = tf
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error

@@ -37,6 +37,8 @@ type job struct {
 	model       agent.Model
 	maxSteps    int
 	tokenBudget int64
+	obsBytes    int // 0: the default cap of what the model sees of an output
+	obsLines    int
 	check       string
 	ws          *heldWorkspace // the workspace, held open until the run ends
 	ctx         context.Context

@@ -47,6 +47,12 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if body.TokenBudget != nil {
 		j.tokenBudget = *body.TokenBudget
 	}
+	if body.MaxObservationBytes != nil {
+		j.obsBytes = *body.MaxObservationBytes
+	}
+	if body.MaxObservationLines != nil {
+		j.obsLines = *body.MaxObservationLines
+	}
 	if err := s.sched.admit(); err != nil {
 		s.ws.release(ws)
 		return nil, err

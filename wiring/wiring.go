@@ -54,12 +54,15 @@ type Config struct {
 	TraceWriter io.Writer
 	// TraceSync is when the trace is fsynced.
 	TraceSync trace.SyncPolicy
-	// RecordRaw, MaxSteps, TokenBudget and RunID go to agent.Options as
-	// they are.
-	RecordRaw   bool
-	MaxSteps    int
-	TokenBudget int64
-	RunID       string
+	// RecordRaw, MaxSteps, TokenBudget, RunID and the caps of what the
+	// model sees of a tool's output (0: the spec's defaults) go to
+	// agent.Options as they are.
+	RecordRaw           bool
+	MaxSteps            int
+	TokenBudget         int64
+	RunID               string
+	MaxObservationBytes int
+	MaxObservationLines int
 }
 
 // Part names the piece of a setup that failed, so that a caller can say
@@ -156,6 +159,9 @@ func (s *Setup) open(cfg Config) error {
 		RunID:       cfg.RunID,
 		Tools:       rt,
 		RecordRaw:   cfg.RecordRaw,
+
+		MaxObservationBytes: cfg.MaxObservationBytes,
+		MaxObservationLines: cfg.MaxObservationLines,
 	}
 	if cfg.Check != "" {
 		c := tools.NewCommandCheck(s.Workspace, cfg.Check)

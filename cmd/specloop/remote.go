@@ -57,6 +57,7 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 	if f.tokenBudget > 0 {
 		req.TokenBudget = &f.tokenBudget
 	}
+	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
 	if f.check != "" {
 		req.Check = &f.check
 	}

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -40,6 +41,8 @@ type runFlags struct {
 	contextWindow int
 	systemFile    string
 	tokenBudget   int64
+	obsBytes      int
+	obsLines      int
 	remote        string
 	tokenFile     string
 	sandbox       sandboxFlags
@@ -61,6 +64,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family; see README)")
 	fs.StringVar(&f.systemFile, "system-file", "", systemFileUsage)
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
+	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
+	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
@@ -76,6 +81,14 @@ func (f *runFlags) validate() error {
 	}
 	if f.contextWindow < 0 {
 		return errors.New("--context-window must not be negative (0 means the model family's default)")
+	}
+	for _, c := range []struct {
+		flag, prop string
+		v          int
+	}{{"--max-observation-bytes", "max_observation_bytes", f.obsBytes}, {"--max-observation-lines", "max_observation_lines", f.obsLines}} {
+		if lo, hi := requestBounds(c.prop); float64(c.v) < lo || float64(c.v) > hi {
+			return fmt.Errorf("%s must be between %.0f and %.0f", c.flag, lo, hi)
+		}
 	}
 	if (f.script == "") == (f.model == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
@@ -227,6 +240,21 @@ var maxPromptChars = sync.OnceValue(func() int {
 	return 1 << 20
 })
 
+// requestBounds returns the minimum and maximum the spec gives the
+// integer property prop of CreateRunRequest, so that a flag and a field of
+// a remote run's request accept the same values.
+func requestBounds(prop string) (lo, hi float64) {
+	s := specdoc.MustLoad().Components.Schemas["CreateRunRequest"].Value.Properties[prop].Value
+	lo, hi = 0, math.MaxInt32
+	if s.Min != nil {
+		lo = *s.Min
+	}
+	if s.Max != nil {
+		hi = *s.Max
+	}
+	return lo, hi
+}
+
 // readPrompt returns the task: the PROMPT argument, or the text of
 // --prompt-file (standard input for "-"), which avoids the shell's limit on
 // argument length. Exactly one of the two must be given, and the prompt
@@ -290,6 +318,9 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 		RecordRaw:       f.recordRaw,
 		MaxSteps:        f.maxSteps,
 		TokenBudget:     f.tokenBudget,
+
+		MaxObservationBytes: f.obsBytes,
+		MaxObservationLines: f.obsLines,
 	}, nil
 }
 
