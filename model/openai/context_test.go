@@ -142,7 +142,7 @@ func TestSystemPrompt(t *testing.T) {
 		t.Fatal(err)
 	}
 	def := messages(t, s.requests()[0])[0]["content"].(string)
-	for _, want := range []string{"call finish with a short summary", "[... 120 lines, 8450 bytes omitted ...]", "relative to the workspace root", "completion check"} {
+	for _, want := range []string{"call finish with a short summary", "[… 120 lines, 8450 bytes omitted; … …]", "relative to the workspace root", "completion check"} {
 		if !strings.Contains(def, want) {
 			t.Errorf("the default system prompt lacks %q", want)
 		}

@@ -130,11 +130,13 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			turns = append(turns, Turn{Kind: User, Text: "Result of " + obs.ToolName + ": " + text})
 		case it.Feedback != nil:
 			fb := it.Feedback
-			if len(pending) > 0 {
-				// Feedback while a call waits is the runtime's verdict on
-				// it: a rejected finish.
+			if fb.Kind == gen.FeedbackKindFinishRejected && len(pending) > 0 {
+				// The runtime's verdict on the finish call that waits.
 				answer(errorPrefix+": "+fb.Message, true)
 				continue
+			}
+			for len(pending) > 0 {
+				answer(missingResult, true)
 			}
 			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
 		}
@@ -145,8 +147,15 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 	return turns
 }
 
-// FeedbackText is how invalid-output feedback reads to a model.
+// FeedbackText is how feedback reads to a model: invalid output (and a
+// rejected finish with no call to answer) says what was wrong and what to do;
+// a stuck warning and a history summary are the loop's own words to the
+// model, as they are.
 func FeedbackText(finish string, fb *gen.ModelFeedback) string {
+	switch fb.Kind {
+	case gen.FeedbackKindStuckWarning, gen.FeedbackKindHistorySummary:
+		return fb.Message
+	}
 	var b strings.Builder
 	b.WriteString("Your last reply was not a valid action (")
 	b.WriteString(string(fb.Kind))
