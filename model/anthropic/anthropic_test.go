@@ -588,6 +588,8 @@ func message(turn modeltest.Turn, n int) []byte {
 	case turn.Finish != nil:
 		input, _ := json.Marshal(map[string]any{"answer": turn.Finish.Answer})
 		use("finish", input)
+	case turn.Text != "":
+		content, stop = []any{map[string]any{"type": "text", "text": turn.Text}}, "end_turn"
 	default:
 		text, _ := json.Marshal(modeltest.InvalidText) // input that is a string, not an object
 		use("calculator", text)

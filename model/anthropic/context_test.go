@@ -142,7 +142,7 @@ var contextSuite = modeltest.ContextSuite{
 	New: func(t testing.TB, specs []gen.ToolSpec, window int, turns []modeltest.Turn) modeltest.StandIn {
 		s := scripted(t, turns)
 		s.window = window
-		return modeltest.StandIn{Model: newModel(t, s, func(c *anthropic.Config) { c.Tools = specs }), Sent: s.raw}
+		return modeltest.StandIn{Model: newModel(t, s, func(c *anthropic.Config) { c.Tools, c.ContextWindow = specs, window }), Sent: s.raw}
 	},
 	// The tools and the system blocks (the API caches tools first).
 	Prefix: func(t testing.TB, body []byte) []byte {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -25,6 +27,13 @@ const StandInBytesPerToken = 4
 // StandInTokens is a stand-in's token count of a request body.
 func StandInTokens(body []byte) int { return len(body) / StandInBytesPerToken }
 
+// SummaryInstruction is what marks a request as a model's summarization
+// call (agent.Summarizer) to a stand-in.
+const SummaryInstruction = adapt.SummaryInstruction
+
+// Summary is a stand-in's answer to a summarization request.
+const Summary = "The task: read data.txt in parts. Done so far: the parts before the last ones; nothing was changed."
+
 // MaxOverhead is the most bytes of harness a provider request may carry:
 // the system prompt and the tool definitions, with all built-in tools.
 const MaxOverhead = 12 << 10
@@ -38,10 +47,13 @@ type StandIn struct {
 
 // ContextSuite is what RunContext needs of an adapter.
 type ContextSuite struct {
-	// New returns a model offered specs, talking to a stand-in that
+	// New returns a model offered specs, with a context window of window
+	// tokens when it is positive, talking to a stand-in that
 	// answers with turns in order and, when window is positive, refuses a
 	// request of more than window tokens (StandInTokens) with the
-	// provider's real "context length exceeded" error.
+	// provider's real "context length exceeded" error. The stand-in
+	// answers a summarization request (one holding SummaryInstruction)
+	// with the text reply Turn{Text: Summary}, without using up a turn.
 	New func(tb testing.TB, specs []gen.ToolSpec, window int, turns []Turn) StandIn
 	// Prefix returns the part of a request body that must be the same in
 	// every request of a run (the system prompt and the tool definitions).
@@ -51,8 +63,10 @@ type ContextSuite struct {
 // RunContext checks an adapter's side of context management over its
 // stand-in: RequestTokens estimates the very request sent, conservatively;
 // a refusal as over the window wraps agent.ErrContextLength and is not
-// retried; the prefix is byte-identical across the steps of a run; and the
-// prefix with all built-in tools stays within MaxOverhead.
+// retried; the prefix is byte-identical across the steps of a run; a
+// 200-step run against a 16k-token window (agent.Run compacting the
+// history) never sends a request over it; and the prefix with all built-in
+// tools stays within MaxOverhead.
 func RunContext(t *testing.T, s ContextSuite) {
 	t.Run("RequestTokens", func(t *testing.T) {
 		for _, h := range []agent.History{agent.NewHistory(), LongHistory(3, 100), LongHistory(40, 2000)} {
@@ -102,6 +116,63 @@ func RunContext(t *testing.T, s ContextSuite) {
 			}
 		}
 	})
+	// A long run against a small window over the stand-in: the loop
+	// compacts (elides old outputs, then has the model summarize) and no
+	// request ever passes the window.
+	t.Run("LongRun", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("200 provider requests (about 1 s, 10 s under -race): run without -short")
+		}
+		const window, steps = 16_000, 200
+		dir := t.TempDir()
+		var data strings.Builder
+		for i := range 2000 {
+			data.WriteString("line " + strconv.Itoa(i+1) + ": " + strings.Repeat("lorem ipsum ", 6) + "\n")
+		}
+		if err := os.WriteFile(filepath.Join(dir, dataFile), []byte(data.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := tools.OpenWorkspace(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns := make([]Turn, 0, steps)
+		for i := range steps - 1 {
+			// Every call differs: a run that moves on is never stuck.
+			start := 1 + i*10
+			turns = append(turns, Call(readFile, map[string]any{"path": dataFile, "start_line": float64(start), "end_line": float64(start + 19)}))
+		}
+		turns = append(turns, Finish("read it all"))
+		si := s.New(t, rt.Specs(), window, turns)
+		var rec Recorder
+		res, err := agent.Run(context.Background(), Task, si.Model, agent.Options{MaxSteps: steps, Tools: rt, Trace: &rec})
+		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != steps {
+			t.Fatalf("result %+v, err %v; want finished in %d steps", res, err, steps)
+		}
+		compacted, summarized := 0, 0
+		for _, ev := range rec.Events {
+			if ev.EventType == gen.TraceEventTypeHistoryCompacted {
+				compacted++
+			}
+		}
+		for i, body := range si.Sent() {
+			if n := StandInTokens(body); n > window {
+				t.Fatalf("request %d has %d tokens, over the %d window", i+1, n, window)
+			}
+			if bytes.Contains(body, []byte(SummaryInstruction)) {
+				summarized++
+			}
+		}
+		if compacted == 0 || summarized == 0 {
+			t.Fatalf("%d history_compacted events and %d summarization requests, want at least one of each", compacted, summarized)
+		}
+		t.Logf("%d requests, %d compactions, %d summaries", len(si.Sent()), compacted, summarized)
+	})
 	t.Run("OverheadBudget", func(t *testing.T) {
 		si := s.New(t, AllTools(t), 0, []Turn{Finish("84")})
 		if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
@@ -112,6 +183,12 @@ func RunContext(t *testing.T, s ContextSuite) {
 		}
 	})
 }
+
+// The long run reads this file with this tool.
+const (
+	dataFile = "data.txt"
+	readFile = "read_file"
+)
 
 func contextSizer(t *testing.T, m agent.Model) agent.ContextSizer {
 	t.Helper()

@@ -171,7 +171,7 @@ var contextSuite = modeltest.ContextSuite{
 	New: func(t testing.TB, specs []gen.ToolSpec, window int, turns []modeltest.Turn) modeltest.StandIn {
 		s := scripted(t, turns)
 		s.window = window
-		return modeltest.StandIn{Model: newModel(t, s, func(c *openai.Config) { c.Tools = specs }), Sent: s.raw}
+		return modeltest.StandIn{Model: newModel(t, s, func(c *openai.Config) { c.Tools, c.ContextWindow = specs, window }), Sent: s.raw}
 	},
 	// The system message and the tools.
 	Prefix: func(t testing.TB, body []byte) []byte {

@@ -704,6 +704,8 @@ func completion(turn modeltest.Turn, n int) []byte {
 	case turn.Finish != nil:
 		args, _ := json.Marshal(map[string]any{"answer": turn.Finish.Answer})
 		call("finish", string(args))
+	case turn.Text != "":
+		msg["content"], finish = turn.Text, "stop"
 	default:
 		call("calculator", modeltest.InvalidText)
 	}

@@ -1,6 +1,7 @@
 package openai_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -60,6 +61,13 @@ type server struct {
 	window int
 	// most is the largest request seen, in tokens.
 	most int
+	// summary, when set, answers every summarization request (one holding
+	// modeltest.SummaryInstruction), which then takes no reply.
+	summary []byte
+	// countUsage makes every reply report the request's real input
+	// tokens (modeltest.StandInTokens), as a provider does, in place of
+	// the canned reply's.
+	countUsage bool
 }
 
 func newServer(t testing.TB, replies ...reply) *server {
@@ -91,6 +99,13 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 		_, _ = fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, s.window, tokens)
 		return
 	}
+	if s.summary != nil && bytes.Contains(body, []byte(modeltest.SummaryInstruction)) {
+		s.mu.Unlock()
+		s.arrive()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.usage(s.summary, tokens))
+		return
+	}
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		s.t.Errorf("unexpected request %d", len(s.bodies))
@@ -110,7 +125,35 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.status)
+	if rep.status == http.StatusOK {
+		rep.body = s.usage(rep.body, tokens)
+	}
 	_, _ = w.Write(rep.body)
+}
+
+// usage returns body with its usage's prompt_tokens set to tokens, when the
+// stand-in counts usage.
+func (s *server) usage(body []byte, tokens int) []byte {
+	if !s.countUsage {
+		return body
+	}
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		s.t.Errorf("a canned reply is not JSON: %v", err)
+		return body
+	}
+	u, _ := v["usage"].(map[string]any)
+	if u == nil {
+		u = map[string]any{}
+	}
+	u["prompt_tokens"] = tokens
+	v["usage"] = u
+	out, err := json.Marshal(v)
+	if err != nil {
+		s.t.Errorf("re-encode a reply: %v", err)
+		return body
+	}
+	return out
 }
 
 // scripted returns a stand-in that answers with the conformance suite's
@@ -120,7 +163,10 @@ func scripted(t testing.TB, turns []modeltest.Turn) *server {
 	for i, turn := range turns {
 		replies[i] = reply{status: http.StatusOK, body: completion(turn, i)}
 	}
-	return newServer(t, replies...)
+	s := newServer(t, replies...)
+	s.countUsage = true
+	s.summary = completion(modeltest.Turn{Text: modeltest.Summary}, len(turns))
+	return s
 }
 
 // arrive signals a request's arrival to a test that waits for it; with
