@@ -2,13 +2,22 @@
 //
 // The model is offered the runtime's tools (name, description, input schema,
 // all from the spec), plus a finish tool whose schema is the spec's Finish.
-// Its tool_use blocks become ToolCalls, a finish tool_use or a reply with
-// text and no tool_use becomes a Finish, and everything else (input that is
-// not a JSON object, an unknown tool, a refusal, a reply cut off at
-// max_tokens, an empty reply, a finish before other tool_use blocks)
-// becomes invalid-output feedback. A reply with several tool_use blocks is
-// one turn (agent.TurnModel): one step whose calls run in order. The Model
-// keeps no state between calls; everything comes from the history.
+// Its tool_use blocks become ToolCalls, a finish tool_use becomes a Finish,
+// and everything else (text without a tool_use, input that is not a JSON
+// object, an unknown tool, a refusal, a reply cut off at max_tokens even in
+// the middle of a tool_use, an empty reply, a finish before other tool_use
+// blocks) becomes invalid-output feedback that tells the model what to do.
+// A reply with several tool_use blocks is one turn (agent.TurnModel): one
+// step whose calls run in order. The Model keeps no state between calls;
+// everything comes from the history: thinking and redacted_thinking blocks
+// ride on the turn's first action (gen.ToolCall.Reasoning) and go back
+// unchanged before its tool_use.
+//
+// The system prompt (Config.System, else the default prompt for code tasks)
+// and the tools are the same bytes in every request, and cache_control
+// marks their end, so they are read from the prompt cache. The Model is an
+// agent.ContextSizer and an agent.Summarizer, and a 400 "prompt is too
+// long" wraps agent.ErrContextLength.
 //
 // The history goes back as one assistant message per turn, with a tool_use
 // block per ToolCall, followed by a user message with the tool_result

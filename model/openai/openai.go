@@ -4,14 +4,21 @@
 //
 // The model is offered the runtime's tools (name, description, input schema,
 // all from the spec) as functions, plus a finish function whose schema is
-// the spec's Finish. Its tool calls become ToolCalls, a finish call or a
-// plain reply without tool calls becomes a Finish, and everything else
-// (arguments that are not a JSON object, an unknown function, a refusal, a
-// reply cut off at the token limit, an empty reply, a finish call before
-// other calls) becomes invalid-output feedback. A reply with parallel tool
-// calls is one turn (agent.TurnModel): one step whose calls run in order.
-// The Model keeps no state between calls; everything comes from the
-// history.
+// the spec's Finish. Its tool calls become ToolCalls, a finish call becomes
+// a Finish, and everything else (text without a tool call, arguments that
+// are not a JSON object, an unknown function, a refusal, a reply cut off at
+// the token limit even in the middle of a call, an empty reply, a finish
+// call before other calls) becomes invalid-output feedback that tells the
+// model what to do. A reply with parallel tool calls is one turn
+// (agent.TurnModel): one step whose calls run in order. The Model keeps no
+// state between calls; everything comes from the history.
+//
+// The system prompt (Config.System, else the default prompt for code tasks)
+// and the tools are the same bytes in every request, so OpenAI's automatic
+// prompt caching applies. The Model is an agent.ContextSizer (its window
+// from Config.ContextWindow or its model family; a request estimate from
+// the serialized body) and an agent.Summarizer, and a 400
+// context_length_exceeded wraps agent.ErrContextLength.
 //
 // The history goes back as one assistant message per turn, with one tool
 // call per ToolCall, followed by a tool message per call with the matching
