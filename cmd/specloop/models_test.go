@@ -226,7 +226,8 @@ func TestRunModelUsageErrors(t *testing.T) {
 		{"replay with base URL", []string{"--model", "replay:" + noRaw, "--base-url", "http://x"}, "--base-url does not apply"},
 		{"replay with system file", []string{"--model", "replay:" + noRaw, "--system-file", noRaw}, "--system-file does not apply"},
 		{"replay with context window", []string{"--model", "replay:" + noRaw, "--context-window", "9000"}, "--context-window does not apply"},
-		{"negative context window", []string{"--model", "openai:m", "--context-window", "-1"}, "--context-window must not be negative"},
+		{"negative context window", []string{"--model", "openai:m", "--context-window", "-1"}, "--context-window must be 0 (the model family's default) or between 1024 and"},
+		{"tiny context window", []string{"--model", "openai:m", "--context-window", "1000"}, "--context-window must be 0"},
 		{"missing system file", []string{"--model", "openai:m", "--base-url", "http://x", "--system-file", filepath.Join(tmp, "none.md")}, "--system-file: open"},
 		{"empty system file", []string{"--model", "openai:m", "--base-url", "http://x", "--system-file", empty}, "is empty"},
 	}
