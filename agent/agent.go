@@ -9,6 +9,16 @@
 // is not a valid turn becomes ModelFeedback and costs a step; a Finish (only
 // ever a turn's last action) ends the run, or, with a completion check,
 // becomes a request that the check must confirm.
+//
+// Long runs stay bounded. The model sees each tool output capped (10 KiB
+// and 256 lines by default, head and tail around a marker; see
+// TruncateOutput) while an Observer gets it whole. For a Model that is a
+// ContextSizer, the history is compacted before a request would pass the
+// threshold of its context window, and a request over the window is never
+// sent; a Model error wrapping ErrContextLength gets one compaction and a
+// retry (see Compaction). A model that repeats the same calls with the
+// same results is warned once and then stopped, exit reason stuck (see
+// StuckDetection).
 package agent
 
 import (
@@ -417,7 +427,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	}
 	rec.seen = *obs
 	seen := &rec.seen
-	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(call))
+	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(call, obs))
 	if l.tracing {
 		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
 		ev := &se.TraceEvent

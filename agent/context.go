@@ -49,7 +49,8 @@ var ErrContextLength = errors.New("the request is over the model's context windo
 // the window is never sent: the run ends context_window_exceeded.
 type Compaction struct {
 	// Threshold is the share of the context window a request may fill
-	// before the history is compacted; 0 means DefaultCompactionThreshold.
+	// before the history is compacted; 0 (or any value outside (0, 1])
+	// means DefaultCompactionThreshold.
 	Threshold float64
 	// KeepTurns is how many of the most recent model turns keep their
 	// observations whole (and stay out of a summary); 0 means

@@ -61,13 +61,45 @@ var toolHints = map[string]toolHint{
 	},
 }
 
-// restHint returns the truncation hint for a call of tool, or nil.
-func restHint(call *gen.ToolCall) func(string) string {
-	h, ok := toolHints[call.ToolName]
-	if !ok {
-		return func(string) string { return "call the tool with narrower arguments to see less at a time" }
+// restHint returns the truncation hint for obs, the answer to call. When
+// the tool itself already left bytes out (its structured result counts
+// them in properties named *_omitted_bytes, as run_command's
+// stdout_omitted_bytes), the hint says so: the cut the model sees is then
+// not all that is missing.
+func restHint(call *gen.ToolCall, obs *gen.Observation) func(string) string {
+	return func(omitted string) string {
+		how := "call the tool with narrower arguments to see less at a time"
+		if h, ok := toolHints[call.ToolName]; ok {
+			how = h.rest(call.Arguments, omitted)
+		}
+		if n := omittedByTool(obs); n > 0 {
+			return fmt.Sprintf("the tool itself did not keep %d more bytes; %s", n, how)
+		}
+		return how
 	}
-	return func(omitted string) string { return h.rest(call.Arguments, omitted) }
+}
+
+// omittedByTool sums the integer properties of obs's structured result
+// whose names end in _omitted_bytes.
+func omittedByTool(obs *gen.Observation) int64 {
+	if obs.Data == nil {
+		return 0
+	}
+	var n int64
+	for k, v := range *obs.Data {
+		if !strings.HasSuffix(k, "_omitted_bytes") {
+			continue
+		}
+		switch v := v.(type) {
+		case float64:
+			n += int64(v)
+		case int:
+			n += int64(v)
+		case int64:
+			n += v
+		}
+	}
+	return n
 }
 
 // elisionStub is the content that stands for obs (the answer to call,

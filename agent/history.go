@@ -36,9 +36,9 @@ func (it Item) Wire() (gen.HistoryItem, error) {
 
 // History is a read-only view of a run's history, as a model sees it. It is
 // cheap to pass and to keep: it shares the loop's slice of items, clipped to
-// its length, and the loop only ever appends past that length, so a view
-// never changes after it was handed out. At returns copies, so a model
-// cannot change what the loop recorded.
+// its length, and the loop only ever appends past that length (compaction
+// builds a new slice), so a view never changes after it was handed out. At
+// returns copies, so a model cannot change what the loop recorded.
 type History struct {
 	items []Item
 }

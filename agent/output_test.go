@@ -11,6 +11,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 )
@@ -95,5 +96,38 @@ func TestReadFileMarkerNamesTheLines(t *testing.T) {
 	want := `[… 902 lines, 12577 bytes omitted; call read_file on "big.txt" with start_line 49 and end_line 950 to see them …]`
 	if !strings.Contains(seen, want) {
 		t.Fatalf("the marker is not %q:\n%s", want, markerRE.FindString(seen))
+	}
+}
+
+// A command's output goes through two caps: the tool keeps 16 KiB of the
+// head and of the tail of each stream, the loop 10 KiB of that for the
+// model. The model's marker says what the tool dropped as well, and how
+// to see the rest.
+func TestCommandOutputMarkerCountsWhatTheToolDropped(t *testing.T) {
+	ws, err := tools.OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ws.Close()
+	rt, err := tools.New(tools.Config{Workspace: ws, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	script := model.NewScript(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"yes 'some output line' | head -c 1000000"}}`, finish)
+	var observed *gen.Observation
+	opts := agent.Options{Tools: rt, Observer: func(p agent.Progress) {
+		if p.Observation != nil {
+			c := *p.Observation
+			observed = &c
+		}
+	}}
+	if res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, script, opts); err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("res=%+v err=%v", res, err)
+	}
+	dropped := (*observed.Data)["stdout_omitted_bytes"].(float64)
+	seen := script.Calls()[1].History.At(1).Observation.Content
+	want := fmt.Sprintf("; the tool itself did not keep %d more bytes; re-run the command narrowed", int(dropped))
+	if m := markerRE.FindString(seen); dropped < 900000 || len(seen) > 10<<10 || !strings.Contains(m, want) {
+		t.Fatalf("the model saw %d bytes with the marker %q; want at most 10 KiB and a marker holding %q", len(seen), m, want)
 	}
 }
