@@ -269,3 +269,27 @@ func TestRunReplay(t *testing.T) {
 		t.Fatalf("exit %d, result %s", code, stdout)
 	}
 }
+
+// TestRemoteModelContextWindow: --context-window goes with a --remote run
+// in the spec's model configuration, as it configures a local one.
+func TestRemoteModelContextWindow(t *testing.T) {
+	for _, window := range []int{0, 20000} {
+		f := &runFlags{model: "openai:gpt-4o", contextWindow: window}
+		mc, err := remoteModel(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := mc.AsOpenAIModelConfig()
+		if err != nil || o.Model != "gpt-4o" || (window == 0) != (o.ContextWindow == nil) || (o.ContextWindow != nil && *o.ContextWindow != window) {
+			t.Fatalf("window %d: %+v, %v", window, o, err)
+		}
+		f.model = "anthropic:claude-sonnet-4-5"
+		if mc, err = remoteModel(f); err != nil {
+			t.Fatal(err)
+		}
+		a, err := mc.AsAnthropicModelConfig()
+		if err != nil || a.Model != "claude-sonnet-4-5" || (window == 0) != (a.ContextWindow == nil) {
+			t.Fatalf("window %d: %+v, %v", window, a, err)
+		}
+	}
+}
