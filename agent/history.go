@@ -99,9 +99,11 @@ func (it Item) clone() Item {
 			id := *c.CallId
 			c.CallId = &id
 		}
+		c.Reasoning = cloneReasoning(c.Reasoning)
 		return Item{ToolCall: &c}
 	case it.Finish != nil:
 		c := *it.Finish
+		c.Reasoning = cloneReasoning(c.Reasoning)
 		return Item{Finish: &c}
 	case it.Observation != nil:
 		c := *it.Observation
@@ -123,6 +125,14 @@ func (it Item) clone() Item {
 		return Item{Feedback: &c}
 	}
 	return Item{}
+}
+
+func cloneReasoning(r *[]gen.ReasoningBlock) *[]gen.ReasoningBlock {
+	if r == nil {
+		return nil
+	}
+	c := slices.Clone(*r)
+	return &c
 }
 
 func cloneMap(m map[string]any) map[string]any {

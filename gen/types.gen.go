@@ -356,6 +356,24 @@ func (e OpenAIModelConfigProvider) Valid() bool {
 	}
 }
 
+// Defines values for ReasoningBlockType.
+const (
+	ReasoningBlockTypeRedactedThinking ReasoningBlockType = "redacted_thinking"
+	ReasoningBlockTypeThinking         ReasoningBlockType = "thinking"
+)
+
+// Valid indicates whether the value is a known member of the ReasoningBlockType enum.
+func (e ReasoningBlockType) Valid() bool {
+	switch e {
+	case ReasoningBlockTypeRedactedThinking:
+		return true
+	case ReasoningBlockTypeThinking:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for RunStatus.
 const (
 	RunStatusFinished           RunStatus = "finished"
@@ -480,6 +498,9 @@ type ActionType string
 
 // AnthropicModelConfig An Anthropic Messages API model. The key comes from the server's environment.
 type AnthropicModelConfig struct {
+	// ContextWindow The model's context window in tokens; absent means the adapter's default for the model family.
+	ContextWindow *int `json:"context_window,omitempty"`
+
 	// MaxOutputTokens The most tokens one response may have.
 	MaxOutputTokens *int `json:"max_output_tokens,omitempty"`
 
@@ -676,6 +697,9 @@ type Finish struct {
 	// Answer The final answer.
 	Answer string `json:"answer"`
 
+	// Reasoning The reasoning blocks the provider returned before the finish, when it is the first action of its turn; see ToolCall.reasoning. Set by the adapter, never by the model.
+	Reasoning *[]ReasoningBlock `json:"reasoning,omitempty"`
+
 	// Type Always finish.
 	Type FinishType `json:"type"`
 }
@@ -773,6 +797,9 @@ type ObservationType string
 
 // OpenAIModelConfig An OpenAI-compatible Chat Completions model. The key and base URL come from the server's environment.
 type OpenAIModelConfig struct {
+	// ContextWindow The model's context window in tokens; absent means the adapter's default for the model family.
+	ContextWindow *int `json:"context_window,omitempty"`
+
 	// MaxOutputTokens The most tokens one response may have.
 	MaxOutputTokens *int `json:"max_output_tokens,omitempty"`
 
@@ -869,6 +896,24 @@ type ReadFileResult struct {
 	// Truncated True when the output was cut at the cap before end_line.
 	Truncated bool `json:"truncated"`
 }
+
+// ReasoningBlock One block of a model's reasoning as its provider returned it (Anthropic's thinking and redacted_thinking content blocks), kept only to be sent back.
+type ReasoningBlock struct {
+	// Data The encrypted content of a redacted_thinking block.
+	Data *string `json:"data,omitempty"`
+
+	// Signature The provider's signature of a thinking block.
+	Signature *string `json:"signature,omitempty"`
+
+	// Thinking The reasoning text of a thinking block.
+	Thinking *string `json:"thinking,omitempty"`
+
+	// Type The provider's block type.
+	Type ReasoningBlockType `json:"type"`
+}
+
+// ReasoningBlockType The provider's block type.
+type ReasoningBlockType string
 
 // Run A remote run.
 type Run struct {
@@ -1067,6 +1112,9 @@ type ToolCall struct {
 
 	// CallId An id the model gave the call, echoed in its Observation.
 	CallId *string `json:"call_id,omitempty"`
+
+	// Reasoning The reasoning blocks the provider returned before this call (on the first action of a turn), which it requires back unchanged in the next request. Opaque to the runtime; never traced.
+	Reasoning *[]ReasoningBlock `json:"reasoning,omitempty"`
 
 	// ToolName The tool's name, as listed in the tool specs.
 	ToolName string `json:"tool_name"`

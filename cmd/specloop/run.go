@@ -38,16 +38,18 @@ type runFlags struct {
 	recordRaw  bool
 	approval   approvalFlags // see approve.go
 	// model selection (see models.go) and remote runs (see remote.go)
-	model       string
-	baseURL     string
-	tokenBudget int64
-	obsBytes    int
-	obsLines    int
-	remote      string
-	tokenFile   string
-	sandbox     sandboxFlags
-	mcp         mcpFlags
-	toolsSpec   toolsSpecFlags
+	model         string
+	baseURL       string
+	contextWindow int
+	systemFile    string
+	tokenBudget   int64
+	obsBytes      int
+	obsLines      int
+	remote        string
+	tokenFile     string
+	sandbox       sandboxFlags
+	mcp           mcpFlags
+	toolsSpec     toolsSpecFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -65,6 +67,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
+	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
+	fs.StringVar(&f.systemFile, "system-file", "", systemFileUsage)
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
 	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
 	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
@@ -82,6 +86,11 @@ func (f *runFlags) validate() error {
 	}
 	if f.tokenBudget < 0 {
 		return errors.New("--token-budget must not be negative (0 means no limit)")
+	}
+	// The bounds of the API's context_window, so that a local run and a
+	// --remote one accept the same values.
+	if lo, hi := schemaBounds("OpenAIModelConfig", "context_window"); f.contextWindow != 0 && (float64(f.contextWindow) < lo || float64(f.contextWindow) > hi) {
+		return fmt.Errorf("--context-window must be 0 (the model family's default) or between %.0f and %.0f", lo, hi)
 	}
 	for _, c := range []struct {
 		flag, prop string
@@ -266,8 +275,12 @@ var maxPromptChars = sync.OnceValue(func() int {
 // requestBounds returns the minimum and maximum the spec gives the
 // integer property prop of CreateRunRequest, so that a flag and a field of
 // a remote run's request accept the same values.
-func requestBounds(prop string) (lo, hi float64) {
-	s := specdoc.MustLoad().Components.Schemas["CreateRunRequest"].Value.Properties[prop].Value
+func requestBounds(prop string) (lo, hi float64) { return schemaBounds("CreateRunRequest", prop) }
+
+// schemaBounds returns the bounds the spec gives the integer property prop
+// of the component schema name.
+func schemaBounds(name, prop string) (lo, hi float64) {
+	s := specdoc.MustLoad().Components.Schemas[name].Value.Properties[prop].Value
 	lo, hi = 0, math.MaxInt32
 	if s.Min != nil {
 		lo = *s.Min

@@ -62,6 +62,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	systemFile := fs.String("system-file", "", systemFileUsage)
 	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
 	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
@@ -124,6 +125,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("serve: %v", err)
 		return exitUsage
 	}
+	system, err := readSystemFile(*systemFile)
+	if err != nil {
+		env.errorf("serve: --system-file: %v", err)
+		return exitUsage
+	}
 	level := slog.LevelInfo
 	if *verbose {
 		level = slog.LevelDebug
@@ -184,6 +190,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MCPServers:          mcpServers,
 		MCP:                 mcpf.config(env.stderr),
 		MCPHandler:          mcpH,
+		Models:              server.ModelsWithSystem(system),
 	})
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartTools && len(specs) > 0 {
