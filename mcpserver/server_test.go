@@ -20,24 +20,24 @@ import (
 )
 
 // connect serves rt over in-memory transports and returns a client session.
-func connect(t *testing.T, rt *tools.Runtime) *mcp.ClientSession {
-	t.Helper()
+func connect(tb testing.TB, rt *tools.Runtime) *mcp.ClientSession {
+	tb.Helper()
 	srv, err := mcpserver.New(rt, mcpserver.Config{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { ss.Close() })
+	tb.Cleanup(func() { ss.Close() })
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	tb.Cleanup(func() { cs.Close() })
 	return cs
 }
 
