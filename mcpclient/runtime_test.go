@@ -314,3 +314,23 @@ func TestNameClashRefused(t *testing.T) {
 		t.Fatal("Open accepted one name twice")
 	}
 }
+
+// A stdio server that never answers the handshake fails Connect within
+// the connect timeout, and is stopped.
+func TestConnectTimeoutStopsTheServer(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := dir + "/pid"
+	_, err := mcpclient.Connect(context.Background(), mcpclient.Server{Name: "mute", Command: []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 1000"}},
+		mcpclient.Config{ConnectTimeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), `"mute"`) {
+		t.Fatalf("Connect: %v", err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 || !gone(pid) {
+		t.Fatalf("the server (pid %d) still runs", pid)
+	}
+}
