@@ -111,7 +111,11 @@ func TestToolsOfferedNextToTheBuiltins(t *testing.T) {
 			if obs := call(t, rt, "ext__fail", nil); !strings.Contains(obs.Content, "the weather service is down") {
 				t.Fatalf("the tool's error message is lost: %q", obs.Content)
 			}
-			wantCode(t, call(t, rt, "ext__nope", nil), gen.ErrorCodeUnknownTool)
+			obs = call(t, rt, "ext__nope", nil)
+			wantCode(t, obs, gen.ErrorCodeUnknownTool)
+			if !strings.Contains(obs.Content, "ext__echo") || !strings.Contains(obs.Content, "calculator") {
+				t.Fatalf("the unknown tool's message does not list every tool: %q", obs.Content)
+			}
 		})
 	}
 }
