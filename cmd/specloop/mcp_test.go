@@ -140,3 +140,16 @@ func TestRemoteRunMCPNames(t *testing.T) {
 		t.Fatalf("a command with --remote: exit %d, %s", code, stderr)
 	}
 }
+
+// A model flag error is reported before any MCP server is started.
+func TestRunModelErrorStartsNoMCPServer(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	marker := filepath.Join(t.TempDir(), "started")
+	code, _, stderr := cli(t, "run", "--model", "openai:gpt-4.1", "--no-commands", "--mcp", "m=touch "+marker, "p")
+	if code != exitUsage {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the MCP server was started before the model flags were checked")
+	}
+}
