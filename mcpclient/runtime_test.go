@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/specloop/specloop/agent"
@@ -336,5 +337,20 @@ func TestConnectTimeoutStopsTheServer(t *testing.T) {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
 	if pid <= 0 || !gone(pid) {
 		t.Fatalf("the server (pid %d) still runs", pid)
+	}
+}
+
+// A huge result is clipped for the model, saying so.
+func TestLargeResultClipped(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "dump", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("é", mcpclient.MaxContentBytes)}}}, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	rt := open(t, mcpclient.Server{Name: "big", URL: ts.URL}, mcpclient.Config{})
+	obs := call(t, rt, "big__dump", nil)
+	if obs.IsError || len(obs.Content) > mcpclient.MaxContentBytes+100 || !strings.Contains(obs.Content, "clipped: 524288 bytes") || !utf8.ValidString(obs.Content) {
+		t.Fatalf("a %d-byte result became %d bytes ending %q", 2*mcpclient.MaxContentBytes, len(obs.Content), obs.Content[len(obs.Content)-60:])
 	}
 }
