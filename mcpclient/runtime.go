@@ -23,6 +23,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/specloop/specloop/agent"
@@ -36,7 +37,9 @@ type Runtime struct {
 	base     agent.ToolRuntime
 	sessions []*Session
 	tools    map[string]*tool
+	builtin  map[string]bool
 	specs    []gen.ToolSpec
+	names    string // every tool's name, for unknown_tool
 }
 
 var (
@@ -52,10 +55,10 @@ func NewRuntime(base agent.ToolRuntime, sessions ...*Session) (*Runtime, error) 
 	if base == nil {
 		return nil, errors.New("mcpclient: a base runtime is required")
 	}
-	r := &Runtime{base: base, sessions: sessions, tools: map[string]*tool{}}
+	r := &Runtime{base: base, sessions: sessions, tools: map[string]*tool{}, builtin: map[string]bool{}}
 	seen := map[string]bool{}
 	for _, s := range base.Specs() {
-		seen[s.Name] = true
+		seen[s.Name], r.builtin[s.Name] = true, true
 	}
 	r.specs = slices.Clone(base.Specs())
 	for _, s := range sessions {
@@ -68,6 +71,11 @@ func NewRuntime(base agent.ToolRuntime, sessions ...*Session) (*Runtime, error) 
 			r.specs = append(r.specs, t.spec)
 		}
 	}
+	names := make([]string, len(r.specs))
+	for i, s := range r.specs {
+		names[i] = s.Name
+	}
+	r.names = strings.Join(names, ", ")
 	return r, nil
 }
 
@@ -114,11 +122,14 @@ func (r *Runtime) Specs() []gen.ToolSpec { return r.specs }
 // Call runs a call of an MCP tool, after validating its arguments against
 // the tool's input schema, or passes any other call to the base runtime.
 func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation, error) {
-	t, ok := r.tools[call.ToolName]
-	if !ok {
+	if r.builtin[call.ToolName] {
 		return r.base.Call(ctx, call)
 	}
 	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
+	t, ok := r.tools[call.ToolName]
+	if !ok {
+		return fail(obs, gen.ErrorCodeUnknownTool, fmt.Sprintf("unknown tool %.64q; available tools: %s", call.ToolName, r.names)), nil
+	}
 	args := call.Arguments
 	if args == nil {
 		args = map[string]any{}

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/specloop/specloop/agent"
@@ -111,7 +112,11 @@ func TestToolsOfferedNextToTheBuiltins(t *testing.T) {
 			if obs := call(t, rt, "ext__fail", nil); !strings.Contains(obs.Content, "the weather service is down") {
 				t.Fatalf("the tool's error message is lost: %q", obs.Content)
 			}
-			wantCode(t, call(t, rt, "ext__nope", nil), gen.ErrorCodeUnknownTool)
+			obs = call(t, rt, "ext__nope", nil)
+			wantCode(t, obs, gen.ErrorCodeUnknownTool)
+			if !strings.Contains(obs.Content, "ext__echo") || !strings.Contains(obs.Content, "calculator") {
+				t.Fatalf("the unknown tool's message does not list every tool: %q", obs.Content)
+			}
 		})
 	}
 }
@@ -312,5 +317,40 @@ func TestNameClashRefused(t *testing.T) {
 	}
 	if _, err := mcpclient.Open(context.Background(), base(t), []mcpclient.Server{{Name: "ext", URL: url}, {Name: "ext", URL: url}}, mcpclient.Config{}); err == nil {
 		t.Fatal("Open accepted one name twice")
+	}
+}
+
+// A stdio server that never answers the handshake fails Connect within
+// the connect timeout, and is stopped.
+func TestConnectTimeoutStopsTheServer(t *testing.T) {
+	dir := t.TempDir()
+	pidFile := dir + "/pid"
+	_, err := mcpclient.Connect(context.Background(), mcpclient.Server{Name: "mute", Command: []string{"sh", "-c", "echo $$ > " + pidFile + "; exec sleep 1000"}},
+		mcpclient.Config{ConnectTimeout: 300 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), `"mute"`) {
+		t.Fatalf("Connect: %v", err)
+	}
+	data, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(data)))
+	if pid <= 0 || !gone(pid) {
+		t.Fatalf("the server (pid %d) still runs", pid)
+	}
+}
+
+// A huge result is clipped for the model, saying so.
+func TestLargeResultClipped(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "dump", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("é", mcpclient.MaxContentBytes)}}}, nil
+	})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	rt := open(t, mcpclient.Server{Name: "big", URL: ts.URL}, mcpclient.Config{})
+	obs := call(t, rt, "big__dump", nil)
+	if obs.IsError || len(obs.Content) > mcpclient.MaxContentBytes+100 || !strings.Contains(obs.Content, "clipped: 524288 bytes") || !utf8.ValidString(obs.Content) {
+		t.Fatalf("a %d-byte result became %d bytes ending %q", 2*mcpclient.MaxContentBytes, len(obs.Content), obs.Content[len(obs.Content)-60:])
 	}
 }

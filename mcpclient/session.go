@@ -13,6 +13,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
@@ -32,6 +33,11 @@ const (
 	// closed, before it is sent SIGTERM (and as long again before SIGKILL).
 	stopGrace = 2 * time.Second
 )
+
+// MaxContentBytes is the most text of one result the model is shown (as
+// much as read_file shows of a file); the rest is cut, and the
+// observation says how long the text was.
+const MaxContentBytes = 256 << 10
 
 // Config configures the sessions with external servers. The zero value
 // uses the defaults above and discards what stdio servers write to stderr.
@@ -338,7 +344,15 @@ func contentText(content []mcp.Content) string {
 			parts = append(parts, fmt.Sprintf("[%T content]", c))
 		}
 	}
-	return strings.Join(parts, "\n")
+	text := strings.Join(parts, "\n")
+	if len(text) > MaxContentBytes {
+		n := MaxContentBytes
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n] + fmt.Sprintf("\n[the result was clipped: %d bytes in all]", len(text))
+	}
+	return text
 }
 
 // describe says where and why a value fails a schema, naming the JSON

@@ -49,7 +49,7 @@ func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
 	if impl.Version == "" {
 		impl.Version = buildinfo.Version()
 	}
-	s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: cfg.Logger, HasTools: true})
+	s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: cfg.Logger})
 	for _, spec := range rt.Specs() {
 		tool, err := Tool(spec)
 		if err != nil {

@@ -1,8 +1,11 @@
 package mcpserver_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"slices"
@@ -20,24 +23,24 @@ import (
 )
 
 // connect serves rt over in-memory transports and returns a client session.
-func connect(t *testing.T, rt *tools.Runtime) *mcp.ClientSession {
-	t.Helper()
+func connect(tb testing.TB, rt *tools.Runtime) *mcp.ClientSession {
+	tb.Helper()
 	srv, err := mcpserver.New(rt, mcpserver.Config{})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	ct, st := mcp.NewInMemoryTransports()
 	ctx := context.Background()
 	ss, err := srv.Connect(ctx, st, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { ss.Close() })
+	tb.Cleanup(func() { ss.Close() })
 	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, ct, nil)
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
-	t.Cleanup(func() { cs.Close() })
+	tb.Cleanup(func() { cs.Close() })
 	return cs
 }
 
@@ -286,5 +289,51 @@ func TestEscapeRefused(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(outside, "new.txt")); err == nil {
 		t.Fatal("write_file wrote outside the workspace")
+	}
+}
+
+// On the wire, each tool's inputSchema and outputSchema are the spec's
+// schemas byte for byte (as encoding/json encodes the runtime's specs):
+// read from a raw tools/list exchange, not through a client's decoding.
+func TestSchemasOnTheWire(t *testing.T) {
+	rt, _ := runtime(t)
+	srv, err := mcpserver.New(rt, mcpserver.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{Stateless: true, JSONResponse: true})
+	req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/list","params":{}}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	var resp struct {
+		Result struct {
+			Tools []struct {
+				Name         string          `json:"name"`
+				InputSchema  json.RawMessage `json:"inputSchema"`
+				OutputSchema json.RawMessage `json:"outputSchema"`
+			} `json:"tools"`
+		} `json:"result"`
+	}
+	if err := json.Unmarshal(rec.Body.Bytes(), &resp); err != nil || len(resp.Result.Tools) == 0 {
+		t.Fatalf("tools/list: %d %s (%v)", rec.Code, rec.Body.Bytes(), err)
+	}
+	specs := map[string]gen.ToolSpec{}
+	for _, s := range rt.Specs() {
+		specs[s.Name] = s
+	}
+	for _, tool := range resp.Result.Tools {
+		spec := specs[tool.Name]
+		want, _ := json.Marshal(spec.InputSchema)
+		if !bytes.Equal(tool.InputSchema, want) {
+			t.Errorf("%s: inputSchema on the wire\n%s\nthe spec's\n%s", tool.Name, tool.InputSchema, want)
+		}
+		if spec.ResultSchema != nil {
+			want, _ := json.Marshal(*spec.ResultSchema)
+			if !bytes.Equal(tool.OutputSchema, want) {
+				t.Errorf("%s: outputSchema on the wire\n%s\nthe spec's\n%s", tool.Name, tool.OutputSchema, want)
+			}
+		}
 	}
 }

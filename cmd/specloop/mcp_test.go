@@ -11,6 +11,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -26,26 +27,35 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
+// mcpSession starts `specloop mcp ARGS` in-process on pipes and returns a
+// client session; closing it ends the command, whose exit status done
+// receives.
+func mcpSession(t *testing.T, args ...string) (cs *mcp.ClientSession, done <-chan int, stderr *strings.Builder) {
+	t.Helper()
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	codes := make(chan int, 1)
+	stderr = &strings.Builder{}
+	go func() {
+		code := run(context.Background(), append([]string{"mcp"}, args...), inR, outW, stderr)
+		outW.Close()
+		codes <- code
+	}()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(context.Background(), &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
+	if err != nil {
+		t.Fatalf("%v: %s", err, stderr)
+	}
+	return cs, codes, stderr
+}
+
 // specloop mcp serves the tools on stdin and stdout.
 func TestMCPCommand(t *testing.T) {
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
-	done := make(chan int, 1)
-	var stderr strings.Builder
-	go func() {
-		code := run(context.Background(), []string{"mcp", "--workspace", dir, "--no-commands"}, inR, outW, &stderr)
-		outW.Close()
-		done <- code
-	}()
 	ctx := context.Background()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(ctx, &mcp.IOTransport{Reader: outR, Writer: inW}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	cs, done, stderr := mcpSession(t, "--workspace", dir, "--no-commands")
 	res, err := cs.ListTools(ctx, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -68,6 +78,34 @@ func TestMCPCommand(t *testing.T) {
 	cs.Close() // closes stdin: the command ends
 	if code := <-done; code != exitOK {
 		t.Fatalf("specloop mcp exited %d: %s", code, stderr.String())
+	}
+}
+
+// run_command through MCP runs in the sandbox --sandbox names: a write
+// outside the workspace fails under every confining backend available
+// here, and succeeds unconfined (which shows the attempt is real).
+func TestMCPRunCommandSandboxed(t *testing.T) {
+	for _, b := range []sandbox.Backend{sandbox.Landlock, sandbox.Bwrap, sandbox.None} {
+		t.Run(string(b), func(t *testing.T) {
+			if err := sandbox.Available(b); err != nil {
+				t.Skipf("backend %s: %v", b, err)
+			}
+			ws, outside := t.TempDir(), t.TempDir()
+			target := filepath.Join(outside, "escaped.txt")
+			cs, done, stderr := mcpSession(t, "--workspace", ws, "--sandbox", string(b))
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "run_command", Arguments: map[string]any{"command": "echo x > " + target}})
+			if err != nil {
+				t.Fatalf("run_command: %v", err)
+			}
+			cs.Close()
+			if code := <-done; code != exitOK {
+				t.Fatalf("specloop mcp exited %d: %s", code, stderr.String())
+			}
+			_, statErr := os.Stat(target)
+			if escaped := statErr == nil; escaped != (b == sandbox.None) {
+				t.Fatalf("backend %s: the write outside the workspace happened: %v (result %+v)", b, escaped, res.Content)
+			}
+		})
 	}
 }
 
@@ -138,5 +176,18 @@ func TestRemoteRunMCPNames(t *testing.T) {
 	code, _, stderr = cli(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather=weather-mcp", "p")
 	if code != exitUsage || !strings.Contains(stderr, "--mcp weather") {
 		t.Fatalf("a command with --remote: exit %d, %s", code, stderr)
+	}
+}
+
+// A model flag error is reported before any MCP server is started.
+func TestRunModelErrorStartsNoMCPServer(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	marker := filepath.Join(t.TempDir(), "started")
+	code, _, stderr := cli(t, "run", "--model", "openai:gpt-4.1", "--no-commands", "--mcp", "m=touch "+marker, "p")
+	if code != exitUsage {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Fatal("the MCP server was started before the model flags were checked")
 	}
 }

@@ -151,6 +151,13 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: --sync: %v", err)
 		return exitUsage
 	}
+	// The model flags are checked before anything is opened or started
+	// (MCP servers may take a while); the model is built again below,
+	// told about the tools.
+	if _, err := openModel(&f, nil); err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
 	cfg, err := f.config(policy)
 	if err != nil {
 		env.errorf("run: %v", err)
