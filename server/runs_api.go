@@ -48,7 +48,6 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if body.TokenBudget != nil {
 		j.tokenBudget = *body.TokenBudget
 	}
-	j.telemetry = runTelemetry(ctx, body.Model)
 	if err := s.sched.admit(); err != nil {
 		s.ws.release(ws)
 		return nil, err
@@ -68,6 +67,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	r.created = s.runs.stamp()
 	s.runs.mu.Unlock()
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	j.telemetry = runTelemetry(ctx, body.Model)
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
