@@ -78,6 +78,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	r.created = s.runs.stamp()
 	s.runs.mu.Unlock()
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	j.telemetry = runTelemetry(ctx, body.Model)
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()

@@ -3,9 +3,7 @@ package server
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
@@ -145,9 +143,8 @@ type metricsResponse struct{ body []byte }
 func (r metricsResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
 	w.Header().Set("Content-Type", telemetry.TextContentType)
 	w.WriteHeader(http.StatusOK)
-	_, err := io.Copy(w, bytes.NewReader(r.body))
-	if err != nil {
-		return errors.Join(errors.New("write the metrics"), err)
+	if _, err := w.Write(r.body); err != nil {
+		return fmt.Errorf("write the metrics: %w", err)
 	}
 	return nil
 }

@@ -13,9 +13,10 @@
 //	├── execute_tool {tool}       INTERNAL, one per tool call
 //	└── completion_check          INTERNAL, one per check
 //
-// Label values and span names come only from the spec (its enums and
-// x-sandbox-denials) and the tools a run offers, so their number is
-// bounded whatever a model writes. Spans carry no content (messages, tool
+// Metric label values come only from the spec (its enums, operationIds
+// and x-sandbox-denials) and the tools a run offers, so their number is
+// bounded whatever a model writes; a span's tool name is bounded the same
+// way, and its model name is the one the run was configured with. Spans carry no content (messages, tool
 // arguments, results) unless Telemetry.Content is set: the same privacy
 // rule as the JSONL trace.
 package telemetry
