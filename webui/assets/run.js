@@ -91,7 +91,7 @@ export class RunView {
     this.started = null;
     this.finished = null;
     this.usage = null;
-    this.events = 0;
+    this.reads = 0;
     this.approvalItems = 0;
     $('approval-list').replaceChildren();
     this.abort = new AbortController();
@@ -121,7 +121,7 @@ export class RunView {
       await follow(this.id, {
         endEvent: EventType.runFinished,
         signal,
-        onEvent: (type, ev, id) => this.onEvent(type, ev, id),
+        onEvent: (type, ev) => this.onEvent(type, ev),
         onState: (st) => {
           $('stream-state').textContent = st;
           $('stream-state').className = `badge st-${st}`;
@@ -139,10 +139,13 @@ export class RunView {
   }
 
   // refresh reads the run's record and shows it (the result once finished).
+  // Reads may overlap (approval events start them): only the last one
+  // started is shown, so an older answer never undoes a newer one.
   async refresh() {
     const signal = this.abort.signal;
+    const read = ++this.reads;
     const run = await api(`/v1/runs/${encodeURIComponent(this.id)}`, { signal });
-    if (signal.aborted) return;
+    if (signal.aborted || read !== this.reads) return;
     this.run = run;
     this.renderMeta();
     if (run.status === RunStatus.finished && run.result) {
@@ -156,7 +159,6 @@ export class RunView {
   }
 
   onEvent(type, ev) {
-    this.events++;
     switch (type) {
       case EventType.runStarted:
         this.started = ev;
