@@ -59,8 +59,6 @@ type server struct {
 	// a request of more tokens (modeltest.StandInTokens) is refused with
 	// Anthropic's 400 "prompt is too long", and takes no reply.
 	window int
-	// most is the largest request seen, in tokens.
-	most int
 	// summary, when set, answers every summarization request (one holding
 	// modeltest.SummaryInstruction), which then takes no reply.
 	summary []byte
@@ -98,7 +96,6 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("request without anthropic-version")
 	}
 	tokens := modeltest.StandInTokens(body)
-	s.most = max(s.most, tokens)
 	if s.window > 0 && tokens > s.window {
 		s.mu.Unlock()
 		s.arrive()
@@ -191,13 +188,6 @@ func (s *server) raw() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.bodies...)
-}
-
-// largest returns the most tokens a request had so far.
-func (s *server) largest() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.most
 }
 
 // requests returns the decoded request bodies so far.

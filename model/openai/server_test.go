@@ -59,8 +59,6 @@ type server struct {
 	// a request of more tokens (modeltest.StandInTokens) is refused with
 	// OpenAI's 400 context_length_exceeded, and takes no reply.
 	window int
-	// most is the largest request seen, in tokens.
-	most int
 	// summary, when set, answers every summarization request (one holding
 	// modeltest.SummaryInstruction), which then takes no reply.
 	summary []byte
@@ -90,7 +88,6 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 		s.t.Errorf("request %s %s, want POST /chat/completions", r.Method, r.URL.Path)
 	}
 	tokens := modeltest.StandInTokens(body)
-	s.most = max(s.most, tokens)
 	if s.window > 0 && tokens > s.window {
 		s.mu.Unlock()
 		s.arrive()
@@ -183,13 +180,6 @@ func (s *server) raw() [][]byte {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([][]byte(nil), s.bodies...)
-}
-
-// largest returns the most tokens a request had so far.
-func (s *server) largest() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.most
 }
 
 // requests returns the decoded request bodies so far.
