@@ -9,6 +9,16 @@
 // is not a valid turn becomes ModelFeedback and costs a step; a Finish (only
 // ever a turn's last action) ends the run, or, with a completion check,
 // becomes a request that the check must confirm.
+//
+// Long runs stay bounded. The model sees each tool output capped (10 KiB
+// and 256 lines by default, head and tail around a marker; see
+// TruncateOutput) while an Observer gets it whole. For a Model that is a
+// ContextSizer, the history is compacted before a request would pass the
+// threshold of its context window, and a request over the window is never
+// sent; a Model error wrapping ErrContextLength gets one compaction and a
+// retry (see Compaction). A model that repeats the same calls with the
+// same results is warned once and then stopped, exit reason stuck (see
+// StuckDetection).
 package agent
 
 import (
@@ -94,6 +104,16 @@ type Options struct {
 	// Clock is the loop's source of event times and durations; nil means
 	// time.Now. A durable engine replaying the loop sets a deterministic one.
 	Clock func() time.Time
+	// MaxObservationBytes and MaxObservationLines cap each tool output as
+	// the model sees it (see TruncateOutput): 0 means
+	// DefaultMaxObservationBytes and DefaultMaxObservationLines. The
+	// Observer still gets the whole Observation.
+	MaxObservationBytes int
+	MaxObservationLines int
+	// Compaction keeps the requests within the model's context window.
+	Compaction Compaction
+	// Stuck detects a model that repeats itself.
+	Stuck StuckDetection
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -126,12 +146,25 @@ type loop struct {
 	sandbox *gen.SandboxInfo
 	tracing bool       // events are built only when someone receives them
 	vocab   vocabulary // what of a tool call the trace records verbatim
+	ctxb    contextBudget
+	stuck   *stuckDetector // nil when detection is off
+	// the cap of an observation as the model sees it
+	obsBytes, obsLines int
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
 		tracing: opts.Trace != nil || opts.Observer != nil}
 	l.turns, _ = model.(TurnModel)
+	l.ctxb = newContextBudget(model, opts.Compaction)
+	l.stuck = newStuckDetector(opts.Stuck)
+	l.obsBytes, l.obsLines = opts.MaxObservationBytes, opts.MaxObservationLines
+	if l.obsBytes <= 0 {
+		l.obsBytes = DefaultMaxObservationBytes
+	}
+	if l.obsLines <= 0 {
+		l.obsLines = DefaultMaxObservationLines
+	}
 	if l.runID == "" {
 		l.runID = NewRunID()
 	}
@@ -199,9 +232,13 @@ func (l *loop) sandboxInfo() *gen.SandboxInfo {
 
 func (l *loop) steps(ctx context.Context) end {
 	var lastFeedback gen.FeedbackKind
+	refused := false // the last model call was refused as over the context window
 	for step := 1; step <= l.max; step++ {
 		if err := ctx.Err(); err != nil {
 			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
+		}
+		if e := l.beforeCall(ctx, step); e != nil {
+			return *e
 		}
 		t0 := l.clock()
 		turn, err := l.next(ctx)
@@ -210,6 +247,8 @@ func (l *loop) steps(ctx context.Context) end {
 			var invalid *InvalidOutputError
 			switch {
 			case errors.As(err, &invalid):
+				refused = false
+				l.ctxb.reported(invalid.Usage)
 				if e := l.addUsage(invalid.Usage); e != nil {
 					return end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step}
 				}
@@ -220,10 +259,24 @@ func (l *loop) steps(ctx context.Context) end {
 				continue
 			case ctx.Err() != nil:
 				return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+			case errors.Is(err, ErrContextLength):
+				// One compaction and a retry of the step; a second refusal
+				// in a row ends the run.
+				if refused || l.opts.Compaction.Disabled {
+					return end{reason: gen.ExitReasonContextWindowExceeded, err: fmt.Errorf("model: %w", err), steps: step}
+				}
+				refused = true
+				if _, e := l.compact(ctx, step, 0, true); e != nil {
+					return *e
+				}
+				step--
+				continue
 			default:
 				return end{reason: gen.ExitReasonModelError, err: fmt.Errorf("model: %w", err), steps: step}
 			}
 		}
+		refused = false
+		l.ctxb.reported(turn.Usage)
 		lastFeedback = ""
 		if err := checkTurn(&turn); err != nil {
 			return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
@@ -259,6 +312,7 @@ func (l *loop) steps(ctx context.Context) end {
 				l.history.add(Item{Finish: &recs[i].fin})
 			}
 		}
+		stuck := "" // the first pattern of repeats the turn's calls formed
 		for i := range recs {
 			if i > 0 {
 				if err := ctx.Err(); err != nil {
@@ -268,6 +322,11 @@ func (l *loop) steps(ctx context.Context) end {
 			if turn.Actions[i].ToolCall != nil {
 				if e := l.callTool(ctx, step, &recs[i]); e != nil {
 					return *e
+				}
+				if l.stuck != nil {
+					if p := l.stuck.add(&recs[i].call, &recs[i].obs); stuck == "" {
+						stuck = p
+					}
 				}
 				continue
 			}
@@ -283,6 +342,22 @@ func (l *loop) steps(ctx context.Context) end {
 				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
 			}
 			lastFeedback = gen.FeedbackKindFinishRejected
+		}
+		if stuck != "" {
+			if l.stuck.warned {
+				return end{reason: gen.ExitReasonStuck, err: fmt.Errorf("the run is stuck: %s, after a warning", stuck), steps: step}
+			}
+			l.stuck.warned = true
+			fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindStuckWarning, Message: stuckMessage(stuck)}
+			if l.tracing {
+				ev := l.event(step, gen.TraceEventTypeModelFeedback)
+				ev.FeedbackKind = &fb.Kind
+				ev.Output = ptr(trace.Summary(fb.Message))
+				if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
+					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+				}
+			}
+			l.history.add(Item{Feedback: fb})
 		}
 	}
 	switch lastFeedback {
@@ -312,7 +387,8 @@ func (l *loop) next(ctx context.Context) (Turn, error) {
 // and its observation, or a finish.
 type toolStep struct {
 	call gen.ToolCall
-	obs  gen.Observation
+	obs  gen.Observation // the whole observation, for the Observer
+	seen gen.Observation // obs as the model sees it: its content capped
 	fin  gen.Finish
 }
 
@@ -368,12 +444,15 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	if obs.IsError {
 		obs.Content = ClipMessage(obs.Content)
 	}
+	rec.seen = *obs
+	seen := &rec.seen
+	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(call, obs))
 	if l.tracing {
 		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
 		ev := &se.TraceEvent
 		ev.ToolName = l.vocab.toolName(&obs.ToolName, &se.toolName)
 		ev.CallId = traceCallID(obs.CallId, &se.callID)
-		se.output = trace.Summary(obs.Content)
+		se.output = trace.Summary(seen.Content) // what the model saw, as replay compares it
 		ev.Output = &se.output
 		ev.IsError = &obs.IsError
 		ev.ErrorCode = obs.ErrorCode
@@ -383,7 +462,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
-	l.history.add(Item{Observation: obs})
+	l.history.add(Item{Observation: seen})
 	return nil
 }
 

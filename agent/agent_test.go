@@ -102,7 +102,9 @@ func TestRunExitReasons(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			opts := agent.Options{MaxSteps: tt.maxSteps, Tools: calculatorRuntime(t)}
+			// The repeated calls spend the budget; loop detection, which
+			// would stop them, is tested on its own.
+			opts := agent.Options{MaxSteps: tt.maxSteps, Tools: calculatorRuntime(t), Stuck: agent.StuckDetection{Disabled: true}}
 			res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(tt.responses...), opts)
 			if (err != nil) != (tt.reason == gen.ExitReasonModelError) {
 				t.Fatalf("Run returned error %v for exit reason %s; want one only for model_error (and internal_error)", err, res.ExitReason)

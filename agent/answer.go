@@ -22,14 +22,16 @@ var (
 )
 
 var sentinels = map[gen.ExitReason]error{
-	gen.ExitReasonMaxStepsExceeded:    ErrMaxStepsExceeded,
-	gen.ExitReasonCheckFailed:         ErrCheckFailed,
-	gen.ExitReasonInvalidModelOutput:  ErrInvalidModelOutput,
-	gen.ExitReasonTokenBudgetExceeded: ErrTokenBudgetExceeded,
-	gen.ExitReasonModelError:          ErrModel,
-	gen.ExitReasonInternalError:       ErrInternal,
-	gen.ExitReasonCancelled:           ErrCancelled,
-	gen.ExitReasonInterrupted:         ErrInterrupted,
+	gen.ExitReasonMaxStepsExceeded:      ErrMaxStepsExceeded,
+	gen.ExitReasonCheckFailed:           ErrCheckFailed,
+	gen.ExitReasonInvalidModelOutput:    ErrInvalidModelOutput,
+	gen.ExitReasonTokenBudgetExceeded:   ErrTokenBudgetExceeded,
+	gen.ExitReasonModelError:            ErrModel,
+	gen.ExitReasonInternalError:         ErrInternal,
+	gen.ExitReasonCancelled:             ErrCancelled,
+	gen.ExitReasonInterrupted:           ErrInterrupted,
+	gen.ExitReasonStuck:                 ErrStuck,
+	gen.ExitReasonContextWindowExceeded: ErrContextWindowExceeded,
 }
 
 // ExitError is a run that did not finish. Its Result holds the details;

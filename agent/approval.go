@@ -129,15 +129,16 @@ var toolKinds = sync.OnceValue(func() map[string]toolKind {
 
 // NeedsApproval reports whether policy makes a call of the tool named wait
 // for a decision: never (or ""): no call; commands: tools the spec marks
-// x-specloop-command; writes: those, tools it marks x-specloop-writes and
-// tools it does not declare (whose effects it cannot vouch for); always:
-// every call.
+// x-specloop-command and tools it does not declare (custom and MCP tools,
+// whose effects it cannot vouch for); writes: those and tools it marks
+// x-specloop-writes; always: every call.
 func NeedsApproval(policy gen.ApprovalPolicy, tool string) bool {
 	switch policy {
 	case gen.ApprovalPolicyAlways:
 		return true
 	case gen.ApprovalPolicyCommands:
-		return toolKinds()[tool].command
+		k, declared := toolKinds()[tool]
+		return !declared || k.command
 	case gen.ApprovalPolicyWrites:
 		k, declared := toolKinds()[tool]
 		return !declared || k.command || k.writes

@@ -16,6 +16,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
@@ -71,15 +72,17 @@ func (s *scripted) callIDs() []string {
 	return ids
 }
 
-// The policies name the tools the spec marks: commands asks only about
-// run_command, writes about it and the tools that write the workspace
-// (and tools the spec does not declare), always about everything.
+// The policies name the tools the spec marks: commands asks about
+// run_command, writes about it and the tools that write the workspace,
+// always about everything. A tool the spec does not declare (a custom tool
+// whose handler is a command, an MCP server's tool) may do anything, so
+// both commands and writes ask about it.
 func TestNeedsApprovalFollowsTheSpecsMarkers(t *testing.T) {
 	tools := []string{"calculator", "list_files", "read_file", "search", "edit_file", "write_file", "run_command", "some_mcp_tool"}
 	want := map[gen.ApprovalPolicy][]string{
 		"":                          nil,
 		gen.ApprovalPolicyNever:     nil,
-		gen.ApprovalPolicyCommands:  {"run_command"},
+		gen.ApprovalPolicyCommands:  {"run_command", "some_mcp_tool"},
 		gen.ApprovalPolicyWrites:    {"edit_file", "write_file", "run_command", "some_mcp_tool"},
 		gen.ApprovalPolicyAlways:    tools,
 		gen.ApprovalPolicy("bogus"): nil,
@@ -348,5 +351,38 @@ func TestApprovalTraceHasNoArgumentValues(t *testing.T) {
 				t.Errorf("the %s holds %q", name, s)
 			}
 		}
+	}
+}
+
+// Every tool operation that may refuse to write a protected path writes
+// files, and every one that may answer commands_disabled runs commands:
+// each must carry the spec's marker, or the writes and commands policies
+// would let it through without asking (a new apply_patch, say).
+func TestWritingToolsAreMarked(t *testing.T) {
+	doc := specdoc.MustLoad()
+	checked := 0
+	for path, item := range doc.Paths.Map() {
+		name, ok := strings.CutPrefix(path, "/v1/tools/")
+		if !ok || item.Post == nil || item.Post.Responses.Status(422) == nil {
+			continue
+		}
+		codes, _ := item.Post.Responses.Status(422).Value.Extensions["x-error-codes"].([]any)
+		for _, c := range codes {
+			switch c {
+			case string(gen.ErrorCodeProtectedPath):
+				checked++
+				if item.Post.Extensions["x-specloop-writes"] != true || !agent.NeedsApproval(gen.ApprovalPolicyWrites, name) {
+					t.Errorf("tool %s writes files (it lists protected_path) but is not marked x-specloop-writes: true", name)
+				}
+			case string(gen.ErrorCodeCommandsDisabled):
+				checked++
+				if item.Post.Extensions["x-specloop-command"] != true || !agent.NeedsApproval(gen.ApprovalPolicyCommands, name) {
+					t.Errorf("tool %s runs commands (it lists commands_disabled) but is not marked x-specloop-command: true", name)
+				}
+			}
+		}
+	}
+	if checked < 3 {
+		t.Fatalf("checked %d tools; the spec has write_file, edit_file and run_command", checked)
 	}
 }

@@ -24,11 +24,7 @@ import (
 func BenchmarkStep(b *testing.B) {
 	rt := calculatorRuntime(b)
 	for _, steps := range []int{2000, 20000} {
-		responses := make([]string, steps+1)
-		for i := range steps {
-			responses[i] = multiply
-		}
-		responses[steps] = finish
+		responses := distinctCalls(steps)
 		for _, traced := range []bool{false, true} {
 			b.Run(fmt.Sprintf("steps=%d/trace=%v", steps, traced), func(b *testing.B) {
 				dir := b.TempDir()
@@ -66,11 +62,7 @@ func BenchmarkStep(b *testing.B) {
 func BenchmarkStepTraceSinks(b *testing.B) {
 	rt := calculatorRuntime(b)
 	const steps = 2000
-	responses := make([]string, steps+1)
-	for i := range steps {
-		responses[i] = multiply
-	}
-	responses[steps] = finish
+	responses := distinctCalls(steps)
 	sinks := []struct {
 		name string
 		open func(dir string, i int) (*trace.Writer, error)
@@ -99,4 +91,15 @@ func BenchmarkStepTraceSinks(b *testing.B) {
 			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N)/float64(steps+1), "ns/step")
 		})
 	}
+}
+
+// distinctCalls returns n calculator calls that differ (loop detection
+// stops a run of repeats) and a finish.
+func distinctCalls(n int) []string {
+	responses := make([]string, n+1)
+	for i := range n {
+		responses[i] = mul(i, 7)
+	}
+	responses[n] = finish
+	return responses
 }

@@ -36,9 +36,9 @@ func (it Item) Wire() (gen.HistoryItem, error) {
 
 // History is a read-only view of a run's history, as a model sees it. It is
 // cheap to pass and to keep: it shares the loop's slice of items, clipped to
-// its length, and the loop only ever appends past that length, so a view
-// never changes after it was handed out. At returns copies, so a model
-// cannot change what the loop recorded.
+// its length, and the loop only ever appends past that length (compaction
+// builds a new slice), so a view never changes after it was handed out. At
+// returns copies, so a model cannot change what the loop recorded.
 type History struct {
 	items []Item
 }
@@ -99,9 +99,11 @@ func (it Item) clone() Item {
 			id := *c.CallId
 			c.CallId = &id
 		}
+		c.Reasoning = cloneReasoning(c.Reasoning)
 		return Item{ToolCall: &c}
 	case it.Finish != nil:
 		c := *it.Finish
+		c.Reasoning = cloneReasoning(c.Reasoning)
 		return Item{Finish: &c}
 	case it.Observation != nil:
 		c := *it.Observation
@@ -123,6 +125,14 @@ func (it Item) clone() Item {
 		return Item{Feedback: &c}
 	}
 	return Item{}
+}
+
+func cloneReasoning(r *[]gen.ReasoningBlock) *[]gen.ReasoningBlock {
+	if r == nil {
+		return nil
+	}
+	c := slices.Clone(*r)
+	return &c
 }
 
 func cloneMap(m map[string]any) map[string]any {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/specloop/specloop/agent"
@@ -21,10 +20,10 @@ import (
 func BenchmarkStepTurn(b *testing.B) {
 	rt := calculatorRuntime(b)
 	const steps, calls = 2000, 4
-	four := turn(strings.Repeat(multiply+",", calls-1) + multiply)
 	responses := make([]string, steps+1)
 	for i := range steps {
-		responses[i] = four
+		// calls that differ, as loop detection stops repeats
+		responses[i] = turn(mul(calls*i, 7), mul(calls*i+1, 7), mul(calls*i+2, 7), mul(calls*i+3, 7))
 	}
 	responses[steps] = finish
 	dir := b.TempDir()

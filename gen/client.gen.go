@@ -97,6 +97,13 @@ type ClientInterface interface {
 	// Corresponds with GET /healthz (the `GetHealth` operationId).
 	GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetMetrics Return the server's metrics in the Prometheus text format.
+	//
+	// Runs, tool calls, model calls, tokens, completion checks, sandbox denials, event streams and HTTP requests, with label values taken only from this document's enums, operationIds and the tools runs offer. `specloop serve --metrics-addr` also serves them, without a token, on a separate listener.
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetSpec Return this OpenAPI document.
 	//
 	// Corresponds with GET /openapi.yaml (the `GetSpec` operationId).
@@ -184,6 +191,36 @@ type ClientInterface interface {
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyPatchWithBody Apply a multi-file patch.
+	//
+	// Adds, deletes, updates and moves files with one patch in this envelope:
+	// *** Begin Patch
+	// *** Add File: path (every following line starts with +)
+	// *** Delete File: path
+	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+	// *** End Patch
+	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+	ApplyPatchWithBody(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ApplyPatch Apply a multi-file patch.
+	//
+	// Adds, deletes, updates and moves files with one patch in this envelope:
+	// *** Begin Patch
+	// *** Add File: path (every following line starts with +)
+	// *** Delete File: path
+	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+	// *** End Patch
+	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+	ApplyPatch(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CalculatorWithBody Do one arithmetic operation.
 	//
@@ -317,6 +354,23 @@ type ClientInterface interface {
 // Corresponds with GET /healthz (the `GetHealth` operationId).
 func (c *Client) GetHealth(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetHealthRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetMetrics Return the server's metrics in the Prometheus text format.
+//
+// Runs, tool calls, model calls, tokens, completion checks, sandbox denials, event streams and HTTP requests, with label values taken only from this document's enums, operationIds and the tools runs offer. `specloop serve --metrics-addr` also serves them, without a token, on a separate listener.
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetMetricsRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -515,6 +569,56 @@ func (c *Client) GetRunEvents(ctx context.Context, runId RunID, params *GetRunEv
 // Corresponds with GET /v1/tools (the `ListTools` operationId).
 func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewListToolsRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyPatchWithBody Apply a multi-file patch.
+//
+// Adds, deletes, updates and moves files with one patch in this envelope:
+// *** Begin Patch
+// *** Add File: path (every following line starts with +)
+// *** Delete File: path
+// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+// *** End Patch
+// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+func (c *Client) ApplyPatchWithBody(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyPatchRequestWithBody(c.Server, params, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ApplyPatch Apply a multi-file patch.
+//
+// Adds, deletes, updates and moves files with one patch in this envelope:
+// *** Begin Patch
+// *** Add File: path (every following line starts with +)
+// *** Delete File: path
+// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+// *** End Patch
+// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+func (c *Client) ApplyPatch(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewApplyPatchRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -801,6 +905,33 @@ func NewGetHealthRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/healthz")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetMetricsRequest constructs an http.Request for the GetMetrics method
+func NewGetMetricsRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/metrics")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -1218,6 +1349,73 @@ func NewListToolsRequest(server string) (*http.Request, error) {
 	if err != nil {
 		return nil, err
 	}
+
+	return req, nil
+}
+
+// NewApplyPatchRequest calls the generic ApplyPatch builder with application/json body
+func NewApplyPatchRequest(server string, params *ApplyPatchParams, body ApplyPatchJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewApplyPatchRequestWithBody(server, params, "application/json", bodyReader)
+}
+
+// NewApplyPatchRequestWithBody constructs an http.Request for the ApplyPatch method, with any body, and a specified content type
+func NewApplyPatchRequestWithBody(server string, params *ApplyPatchParams, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/tools/apply_patch")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.Workspace != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -1742,6 +1940,15 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /healthz (the `GetHealth` operationId).
 	GetHealthWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetHealthResponse, error)
 
+	// GetMetricsWithResponse Return the server's metrics in the Prometheus text format.
+	//
+	// Runs, tool calls, model calls, tokens, completion checks, sandbox denials, event streams and HTTP requests, with label values taken only from this document's enums, operationIds and the tools runs offer. `specloop serve --metrics-addr` also serves them, without a token, on a separate listener.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /metrics (the `GetMetrics` operationId).
+	GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error)
+
 	// GetSpecWithResponse Return this OpenAPI document.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1843,6 +2050,36 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListToolsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
+
+	// ApplyPatchWithBodyWithResponse Apply a multi-file patch.
+	//
+	// Adds, deletes, updates and moves files with one patch in this envelope:
+	// *** Begin Patch
+	// *** Add File: path (every following line starts with +)
+	// *** Delete File: path
+	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+	// *** End Patch
+	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+	ApplyPatchWithBodyWithResponse(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error)
+
+	// ApplyPatchWithResponse Apply a multi-file patch.
+	//
+	// Adds, deletes, updates and moves files with one patch in this envelope:
+	// *** Begin Patch
+	// *** Add File: path (every following line starts with +)
+	// *** Delete File: path
+	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+	// *** End Patch
+	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+	ApplyPatchWithResponse(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error)
 
 	// CalculatorWithBodyWithResponse Do one arithmetic operation.
 	//
@@ -2020,6 +2257,68 @@ func (r GetHealthResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetHealthResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetMetricsResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetMetricsResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetMetricsResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetMetricsResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetMetricsResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2710,6 +3009,96 @@ func (r ListToolsResponse) ContentType() string {
 	return ""
 }
 
+type ApplyPatchResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *ApplyPatchResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *Problem
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ApplyPatchResponse) GetJSON200() *ApplyPatchResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON422() *Problem {
+	return r.ApplicationproblemJSON422
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ApplyPatchResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r ApplyPatchResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ApplyPatchResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ApplyPatchResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ApplyPatchResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type CalculatorResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -3353,6 +3742,21 @@ func (c *ClientWithResponses) GetHealthWithResponse(ctx context.Context, reqEdit
 	return ParseGetHealthResponse(rsp)
 }
 
+// GetMetricsWithResponse Return the server's metrics in the Prometheus text format.
+//
+// Runs, tool calls, model calls, tokens, completion checks, sandbox denials, event streams and HTTP requests, with label values taken only from this document's enums, operationIds and the tools runs offer. `specloop serve --metrics-addr` also serves them, without a token, on a separate listener.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /metrics (the `GetMetrics` operationId).
+func (c *ClientWithResponses) GetMetricsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetMetricsResponse, error) {
+	rsp, err := c.GetMetrics(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetMetricsResponse(rsp)
+}
+
 // GetSpecWithResponse Return this OpenAPI document.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -3519,6 +3923,48 @@ func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, reqEdit
 		return nil, err
 	}
 	return ParseListToolsResponse(rsp)
+}
+
+// ApplyPatchWithBodyWithResponse Apply a multi-file patch.
+//
+// Adds, deletes, updates and moves files with one patch in this envelope:
+// *** Begin Patch
+// *** Add File: path (every following line starts with +)
+// *** Delete File: path
+// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+// *** End Patch
+// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+func (c *ClientWithResponses) ApplyPatchWithBodyWithResponse(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error) {
+	rsp, err := c.ApplyPatchWithBody(ctx, params, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyPatchResponse(rsp)
+}
+
+// ApplyPatchWithResponse Apply a multi-file patch.
+//
+// Adds, deletes, updates and moves files with one patch in this envelope:
+// *** Begin Patch
+// *** Add File: path (every following line starts with +)
+// *** Delete File: path
+// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
+// *** End Patch
+// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
+func (c *ClientWithResponses) ApplyPatchWithResponse(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error) {
+	rsp, err := c.ApplyPatch(ctx, params, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseApplyPatchResponse(rsp)
 }
 
 // CalculatorWithBodyWithResponse Do one arithmetic operation.
@@ -3758,6 +4204,53 @@ func ParseGetHealthResponse(rsp *http.Response) (*GetHealthResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetMetricsResponse parses an HTTP response from a GetMetricsWithResponse call
+func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetMetricsResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -4307,6 +4800,81 @@ func ParseListToolsResponse(rsp *http.Response) (*ListToolsResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseApplyPatchResponse parses an HTTP response from a ApplyPatchWithResponse call
+func ParseApplyPatchResponse(rsp *http.Response) (*ApplyPatchResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ApplyPatchResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest ApplyPatchResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

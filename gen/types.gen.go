@@ -121,12 +121,16 @@ const (
 	ErrorCodeDenied               ErrorCode = "denied"
 	ErrorCodeDivisionByZero       ErrorCode = "division_by_zero"
 	ErrorCodeFileTooLarge         ErrorCode = "file_too_large"
+	ErrorCodeHandlerFailed        ErrorCode = "handler_failed"
 	ErrorCodeHardLink             ErrorCode = "hard_link"
 	ErrorCodeInvalidArguments     ErrorCode = "invalid_arguments"
 	ErrorCodeInvalidGlob          ErrorCode = "invalid_glob"
+	ErrorCodeInvalidPatch         ErrorCode = "invalid_patch"
 	ErrorCodeInvalidPath          ErrorCode = "invalid_path"
 	ErrorCodeInvalidRange         ErrorCode = "invalid_range"
 	ErrorCodeInvalidRegex         ErrorCode = "invalid_regex"
+	ErrorCodeMcpToolError         ErrorCode = "mcp_tool_error"
+	ErrorCodeMcpUnavailable       ErrorCode = "mcp_unavailable"
 	ErrorCodeMultipleMatches      ErrorCode = "multiple_matches"
 	ErrorCodeNoMatch              ErrorCode = "no_match"
 	ErrorCodeNonFiniteResult      ErrorCode = "non_finite_result"
@@ -134,6 +138,7 @@ const (
 	ErrorCodeNotARegularFile      ErrorCode = "not_a_regular_file"
 	ErrorCodeNotFound             ErrorCode = "not_found"
 	ErrorCodeOutsideWorkspace     ErrorCode = "outside_workspace"
+	ErrorCodePatchConflict        ErrorCode = "patch_conflict"
 	ErrorCodePermissionDenied     ErrorCode = "permission_denied"
 	ErrorCodeProtectedPath        ErrorCode = "protected_path"
 	ErrorCodeStartFailed          ErrorCode = "start_failed"
@@ -156,17 +161,25 @@ func (e ErrorCode) Valid() bool {
 		return true
 	case ErrorCodeFileTooLarge:
 		return true
+	case ErrorCodeHandlerFailed:
+		return true
 	case ErrorCodeHardLink:
 		return true
 	case ErrorCodeInvalidArguments:
 		return true
 	case ErrorCodeInvalidGlob:
 		return true
+	case ErrorCodeInvalidPatch:
+		return true
 	case ErrorCodeInvalidPath:
 		return true
 	case ErrorCodeInvalidRange:
 		return true
 	case ErrorCodeInvalidRegex:
+		return true
+	case ErrorCodeMcpToolError:
+		return true
+	case ErrorCodeMcpUnavailable:
 		return true
 	case ErrorCodeMultipleMatches:
 		return true
@@ -181,6 +194,8 @@ func (e ErrorCode) Valid() bool {
 	case ErrorCodeNotFound:
 		return true
 	case ErrorCodeOutsideWorkspace:
+		return true
+	case ErrorCodePatchConflict:
 		return true
 	case ErrorCodePermissionDenied:
 		return true
@@ -199,15 +214,17 @@ func (e ErrorCode) Valid() bool {
 
 // Defines values for ExitReason.
 const (
-	ExitReasonCancelled           ExitReason = "cancelled"
-	ExitReasonCheckFailed         ExitReason = "check_failed"
-	ExitReasonFinished            ExitReason = "finished"
-	ExitReasonInternalError       ExitReason = "internal_error"
-	ExitReasonInterrupted         ExitReason = "interrupted"
-	ExitReasonInvalidModelOutput  ExitReason = "invalid_model_output"
-	ExitReasonMaxStepsExceeded    ExitReason = "max_steps_exceeded"
-	ExitReasonModelError          ExitReason = "model_error"
-	ExitReasonTokenBudgetExceeded ExitReason = "token_budget_exceeded"
+	ExitReasonCancelled             ExitReason = "cancelled"
+	ExitReasonCheckFailed           ExitReason = "check_failed"
+	ExitReasonContextWindowExceeded ExitReason = "context_window_exceeded"
+	ExitReasonFinished              ExitReason = "finished"
+	ExitReasonInternalError         ExitReason = "internal_error"
+	ExitReasonInterrupted           ExitReason = "interrupted"
+	ExitReasonInvalidModelOutput    ExitReason = "invalid_model_output"
+	ExitReasonMaxStepsExceeded      ExitReason = "max_steps_exceeded"
+	ExitReasonModelError            ExitReason = "model_error"
+	ExitReasonStuck                 ExitReason = "stuck"
+	ExitReasonTokenBudgetExceeded   ExitReason = "token_budget_exceeded"
 )
 
 // Valid indicates whether the value is a known member of the ExitReason enum.
@@ -216,6 +233,8 @@ func (e ExitReason) Valid() bool {
 	case ExitReasonCancelled:
 		return true
 	case ExitReasonCheckFailed:
+		return true
+	case ExitReasonContextWindowExceeded:
 		return true
 	case ExitReasonFinished:
 		return true
@@ -229,6 +248,8 @@ func (e ExitReason) Valid() bool {
 		return true
 	case ExitReasonModelError:
 		return true
+	case ExitReasonStuck:
+		return true
 	case ExitReasonTokenBudgetExceeded:
 		return true
 	default:
@@ -239,7 +260,9 @@ func (e ExitReason) Valid() bool {
 // Defines values for FeedbackKind.
 const (
 	FeedbackKindFinishRejected     FeedbackKind = "finish_rejected"
+	FeedbackKindHistorySummary     FeedbackKind = "history_summary"
 	FeedbackKindInvalidModelOutput FeedbackKind = "invalid_model_output"
+	FeedbackKindStuckWarning       FeedbackKind = "stuck_warning"
 )
 
 // Valid indicates whether the value is a known member of the FeedbackKind enum.
@@ -247,7 +270,11 @@ func (e FeedbackKind) Valid() bool {
 	switch e {
 	case FeedbackKindFinishRejected:
 		return true
+	case FeedbackKindHistorySummary:
+		return true
 	case FeedbackKindInvalidModelOutput:
+		return true
+	case FeedbackKindStuckWarning:
 		return true
 	default:
 		return false
@@ -323,6 +350,24 @@ const (
 func (e OpenAIModelConfigProvider) Valid() bool {
 	switch e {
 	case OpenAIModelConfigProviderOpenai:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReasoningBlockType.
+const (
+	ReasoningBlockTypeRedactedThinking ReasoningBlockType = "redacted_thinking"
+	ReasoningBlockTypeThinking         ReasoningBlockType = "thinking"
+)
+
+// Valid indicates whether the value is a known member of the ReasoningBlockType enum.
+func (e ReasoningBlockType) Valid() bool {
+	switch e {
+	case ReasoningBlockTypeRedactedThinking:
+		return true
+	case ReasoningBlockTypeThinking:
 		return true
 	default:
 		return false
@@ -409,6 +454,7 @@ const (
 	TraceEventTypeApprovalDecided   TraceEventType = "approval_decided"
 	TraceEventTypeApprovalRequested TraceEventType = "approval_requested"
 	TraceEventTypeFinishRejected    TraceEventType = "finish_rejected"
+	TraceEventTypeHistoryCompacted  TraceEventType = "history_compacted"
 	TraceEventTypeModelAction       TraceEventType = "model_action"
 	TraceEventTypeModelFeedback     TraceEventType = "model_feedback"
 	TraceEventTypeObservation       TraceEventType = "observation"
@@ -424,6 +470,8 @@ func (e TraceEventType) Valid() bool {
 	case TraceEventTypeApprovalRequested:
 		return true
 	case TraceEventTypeFinishRejected:
+		return true
+	case TraceEventTypeHistoryCompacted:
 		return true
 	case TraceEventTypeModelAction:
 		return true
@@ -450,6 +498,9 @@ type ActionType string
 
 // AnthropicModelConfig An Anthropic Messages API model. The key comes from the server's environment.
 type AnthropicModelConfig struct {
+	// ContextWindow The model's context window in tokens; absent means the adapter's default for the model family.
+	ContextWindow *int `json:"context_window,omitempty"`
+
 	// MaxOutputTokens The most tokens one response may have.
 	MaxOutputTokens *int `json:"max_output_tokens,omitempty"`
 
@@ -465,6 +516,36 @@ type AnthropicModelConfig struct {
 
 // AnthropicModelConfigProvider Always anthropic.
 type AnthropicModelConfigProvider string
+
+// ApplyPatchInput A patch in the apply_patch envelope format.
+type ApplyPatchInput struct {
+	// Patch The whole patch, from `*** Begin Patch` to `*** End Patch`.
+	Patch string `json:"patch"`
+}
+
+// ApplyPatchMove A file the patch moved.
+type ApplyPatchMove struct {
+	// From Where the file was.
+	From string `json:"from"`
+
+	// To Where it is now.
+	To string `json:"to"`
+}
+
+// ApplyPatchResult What the patch changed, by workspace-relative path.
+type ApplyPatchResult struct {
+	// Added Files created.
+	Added []string `json:"added"`
+
+	// Deleted Files removed.
+	Deleted []string `json:"deleted"`
+
+	// Moved Files moved (Update File with Move to), changed or not.
+	Moved []ApplyPatchMove `json:"moved"`
+
+	// Updated Files changed in place (an Add File over an existing file included).
+	Updated []string `json:"updated"`
+}
 
 // ApprovalDecision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
 // without asking, every later call of the same tool in the same run; deny: do not run
@@ -489,9 +570,10 @@ type ApprovalList struct {
 }
 
 // ApprovalPolicy Which tool calls of a run wait for a person's approval before they run. never (the
-// default): none; commands: calls of tools marked x-specloop-command (run_command);
-// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file), or
-// of any offered tool the spec does not declare; always: every call of an offered tool.
+// default): none; commands: calls of tools marked x-specloop-command (run_command) and of
+// any offered tool the spec does not declare (custom and MCP tools, which may run anything);
+// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file,
+// apply_patch); always: every call of an offered tool.
 type ApprovalPolicy string
 
 // CalculatorInput Two numbers and an operation.
@@ -530,9 +612,10 @@ type CheckResult struct {
 // CreateRunRequest A run to create.
 type CreateRunRequest struct {
 	// ApprovalPolicy Which tool calls of a run wait for a person's approval before they run. never (the
-	// default): none; commands: calls of tools marked x-specloop-command (run_command);
-	// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file), or
-	// of any offered tool the spec does not declare; always: every call of an offered tool.
+	// default): none; commands: calls of tools marked x-specloop-command (run_command) and of
+	// any offered tool the spec does not declare (custom and MCP tools, which may run anything);
+	// writes: those and calls of tools marked x-specloop-writes (write_file, edit_file,
+	// apply_patch); always: every call of an offered tool.
 	ApprovalPolicy *ApprovalPolicy `json:"approval_policy,omitempty"`
 
 	// ApprovalTimeoutSeconds How long a tool call waits for approval before it is denied with reason timeout; the server's --approval-timeout when absent.
@@ -541,8 +624,17 @@ type CreateRunRequest struct {
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
+	// MaxObservationBytes The most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker saying what was omitted. The run's observations keep the whole output.
+	MaxObservationBytes *int `json:"max_observation_bytes,omitempty"`
+
+	// MaxObservationLines The most lines of a tool's output the model sees, cut like max_observation_bytes.
+	MaxObservationLines *int `json:"max_observation_lines,omitempty"`
+
 	// MaxSteps The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
+
+	// McpServers Names of MCP servers configured on the server (specloop serve --mcp NAME=...) whose tools the run offers the model as NAME__tool; a name the server does not know is refused with 400. A client can only choose among the configured servers, never give a command or URL.
+	McpServers *[]string `json:"mcp_servers,omitempty"`
 
 	// Model The model a run talks to.
 	Model ModelConfig `json:"model"`
@@ -578,7 +670,7 @@ type EditFileResult struct {
 	Path string `json:"path"`
 }
 
-// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). denied comes from the loop's approval policy and can also answer any call.
+// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). x-sandbox-denials lists the codes of calls the workspace's confinement refused (the sandbox denials of GET /metrics).
 type ErrorCode string
 
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
@@ -588,16 +680,25 @@ type ErrorCode string
 // the run used more tokens than allowed; model_error: the model provider failed
 // (after retries); internal_error: the runtime or a tool handler failed;
 // cancelled: the run was cancelled; interrupted: the server stopped while the run
-// was in flight.
+// was in flight; stuck: the model kept repeating the same calls with the same results
+// after it was warned once; context_window_exceeded: the next request would not fit
+// the model's context window even after compacting the history, or the provider
+// refused a request as too long twice in a row.
 type ExitReason string
 
-// FeedbackKind Why the loop gave the model feedback instead of running its action.
+// FeedbackKind Why the loop gave the model feedback instead of running its action, or what it added
+// to the history. invalid_model_output: the reply was not a valid turn; finish_rejected:
+// the completion check failed; stuck_warning: the run repeats itself (the one warning
+// before it ends stuck); history_summary: older history was compacted into this summary.
 type FeedbackKind string
 
 // Finish The model says the task is done.
 type Finish struct {
 	// Answer The final answer.
 	Answer string `json:"answer"`
+
+	// Reasoning The reasoning blocks the provider returned before the finish, when it is the first action of its turn; see ToolCall.reasoning. Set by the adapter, never by the model.
+	Reasoning *[]ReasoningBlock `json:"reasoning,omitempty"`
 
 	// Type Always finish.
 	Type FinishType `json:"type"`
@@ -649,12 +750,15 @@ type ModelConfig struct {
 	union json.RawMessage
 }
 
-// ModelFeedback Feedback from the runtime to the model, which costs a step.
+// ModelFeedback Feedback from the runtime to the model. invalid_model_output and finish_rejected cost a step; a stuck_warning or a history_summary does not.
 type ModelFeedback struct {
-	// Kind Why the loop gave the model feedback instead of running its action.
+	// Kind Why the loop gave the model feedback instead of running its action, or what it added
+	// to the history. invalid_model_output: the reply was not a valid turn; finish_rejected:
+	// the completion check failed; stuck_warning: the run repeats itself (the one warning
+	// before it ends stuck); history_summary: older history was compacted into this summary.
 	Kind FeedbackKind `json:"kind"`
 
-	// Message What was wrong and, for a rejected finish, the check's exit code and output tail.
+	// Message What was wrong and, for a rejected finish, the check's exit code and output tail; for a history_summary, the summary of the older history.
 	Message string `json:"message"`
 
 	// Type Always model_feedback.
@@ -675,7 +779,7 @@ type Observation struct {
 	// Data The structured result, valid against the tool's result schema; absent for errors.
 	Data *map[string]interface{} `json:"data,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). denied comes from the loop's approval policy and can also answer any call.
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). x-sandbox-denials lists the codes of calls the workspace's confinement refused (the sandbox denials of GET /metrics).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// IsError True when the call failed; content then says why.
@@ -693,6 +797,9 @@ type ObservationType string
 
 // OpenAIModelConfig An OpenAI-compatible Chat Completions model. The key and base URL come from the server's environment.
 type OpenAIModelConfig struct {
+	// ContextWindow The model's context window in tokens; absent means the adapter's default for the model family.
+	ContextWindow *int `json:"context_window,omitempty"`
+
 	// MaxOutputTokens The most tokens one response may have.
 	MaxOutputTokens *int `json:"max_output_tokens,omitempty"`
 
@@ -732,7 +839,7 @@ type PendingApproval struct {
 
 // Problem An RFC 9457 problem.
 type Problem struct {
-	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). denied comes from the loop's approval policy and can also answer any call.
+	// Code Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). x-sandbox-denials lists the codes of calls the workspace's confinement refused (the sandbox denials of GET /metrics).
 	Code *ErrorCode `json:"code,omitempty"`
 
 	// Detail What went wrong in this occurrence; never echoes submitted values.
@@ -789,6 +896,24 @@ type ReadFileResult struct {
 	// Truncated True when the output was cut at the cap before end_line.
 	Truncated bool `json:"truncated"`
 }
+
+// ReasoningBlock One block of a model's reasoning as its provider returned it (Anthropic's thinking and redacted_thinking content blocks), kept only to be sent back.
+type ReasoningBlock struct {
+	// Data The encrypted content of a redacted_thinking block.
+	Data *string `json:"data,omitempty"`
+
+	// Signature The provider's signature of a thinking block.
+	Signature *string `json:"signature,omitempty"`
+
+	// Thinking The reasoning text of a thinking block.
+	Thinking *string `json:"thinking,omitempty"`
+
+	// Type The provider's block type.
+	Type ReasoningBlockType `json:"type"`
+}
+
+// ReasoningBlockType The provider's block type.
+type ReasoningBlockType string
 
 // Run A remote run.
 type Run struct {
@@ -874,7 +999,10 @@ type RunResult struct {
 	// the run used more tokens than allowed; model_error: the model provider failed
 	// (after retries); internal_error: the runtime or a tool handler failed;
 	// cancelled: the run was cancelled; interrupted: the server stopped while the run
-	// was in flight.
+	// was in flight; stuck: the model kept repeating the same calls with the same results
+	// after it was warned once; context_window_exceeded: the next request would not fit
+	// the model's context window even after compacting the history, or the provider
+	// refused a request as too long twice in a row.
 	ExitReason ExitReason `json:"exit_reason"`
 
 	// Patch The changes the run made to its workspace, as a unified diff.
@@ -985,6 +1113,9 @@ type ToolCall struct {
 	// CallId An id the model gave the call, echoed in its Observation.
 	CallId *string `json:"call_id,omitempty"`
 
+	// Reasoning The reasoning blocks the provider returned before this call (on the first action of a turn), which it requires back unchanged in the next request. Opaque to the runtime; never traced.
+	Reasoning *[]ReasoningBlock `json:"reasoning,omitempty"`
+
 	// ToolName The tool's name, as listed in the tool specs.
 	ToolName string `json:"tool_name"`
 
@@ -1031,6 +1162,12 @@ type TraceEvent struct {
 	// ArgumentKeys model_action and approval_requested. The argument names of a tool call, sorted; never their values. A name that is not a property of the tool's input schema is recorded as its summary (chars=N;sha256=HEX).
 	ArgumentKeys *[]string `json:"argument_keys,omitempty"`
 
+	// BytesAfter history_compacted. Bytes of text in the history after compaction.
+	BytesAfter *int `json:"bytes_after,omitempty"`
+
+	// BytesBefore history_compacted. Bytes of text in the history before compaction.
+	BytesBefore *int `json:"bytes_before,omitempty"`
+
 	// CallId model_action of a tool call, observation, approval_requested and approval_decided. The call's call_id (for an approval of a call without one, the id the loop gave it), which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
 	CallId *string `json:"call_id,omitempty"`
 
@@ -1045,7 +1182,7 @@ type TraceEvent struct {
 	// Error run_finished. What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
-	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). denied comes from the loop's approval policy and can also answer any call.
+	// ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). x-sandbox-denials lists the codes of calls the workspace's confinement refused (the sandbox denials of GET /metrics).
 	ErrorCode *ErrorCode `json:"error_code,omitempty"`
 
 	// EventType The kind of a trace event.
@@ -1061,10 +1198,16 @@ type TraceEvent struct {
 	// the run used more tokens than allowed; model_error: the model provider failed
 	// (after retries); internal_error: the runtime or a tool handler failed;
 	// cancelled: the run was cancelled; interrupted: the server stopped while the run
-	// was in flight.
+	// was in flight; stuck: the model kept repeating the same calls with the same results
+	// after it was warned once; context_window_exceeded: the next request would not fit
+	// the model's context window even after compacting the history, or the provider
+	// refused a request as too long twice in a row.
 	ExitReason *ExitReason `json:"exit_reason,omitempty"`
 
-	// FeedbackKind Why the loop gave the model feedback instead of running its action.
+	// FeedbackKind Why the loop gave the model feedback instead of running its action, or what it added
+	// to the history. invalid_model_output: the reply was not a valid turn; finish_rejected:
+	// the completion check failed; stuck_warning: the run repeats itself (the one warning
+	// before it ends stuck); history_summary: older history was compacted into this summary.
 	FeedbackKind *FeedbackKind `json:"feedback_kind,omitempty"`
 
 	// InputSummary run_started. The task's summary.
@@ -1072,6 +1215,9 @@ type TraceEvent struct {
 
 	// IsError observation. Whether the tool call failed.
 	IsError *bool `json:"is_error,omitempty"`
+
+	// ItemsElided history_compacted. Observations whose content was replaced by a stub.
+	ItemsElided *int `json:"items_elided,omitempty"`
 
 	// MaxSteps run_started. The step budget.
 	MaxSteps *int `json:"max_steps,omitempty"`
@@ -1097,8 +1243,17 @@ type TraceEvent struct {
 	// StepsUsed run_finished. Steps spent.
 	StepsUsed *int `json:"steps_used,omitempty"`
 
+	// Summarized history_compacted. True when the older history was replaced by a summary the model wrote.
+	Summarized *bool `json:"summarized,omitempty"`
+
 	// Time When the event was written (RFC 3339, UTC).
 	Time time.Time `json:"time"`
+
+	// TokensAfter history_compacted. The estimated tokens of the next request after compaction (0 when the model gives no estimate).
+	TokensAfter *int `json:"tokens_after,omitempty"`
+
+	// TokensBefore history_compacted. The estimated tokens of the next request before compaction (0 when the model gives no estimate).
+	TokensBefore *int `json:"tokens_before,omitempty"`
 
 	// ToolDurationMs observation and finish_rejected. How long the tool or the check took.
 	ToolDurationMs *float64 `json:"tool_duration_ms,omitempty"`
@@ -1217,6 +1372,12 @@ type GetRunEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
+// ApplyPatchParams defines parameters for ApplyPatch.
+type ApplyPatchParams struct {
+	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
+	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
+}
+
 // CalculatorParams defines parameters for Calculator.
 type CalculatorParams struct {
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
@@ -1264,6 +1425,9 @@ type CreateRunJSONRequestBody = CreateRunRequest
 
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
 type DecideApprovalJSONRequestBody = ApprovalDecisionRequest
+
+// ApplyPatchJSONRequestBody defines body for ApplyPatch for application/json ContentType.
+type ApplyPatchJSONRequestBody = ApplyPatchInput
 
 // CalculatorJSONRequestBody defines body for Calculator for application/json ContentType.
 type CalculatorJSONRequestBody = CalculatorInput

@@ -110,6 +110,9 @@ func NewReplay(events []gen.TraceEvent, cfg ReplayConfig) (*Replay, error) {
 				r.maxSteps = *ev.MaxSteps
 			}
 		case gen.TraceEventTypeModelAction, gen.TraceEventTypeModelFeedback:
+			if ev.EventType == gen.TraceEventTypeModelFeedback && ev.FeedbackKind != nil && *ev.FeedbackKind != gen.FeedbackKindInvalidModelOutput {
+				continue // the loop's own feedback (a stuck warning), not a model reply
+			}
 			if ev.RawResponse == nil {
 				return nil, fmt.Errorf("replay: run %s, step %d: %w", runID, ev.Step, ErrNoRawResponses)
 			}

@@ -297,7 +297,7 @@ func (s *Sandbox) execute(ctx context.Context, cmd *exec.Cmd, status *os.File, c
 			return Result{}, err
 		}
 	}
-	cmd.Stdout, cmd.Stderr = outW, errW
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, outW, errW
 
 	t0 := time.Now()
 	err = cmd.Start()

@@ -48,7 +48,7 @@ func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
 	cmd := exec.CommandContext(tctx, c.Args[0], c.Args[1:]...)
 	cmd.Dir = c.DirPath
 	cmd.Env = s.environment(scratch, c.DirPath, goToolchain(), c.Env)
-	cmd.Stdout, cmd.Stderr = c.Stdout, c.Stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
 	cmd.WaitDelay = 2 * time.Second
 	t0 := time.Now()
 	err = cmd.Run()

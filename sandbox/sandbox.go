@@ -120,6 +120,8 @@ type Command struct {
 	DirPath string
 	// Env adds NAME=value variables after the allowlisted ones.
 	Env []string
+	// Stdin is the command's standard input; nil means none (/dev/null).
+	Stdin io.Reader
 	// Stdout and Stderr receive the output; they may be the same writer.
 	// A nil Stdout discards; a nil Stderr goes to Stdout.
 	Stdout, Stderr io.Writer

@@ -8,6 +8,10 @@
 //
 //	run, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "..."}, Model: sdk.OpenAI("gpt-4o-mini")})
 //
+// A run created with an ApprovalPolicy waits for a person before the tool
+// calls the policy covers: Approvals iterates over its requests (with the
+// calls' arguments), and Approve, ApproveForRun and Deny decide them.
+//
 // Every error the server answers with is an *APIError carrying the RFC 9457
 // problem; errors.Is matches it against ErrNotFound, ErrQueueFull and the
 // other sentinels by status:

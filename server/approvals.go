@@ -115,9 +115,10 @@ func (g *approvalGate) list() []gen.PendingApproval {
 	defer g.mu.Unlock()
 	out := []gen.PendingApproval{}
 	if p := g.pending; p != nil && p.answer == nil {
-		c := *agent.NewHistory(agent.Item{ToolCall: &p.call}).At(0).ToolCall
+		// The arguments are the loop's copy for the request, which
+		// nothing changes.
 		exp := p.expires
-		out = append(out, gen.PendingApproval{CallId: *c.CallId, ToolName: c.ToolName, Arguments: c.Arguments, Step: p.step,
+		out = append(out, gen.PendingApproval{CallId: *p.call.CallId, ToolName: p.call.ToolName, Arguments: p.call.Arguments, Step: p.step,
 			RequestedAt: p.requested, ExpiresAt: &exp})
 	}
 	return out

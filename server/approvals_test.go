@@ -146,7 +146,9 @@ func TestApprovalTimeoutOverHTTP(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(ts.cfg.WorkspaceRoot, "a.txt")); err == nil {
 		t.Error("the timed-out write happened")
 	}
-	req := approvalRequest(writeCall("w1", "b.txt", "b"), doneAnswer)
+	// approve_for_run lets w2 through without asking (else it would wait
+	// its hour, and the run not end).
+	req := approvalRequest(writeCall("w1", "b.txt", "b"), writeCall("w2", "c.txt", "c"), doneAnswer)
 	req.ApprovalTimeoutSeconds = ptr(3600)
 	run = ts.create(req)
 	if p := ts.pending(run.Id); p[0].ExpiresAt == nil || p[0].ExpiresAt.Sub(p[0].RequestedAt) < 59*time.Minute {
@@ -157,6 +159,11 @@ func TestApprovalTimeoutOverHTTP(t *testing.T) {
 	}
 	if done := ts.wait(run.Id); done.Result.ExitReason != gen.ExitReasonFinished {
 		t.Fatalf("result = %+v", done.Result)
+	}
+	for _, name := range []string{"b.txt", "c.txt"} {
+		if _, err := os.Stat(filepath.Join(ts.cfg.WorkspaceRoot, name)); err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
 	}
 }
 

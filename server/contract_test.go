@@ -26,6 +26,7 @@ import (
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -117,6 +118,9 @@ func TestContractHTTP(t *testing.T) {
 	t.Run("routes", func(t *testing.T) {
 		var served []contract.Route
 		for _, r := range e.servers[ctMain].echo.Routes() {
+			if strings.HasPrefix(r.Path+"/", server.UIPath) {
+				continue // the web page's files (webui), not an API operation
+			}
 			served = append(served, contract.Route{Method: r.Method, Path: r.Path})
 		}
 		if ps := contract.CheckRoutes(e.doc, served); len(ps) > 0 {
@@ -207,6 +211,13 @@ func (e *ctEnv) server(kind string) *ctServer {
 		BodyLimit:     ctBodyLimit,
 		AllowCommands: kind != ctNoCommands,
 		Models:        ctModels,
+	}
+	if kind != ctNoCommands { // the server without metrics answers getMetrics 404
+		m, err := telemetry.NewMetrics()
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		cfg.Telemetry = &telemetry.Telemetry{Metrics: m}
 	}
 	switch kind {
 	case ctFullQueue:
@@ -540,6 +551,7 @@ var ctToolErrors = map[string]struct {
 	"search":      {ctMain, `{"pattern": "(", "regex": true}`},
 	"edit_file":   {ctMain, `{"path": "README.md", "old_text": "text the file does not contain", "new_text": "x"}`},
 	"write_file":  {ctMain, `{"path": "../outside.txt", "content": "x"}`},
+	"apply_patch": {ctMain, `{"patch": "*** Begin Patch\n*** Update File: README.md\n@@\n-text the file does not contain\n+x\n*** End Patch\n"}`},
 	"run_command": {ctNoCommands, `{"command": "echo hello"}`},
 }
 
@@ -563,6 +575,12 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 			t.Error("GET /openapi.yaml is not the embedded spec")
 		}
 	}})
+	add("getMetrics", 200, ctCase{name: "the metrics", req: fixed(ctReq{}), check: func(t *testing.T, _ *ctEnv, body []byte) {
+		if !bytes.Contains(body, []byte(`specloop_runs_total{exit_reason="finished"} `)) {
+			t.Error("GET /metrics lacks specloop_runs_total")
+		}
+	}})
+	add("getMetrics", 404, ctCase{name: "no metrics", server: ctNoCommands, req: fixed(ctReq{})})
 	add("listTools", 200, ctCase{name: "all tools", req: fixed(ctReq{}), check: func(t *testing.T, e *ctEnv, body []byte) {
 		var list gen.ToolList
 		if err := json.Unmarshal(body, &list); err != nil {

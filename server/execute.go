@@ -85,9 +85,12 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	cfg := s.setupConfig()
 	cfg.Root = j.ws.root
 	cfg.Check = j.check
+	s.instrumentRun(&cfg, j)
 	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
+	cfg.MaxObservationBytes, cfg.MaxObservationLines = j.obsBytes, j.obsLines
 	cfg.TraceWriter = tf
-	setup, err := wiring.Open(cfg)
+	cfg.MCPServers, cfg.MCP = j.mcp, s.cfg.MCP
+	setup, err := wiring.OpenContext(j.ctx, cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		return fail(errors.New("the workspace cannot be opened"))
@@ -97,12 +100,19 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer setup.Close()
 	opts := setup.Options
-	opts.Observer = observe
 	if j.gate != nil {
 		opts.ApprovalPolicy = j.policy
 		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
 	}
-	return agent.Run(j.ctx, j.task, j.model, opts)
+	opts.Observer = observe
+	m := j.model
+	if setup.MCP != nil {
+		// The model must be told about the MCP servers' tools too.
+		if m, err = s.cfg.Models(j.modelConfig, opts.Tools.Specs()); err != nil {
+			return fail(err)
+		}
+	}
+	return agent.Run(j.ctx, j.task, m, opts)
 }
 
 // finalize records a run's end durably, then shows it: the record turns
@@ -178,6 +188,7 @@ func (s *Server) cancelQueued(r *run, cause error) {
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
+	s.runEnded(&ev)
 	s.finalize(r, j, time.Time{}, res, &ev, nil)
 }
 

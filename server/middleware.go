@@ -20,7 +20,8 @@ import (
 	"github.com/specloop/specloop/spec"
 )
 
-// The middleware, outermost first: access log → recover → write deadlines
+// The middleware, outermost first: telemetry (with Config.Telemetry; see
+// telemetry.go) → access log → recover → write deadlines
 // → Host check → body limit → auth → body read (under ReadTimeout) →
 // request validation against the spec → the strict handlers; the event
 // stream adds its stream cap. edges.go has the write deadlines, the Host

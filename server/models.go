@@ -24,27 +24,39 @@ type ModelFactory func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, 
 // ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from the request. A
 // provider whose key is missing is "not available on this server" (400).
 func DefaultModels(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-	v, err := cfg.ValueByDiscriminator()
-	if err != nil {
+	return ModelsWithSystem("")(cfg, tools)
+}
+
+// ModelsWithSystem is DefaultModels with system as the system prompt of
+// openai and anthropic runs; "" means the adapters' default prompt.
+func ModelsWithSystem(system string) ModelFactory {
+	return func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
+		v, err := cfg.ValueByDiscriminator()
+		if err != nil {
+			return nil, fmt.Errorf("the model configuration is invalid")
+		}
+		switch mc := v.(type) {
+		case gen.ScriptModelConfig:
+			return model.NewScript(mc.Responses...), nil
+		case gen.OpenAIModelConfig:
+			c := openai.ConfigFromSpec(mc, tools)
+			c.System = system
+			m, err := openai.NewFromEnv(c)
+			if err != nil {
+				return nil, &unavailableError{provider: string(mc.Provider), err: err}
+			}
+			return m, nil
+		case gen.AnthropicModelConfig:
+			c := anthropic.ConfigFromSpec(mc, tools)
+			c.System = system
+			m, err := anthropic.NewFromEnv(c)
+			if err != nil {
+				return nil, &unavailableError{provider: string(mc.Provider), err: err}
+			}
+			return m, nil
+		}
 		return nil, fmt.Errorf("the model configuration is invalid")
 	}
-	switch mc := v.(type) {
-	case gen.ScriptModelConfig:
-		return model.NewScript(mc.Responses...), nil
-	case gen.OpenAIModelConfig:
-		m, err := openai.NewFromEnv(openai.ConfigFromSpec(mc, tools))
-		if err != nil {
-			return nil, &unavailableError{provider: string(mc.Provider), err: err}
-		}
-		return m, nil
-	case gen.AnthropicModelConfig:
-		m, err := anthropic.NewFromEnv(anthropic.ConfigFromSpec(mc, tools))
-		if err != nil {
-			return nil, &unavailableError{provider: string(mc.Provider), err: err}
-		}
-		return m, nil
-	}
-	return nil, fmt.Errorf("the model configuration is invalid")
 }
 
 // unavailableError is a provider this server cannot offer.

@@ -31,6 +31,10 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 		}
 		check = *body.Check
 	}
+	servers, err := s.mcpServers(body.McpServers)
+	if err != nil {
+		return nil, err
+	}
 	m, err := s.cfg.Models(body.Model, s.runTools)
 	if err != nil {
 		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
@@ -41,13 +45,20 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	j := &job{task: body.Task, model: m, modelConfig: body.Model, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
+	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
 	if body.MaxSteps != nil {
 		j.maxSteps = *body.MaxSteps
 	}
 	if body.TokenBudget != nil {
 		j.tokenBudget = *body.TokenBudget
 	}
+	if body.MaxObservationBytes != nil {
+		j.obsBytes = *body.MaxObservationBytes
+	}
+	if body.MaxObservationLines != nil {
+		j.obsLines = *body.MaxObservationLines
+	}
+	j.telemetry = runTelemetry(ctx, body.Model)
 	if err := s.sched.admit(); err != nil {
 		s.ws.release(ws)
 		return nil, err
@@ -67,6 +78,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	r.created = s.runs.stamp()
 	s.runs.mu.Unlock()
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	j.telemetry = runTelemetry(ctx, body.Model)
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()

@@ -61,8 +61,10 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -101,11 +103,10 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
-	// ApprovalTimeout is how long a run's tool call waits for approval
-	// before it is denied with reason timeout, when the run's request
-	// gives no approval_timeout_seconds; 0 means
-	// agent.DefaultApprovalTimeout.
-	ApprovalTimeout time.Duration
+	// ToolSpecs are documents of custom tools that runs and the MCP
+	// endpoint offer besides the built-in ones (see tools.LoadSpec); New
+	// fails when one runs commands and AllowCommands is off.
+	ToolSpecs []*tools.Spec
 	// Sandbox confines run_command and completion checks. New fails when
 	// commands are allowed and the sandbox is unavailable; only a Backend
 	// of sandbox.None, given explicitly, runs them unconfined.
@@ -113,6 +114,11 @@ type Config struct {
 	// BodyLimit is the largest request body in bytes; 0 means
 	// DefaultBodyLimit.
 	BodyLimit int64
+	// ApprovalTimeout is how long a run's tool call waits for approval
+	// before it is denied with reason timeout, when the run's request
+	// gives no approval_timeout_seconds; 0 means
+	// agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
 	// TraceSync is when run traces are fsynced. The default, SyncNone,
 	// leaves it to the operating system: a crash of the process loses
 	// nothing, a power loss may lose the last events of a trace (the run
@@ -122,6 +128,9 @@ type Config struct {
 	Logger *slog.Logger
 	// Models builds each run's model; nil means DefaultModels.
 	Models ModelFactory
+	// Telemetry, when set, counts what the server and its runs do (GET
+	// /metrics) and exports their spans; see telemetry.go.
+	Telemetry *telemetry.Telemetry
 
 	// The server's edges, used by HTTPServer and Listener: a zero field
 	// means its default (see the Default* constants).
@@ -146,6 +155,16 @@ type Config struct {
 	// beyond either gets 429.
 	MaxStreams          int
 	MaxStreamsPerClient int
+	// MCPServers are the external MCP servers a run may choose by name
+	// (CreateRunRequest.mcp_servers); each run starts its own sessions
+	// with them and stops them at its end. MCP configures the sessions.
+	MCPServers []mcpclient.Server
+	MCP        mcpclient.Config
+	// MCPHandler, when set, is served at /mcp (specloop as an MCP server,
+	// see package mcpserver) behind the Host check and the token like the
+	// API, but outside its request validation.
+	MCPHandler http.Handler
+
 	// AllowedHosts are the host names, besides loopback names and
 	// addresses, that requests may name in their Host header when the
 	// server has no token (protection against DNS rebinding). With a
@@ -298,7 +317,7 @@ func (s *Server) initTools() error {
 // budgets and trace). `specloop run` maps its flags to the same
 // wiring.Config, so a server and a local run are set up alike.
 func (s *Server) setupConfig() wiring.Config {
-	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync}
+	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
 }
 
 func (s *Server) initEcho() error {
@@ -310,6 +329,9 @@ func (s *Server) initEcho() error {
 	if err != nil {
 		return fmt.Errorf("server: request validator: %w", err)
 	}
+	if err := s.useTelemetry(e); err != nil {
+		return err
+	}
 	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
@@ -318,6 +340,12 @@ func (s *Server) initEcho() error {
 	for _, r := range e.Routes() {
 		s.routes[r.Method+" "+r.Path] = true
 	}
+	if s.cfg.MCPHandler != nil {
+		// Registered after s.routes was filled: the request validator
+		// skips it (MCP is not an operation of the spec).
+		e.Any(mcpPath, echo.WrapHandler(s.cfg.MCPHandler))
+	}
+	s.registerUI(e) // after s.routes: the page is not validated against the spec
 	s.echo = e
 	return nil
 }

@@ -71,6 +71,15 @@ func (s *Server) WriteFile(ctx context.Context, req gen.WriteFileRequestObject) 
 	return gen.WriteFile200JSONResponse(*out), nil
 }
 
+// ApplyPatch invokes the apply_patch tool.
+func (s *Server) ApplyPatch(ctx context.Context, req gen.ApplyPatchRequestObject) (gen.ApplyPatchResponseObject, error) {
+	out, err := invokeTool[gen.ApplyPatchInput, gen.ApplyPatchResult](ctx, s, req.Body, req.Params.Workspace)
+	if err != nil {
+		return nil, err
+	}
+	return gen.ApplyPatch200JSONResponse(*out), nil
+}
+
 // RunCommand invokes the run_command tool; without AllowCommands it is
 // refused with 422 commands_disabled.
 func (s *Server) RunCommand(ctx context.Context, req gen.RunCommandRequestObject) (gen.RunCommandResponseObject, error) {

@@ -50,14 +50,16 @@ func TestDefaultsAreSpecData(t *testing.T) {
 	}
 	got := specDefaults(doc)
 	read := map[string]any{
-		"CreateRunRequest.max_steps":      spec.Default[gen.CreateRunRequest]("MaxSteps"),
-		"ListFilesInput.limit":            spec.Default[gen.ListFilesInput]("Limit"),
-		"ReadFileInput.start_line":        spec.Default[gen.ReadFileInput]("StartLine"),
-		"SearchInput.regex":               spec.Default[gen.SearchInput]("Regex"),
-		"SearchInput.ignore_case":         spec.Default[gen.SearchInput]("IgnoreCase"),
-		"SearchInput.limit":               spec.Default[gen.SearchInput]("Limit"),
-		"RunCommandInput.timeout_seconds": spec.Default[gen.RunCommandInput]("TimeoutSeconds"),
-		"listRuns.limit":                  spec.Default[gen.ListRunsParams]("Limit"),
+		"CreateRunRequest.max_steps":             spec.Default[gen.CreateRunRequest]("MaxSteps"),
+		"CreateRunRequest.max_observation_bytes": spec.Default[gen.CreateRunRequest]("MaxObservationBytes"),
+		"CreateRunRequest.max_observation_lines": spec.Default[gen.CreateRunRequest]("MaxObservationLines"),
+		"ListFilesInput.limit":                   spec.Default[gen.ListFilesInput]("Limit"),
+		"ReadFileInput.start_line":               spec.Default[gen.ReadFileInput]("StartLine"),
+		"SearchInput.regex":                      spec.Default[gen.SearchInput]("Regex"),
+		"SearchInput.ignore_case":                spec.Default[gen.SearchInput]("IgnoreCase"),
+		"SearchInput.limit":                      spec.Default[gen.SearchInput]("Limit"),
+		"RunCommandInput.timeout_seconds":        spec.Default[gen.RunCommandInput]("TimeoutSeconds"),
+		"listRuns.limit":                         spec.Default[gen.ListRunsParams]("Limit"),
 	}
 	if diff := cmp.Diff(read, got); diff != "" {
 		t.Errorf("the spec's defaults differ from the ones the code reads (-read +spec); read each new default where it applies and list it here:\n%s", diff)

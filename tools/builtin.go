@@ -15,6 +15,7 @@ func Builtin() []Handler {
 		searchHandler,
 		editFileHandler,
 		writeFileHandler,
+		applyPatchHandler,
 		runCommandHandler,
 	}
 }

@@ -26,7 +26,8 @@ const (
 
 // Patch returns the changes the run made to the runtime's workspace, as a
 // unified diff (it implements agent.Patcher); empty without a workspace or
-// when no tool that can change files (edit_file, write_file, run_command)
+// when no tool that can change files (edit_file, write_file, apply_patch,
+// run_command, a custom tool's command)
 // was called.
 //
 // In a git work tree it is a `git diff` between two snapshots of the

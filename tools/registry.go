@@ -32,6 +32,7 @@ type Def struct {
 	// not part of this package's API: Spec holds them as JSON Schema.
 	inSchema  *openapi3.Schema
 	outSchema *openapi3.Schema
+	op        *openapi3.Operation
 	input     *schema.Validator
 	result    *schema.Validator
 }
@@ -56,7 +57,7 @@ type Registry struct {
 func NewRegistry(doc []byte) (*Registry, error) {
 	t, err := parseSpec(doc)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tools: spec: %w", err)
 	}
 	return newRegistry(t)
 }
@@ -67,10 +68,10 @@ func NewRegistry(doc []byte) (*Registry, error) {
 func parseSpec(data []byte) (*openapi3.T, error) {
 	doc, err := openapi3.NewLoader().LoadFromData(data)
 	if err != nil {
-		return nil, fmt.Errorf("tools: spec: %w", err)
+		return nil, err
 	}
 	if err := doc.Validate(context.Background(), openapi3.DisableExamplesValidation()); err != nil {
-		return nil, fmt.Errorf("tools: spec: invalid: %w", err)
+		return nil, fmt.Errorf("invalid: %w", err)
 	}
 	return doc, nil
 }
@@ -127,23 +128,29 @@ func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]stri
 	if err != nil {
 		return nil, err
 	}
+	return buildDef(name, op, in.Schema, out.Schema, codes, meanings)
+}
+
+// buildDef is the Def of the tool name, whose operation op has the input
+// schema in, the result schema out and the error codes codes.
+func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, codes []gen.ErrorCode, meanings map[gen.ErrorCode]string) (*Def, error) {
 	description := op.Description
 	if description == "" {
 		description = op.Summary
 	}
-	inputSchema, err := inlineSchema(in.Schema)
+	inputSchema, err := inlineSchema(in)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
-	resultSchema, err := inlineSchema(out.Schema)
+	resultSchema, err := inlineSchema(out)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}
-	inV, err := schema.Compile(in.Schema.Value)
+	inV, err := schema.Compile(in.Value)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
-	outV, err := schema.CompileFor(out.Schema.Value, schema.Response)
+	outV, err := schema.CompileFor(out.Value, schema.Response)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}
@@ -152,13 +159,14 @@ func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]stri
 			Name:              name,
 			Description:       description,
 			InputSchema:       inputSchema,
-			OutputDescription: *ok.Value.Description,
+			OutputDescription: *op.Responses.Status(200).Value.Description,
 			ErrorDescription:  errorDescription(codes, meanings),
 			ResultSchema:      &resultSchema,
 		},
-		InputSchemaName: refName(in.Schema.Ref),
-		inSchema:        in.Schema.Value,
-		outSchema:       out.Schema.Value,
+		InputSchemaName: refName(in.Ref),
+		inSchema:        in.Value,
+		outSchema:       out.Value,
+		op:              op,
 		ErrorCodes:      codes,
 		input:           inV,
 		result:          outV,

@@ -26,6 +26,11 @@ type Config struct {
 	// DisableCommands hides run_command (and any tool that runs processes)
 	// from the model even when a workspace is set.
 	DisableCommands bool
+	// Extra are documents of custom tools (see LoadSpec), merged with the
+	// built-in ones. New refuses a custom tool without a handler, one whose
+	// name or input schema name is taken, and one that runs commands when
+	// the runtime offers none (no workspace, or DisableCommands).
+	Extra []*Spec
 	// Sandbox is how commands are confined (the zero value: the strongest
 	// sandbox available, no network, a read-only .git). New fails when
 	// commands are offered and the sandbox is unavailable.
@@ -69,6 +74,12 @@ func New(cfg Config) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	var custom map[string]bool
+	if len(cfg.Extra) > 0 {
+		if reg, bound, custom, err = withExtra(reg, bound, cfg.Extra); err != nil {
+			return nil, err
+		}
+	}
 	r := &Runtime{
 		reg:     reg,
 		env:     &Env{Workspace: cfg.Workspace},
@@ -91,6 +102,9 @@ func New(cfg Config) (*Runtime, error) {
 			}
 		case NeedsCommands:
 			if cfg.Workspace == nil || cfg.DisableCommands {
+				if custom[def.Spec.Name] {
+					return nil, fmt.Errorf("tools: custom tool %q runs a command, and this runtime offers no commands (%s)", def.Spec.Name, noCommandsWhy(cfg))
+				}
 				continue
 			}
 		}
@@ -100,6 +114,13 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.names = strings.Join(names, ", ")
 	return r, nil
+}
+
+func noCommandsWhy(cfg Config) string {
+	if cfg.Workspace == nil {
+		return "it has no workspace"
+	}
+	return "commands are disabled"
 }
 
 // bindingFor returns the registry of doc (the embedded spec when nil) and

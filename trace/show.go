@@ -56,6 +56,9 @@ func Format(ev *gen.TraceEvent) string {
 	if ev.FeedbackKind != nil {
 		add("feedback", string(*ev.FeedbackKind))
 	}
+	if ev.Decision != nil {
+		add("decision", string(*ev.Decision))
+	}
 	if ev.ExitCode != nil {
 		add("exit_code", strconv.Itoa(*ev.ExitCode))
 	}
@@ -70,6 +73,18 @@ func Format(ev *gen.TraceEvent) string {
 	}
 	if ev.Output != nil {
 		add("output", shown(*ev.Output))
+	}
+	if ev.ItemsElided != nil {
+		add("elided", strconv.Itoa(*ev.ItemsElided))
+	}
+	if ev.BytesBefore != nil && ev.BytesAfter != nil {
+		add("bytes", fmt.Sprintf("%d->%d", *ev.BytesBefore, *ev.BytesAfter))
+	}
+	if ev.TokensBefore != nil && ev.TokensAfter != nil {
+		add("est_tokens", fmt.Sprintf("%d->%d", *ev.TokensBefore, *ev.TokensAfter))
+	}
+	if ev.Summarized != nil && *ev.Summarized {
+		add("summarized", "yes")
 	}
 	if ev.Usage != nil {
 		add("tokens", fmt.Sprintf("%d+%d", ev.Usage.InputTokens, ev.Usage.OutputTokens))

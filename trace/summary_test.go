@@ -53,3 +53,18 @@ func TestShowClipsHostileNames(t *testing.T) {
 		t.Fatalf("a summary is not shown whole: %q", trace.Format(&ev))
 	}
 }
+
+// An approval decision shows what was decided, for whom, and the reason
+// only as its summary.
+func TestShowApprovalDecision(t *testing.T) {
+	d := gen.ApprovalDecisionDeny
+	tool, call, reason := "write_file", "c1", trace.Summary("not that file")
+	ev := gen.TraceEvent{RunId: "r1", Step: 2, EventType: gen.TraceEventTypeApprovalDecided, ToolName: &tool, CallId: &call,
+		Decision: &d, Output: &reason}
+	line := trace.Format(&ev)
+	for _, want := range []string{"approval_decided", "tool=write_file", "call=c1", "decision=deny", "output=chars=13;sha256="} {
+		if !strings.Contains(line, want) {
+			t.Errorf("%q lacks %q", line, want)
+		}
+	}
+}

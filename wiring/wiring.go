@@ -10,6 +10,7 @@ package wiring
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -17,7 +18,9 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 )
@@ -37,6 +40,9 @@ type Config struct {
 	Workspace *tools.Workspace
 	// DisableCommands leaves run_command out of the tools offered.
 	DisableCommands bool
+	// Tools are documents of custom tools offered besides the built-in
+	// ones (tools.Config.Extra).
+	Tools []*tools.Spec
 	// Sandbox confines run_command and the check. It is resolved once, by
 	// Open, when commands are offered or a check is set.
 	Sandbox sandbox.Policy
@@ -46,6 +52,12 @@ type Config struct {
 	CheckTimeout time.Duration
 	// CheckEnv adds NAME=value variables to the check's environment.
 	CheckEnv []string
+	// Telemetry, when set, observes the run: Options.Trace, Options.Check
+	// and (with content enabled) Options.Tools are wrapped so that the
+	// run's metrics and spans are recorded (see package telemetry).
+	// TelemetryRun names the run's model and its parent span.
+	Telemetry    *telemetry.Telemetry
+	TelemetryRun telemetry.RunInfo
 	// TracePath appends the trace to this file (see CreateTrace). It wins
 	// over TraceWriter.
 	TracePath string
@@ -54,12 +66,22 @@ type Config struct {
 	TraceWriter io.Writer
 	// TraceSync is when the trace is fsynced.
 	TraceSync trace.SyncPolicy
-	// RecordRaw, MaxSteps, TokenBudget and RunID go to agent.Options as
-	// they are.
-	RecordRaw   bool
-	MaxSteps    int
-	TokenBudget int64
-	RunID       string
+	// RecordRaw, MaxSteps, TokenBudget, RunID and the caps of what the
+	// model sees of a tool's output (0: the spec's defaults) go to
+	// agent.Options as they are.
+	RecordRaw           bool
+	MaxSteps            int
+	TokenBudget         int64
+	RunID               string
+	MaxObservationBytes int
+	MaxObservationLines int
+	// MCPServers are external MCP servers whose tools the run offers next
+	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
+	// once, and Close stops them.
+	MCPServers []mcpclient.Server
+	// MCP configures the sessions with MCPServers (call timeout, where
+	// stdio servers' stderr goes).
+	MCP mcpclient.Config
 }
 
 // Part names the piece of a setup that failed, so that a caller can say
@@ -72,6 +94,7 @@ const (
 	PartSandbox   Part = "sandbox"
 	PartTools     Part = "tools"
 	PartTrace     Part = "trace"
+	PartMCP       Part = "mcp"
 )
 
 // Error is a failed setup: the part that failed and why.
@@ -90,14 +113,20 @@ type Setup struct {
 	Options agent.Options
 	// Workspace is the workspace the tools and the check work in.
 	Workspace *tools.Workspace
-	// Runtime is Options.Tools.
+	// Runtime is the built-in tools' runtime: Options.Tools, unless MCP
+	// servers add theirs.
 	Runtime *tools.Runtime
+	// MCP is Options.Tools when Config.MCPServers were given: Runtime
+	// with the servers' tools; nil otherwise.
+	MCP *mcpclient.Runtime
 	// Sandbox confines the runtime's commands and the check; nil when
 	// commands are disabled and there is no check.
 	Sandbox *sandbox.Sandbox
-	// Check is Options.Check; nil without a check.
+	// Check is Options.Check (or what it wraps, with Telemetry set); nil
+	// without a check.
 	Check *tools.CommandCheck
-	// Trace is Options.Trace; nil without a trace.
+	// Trace is the trace writer: Options.Trace, or what Options.Trace
+	// wraps with Telemetry set; nil without a trace.
 	Trace *trace.Writer
 
 	closeWorkspace bool
@@ -106,16 +135,20 @@ type Setup struct {
 
 // Open builds the setup cfg describes. A failure is an *Error naming the
 // part that failed; nothing stays open after one.
-func Open(cfg Config) (*Setup, error) {
+func Open(cfg Config) (*Setup, error) { return OpenContext(context.Background(), cfg) }
+
+// OpenContext is Open with a context, which bounds starting the MCP
+// servers.
+func OpenContext(ctx context.Context, cfg Config) (*Setup, error) {
 	s := &Setup{Workspace: cfg.Workspace}
-	if err := s.open(cfg); err != nil {
+	if err := s.open(ctx, cfg); err != nil {
 		s.Close()
 		return nil, err
 	}
 	return s, nil
 }
 
-func (s *Setup) open(cfg Config) error {
+func (s *Setup) open(ctx context.Context, cfg Config) error {
 	if s.Workspace == nil && cfg.Root != nil {
 		ws, err := tools.OpenWorkspaceIn(cfg.Root, ".")
 		if err != nil {
@@ -145,7 +178,7 @@ func (s *Setup) open(cfg Config) error {
 		policy = sb.Policy()
 		policy.Backend = sb.Info().Backend
 	}
-	rt, err := tools.New(tools.Config{Workspace: s.Workspace, DisableCommands: cfg.DisableCommands, Sandbox: policy})
+	rt, err := tools.New(tools.Config{Workspace: s.Workspace, DisableCommands: cfg.DisableCommands, Sandbox: policy, Extra: cfg.Tools})
 	if err != nil {
 		return &Error{PartTools, err}
 	}
@@ -156,6 +189,16 @@ func (s *Setup) open(cfg Config) error {
 		RunID:       cfg.RunID,
 		Tools:       rt,
 		RecordRaw:   cfg.RecordRaw,
+
+		MaxObservationBytes: cfg.MaxObservationBytes,
+		MaxObservationLines: cfg.MaxObservationLines,
+	}
+	if len(cfg.MCPServers) > 0 {
+		mr, err := mcpclient.Open(ctx, rt, cfg.MCPServers, cfg.MCP)
+		if err != nil {
+			return &Error{PartMCP, err}
+		}
+		s.MCP, s.Options.Tools = mr, mr
 	}
 	if cfg.Check != "" {
 		c := tools.NewCommandCheck(s.Workspace, cfg.Check)
@@ -177,13 +220,24 @@ func (s *Setup) open(cfg Config) error {
 	if s.Trace != nil {
 		s.Options.Trace = s.Trace
 	}
+	if cfg.Telemetry != nil {
+		run := cfg.Telemetry.Observe(cfg.TelemetryRun, s.Options.Trace)
+		s.Options.Trace = run
+		s.Options.Check = run.Check(s.Options.Check)
+		s.Options.Tools = run.Tools(s.Options.Tools)
+	}
 	return nil
 }
 
-// Close closes the trace file and the workspace Open opened (not those
-// the Config handed in). It may be called more than once.
+// Close stops the MCP servers and closes the trace file and the workspace
+// Open opened (not those the Config handed in). It may be called more
+// than once.
 func (s *Setup) Close() error {
 	var errs []error
+	if s.MCP != nil {
+		errs = append(errs, s.MCP.Close())
+		s.MCP = nil
+	}
 	if s.closeTrace && s.Trace != nil {
 		errs = append(errs, s.Trace.Close())
 		s.closeTrace = false

@@ -43,13 +43,14 @@ func TestOpenMapsEveryField(t *testing.T) {
 		Check: "true", CheckTimeout: time.Minute, CheckEnv: []string{"A=b"},
 		TraceWriter: &buf, TraceSync: trace.SyncNone,
 		RecordRaw: true, MaxSteps: 7, TokenBudget: 99, RunID: "run-1",
+		MaxObservationBytes: 2048, MaxObservationLines: 32,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
 	o := s.Options
-	if o.MaxSteps != 7 || o.TokenBudget != 99 || o.RunID != "run-1" || !o.RecordRaw {
+	if o.MaxSteps != 7 || o.TokenBudget != 99 || o.RunID != "run-1" || !o.RecordRaw || o.MaxObservationBytes != 2048 || o.MaxObservationLines != 32 {
 		t.Errorf("options: %+v", o)
 	}
 	if o.Tools != s.Runtime || o.Check != s.Check || o.Trace != s.Trace || s.Trace == nil {

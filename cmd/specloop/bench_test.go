@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,9 +18,13 @@ import (
 func BenchmarkLongScript(b *testing.B) {
 	dir := b.TempDir()
 	script := filepath.Join(dir, "long.script")
-	call := `{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7}}` + "\n"
-	body := strings.Repeat(call, 10000) + `{"type":"finish","answer":"done"}` + "\n"
-	if err := os.WriteFile(script, []byte(body), 0o644); err != nil {
+	// Calls that differ, as loop detection stops a run of repeats.
+	var body strings.Builder
+	for i := range 10000 {
+		fmt.Fprintf(&body, `{"type":"tool_call","tool_name":"calculator","arguments":{"left":%d,"operation":"multiply","right":7}}`+"\n", i)
+	}
+	body.WriteString(`{"type":"finish","answer":"done"}` + "\n")
+	if err := os.WriteFile(script, []byte(body.String()), 0o644); err != nil {
 		b.Fatal(err)
 	}
 	ws := filepath.Join(dir, "ws")

@@ -28,6 +28,8 @@ func TestNonsenseFlagValuesAreRefused(t *testing.T) {
 		{[]string{"run", "--script", "testdata/calculator.script", "--token-budget", "-5", "p"}, "--token-budget"},
 		{[]string{"run", "--script", "testdata/calculator.script", "--max-steps", "0", "p"}, "--max-steps"},
 		{[]string{"run", "--script", "testdata/calculator.script", "--max-steps", "-2", "p"}, "--max-steps"},
+		{[]string{"run", "--script", "testdata/calculator.script", "--max-observation-bytes", "100", "p"}, "--max-observation-bytes"},
+		{[]string{"run", "--script", "testdata/calculator.script", "--max-observation-lines", "0", "p"}, "--max-observation-lines"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--queue", "-1"}, "--queue"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-concurrent", "-3"}, "--max-concurrent"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-concurrent", "0"}, "--max-concurrent"},

@@ -36,19 +36,23 @@ const (
 	exitModelError          = 6
 	exitTokenBudgetExceeded = 7
 	exitInterrupted         = 8
+	exitStuck               = 9
+	exitContextWindow       = 10
 	exitCancelled           = 130
 )
 
 var exitCodes = map[gen.ExitReason]int{
-	gen.ExitReasonFinished:            exitOK,
-	gen.ExitReasonInternalError:       exitInternal,
-	gen.ExitReasonMaxStepsExceeded:    exitMaxSteps,
-	gen.ExitReasonInvalidModelOutput:  exitInvalidModelOutput,
-	gen.ExitReasonCheckFailed:         exitCheckFailed,
-	gen.ExitReasonModelError:          exitModelError,
-	gen.ExitReasonTokenBudgetExceeded: exitTokenBudgetExceeded,
-	gen.ExitReasonInterrupted:         exitInterrupted,
-	gen.ExitReasonCancelled:           exitCancelled,
+	gen.ExitReasonFinished:              exitOK,
+	gen.ExitReasonInternalError:         exitInternal,
+	gen.ExitReasonMaxStepsExceeded:      exitMaxSteps,
+	gen.ExitReasonInvalidModelOutput:    exitInvalidModelOutput,
+	gen.ExitReasonCheckFailed:           exitCheckFailed,
+	gen.ExitReasonModelError:            exitModelError,
+	gen.ExitReasonTokenBudgetExceeded:   exitTokenBudgetExceeded,
+	gen.ExitReasonInterrupted:           exitInterrupted,
+	gen.ExitReasonStuck:                 exitStuck,
+	gen.ExitReasonContextWindowExceeded: exitContextWindow,
+	gen.ExitReasonCancelled:             exitCancelled,
 }
 
 func exitCodeFor(reason gen.ExitReason) int {
@@ -90,6 +94,7 @@ func commands() []command {
 		{"demo", "run the built-in demo: a scripted agent fixes a failing Go test", demoCmd},
 		{"serve", "serve the HTTP API for remote runs (specloop run --remote)", serveCmd},
 		{"worker", "execute the runs of serve --engine temporal", workerCmd},
+		{"mcp", "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", mcpCmd},
 		{"trace", "read traces (trace show FILE)", traceCmd},
 		{"tools", "list the tools a model can call", toolsCmd},
 		{"spec", "print the OpenAPI document everything is generated from", specCmd},
@@ -150,5 +155,6 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w, "Run `specloop help COMMAND` (or `specloop COMMAND -h`) for a command's flags.")
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Exit status of run and demo: 0 finished, 1 internal error, 2 usage error, 3 max_steps_exceeded,")
-	fmt.Fprintln(w, "4 invalid_model_output, 5 check_failed, 6 model_error, 7 token_budget_exceeded, 8 interrupted, 130 cancelled.")
+	fmt.Fprintln(w, "4 invalid_model_output, 5 check_failed, 6 model_error, 7 token_budget_exceeded, 8 interrupted, 9 stuck,")
+	fmt.Fprintln(w, "10 context_window_exceeded, 130 cancelled.")
 }

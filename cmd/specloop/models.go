@@ -11,8 +11,6 @@ import (
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/openai"
-	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/wiring"
 )
 
 // replayProvider is the --model prefix that replays a recorded trace.
@@ -21,8 +19,9 @@ const replayProvider = "replay"
 // openModel returns the model the run flags name: --script FILE, or --model
 // openai:MODEL, anthropic:MODEL or replay:TRACE_FILE. Provider keys come
 // only from the environment; --base-url wins over OPENAI_BASE_URL /
-// ANTHROPIC_BASE_URL. Every error is a usage error.
-func openModel(f *runFlags) (agent.Model, error) {
+// ANTHROPIC_BASE_URL. A provider is told about specs, the tools the run
+// offers. Every error is a usage error.
+func openModel(f *runFlags, specs []gen.ToolSpec) (agent.Model, error) {
 	if f.script != "" {
 		m, err := loadScript(f.script)
 		if err != nil {
@@ -34,57 +33,102 @@ func openModel(f *runFlags) (agent.Model, error) {
 	if !ok || name == "" {
 		return nil, errors.New("--model must be openai:MODEL, anthropic:MODEL or replay:TRACE_FILE")
 	}
-	switch provider {
-	case string(gen.OpenAIModelConfigProviderOpenai):
-		specs, err := toolSpecs(f)
-		if err != nil {
-			return nil, err
-		}
-		m, err := openai.New(openai.Config{Model: name, BaseURL: f.baseURL, Tools: specs}.WithEnv(os.Getenv))
-		if err != nil {
-			return nil, fmt.Errorf("--model: %w", err)
-		}
-		return m, nil
-	case string(gen.AnthropicModelConfigProviderAnthropic):
-		specs, err := toolSpecs(f)
-		if err != nil {
-			return nil, err
-		}
-		m, err := anthropic.New(anthropic.Config{Model: name, BaseURL: f.baseURL, Tools: specs}.WithEnv(os.Getenv))
-		if err != nil {
-			return nil, fmt.Errorf("--model: %w", err)
-		}
-		return m, nil
-	case replayProvider:
-		if f.baseURL != "" {
-			return nil, errors.New("--base-url does not apply to --model replay:TRACE_FILE")
-		}
-		r, err := model.OpenReplay(name, model.ReplayConfig{})
-		if err != nil {
-			return nil, fmt.Errorf("--model: %w", err)
-		}
-		// Left at its default, the step budget is the recorded run's, so
-		// the replay ends where the recording did.
-		if f.maxSteps == agent.DefaultMaxSteps && r.MaxSteps() > 0 {
-			f.maxSteps = r.MaxSteps()
-		}
-		return r, nil
+	if provider == replayProvider {
+		return openReplay(f, name)
 	}
-	return nil, fmt.Errorf("--model: unknown provider %q (want openai, anthropic or replay)", provider)
-}
-
-// toolSpecs returns the tools the run will offer, so a provider is told
-// about exactly those: the runtime built from the same flags.
-func toolSpecs(f *runFlags) ([]gen.ToolSpec, error) {
-	// Only the tool list is needed: no command runs, so no sandbox.
-	setup, err := wiring.Open(wiring.Config{Dir: f.workspace, DisableCommands: f.noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
-	var we *wiring.Error
-	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
-		return nil, fmt.Errorf("--workspace: %w", we.Err)
-	}
+	mc, err := providerConfig(f)
 	if err != nil {
 		return nil, err
 	}
-	defer setup.Close()
-	return setup.Runtime.Specs(), nil
+	system, err := readSystemFile(f.systemFile)
+	if err != nil {
+		return nil, fmt.Errorf("--system-file: %w", err)
+	}
+	var m agent.Model
+	switch v, _ := mc.ValueByDiscriminator(); v := v.(type) {
+	case gen.OpenAIModelConfig:
+		c := openai.ConfigFromSpec(v, specs)
+		c.BaseURL, c.System = f.baseURL, system
+		m, err = openai.New(c.WithEnv(os.Getenv))
+	case gen.AnthropicModelConfig:
+		c := anthropic.ConfigFromSpec(v, specs)
+		c.BaseURL, c.System = f.baseURL, system
+		m, err = anthropic.New(c.WithEnv(os.Getenv))
+	}
+	if err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	return m, nil
+}
+
+// providerConfig returns the spec's model configuration of a provider
+// model that --model and --context-window name: what a local run builds
+// its adapter from and what --remote sends.
+func providerConfig(f *runFlags) (gen.ModelConfig, error) {
+	var mc gen.ModelConfig
+	provider, name, _ := strings.Cut(f.model, ":")
+	var window *int
+	if f.contextWindow > 0 {
+		window = &f.contextWindow
+	}
+	var err error
+	switch provider {
+	case string(gen.OpenAIModelConfigProviderOpenai):
+		err = mc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: name, ContextWindow: window})
+	case string(gen.AnthropicModelConfigProviderAnthropic):
+		err = mc.FromAnthropicModelConfig(gen.AnthropicModelConfig{Provider: gen.AnthropicModelConfigProviderAnthropic, Model: name, ContextWindow: window})
+	default:
+		return mc, fmt.Errorf("--model: unknown provider %q (want openai, anthropic or replay)", provider)
+	}
+	if err != nil {
+		return mc, fmt.Errorf("--model: %w", err)
+	}
+	return mc, nil
+}
+
+// systemFileUsage describes --system-file.
+const systemFileUsage = "a file holding the system prompt for openai and anthropic models (default: the built-in prompt for code tasks); {{finish}} in it names the finish tool"
+
+// maxSystemFile is the largest --system-file: a system prompt goes with
+// every request, so anything near this is already far too large.
+const maxSystemFile = 256 << 10
+
+// readSystemFile returns the system prompt in the file at path, or "" (the
+// default prompt) when path is empty.
+func readSystemFile(path string) (string, error) {
+	if path == "" {
+		return "", nil
+	}
+	data, err := os.ReadFile(path)
+	switch {
+	case err != nil:
+		return "", err
+	case len(data) > maxSystemFile:
+		return "", fmt.Errorf("%s is larger than %d bytes", path, maxSystemFile)
+	case strings.TrimSpace(string(data)) == "":
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return string(data), nil
+}
+
+// openReplay returns the replay model of --model replay:TRACE_FILE.
+func openReplay(f *runFlags, name string) (agent.Model, error) {
+	for _, bad := range []struct {
+		set  bool
+		flag string
+	}{{f.baseURL != "", "--base-url"}, {f.contextWindow != 0, "--context-window"}, {f.systemFile != "", "--system-file"}} {
+		if bad.set {
+			return nil, fmt.Errorf("%s does not apply to --model replay:TRACE_FILE", bad.flag)
+		}
+	}
+	r, err := model.OpenReplay(name, model.ReplayConfig{})
+	if err != nil {
+		return nil, fmt.Errorf("--model: %w", err)
+	}
+	// Left at its default, the step budget is the recorded run's, so the
+	// replay ends where the recording did.
+	if f.maxSteps == agent.DefaultMaxSteps && r.MaxSteps() > 0 {
+		f.maxSteps = r.MaxSteps()
+	}
+	return r, nil
 }

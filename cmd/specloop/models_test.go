@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -21,6 +22,7 @@ type provider struct {
 	status []int
 	tools  [][]string
 	auth   []string
+	system []string // each request's system prompt
 }
 
 func (p *provider) serve(t *testing.T, path string) string {
@@ -36,6 +38,13 @@ func (p *provider) serve(t *testing.T, path string) string {
 					Name string `json:"name"`
 				} `json:"function"`
 			} `json:"tools"`
+			Messages []struct {
+				Role    string `json:"role"`
+				Content any    `json:"content"`
+			} `json:"messages"`
+			System []struct {
+				Text string `json:"text"`
+			} `json:"system"`
 		}
 		_ = json.Unmarshal(body, &req)
 		p.mu.Lock()
@@ -45,6 +54,13 @@ func (p *provider) serve(t *testing.T, path string) string {
 			names = append(names, tool.Name+tool.Function.Name)
 		}
 		p.tools = append(p.tools, names)
+		switch {
+		case len(req.System) > 0:
+			p.system = append(p.system, req.System[0].Text)
+		case len(req.Messages) > 0 && req.Messages[0].Role == "system":
+			text, _ := req.Messages[0].Content.(string)
+			p.system = append(p.system, text)
+		}
 		p.auth = append(p.auth, r.Header.Get("Authorization")+r.Header.Get("X-Api-Key"))
 		if len(p.bodies) == 0 {
 			t.Errorf("unexpected request")
@@ -71,14 +87,15 @@ const (
 "function":{"name":"calculator","arguments":"{\"left\":12,\"operation\":\"multiply\",\"right\":7}"}}]},"finish_reason":"tool_calls"}],
 "usage":{"prompt_tokens":80,"completion_tokens":20,"total_tokens":100}}`
 	openaiAnswer = `{"id":"chatcmpl-2","object":"chat.completion","created":1741570284,"model":"gpt-4o-mini",
-"choices":[{"index":0,"message":{"role":"assistant","content":"12 x 7 = 84."},"finish_reason":"stop"}],
+"choices":[{"index":0,"message":{"role":"assistant","content":null,"tool_calls":[{"id":"call_2","type":"function",
+"function":{"name":"finish","arguments":"{\"answer\":\"12 x 7 = 84.\"}"}}]},"finish_reason":"tool_calls"}],
 "usage":{"prompt_tokens":120,"completion_tokens":8,"total_tokens":128}}`
 	openaiError       = `{"error":{"message":"The server had an error","type":"server_error","param":null,"code":null}}`
 	anthropicToolCall = `{"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",
 "content":[{"type":"tool_use","id":"toolu_1","name":"calculator","input":{"left":12,"operation":"multiply","right":7}}],
 "stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":400,"output_tokens":50}}`
 	anthropicAnswer = `{"id":"msg_2","type":"message","role":"assistant","model":"claude-sonnet-4-5",
-"content":[{"type":"text","text":"12 x 7 = 84."}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":500,"output_tokens":9}}`
+"content":[{"type":"tool_use","id":"toolu_2","name":"finish","input":{"answer":"12 x 7 = 84."}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":500,"output_tokens":9}}`
 )
 
 func clearProviderEnv(t *testing.T) {
@@ -141,6 +158,33 @@ func TestRunProviderModels(t *testing.T) {
 	}
 }
 
+// TestRunSystemFile: --system-file replaces the default system prompt of
+// either provider, with {{finish}} naming the finish tool.
+func TestRunSystemFile(t *testing.T) {
+	tmp := t.TempDir()
+	file := filepath.Join(tmp, "system.md")
+	if err := os.WriteFile(file, []byte("Be terse. Call {{finish}} when done.\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct{ model, path, call, answer string }{
+		{"openai:gpt-4o-mini", "/chat/completions", openaiToolCall, openaiAnswer},
+		{"anthropic:claude-sonnet-4-5", "/v1/messages", anthropicToolCall, anthropicAnswer},
+	} {
+		t.Run(tt.model, func(t *testing.T) {
+			clearProviderEnv(t)
+			p := &provider{bodies: []string{tt.call, tt.answer}}
+			url := p.serve(t, tt.path)
+			code, _, stderr := cli(t, "run", "--model", tt.model, "--base-url", url, "--system-file", file, "--context-window", "50000", "--workspace", tmp, "--no-commands", "--json", prompt)
+			if code != exitOK {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			if len(p.system) != 2 || p.system[0] != "Be terse. Call finish when done." || p.system[1] != p.system[0] {
+				t.Fatalf("system prompts sent = %q", p.system)
+			}
+		})
+	}
+}
+
 func TestRunProviderErrorIsModelError(t *testing.T) {
 	clearProviderEnv(t)
 	t.Setenv("OPENAI_API_KEY", "sk-env")
@@ -160,6 +204,10 @@ func TestRunModelUsageErrors(t *testing.T) {
 	clearProviderEnv(t)
 	tmp := t.TempDir()
 	noRaw := filepath.Join(tmp, "plain.jsonl")
+	empty := filepath.Join(tmp, "empty.md")
+	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--trace", noRaw, "--workspace", tmp, "--json", prompt); code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
@@ -176,6 +224,12 @@ func TestRunModelUsageErrors(t *testing.T) {
 		{"missing trace", []string{"--model", "replay:" + filepath.Join(tmp, "missing.jsonl")}, "--model: replay:"},
 		{"trace without raw responses", []string{"--model", "replay:" + noRaw}, "record the run with --record-raw"},
 		{"replay with base URL", []string{"--model", "replay:" + noRaw, "--base-url", "http://x"}, "--base-url does not apply"},
+		{"replay with system file", []string{"--model", "replay:" + noRaw, "--system-file", noRaw}, "--system-file does not apply"},
+		{"replay with context window", []string{"--model", "replay:" + noRaw, "--context-window", "9000"}, "--context-window does not apply"},
+		{"negative context window", []string{"--model", "openai:m", "--context-window", "-1"}, "--context-window must be 0 (the model family's default) or between 1024 and"},
+		{"tiny context window", []string{"--model", "openai:m", "--context-window", "1000"}, "--context-window must be 0"},
+		{"missing system file", []string{"--model", "openai:m", "--base-url", "http://x", "--system-file", filepath.Join(tmp, "none.md")}, "--system-file: open"},
+		{"empty system file", []string{"--model", "openai:m", "--base-url", "http://x", "--system-file", empty}, "is empty"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -213,5 +267,29 @@ func TestRunReplay(t *testing.T) {
 	code, stdout, _ := cli(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", "another task")
 	if code != exitModelError || !strings.Contains(stdout, "replay diverged from the recorded run: the task differs") {
 		t.Fatalf("exit %d, result %s", code, stdout)
+	}
+}
+
+// TestRemoteModelContextWindow: --context-window goes with a --remote run
+// in the spec's model configuration, as it configures a local one.
+func TestRemoteModelContextWindow(t *testing.T) {
+	for _, window := range []int{0, 20000} {
+		f := &runFlags{model: "openai:gpt-4o", contextWindow: window}
+		mc, err := remoteModel(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		o, err := mc.AsOpenAIModelConfig()
+		if err != nil || o.Model != "gpt-4o" || (window == 0) != (o.ContextWindow == nil) || (o.ContextWindow != nil && *o.ContextWindow != window) {
+			t.Fatalf("window %d: %+v, %v", window, o, err)
+		}
+		f.model = "anthropic:claude-sonnet-4-5"
+		if mc, err = remoteModel(f); err != nil {
+			t.Fatal(err)
+		}
+		a, err := mc.AsAnthropicModelConfig()
+		if err != nil || a.Model != "claude-sonnet-4-5" || (window == 0) != (a.ContextWindow == nil) {
+			t.Fatalf("window %d: %+v, %v", window, a, err)
+		}
 	}
 }

@@ -54,7 +54,17 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 		if pr.Feedback != nil {
 			text = pr.Feedback.Message
 		}
-		fmt.Fprintf(p.w, "step %-3d ✗ invalid model output: %s\n", ev.Step, oneLine(text, 120))
+		what := "invalid model output"
+		if ev.FeedbackKind != nil && *ev.FeedbackKind == gen.FeedbackKindStuckWarning {
+			what = "stuck warning"
+		}
+		fmt.Fprintf(p.w, "step %-3d ✗ %s: %s\n", ev.Step, what, oneLine(text, 120))
+	case gen.TraceEventTypeHistoryCompacted:
+		how := ""
+		if ev.Summarized != nil && *ev.Summarized {
+			how = ", older turns summarized"
+		}
+		fmt.Fprintf(p.w, "step %-3d ⇣ history compacted: %d outputs elided%s, %d → %d bytes\n", ev.Step, derefInt(ev.ItemsElided), how, derefInt(ev.BytesBefore), derefInt(ev.BytesAfter))
 	case gen.TraceEventTypeFinishRejected:
 		code := 0
 		if ev.ExitCode != nil {
@@ -134,4 +144,11 @@ func deref[T ~string](p *T) string {
 		return ""
 	}
 	return string(*p)
+}
+
+func derefInt(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
 }

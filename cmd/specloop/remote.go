@@ -32,6 +32,7 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 		flag string
 	}{
 		{f.recordRaw, "--record-raw"}, {f.baseURL != "", "--base-url"}, {f.noCommands, "--no-commands"},
+		{f.systemFile != "", "--system-file"},
 	} {
 		if bad.set {
 			env.errorf("run: %s is not available with --remote (the server decides)", bad.flag)
@@ -56,8 +57,15 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 	if f.tokenBudget > 0 {
 		req.TokenBudget = &f.tokenBudget
 	}
+	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
 	if f.check != "" {
 		req.Check = &f.check
+	}
+	if names, err := f.mcp.names(); err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	} else if len(names) > 0 {
+		req.McpServers = &names
 	}
 	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
 		req.Workspace = &ws
@@ -162,10 +170,8 @@ func remoteModel(f *runFlags) (gen.ModelConfig, error) {
 		return mc, fmt.Errorf("--model must be PROVIDER:NAME")
 	}
 	switch provider {
-	case string(gen.OpenAIModelConfigProviderOpenai):
-		return sdk.OpenAI(name), nil
-	case string(gen.AnthropicModelConfigProviderAnthropic):
-		return sdk.Anthropic(name), nil
+	case string(gen.OpenAIModelConfigProviderOpenai), string(gen.AnthropicModelConfigProviderAnthropic):
+		return providerConfig(f)
 	}
 	return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
 }

@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"strings"
 	"sync"
@@ -28,6 +29,7 @@ type runFlags struct {
 	promptFile string
 	maxSteps   int
 	tracePath  string
+	telemetry  telemetryFlags // see telemetry.go
 	syncPolicy string
 	asJSON     bool
 	workspace  string
@@ -36,12 +38,18 @@ type runFlags struct {
 	recordRaw  bool
 	approval   approvalFlags // see approve.go
 	// model selection (see models.go) and remote runs (see remote.go)
-	model       string
-	baseURL     string
-	tokenBudget int64
-	remote      string
-	tokenFile   string
-	sandbox     sandboxFlags
+	model         string
+	baseURL       string
+	contextWindow int
+	systemFile    string
+	tokenBudget   int64
+	obsBytes      int
+	obsLines      int
+	remote        string
+	tokenFile     string
+	sandbox       sandboxFlags
+	mcp           mcpFlags
+	toolsSpec     toolsSpecFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -50,6 +58,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
+	f.telemetry.register(fs, false)
 	fs.BoolVar(&f.asJSON, "json", false, "print only the RunResult as JSON")
 	fs.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to (with --remote: a directory under the server's workspace root)")
 	fs.BoolVar(&f.noCommands, "no-commands", false, "do not offer run_command to the model")
@@ -58,10 +67,16 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
+	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
+	fs.StringVar(&f.systemFile, "system-file", "", systemFileUsage)
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
+	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
+	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
+	f.mcp.register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
+	f.toolsSpec.register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -72,8 +87,24 @@ func (f *runFlags) validate() error {
 	if f.tokenBudget < 0 {
 		return errors.New("--token-budget must not be negative (0 means no limit)")
 	}
+	// The bounds of the API's context_window, so that a local run and a
+	// --remote one accept the same values.
+	if lo, hi := schemaBounds("OpenAIModelConfig", "context_window"); f.contextWindow != 0 && (float64(f.contextWindow) < lo || float64(f.contextWindow) > hi) {
+		return fmt.Errorf("--context-window must be 0 (the model family's default) or between %.0f and %.0f", lo, hi)
+	}
+	for _, c := range []struct {
+		flag, prop string
+		v          int
+	}{{"--max-observation-bytes", "max_observation_bytes", f.obsBytes}, {"--max-observation-lines", "max_observation_lines", f.obsLines}} {
+		if lo, hi := requestBounds(c.prop); float64(c.v) < lo || float64(c.v) > hi {
+			return fmt.Errorf("%s must be between %.0f and %.0f", c.flag, lo, hi)
+		}
+	}
 	if (f.script == "") == (f.model == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
+	}
+	if f.remote != "" && len(f.toolsSpec.files) > 0 {
+		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
 	}
 	return nil
 }
@@ -104,6 +135,12 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if f.remote != "" {
 		return runRemote(ctx, env, &f, prompt)
 	}
+	tr, err := f.telemetry.open(ctx, false)
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	defer tr.closeAfterRun(ctx, env)
 	approvals, asker, err := f.approval.open(env)
 	if err != nil {
 		env.errorf("run: %v", err)
@@ -114,8 +151,10 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: --sync: %v", err)
 		return exitUsage
 	}
-	m, err := openModel(&f)
-	if err != nil {
+	// The model flags are checked before anything is opened or started
+	// (MCP servers may take a while); the model is built again below,
+	// told about the tools.
+	if _, err := openModel(&f, nil); err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
@@ -124,18 +163,27 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
+	cfg.MCP = f.mcp.config(env.stderr)
+	// The setup comes first: the model is told about the tools it offers,
+	// the MCP servers' included.
 	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
+	m, err := openModel(&f, setup.Options.Tools.Specs())
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
 	opts := setup.Options
+	opts.MaxSteps = f.maxSteps // a replayed run's budget is the recording's
+	if !f.asJSON {
+		opts.Observer = (&progressPrinter{w: env.stdout}).observe
+	}
 	opts.ApprovalPolicy = approvals
 	if asker != nil {
 		opts.Approver = asker.agent()
-	}
-	if !f.asJSON {
-		opts.Observer = (&progressPrinter{w: env.stdout}).observe
 	}
 	res, runErr := agent.Run(ctx, gen.Task{Prompt: prompt}, m, opts)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
@@ -231,6 +279,25 @@ var maxPromptChars = sync.OnceValue(func() int {
 	return 1 << 20
 })
 
+// requestBounds returns the minimum and maximum the spec gives the
+// integer property prop of CreateRunRequest, so that a flag and a field of
+// a remote run's request accept the same values.
+func requestBounds(prop string) (lo, hi float64) { return schemaBounds("CreateRunRequest", prop) }
+
+// schemaBounds returns the bounds the spec gives the integer property prop
+// of the component schema name.
+func schemaBounds(name, prop string) (lo, hi float64) {
+	s := specdoc.MustLoad().Components.Schemas[name].Value.Properties[prop].Value
+	lo, hi = 0, math.MaxInt32
+	if s.Min != nil {
+		lo = *s.Min
+	}
+	if s.Max != nil {
+		hi = *s.Max
+	}
+	return lo, hi
+}
+
 // readPrompt returns the task: the PROMPT argument, or the text of
 // --prompt-file (standard input for "-"), which avoids the shell's limit on
 // argument length. Exactly one of the two must be given, and the prompt
@@ -284,16 +351,31 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 	if err != nil {
 		return wiring.Config{}, err
 	}
+	servers, err := f.mcp.servers()
+	if err != nil {
+		return wiring.Config{}, err
+	}
+	specs, err := f.toolsSpec.load()
+	if err != nil {
+		return wiring.Config{}, err
+	}
 	return wiring.Config{
+		MCPServers:      servers,
+		Tools:           specs,
 		Dir:             f.workspace,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
 		Check:           f.check,
 		TracePath:       f.tracePath,
 		TraceSync:       policy,
+		Telemetry:       f.telemetry.tel,
+		TelemetryRun:    runInfo(f),
 		RecordRaw:       f.recordRaw,
 		MaxSteps:        f.maxSteps,
 		TokenBudget:     f.tokenBudget,
+
+		MaxObservationBytes: f.obsBytes,
+		MaxObservationLines: f.obsLines,
 	}, nil
 }
 
@@ -315,6 +397,12 @@ func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) 
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
 		env.errorf("%s: --trace: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartMCP:
+		env.errorf("%s: --mcp: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.Tools) > 0:
+		env.errorf("%s: --tools-spec: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we):
 		env.errorf("%s: %v", name, we.Err)

@@ -15,6 +15,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
 )
 
 // tokenEnv is the environment variable that holds the bearer token of
@@ -43,6 +44,9 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"beyond). DATA holds run results verbatim (answers, patches, check output): it is made 0700.\n\n"+
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
+			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
+			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
+			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n"+
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
 			"and recorded (runs waiting for an approval end interrupted: approval waits are in memory).")
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
@@ -51,15 +55,20 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	maxConcurrent := fs.Int("max-concurrent", server.DefaultMaxConcurrent, "the most runs executing at once")
 	queue := fs.Int("queue", server.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+tokenEnv+")")
+	var toolsSpec toolsSpecFlags
+	toolsSpec.register(fs)
 	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without a token (anyone who can connect can run agents)")
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	systemFile := fs.String("system-file", "", systemFileUsage)
 	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
 	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
 	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
 	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
+	var telFlags telemetryFlags // see telemetry.go
+	telFlags.register(fs, true)
 	var allowedHosts []string
 	fs.Func("allowed-host", "without a token, also answer requests whose Host header is this name (repeatable; default: loopback names only)", func(v string) error {
 		if v == "" || strings.ContainsAny(v, "/ \t@?#*") {
@@ -73,6 +82,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	sbFlags.register(fs)
 	var tf temporalFlags
 	tf.register(fs, true)
+	var mcpf mcpFlags
+	mcpf.register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -101,9 +112,24 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("serve: %v", err)
 		return exitUsage
 	}
+	mcpServers, err := mcpf.servers()
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
+	specs, err := toolsSpec.load()
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
 	token, err := readToken(*tokenFile)
 	if err != nil {
 		env.errorf("serve: %v", err)
+		return exitUsage
+	}
+	system, err := readSystemFile(*systemFile)
+	if err != nil {
+		env.errorf("serve: --system-file: %v", err)
 		return exitUsage
 	}
 	level := slog.LevelInfo
@@ -111,6 +137,11 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		level = slog.LevelDebug
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: level}))
+	tel, err := telFlags.open(ctx, true)
+	if err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
 	if !isLoopback(*addr) {
 		switch {
 		case token == "" && !*insecure:
@@ -135,6 +166,13 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	defer closeEngine()
+	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: *root, DisableCommands: !*allowCommands, Sandbox: sbPolicy}, logger)
+	if err != nil {
+		env.errorf("serve: /mcp: %v", err)
+		return exitUsage
+	}
+	defer mcpSetup.Close()
+	defer mcpStop()
 	srv, err := server.New(server.Config{
 		Engine:        engine,
 		DataDir:       *data,
@@ -143,8 +181,10 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxConcurrent: *maxConcurrent,
 		QueueSize:     *queue,
 		AllowCommands: *allowCommands,
+		ToolSpecs:     specs,
 		Sandbox:       sbPolicy,
 		BodyLimit:     *bodyLimit,
+		Telemetry:     tel.tel,
 		TraceSync:     policy,
 		Logger:        logger,
 		// Approval waits are in memory: a server that stops ends the
@@ -156,7 +196,16 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		MaxStreams:          *maxStreams,
 		MaxStreamsPerClient: *maxStreamsPerClient,
 		AllowedHosts:        allowedHosts,
+		MCPServers:          mcpServers,
+		MCP:                 mcpf.config(env.stderr),
+		MCPHandler:          mcpH,
+		Models:              server.ModelsWithSystem(system),
 	})
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartTools && len(specs) > 0 {
+		env.errorf("serve: --tools-spec: %v", we.Err)
+		return exitUsage
+	}
 	if err != nil {
 		env.errorf("serve: %v", err)
 		return exitInternal
@@ -167,11 +216,20 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		_ = srv.Shutdown(context.Background())
 		return exitUsage
 	}
+	if telFlags.metricsAddr != "" {
+		if err := tel.serveMetrics(telFlags.metricsAddr, logger); err != nil {
+			env.errorf("serve: %v", err)
+			_ = srv.Shutdown(context.Background())
+			return exitUsage
+		}
+	}
 	hs := srv.HTTPServer()
+	hs.RegisterOnShutdown(mcpStop)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(srv.Listener(ln)) }()
 	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
 		"max_concurrent", *maxConcurrent, "queue", *queue, "commands", *allowCommands, "auth", token != "")
+	logger.Info("web page", "url", "http://"+ln.Addr().String()+server.UIPath)
 
 	code := exitOK
 	select {
@@ -188,6 +246,10 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		code = exitInternal
 	}
 	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("shutdown", "err", err)
+		code = exitInternal
+	}
+	if err := tel.close(sctx); err != nil {
 		logger.Error("shutdown", "err", err)
 		code = exitInternal
 	}

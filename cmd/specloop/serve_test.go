@@ -180,3 +180,13 @@ func TestServeAllowedHost(t *testing.T) {
 		t.Fatalf("a malformed --allowed-host: exit %d: %s", code, stderr)
 	}
 }
+
+// TestServeSystemFile: a --system-file the server cannot use stops it
+// before it listens.
+func TestServeSystemFile(t *testing.T) {
+	t.Setenv(tokenEnv, "")
+	code, _, stderr := cli(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir(), "--system-file", filepath.Join(t.TempDir(), "none.md"))
+	if code != exitUsage || !strings.Contains(stderr, "--system-file") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}

@@ -2,13 +2,22 @@
 //
 // The model is offered the runtime's tools (name, description, input schema,
 // all from the spec), plus a finish tool whose schema is the spec's Finish.
-// Its tool_use blocks become ToolCalls, a finish tool_use or a reply with
-// text and no tool_use becomes a Finish, and everything else (input that is
-// not a JSON object, an unknown tool, a refusal, a reply cut off at
-// max_tokens, an empty reply, a finish before other tool_use blocks)
-// becomes invalid-output feedback. A reply with several tool_use blocks is
-// one turn (agent.TurnModel): one step whose calls run in order. The Model
-// keeps no state between calls; everything comes from the history.
+// Its tool_use blocks become ToolCalls, a finish tool_use becomes a Finish,
+// and everything else (text without a tool_use, input that is not a JSON
+// object, an unknown tool, a refusal, a reply cut off at max_tokens even in
+// the middle of a tool_use, an empty reply, a finish before other tool_use
+// blocks) becomes invalid-output feedback that tells the model what to do.
+// A reply with several tool_use blocks is one turn (agent.TurnModel): one
+// step whose calls run in order. The Model keeps no state between calls;
+// everything comes from the history: thinking and redacted_thinking blocks
+// ride on the turn's first action (gen.ToolCall.Reasoning) and go back
+// unchanged before its tool_use.
+//
+// The system prompt (Config.System, else the default prompt for code tasks)
+// and the tools are the same bytes in every request, and cache_control
+// marks their end, so they are read from the prompt cache. The Model is an
+// agent.ContextSizer and an agent.Summarizer, and a 400 "prompt is too
+// long" wraps agent.ErrContextLength.
 //
 // The history goes back as one assistant message per turn, with a tool_use
 // block per ToolCall, followed by a user message with the tool_result
@@ -92,6 +101,13 @@ type Config struct {
 	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
 	// finish tool is added to them.
 	Tools []gen.ToolSpec
+	// System is the system prompt; empty means the default prompt for code
+	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
+	// it becomes the finish tool's name.
+	System string
+	// ContextWindow is the model's context window in tokens; 0 means the
+	// default for its family (see ContextWindow).
+	ContextWindow int
 }
 
 // ConfigFromSpec returns the Config for a run's model configuration (the
@@ -101,6 +117,9 @@ func ConfigFromSpec(mc gen.AnthropicModelConfig, tools []gen.ToolSpec) Config {
 	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
 	if mc.MaxOutputTokens != nil {
 		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
+	}
+	if mc.ContextWindow != nil {
+		cfg.ContextWindow = *mc.ContextWindow
 	}
 	return cfg
 }
@@ -134,8 +153,10 @@ type Model struct {
 }
 
 var (
-	_ agent.Model     = (*Model)(nil)
-	_ agent.TurnModel = (*Model)(nil)
+	_ agent.Model        = (*Model)(nil)
+	_ agent.TurnModel    = (*Model)(nil)
+	_ agent.ContextSizer = (*Model)(nil)
+	_ agent.Summarizer   = (*Model)(nil)
 )
 
 // New returns a Model for cfg. It never reads the environment (see
@@ -161,7 +182,7 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultMaxOutputTokens
 	}
-	m := &Model{cfg: cfg, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt()}
+	m := &Model{cfg: cfg, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt(cfg.System)}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -190,7 +211,9 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	m.client = anthropic.NewClient(opts...)
-	m.tools = toolParams(ts)
+	if m.tools, err = toolParams(ts); err != nil {
+		return nil, err
+	}
 	return m, nil
 }
 
@@ -200,12 +223,21 @@ func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.Histo
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
-	var attempts adapt.Attempts
-	resp, err := m.client.Messages.New(ctx, m.params(task, history), option.WithMiddleware(attempts.Middleware))
+	r, err := m.send(ctx, m.params(task, history))
 	if err != nil {
-		return agent.Turn{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return agent.Turn{}, err
 	}
-	return m.toolset.Turn(reply(resp))
+	return m.toolset.Turn(r)
+}
+
+// send makes one Messages call and reduces its response to a Reply.
+func (m *Model) send(ctx context.Context, params anthropic.MessageNewParams) (adapt.Reply, error) {
+	var attempts adapt.Attempts
+	resp, err := m.client.Messages.New(ctx, params, option.WithMiddleware(attempts.Middleware))
+	if err != nil {
+		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+	}
+	return reply(resp), nil
 }
 
 // NextAction asks the model for one action: a reply with several tool
@@ -215,13 +247,51 @@ func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.His
 	return adapt.OneAction(m.NextTurn(ctx, task, history))
 }
 
-// status extracts the HTTP status and error type of an API error.
-func status(err error) (int, string) {
+// ContextWindow returns the model's context window in tokens: the
+// Config's, else the default of the model's family (adapt.ContextWindow:
+// 200,000 for every claude-* model).
+func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
+
+// RequestTokens estimates the tokens of the request NextTurn would send
+// for task and history (adapt.RequestTokens).
+func (m *Model) RequestTokens(task gen.Task, history agent.History) int {
+	return adapt.RequestTokens(m.params(task, history))
+}
+
+// Summarize asks the model, in one call, for a summary of history that
+// lets it continue the task without it (agent.Summarizer). The request is
+// NextTurn's, with the same system prompt and tools (so the prompt cache
+// applies), plus adapt.SummaryInstruction as a last user text block and
+// tool_choice none.
+func (m *Model) Summarize(ctx context.Context, task gen.Task, history agent.History) (string, *gen.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	params := m.params(task, history)
+	if last := params.Messages[len(params.Messages)-1].OfUser; last != nil {
+		last.Content = append(last.Content, anthropic.NewTextBlock(adapt.SummaryInstruction))
+	} else {
+		params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(adapt.SummaryInstruction)))
+	}
+	params.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
+	return adapt.Summary(m.send(ctx, params))
+}
+
+// promptTooLong starts the message of a request over the context window:
+// a 400 invalid_request_error "prompt is too long: N tokens > M maximum".
+// The API has no error code for it.
+const promptTooLong = "prompt is too long"
+
+// status extracts the HTTP status and error type of an API error, and
+// whether it refused the request as over the context window.
+func status(err error) (int, string, bool) {
 	var apiErr *anthropic.Error
 	if !errors.As(err, &apiErr) {
-		return 0, ""
+		return 0, "", false
 	}
-	return apiErr.StatusCode, string(apiErr.Type())
+	over := apiErr.StatusCode == http.StatusBadRequest && apiErr.Type() == "invalid_request_error" &&
+		strings.HasPrefix(strings.ToLower(apiErr.Message), promptTooLong)
+	return apiErr.StatusCode, string(apiErr.Type()), over
 }
 
 // reply reduces a Messages response to what decides the action.
@@ -240,11 +310,15 @@ func reply(resp *anthropic.Message) adapt.Reply {
 			text.WriteString(block.Text)
 		case "tool_use":
 			r.Calls = append(r.Calls, adapt.ReplyCall{ID: block.ID, Name: block.Name, Arguments: string(block.Input)})
+		case string(gen.ReasoningBlockTypeThinking):
+			r.Reasoning = append(r.Reasoning, gen.ReasoningBlock{Type: gen.ReasoningBlockTypeThinking, Thinking: &block.Thinking, Signature: &block.Signature})
+		case string(gen.ReasoningBlockTypeRedactedThinking):
+			r.Reasoning = append(r.Reasoning, gen.ReasoningBlock{Type: gen.ReasoningBlockTypeRedactedThinking, Data: &block.Data})
 		}
 	}
 	r.Text = text.String()
 	switch resp.StopReason {
-	case anthropic.StopReasonMaxTokens:
+	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
 		r.Truncated = true
 	case anthropic.StopReasonRefusal:
 		r.Refusal, r.RefusalRaw = true, r.Text

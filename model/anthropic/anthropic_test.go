@@ -54,7 +54,7 @@ func jsonEqual(t *testing.T, what, got, want string) {
 
 func TestToolUseObservationAnswer(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "tool_use.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "tool_use.json"), ok(t, "finish_tool.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -63,7 +63,7 @@ func TestToolUseObservationAnswer(t *testing.T) {
 		t.Fatalf("result = %+v", res)
 	}
 	// Cache reads count as input tokens.
-	if diff := cmp.Diff(&gen.Usage{InputTokens: 472 + 580 + 40, OutputTokens: 91 + 12}, res.Usage); diff != "" {
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 472 + 580 + 40, OutputTokens: 91 + 30}, res.Usage); diff != "" {
 		t.Fatalf("run usage (-want +got):\n%s", diff)
 	}
 	var usages []gen.Usage
@@ -74,7 +74,7 @@ func TestToolUseObservationAnswer(t *testing.T) {
 			raws = append(raws, *ev.RawResponse)
 		}
 	}
-	if diff := cmp.Diff([]gen.Usage{{InputTokens: 472, OutputTokens: 91}, {InputTokens: 620, OutputTokens: 12}}, usages); diff != "" {
+	if diff := cmp.Diff([]gen.Usage{{InputTokens: 472, OutputTokens: 91}, {InputTokens: 620, OutputTokens: 30}}, usages); diff != "" {
 		t.Fatalf("usage per model call (-want +got):\n%s", diff)
 	}
 	jsonEqual(t, "raw tool call", raws[0], `{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7},"call_id":"toolu_01A09q90qw90lq917835lq9"}`)
@@ -136,7 +136,7 @@ func toolResultText(b map[string]any) string {
 
 func TestToolsDerivedFromSpec(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_tool.json"))
 	if _, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +157,10 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 			t.Fatalf("tool %d = %v, want %s", i, tool["name"], sp.Name)
 		}
 		desc := tool["description"].(string)
-		for _, part := range []string{sp.Description, sp.OutputDescription, sp.ErrorDescription} {
+		if sp.ErrorDescription != "" && strings.Contains(desc, sp.ErrorDescription) {
+			t.Fatalf("%s: the description carries the error description, which error results already give", sp.Name)
+		}
+		for _, part := range []string{sp.Description, sp.OutputDescription} {
 			if !strings.Contains(desc, part) {
 				t.Fatalf("%s: description %q lacks %q", sp.Name, desc, part)
 			}
@@ -190,7 +193,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 
 func TestHistoryRendering(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_tool.json"))
 	code := gen.ErrorCodeDivisionByZero
 	badID := "call.7" // not a valid tool_use id: replaced by a synthetic one
 	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
@@ -233,7 +236,7 @@ func TestHistoryRendering(t *testing.T) {
 
 func TestMalformedInputThenRecovery(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "malformed_input.json"), ok(t, "tool_use.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "malformed_input.json"), ok(t, "tool_use.json"), ok(t, "finish_tool.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +271,12 @@ func TestInvalidReplies(t *testing.T) {
 		{"max_tokens.json", "output token limit", "To compute 12 x 7, I will first"},
 		{"unknown_tool.json", "names a tool that does not exist; the tools are: calculator, finish", "get_weather"},
 		{"malformed_input.json", "the arguments are not a JSON object", `"{\"left\": 12, \"operation\": \"multiply\""`},
+		// Text is no action: a model thinking aloud must not end the run.
+		{"text_only.json", "text but no tool call, and only tool calls are acted on; call a tool to go on, or call finish", "12 x 7 = 84."},
+		// A tool_use cut off by max_tokens holds a partial input that may
+		// still be an object: it must never run.
+		{"max_tokens_tool_use.json", "output token limit in the middle of a tool call, so no call of it was run; make smaller calls", ""},
+		{"context_window_stop.json", "output token limit", "The answer so far is"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -312,7 +321,7 @@ func TestFinishTool(t *testing.T) {
 // user message with their tool_result blocks, in order.
 func TestParallelToolUseIsOneTurn(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "parallel_tool_use.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "parallel_tool_use.json"), ok(t, "finish_tool.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{MaxSteps: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -366,7 +375,7 @@ func TestFinishAfterToolUseInOneTurn(t *testing.T) {
 // tool_result; the other call of the turn still runs.
 func TestInvalidToolUseAmongValidOnes(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "parallel_invalid_argument.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "parallel_invalid_argument.json"), ok(t, "finish_tool.json"))
 	res, _, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -505,7 +514,7 @@ func TestRequestTimeout(t *testing.T) {
 
 func TestTokenBudgetEndsRun(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "tool_use.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "tool_use.json"), ok(t, "finish_tool.json"))
 	res, _, err := runTask(t, newModel(t, s, nil), agent.Options{TokenBudget: 1000})
 	if err != nil {
 		t.Fatal(err)
@@ -577,7 +586,10 @@ func message(turn modeltest.Turn, n int) []byte {
 		args, _ := json.Marshal(turn.ToolCall.Arguments)
 		use(turn.ToolCall.ToolName, args)
 	case turn.Finish != nil:
-		content, stop = []any{map[string]any{"type": "text", "text": turn.Finish.Answer}}, "end_turn"
+		input, _ := json.Marshal(map[string]any{"answer": turn.Finish.Answer})
+		use("finish", input)
+	case turn.Text != "":
+		content, stop = []any{map[string]any{"type": "text", "text": turn.Text}}, "end_turn"
 	default:
 		text, _ := json.Marshal(modeltest.InvalidText) // input that is a string, not an object
 		use("calculator", text)
@@ -593,16 +605,12 @@ func message(turn modeltest.Turn, n int) []byte {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	modeltest.Run(t, func(t *testing.T, turns []modeltest.Turn) agent.Model {
-		replies := make([]reply, len(turns))
-		for i, turn := range turns {
-			replies[i] = reply{status: http.StatusOK, body: message(turn, i)}
-		}
-		return newModel(t, newServer(t, replies...), nil)
+		return newModel(t, scripted(t, turns), nil)
 	})
 }
 
 func TestNewFromEnv(t *testing.T) {
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_tool.json"))
 	t.Setenv(anthropic.EnvAPIKey, "sk-ant-from-env")
 	t.Setenv(anthropic.EnvBaseURL, s.srv.URL)
 	m, err := anthropic.NewFromEnv(anthropic.Config{Model: "claude-sonnet-4-5", HTTPClient: s.srv.Client()})

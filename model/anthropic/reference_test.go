@@ -26,7 +26,7 @@ const systemPlaceholder = "<the adapter's system prompt>"
 // empty text blocks.
 func TestRequestMatchesReference(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_tool.json"))
 	temp := 0.2
 	m := newModel(t, s, func(c *anthropic.Config) {
 		c.Temperature = &temp
@@ -79,7 +79,7 @@ func TestRequestMatchesReference(t *testing.T) {
 	if system["text"] != systemPlaceholder {
 		t.Fatalf("the fixture's system block is not the placeholder: %v", system)
 	}
-	system["text"] = ts.SystemPrompt()
+	system["text"] = ts.SystemPrompt("")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("request (-reference +sent):\n%s", diff)
 	}

@@ -1,7 +1,12 @@
 package anthropic
 
 import (
+	"encoding/json"
+	"fmt"
+	"maps"
+
 	"github.com/anthropics/anthropic-sdk-go/v2"
+	"github.com/anthropics/anthropic-sdk-go/v2/packages/param"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/internal/adapt"
@@ -11,72 +16,49 @@ import (
 // MessageService.New, so the wire format is whatever the pinned SDK writes
 // (see testdata/request_reference.json and TestRequestMatchesReference).
 
-// The JSON Schema keywords ToolInputSchemaParam has fields for.
-const (
-	keyType       = "type"
-	keyProperties = "properties"
-	keyRequired   = "required"
-)
-
 // toolParams converts the toolset to the SDK's custom tools, once, at New.
 // Every request shares the result; the SDK only reads it.
-func toolParams(ts *adapt.Toolset) []anthropic.ToolUnionParam {
+func toolParams(ts *adapt.Toolset) ([]anthropic.ToolUnionParam, error) {
 	tools := make([]anthropic.ToolUnionParam, len(ts.Tools))
 	for i, t := range ts.Tools {
-		tool := &anthropic.ToolParam{Name: t.Name, InputSchema: inputSchema(t.Parameters)}
+		schema, err := inputSchema(t.Parameters)
+		if err != nil {
+			return nil, fmt.Errorf("anthropic: the input schema of %s: %w", t.Name, err)
+		}
+		tool := &anthropic.ToolParam{Name: t.Name, InputSchema: schema}
 		if t.Description != "" {
 			tool.Description = anthropic.String(t.Description)
 		}
+		if i == len(ts.Tools)-1 {
+			// The system prompt and the tools are the same for every
+			// request of a run: cache them (tools come first in the
+			// cached prefix, so this breakpoint covers them all).
+			tool.CacheControl = anthropic.NewCacheControlEphemeralParam()
+		}
 		tools[i] = anthropic.ToolUnionParam{OfTool: tool}
 	}
-	return tools
+	return tools, nil
 }
 
 // inputSchema is a tool's parameters as the SDK's input schema: always an
-// object schema, as the API requires, with every other keyword
-// (additionalProperties, descriptions, ...) carried unchanged.
-func inputSchema(params map[string]any) anthropic.ToolInputSchemaParam {
+// object schema, as the API requires, with every keyword carried unchanged.
+// It is serialized here, once, with encoding/json, which orders the keys:
+// the SDK writes keywords it has no field for (additionalProperties,
+// description, ...) in map order, which differs from request to request
+// and would make every request miss the prompt cache.
+func inputSchema(params map[string]any) (anthropic.ToolInputSchemaParam, error) {
+	schema := maps.Clone(params)
+	if schema == nil {
+		schema = map[string]any{}
+	}
+	schema["type"] = "object"
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return anthropic.ToolInputSchemaParam{}, err
+	}
 	var s anthropic.ToolInputSchemaParam
-	extra := make(map[string]any, len(params))
-	for k, v := range params {
-		switch k {
-		case keyType:
-			// The SDK always writes "object".
-		case keyProperties:
-			s.Properties = v
-		case keyRequired:
-			if names, ok := stringList(v); ok {
-				s.Required = names
-			} else {
-				extra[k] = v
-			}
-		default:
-			extra[k] = v
-		}
-	}
-	if len(extra) > 0 {
-		s.ExtraFields = extra
-	}
-	return s
-}
-
-// stringList returns v as a list of strings, if it is one.
-func stringList(v any) ([]string, bool) {
-	switch v := v.(type) {
-	case []string:
-		return v, true
-	case []any:
-		out := make([]string, len(v))
-		for i, item := range v {
-			s, ok := item.(string)
-			if !ok {
-				return nil, false
-			}
-			out[i] = s
-		}
-		return out, true
-	}
-	return nil, false
+	param.SetJSON(data, &s)
+	return s, nil
 }
 
 // params builds the Messages request for the task and history: the system
@@ -106,6 +88,11 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 	for _, t := range turns {
 		switch t.Kind {
 		case adapt.Call:
+			// Thinking blocks go back unchanged, before the call they
+			// came with, as the API requires.
+			for _, r := range t.Reasoning {
+				assistant(reasoningBlock(r))
+			}
 			assistant(anthropic.NewToolUseBlock(t.ID, orEmpty(t.Arguments), t.Name))
 		case adapt.Result:
 			user(toolResult(t))
@@ -116,7 +103,7 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(m.cfg.Model),
 		MaxTokens: m.cfg.MaxOutputTokens,
-		System:    []anthropic.TextBlockParam{{Text: m.system}},
+		System:    []anthropic.TextBlockParam{{Text: m.system, CacheControl: anthropic.NewCacheControlEphemeralParam()}},
 		Messages:  msgs,
 		Tools:     m.tools,
 	}
@@ -125,6 +112,22 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 		p.SetExtraFields(map[string]any{"temperature": *m.cfg.Temperature})
 	}
 	return p
+}
+
+// reasoningBlock is a reasoning block as the thinking or redacted_thinking
+// block it came from.
+func reasoningBlock(r gen.ReasoningBlock) anthropic.ContentBlockParamUnion {
+	if r.Type == gen.ReasoningBlockTypeRedactedThinking {
+		return anthropic.NewRedactedThinkingBlock(deref(r.Data))
+	}
+	return anthropic.NewThinkingBlock(deref(r.Signature), deref(r.Thinking))
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // toolResult is a Result turn as a tool_result block. An empty result has

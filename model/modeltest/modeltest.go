@@ -54,6 +54,9 @@ type Turn struct {
 	// possibly a finish. A provider factory renders it as several tool
 	// calls in one reply (a finish as a call of the finish tool).
 	Parallel []Turn
+	// Text is a reply of text and no tool call: invalid output as a turn,
+	// the summary as the answer to a summarization request (RunContext).
+	Text string
 }
 
 // Raw returns the turn in the wire form of an Action (InvalidText for an

@@ -4,14 +4,21 @@
 //
 // The model is offered the runtime's tools (name, description, input schema,
 // all from the spec) as functions, plus a finish function whose schema is
-// the spec's Finish. Its tool calls become ToolCalls, a finish call or a
-// plain reply without tool calls becomes a Finish, and everything else
-// (arguments that are not a JSON object, an unknown function, a refusal, a
-// reply cut off at the token limit, an empty reply, a finish call before
-// other calls) becomes invalid-output feedback. A reply with parallel tool
-// calls is one turn (agent.TurnModel): one step whose calls run in order.
-// The Model keeps no state between calls; everything comes from the
-// history.
+// the spec's Finish. Its tool calls become ToolCalls, a finish call becomes
+// a Finish, and everything else (text without a tool call, arguments that
+// are not a JSON object, an unknown function, a refusal, a reply cut off at
+// the token limit even in the middle of a call, an empty reply, a finish
+// call before other calls) becomes invalid-output feedback that tells the
+// model what to do. A reply with parallel tool calls is one turn
+// (agent.TurnModel): one step whose calls run in order. The Model keeps no
+// state between calls; everything comes from the history.
+//
+// The system prompt (Config.System, else the default prompt for code tasks)
+// and the tools are the same bytes in every request, so OpenAI's automatic
+// prompt caching applies. The Model is an agent.ContextSizer (its window
+// from Config.ContextWindow or its model family; a request estimate from
+// the serialized body) and an agent.Summarizer, and a 400
+// context_length_exceeded wraps agent.ErrContextLength.
 //
 // The history goes back as one assistant message per turn, with one tool
 // call per ToolCall, followed by a tool message per call with the matching
@@ -92,6 +99,13 @@ type Config struct {
 	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
 	// finish tool is added to them.
 	Tools []gen.ToolSpec
+	// System is the system prompt; empty means the default prompt for code
+	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
+	// it becomes the finish tool's name.
+	System string
+	// ContextWindow is the model's context window in tokens; 0 means the
+	// default for its family (see ContextWindow).
+	ContextWindow int
 }
 
 // ConfigFromSpec returns the Config for a run's model configuration (the
@@ -101,6 +115,9 @@ func ConfigFromSpec(mc gen.OpenAIModelConfig, tools []gen.ToolSpec) Config {
 	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
 	if mc.MaxOutputTokens != nil {
 		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
+	}
+	if mc.ContextWindow != nil {
+		cfg.ContextWindow = *mc.ContextWindow
 	}
 	return cfg
 }
@@ -135,8 +152,10 @@ type Model struct {
 }
 
 var (
-	_ agent.Model     = (*Model)(nil)
-	_ agent.TurnModel = (*Model)(nil)
+	_ agent.Model        = (*Model)(nil)
+	_ agent.TurnModel    = (*Model)(nil)
+	_ agent.ContextSizer = (*Model)(nil)
+	_ agent.Summarizer   = (*Model)(nil)
 )
 
 // New returns a Model for cfg. It never reads the environment (see
@@ -159,7 +178,7 @@ func New(cfg Config) (*Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("openai: %w", err)
 	}
-	m := &Model{cfg: cfg, official: official, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt()}
+	m := &Model{cfg: cfg, official: official, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt(cfg.System)}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -205,12 +224,22 @@ func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.Histo
 	if err != nil {
 		return agent.Turn{}, err
 	}
+	r, err := m.send(ctx, params)
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	return m.toolset.Turn(r)
+}
+
+// send makes one Chat Completions call and reduces its response to a
+// Reply.
+func (m *Model) send(ctx context.Context, params openai.ChatCompletionNewParams) (adapt.Reply, error) {
 	var attempts adapt.Attempts
 	resp, err := m.svc.New(ctx, params, option.WithMiddleware(attempts.Middleware))
 	if err != nil {
-		return agent.Turn{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
 	}
-	return m.toolset.Turn(reply(resp))
+	return reply(resp), nil
 }
 
 // NextAction asks the model for one action: a reply with several tool
@@ -220,17 +249,64 @@ func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.His
 	return adapt.OneAction(m.NextTurn(ctx, task, history))
 }
 
-// status extracts the HTTP status and error code of an API error.
-func status(err error) (int, string) {
+// ContextWindow returns the model's context window in tokens: the
+// Config's, else the default of the model's family (adapt.ContextWindow:
+// gpt-4.1 1,047,576; gpt-4o 128,000; o1/o3/o4 200,000; gpt-5 272,000 of
+// input; claude-* 200,000; any other 32,768).
+func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
+
+// RequestTokens estimates the tokens of the request NextTurn would send
+// for task and history (adapt.RequestTokens).
+func (m *Model) RequestTokens(task gen.Task, history agent.History) int {
+	params, err := m.params(task, history)
+	if err != nil {
+		return 0
+	}
+	return adapt.RequestTokens(params)
+}
+
+// Summarize asks the model, in one call, for a summary of history that
+// lets it continue the task without it (agent.Summarizer). The request is
+// NextTurn's, with the same system prompt and tools (so the provider's
+// prompt cache applies), plus adapt.SummaryInstruction as a last user
+// message and tool_choice "none".
+func (m *Model) Summarize(ctx context.Context, task gen.Task, history agent.History) (string, *gen.Usage, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, err
+	}
+	params, err := m.params(task, history)
+	if err != nil {
+		return "", nil, err
+	}
+	params.Messages = append(params.Messages, openai.UserMessage(adapt.SummaryInstruction))
+	params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
+	return adapt.Summary(m.send(ctx, params))
+}
+
+// How a server says a request is over the context window: OpenAI with
+// the code context_length_exceeded; vLLM, DeepSeek and other compatible
+// servers only in the message ("This model's maximum context length is N
+// tokens. However, you requested M tokens ...").
+const (
+	errContextLength    = "context_length_exceeded"
+	msgMaxContextLength = "maximum context length"
+)
+
+// status extracts the HTTP status and error code of an API error, and
+// whether it refused the request as over the context window (a 400 saying
+// so).
+func status(err error) (int, string, bool) {
 	var apiErr *openai.Error
 	if !errors.As(err, &apiErr) {
-		return 0, ""
+		return 0, "", false
 	}
 	code := apiErr.Code
 	if code == "" {
 		code = apiErr.Type
 	}
-	return apiErr.StatusCode, code
+	over := apiErr.StatusCode == http.StatusBadRequest &&
+		(apiErr.Code == errContextLength || strings.Contains(apiErr.Message, msgMaxContextLength))
+	return apiErr.StatusCode, code, over
 }
 
 // reply reduces a Chat Completions response to what decides the action.

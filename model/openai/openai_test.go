@@ -53,7 +53,7 @@ func jsonEqual(t *testing.T, what, got, want string) {
 
 func TestToolCallObservationAnswer(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "tool_call.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "tool_call.json"), ok(t, "finish_call.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -61,7 +61,7 @@ func TestToolCallObservationAnswer(t *testing.T) {
 	if res.ExitReason != gen.ExitReasonFinished || res.Answer == nil || *res.Answer != "12 x 7 = 84." || res.StepsUsed != 2 {
 		t.Fatalf("result = %+v", res)
 	}
-	if diff := cmp.Diff(&gen.Usage{InputTokens: 82 + 110, OutputTokens: 17 + 9}, res.Usage); diff != "" {
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 82 + 110, OutputTokens: 17 + 15}, res.Usage); diff != "" {
 		t.Fatalf("run usage (-want +got):\n%s", diff)
 	}
 
@@ -75,7 +75,7 @@ func TestToolCallObservationAnswer(t *testing.T) {
 			raws = append(raws, *ev.RawResponse)
 		}
 	}
-	if diff := cmp.Diff([]gen.Usage{{InputTokens: 82, OutputTokens: 17}, {InputTokens: 110, OutputTokens: 9}}, usages); diff != "" {
+	if diff := cmp.Diff([]gen.Usage{{InputTokens: 82, OutputTokens: 17}, {InputTokens: 110, OutputTokens: 15}}, usages); diff != "" {
 		t.Fatalf("usage per model call (-want +got):\n%s", diff)
 	}
 	jsonEqual(t, "raw tool call", raws[0], `{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7},"call_id":"call_abc123"}`)
@@ -120,7 +120,7 @@ func TestToolCallObservationAnswer(t *testing.T) {
 
 func TestToolsDerivedFromSpec(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_call.json"))
 	m := newModel(t, s, nil)
 	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
 		t.Fatal(err)
@@ -143,7 +143,10 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 			t.Fatalf("tool %d = %v, want %s", i, tool, sp.Name)
 		}
 		desc := fn["description"].(string)
-		for _, part := range []string{sp.Description, sp.OutputDescription, sp.ErrorDescription} {
+		if sp.ErrorDescription != "" && strings.Contains(desc, sp.ErrorDescription) {
+			t.Fatalf("%s: the description carries the error description, which error results already give", sp.Name)
+		}
+		for _, part := range []string{sp.Description, sp.OutputDescription} {
 			if !strings.Contains(desc, part) {
 				t.Fatalf("%s: description %q lacks %q", sp.Name, desc, part)
 			}
@@ -166,8 +169,9 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 	}
 	params := fn["parameters"].(map[string]any)
 	props := params["properties"].(map[string]any)
-	if _, ok := props["type"]; ok || len(props) != len(finish.Properties)-1 {
-		t.Fatalf("finish parameters %v should be the Finish properties without type", props)
+	// The adapter sets type and reasoning; the model gives the rest.
+	if _, ok := props["type"]; ok || len(props) != len(finish.Properties)-2 {
+		t.Fatalf("finish parameters %v should be the Finish properties without type and reasoning", props)
 	}
 	answer := props["answer"].(map[string]any)
 	if answer["description"] != finish.Properties["answer"].Value.Description || answer["type"] != "string" {
@@ -183,7 +187,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 
 func TestHistoryRendering(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_call.json"))
 	m := newModel(t, s, nil)
 	code := gen.ErrorCodeDivisionByZero
 	checkMsg := "The completion check failed with exit code 1, so the task is not finished."
@@ -225,7 +229,7 @@ func TestHistoryRendering(t *testing.T) {
 
 func TestMalformedArgumentsThenRecovery(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "malformed_arguments.json"), ok(t, "tool_call.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "malformed_arguments.json"), ok(t, "tool_call.json"), ok(t, "finish_call.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -268,6 +272,11 @@ func TestInvalidReplies(t *testing.T) {
 		{"truncated.json", "output token limit", "To compute 12 x 7, I will first"},
 		{"unknown_tool.json", "names a tool that does not exist; the tools are: calculator, finish", "get_current_weather"},
 		{"malformed_arguments.json", "the arguments are not a JSON object", `{"left":12,"operation":"multiply","right":`},
+		// Text is no action: a model thinking aloud must not end the run.
+		{"text_only.json", "text but no tool call, and only tool calls are acted on; call a tool to go on, or call finish", "12 x 7 = 84."},
+		// Arguments cut off by the token limit: the model must learn why,
+		// not just that they are not JSON (it would repeat the call).
+		{"length_tool_call.json", "output token limit in the middle of a tool call, so no call of it was run; make smaller calls", ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
@@ -351,7 +360,7 @@ func TestMissingUsage(t *testing.T) {
 // carries both calls in one assistant message followed by their results.
 func TestParallelToolCallsAreOneTurn(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "finish_call.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{MaxSteps: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -421,7 +430,7 @@ func TestFinishAfterCallInOneTurn(t *testing.T) {
 // observation; the other call of the turn still runs.
 func TestInvalidCallAmongValidOnes(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "parallel_invalid_argument.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "parallel_invalid_argument.json"), ok(t, "finish_call.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -452,7 +461,7 @@ func TestInvalidCallAmongValidOnes(t *testing.T) {
 // wrong.
 func TestMalformedCallAmongValidOnes(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "parallel_malformed.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "parallel_malformed.json"), ok(t, "finish_call.json"))
 	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil {
 		t.Fatal(err)
@@ -598,7 +607,7 @@ func TestRequestTimeout(t *testing.T) {
 
 func TestTokenBudgetEndsRun(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "tool_call.json"), ok(t, "answer.json"))
+	s := newServer(t, ok(t, "tool_call.json"), ok(t, "finish_call.json"))
 	res, _, err := runTask(t, newModel(t, s, nil), agent.Options{TokenBudget: 150})
 	if err != nil {
 		t.Fatal(err)
@@ -606,7 +615,7 @@ func TestTokenBudgetEndsRun(t *testing.T) {
 	if res.ExitReason != gen.ExitReasonTokenBudgetExceeded || res.StepsUsed != 2 || res.Answer != nil {
 		t.Fatalf("result = %+v", res)
 	}
-	if diff := cmp.Diff(&gen.Usage{InputTokens: 192, OutputTokens: 26}, res.Usage); diff != "" {
+	if diff := cmp.Diff(&gen.Usage{InputTokens: 192, OutputTokens: 32}, res.Usage); diff != "" {
 		t.Fatalf("usage (-want +got):\n%s", diff)
 	}
 }
@@ -693,7 +702,10 @@ func completion(turn modeltest.Turn, n int) []byte {
 		args, _ := json.Marshal(turn.ToolCall.Arguments)
 		call(turn.ToolCall.ToolName, string(args))
 	case turn.Finish != nil:
-		msg["content"], finish = turn.Finish.Answer, "stop"
+		args, _ := json.Marshal(map[string]any{"answer": turn.Finish.Answer})
+		call("finish", string(args))
+	case turn.Text != "":
+		msg["content"], finish = turn.Text, "stop"
 	default:
 		call("calculator", modeltest.InvalidText)
 	}
@@ -708,16 +720,12 @@ func completion(turn modeltest.Turn, n int) []byte {
 func TestConformance(t *testing.T) {
 	t.Parallel()
 	modeltest.Run(t, func(t *testing.T, turns []modeltest.Turn) agent.Model {
-		replies := make([]reply, len(turns))
-		for i, turn := range turns {
-			replies[i] = reply{status: http.StatusOK, body: completion(turn, i)}
-		}
-		return newModel(t, newServer(t, replies...), nil)
+		return newModel(t, scripted(t, turns), nil)
 	})
 }
 
 func TestNewFromEnv(t *testing.T) {
-	s := newServer(t, ok(t, "answer.json"))
+	s := newServer(t, ok(t, "finish_call.json"))
 	t.Setenv(openai.EnvAPIKey, "sk-from-env")
 	t.Setenv(openai.EnvBaseURL, s.srv.URL)
 	m, err := openai.NewFromEnv(openai.Config{Model: "gpt-4o-mini", HTTPClient: s.srv.Client()})

@@ -45,7 +45,7 @@ func TestRequestMatchesReference(t *testing.T) {
 		mu   sync.Mutex
 		sent []byte
 	)
-	answer := testdata(t, "answer.json")
+	answer := testdata(t, "finish_call.json")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
@@ -113,7 +113,7 @@ func TestRequestMatchesReference(t *testing.T) {
 	if system["content"] != systemPlaceholder {
 		t.Fatalf("the fixture's first message is not the system placeholder: %v", system)
 	}
-	system["content"] = ts.SystemPrompt()
+	system["content"] = ts.SystemPrompt("")
 	// Arguments are JSON text: compare them as values, not as spellings.
 	decodeArguments(t, want)
 	decodeArguments(t, got)

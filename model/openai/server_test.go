@@ -1,7 +1,9 @@
 package openai_test
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +55,17 @@ type server struct {
 	times    []time.Time
 	arrived  chan struct{} // receives once per request, when it arrives
 	authSeen []string
+	// window, when positive, is the context window the stand-in enforces:
+	// a request of more tokens (modeltest.StandInTokens) is refused with
+	// OpenAI's 400 context_length_exceeded, and takes no reply.
+	window int
+	// summary, when set, answers every summarization request (one holding
+	// modeltest.SummaryInstruction), which then takes no reply.
+	summary []byte
+	// countUsage makes every reply report the request's real input
+	// tokens (modeltest.StandInTokens), as a provider does, in place of
+	// the canned reply's.
+	countUsage bool
 }
 
 func newServer(t testing.TB, replies ...reply) *server {
@@ -74,6 +87,22 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != "/chat/completions" {
 		s.t.Errorf("request %s %s, want POST /chat/completions", r.Method, r.URL.Path)
 	}
+	tokens := modeltest.StandInTokens(body)
+	if s.window > 0 && tokens > s.window {
+		s.mu.Unlock()
+		s.arrive()
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_, _ = fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, s.window, tokens)
+		return
+	}
+	if s.summary != nil && bytes.Contains(body, []byte(modeltest.SummaryInstruction)) {
+		s.mu.Unlock()
+		s.arrive()
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.usage(s.summary, tokens))
+		return
+	}
 	if len(s.replies) == 0 {
 		s.mu.Unlock()
 		s.t.Errorf("unexpected request %d", len(s.bodies))
@@ -83,7 +112,7 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	rep := s.replies[0]
 	s.replies = s.replies[1:]
 	s.mu.Unlock()
-	s.arrived <- struct{}{}
+	s.arrive()
 	if rep.block {
 		<-r.Context().Done()
 		return
@@ -93,7 +122,64 @@ func (s *server) handle(w http.ResponseWriter, r *http.Request) {
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.status)
+	if rep.status == http.StatusOK {
+		rep.body = s.usage(rep.body, tokens)
+	}
 	_, _ = w.Write(rep.body)
+}
+
+// usage returns body with its usage's prompt_tokens set to tokens, when the
+// stand-in counts usage.
+func (s *server) usage(body []byte, tokens int) []byte {
+	if !s.countUsage {
+		return body
+	}
+	var v map[string]any
+	if err := json.Unmarshal(body, &v); err != nil {
+		s.t.Errorf("a canned reply is not JSON: %v", err)
+		return body
+	}
+	u, _ := v["usage"].(map[string]any)
+	if u == nil {
+		u = map[string]any{}
+	}
+	u["prompt_tokens"] = tokens
+	v["usage"] = u
+	out, err := json.Marshal(v)
+	if err != nil {
+		s.t.Errorf("re-encode a reply: %v", err)
+		return body
+	}
+	return out
+}
+
+// scripted returns a stand-in that answers with the conformance suite's
+// turns, in order.
+func scripted(t testing.TB, turns []modeltest.Turn) *server {
+	replies := make([]reply, len(turns))
+	for i, turn := range turns {
+		replies[i] = reply{status: http.StatusOK, body: completion(turn, i)}
+	}
+	s := newServer(t, replies...)
+	s.countUsage = true
+	s.summary = completion(modeltest.Turn{Text: modeltest.Summary}, len(turns))
+	return s
+}
+
+// arrive signals a request's arrival to a test that waits for it; with
+// nobody waiting (a long run), the signal is dropped.
+func (s *server) arrive() {
+	select {
+	case s.arrived <- struct{}{}:
+	default:
+	}
+}
+
+// raw returns the request bodies so far, as sent.
+func (s *server) raw() [][]byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([][]byte(nil), s.bodies...)
 }
 
 // requests returns the decoded request bodies so far.

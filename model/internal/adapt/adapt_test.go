@@ -37,6 +37,8 @@ func TestRender(t *testing.T) {
 	obs2 := agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "no", IsError: true, ErrorCode: ptr(gen.ErrorCodeDivisionByZero)}}
 	fin := agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}}
 	rejected := agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: "check failed"}}
+	summary := agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: "Earlier: 3 calls."}}
+	stuck := agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindStuckWarning, Message: "You are going in circles."}}
 	tests := []struct {
 		name  string
 		items []agent.Item
@@ -96,6 +98,25 @@ func TestRender(t *testing.T) {
 			want: []Turn{
 				{Kind: Call, ID: "call_0", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
 				{Kind: Result, ID: "call_0", Name: "calculator", Text: missingResult, IsError: true},
+			},
+		},
+		{
+			name:  "a history summary and a stuck warning are the loop's words, as they are",
+			items: []agent.Item{summary, call(ptr("a")), obs, stuck},
+			want: []Turn{
+				{Kind: User, Text: "Earlier: 3 calls."},
+				{Kind: Call, ID: "a", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Result, ID: "a", Name: "calculator", Text: "2"},
+				{Kind: User, Text: "You are going in circles."},
+			},
+		},
+		{
+			name:  "feedback other than a rejection never answers a waiting call",
+			items: []agent.Item{call(ptr("a")), stuck},
+			want: []Turn{
+				{Kind: Call, ID: "a", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Result, ID: "a", Name: "calculator", Text: missingResult, IsError: true},
+				{Kind: User, Text: "You are going in circles."},
 			},
 		},
 		{

@@ -27,20 +27,26 @@ func (a *Attempts) Middleware(req *http.Request, next func(*http.Request) (*http
 func (a *Attempts) Retries() int { return max(int(a.n.Load())-1, 0) }
 
 // Status extracts the HTTP status and the provider's error code from an SDK
-// error, or 0 when err carries no response.
-type Status func(err error) (code int, providerCode string)
+// error, or 0 when err carries no response, and whether the provider
+// refused the request as over the model's context window.
+type Status func(err error) (code int, providerCode string, overWindow bool)
 
 // Fail turns the error of a provider call made with ctx into what
 // NextAction returns: ctx's error when the run was cancelled (the loop then
 // ends the run as cancelled), otherwise a *model.ProviderError naming the
-// provider (the loop ends the run with model_error).
+// provider (the loop ends the run with model_error), which wraps
+// agent.ErrContextLength as well when the provider refused the request as
+// over the context window (the loop then compacts and retries).
 func Fail(ctx context.Context, provider string, err error, a *Attempts, timeout time.Duration, status Status) error {
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", provider, context.Cause(ctx))
 	}
 	pe := &model.ProviderError{Provider: provider, Retries: a.Retries(), Err: err}
-	if code, providerCode := status(err); code != 0 {
+	if code, providerCode, overWindow := status(err); code != 0 {
 		pe.StatusCode, pe.Code = code, providerCode
+		if overWindow {
+			return OverWindow(pe)
+		}
 	} else if errors.Is(err, context.DeadlineExceeded) {
 		pe.Timeout = timeout
 	}

@@ -32,6 +32,9 @@ type Turn struct {
 	Arguments map[string]any
 	Text      string
 	IsError   bool
+	// Reasoning are a Call's reasoning blocks, which the provider requires
+	// back unchanged before it (the first call of a turn has them).
+	Reasoning []gen.ReasoningBlock
 }
 
 // errorPrefix starts the text of every failed tool result, so a model sees a
@@ -109,10 +112,10 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
-			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments})
+			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning)})
 			pending = append(pending, len(turns)-1)
 		case it.Finish != nil:
-			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish)})
+			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning)})
 			pending = append(pending, len(turns)-1)
 		case it.Observation != nil:
 			obs := it.Observation
@@ -127,11 +130,13 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			turns = append(turns, Turn{Kind: User, Text: "Result of " + obs.ToolName + ": " + text})
 		case it.Feedback != nil:
 			fb := it.Feedback
-			if len(pending) > 0 {
-				// Feedback while a call waits is the runtime's verdict on
-				// it: a rejected finish.
+			if fb.Kind == gen.FeedbackKindFinishRejected && len(pending) > 0 {
+				// The runtime's verdict on the finish call that waits.
 				answer(errorPrefix+": "+fb.Message, true)
 				continue
+			}
+			for len(pending) > 0 {
+				answer(missingResult, true)
 			}
 			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
 		}
@@ -142,8 +147,15 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 	return turns
 }
 
-// FeedbackText is how invalid-output feedback reads to a model.
+// FeedbackText is how feedback reads to a model: invalid output (and a
+// rejected finish with no call to answer) says what was wrong and what to do;
+// a stuck warning and a history summary are the loop's own words to the
+// model, as they are.
 func FeedbackText(finish string, fb *gen.ModelFeedback) string {
+	switch fb.Kind {
+	case gen.FeedbackKindStuckWarning, gen.FeedbackKindHistorySummary:
+		return fb.Message
+	}
 	var b strings.Builder
 	b.WriteString("Your last reply was not a valid action (")
 	b.WriteString(string(fb.Kind))
@@ -167,5 +179,13 @@ func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
 		return map[string]any{}
 	}
 	delete(m, ts.discriminator)
+	delete(m, ts.reasoning)
 	return m
+}
+
+func deref[T any](p *[]T) []T {
+	if p == nil {
+		return nil
+	}
+	return *p
 }

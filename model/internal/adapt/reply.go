@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/specloop/specloop/agent"
@@ -32,6 +33,9 @@ type Reply struct {
 	RefusalRaw string
 	// Truncated is set when the reply stopped at the output token limit.
 	Truncated bool
+	// Reasoning are the reasoning blocks the provider requires back
+	// unchanged; the turn's first action carries them.
+	Reasoning []gen.ReasoningBlock
 	// Usage is the call's token usage, when the provider reported it.
 	Usage *gen.Usage
 }
@@ -41,12 +45,14 @@ type Reply struct {
 // action back), and the reply's usage.
 //
 // A reply with tool calls yields one action per call: a call of the finish
-// tool is a Finish, any other a ToolCall. A reply with text and no calls is a
-// Finish with that text. Everything else is an *agent.InvalidOutputError
-// carrying the usage: arguments that are not a JSON object, a tool that does
+// tool is a Finish, any other a ToolCall; the first action carries the
+// reply's reasoning blocks (not in Raw: they are never recorded).
+// Everything else is an *agent.InvalidOutputError carrying the usage and
+// telling the model what to do instead: a reply with text and no call (only
+// calls are acted on), arguments that are not a JSON object, a tool that does
 // not exist, a finish call followed by other calls, more calls than a turn
 // holds (agent.MaxTurnActions), a refusal, a reply cut off at the token
-// limit, or a reply with neither calls nor text. One bad call makes the
+// limit (with or without calls), or an empty reply. One bad call makes the
 // whole reply invalid, so the model retries it as a whole; arguments that
 // are an object but break the tool's schema are the tool runtime's to
 // reject, as an error Observation of that call alone.
@@ -54,20 +60,17 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	invalid := func(raw, format string, args ...any) error {
 		return &agent.InvalidOutputError{Message: fmt.Sprintf(format, args...), Raw: raw, Usage: r.Usage}
 	}
-	if len(r.Calls) == 0 {
-		switch {
-		case r.Refusal:
-			return agent.Turn{}, invalid(r.RefusalRaw, "the model refused to answer; call a tool or %s with your answer", ts.Finish)
-		case r.Truncated:
-			return agent.Turn{}, invalid(r.Text, "the reply stopped at the output token limit before it was complete; reply more briefly")
-		case strings.TrimSpace(r.Text) == "":
-			return agent.Turn{}, invalid(r.Text, "the reply has neither a tool call nor text; call a tool or %s with your answer", ts.Finish)
-		}
-		a, err := wire(&gen.Finish{Type: gen.FinishTypeFinish, Answer: r.Text})
-		if err != nil {
-			return agent.Turn{}, err
-		}
-		return agent.Turn{Actions: []agent.Action{a}, Usage: r.Usage}, nil
+	switch {
+	case r.Refusal:
+		return agent.Turn{}, invalid(r.RefusalRaw, "the model refused to answer; if the task cannot be done, call %s and say why, otherwise call a tool", ts.Finish)
+	case r.Truncated && len(r.Calls) > 0:
+		return agent.Turn{}, invalid("", "the reply stopped at the output token limit in the middle of a tool call, so no call of it was run; make smaller calls (write a large file in parts, or edit it instead of rewriting it)")
+	case r.Truncated:
+		return agent.Turn{}, invalid(r.Text, "the reply stopped at the output token limit before it was complete; reply more briefly, with a tool call")
+	case len(r.Calls) == 0 && strings.TrimSpace(r.Text) == "":
+		return agent.Turn{}, invalid(r.Text, "the reply has neither a tool call nor text; call a tool, or %s with your answer", ts.Finish)
+	case len(r.Calls) == 0:
+		return agent.Turn{}, invalid(r.Text, "the reply has text but no tool call, and only tool calls are acted on; call a tool to go on, or call %s with your final answer as its argument", ts.Finish)
 	}
 	if n, most := len(r.Calls), agent.MaxTurnActions(); n > most {
 		return agent.Turn{}, invalid("", "the reply has %d tool calls, more than the %d a reply may hold; make fewer calls at once", n, most)
@@ -87,6 +90,7 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 		}
 		var a agent.Action
 		if c.Name == ts.Finish {
+			delete(args, ts.reasoning) // the adapter's to set, not the model's
 			args[ts.discriminator] = string(gen.FinishTypeFinish)
 			a, err = wire(args)
 			if err != nil {
@@ -110,6 +114,17 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 			}
 		}
 		actions = append(actions, a)
+	}
+	if len(r.Reasoning) > 0 {
+		// Added after validation: the model never writes it, the adapter
+		// keeps it to send back.
+		blocks := slices.Clone(r.Reasoning)
+		switch a := &actions[0]; {
+		case a.ToolCall != nil:
+			a.ToolCall.Reasoning = &blocks
+		case a.Finish != nil:
+			a.Finish.Reasoning = &blocks
+		}
 	}
 	return agent.Turn{Actions: actions, Usage: r.Usage}, nil
 }

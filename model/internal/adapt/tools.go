@@ -14,6 +14,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"reflect"
 	"slices"
 	"strings"
@@ -45,6 +46,9 @@ type Toolset struct {
 	// discriminator is the Action's discriminator property ("type"), which
 	// the finish tool's parameters leave out.
 	discriminator string
+	// reasoning is the Finish's reasoning property, which the finish tool's
+	// parameters leave out too: the adapter sets it.
+	reasoning string
 }
 
 // finishSpec is the part of the spec the finish tool is derived from.
@@ -53,6 +57,7 @@ type finishSpec struct {
 	description   string
 	parameters    map[string]any
 	discriminator string
+	reasoning     string
 }
 
 var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
@@ -75,22 +80,39 @@ func deriveFinish(doc *openapi3.T) (*finishSpec, error) {
 		return nil, fmt.Errorf("adapt: the spec has no %s schema with a discriminator or no %s schema", actionName, finishName)
 	}
 	disc := action.Value.Discriminator.PropertyName
-	params, err := selfContained(finish)
+	reasoning := jsonName(reflect.TypeFor[gen.Finish](), "Reasoning")
+	params, err := schemaMap(finish)
 	if err != nil {
 		return nil, fmt.Errorf("adapt: %s schema: %w", finishName, err)
 	}
+	hidden := func(v any) bool { return v == disc || v == reasoning }
 	if props, ok := params["properties"].(map[string]any); ok {
-		delete(props, disc)
+		maps.DeleteFunc(props, func(k string, _ any) bool { return hidden(k) })
 	}
 	if req, ok := params["required"].([]any); ok {
-		params["required"] = slices.DeleteFunc(slices.Clone(req), func(v any) bool { return v == disc })
+		params["required"] = slices.DeleteFunc(slices.Clone(req), hidden)
+	}
+	if hasRef(params) {
+		return nil, fmt.Errorf("adapt: %s schema: the schema uses $ref, which a provider cannot resolve", finishName)
 	}
 	return &finishSpec{
 		name:          string(gen.ActionTypeFinish),
 		description:   finish.Value.Description,
 		parameters:    params,
 		discriminator: disc,
+		reasoning:     reasoning,
 	}, nil
+}
+
+// jsonName returns the JSON name of t's field, "" when t has no such
+// field.
+func jsonName(t reflect.Type, field string) string {
+	f, ok := t.FieldByName(field)
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
 }
 
 // NewToolset returns the tools for specs plus the finish tool. It fails when
@@ -100,7 +122,7 @@ func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts := &Toolset{Finish: fin.name, names: map[string]bool{}, discriminator: fin.discriminator}
+	ts := &Toolset{Finish: fin.name, names: map[string]bool{}, discriminator: fin.discriminator, reasoning: fin.reasoning}
 	for _, s := range specs {
 		if s.Name == "" {
 			return nil, errors.New("adapt: a tool spec has no name")
@@ -127,8 +149,11 @@ func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
 // Has reports whether name is one of the tools.
 func (ts *Toolset) Has(name string) bool { return ts.names[name] }
 
-// Describe is the description a provider gets for a tool: what it does, what
-// it returns and how it fails, all from the spec.
+// Describe is the description a provider gets for a tool: what it does and
+// what it returns, from the spec. The spec's error description is left out:
+// it is a third of the bytes every request would carry, and a failure
+// reaches the model as an error result that names its code and says what
+// went wrong.
 func Describe(s gen.ToolSpec) string {
 	var b strings.Builder
 	b.WriteString(s.Description)
@@ -136,26 +161,14 @@ func Describe(s gen.ToolSpec) string {
 		b.WriteString("\n\nReturns: ")
 		b.WriteString(s.OutputDescription)
 	}
-	if s.ErrorDescription != "" {
-		b.WriteString("\n\nErrors: ")
-		b.WriteString(s.ErrorDescription)
-	}
 	return b.String()
 }
 
-// SystemPrompt tells the model how a run works: tools, error results and the
-// finish convention.
-func (ts *Toolset) SystemPrompt() string {
-	return "You are a code agent. Work on the user's task by calling the tools you are given, one at a time; " +
-		"each call's result comes back to you, and a result that starts with " + errorPrefix + " is a failure you can correct. " +
-		"When the task is done, call the " + ts.Finish + " tool with your final answer. " +
-		"A reply without any tool call is also taken as your final answer."
-}
-
-// selfContained renders a schema as a JSON Schema object. A provider sees
-// the schema alone, so it must not use $ref (the finish tool's schema, the
-// spec's Finish, has none; the runtime's tool specs come inlined).
-func selfContained(ref *openapi3.SchemaRef) (map[string]any, error) {
+// schemaMap renders a schema as a JSON Schema object. A provider sees the
+// schema alone, so the caller checks that what it sends has no $ref (the
+// finish tool's schema, the spec's Finish without the properties the
+// adapter sets, has none; the runtime's tool specs come inlined).
+func schemaMap(ref *openapi3.SchemaRef) (map[string]any, error) {
 	if ref.Ref != "" {
 		ref = &openapi3.SchemaRef{Value: ref.Value}
 	}
@@ -166,9 +179,6 @@ func selfContained(ref *openapi3.SchemaRef) (map[string]any, error) {
 	var m map[string]any
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, err
-	}
-	if hasRef(m) {
-		return nil, errors.New("the schema uses $ref, which a provider cannot resolve")
 	}
 	return m, nil
 }

@@ -1,0 +1,343 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// ContextSizer is an optional ability of a Model: its context window and an
+// estimate of the request it would send.
+type ContextSizer interface {
+	// ContextWindow returns the model's context window in tokens.
+	ContextWindow() int
+	// RequestTokens estimates the whole request NextTurn/NextAction would
+	// send for h (system prompt, tools, task, history), in tokens.
+	RequestTokens(task gen.Task, h History) int
+}
+
+// Summarizer is an optional ability of a Model: one call that summarizes a
+// history for compaction.
+type Summarizer interface {
+	Summarize(ctx context.Context, task gen.Task, h History) (summary string, usage *gen.Usage, err error)
+}
+
+// ErrContextLength is wrapped by a Model's error when the provider refused a
+// request as over its context window; the loop then compacts once and
+// retries instead of ending the run.
+var ErrContextLength = errors.New("the request is over the model's context window")
+
+// Compaction configures how the loop keeps a run's requests within the
+// model's context window. It applies to a Model that is a ContextSizer
+// (compaction before a request would pass the threshold) and to any Model
+// whose error wraps ErrContextLength (one compaction, then a retry).
+//
+// Compacting first replaces the content of the observations older than
+// the KeepTurns most recent turns by a stub saying what was elided and how
+// to get it back (the path and line range of a read_file, re-running a
+// command, repeating a search). When the request is still over the
+// threshold and the Model is a Summarizer, the older part of the history
+// is replaced by one summary the model writes (a ModelFeedback of kind
+// history_summary); its usage counts in the run's usage and token budget.
+// (Compaction aims at three quarters of the threshold, so that it is not
+// back at the next step: the summary is taken when elision alone leaves
+// the request over that.)
+// When the request is still over the window, the observations of the kept
+// turns but the last are elided too. A request that cannot be brought under
+// the window is never sent: the run ends context_window_exceeded.
+type Compaction struct {
+	// Threshold is the share of the context window a request may fill
+	// before the history is compacted; 0 (or any value outside (0, 1])
+	// means DefaultCompactionThreshold.
+	Threshold float64
+	// KeepTurns is how many of the most recent model turns keep their
+	// observations whole (and stay out of a summary); 0 means
+	// DefaultKeepTurns.
+	KeepTurns int
+	// Disabled turns compaction off: a request over the window (by the
+	// model's estimate, or refused by the provider) ends the run.
+	Disabled bool
+}
+
+// The compaction defaults. 80% leaves room for the reply and for the
+// estimate's error (crush compacts at 80% too); four turns keep the
+// working set of a step — the file just read, the command just run —
+// while everything older is elided first.
+const (
+	DefaultCompactionThreshold = 0.8
+	DefaultKeepTurns           = 4
+)
+
+// ErrContextWindowExceeded and ErrStuck are the sentinels of the exit
+// reasons context_window_exceeded and stuck (see ExitError).
+var (
+	ErrContextWindowExceeded = errors.New("context window exceeded")
+	ErrStuck                 = errors.New("run stuck")
+)
+
+// contextBudget tracks the size of a run's requests for a ContextSizer.
+type contextBudget struct {
+	sizer     ContextSizer
+	summarize Summarizer // nil when the model cannot summarize
+	window    int
+	threshold float64
+	keep      int
+	disabled  bool
+	// base is the usage (input + output tokens) the provider reported for
+	// the last request that reported one, and baseEst the sizer's
+	// estimate of that request: ground truth plus the estimate of what
+	// was added since is the estimate of the next request.
+	base, baseEst int
+	known         bool
+	sent          int // the sizer's estimate of the request being sent
+}
+
+func newContextBudget(m Model, c Compaction) contextBudget {
+	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns, disabled: c.Disabled}
+	b.sizer, _ = m.(ContextSizer)
+	b.summarize, _ = m.(Summarizer)
+	if b.sizer != nil {
+		b.window = b.sizer.ContextWindow()
+	}
+	if b.threshold <= 0 || b.threshold > 1 {
+		b.threshold = DefaultCompactionThreshold
+	}
+	if b.keep <= 0 {
+		b.keep = DefaultKeepTurns
+	}
+	return b
+}
+
+// estimate returns the estimated tokens of the request for h, and the
+// sizer's own estimate of it.
+func (b *contextBudget) estimate(task gen.Task, h History) (total, raw int) {
+	raw = b.sizer.RequestTokens(task, h)
+	if !b.known {
+		return raw, raw
+	}
+	return max(0, b.base+raw-b.baseEst), raw
+}
+
+// reported records the usage of the request last sent.
+func (b *contextBudget) reported(u *gen.Usage) {
+	if b.sizer == nil || u == nil {
+		return
+	}
+	b.base, b.baseEst, b.known = int(u.InputTokens+u.OutputTokens), b.sent, true
+}
+
+// over reports whether tokens pass the compaction threshold.
+func (b *contextBudget) over(tokens int) bool {
+	return float64(tokens) > b.threshold*float64(b.window)
+}
+
+// overTarget reports whether tokens pass what a compaction aims for, three
+// quarters of the threshold: a compaction that leaves the request just
+// under the threshold would be back at the next step, changing the
+// request's prefix (and so defeating the provider's prompt cache) each
+// time.
+func (b *contextBudget) overTarget(tokens int) bool {
+	return float64(tokens) > 0.75*b.threshold*float64(b.window)
+}
+
+// beforeCall makes sure the next request fits: it compacts the history
+// when the request would pass the threshold, and ends the run when it
+// would still not fit the window.
+func (l *loop) beforeCall(ctx context.Context, step int) *end {
+	b := &l.ctxb
+	if b.sizer == nil || b.window <= 0 {
+		return nil
+	}
+	tokens, raw := b.estimate(l.task, l.history.view())
+	if b.over(tokens) && !b.disabled {
+		var e *end
+		if tokens, e = l.compact(ctx, step, tokens, false); e != nil {
+			return e
+		}
+		_, raw = b.estimate(l.task, l.history.view())
+	}
+	if tokens > b.window {
+		return &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
+			err: fmt.Errorf("the next request would be about %d tokens, over the model's context window of %d, even after compacting the history", tokens, b.window)}
+	}
+	b.sent = raw
+	return nil
+}
+
+// compacted is what one compaction did, for its trace event.
+type compacted struct {
+	elided                    int
+	bytesBefore, bytesAfter   int
+	tokensBefore, tokensAfter int
+	summarized                bool
+	usage                     *gen.Usage
+}
+
+// compact rebuilds the history smaller (see Compaction) and records a
+// history_compacted event; it returns the estimated tokens of the next
+// request (0 without a sizer). force, after the provider refused a
+// request as too long, takes every step whatever the estimate says. The
+// old log is left as it was, so that views handed out never change.
+func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, *end) {
+	b := &l.ctxb
+	items := l.history.items
+	if force && b.sizer != nil {
+		tokens, _ = b.estimate(l.task, l.history.view())
+	}
+	c := compacted{tokensBefore: tokens, bytesBefore: textBytes(items)}
+	starts := turnStarts(items)
+	cut := 0 // the first item of the turns kept whole
+	if len(starts) > b.keep {
+		cut = starts[len(starts)-b.keep]
+	}
+	out := make([]Item, len(items))
+	copy(out, items)
+	c.elided += elide(out[:cut], items)
+	measure := func() int {
+		if b.sizer == nil {
+			return 0
+		}
+		t, _ := b.estimate(l.task, History{items: out})
+		return t
+	}
+	tokens = measure()
+	if (force || b.sizer != nil && b.overTarget(tokens)) && b.summarize != nil && cut > 0 {
+		older := History{items: out[:cut:cut]}
+		// A summary request that would not fit the window is not sent;
+		// one the provider refuses as too long is done without.
+		if b.sizer == nil || b.sizer.RequestTokens(l.task, older) <= b.window {
+			summary, usage, err := b.summarize.Summarize(ctx, l.task, older)
+			c.usage = usage
+			if e := l.addUsage(usage); e != nil {
+				return 0, &end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step - 1}
+			}
+			switch {
+			case err != nil && ctx.Err() != nil:
+				return 0, &end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
+			case errors.Is(err, ErrContextLength):
+			case err != nil:
+				return 0, &end{reason: gen.ExitReasonModelError, err: fmt.Errorf("summarize the history: %w", err), steps: step - 1}
+			default:
+				fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: summaryPreface + summary}
+				out = append([]Item{{Feedback: fb}}, out[cut:]...)
+				c.summarized = true
+				tokens = measure()
+				starts = turnStarts(out)
+			}
+		}
+	}
+	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
+		// The kept turns are too large: keep only the last one whole.
+		last := starts[len(starts)-1]
+		c.elided += elide(out[:last], out)
+		tokens = measure()
+	}
+	c.tokensAfter, c.bytesAfter = tokens, textBytes(out)
+	if c.elided == 0 && !c.summarized && c.usage == nil {
+		// Nothing to compact: no event, and the history stays.
+		if force {
+			return tokens, &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
+				err: errors.New("the provider refused the request as over the model's context window, and the history cannot be compacted further")}
+		}
+		return tokens, nil
+	}
+	if err := l.traceCompaction(step, &c); err != nil {
+		return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
+	}
+	l.history = historyLog{items: out}
+	return tokens, nil
+}
+
+// summaryPreface starts the message of a history_summary.
+const summaryPreface = "The earlier part of this run was compacted to save context; this is its summary. Outputs from then are no longer shown: call the tools again for what you need.\n\n"
+
+func (l *loop) traceCompaction(step int, c *compacted) error {
+	if !l.tracing {
+		return nil
+	}
+	ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
+	ev.ItemsElided = &c.elided
+	ev.BytesBefore, ev.BytesAfter = &c.bytesBefore, &c.bytesAfter
+	ev.TokensBefore, ev.TokensAfter = &c.tokensBefore, &c.tokensAfter
+	ev.Summarized = &c.summarized
+	ev.Usage = c.usage
+	return l.emit(ev)
+}
+
+// turnStarts returns the index of the first item of each model turn of
+// items: a turn starts with its first action (a tool call or a finish) and
+// holds what follows it (observations, feedback) up to the next turn.
+// Items before the first action (a summary) belong to no turn.
+func turnStarts(items []Item) []int {
+	var starts []int
+	prevAction := false
+	for i, it := range items {
+		action := it.ToolCall != nil || it.Finish != nil
+		if action && !prevAction {
+			starts = append(starts, i)
+		}
+		prevAction = action
+	}
+	return starts
+}
+
+// elide replaces, in dst, each observation longer than its stub by the
+// stub, and returns how many it replaced. calls holds the tool calls the
+// observations answer (dst's items or a copy with the same positions).
+func elide(dst []Item, calls []Item) int {
+	n := 0
+	for i, it := range dst {
+		obs := it.Observation
+		if obs == nil {
+			continue
+		}
+		stub := elisionStub(callOf(calls, i), obs)
+		if len(stub) >= len(obs.Content) {
+			continue
+		}
+		c := *obs
+		c.Content, c.Data = stub, nil
+		dst[i] = Item{Observation: &c}
+		n++
+	}
+	return n
+}
+
+// callOf returns the tool call that the observation at index i of items
+// answers: the calls of a turn are answered in order, so it is the call
+// as many places back among the turn's calls as the observation is among
+// its observations.
+func callOf(items []Item, i int) *gen.ToolCall {
+	j := i
+	for j > 0 && items[j-1].Observation != nil {
+		j--
+	}
+	k := i - j // the observation's place among the turn's observations
+	end := j
+	for j > 0 && (items[j-1].ToolCall != nil || items[j-1].Finish != nil) {
+		j--
+	}
+	if j+k < end && items[j+k].ToolCall != nil {
+		return items[j+k].ToolCall
+	}
+	return nil
+}
+
+// textBytes is the bytes of text a history holds: what compaction
+// shrinks.
+func textBytes(items []Item) int {
+	n := 0
+	for _, it := range items {
+		switch {
+		case it.Observation != nil:
+			n += len(it.Observation.Content)
+		case it.Feedback != nil:
+			n += len(it.Feedback.Message)
+		case it.Finish != nil:
+			n += len(it.Finish.Answer)
+		}
+	}
+	return n
+}

@@ -1,0 +1,174 @@
+package agent
+
+import (
+	"crypto/sha256"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// StuckDetection configures loop detection: a run whose model keeps making
+// the same calls with the same results is warned once (a ModelFeedback of
+// kind stuck_warning) and, when it goes on, ends stuck. A call is its tool
+// and its arguments (calls that differ in any argument never count as
+// repeats); a result is its error flag, error code and structured data
+// (its content when it has none), durations left out. Each pattern counts
+// calls in a row, ending with the latest, so a model that changes course
+// after the warning is not stopped by its past.
+//
+// The defaults are those of OpenHands' stuck detector and the issue that
+// asked for it: 4, 3, 6, and more than 5 in the last 10.
+type StuckDetection struct {
+	// SameResult: the same call with the same result this many times in a
+	// row; 0 means 4.
+	SameResult int
+	// SameError: the same call failing with the same error this many times
+	// in a row; 0 means 3.
+	SameError int
+	// Alternating: two (call, result) pairs alternating (A, B, A, B…) over
+	// this many calls; 0 means 6.
+	Alternating int
+	// Window and WindowRepeats: among the last Window (call, result) pairs,
+	// the latest one seen more than WindowRepeats times; 0 means 10 and 5.
+	Window        int
+	WindowRepeats int
+	// Disabled turns loop detection off.
+	Disabled bool
+}
+
+func (s StuckDetection) withDefaults() StuckDetection {
+	def := func(v *int, d int) {
+		if *v <= 0 {
+			*v = d
+		}
+	}
+	def(&s.SameResult, 4)
+	def(&s.SameError, 3)
+	def(&s.Alternating, 6)
+	def(&s.Window, 10)
+	def(&s.WindowRepeats, 5)
+	return s
+}
+
+// signature is a (call, result) pair as hashes: the detector keeps no text.
+type signature struct {
+	call, result [sha256.Size]byte
+	failed       bool
+}
+
+// stuckDetector remembers the signatures of a run's latest calls.
+type stuckDetector struct {
+	cfg    StuckDetection
+	recent []signature // the latest, oldest first, at most keep
+	keep   int
+	warned bool
+}
+
+func newStuckDetector(cfg StuckDetection) *stuckDetector {
+	if cfg.Disabled {
+		return nil
+	}
+	cfg = cfg.withDefaults()
+	return &stuckDetector{cfg: cfg, keep: max(cfg.SameResult, cfg.SameError, cfg.Alternating, cfg.Window) + 1}
+}
+
+// add records a call and its observation, and returns the pattern the
+// latest calls now form, or "".
+func (d *stuckDetector) add(call *gen.ToolCall, obs *gen.Observation) string {
+	if len(d.recent) == d.keep {
+		copy(d.recent, d.recent[1:])
+		d.recent = d.recent[:d.keep-1]
+	}
+	d.recent = append(d.recent, signature{call: callSignature(call), result: resultSignature(obs), failed: obs.IsError})
+	return d.pattern()
+}
+
+// pattern returns the description of the pattern the latest signatures
+// form, or "".
+func (d *stuckDetector) pattern() string {
+	r := d.recent
+	last := r[len(r)-1]
+	same := 0 // the latest signature's run of repeats
+	for i := len(r) - 1; i >= 0 && r[i] == last; i-- {
+		same++
+	}
+	switch {
+	case last.failed && same >= d.cfg.SameError:
+		return fmt.Sprintf("the same call failed with the same error %d times in a row", same)
+	case same >= d.cfg.SameResult:
+		return fmt.Sprintf("the same call returned the same result %d times in a row", same)
+	}
+	if n := d.cfg.Alternating; len(r) >= n && r[len(r)-2] != last {
+		alt := true
+		for i := len(r) - n; i < len(r)-2; i++ {
+			if r[i] != r[i+2] {
+				alt = false
+				break
+			}
+		}
+		if alt {
+			return fmt.Sprintf("the same two calls alternated with the same results over %d calls", n)
+		}
+	}
+	seen := 0
+	for _, s := range r[max(0, len(r)-d.cfg.Window):] {
+		if s == last {
+			seen++
+		}
+	}
+	if seen > d.cfg.WindowRepeats {
+		return fmt.Sprintf("the same call returned the same result %d times in the last %d calls", seen, min(len(r), d.cfg.Window))
+	}
+	return ""
+}
+
+// stuckMessage is the warning a model gets the first time.
+func stuckMessage(pattern string) string {
+	return "You are going in circles: " + pattern + ". Doing it again ends the run. " +
+		"Read the last result carefully and try something different: other arguments, another tool, another file, or finish with what you have."
+}
+
+// callSignature hashes a call's tool and arguments as canonical JSON
+// (encoding/json sorts map keys).
+func callSignature(call *gen.ToolCall) [sha256.Size]byte {
+	data, err := json.Marshal(struct {
+		Tool string         `json:"tool"`
+		Args map[string]any `json:"args"`
+	}{call.ToolName, call.Arguments})
+	if err != nil { // arguments that do not encode: the tool name alone
+		data = []byte(call.ToolName)
+	}
+	return sha256.Sum256(data)
+}
+
+// resultSignature hashes what an observation says: its error flag and
+// code, and its structured data without durations (keys ending in _ms,
+// such as run_command's duration_ms), else its content.
+func resultSignature(obs *gen.Observation) [sha256.Size]byte {
+	h := sha256.New()
+	if obs.IsError {
+		h.Write([]byte{1})
+	} else {
+		h.Write([]byte{0})
+	}
+	if obs.ErrorCode != nil {
+		h.Write([]byte(*obs.ErrorCode))
+	}
+	h.Write([]byte{0})
+	if obs.Data != nil {
+		data := make(map[string]any, len(*obs.Data))
+		for k, v := range *obs.Data {
+			if !strings.HasSuffix(k, "_ms") {
+				data[k] = v
+			}
+		}
+		if b, err := json.Marshal(data); err == nil {
+			h.Write(b)
+			return [sha256.Size]byte(h.Sum(nil))
+		}
+	}
+	h.Write([]byte(obs.Content))
+	return [sha256.Size]byte(h.Sum(nil))
+}

@@ -1,0 +1,122 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
+	"google.golang.org/protobuf/proto"
+)
+
+func get(t *testing.T, url, token string) (int, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+// TestServeMetricsAddr: the API's /metrics needs the token; --metrics-addr
+// serves the same metrics without it on its own listener.
+func TestServeMetricsAddr(t *testing.T) {
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	const token = "serve-metrics-token-0123"
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	url, stderr := startServe(t, "--token-file", tokenFile, "--metrics-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`metrics_addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address logged:\n%s", stderr)
+	}
+	if status, body := get(t, url+"/metrics", ""); status != http.StatusUnauthorized {
+		t.Errorf("the API's /metrics without the token: %d %s", status, body)
+	}
+	if status, body := get(t, url+"/metrics", token); status != http.StatusOK || !strings.Contains(body, "specloop_runs_total") {
+		t.Errorf("the API's /metrics with the token: %d %.200s", status, body)
+	}
+	status, body := get(t, "http://"+m[1]+"/metrics", "")
+	if status != http.StatusOK || !strings.Contains(body, `specloop_http_requests_total{operation="getMetrics",status="401"} 1`) {
+		t.Errorf("--metrics-addr /metrics: %d %.2000s", status, body)
+	}
+}
+
+// collector is an OTLP/HTTP trace receiver: it keeps the span names.
+type collector struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (c *collector) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	var req coltrace.ExportTraceServiceRequest
+	if r.URL.Path != "/v1/traces" || proto.Unmarshal(body, &req) != nil {
+		http.Error(w, "bad request", http.StatusBadRequest)
+		return
+	}
+	c.mu.Lock()
+	for _, rs := range req.GetResourceSpans() {
+		for _, ss := range rs.GetScopeSpans() {
+			for _, s := range ss.GetSpans() {
+				c.names = append(c.names, s.GetName())
+			}
+		}
+	}
+	c.mu.Unlock()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	b, _ := proto.Marshal(&coltrace.ExportTraceServiceResponse{})
+	_, _ = w.Write(b)
+}
+
+// TestRunOTel: a local run with OTEL_EXPORTER_OTLP_ENDPOINT set sends its
+// spans to that collector before the command returns.
+func TestRunOTel(t *testing.T) {
+	c := &collector{}
+	hs := httptest.NewServer(c)
+	defer hs.Close()
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", hs.URL)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"run", "--script", "testdata/calculator.script", "--workspace", t.TempDir(), "--no-commands", "Compute 12 x 7."},
+		strings.NewReader(""), &stdout, &stderr)
+	if code != exitOK {
+		t.Fatalf("run exited %d: %s", code, stderr.String())
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	slices.Sort(c.names)
+	want := []string{"chat", "chat", "execute_tool calculator", "invoke_agent"}
+	if !slices.Equal(c.names, want) {
+		t.Errorf("the collector got spans %v, want %v", c.names, want)
+	}
+}
+
+// TestOTelContentNeedsTracing: --otel-content alone is a usage error.
+func TestOTelContentNeedsTracing(t *testing.T) {
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "")
+	var stderr bytes.Buffer
+	code := run(context.Background(), []string{"run", "--script", "testdata/calculator.script", "--otel-content", "Compute."},
+		strings.NewReader(""), io.Discard, &stderr)
+	if code != exitUsage || !strings.Contains(stderr.String(), "--otel-content needs tracing") {
+		t.Errorf("exit %d, stderr %q", code, stderr.String())
+	}
+}

@@ -1,0 +1,387 @@
+package mcpclient
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/buildinfo"
+)
+
+// Defaults for a zero Config.
+const (
+	// DefaultCallTimeout bounds one tool call.
+	DefaultCallTimeout = 2 * time.Minute
+	// DefaultConnectTimeout bounds starting a server, the MCP handshake and
+	// listing its tools.
+	DefaultConnectTimeout = 30 * time.Second
+	// stopGrace is how long a stdio server has to exit once its input is
+	// closed, before it is sent SIGTERM (and as long again before SIGKILL).
+	stopGrace = 2 * time.Second
+)
+
+// MaxContentBytes is the most text of one result the model is shown (as
+// much as read_file shows of a file); the rest is cut, and the
+// observation says how long the text was.
+const MaxContentBytes = 256 << 10
+
+// Config configures the sessions with external servers. The zero value
+// uses the defaults above and discards what stdio servers write to stderr.
+type Config struct {
+	// CallTimeout bounds each tool call; 0 means DefaultCallTimeout. A
+	// call that takes longer is an mcp_unavailable error Observation.
+	CallTimeout time.Duration
+	// ConnectTimeout bounds starting a server and listing its tools; 0
+	// means DefaultConnectTimeout.
+	ConnectTimeout time.Duration
+	// Stderr receives what stdio servers write to their standard error;
+	// nil discards it.
+	Stderr io.Writer
+	// HTTPClient is the client of streamable HTTP servers; nil means
+	// http.DefaultClient.
+	HTTPClient *http.Client
+}
+
+// Session is a connected external MCP server and the tools it offers. A
+// stdio server runs as long as its session: Close stops it, and the
+// processes it started.
+type Session struct {
+	server      Server
+	cs          *mcp.ClientSession
+	cmd         *exec.Cmd // stdio servers
+	tools       []*tool
+	callTimeout time.Duration
+	ended       chan struct{} // closed when the connection ended
+	lost        atomic.Bool   // a call found the connection closed
+	closeOnce   sync.Once
+	closeErr    error
+}
+
+// tool is one tool of a session, as offered to the model.
+type tool struct {
+	session *Session
+	spec    gen.ToolSpec
+	name    string // the server's name for it
+	input   *jsonschema.Schema
+	output  *jsonschema.Schema // nil without an output schema
+}
+
+// Connect starts (stdio) or reaches (HTTP) the server, completes the MCP
+// handshake and lists its tools. Every tool must have a usable name and a
+// valid input schema; otherwise Connect fails, naming the tool, and
+// nothing stays running.
+func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
+	if err := srv.Validate(); err != nil {
+		return nil, err
+	}
+	s := &Session{server: srv, callTimeout: cfg.CallTimeout, ended: make(chan struct{})}
+	if s.callTimeout <= 0 {
+		s.callTimeout = DefaultCallTimeout
+	}
+	timeout := cfg.ConnectTimeout
+	if timeout <= 0 {
+		timeout = DefaultConnectTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+
+	var transport mcp.Transport
+	if srv.URL != "" {
+		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cfg.HTTPClient, DisableStandaloneSSE: true}
+	} else {
+		s.cmd = exec.Command(srv.Command[0], srv.Command[1:]...)
+		s.cmd.Stderr = cfg.Stderr
+		ownProcessGroup(s.cmd)
+		transport = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: stopGrace}
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "specloop", Version: buildinfo.Version()}, nil)
+	cs, err := client.Connect(ctx, transport, nil)
+	if err != nil {
+		s.kill()
+		return nil, s.errorf("cannot connect: %w", err)
+	}
+	s.cs = cs
+	go func() {
+		_ = cs.Wait()
+		close(s.ended)
+	}()
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			s.Close()
+			return nil, s.errorf("cannot list its tools: %w", err)
+		}
+		bt, err := s.bind(t)
+		if err != nil {
+			s.Close()
+			return nil, s.errorf("%w", err)
+		}
+		s.tools = append(s.tools, bt)
+	}
+	return s, nil
+}
+
+func (s *Session) errorf(format string, args ...any) error {
+	return fmt.Errorf("mcp server %q: "+format, append([]any{s.server.Name}, args...)...)
+}
+
+// Name is the server's name, the prefix of its tools.
+func (s *Session) Name() string { return s.server.Name }
+
+// Specs returns the specs of the server's tools as the model sees them
+// (NAME__tool), in the order the server listed them.
+func (s *Session) Specs() []gen.ToolSpec {
+	specs := make([]gen.ToolSpec, len(s.tools))
+	for i, t := range s.tools {
+		specs[i] = t.spec
+	}
+	return specs
+}
+
+// Close ends the session: a stdio server's input is closed, then it is
+// sent SIGTERM and SIGKILL if it does not exit, and every process left in
+// its process group is killed. It may be called more than once.
+func (s *Session) Close() error {
+	s.closeOnce.Do(func() {
+		if s.cs != nil {
+			err := s.cs.Close()
+			var ee *exec.ExitError
+			if err != nil && !errors.As(err, &ee) && !errors.Is(err, mcp.ErrConnectionClosed) {
+				s.closeErr = s.errorf("close: %w", err)
+			}
+		}
+		s.kill()
+	})
+	return s.closeErr
+}
+
+// kill kills what is left of a stdio server's process group.
+func (s *Session) kill() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		killProcessGroup(s.cmd)
+		if s.cmd.ProcessState == nil {
+			_ = s.cmd.Process.Kill()
+			_ = s.cmd.Wait()
+		}
+	}
+}
+
+// stopped reports whether the connection with the server has ended.
+func (s *Session) stopped() bool {
+	select {
+	case <-s.ended:
+		return true
+	default:
+		return s.lost.Load()
+	}
+}
+
+// maxToolName is the longest tool name providers accept.
+const maxToolName = 64
+
+// bind checks a listed tool and compiles its schemas.
+func (s *Session) bind(t *mcp.Tool) (*tool, error) {
+	full := s.server.Name + Separator + t.Name
+	if len(full) > maxToolName || !plainName(t.Name) {
+		return nil, fmt.Errorf("tool %.64q: %s would not be a valid tool name for a model (letters, digits, - and _, at most %d in all)", t.Name, s.server.Name+Separator+"TOOL", maxToolName)
+	}
+	in, inMap, err := compile(full, "input", t.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+	}
+	if typ, _ := inMap["type"].(string); typ != "object" {
+		return nil, fmt.Errorf("tool %q: the input schema is not of type object", t.Name)
+	}
+	bt := &tool{session: s, name: t.Name, input: in, spec: gen.ToolSpec{
+		Name:              full,
+		Description:       t.Description,
+		InputSchema:       inMap,
+		OutputDescription: "The text the tool returns (from the MCP server " + s.server.Name + ").",
+		ErrorDescription:  "An error observation with code " + string(gen.ErrorCodeMcpToolError) + " when the tool reports an error, " + string(gen.ErrorCodeMcpUnavailable) + " when its server cannot answer.",
+	}}
+	if bt.spec.Description == "" {
+		bt.spec.Description = t.Title
+	}
+	if t.OutputSchema != nil {
+		out, outMap, err := compile(full, "output", t.OutputSchema)
+		if err != nil {
+			return nil, fmt.Errorf("tool %q: %w", t.Name, err)
+		}
+		bt.output = out
+		bt.spec.ResultSchema = &outMap
+	}
+	return bt, nil
+}
+
+func plainName(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
+}
+
+// compile compiles a tool's JSON Schema (draft 2020-12 unless it says
+// otherwise) for validation, and returns it as a map for the tool spec.
+// References must stay inside the schema: nothing is loaded from files or
+// the network.
+func compile(tool, which string, schema any) (*jsonschema.Schema, map[string]any, error) {
+	data, err := json.Marshal(schema)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, nil, fmt.Errorf("%s schema: not a JSON object", which)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	url := "urn:specloop:mcp:" + tool + ":" + which
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.UseLoader(noLoader{})
+	if err := c.AddResource(url, doc); err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	sch, err := c.Compile(url)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %w", which, err)
+	}
+	return sch, m, nil
+}
+
+// noLoader refuses to load any schema: a tool's schema must be whole.
+type noLoader struct{}
+
+func (noLoader) Load(url string) (any, error) {
+	return nil, errors.New("the schema refers to another document; only references inside it are allowed")
+}
+
+// call runs one call of the tool. args were validated.
+func (t *tool) call(ctx context.Context, obs gen.Observation, args map[string]any) gen.Observation {
+	s := t.session
+	if s.stopped() {
+		return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s has stopped; its tools are unavailable for the rest of the run", s.server.Name))
+	}
+	cctx, cancel := context.WithTimeout(ctx, s.callTimeout)
+	defer cancel()
+	res, err := s.cs.CallTool(cctx, &mcp.CallToolParams{Name: t.name, Arguments: args})
+	if err != nil {
+		if errors.Is(err, mcp.ErrConnectionClosed) || s.stopped() {
+			s.lost.Store(true)
+			return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s stopped during the call; its tools are unavailable for the rest of the run", s.server.Name))
+		}
+		switch {
+		case ctx.Err() != nil:
+			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled")
+		case cctx.Err() != nil:
+			return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s did not answer within %s", s.server.Name, s.callTimeout))
+		}
+		return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s failed the call: %.300s", s.server.Name, err))
+	}
+	text := contentText(res.Content)
+	if res.IsError {
+		if text == "" {
+			text = "the tool reported an error without a message"
+		}
+		return fail(obs, gen.ErrorCodeMcpToolError, text)
+	}
+	obs.Content = text
+	if res.StructuredContent != nil {
+		if t.output != nil {
+			if err := t.output.Validate(res.StructuredContent); err != nil {
+				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, describe(err)))
+			}
+		}
+		if m, ok := res.StructuredContent.(map[string]any); ok && t.output != nil {
+			obs.Data = &m
+		}
+	}
+	return obs
+}
+
+// contentText joins the text of a result's content blocks; other blocks
+// are named, not rendered.
+func contentText(content []mcp.Content) string {
+	parts := make([]string, 0, len(content))
+	for _, c := range content {
+		switch c := c.(type) {
+		case *mcp.TextContent:
+			parts = append(parts, c.Text)
+		case *mcp.ImageContent:
+			parts = append(parts, "[image content, "+c.MIMEType+"]")
+		case *mcp.AudioContent:
+			parts = append(parts, "[audio content, "+c.MIMEType+"]")
+		case *mcp.ResourceLink:
+			parts = append(parts, "[resource link "+c.URI+"]")
+		case *mcp.EmbeddedResource:
+			if c.Resource != nil && c.Resource.Text != "" {
+				parts = append(parts, c.Resource.Text)
+			} else {
+				parts = append(parts, "[embedded resource]")
+			}
+		default:
+			parts = append(parts, fmt.Sprintf("[%T content]", c))
+		}
+	}
+	text := strings.Join(parts, "\n")
+	if len(text) > MaxContentBytes {
+		n := MaxContentBytes
+		for n > 0 && !utf8.RuneStart(text[n]) {
+			n--
+		}
+		text = text[:n] + fmt.Sprintf("\n[the result was clipped: %d bytes in all]", len(text))
+	}
+	return text
+}
+
+// describe says where and why a value fails a schema, naming the JSON
+// pointer of the value and the schema's keyword, never the value.
+func describe(err error) string {
+	var ve *jsonschema.ValidationError
+	if !errors.As(err, &ve) {
+		return "it does not match the schema"
+	}
+	for len(ve.Causes) > 0 {
+		ve = ve.Causes[0]
+	}
+	where := "the value"
+	if len(ve.InstanceLocation) > 0 {
+		parts := make([]string, len(ve.InstanceLocation))
+		for i, p := range ve.InstanceLocation {
+			parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1")
+		}
+		where = "/" + strings.Join(parts, "/")
+	}
+	if r, ok := ve.ErrorKind.(*kind.Required); ok {
+		return fmt.Sprintf("%s lacks the required properties %s", where, strings.Join(r.Missing, ", "))
+	}
+	return fmt.Sprintf("%s does not satisfy the schema's %s keyword", where, strings.Join(ve.ErrorKind.KeywordPath(), "/"))
+}
+
+// fail makes obs the error Observation of code; the loop clips long
+// messages.
+func fail(obs gen.Observation, code gen.ErrorCode, message string) gen.Observation {
+	obs.IsError, obs.ErrorCode, obs.Content = true, &code, "error: "+message
+	return obs
+}

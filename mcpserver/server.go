@@ -1,0 +1,142 @@
+// Package mcpserver serves a tool runtime over the Model Context Protocol,
+// with github.com/modelcontextprotocol/go-sdk: `specloop mcp` over stdio and
+// /mcp (streamable HTTP) on `specloop serve`.
+//
+// The tools listed are exactly the runtime's (the spec's) tools. Each
+// inputSchema is the spec's input schema passed through as raw JSON and
+// each outputSchema the spec's result schema, so there is no second schema
+// source; the SDK neither infers nor validates them. A call goes through the
+// runtime like any call of a run: validation against the spec, the
+// workspace's os.Root confinement, the sandbox and the spec's error codes.
+// A tool failure is a CallToolResult with isError set, whose text is the
+// error Observation's content and whose structuredContent is the
+// Observation itself (error_code included); only protocol faults (and a
+// runtime that failed internally) are protocol errors.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/buildinfo"
+)
+
+// Config configures a server. The zero value names the server "specloop"
+// with the module's version and logs nothing.
+type Config struct {
+	// Name and Version identify the server to clients; "" means
+	// "specloop" and the main module's version.
+	Name    string
+	Version string
+	// Logger receives the SDK's log; nil discards it.
+	Logger *slog.Logger
+}
+
+// New returns an MCP server whose tools are rt's tools. rt is usually a
+// *tools.Runtime; its Call must be safe for concurrent use, since clients
+// may call tools concurrently.
+func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
+	impl := &mcp.Implementation{Name: cfg.Name, Version: cfg.Version}
+	if impl.Name == "" {
+		impl.Name = "specloop"
+	}
+	if impl.Version == "" {
+		impl.Version = buildinfo.Version()
+	}
+	s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: cfg.Logger})
+	for _, spec := range rt.Specs() {
+		tool, err := Tool(spec)
+		if err != nil {
+			return nil, err
+		}
+		s.AddTool(tool, handler(rt, spec.Name))
+	}
+	return s, nil
+}
+
+// Tool returns the MCP tool of a tool spec: its name and description, its
+// input schema and (when the spec has one) its result schema as raw JSON.
+func Tool(spec gen.ToolSpec) (*mcp.Tool, error) {
+	if t, _ := spec.InputSchema["type"].(string); t != "object" {
+		// AddTool would panic: MCP requires object input schemas.
+		return nil, fmt.Errorf("mcpserver: tool %q: the input schema is not of type object", spec.Name)
+	}
+	in, err := json.Marshal(spec.InputSchema)
+	if err != nil {
+		return nil, fmt.Errorf("mcpserver: tool %q: input schema: %w", spec.Name, err)
+	}
+	tool := &mcp.Tool{Name: spec.Name, Description: description(spec), InputSchema: json.RawMessage(in)}
+	if spec.ResultSchema != nil {
+		out, err := json.Marshal(*spec.ResultSchema)
+		if err != nil {
+			return nil, fmt.Errorf("mcpserver: tool %q: result schema: %w", spec.Name, err)
+		}
+		tool.OutputSchema = json.RawMessage(out)
+	}
+	return tool, nil
+}
+
+// description is what a model using the tool through MCP is told: the
+// description, what a call returns and how it fails, as a run's model is.
+func description(spec gen.ToolSpec) string {
+	d := spec.Description
+	if spec.OutputDescription != "" {
+		d += "\n\nReturns: " + spec.OutputDescription
+	}
+	if spec.ErrorDescription != "" {
+		d += "\n\nErrors: " + spec.ErrorDescription
+	}
+	return d
+}
+
+func handler(rt agent.ToolRuntime, name string) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: name}
+		if raw := bytes.TrimSpace(req.Params.Arguments); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
+			if err := json.Unmarshal(raw, &call.Arguments); err != nil {
+				return Result(notAnObject(name)), nil
+			}
+		}
+		obs, err := rt.Call(ctx, call)
+		if err != nil {
+			// The runtime failed, not the tool: the client learns that
+			// the call could not be answered.
+			return nil, fmt.Errorf("the tool runtime failed: %w", err)
+		}
+		return Result(obs), nil
+	}
+}
+
+// notAnObject is the error Observation of a call whose arguments are JSON
+// but not an object, which the runtime (taking a map) cannot be handed.
+func notAnObject(name string) gen.Observation {
+	code := gen.ErrorCodeInvalidArguments
+	return gen.Observation{
+		Type:      gen.ObservationTypeObservation,
+		ToolName:  name,
+		IsError:   true,
+		ErrorCode: &code,
+		Content:   fmt.Sprintf("error: invalid arguments for %s: the arguments must be a JSON object", name),
+	}
+}
+
+// Result turns an Observation into a CallToolResult: its content as text;
+// for a success its data as structuredContent, for a failure isError and
+// the Observation itself as structuredContent, which carries the error
+// code.
+func Result(obs gen.Observation) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: obs.Content}}, IsError: obs.IsError}
+	switch {
+	case obs.IsError:
+		res.StructuredContent = obs
+	case obs.Data != nil:
+		res.StructuredContent = *obs.Data
+	}
+	return res
+}

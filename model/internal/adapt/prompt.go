@@ -1,0 +1,32 @@
+package adapt
+
+import (
+	_ "embed"
+	"strings"
+)
+
+// defaultSystemPrompt is the system prompt for code tasks. It names no
+// tool but the finish tool, through the placeholder finishPlaceholder, so
+// it holds whatever tools a run offers.
+//
+//go:embed system_prompt.md
+var defaultSystemPrompt string
+
+// finishPlaceholder stands for the finish tool's name in a system prompt.
+const finishPlaceholder = "{{finish}}"
+
+// DefaultSystemPrompt returns the default system prompt for code tasks
+// (system_prompt.md), with the placeholder {{finish}} left in: pass it, or
+// a user's own prompt, to SystemPrompt.
+func DefaultSystemPrompt() string { return defaultSystemPrompt }
+
+// SystemPrompt is the system prompt a provider gets: text (the default
+// prompt when empty) with every {{finish}} replaced by the finish tool's
+// name. The result depends on nothing but text and the toolset, so it is
+// the same for every step of a run, as provider prompt caching needs.
+func (ts *Toolset) SystemPrompt(text string) string {
+	if text == "" {
+		text = defaultSystemPrompt
+	}
+	return strings.ReplaceAll(strings.TrimSpace(text), finishPlaceholder, ts.Finish)
+}

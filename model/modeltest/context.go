@@ -1,0 +1,246 @@
+package modeltest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/model/internal/adapt"
+	"github.com/specloop/specloop/tools"
+)
+
+// StandInBytesPerToken is how the provider stand-ins of the adapters' tests
+// count a request's tokens: about 4 bytes of text per token, OpenAI's rule
+// of thumb for English. The adapters estimate with fewer bytes per token
+// (more tokens), so an adapter that keeps its estimate within a window
+// keeps the stand-in's count within it too.
+const StandInBytesPerToken = 4
+
+// StandInTokens is a stand-in's token count of a request body.
+func StandInTokens(body []byte) int { return len(body) / StandInBytesPerToken }
+
+// SummaryInstruction is what marks a request as a model's summarization
+// call (agent.Summarizer) to a stand-in.
+const SummaryInstruction = adapt.SummaryInstruction
+
+// Summary is a stand-in's answer to a summarization request.
+const Summary = "The task: read data.txt in parts. Done so far: the parts before the last ones; nothing was changed."
+
+// MaxOverhead is the most bytes of harness a provider request may carry:
+// the system prompt and the tool definitions, with all built-in tools.
+const MaxOverhead = 12 << 10
+
+// StandIn is a model talking to an httptest stand-in of its provider.
+type StandIn struct {
+	Model agent.Model
+	// Sent returns the request bodies the stand-in received so far.
+	Sent func() [][]byte
+}
+
+// ContextSuite is what RunContext needs of an adapter.
+type ContextSuite struct {
+	// New returns a model offered specs, with a context window of window
+	// tokens when it is positive, talking to a stand-in that
+	// answers with turns in order and, when window is positive, refuses a
+	// request of more than window tokens (StandInTokens) with the
+	// provider's real "context length exceeded" error. The stand-in
+	// answers a summarization request (one holding SummaryInstruction)
+	// with the text reply Turn{Text: Summary}, without using up a turn.
+	New func(tb testing.TB, specs []gen.ToolSpec, window int, turns []Turn) StandIn
+	// Prefix returns the part of a request body that must be the same in
+	// every request of a run (the system prompt and the tool definitions).
+	Prefix func(tb testing.TB, body []byte) []byte
+}
+
+// RunContext checks an adapter's side of context management over its
+// stand-in: RequestTokens estimates the very request sent, conservatively;
+// a refusal as over the window wraps agent.ErrContextLength and is not
+// retried; the prefix is byte-identical across the steps of a run; a
+// 200-step run against a 16k-token window (agent.Run compacting the
+// history) never sends a request over it; and the prefix with all built-in
+// tools stays within MaxOverhead.
+func RunContext(t *testing.T, s ContextSuite) {
+	t.Run("RequestTokens", func(t *testing.T) {
+		for _, h := range []agent.History{agent.NewHistory(), LongHistory(3, 100), LongHistory(40, 2000)} {
+			si := s.New(t, Runtime(t).Specs(), 0, []Turn{Finish("84")})
+			sizer := contextSizer(t, si.Model)
+			est := sizer.RequestTokens(Task, h)
+			if _, err := si.Model.NextAction(context.Background(), Task, h); err != nil {
+				t.Fatal(err)
+			}
+			body := si.Sent()[0]
+			if want := adapt.EstimateTokens(body); est != want {
+				t.Fatalf("history of %d items: estimate %d tokens, want %d, the sent body's (%d bytes)", h.Len(), est, want, len(body))
+			}
+			if est < StandInTokens(body) {
+				t.Fatalf("estimate %d is below the provider's count %d", est, StandInTokens(body))
+			}
+		}
+	})
+	t.Run("OverWindow", func(t *testing.T) {
+		si := s.New(t, Runtime(t).Specs(), 1000, []Turn{Finish("84")})
+		_, err := si.Model.NextAction(context.Background(), Task, LongHistory(5, 1000))
+		if !errors.Is(err, agent.ErrContextLength) {
+			t.Fatalf("err = %v, want agent.ErrContextLength", err)
+		}
+		var pe *model.ProviderError
+		if !errors.As(err, &pe) || pe.StatusCode != 400 || pe.Retries != 0 || len(si.Sent()) != 1 {
+			t.Fatalf("err = %v after %d requests, want one 400 ProviderError", err, len(si.Sent()))
+		}
+		if strings.Contains(err.Error(), "tokens") {
+			t.Fatalf("the error repeats the provider's message: %v", err)
+		}
+		if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
+			t.Fatalf("a request within the window: %v", err)
+		}
+	})
+	t.Run("PrefixStable", func(t *testing.T) {
+		turns := []Turn{multiply(), Parallel(multiply(), subtract()), Invalid(), Finish("4")}
+		si := s.New(t, Runtime(t).Specs(), 0, turns)
+		if res, _ := run(t, si.Model, len(turns)); res.ExitReason != gen.ExitReasonFinished {
+			t.Fatalf("result = %+v", res)
+		}
+		bodies := si.Sent()
+		first := s.Prefix(t, bodies[0])
+		for i, body := range bodies[1:] {
+			if !bytes.Equal(s.Prefix(t, body), first) {
+				t.Fatalf("request %d: the system prompt and tools differ from request 1's, which defeats prompt caching", i+2)
+			}
+		}
+	})
+	// A long run against a small window over the stand-in: the loop
+	// compacts (elides old outputs, then has the model summarize) and no
+	// request ever passes the window.
+	t.Run("LongRun", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("200 provider requests (about 1 s, 10 s under -race): run without -short")
+		}
+		const window, steps = 16_000, 200
+		dir := t.TempDir()
+		var data strings.Builder
+		for i := range 2000 {
+			data.WriteString("line " + strconv.Itoa(i+1) + ": " + strings.Repeat("lorem ipsum ", 6) + "\n")
+		}
+		if err := os.WriteFile(filepath.Join(dir, dataFile), []byte(data.String()), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		ws, err := tools.OpenWorkspace(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ws.Close() })
+		rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		turns := make([]Turn, 0, steps)
+		for i := range steps - 1 {
+			// Every call differs: a run that moves on is never stuck.
+			start := 1 + i*10
+			turns = append(turns, Call(readFile, map[string]any{"path": dataFile, "start_line": float64(start), "end_line": float64(start + 19)}))
+		}
+		turns = append(turns, Finish("read it all"))
+		si := s.New(t, rt.Specs(), window, turns)
+		var rec Recorder
+		res, err := agent.Run(context.Background(), Task, si.Model, agent.Options{MaxSteps: steps, Tools: rt, Trace: &rec})
+		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != steps {
+			t.Fatalf("result %+v, err %v; want finished in %d steps", res, err, steps)
+		}
+		compacted, summarized := 0, 0
+		for _, ev := range rec.Events {
+			if ev.EventType == gen.TraceEventTypeHistoryCompacted {
+				compacted++
+			}
+		}
+		for i, body := range si.Sent() {
+			if n := StandInTokens(body); n > window {
+				t.Fatalf("request %d has %d tokens, over the %d window", i+1, n, window)
+			}
+			if bytes.Contains(body, []byte(SummaryInstruction)) {
+				summarized++
+			}
+		}
+		if compacted == 0 || summarized == 0 {
+			t.Fatalf("%d history_compacted events and %d summarization requests, want at least one of each", compacted, summarized)
+		}
+		t.Logf("%d requests, %d compactions, %d summaries", len(si.Sent()), compacted, summarized)
+	})
+	t.Run("OverheadBudget", func(t *testing.T) {
+		si := s.New(t, AllTools(t), 0, []Turn{Finish("84")})
+		if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
+			t.Fatal(err)
+		}
+		if n := len(s.Prefix(t, si.Sent()[0])); n > MaxOverhead {
+			t.Fatalf("system prompt + tools = %d bytes, more than %d", n, MaxOverhead)
+		}
+	})
+}
+
+// The long run reads this file with this tool.
+const (
+	dataFile = "data.txt"
+	readFile = "read_file"
+)
+
+func contextSizer(t *testing.T, m agent.Model) agent.ContextSizer {
+	t.Helper()
+	s, ok := m.(agent.ContextSizer)
+	if !ok {
+		t.Fatal("the model is not an agent.ContextSizer")
+	}
+	return s
+}
+
+// LongHistory returns a history of n calculator calls, each answered by an
+// observation of size bytes, for tests of context windows.
+func LongHistory(n, size int) agent.History {
+	var items []agent.Item
+	for i := range n {
+		id := "call_" + strconv.Itoa(i)
+		items = append(items,
+			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: calculatorTool, CallId: &id, Arguments: map[string]any{"left": float64(i), "operation": string(gen.CalculatorOperationAdd), "right": 1.0}}},
+			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: calculatorTool, CallId: &id, Content: strings.Repeat("x", size)}},
+		)
+	}
+	return agent.NewHistory(items...)
+}
+
+// AllTools returns the specs of every built-in tool (commands included),
+// over a temporary workspace.
+func AllTools(tb testing.TB) []gen.ToolSpec {
+	tb.Helper()
+	ws, err := tools.OpenWorkspace(tb.TempDir())
+	if err != nil {
+		tb.Fatal(err)
+	}
+	tb.Cleanup(func() { ws.Close() })
+	rt, err := tools.New(tools.Config{Workspace: ws})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return rt.Specs()
+}
+
+// BenchmarkOverhead reports the harness a request carries with all
+// built-in tools (the Prefix of the request the stand-in receives) as
+// prefix-bytes; ns/op is only the time to extract it.
+func BenchmarkOverhead(b *testing.B, s ContextSuite) {
+	si := s.New(b, AllTools(b), 0, []Turn{Finish("84")})
+	if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
+		b.Fatal(err)
+	}
+	body := si.Sent()[0]
+	var n int
+	for b.Loop() {
+		n = len(s.Prefix(b, body))
+	}
+	b.ReportMetric(float64(n), "prefix-bytes")
+}

@@ -1,0 +1,101 @@
+package telemetry_test
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/telemetry"
+	"github.com/specloop/specloop/telemetry/telemetrytest"
+)
+
+func scrape(t *testing.T, m *telemetry.Metrics) telemetrytest.Samples {
+	t.Helper()
+	s, err := telemetrytest.Gather(m)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// TestMetricsOfRuns: the counters after the scripted run and a run whose
+// model fails, read back from the text exposition.
+func TestMetricsOfRuns(t *testing.T) {
+	m, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := &telemetry.Telemetry{Metrics: m}
+	runScripted(t, tel, telemetry.RunInfo{Provider: "openai", Model: "gpt-test"})
+	runFailing(t, tel, telemetry.RunInfo{Provider: "made-up-provider"})
+	got := scrape(t, m)
+	want := map[string]float64{
+		`specloop_runs_total{exit_reason="finished"}`:                                  1,
+		`specloop_runs_total{exit_reason="model_error"}`:                               1,
+		`specloop_runs_total{exit_reason="cancelled"}`:                                 0,
+		`specloop_run_steps_count`:                                                     2,
+		`specloop_run_steps_sum`:                                                       7,
+		`specloop_run_duration_seconds_count`:                                          2,
+		`specloop_tool_calls_total{outcome="ok",tool="calculator"}`:                    2,
+		`specloop_tool_calls_total{outcome="division_by_zero",tool="calculator"}`:      1,
+		`specloop_tool_calls_total{outcome="unknown_tool",tool="other"}`:               1,
+		`specloop_completion_checks_total{result="failed"}`:                            1,
+		`specloop_completion_checks_total{result="passed"}`:                            1,
+		`specloop_completion_checks_total{result="error"}`:                             0,
+		`specloop_model_calls_total{outcome="ok",provider="openai"}`:                   4,
+		`specloop_model_calls_total{outcome="invalid_model_output",provider="openai"}`: 1,
+		`specloop_model_calls_total{outcome="ok",provider="other"}`:                    1,
+		`specloop_model_calls_total{outcome="model_error",provider="other"}`:           1,
+		`specloop_model_tokens_total{kind="input",provider="openai"}`:                  50,
+		`specloop_model_tokens_total{kind="output",provider="openai"}`:                 25,
+		`specloop_sandbox_denials_total{code="outside_workspace"}`:                     0,
+	}
+	for k, v := range want {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+	// Nothing the model wrote became a label value.
+	if tools := got.LabelValues("specloop_tool_calls_total", "tool"); !slices.Equal(tools, []string{"calculator", "other"}) {
+		t.Errorf("tool labels %v, want [calculator other]", tools)
+	}
+	for _, p := range got.LabelValues("specloop_model_calls_total", "provider") {
+		if p == "made-up-provider" {
+			t.Error("an unknown provider name became a label value")
+		}
+	}
+}
+
+// TestMetricsSandboxDenials: a tool call the confinement refuses counts as
+// a sandbox denial by its code; other failures do not.
+func TestMetricsSandboxDenials(t *testing.T) {
+	m, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := (&telemetry.Telemetry{Metrics: m}).Observe(telemetry.RunInfo{Provider: "script"}, nil)
+	emit := func(ev gen.TraceEvent) {
+		ev.RunId = "r"
+		if err := run.Emit(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tool, yes := "read_file", true
+	emit(gen.TraceEvent{EventType: gen.TraceEventTypeRunStarted, ToolNames: &[]string{tool}})
+	for _, code := range []gen.ErrorCode{gen.ErrorCodeOutsideWorkspace, gen.ErrorCodeProtectedPath, gen.ErrorCodeNotFound} {
+		emit(gen.TraceEvent{EventType: gen.TraceEventTypeObservation, ToolName: &tool, IsError: &yes, ErrorCode: &code})
+	}
+	got := scrape(t, m)
+	for k, v := range map[string]float64{
+		`specloop_sandbox_denials_total{code="outside_workspace"}`:        1,
+		`specloop_sandbox_denials_total{code="protected_path"}`:           1,
+		`specloop_tool_calls_total{outcome="not_found",tool="read_file"}`: 1,
+	} {
+		if got[k] != v {
+			t.Errorf("%s = %v, want %v", k, got[k], v)
+		}
+	}
+	if codes := got.LabelValues("specloop_sandbox_denials_total", "code"); slices.Contains(codes, "not_found") {
+		t.Errorf("not_found counted as a sandbox denial: %v", codes)
+	}
+}

@@ -1,0 +1,266 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
+)
+
+// commandKey is the operation extension that declares a command handler:
+// the argv of a program run in the workspace under the sandbox.
+const commandKey = "x-specloop-command"
+
+// Defaults of DeclaredConfig.
+const (
+	DefaultDeclaredTimeout   = 60 * time.Second
+	DefaultDeclaredMaxOutput = 1 << 20
+)
+
+// DeclaredConfig configures the handlers a custom tool document declares.
+// The zero value uses the defaults.
+type DeclaredConfig struct {
+	// Timeout bounds one call: a command is killed, a request cancelled;
+	// zero means DefaultDeclaredTimeout.
+	Timeout time.Duration
+	// MaxOutput caps a command's standard output and an endpoint's
+	// response body in bytes; more is a handler_failed error. Zero means
+	// DefaultDeclaredMaxOutput.
+	MaxOutput int
+	// Client posts to endpoints; nil means a client of its own.
+	Client *http.Client
+}
+
+// RegisterDeclared binds every tool of s that has no handler yet to the
+// handler its operation declares:
+//
+//   - x-specloop-command: [program, args...] runs the program in the
+//     workspace under the runtime's sandbox, exactly like run_command (no
+//     network, a read-only .git, the allowlisted environment), with the
+//     arguments' JSON on its standard input. A zero exit status with its
+//     standard output is the result; the tool needs commands, so New
+//     refuses it in a runtime that offers none.
+//   - servers: [{url: ...}] (the operation's own servers) POSTs the
+//     arguments' JSON to that URL followed by the operation's path; only
+//     http and https, no server variables. A 2xx response's body is the
+//     result.
+//
+// A result that is a JSON object is the structured result; other text is
+// {"output": text}. It must validate against the tool's result schema
+// when the document gives one. Every failure (an exit status, an HTTP
+// status, the timeout, output over the cap) is a handler_failed error
+// observation. A tool that declares neither handler or both, or declares
+// one malformed, is refused here, naming the tool.
+func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultDeclaredTimeout
+	}
+	if cfg.MaxOutput <= 0 {
+		cfg.MaxOutput = DefaultDeclaredMaxOutput
+	}
+	if cfg.Client == nil {
+		cfg.Client = &http.Client{}
+	}
+	for _, def := range s.reg.Defs() {
+		if s.bound[def.Spec.Name] != nil {
+			continue
+		}
+		h, err := declaredHandler(def, cfg)
+		if err != nil {
+			return fmt.Errorf("tools: custom tool %q: %w", def.Spec.Name, err)
+		}
+		if err := s.bind(def, h); err != nil {
+			return err
+		}
+		// The model is told the code every declared handler may answer.
+		if !slices.Contains(def.ErrorCodes, gen.ErrorCodeHandlerFailed) {
+			def.ErrorCodes = append(def.ErrorCodes, gen.ErrorCodeHandlerFailed)
+			def.Spec.ErrorDescription = errorDescription(def.ErrorCodes, s.reg.meanings)
+		}
+	}
+	return nil
+}
+
+func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
+	raw, hasCommand := def.op.Extensions[commandKey]
+	var servers openapi3.Servers
+	if def.op.Servers != nil {
+		servers = *def.op.Servers
+	}
+	hasServer := len(servers) > 0
+	switch {
+	case hasCommand && hasServer:
+		return nil, fmt.Errorf("declares both %s and servers; keep one", commandKey)
+	case hasCommand:
+		argv, err := commandArgv(raw)
+		if err != nil {
+			return nil, err
+		}
+		c := &commandHandler{def: def, argv: argv, cfg: cfg}
+		return rawHandler{need: NeedsCommands, fn: c.call}, nil
+	case hasServer:
+		u, err := endpointURL(servers, toolPathPrefix+def.Spec.Name)
+		if err != nil {
+			return nil, err
+		}
+		e := &endpointHandler{def: def, url: u, cfg: cfg}
+		return rawHandler{need: NeedsNothing, fn: e.call}, nil
+	}
+	return nil, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", commandKey)
+}
+
+func commandArgv(raw any) ([]string, error) {
+	list, ok := raw.([]any)
+	if !ok || len(list) == 0 {
+		return nil, fmt.Errorf("%s must be a non-empty list of strings (the program and its arguments)", commandKey)
+	}
+	argv := make([]string, len(list))
+	for i, v := range list {
+		s, ok := v.(string)
+		if !ok || i == 0 && strings.TrimSpace(s) == "" || strings.IndexByte(s, 0) >= 0 {
+			return nil, fmt.Errorf("%s[%d] must be a string (without NUL; the program not empty)", commandKey, i)
+		}
+		argv[i] = s
+	}
+	return argv, nil
+}
+
+func endpointURL(servers openapi3.Servers, path string) (string, error) {
+	if len(servers) != 1 || servers[0] == nil {
+		return "", errors.New("servers must hold exactly one server, the tool's endpoint")
+	}
+	raw := servers[0].URL
+	if strings.ContainsAny(raw, "{}") {
+		return "", errors.New("the server's URL has variables, which custom tools do not support")
+	}
+	u, err := url.Parse(raw)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.RawQuery != "" || u.Fragment != "" {
+		return "", errors.New("the server's URL must be an absolute http or https URL without a query or fragment")
+	}
+	return u.JoinPath(path).String(), nil
+}
+
+// commandHandler runs a tool's declared program.
+type commandHandler struct {
+	def  *Def
+	argv []string
+	cfg  DeclaredConfig
+}
+
+func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+	if env.Sandbox == nil || env.Workspace == nil {
+		return Result{}, Errorf(gen.ErrorCodeCommandsDisabled, "%s runs a command, and this runtime offers no commands", c.def.Spec.Name)
+	}
+	input, err := json.Marshal(args)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode the arguments: %w", err)
+	}
+	env.Workspace.changing(ctx)
+	dir, err := env.Workspace.root.Open(".")
+	if err != nil {
+		return Result{}, fmt.Errorf("open the workspace: %w", err)
+	}
+	defer dir.Close()
+	stdout := &cappedBuffer{max: c.cfg.MaxOutput}
+	stderr := newCapture(1<<10, 1<<10)
+	run, err := env.Sandbox.Run(ctx, sandbox.Command{
+		Args:    c.argv,
+		Dir:     dir,
+		DirPath: env.Workspace.Dir(),
+		Stdin:   bytes.NewReader(input),
+		Stdout:  stdout,
+		Stderr:  stderr,
+		Timeout: c.cfg.Timeout,
+	})
+	var se *sandbox.StartError
+	switch {
+	case errors.As(err, &se):
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s could not be started: %v", c.def.Spec.Name, se.Err)
+	case err != nil:
+		return Result{}, err
+	case run.TimedOut:
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s timed out after %s and was killed", c.def.Spec.Name, c.cfg.Timeout)
+	case stdout.over:
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s printed more than %s", c.def.Spec.Name, sizeText(c.cfg.MaxOutput))
+	case run.ExitCode != 0:
+		msg := fmt.Sprintf("the command of %s exited with status %d", c.def.Spec.Name, run.ExitCode)
+		if text := strings.TrimSpace(stderr.text()); text != "" {
+			msg += "; its standard error:\n" + text
+		}
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "%s", msg)
+	}
+	return resultFor(c.def, stdout.buf.Bytes())
+}
+
+// endpointHandler posts a tool's arguments to its declared endpoint.
+type endpointHandler struct {
+	def *Def
+	url string
+	cfg DeclaredConfig
+}
+
+func (e *endpointHandler) call(ctx context.Context, _ *Env, args map[string]any) (Result, error) {
+	input, err := json.Marshal(args)
+	if err != nil {
+		return Result{}, fmt.Errorf("encode the arguments: %w", err)
+	}
+	tctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	defer cancel()
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, e.url, bytes.NewReader(input))
+	if err != nil {
+		return Result{}, fmt.Errorf("build the request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	resp, err := e.cfg.Client.Do(req)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{}, ctx.Err()
+		}
+		if tctx.Err() != nil {
+			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s did not answer within %s", e.def.Spec.Name, e.cfg.Timeout)
+		}
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s cannot be reached", e.def.Spec.Name)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode < 200 || resp.StatusCode > 299 {
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered HTTP %d", e.def.Spec.Name, resp.StatusCode)
+	}
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(e.cfg.MaxOutput)+1))
+	switch {
+	case ctx.Err() != nil:
+		return Result{}, ctx.Err()
+	case err != nil:
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "reading the answer of the endpoint of %s failed", e.def.Spec.Name)
+	case len(body) > e.cfg.MaxOutput:
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered more than %s", e.def.Spec.Name, sizeText(e.cfg.MaxOutput))
+	}
+	return resultFor(e.def, body)
+}
+
+// cappedBuffer keeps up to max bytes and notes whether more came.
+type cappedBuffer struct {
+	buf  bytes.Buffer
+	max  int
+	over bool
+}
+
+func (b *cappedBuffer) Write(p []byte) (int, error) {
+	if room := b.max - b.buf.Len(); len(p) > room {
+		b.buf.Write(p[:max(room, 0)])
+		b.over = true
+		return len(p), nil
+	}
+	return b.buf.Write(p)
+}

@@ -1,0 +1,360 @@
+// The run page: the run's record (GET /v1/runs/{id}), its trace events
+// followed live through the event stream (one table row per step), its
+// result, token usage and patch, the cancel button, and the approval
+// buttons while the run waits for a person.
+
+import { api, APIError, follow } from './api.js';
+import { ActionType, Approvals, EventType, ExitReason, RunStatus } from './known.js';
+import { exitBadge, statusBadge } from './list.js';
+import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, show, summary } from './util.js';
+
+const $ = (id) => document.getElementById(id);
+
+// newStep is the page's record of one step: the model's actions and what
+// came of them, in trace order.
+function newStep(n) {
+  return { n, actions: [], results: [], modelMs: 0, usage: null, toolMs: 0, error: false, rejected: false };
+}
+
+function addUsage(a, b) {
+  if (!b) return a;
+  if (!a) return { input_tokens: b.input_tokens, output_tokens: b.output_tokens };
+  return { input_tokens: a.input_tokens + b.input_tokens, output_tokens: a.output_tokens + b.output_tokens };
+}
+
+function line(...children) {
+  return el('span', { class: 'line' }, ...children);
+}
+
+function stepRow(s, meanings) {
+  const model = [];
+  const calls = [];
+  for (const a of s.actions) {
+    model.push(line(a.action_type || ''));
+    if (a.action_type === ActionType.toolCall) {
+      const keys = (a.argument_keys || []).join(', ');
+      calls.push(line(el('strong', null, a.tool_name || '?'), el('span', { class: 'keys' }, `(${keys})`)));
+    } else if (a.action_type === ActionType.finish) {
+      calls.push(line(el('span', { class: 'muted' }, 'answer: '), summary(a.output)));
+    }
+  }
+  if (s.usage) model.push(line(el('span', { class: 'muted' }, fmtTokens(s.usage))));
+  const results = s.results.map((r) => {
+    switch (r.kind) {
+      case EventType.observation:
+        if (r.is_error) {
+          const code = r.error_code || 'error';
+          return line(el('span', { class: 'err', title: (meanings && meanings[code]) || '' }, `${r.tool_name || ''} ${code}`), ' ', summary(r.output));
+        }
+        return line(el('span', { class: 'ok' }, `${r.tool_name || ''} ok`), ' ', summary(r.output));
+      case EventType.modelFeedback:
+        return line(el('span', { class: 'warn' }, `feedback: ${r.feedback_kind || ''}`), ' ', summary(r.output));
+      case EventType.finishRejected:
+        return line(el('span', { class: 'warn' }, `finish rejected: check exited ${r.exit_code}`), ' ', summary(r.output));
+      case Approvals.event:
+        return line(el('span', { class: 'warn' }, `${r.tool_name || ''} waits for approval`));
+      case Approvals.decided:
+        return line(el('span', { class: r.decision === Approvals.deny ? 'err' : 'ok' }, `${r.tool_name || ''} ${r.decision || ''}`), ' ', summary(r.output));
+      default:
+        return line(r.kind);
+    }
+  });
+  const time = [];
+  if (s.modelMs) time.push(line('model ' + fmtMs(s.modelMs)));
+  if (s.toolMs) time.push(line('tools ' + fmtMs(s.toolMs)));
+  const cls = s.error ? 'error' : (s.rejected ? 'rejected' : null);
+  // Each cell holds one element, so that on a phone (one card per row)
+  // the cell is its label and that element.
+  const cell = (attrs, ...children) => el('td', attrs, el('div', null, ...children));
+  return el('tr', { 'data-step': s.n, class: cls },
+    cell({ class: 'num', 'data-label': 'Step' }, String(s.n)),
+    cell({ 'data-label': 'Model' }, ...model),
+    cell({ 'data-label': 'Tool calls' }, ...calls),
+    cell({ 'data-label': 'Result' }, ...results),
+    cell({ class: 'num', 'data-label': 'Time' }, ...time),
+  );
+}
+
+export class RunView {
+  constructor(spec) {
+    this.spec = spec;
+    $('cancel-run').addEventListener('click', () => this.cancel());
+  }
+
+  show(id) {
+    this.hide();
+    this.id = id;
+    this.run = null;
+    this.steps = new Map();
+    this.rows = new Map();
+    this.dirty = new Set();
+    this.started = null;
+    this.finished = null;
+    this.usage = null;
+    this.reads = 0;
+    this.approvalItems = 0;
+    $('approval-list').replaceChildren();
+    this.abort = new AbortController();
+    document.body.dataset.runState = 'loading';
+    $('run-id').textContent = id;
+    $('steps-body').replaceChildren();
+    $('run-meta').replaceChildren();
+    $('run-msg').textContent = '';
+    $('stream-state').textContent = '';
+    show($('result'), false);
+    show($('patch-section'), false);
+    show($('approvals'), false);
+    show($('cancel-run'), false);
+    this.start();
+  }
+
+  hide() {
+    if (this.abort) this.abort.abort();
+    cancelAnimationFrame(this.frame);
+    this.frame = 0;
+  }
+
+  async start() {
+    const signal = this.abort.signal;
+    try {
+      await this.refresh();
+      await follow(this.id, {
+        endEvent: EventType.runFinished,
+        signal,
+        onEvent: (type, ev) => this.onEvent(type, ev),
+        onState: (st) => {
+          $('stream-state').textContent = st;
+          $('stream-state').className = `badge st-${st}`;
+        },
+      });
+      if (signal.aborted) return;
+      this.flush();
+      await this.refresh();
+    } catch (e) {
+      if (signal.aborted) return;
+      $('run-msg').textContent = e instanceof APIError ? e.message : 'the run could not be loaded';
+      $('run-msg').className = 'err';
+      document.body.dataset.runState = 'error';
+    }
+  }
+
+  // refresh reads the run's record and shows it (the result once finished).
+  // Reads may overlap (approval events start them): only the last one
+  // started is shown, so an older answer never undoes a newer one.
+  async refresh() {
+    const signal = this.abort.signal;
+    const read = ++this.reads;
+    const run = await api(`/v1/runs/${encodeURIComponent(this.id)}`, { signal });
+    if (signal.aborted || read !== this.reads) return;
+    this.run = run;
+    this.renderMeta();
+    if (run.status === RunStatus.finished && run.result) {
+      this.renderResult(run.result);
+      document.body.dataset.runState = 'finished';
+    } else {
+      document.body.dataset.runState = run.status;
+    }
+    if (run.status === Approvals.status) await this.loadApprovals();
+    else show($('approvals'), false);
+  }
+
+  onEvent(type, ev) {
+    switch (type) {
+      case EventType.runStarted:
+        this.started = ev;
+        if (this.run && this.run.status === RunStatus.queued) this.run.status = RunStatus.running;
+        this.scheduleMeta();
+        return;
+      case EventType.runFinished:
+        this.finished = ev;
+        this.scheduleMeta();
+        return;
+    }
+    let s = this.steps.get(ev.step);
+    if (!s) {
+      s = newStep(ev.step);
+      this.steps.set(ev.step, s);
+    }
+    switch (type) {
+      case EventType.modelAction:
+        s.actions.push(ev);
+        s.modelMs += ev.model_duration_ms || 0;
+        s.usage = addUsage(s.usage, ev.usage);
+        this.usage = addUsage(this.usage, ev.usage);
+        break;
+      case EventType.observation:
+        s.results.push(Object.assign({ kind: type }, ev));
+        s.toolMs += ev.tool_duration_ms || 0;
+        if (ev.is_error) s.error = true;
+        break;
+      case EventType.modelFeedback:
+        s.results.push(Object.assign({ kind: type }, ev));
+        s.modelMs += ev.model_duration_ms || 0;
+        s.usage = addUsage(s.usage, ev.usage);
+        this.usage = addUsage(this.usage, ev.usage);
+        s.rejected = true;
+        break;
+      case EventType.finishRejected:
+        s.results.push(Object.assign({ kind: type }, ev));
+        s.toolMs += ev.tool_duration_ms || 0;
+        s.rejected = true;
+        break;
+      case Approvals.event:
+      case Approvals.decided:
+        // The run's status changes (waiting_for_approval and back): read
+        // it, with the calls that wait.
+        s.results.push(Object.assign({ kind: type }, ev));
+        this.refresh().catch(() => {});
+        break;
+      default:
+        s.results.push({ kind: type });
+    }
+    this.dirty.add(ev.step);
+    this.scheduleMeta();
+  }
+
+  // Rendering waits for the next frame, so a burst of events (a stream
+  // that resumes on a long run) costs one layout, not one per event.
+  scheduleMeta() {
+    if (!this.frame) this.frame = requestAnimationFrame(() => this.renderFrame());
+  }
+
+  // flush renders what waits for the next frame now: the run is over, and
+  // its page must be whole when it says so.
+  flush() {
+    if (!this.frame) return;
+    cancelAnimationFrame(this.frame);
+    this.renderFrame();
+  }
+
+  renderFrame() {
+    this.frame = 0;
+    const meanings = this.spec.meanings.ErrorCode;
+    const body = $('steps-body');
+    const frag = document.createDocumentFragment();
+    const steps = [...this.dirty].sort((a, b) => a - b);
+    this.dirty.clear();
+    for (const n of steps) {
+      const row = stepRow(this.steps.get(n), meanings);
+      const old = this.rows.get(n);
+      this.rows.set(n, row);
+      if (old) old.replaceWith(row);
+      else frag.append(row);
+    }
+    body.append(frag);
+    body.dataset.steps = String(this.rows.size);
+    this.renderMeta();
+  }
+
+  renderMeta() {
+    const run = this.run;
+    if (!run) return;
+    const now = Date.now();
+    const st = this.finished ? RunStatus.finished : run.status;
+    const tokens = (run.result && run.result.usage) || (this.finished && this.finished.usage) || this.usage;
+    const dur = this.finished && this.finished.duration_ms !== undefined ? this.finished.duration_ms : runDuration(run, now);
+    metaList($('run-meta'), [
+      ['Status', statusBadge(st)],
+      ['Task', this.started ? summary(this.started.input_summary) : ''],
+      ['Workspace', run.workspace || '(root)'],
+      ['Created', fmtTime(run.created_at)],
+      ['Started', fmtTime(run.started_at || (this.started && this.started.time))],
+      ['Finished', fmtTime(run.finished_at || (this.finished && this.finished.time))],
+      ['Duration', fmtMs(dur)],
+      ['Steps', this.started && this.started.max_steps ? `${this.rows.size} of ${this.started.max_steps}` : String(this.rows.size)],
+      ['Tokens', fmtTokens(tokens)],
+      ['Tools', this.started && this.started.tool_names ? this.started.tool_names.join(', ') : ''],
+    ]);
+    show($('cancel-run'), st !== RunStatus.finished);
+  }
+
+  renderResult(res) {
+    const check = res.check;
+    metaList($('result-meta'), [
+      ['Exit reason', exitBadge(res)],
+      ['Steps used', String(res.steps_used)],
+      ['Tokens', fmtTokens(res.usage)],
+      ['Check', check ? `${check.passed ? 'passed' : 'failed'} (exit code ${check.exit_code})` : ''],
+      ['Sandbox', res.sandbox ? res.sandbox.backend : ''],
+    ]);
+    $('answer').textContent = res.answer || '';
+    show($('answer-box'), !!res.answer);
+    $('run-error').textContent = res.error || '';
+    show($('error-box'), res.exit_reason !== ExitReason.finished && !!res.error);
+    $('check-tail').textContent = check && check.output_tail ? check.output_tail : '';
+    show($('check-box'), !!(check && check.output_tail));
+    show($('result'), true);
+    if (res.patch) renderDiff($('patch'), res.patch);
+    show($('patch-section'), !!res.patch);
+    show($('cancel-run'), false);
+  }
+
+  async cancel() {
+    const b = $('cancel-run');
+    b.disabled = true;
+    try {
+      await api(`/v1/runs/${encodeURIComponent(this.id)}/cancel`, { method: 'POST', signal: this.abort.signal });
+      $('run-msg').textContent = 'cancelling…';
+      $('run-msg').className = 'muted';
+    } catch (e) {
+      $('run-msg').textContent = e instanceof APIError ? e.message : 'the run could not be cancelled';
+      $('run-msg').className = 'err';
+    } finally {
+      b.disabled = false;
+    }
+  }
+
+  // loadApprovals lists the calls waiting for a decision (listApprovals),
+  // each with its arguments in full (what the person decides on; the trace
+  // has only their names) and the approve, approve-for-run and deny
+  // buttons.
+  async loadApprovals() {
+    const signal = this.abort.signal;
+    const data = await api(`/v1/runs/${encodeURIComponent(this.id)}/approvals`, { signal });
+    if (signal.aborted) return;
+    const items = data.approvals || [];
+    // A call already shown keeps its element, and the list is left alone
+    // when nothing changed: the reason being typed keeps the focus.
+    const list = $('approval-list');
+    const shown = new Map([...list.children].map((li) => [li.dataset.call, li]));
+    const next = items.map((a) => shown.get(a.call_id) || this.approvalItem(a));
+    if (next.length !== list.children.length || next.some((li, i) => li !== list.children[i])) list.replaceChildren(...next);
+    show($('approvals'), items.length > 0);
+  }
+
+  approvalItem(a) {
+    const reasonID = `approval-reason-${++this.approvalItems}`;
+    const reason = el('input', { id: reasonID, type: 'text', autocomplete: 'off' });
+    const msg = el('span', { role: 'status' });
+    const buttons = [];
+    const decide = async (decision) => {
+      for (const b of buttons) b.disabled = true;
+      try {
+        const body = reason.value ? { decision, reason: reason.value } : { decision };
+        await api(`/v1/runs/${encodeURIComponent(this.id)}/approvals/${encodeURIComponent(a.call_id)}`,
+          { method: 'POST', body, signal: this.abort.signal });
+        await this.refresh();
+      } catch (e) {
+        msg.textContent = e instanceof APIError ? e.message : 'the decision was not recorded';
+        msg.className = 'err';
+        for (const b of buttons) b.disabled = false;
+      }
+    };
+    const button = (label, decision, cls) => {
+      const b = el('button', { type: 'button', class: cls, 'data-decision': decision }, label);
+      b.addEventListener('click', () => decide(decision));
+      buttons.push(b);
+      return b;
+    };
+    return el('li', { 'data-call': a.call_id },
+      el('div', null, `Step ${a.step}: `, el('strong', null, a.tool_name), a.expires_at ? el('span', { class: 'muted' }, ` (denied at ${fmtTime(a.expires_at)} if no one decides)`) : ''),
+      el('pre', { class: 'text args', 'aria-label': 'Arguments' }, JSON.stringify(a.arguments, null, 2)),
+      el('div', { class: 'field' }, el('label', { for: reasonID }, 'Reason (optional; a denial tells the model)'), reason),
+      el('div', { class: 'toolbar' },
+        button('Approve', Approvals.approve, 'primary'),
+        button('Approve for this run', Approvals.approveForRun),
+        button('Deny', Approvals.deny, 'danger'),
+        msg),
+    );
+  }
+}
