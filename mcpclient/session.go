@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"strings"
 	"sync"
@@ -135,7 +136,53 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 }
 
 func (s *Session) errorf(format string, args ...any) error {
-	return fmt.Errorf("mcp server %q: "+format, append([]any{s.server.Name}, args...)...)
+	err := fmt.Errorf("mcp server %q: "+format, append([]any{s.server.Name}, args...)...)
+	if msg := s.scrub(err.Error()); msg != err.Error() {
+		return &scrubbedError{msg: msg, err: err}
+	}
+	return err
+}
+
+// scrubbedError is an error whose text no longer holds the server's URL;
+// errors.Is and errors.As still see the original.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrub replaces the server's URL in msg, as the HTTP client and the SDK
+// quote it in their errors, by its scheme and host: its path, query and
+// user information may be a credential (https://host/mcp?key=...), and
+// these messages reach the model, the trace and the logs.
+func (s *Session) scrub(msg string) string {
+	u, err := url.Parse(s.server.URL)
+	if s.server.URL == "" || err != nil {
+		return msg
+	}
+	safe := u.Scheme + "://" + u.Host + "/…"
+	full := []string{s.server.URL, u.String(), u.Redacted()}
+	var bare []string
+	if p, ok := u.User.Password(); ok {
+		v := *u
+		v.User = url.UserPassword(u.User.Username(), "***")
+		full = append(full, v.String())
+		bare = append(bare, p)
+	}
+	bare = append(bare, u.RawQuery)
+	for _, f := range full {
+		msg = strings.ReplaceAll(msg, f, safe)
+	}
+	for _, f := range bare {
+		// A short password or query is left: replacing it would garble
+		// the message, and the whole URL is already gone.
+		if len(f) >= 8 {
+			msg = strings.ReplaceAll(msg, f, "…")
+		}
+	}
+	return msg
 }
 
 // Name is the server's name, the prefix of its tools.
@@ -297,7 +344,7 @@ func (t *tool) call(ctx context.Context, obs gen.Observation, args map[string]an
 		case cctx.Err() != nil:
 			return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s did not answer within %s", s.server.Name, s.callTimeout))
 		}
-		return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s failed the call: %.300s", s.server.Name, err))
+		return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s failed the call: %.300s", s.server.Name, s.scrub(err.Error())))
 	}
 	text := contentText(res.Content)
 	if res.IsError {
