@@ -40,6 +40,12 @@ const (
 // observation says how long the text was.
 const MaxContentBytes = 256 << 10
 
+// MaxResponseBytes is the most a streamable HTTP server may answer to one
+// request: the SDK reads an answer whole before MaxContentBytes clips its
+// text, so a larger one ends the session (mcp_unavailable) instead of
+// filling the memory.
+const MaxResponseBytes = 16 << 20
+
 // Config configures the sessions with external servers. The zero value
 // uses the defaults above and discards what stdio servers write to stderr.
 type Config struct {
@@ -102,7 +108,7 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 
 	var transport mcp.Transport
 	if srv.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cfg.HTTPClient, DisableStandaloneSSE: true}
+		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient(cfg.HTTPClient), DisableStandaloneSSE: true}
 	} else {
 		s.cmd = exec.Command(srv.Command[0], srv.Command[1:]...)
 		s.cmd.Stderr = cfg.Stderr
@@ -133,6 +139,55 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		s.tools = append(s.tools, bt)
 	}
 	return s, nil
+}
+
+// cappedClient is c (or http.DefaultClient) with every response body
+// capped at MaxResponseBytes.
+func cappedClient(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	capped := *c
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	capped.Transport = cappedTransport{next}
+	return &capped
+}
+
+type cappedTransport struct{ next http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	}
+	return resp, err
+}
+
+// errResponseTooLarge ends an answer over MaxResponseBytes.
+var errResponseTooLarge = fmt.Errorf("the server answered more than %d MiB to one request", MaxResponseBytes>>20)
+
+// cappedBody fails a read once more than left bytes came.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	return n, err
 }
 
 func (s *Session) errorf(format string, args ...any) error {
