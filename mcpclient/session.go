@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -58,6 +59,12 @@ type Config struct {
 	// Stderr receives what stdio servers write to their standard error;
 	// nil discards it.
 	Stderr io.Writer
+	// Dir is the working directory of stdio servers; "" means the root of
+	// the file system. It must be no workspace: a server runs unsandboxed,
+	// and python -m, npx and the like load code from their working
+	// directory. A relative command is resolved against the process's
+	// working directory before the server starts.
+	Dir string
 	// HTTPClient is the client of streamable HTTP servers; nil means
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -111,6 +118,20 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient(cfg.HTTPClient), DisableStandaloneSSE: true}
 	} else {
 		s.cmd = exec.Command(srv.Command[0], srv.Command[1:]...)
+		if err := s.cmd.Err; err != nil {
+			return nil, s.errorf("cannot start: %w", err)
+		}
+		if !filepath.IsAbs(s.cmd.Path) {
+			abs, err := filepath.Abs(s.cmd.Path)
+			if err != nil {
+				return nil, s.errorf("cannot start: %w", err)
+			}
+			s.cmd.Path = abs
+		}
+		s.cmd.Dir = cfg.Dir
+		if s.cmd.Dir == "" {
+			s.cmd.Dir = string(filepath.Separator)
+		}
 		s.cmd.Stderr = cfg.Stderr
 		ownProcessGroup(s.cmd)
 		transport = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: stopGrace}
