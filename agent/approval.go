@@ -151,6 +151,7 @@ type approvals struct {
 	offered  map[string]bool // the tools the run offers
 	approved map[string]bool // tools approved for the rest of the run
 	named    int             // call ids the loop gave
+	asked    map[string]bool // the call ids of the run's requests so far
 }
 
 // initApprovals checks the options' policy and approver.
@@ -170,6 +171,7 @@ func (l *loop) initApprovals(toolNames []string) error {
 		l.approvals.offered[n] = true
 	}
 	l.approvals.approved = map[string]bool{}
+	l.approvals.asked = map[string]bool{}
 	return nil
 }
 
@@ -183,10 +185,18 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		return true, nil
 	}
 	req := ApprovalRequest{RunID: l.runID, Step: step, Call: *Item{ToolCall: &rec.call}.clone().ToolCall}
-	if req.Call.CallId == nil || *req.Call.CallId == "" {
-		a.named++
-		req.Call.CallId = ptr(fmt.Sprintf("approval-%d", a.named))
+	// A decision is addressed by call id, and the model writes the ids:
+	// one an earlier request had would let a decision meant for that call
+	// (a late click, a second person) decide this one.
+	if id := req.Call.CallId; id == nil || *id == "" || a.asked[*id] {
+		name := ""
+		for name == "" || a.asked[name] {
+			a.named++
+			name = fmt.Sprintf("approval-%d", a.named)
+		}
+		req.Call.CallId = &name
 	}
+	a.asked[*req.Call.CallId] = true
 	var se *stepEvent
 	if l.tracing {
 		se = l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)

@@ -325,6 +325,25 @@ func TestCallWithoutIDIsNamed(t *testing.T) {
 	}
 }
 
+// The model writes call ids, and a decision is addressed by one: an id an
+// earlier request of the run had (the model's, or one the loop gave) is
+// replaced, so that a decision meant for that call cannot decide this one.
+func TestReusedCallIDIsRenamed(t *testing.T) {
+	rt, _ := fileRuntime(t)
+	withID := func(id string) string { return writeCall(id, "a.txt", id) }
+	noID := `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"a.txt","content":"x"}}`
+	approve := agent.Approval{Decision: gen.ApprovalDecisionApprove}
+	ap := &scripted{answers: []agent.Approval{approve, approve, approve, approve}}
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(withID("x"), withID("x"), withID("approval-1"), noID, finish),
+		agent.Options{Tools: rt, ApprovalPolicy: gen.ApprovalPolicyWrites, Approver: ap})
+	if err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	if diff := cmp.Diff([]string{"x", "approval-1", "approval-2", "approval-3"}, ap.callIDs()); diff != "" {
+		t.Fatalf("call ids (-want +got):\n%s", diff)
+	}
+}
+
 // The trace and the events an observer sees never hold an approval
 // request's argument values, nor a decision's reason verbatim.
 func TestApprovalTraceHasNoArgumentValues(t *testing.T) {

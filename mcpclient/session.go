@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -39,6 +41,12 @@ const (
 // observation says how long the text was.
 const MaxContentBytes = 256 << 10
 
+// MaxResponseBytes is the most a streamable HTTP server may answer to one
+// request: the SDK reads an answer whole before MaxContentBytes clips its
+// text, so a larger one ends the session (mcp_unavailable) instead of
+// filling the memory.
+const MaxResponseBytes = 16 << 20
+
 // Config configures the sessions with external servers. The zero value
 // uses the defaults above and discards what stdio servers write to stderr.
 type Config struct {
@@ -51,6 +59,12 @@ type Config struct {
 	// Stderr receives what stdio servers write to their standard error;
 	// nil discards it.
 	Stderr io.Writer
+	// Dir is the working directory of stdio servers; "" means the root of
+	// the file system. It must be no workspace: a server runs unsandboxed,
+	// and python -m, npx and the like load code from their working
+	// directory. A relative command is resolved against the process's
+	// working directory before the server starts.
+	Dir string
 	// HTTPClient is the client of streamable HTTP servers; nil means
 	// http.DefaultClient.
 	HTTPClient *http.Client
@@ -101,9 +115,23 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 
 	var transport mcp.Transport
 	if srv.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cfg.HTTPClient, DisableStandaloneSSE: true}
+		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient(cfg.HTTPClient), DisableStandaloneSSE: true}
 	} else {
 		s.cmd = exec.Command(srv.Command[0], srv.Command[1:]...)
+		if err := s.cmd.Err; err != nil {
+			return nil, s.errorf("cannot start: %w", err)
+		}
+		if !filepath.IsAbs(s.cmd.Path) {
+			abs, err := filepath.Abs(s.cmd.Path)
+			if err != nil {
+				return nil, s.errorf("cannot start: %w", err)
+			}
+			s.cmd.Path = abs
+		}
+		s.cmd.Dir = cfg.Dir
+		if s.cmd.Dir == "" {
+			s.cmd.Dir = string(filepath.Separator)
+		}
 		s.cmd.Stderr = cfg.Stderr
 		ownProcessGroup(s.cmd)
 		transport = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: stopGrace}
@@ -134,8 +162,103 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 	return s, nil
 }
 
+// cappedClient is c (or http.DefaultClient) with every response body
+// capped at MaxResponseBytes.
+func cappedClient(c *http.Client) *http.Client {
+	if c == nil {
+		c = http.DefaultClient
+	}
+	capped := *c
+	next := c.Transport
+	if next == nil {
+		next = http.DefaultTransport
+	}
+	capped.Transport = cappedTransport{next}
+	return &capped
+}
+
+type cappedTransport struct{ next http.RoundTripper }
+
+func (t cappedTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	resp, err := t.next.RoundTrip(req)
+	if err == nil && resp.Body != nil {
+		resp.Body = &cappedBody{ReadCloser: resp.Body, left: MaxResponseBytes}
+	}
+	return resp, err
+}
+
+// errResponseTooLarge ends an answer over MaxResponseBytes.
+var errResponseTooLarge = fmt.Errorf("the server answered more than %d MiB to one request", MaxResponseBytes>>20)
+
+// cappedBody fails a read once more than left bytes came.
+type cappedBody struct {
+	io.ReadCloser
+	left int64
+}
+
+func (b *cappedBody) Read(p []byte) (int, error) {
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	if int64(len(p)) > b.left+1 {
+		p = p[:b.left+1]
+	}
+	n, err := b.ReadCloser.Read(p)
+	b.left -= int64(n)
+	if b.left < 0 {
+		return 0, errResponseTooLarge
+	}
+	return n, err
+}
+
 func (s *Session) errorf(format string, args ...any) error {
-	return fmt.Errorf("mcp server %q: "+format, append([]any{s.server.Name}, args...)...)
+	err := fmt.Errorf("mcp server %q: "+format, append([]any{s.server.Name}, args...)...)
+	if msg := s.scrub(err.Error()); msg != err.Error() {
+		return &scrubbedError{msg: msg, err: err}
+	}
+	return err
+}
+
+// scrubbedError is an error whose text no longer holds the server's URL;
+// errors.Is and errors.As still see the original.
+type scrubbedError struct {
+	msg string
+	err error
+}
+
+func (e *scrubbedError) Error() string { return e.msg }
+func (e *scrubbedError) Unwrap() error { return e.err }
+
+// scrub replaces the server's URL in msg, as the HTTP client and the SDK
+// quote it in their errors, by its scheme and host: its path, query and
+// user information may be a credential (https://host/mcp?key=...), and
+// these messages reach the model, the trace and the logs.
+func (s *Session) scrub(msg string) string {
+	u, err := url.Parse(s.server.URL)
+	if s.server.URL == "" || err != nil {
+		return msg
+	}
+	safe := u.Scheme + "://" + u.Host + "/…"
+	full := []string{s.server.URL, u.String(), u.Redacted()}
+	var bare []string
+	if p, ok := u.User.Password(); ok {
+		v := *u
+		v.User = url.UserPassword(u.User.Username(), "***")
+		full = append(full, v.String())
+		bare = append(bare, p)
+	}
+	bare = append(bare, u.RawQuery)
+	for _, f := range full {
+		msg = strings.ReplaceAll(msg, f, safe)
+	}
+	for _, f := range bare {
+		// A short password or query is left: replacing it would garble
+		// the message, and the whole URL is already gone.
+		if len(f) >= 8 {
+			msg = strings.ReplaceAll(msg, f, "…")
+		}
+	}
+	return msg
 }
 
 // Name is the server's name, the prefix of its tools.
@@ -297,7 +420,7 @@ func (t *tool) call(ctx context.Context, obs gen.Observation, args map[string]an
 		case cctx.Err() != nil:
 			return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s did not answer within %s", s.server.Name, s.callTimeout))
 		}
-		return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s failed the call: %.300s", s.server.Name, err))
+		return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s failed the call: %.300s", s.server.Name, s.scrub(err.Error())))
 	}
 	text := contentText(res.Content)
 	if res.IsError {

@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 
@@ -34,7 +35,9 @@ type Config struct {
 	// "specloop" and the main module's version.
 	Name    string
 	Version string
-	// Logger receives the SDK's log; nil discards it.
+	// Logger receives the SDK's log and the errors of calls the runtime
+	// failed internally (the client is told only to see the log); nil
+	// discards them.
 	Logger *slog.Logger
 }
 
@@ -55,7 +58,7 @@ func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
 		if err != nil {
 			return nil, err
 		}
-		s.AddTool(tool, handler(rt, spec.Name))
+		s.AddTool(tool, handler(rt, spec.Name, cfg.Logger))
 	}
 	return s, nil
 }
@@ -95,7 +98,12 @@ func description(spec gen.ToolSpec) string {
 	return d
 }
 
-func handler(rt agent.ToolRuntime, name string) mcp.ToolHandler {
+// errRuntimeFailed is what a client learns of a runtime that failed
+// internally; the error itself, which may name the host's paths, is
+// logged.
+var errRuntimeFailed = errors.New("the tool runtime failed; see the server's log")
+
+func handler(rt agent.ToolRuntime, name string, logger *slog.Logger) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: name}
 		if raw := bytes.TrimSpace(req.Params.Arguments); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
@@ -106,8 +114,11 @@ func handler(rt agent.ToolRuntime, name string) mcp.ToolHandler {
 		obs, err := rt.Call(ctx, call)
 		if err != nil {
 			// The runtime failed, not the tool: the client learns that
-			// the call could not be answered.
-			return nil, fmt.Errorf("the tool runtime failed: %w", err)
+			// the call could not be answered, the operator why.
+			if logger != nil {
+				logger.Error("an MCP tool call failed in the runtime", "tool", name, "err", err)
+			}
+			return nil, errRuntimeFailed
 		}
 		return Result(obs), nil
 	}

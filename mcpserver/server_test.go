@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/internal/specdoc"
@@ -25,7 +26,13 @@ import (
 // connect serves rt over in-memory transports and returns a client session.
 func connect(tb testing.TB, rt *tools.Runtime) *mcp.ClientSession {
 	tb.Helper()
-	srv, err := mcpserver.New(rt, mcpserver.Config{})
+	return connectWith(tb, rt, mcpserver.Config{})
+}
+
+// connectWith is connect for any runtime and server configuration.
+func connectWith(tb testing.TB, rt agent.ToolRuntime, cfg mcpserver.Config) *mcp.ClientSession {
+	tb.Helper()
+	srv, err := mcpserver.New(rt, cfg)
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -268,3 +268,36 @@ func TestKill9WhileWaitingForApproval(t *testing.T) {
 		t.Error("the undecided write happened")
 	}
 }
+
+// A call id is the model's: one that reuses the id of a call already
+// decided must not inherit a decision meant for that call. A second
+// person's approval of the first (harmless) call, arriving after the model
+// asked again under the same id with other arguments, is a 409 and does
+// not run the new call.
+func TestStaleDecisionDoesNotApproveAReusedCallID(t *testing.T) {
+	ts := newTestServer(t, server.Config{})
+	run := ts.create(approvalRequest(writeCall("x", "harmless.txt", "a"), writeCall("x", "evil.txt", "b"), doneAnswer))
+	if p := ts.pending(run.Id); len(p) != 1 || p[0].CallId != "x" {
+		t.Fatalf("pending = %+v, want x", p)
+	}
+	if status, body := ts.decide(run.Id, "x", "deny", ""); status != http.StatusOK {
+		t.Fatalf("deny x: %d %s", status, body)
+	}
+	var p []gen.PendingApproval
+	for p = ts.pending(run.Id); p[0].Step != 2; p = ts.pending(run.Id) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	if p[0].CallId == "x" {
+		t.Errorf("the second request has the decided call's id %q", p[0].CallId)
+	}
+	if status, body := ts.decide(run.Id, "x", "approve", ""); status != http.StatusConflict {
+		t.Errorf("a stale approval of x: %d %s, want 409", status, body)
+	}
+	if status, body := ts.decide(run.Id, p[0].CallId, "deny", ""); status != http.StatusOK && status != http.StatusConflict {
+		t.Fatalf("deny %s: %d %s", p[0].CallId, status, body)
+	}
+	ts.wait(run.Id)
+	if _, err := os.Stat(filepath.Join(ts.cfg.WorkspaceRoot, "evil.txt")); err == nil {
+		t.Error("the stale approval ran the second call")
+	}
+}

@@ -37,7 +37,7 @@ func applyPatch(ctx context.Context, env *Env, in *gen.ApplyPatchInput) (*gen.Ap
 		}
 		return nil, fmt.Errorf("parse the patch: %w", err)
 	}
-	p := &patchPlan{ws: env.Workspace, files: map[string]*patchFile{}}
+	p := &patchPlan{ws: env.Workspace, files: map[string]*patchFile{}, search: patchfmt.NewBudget()}
 	for _, op := range ops {
 		if err := p.apply(op); err != nil {
 			return nil, err
@@ -61,6 +61,9 @@ type patchPlan struct {
 	order []*patchFile // in the order the patch first touches them
 	moves []gen.ApplyPatchMove
 	held  int64
+	// search bounds the hunk search of the whole patch: repeating an
+	// operation must not buy a new budget.
+	search *patchfmt.Budget
 }
 
 // patchFile is one file: as it is on disk and as the patch leaves it.
@@ -164,7 +167,7 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 	if isBinary(f.content) {
 		return Errorf(gen.ErrorCodeBinaryFile, "%s is a binary file; apply_patch changes text files only; no file was changed", quote(rel))
 	}
-	updated, err := patchfmt.Apply(string(f.content), op.Hunks)
+	updated, err := p.search.Apply(string(f.content), op.Hunks)
 	if err != nil {
 		var ce *patchfmt.ConflictError
 		if errors.As(err, &ce) {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/tools"
 )
 
 // patchResult decodes an apply_patch observation's structured result.
@@ -431,5 +432,38 @@ func TestApplyPatchInRunPatch(t *testing.T) {
 		if !strings.Contains(p, want) {
 			t.Errorf("the run's patch lacks %q:\n%s", want, p)
 		}
+	}
+}
+
+// The search for hunks is bounded for a whole patch, not per operation:
+// a patch that repeats an expensive but matching operation on one file
+// would otherwise buy patchfmt.MaxSeekWork comparisons for every few KiB
+// of patch (minutes of CPU for the 4 MiB a patch may have).
+func TestApplyPatchBoundsSearchPerPatch(t *testing.T) {
+	rt, patch := repeatedOps(t, t.TempDir())
+	mustSucceed(t, callTool(t, rt, "apply_patch", map[string]any{"patch": patch(1)}))
+	obs := callTool(t, rt, "apply_patch", map[string]any{"patch": patch(3)})
+	if code(obs) != string(gen.ErrorCodePatchConflict) || !strings.Contains(obs.Content, "gave up") {
+		t.Fatalf("3 operations of ~19M comparisons each: got %s %.300q, want a conflict that gave up", code(obs), obs.Content)
+	}
+}
+
+// repeatedOps is a runtime on dir with a file of 20,000 lines "a" and a
+// "b", and the patch of n operations that each match there after ~19M
+// line comparisons (and change nothing).
+func repeatedOps(tb testing.TB, dir string) (*tools.Runtime, func(n int) string) {
+	const lines, hunk = 20_000, 1000
+	writeFiles(tb, dir, map[string]string{"f.txt": strings.Repeat("a\n", lines) + "b\n"})
+	op := "*** Update File: f.txt\n@@\n" + strings.Repeat(" a\n", hunk) + "-b\n+b\n"
+	return wsRuntime(tb, dir), func(n int) string { return "*** Begin Patch\n" + strings.Repeat(op, n) + "*** End Patch\n" }
+}
+
+// BenchmarkApplyPatchRepeatedOps is the cost of a patch of 100 such
+// operations (300 KiB): the patch's one search budget, then a conflict.
+func BenchmarkApplyPatchRepeatedOps(b *testing.B) {
+	rt, patch := repeatedOps(b, b.TempDir())
+	args := map[string]any{"patch": patch(100)}
+	for b.Loop() {
+		callTool(b, rt, "apply_patch", args)
 	}
 }

@@ -416,3 +416,63 @@ func TestDeclaredEndpoint(t *testing.T) {
 		})
 	}
 }
+
+// An endpoint that redirects must not carry the arguments to another
+// host: a 307 or 308 makes Go's client post the same body to wherever the
+// Location points. Redirects within the endpoint's own origin still work.
+func TestDeclaredEndpointRedirects(t *testing.T) {
+	var (
+		mu  sync.Mutex
+		got []string
+	)
+	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		got = append(got, string(body))
+		mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprint(w, `{"text":"from the other host"}`)
+	}))
+	defer other.Close()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case strings.HasPrefix(r.URL.Path, "/away/"):
+			http.Redirect(w, r, other.URL+r.URL.Path, http.StatusTemporaryRedirect)
+		case strings.HasPrefix(r.URL.Path, "/local/"):
+			http.Redirect(w, r, "/here"+r.URL.Path, http.StatusPermanentRedirect)
+		default:
+			io.Copy(io.Discard, r.Body)
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, `{"text":"from the endpoint"}`)
+		}
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		name, prefix string
+		code         gen.ErrorCode
+		content      string
+	}{
+		{"to another host", "/away/", gen.ErrorCodeHandlerFailed, "redirected to another origin"},
+		{"within the endpoint's origin", "/local/", "", "from the endpoint"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			mu.Lock()
+			got = nil
+			mu.Unlock()
+			op := fmt.Sprintf("      servers: [{url: %q}]\n", srv.URL+tc.prefix)
+			rt := declaredRuntime(t, t.TempDir(), toolDoc("echo", op, ""), tools.DeclaredConfig{}, sandbox.Auto)
+			obs := callTool(t, rt, "echo", map[string]any{"text": "a secret argument"})
+			if code(obs) != string(tc.code) || !strings.Contains(obs.Content, tc.content) {
+				t.Fatalf("got %s %q, want the code %q and %q", code(obs), obs.Content, tc.code, tc.content)
+			}
+			if strings.Contains(obs.Content, other.URL) {
+				t.Errorf("the message %q quotes the redirect's target", obs.Content)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(got) > 0 {
+				t.Fatalf("the other host received the arguments: %q", got)
+			}
+		})
+	}
+}

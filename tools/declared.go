@@ -38,7 +38,9 @@ type DeclaredConfig struct {
 	// response body in bytes; more is a handler_failed error. Zero means
 	// DefaultDeclaredMaxOutput.
 	MaxOutput int
-	// Client posts to endpoints; nil means a client of its own.
+	// Client posts to endpoints; nil means a client of its own. Whichever
+	// client, redirects are followed only within the endpoint's scheme
+	// and host.
 	Client *http.Client
 }
 
@@ -54,7 +56,8 @@ type DeclaredConfig struct {
 //   - servers: [{url: ...}] (the operation's own servers) POSTs the
 //     arguments' JSON to that URL followed by the operation's path; only
 //     http and https, no server variables. A 2xx response's body is the
-//     result.
+//     result. Redirects are followed only within the URL's scheme and
+//     host, so the arguments never go to a host the document did not name.
 //
 // A result that is a JSON object is the structured result; other text is
 // {"output": text}. It must validate against the tool's result schema
@@ -69,9 +72,13 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultDeclaredMaxOutput
 	}
-	if cfg.Client == nil {
-		cfg.Client = &http.Client{}
+	client := &http.Client{}
+	if cfg.Client != nil {
+		c := *cfg.Client
+		client = &c
 	}
+	client.CheckRedirect = sameOrigin
+	cfg.Client = client
 	for _, def := range s.reg.Defs() {
 		if s.bound[def.Spec.Name] != nil {
 			continue
@@ -203,6 +210,22 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 	return resultFor(c.def, stdout.buf.Bytes())
 }
 
+// errOtherOrigin refuses a redirect away from an endpoint's origin.
+var errOtherOrigin = errors.New("a redirect to another origin")
+
+// sameOrigin follows an endpoint's redirects only within its own scheme
+// and host: a 307 or 308 would post the arguments again to wherever the
+// Location points, which the document never declared.
+func sameOrigin(req *http.Request, via []*http.Request) error {
+	if len(via) >= 10 {
+		return errors.New("stopped after 10 redirects")
+	}
+	if u, first := req.URL, via[0].URL; u.Scheme != first.Scheme || !strings.EqualFold(u.Host, first.Host) {
+		return errOtherOrigin
+	}
+	return nil
+}
+
 // endpointHandler posts a tool's arguments to its declared endpoint.
 type endpointHandler struct {
 	def *Def
@@ -230,6 +253,9 @@ func (e *endpointHandler) call(ctx context.Context, _ *Env, args map[string]any)
 		}
 		if tctx.Err() != nil {
 			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s did not answer within %s", e.def.Spec.Name, e.cfg.Timeout)
+		}
+		if errors.Is(err, errOtherOrigin) {
+			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s redirected to another origin, which a declared endpoint may not; the request was not sent there", e.def.Spec.Name)
 		}
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s cannot be reached", e.def.Spec.Name)
 	}

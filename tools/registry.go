@@ -37,6 +37,17 @@ type Def struct {
 	result    *schema.Validator
 }
 
+// writesKey marks the operation of a tool that changes the workspace's
+// files (the approval policy writes reads it too).
+const writesKey = "x-specloop-writes"
+
+// writes reports whether the spec marks the tool as one that writes the
+// workspace.
+func (d *Def) writes() bool {
+	w, _ := d.op.Extensions[writesKey].(bool)
+	return w
+}
+
 // ValidateInput checks arguments against the tool's input schema.
 func (d *Def) ValidateInput(args map[string]any) error { return d.input.Validate(args) }
 

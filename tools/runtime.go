@@ -236,6 +236,16 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 }
 
 func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {
+	if ws := r.env.Workspace; ws != nil {
+		command, writes := t.handler.needs() == NeedsCommands, t.def.writes()
+		if command || writes {
+			release, err := ws.acquire(ctx, writes)
+			if err != nil {
+				return Result{}, err
+			}
+			defer release()
+		}
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			err = &InternalError{Tool: t.def.Spec.Name, Err: fmt.Errorf("panic: %v", p), Stack: debug.Stack()}

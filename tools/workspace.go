@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"github.com/specloop/specloop/gen"
@@ -14,6 +15,7 @@ import (
 	"syscall"
 
 	"github.com/specloop/specloop/sandbox"
+	"golang.org/x/sync/semaphore"
 )
 
 // Env is what handlers get from the runtime besides their arguments.
@@ -48,6 +50,13 @@ type Workspace struct {
 	dir  string
 	root *os.Root
 
+	// calls orders the calls of one runtime that run at once (/mcp and
+	// /v1/tools serve them concurrently): commands share the workspace, a
+	// write tool has it alone. The write rules check a path and then
+	// write it; a command running in between could turn a directory on
+	// it into a symbolic link to .git.
+	calls *semaphore.Weighted
+
 	mu       sync.Mutex
 	original map[string]originalFile // by workspace-relative path
 
@@ -79,7 +88,25 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 // newWorkspace is a workspace on the opened directory root, whose path is
 // dir; every constructor ends here.
 func newWorkspace(dir string, root *os.Root) *Workspace {
-	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}}
+	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}, calls: semaphore.NewWeighted(maxSharedCalls)}
+}
+
+// maxSharedCalls is the weight of the workspace: a write tool takes all of
+// it, a command one.
+const maxSharedCalls = 1 << 30
+
+// acquire waits until the workspace is free for a call: alone when
+// exclusive, else with other shared calls. Call release when the call has
+// ended (a command's processes are all gone by then).
+func (w *Workspace) acquire(ctx context.Context, exclusive bool) (release func(), err error) {
+	n := int64(1)
+	if exclusive {
+		n = maxSharedCalls
+	}
+	if err := w.calls.Acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	return func() { w.calls.Release(n) }, nil
 }
 
 // Dir returns the workspace's absolute directory.

@@ -85,7 +85,11 @@ func (tr *telemetryRun) serveMetrics(addr string, logger *slog.Logger) error {
 			logger.Error("the metrics listener stopped", "err", err)
 		}
 	}()
-	logger.Info("serving GET /metrics without a token", "metrics_addr", ln.Addr().String())
+	if isLoopback(addr) {
+		logger.Info("serving GET /metrics without a token", "metrics_addr", ln.Addr().String())
+	} else {
+		logger.Warn("serving GET /metrics without a token on an address that is not a loopback address: anyone who can reach it reads the server's metrics (runs, tools, errors); firewall it to the scraper", "metrics_addr", ln.Addr().String())
+	}
 	tr.shutdown = append(tr.shutdown, hs.Shutdown)
 	return nil
 }

@@ -120,3 +120,18 @@ func TestOTelContentNeedsTracing(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, stderr.String())
 	}
 }
+
+// TestServeMetricsAddrBeyondLoopback: a --metrics-addr that other hosts
+// can reach serves the metrics to anyone without a token; serve says so
+// where the operator sees it.
+func TestServeMetricsAddrBeyondLoopback(t *testing.T) {
+	_, stderr := startServe(t, "--metrics-addr", "0.0.0.0:0")
+	log := stderr.String()
+	if !regexp.MustCompile(`level=WARN msg=".*not a loopback address.*metrics_addr=`).MatchString(log) {
+		t.Errorf("no warning that the metrics are served beyond loopback without a token:\n%s", log)
+	}
+	_, stderr = startServe(t, "--metrics-addr", "127.0.0.1:0")
+	if strings.Contains(stderr.String(), "not a loopback address") {
+		t.Errorf("a loopback --metrics-addr is warned about:\n%s", stderr)
+	}
+}

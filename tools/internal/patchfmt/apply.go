@@ -6,10 +6,20 @@ import (
 	"strings"
 )
 
-// MaxSeekWork bounds the line comparisons one Apply makes while looking
-// for the hunks' lines: a hunk of many equal lines over a file of equal
-// lines would otherwise cost the product of their lengths.
+// MaxSeekWork bounds the line comparisons one Budget allows (one Apply,
+// or every Apply of a patch that shares a Budget) while looking for the
+// hunks' lines: a hunk of many equal lines over a file of equal lines
+// would otherwise cost the product of their lengths.
 const MaxSeekWork = 20_000_000
+
+// Budget is the line comparisons left to the Apply calls that share it:
+// share one across the operations of a patch, so that repeating an
+// expensive operation does not buy a new MaxSeekWork each time. It is not
+// safe for concurrent use.
+type Budget struct{ left int }
+
+// NewBudget returns a Budget of MaxSeekWork comparisons.
+func NewBudget() *Budget { return &Budget{left: MaxSeekWork} }
 
 // ConflictError is a hunk that does not apply to the file.
 type ConflictError struct {
@@ -41,7 +51,15 @@ func (e *ConflictError) Error() string {
 // matched without the "\r" and written back with CRLF on every line. The
 // result always ends with a newline unless it is empty, like the codex
 // tool's.
+//
+// Apply has a Budget of its own; see Budget.Apply to share one.
 func Apply(content string, hunks []Hunk) (string, error) {
+	return NewBudget().Apply(content, hunks)
+}
+
+// Apply is the package's Apply, spending b's comparisons; once they are
+// spent every hunk that still has to be looked for is a conflict.
+func (b *Budget) Apply(content string, hunks []Hunk) (string, error) {
 	crlf := false
 	if i := strings.IndexByte(content, '\n'); i > 0 && content[i-1] == '\r' {
 		crlf = true
@@ -60,7 +78,8 @@ func Apply(content string, hunks []Hunk) (string, error) {
 		with  []string
 	}
 	var reps []replacement
-	s := seeker{lines: lines, budget: MaxSeekWork}
+	s := seeker{lines: lines, budget: b.left}
+	defer func() { b.left = max(s.budget, 0) }()
 	next := 0
 	for i, h := range hunks {
 		conflict := func(format string, args ...any) error {
@@ -176,7 +195,7 @@ func (s *seeker) seek(pattern []string, from int, eof bool) (int, bool) {
 
 func (s *seeker) after(from int) string {
 	if s.spent {
-		return " (the search gave up: the hunk is too ambiguous; give more distinctive context)"
+		return " (the search gave up: the hunk is too ambiguous, or the patch's hunks together needed too many comparisons; give more distinctive context or split the patch)"
 	}
 	if from > 0 {
 		return fmt.Sprintf(" after line %d (where the previous hunk or @@ line matched)", from)
