@@ -247,6 +247,14 @@ func (s *Server) recover(entries []entry) error {
 		if rc.done {
 			continue
 		}
+		if s.cfg.Engine != nil {
+			// The engine may still be executing it: follow it again.
+			if err := s.reattach(rc.r); err != nil {
+				return err
+			}
+			s.attached = append(s.attached, rc.r)
+			continue
+		}
 		e, wasInterrupted, err := s.recoverRun(rc.r)
 		if err != nil {
 			return err
@@ -277,7 +285,7 @@ func (s *Server) recover(entries []entry) error {
 		s.runs.last = runs[n-1].created
 	}
 	if len(runs) > 0 {
-		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted)
+		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted, "attached", len(s.attached))
 	}
 	return nil
 }

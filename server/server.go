@@ -191,6 +191,7 @@ type Server struct {
 	runTools  []gen.ToolSpec        // the tools a run offers a model
 	toolDefs  map[string]*tools.Def // by input schema name
 	closing   atomic.Bool
+	attached  []*run // runs an Engine executes, to follow once the server is up
 	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
@@ -286,6 +287,8 @@ func New(cfg Config) (*Server, error) {
 		ws.close()
 		return nil, err
 	}
+	s.followAttached(s.attached)
+	s.attached = nil
 	return s, nil
 }
 

@@ -13,6 +13,11 @@ import (
 // call of a run waiting for approval (an ApprovalDecision).
 const ApprovalSignal = "specloop.approval"
 
+// PendingQuery is the workflow query that returns the tool call (a
+// *gen.ToolCall, with its arguments) the run waits on for approval, nil
+// when it waits for none.
+const PendingQuery = "specloop.pending"
+
 // ApprovalDecision is the payload of ApprovalSignal: the decision on the
 // call with id CallID.
 type ApprovalDecision struct {
@@ -28,6 +33,10 @@ type wfApprover wfRun
 
 func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
 	r := (*wfRun)(a)
+	// The call is answered by PendingQuery from before its events are
+	// written, so that whoever sees them can list it.
+	r.waiting = &req.Call
+	defer func() { r.waiting = nil }()
 	// The request's events are written before the wait, so that whoever
 	// decides sees them.
 	b := r.batch()

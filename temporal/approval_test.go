@@ -83,3 +83,39 @@ func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.R
 	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), opts)
 	return res, readEvents(t, buf.Bytes())
 }
+
+// While a run waits for approval, PendingQuery answers the call with its
+// full arguments (which the trace never holds), and nil once decided.
+func TestPendingQueryListsTheWaitingCall(t *testing.T) {
+	h := newHarness(t)
+	in := scriptInput([]string{writeDone, finish}, "", 0)
+	in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, 72*time.Hour
+	pending := func() *gen.ToolCall {
+		v, err := h.env.QueryWorkflow(temporal.PendingQuery)
+		if err != nil {
+			t.Fatalf("query: %v", err)
+		}
+		var call *gen.ToolCall
+		if err := v.Get(&call); err != nil {
+			t.Fatal(err)
+		}
+		return call
+	}
+	var waiting, after *gen.ToolCall
+	h.env.RegisterDelayedCallback(func() {
+		waiting = pending()
+		h.env.SignalWorkflow(temporal.ApprovalSignal, temporal.ApprovalDecision{CallID: "w1", Approval: agent.Approval{Decision: gen.ApprovalDecisionApprove}})
+	}, time.Hour)
+	h.env.RegisterDelayedCallback(func() { after = pending() }, 2*time.Hour)
+	res, _ := h.run(t, in)
+	if res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run: %+v", res)
+	}
+	want := map[string]any{"path": "done.txt", "content": "ok\n"}
+	if waiting == nil || waiting.CallId == nil || *waiting.CallId != "w1" || waiting.ToolName != "write_file" || !cmp.Equal(waiting.Arguments, want) {
+		t.Fatalf("the waiting call is %+v, want w1 with %v", waiting, want)
+	}
+	if after != nil {
+		t.Fatalf("after the decision the query answers %+v", after)
+	}
+}

@@ -1,0 +1,191 @@
+package server_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/server"
+)
+
+// durableEngine is an engine whose runs outlive the API server that
+// started them, as Temporal's do: each run asks approval for one call
+// (whose arguments only the engine holds) and finishes once it is decided.
+type durableEngine struct {
+	mu       sync.Mutex
+	runs     map[string]*durableRun
+	attached chan server.EngineRun
+}
+
+type durableRun struct {
+	lines    [][]byte
+	decision chan agent.Approval
+}
+
+var pendingArgs = map[string]any{"command": "echo secret-ish argument"}
+
+func newDurableEngine() *durableEngine {
+	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan server.EngineRun, 4)}
+}
+
+func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	e.mu.Lock()
+	dr := e.runs[r.ID]
+	if r.Attached {
+		e.attached <- r
+	} else {
+		dr = &durableRun{decision: make(chan agent.Approval, 1)}
+		e.runs[r.ID] = dr
+	}
+	e.mu.Unlock()
+	if dr == nil {
+		return gen.RunResult{}, fmt.Errorf("follow: %w", server.ErrNoEngineRun)
+	}
+	emit := func(ev gen.TraceEvent) {
+		ev.RunId, ev.Time = r.ID, time.Unix(int64(len(dr.lines)+1), 0).UTC()
+		line, _ := json.Marshal(&ev)
+		dr.lines = append(dr.lines, line)
+		event(&ev, line)
+	}
+	if r.Attached {
+		for _, line := range dr.lines[r.Seen:] {
+			var ev gen.TraceEvent
+			if err := json.Unmarshal(line, &ev); err != nil {
+				return gen.RunResult{}, err
+			}
+			event(&ev, line)
+		}
+	} else {
+		tool, id := "run_command", "c1"
+		emit(gen.TraceEvent{EventType: gen.TraceEventTypeRunStarted})
+		emit(gen.TraceEvent{Step: 1, EventType: gen.TraceEventTypeApprovalRequested, ToolName: &tool, CallId: &id})
+	}
+	select {
+	case a := <-dr.decision:
+		id, steps, reason := "c1", 1, gen.ExitReasonFinished
+		emit(gen.TraceEvent{Step: 1, EventType: gen.TraceEventTypeApprovalDecided, CallId: &id, Decision: &a.Decision})
+		emit(gen.TraceEvent{Step: 1, EventType: gen.TraceEventTypeRunFinished, ExitReason: &reason, StepsUsed: &steps})
+		answer := "decided " + string(a.Decision)
+		return gen.RunResult{RunId: &r.ID, ExitReason: reason, StepsUsed: 1, Answer: &answer}, nil
+	case <-ctx.Done():
+		if server.CancelRequested(ctx) {
+			return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonCancelled}, nil
+		}
+		msg := "stopped following"
+		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
+	}
+}
+
+func (e *durableEngine) Decide(_ context.Context, runID, callID string, a agent.Approval) error {
+	e.mu.Lock()
+	dr := e.runs[runID]
+	e.mu.Unlock()
+	if dr == nil || callID != "c1" {
+		return fmt.Errorf("no call %s waits in run %s", callID, runID)
+	}
+	dr.decision <- a
+	return nil
+}
+
+func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (gen.ToolCall, error) {
+	id := callID
+	return gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs}, nil
+}
+
+// pendingOf waits until the run lists a call waiting for approval.
+func pendingOf(t *testing.T, ts *testServer, id string) gen.PendingApproval {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for time.Now().Before(deadline) {
+		list, err := ts.sdk.PendingApprovals(context.Background(), id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list) == 1 {
+			return list[0]
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	t.Fatalf("run %s lists no call waiting for approval", id)
+	return gen.PendingApproval{}
+}
+
+// An engine's run outlives the API server: the server started on the same
+// data follows it again (no interrupted result), lists the call it waits
+// on with the arguments the engine holds, hands it the decision, and
+// serves every event once. A run the engine never got ends interrupted.
+func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
+	e := newDurableEngine()
+	data, root := t.TempDir(), t.TempDir()
+	for _, ws := range []string{"a", "b"} {
+		if err := os.Mkdir(filepath.Join(root, ws), 0o700); err != nil {
+			t.Fatal(err)
+		}
+	}
+	cfg := server.Config{Engine: e, DataDir: data, WorkspaceRoot: root}
+	ts1 := newTestServer(t, cfg)
+	req := calcRequest()
+	req.ApprovalPolicy, req.Workspace = ptr(gen.ApprovalPolicyCommands), ptr("a")
+	run := ts1.create(req)
+	if p := pendingOf(t, ts1, run.Id); !reflect.DeepEqual(p.Arguments, pendingArgs) {
+		t.Fatalf("listed arguments %v, want the engine's %v", p.Arguments, pendingArgs)
+	}
+	req.Workspace = ptr("b")
+	lost := ts1.create(req)
+	pendingOf(t, ts1, lost.Id)
+	ts1.close()
+	e.mu.Lock()
+	delete(e.runs, lost.Id) // as if its workflow was never started
+	e.mu.Unlock()
+
+	ts2 := newTestServer(t, cfg)
+	got, err := ts2.sdk.GetRun(context.Background(), run.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status != gen.RunStatusWaitingForApproval {
+		t.Fatalf("after the restart the run is %s (%+v), want waiting_for_approval", got.Status, got.Result)
+	}
+	if a := <-e.attached; a.Seen != 2 {
+		t.Fatalf("the engine was asked to follow %+v, want the 2 events the trace has skipped", a)
+	}
+	p := pendingOf(t, ts2, run.Id)
+	if p.CallId != "c1" || !reflect.DeepEqual(p.Arguments, pendingArgs) {
+		t.Fatalf("after the restart the run lists %+v", p)
+	}
+	if _, err := ts2.sdk.Approve(context.Background(), run.Id, "c1", ""); err != nil {
+		t.Fatal(err)
+	}
+	fin := ts2.wait(run.Id)
+	if fin.Result.ExitReason != gen.ExitReasonFinished || fin.Result.Answer == nil || *fin.Result.Answer != "decided approve" {
+		t.Fatalf("result %+v", fin.Result)
+	}
+	resp, err := ts2.raw.GetRunEvents(context.Background(), run.Id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var types []gen.TraceEventType
+	for i, ev := range readSSE(t, resp.Body) {
+		if ev.ID != fmt.Sprint(i+1) {
+			t.Fatalf("event %d has id %s", i+1, ev.ID)
+		}
+		types = append(types, ev.Data.EventType)
+	}
+	want := []gen.TraceEventType{gen.TraceEventTypeRunStarted, gen.TraceEventTypeApprovalRequested, gen.TraceEventTypeApprovalDecided, gen.TraceEventTypeRunFinished}
+	if !reflect.DeepEqual(types, want) {
+		t.Fatalf("events %v, want %v", types, want)
+	}
+
+	if fin := ts2.wait(lost.Id); fin.Result.ExitReason != gen.ExitReasonInterrupted {
+		t.Fatalf("the run the engine never got: %+v", fin.Result)
+	}
+}
