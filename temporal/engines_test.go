@@ -89,6 +89,12 @@ type harness struct {
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
+	return newHarnessWith(t, scriptModels)
+}
+
+// newHarnessWith is newHarness with the workers' model factory.
+func newHarnessWith(t *testing.T, models temporal.ModelFactory) *harness {
+	t.Helper()
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	h := &harness{env: suite.NewTestWorkflowEnvironment(), dir: t.TempDir(), root: t.TempDir()}
@@ -99,7 +105,7 @@ func newHarness(t *testing.T) *harness {
 	// A low threshold sends most payloads through the store.
 	h.env.SetDataConverter(h.store.DataConverter(512))
 	temporal.Register(h.env, &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a",
-		Models: scriptModels, Setup: baseSetup()})
+		Models: models, Setup: baseSetup()})
 	return h
 }
 

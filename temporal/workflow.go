@@ -91,6 +91,9 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		Trace:       r,
 		RecordRaw:   in.RecordRaw,
 		Clock:       func() time.Time { return workflow.Now(wctx) },
+
+		MaxObservationBytes: in.MaxObservationBytes,
+		MaxObservationLines: in.MaxObservationLines,
 	}
 	if in.Check != "" {
 		opts.Check = (*wfCheck)(r)
@@ -125,7 +128,7 @@ type wfRun struct {
 }
 
 func (r *wfRun) ref() RunRef {
-	return RunRef{RunID: r.in.ID, Workspace: r.in.Workspace, Check: r.in.Check}
+	return RunRef{RunID: r.in.ID, Workspace: r.in.Workspace, Check: r.in.Check, MCPServers: r.in.MCPServers}
 }
 
 // Emit queues a trace event; the next activity appends the queue to the

@@ -293,18 +293,7 @@ func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 		t.Fatalf("log.txt is %q (%v), want each append once", log, err)
 	}
 
-	evs := c.events(id)
-	var types []string
-	for i, ev := range evs {
-		if ev.ID != i+1 {
-			t.Fatalf("event %d has id %d", i+1, ev.ID)
-		}
-		types = append(types, ev.Type)
-	}
-	wantTypes := "run_started model_action observation model_action observation model_action observation model_action run_finished"
-	if strings.Join(types, " ") != wantTypes {
-		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(types, " "), wantTypes)
-	}
+	evs := c.checkEvents(id, "run_started model_action observation model_action observation model_action observation model_action run_finished")
 	if calmEvs := c.events(calm); len(calmEvs) != len(evs) {
 		t.Fatalf("%d events after the kill, %d undisturbed", len(evs), len(calmEvs))
 	}
@@ -372,17 +361,25 @@ func (c *cluster) approvalThroughTheAPI(t *testing.T) {
 	if log, err := os.ReadFile(filepath.Join(c.dir, "ws", "approved", "log.txt")); err != nil || string(log) != "approved\n" {
 		t.Fatalf("log.txt is %q (%v)", log, err)
 	}
+	c.checkEvents(v.ID, "run_started model_action approval_requested approval_decided observation model_action run_finished")
+}
+
+// checkEvents reads run id's events and checks that they are numbered
+// 1, 2, … and have the types want (space-separated).
+func (c *cluster) checkEvents(id, want string) []sse {
+	c.t.Helper()
+	evs := c.events(id)
 	var types []string
-	for i, ev := range c.events(v.ID) {
+	for i, ev := range evs {
 		if ev.ID != i+1 {
-			t.Fatalf("event %d has id %d", i+1, ev.ID)
+			c.t.Fatalf("event %d has id %d", i+1, ev.ID)
 		}
 		types = append(types, ev.Type)
 	}
-	want := "run_started model_action approval_requested approval_decided observation model_action run_finished"
-	if strings.Join(types, " ") != want {
-		t.Fatalf("events across the restart:\n%s\nwant\n%s", strings.Join(types, " "), want)
+	if got := strings.Join(types, " "); got != want {
+		c.t.Fatalf("events of run %s:\n%s\nwant\n%s", id, got, want)
 	}
+	return evs
 }
 
 // waitApproval waits until run id lists call a1 waiting for approval,
