@@ -108,6 +108,10 @@ func (s *Server) executeOn(e Engine, r *run) {
 
 	var finished *gen.TraceEvent
 	var finishedLine []byte
+	// The run's metrics and spans come from its durable events, as the
+	// engine hands them over (an attached run's earlier events were
+	// counted by the server that saw them).
+	obs := s.cfg.Telemetry.Observe(j.telemetry, nil)
 	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	var res gen.RunResult
 	if err == nil {
@@ -127,6 +131,7 @@ func (s *Server) executeOn(e Engine, r *run) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)
 			}
+			_ = obs.Emit(ev) // no next tracer: no error
 			if ev.EventType == gen.TraceEventTypeRunFinished {
 				finished, finishedLine = ev, line
 				return
@@ -176,6 +181,7 @@ func (s *Server) executeOn(e Engine, r *run) {
 		if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 			s.log.Error("trace a run's end", "run", r.id, "err", err)
 		}
+		_ = obs.Emit(&ev)
 		finished, finishedLine = &ev, nil
 	}
 	s.finalize(r, j, started, res, finished, finishedLine)
