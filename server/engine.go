@@ -170,7 +170,7 @@ func (s *Server) executeOn(e Engine, r *run) {
 		if err := j.events.publish(&ev, true); err != nil {
 			s.log.Error("publish an event", "run", r.id, "err", err)
 		}
-		s.ws.release(j.ws)
+		s.releaseWorkspace(j.ws)
 		return
 	}
 	if finished == nil {

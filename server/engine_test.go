@@ -1,8 +1,10 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -111,5 +113,25 @@ func TestEngineRunsAreCounted(t *testing.T) {
 		if g, ok := got[k]; !ok || g != v {
 			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
 		}
+	}
+}
+
+// An engine's workers hold the workspaces: the API server validates the
+// name only, so a workspace that exists on the workers alone is accepted,
+// and a name that leaves the root is still refused.
+func TestEngineWorkspaceIsNamedOnly(t *testing.T) {
+	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
+	ts := newTestServer(t, server.Config{Engine: e})
+	req := calcRequest()
+	req.Workspace = ptr("on/the/workers")
+	run := ts.create(req)
+	if got := <-e.got; got.Workspace != "on/the/workers" {
+		t.Fatalf("the engine got workspace %q", got.Workspace)
+	}
+	ts.wait(run.Id)
+	req.Workspace = ptr("../outside")
+	body, _ := json.Marshal(req)
+	if code, _, _ := ts.do(http.MethodPost, "/v1/runs", "application/json", bytes.NewReader(body)); code != http.StatusBadRequest {
+		t.Fatalf("a workspace outside the root: %d, want 400", code)
 	}
 }

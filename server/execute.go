@@ -143,7 +143,7 @@ func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
 	s.recent.add(r.id, j.events)
-	s.ws.release(j.ws)
+	s.releaseWorkspace(j.ws)
 }
 
 // compact copies a result so that it keeps nothing else alive: the loop's
