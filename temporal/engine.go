@@ -55,7 +55,7 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 	if r.Attached {
 		// Started by an API server that stopped: follow it, if it exists
 		// (that server may have stopped before it started it).
-		_, err := e.Client.DescribeWorkflowExecution(bg, WorkflowID(r.ID), "")
+		_, err := e.Client.DescribeWorkflow(bg, WorkflowID(r.ID), "")
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
 			return fail(fmt.Errorf("follow the workflow: %w", server.ErrNoEngineRun))
