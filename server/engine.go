@@ -190,22 +190,27 @@ func (s *Server) executeOn(e Engine, r *run) {
 // reattach makes r, a run without a result in the run log, an in-flight
 // run again that the engine is still executing: its trace is made
 // appendable (a torn last line cut), its events are served again, and an
-// approval it was waiting for is listed again. start follows it once the
-// server is up.
-func (s *Server) reattach(r *run) error {
+// approval it was waiting for is listed again. followAttached follows it
+// once the server is up. A run whose trace has its run_finished (the
+// server stopped before it logged the result) is not attached: recoverRun
+// settles it.
+func (s *Server) reattach(r *run) (bool, error) {
 	path := s.store.tracePath(r.id)
 	evs, cut, newline, err := readTraceForRecovery(path)
 	if err != nil {
-		return fmt.Errorf("run %s: %w", r.id, err)
+		return false, fmt.Errorf("run %s: %w", r.id, err)
+	}
+	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
+		return false, nil
 	}
 	if cut >= 0 {
 		if err := os.Truncate(path, cut); err != nil {
-			return fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
+			return false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
 		}
 	}
 	if newline {
 		if err := appendBytes(path, []byte("\n")); err != nil {
-			return fmt.Errorf("run %s: %w", r.id, err)
+			return false, fmt.Errorf("run %s: %w", r.id, err)
 		}
 	}
 	j := &job{attached: true, seen: len(evs), events: &liveEvents{}}
@@ -217,7 +222,7 @@ func (s *Server) reattach(r *run) error {
 		ev := &evs[i]
 		line, err := json.Marshal(ev)
 		if err != nil {
-			return fmt.Errorf("run %s: %w", r.id, err)
+			return false, fmt.Errorf("run %s: %w", r.id, err)
 		}
 		j.events.publishJSON(ev.EventType, line, false)
 		switch {
@@ -233,7 +238,7 @@ func (s *Server) reattach(r *run) error {
 	} else {
 		r.started = time.Now().UTC()
 	}
-	return nil
+	return true, nil
 }
 
 // followAttached follows the runs reattach prepared, each in a goroutine

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -154,7 +155,7 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	if got.Status != gen.RunStatusWaitingForApproval {
 		t.Fatalf("after the restart the run is %s (%+v), want waiting_for_approval", got.Status, got.Result)
 	}
-	if a := <-e.attached; a.Seen != 2 {
+	if a := <-e.attached; a.Seen != 2 { // either run: both have 2 events
 		t.Fatalf("the engine was asked to follow %+v, want the 2 events the trace has skipped", a)
 	}
 	p := pendingOf(t, ts2, run.Id)
@@ -168,13 +169,8 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	if fin.Result.ExitReason != gen.ExitReasonFinished || fin.Result.Answer == nil || *fin.Result.Answer != "decided approve" {
 		t.Fatalf("result %+v", fin.Result)
 	}
-	resp, err := ts2.raw.GetRunEvents(context.Background(), run.Id, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
 	var types []gen.TraceEventType
-	for i, ev := range readSSE(t, resp.Body) {
+	for i, ev := range readRunEvents(t, ts2, run.Id) {
 		if ev.ID != fmt.Sprint(i+1) {
 			t.Fatalf("event %d has id %s", i+1, ev.ID)
 		}
@@ -188,4 +184,59 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	if fin := ts2.wait(lost.Id); fin.Result.ExitReason != gen.ExitReasonInterrupted {
 		t.Fatalf("the run the engine never got: %+v", fin.Result)
 	}
+
+	// A server that stopped after the trace's run_finished but before
+	// logging the result: the next one settles the run from its trace
+	// and does not follow it again.
+	ts2.close()
+	for len(e.attached) > 0 { // the other run's
+		<-e.attached
+	}
+	dropFinished(t, filepath.Join(data, "runs.jsonl"), run.Id)
+	ts3 := newTestServer(t, cfg)
+	fin3 := ts3.wait(run.Id)
+	if fin3.Result.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("after the lost log entry: %+v", fin3.Result)
+	}
+	select {
+	case a := <-e.attached:
+		t.Fatalf("the engine was asked to follow a finished run: %+v", a)
+	default:
+	}
+	if n := len(readRunEvents(t, ts3, run.Id)); n != len(want) {
+		t.Fatalf("%d events after the second restart, want %d", n, len(want))
+	}
+}
+
+// dropFinished removes run id's result from the run log at path.
+func dropFinished(t *testing.T, path, id string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []byte
+	for line := range bytes.Lines(data) {
+		var e struct{ Op, ID string }
+		if json.Unmarshal(line, &e) == nil && e.Op == "finished" && e.ID == id {
+			continue
+		}
+		kept = append(kept, line...)
+	}
+	if len(kept) == len(data) {
+		t.Fatalf("the run log has no result of run %s", id)
+	}
+	if err := os.WriteFile(path, kept, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readRunEvents(t *testing.T, ts *testServer, id string) []sseEvent {
+	t.Helper()
+	resp, err := ts.raw.GetRunEvents(context.Background(), id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	return readSSE(t, resp.Body)
 }

@@ -249,11 +249,14 @@ func (s *Server) recover(entries []entry) error {
 		}
 		if s.cfg.Engine != nil {
 			// The engine may still be executing it: follow it again.
-			if err := s.reattach(rc.r); err != nil {
+			attached, err := s.reattach(rc.r)
+			if err != nil {
 				return err
 			}
-			s.attached = append(s.attached, rc.r)
-			continue
+			if attached {
+				s.attached = append(s.attached, rc.r)
+				continue
+			}
 		}
 		e, wasInterrupted, err := s.recoverRun(rc.r)
 		if err != nil {
