@@ -81,7 +81,14 @@ type EngineApprovals interface {
 // EngineApprovals: it returns the tool call, with its arguments, that run
 // runID waits on for approval, which must be the call callID.
 type EngineApprovalCalls interface {
-	PendingCall(ctx context.Context, runID, callID string) (gen.ToolCall, error)
+	PendingCall(ctx context.Context, runID, callID string) (EnginePendingCall, error)
+}
+
+// EnginePendingCall is a tool call an Engine's run waits on for approval.
+type EnginePendingCall struct {
+	Call gen.ToolCall
+	// Expires is when the wait times out; zero when unknown.
+	Expires time.Time
 }
 
 // CancelRequested reports whether ctx, the context of an Engine's
@@ -268,20 +275,30 @@ func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 		return
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
+	var expires time.Time
 	if ec, ok := e.(EngineApprovalCalls); ok {
 		// The arguments come from the engine, not the trace. Without them
 		// the call is still listed and can be decided.
 		ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
-		c, err := ec.PendingCall(ctx, r.id, *ev.CallId)
+		p, err := ec.PendingCall(ctx, r.id, *ev.CallId)
 		cancel()
 		switch {
 		case err != nil:
 			s.log.Error("ask the engine for a call waiting for approval", "run", r.id, "err", err)
-		case c.CallId != nil && *c.CallId == *ev.CallId && c.ToolName == *ev.ToolName:
-			call.Arguments = c.Arguments
+		case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
+			call.Arguments, expires = p.Call.Arguments, p.Expires
 		}
 	}
 	j.gate.requested(ev.Step, &call)
+	if !expires.IsZero() {
+		// The engine's timer decides, not the gate's timeout (which an
+		// attached run does not know).
+		j.gate.mu.Lock()
+		if p := j.gate.pending; p != nil && *p.call.CallId == *call.CallId {
+			p.expires = expires.UTC()
+		}
+		j.gate.mu.Unlock()
+	}
 	go func() {
 		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: ev.Step, Call: call})
 		if err != nil {

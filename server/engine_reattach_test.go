@@ -96,9 +96,13 @@ func (e *durableEngine) Decide(_ context.Context, runID, callID string, a agent.
 	return nil
 }
 
-func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (gen.ToolCall, error) {
+// pendingExpires is when the engine's approval wait times out.
+var pendingExpires = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (server.EnginePendingCall, error) {
 	id := callID
-	return gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs}, nil
+	return server.EnginePendingCall{Call: gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs},
+		Expires: pendingExpires}, nil
 }
 
 // pendingOf waits until the run lists a call waiting for approval.
@@ -159,8 +163,8 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 		t.Fatalf("the engine was asked to follow %+v, want the 2 events the trace has skipped", a)
 	}
 	p := pendingOf(t, ts2, run.Id)
-	if p.CallId != "c1" || !reflect.DeepEqual(p.Arguments, pendingArgs) {
-		t.Fatalf("after the restart the run lists %+v", p)
+	if p.CallId != "c1" || !reflect.DeepEqual(p.Arguments, pendingArgs) || p.ExpiresAt == nil || !p.ExpiresAt.Equal(pendingExpires) {
+		t.Fatalf("after the restart the run lists %+v, want the engine's arguments and expiry", p)
 	}
 	if _, err := ts2.sdk.Approve(context.Background(), run.Id, "c1", ""); err != nil {
 		t.Fatal(err)

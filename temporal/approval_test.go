@@ -11,6 +11,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/wiring"
 )
@@ -90,20 +91,21 @@ func TestPendingQueryListsTheWaitingCall(t *testing.T) {
 	h := newHarness(t)
 	in := scriptInput([]string{writeDone, finish}, "", 0)
 	in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, 72*time.Hour
-	pending := func() *gen.ToolCall {
+	pending := func() *server.EnginePendingCall {
 		v, err := h.env.QueryWorkflow(temporal.PendingQuery)
 		if err != nil {
 			t.Fatalf("query: %v", err)
 		}
-		var call *gen.ToolCall
-		if err := v.Get(&call); err != nil {
+		var p *server.EnginePendingCall
+		if err := v.Get(&p); err != nil {
 			t.Fatal(err)
 		}
-		return call
+		return p
 	}
-	var waiting, after *gen.ToolCall
+	var waiting, after *server.EnginePendingCall
+	var asked time.Time
 	h.env.RegisterDelayedCallback(func() {
-		waiting = pending()
+		waiting, asked = pending(), h.env.Now()
 		h.env.SignalWorkflow(temporal.ApprovalSignal, temporal.ApprovalDecision{CallID: "w1", Approval: agent.Approval{Decision: gen.ApprovalDecisionApprove}})
 	}, time.Hour)
 	h.env.RegisterDelayedCallback(func() { after = pending() }, 2*time.Hour)
@@ -112,8 +114,13 @@ func TestPendingQueryListsTheWaitingCall(t *testing.T) {
 		t.Fatalf("run: %+v", res)
 	}
 	want := map[string]any{"path": "done.txt", "content": "ok\n"}
-	if waiting == nil || waiting.CallId == nil || *waiting.CallId != "w1" || waiting.ToolName != "write_file" || !cmp.Equal(waiting.Arguments, want) {
+	if waiting == nil || waiting.Call.CallId == nil || *waiting.Call.CallId != "w1" || waiting.Call.ToolName != "write_file" || !cmp.Equal(waiting.Call.Arguments, want) {
 		t.Fatalf("the waiting call is %+v, want w1 with %v", waiting, want)
+	}
+	// Asked an hour into the wait of 72 hours (simulated time): 71 hours
+	// left, less the moments the workflow took before its wait.
+	if left := waiting.Expires.Sub(asked); left <= 70*time.Hour || left > 71*time.Hour {
+		t.Fatalf("the wait expires %v after the question, want 71h", left)
 	}
 	if after != nil {
 		t.Fatalf("after the decision the query answers %+v", after)

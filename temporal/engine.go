@@ -168,21 +168,21 @@ func (e *Engine) Decide(ctx context.Context, runID, callID string, a agent.Appro
 }
 
 // PendingCall returns the call run runID's workflow waits on for
-// approval, with its arguments (a workflow query: the arguments never go
-// to the trace).
-func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (gen.ToolCall, error) {
+// approval, with its arguments and expiry (a workflow query: the arguments
+// never go to the trace).
+func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (server.EnginePendingCall, error) {
 	v, err := e.Client.QueryWorkflow(ctx, WorkflowID(runID), "", PendingQuery)
 	if err != nil {
-		return gen.ToolCall{}, fmt.Errorf("query the workflow: %w", err)
+		return server.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
 	}
-	var call *gen.ToolCall
-	if err := v.Get(&call); err != nil {
-		return gen.ToolCall{}, fmt.Errorf("decode the pending call: %w", err)
+	var p *server.EnginePendingCall
+	if err := v.Get(&p); err != nil {
+		return server.EnginePendingCall{}, fmt.Errorf("decode the pending call: %w", err)
 	}
-	if call == nil || call.CallId == nil || *call.CallId != callID {
-		return gen.ToolCall{}, errors.New("the run waits for no decision on this call")
+	if p == nil || p.Call.CallId == nil || *p.Call.CallId != callID {
+		return server.EnginePendingCall{}, errors.New("the run waits for no decision on this call")
 	}
-	return *call, nil
+	return *p, nil
 }
 
 var (

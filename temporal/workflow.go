@@ -75,7 +75,7 @@ const (
 // workflow error means the workflow itself could not run.
 func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	r := &wfRun{wctx: wctx, in: in}
-	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*gen.ToolCall, error) { return r.waiting, nil }); err != nil {
+	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*server.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
 	}
 	hb := in.HeartbeatTimeout
@@ -174,9 +174,9 @@ type wfRun struct {
 	opened       OpenOutput
 	modelCalls   int
 	toolCalls    int
-	pending      [][]byte      // trace lines not yet in the store
-	waiting      *gen.ToolCall // the call waiting for approval (PendingQuery)
-	written      int           // trace lines in the store
+	pending      [][]byte                  // trace lines not yet in the store
+	waiting      *server.EnginePendingCall // the call waiting for approval (PendingQuery)
+	written      int                       // trace lines in the store
 }
 
 func (r *wfRun) ref() RunRef {
