@@ -114,6 +114,11 @@ type Options struct {
 	Compaction Compaction
 	// Stuck detects a model that repeats itself.
 	Stuck StuckDetection
+	// PauseAfter, when positive, makes Run return after that many steps
+	// of this call with a *PausedError (see resume.go); Resume, when set,
+	// goes on from a paused run's State instead of starting.
+	PauseAfter int
+	Resume     *State
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -122,7 +127,9 @@ type Options struct {
 // internal_error (a failing tool handler or trace is never mistaken for a
 // normal end) or model_error — and then wraps the cause, so that
 // errors.As finds, say, the adapter's *model.ProviderError. The result's
-// Error field is the same text, clipped to MaxMessageBytes.
+// Error field is the same text, clipped to MaxMessageBytes. A run that
+// paused (Options.PauseAfter) returns a *PausedError and a result with
+// only its RunId and StepsUsed.
 func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.RunResult, error) {
 	l := newLoop(task, model, opts)
 	return l.run(ctx)
@@ -187,6 +194,7 @@ type end struct {
 	answer *string
 	err    error // the cause, for every reason but finished
 	steps  int
+	pause  *State // the run paused (Options.PauseAfter): its state
 }
 
 func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
@@ -201,11 +209,19 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 			l.vocab = newVocabulary(specs)
 		}
 	}
+	l.sandbox = l.sandboxInfo()
+	if st := l.opts.Resume; st != nil {
+		// run_started was traced before the pause.
+		if err := l.initApprovals(toolNames); err != nil {
+			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: st.StepsUsed})
+		}
+		l.restore(st)
+		return l.finish(ctx, l.steps(ctx))
+	}
 	started := l.event(0, gen.TraceEventTypeRunStarted)
 	started.InputSummary = ptr(trace.Summary(l.task.Prompt))
 	started.MaxSteps = &l.max
 	started.ToolNames = &toolNames
-	l.sandbox = l.sandboxInfo()
 	started.Sandbox = l.sandbox
 	if err := l.emit(started); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
@@ -233,7 +249,16 @@ func (l *loop) sandboxInfo() *gen.SandboxInfo {
 func (l *loop) steps(ctx context.Context) end {
 	var lastFeedback gen.FeedbackKind
 	refused := false // the last model call was refused as over the context window
-	for step := 1; step <= l.max; step++ {
+	first := 1
+	if st := l.opts.Resume; st != nil {
+		first = st.StepsUsed + 1
+	}
+	for step := first; step <= l.max; step++ {
+		if l.opts.PauseAfter > 0 && step-first >= l.opts.PauseAfter && !refused {
+			// Every step after the pause sets lastFeedback anew.
+			st := l.state(step - 1)
+			return end{pause: &st, steps: step - 1}
+		}
 		if err := ctx.Err(); err != nil {
 			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step - 1}
 		}
@@ -515,6 +540,9 @@ func (l *loop) addUsage(u *gen.Usage) error {
 
 // finish builds the result, adds the patch, and records run_finished.
 func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
+	if e.pause != nil {
+		return gen.RunResult{RunId: ptr(l.runID), StepsUsed: e.steps}, &PausedError{State: *e.pause}
+	}
 	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check, Sandbox: l.sandbox}
 	if l.counted {
 		u := l.usage

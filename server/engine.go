@@ -2,8 +2,10 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -42,15 +44,51 @@ type EngineRun struct {
 	// default).
 	ApprovalPolicy  gen.ApprovalPolicy
 	ApprovalTimeout time.Duration
+	// MaxObservationBytes and MaxObservationLines cap what the model sees
+	// of a tool's output (0: the defaults).
+	MaxObservationBytes int
+	MaxObservationLines int
+	// MCPServers are the names of the run's MCP servers
+	// (CreateRunRequest.mcp_servers), which the engine resolves on its own
+	// configuration.
+	MCPServers []string
+
+	// Attached is set when the run was handed to the engine before, by an
+	// API server that has stopped since (this one before a restart): the
+	// engine follows the run instead of starting it, and hands over only
+	// its events after the first Seen ones, which the server's trace
+	// already holds. Only ID is set then. An engine that has no such run
+	// returns an error that wraps ErrNoEngineRun.
+	Attached bool
+	Seen     int
 }
+
+// ErrNoEngineRun is the error (wrapped) of an Engine asked to follow a
+// run it never started; the server ends the run interrupted.
+var ErrNoEngineRun = errors.New("the engine has no such run")
 
 // EngineApprovals is an optional ability of an Engine: it hands a
 // decision on a run's tool call waiting for approval to the run. With it,
 // the approvals API (GET and POST /v1/runs/{id}/approvals) works for the
-// engine's runs; the call's arguments are not listed (the trace the
-// engine hands back does not hold them).
+// engine's runs. The call's arguments are listed only when the engine
+// also implements EngineApprovalCalls (the trace the engine hands back
+// does not hold them).
 type EngineApprovals interface {
 	Decide(ctx context.Context, runID, callID string, a agent.Approval) error
+}
+
+// EngineApprovalCalls is an optional ability of an Engine with
+// EngineApprovals: it returns the tool call, with its arguments, that run
+// runID waits on for approval, which must be the call callID.
+type EngineApprovalCalls interface {
+	PendingCall(ctx context.Context, runID, callID string) (EnginePendingCall, error)
+}
+
+// EnginePendingCall is a tool call an Engine's run waits on for approval.
+type EnginePendingCall struct {
+	Call gen.ToolCall
+	// Expires is when the wait times out; zero when unknown.
+	Expires time.Time
 }
 
 // CancelRequested reports whether ctx, the context of an Engine's
@@ -62,23 +100,45 @@ func CancelRequested(ctx context.Context) bool {
 
 // executeOn runs r on engine e: the events it hands back go to the run's
 // trace and live streams, and its result is recorded as an embedded run's.
+// An attached run (one the engine ran before this server started) is
+// followed where its trace stopped.
 func (s *Server) executeOn(e Engine, r *run) {
-	j, started := s.start(r)
+	var j *job
+	var started time.Time
+	if s.runs.mu.RLock(); r.job != nil && r.job.attached {
+		j, started = r.job, r.started
+		s.runs.mu.RUnlock()
+	} else {
+		s.runs.mu.RUnlock()
+		j, started = s.start(r)
+	}
 
 	var finished *gen.TraceEvent
 	var finishedLine []byte
+	// The run's metrics and spans come from its durable events, as the
+	// engine hands them over (an attached run's earlier events were
+	// counted by the server that saw them).
+	obs := s.cfg.Telemetry.Observe(j.telemetry, nil)
 	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	var res gen.RunResult
 	if err == nil {
 		run := EngineRun{ID: r.id, Task: j.task, Model: j.modelConfig, Workspace: r.workspace,
-			MaxSteps: j.maxSteps, TokenBudget: j.tokenBudget, Check: j.check, ApprovalPolicy: j.policy}
-		if j.gate != nil {
+			MaxSteps: j.maxSteps, TokenBudget: j.tokenBudget, Check: j.check, ApprovalPolicy: j.policy,
+			MaxObservationBytes: j.obsBytes, MaxObservationLines: j.obsLines, Attached: j.attached, Seen: j.seen}
+		for _, m := range j.mcp {
+			run.MCPServers = append(run.MCPServers, m.Name)
+		}
+		if j.gate != nil && !j.attached {
 			run.ApprovalTimeout = j.gate.timeout
+		}
+		if j.waiting != nil {
+			s.forwardApproval(e, r, j, j.waiting)
 		}
 		res, err = e.Execute(j.ctx, run, func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)
 			}
+			_ = obs.Emit(ev) // no next tracer: no error
 			if ev.EventType == gen.TraceEventTypeRunFinished {
 				finished, finishedLine = ev, line
 				return
@@ -101,8 +161,24 @@ func (s *Server) executeOn(e Engine, r *run) {
 		msg := err.Error()
 		res = gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}
 	}
+	if errors.Is(err, ErrNoEngineRun) {
+		msg := interruptedError
+		res, err = gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, StepsUsed: res.StepsUsed, Error: &msg}, nil
+	}
 	if err != nil {
 		s.log.Error("run failed in its engine", "run", r.id, "err", err)
+	}
+	if finished == nil && errors.Is(context.Cause(j.ctx), errShuttingDown) && res.ExitReason == gen.ExitReasonInterrupted {
+		// The engine goes on with the run: leave its record and trace
+		// open, for the next server to follow it (reattach), and end only
+		// this server's streams.
+		ev := finishedEvent(r.id, nil, &res)
+		ev.Time = time.Now().UTC()
+		if err := j.events.publish(&ev, true); err != nil {
+			s.log.Error("publish an event", "run", r.id, "err", err)
+		}
+		s.releaseWorkspace(j.ws)
+		return
 	}
 	if finished == nil {
 		// No run_finished came back: record the result anyway and end
@@ -112,10 +188,81 @@ func (s *Server) executeOn(e Engine, r *run) {
 		if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 			s.log.Error("trace a run's end", "run", r.id, "err", err)
 		}
+		_ = obs.Emit(&ev)
 		finished, finishedLine = &ev, nil
 	}
 	s.finalize(r, j, started, res, finished, finishedLine)
 }
+
+// reattach makes r, a run without a result in the run log, an in-flight
+// run again that the engine is still executing: its trace is made
+// appendable (a torn last line cut), its events are served again, and an
+// approval it was waiting for is listed again. followAttached follows it
+// once the server is up. A run whose trace has its run_finished (the
+// server stopped before it logged the result) is not attached: recoverRun
+// settles it.
+func (s *Server) reattach(r *run) (bool, error) {
+	path := s.store.tracePath(r.id)
+	evs, cut, newline, err := readTraceForRecovery(path)
+	if err != nil {
+		return false, fmt.Errorf("run %s: %w", r.id, err)
+	}
+	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
+		return false, nil
+	}
+	if cut >= 0 {
+		if err := os.Truncate(path, cut); err != nil {
+			return false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
+		}
+	}
+	if newline {
+		if err := appendBytes(path, []byte("\n")); err != nil {
+			return false, fmt.Errorf("run %s: %w", r.id, err)
+		}
+	}
+	j := &job{attached: true, seen: len(evs), events: &liveEvents{}}
+	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	// Whether the run asks for approvals is the engine's to know: every
+	// attached run takes decisions.
+	j.gate = newApprovalGate(s, r, s.cfg.ApprovalTimeout)
+	for i := range evs {
+		ev := &evs[i]
+		line, err := json.Marshal(ev)
+		if err != nil {
+			return false, fmt.Errorf("run %s: %w", r.id, err)
+		}
+		j.events.publishJSON(ev.EventType, line, false)
+		switch {
+		case ev.EventType == gen.TraceEventTypeApprovalRequested && ev.CallId != nil && ev.ToolName != nil:
+			j.waiting = ev
+		case ev.EventType == gen.TraceEventTypeApprovalDecided && j.waiting != nil && ev.CallId != nil && *ev.CallId == *j.waiting.CallId:
+			j.waiting = nil
+		}
+	}
+	r.status, r.job = gen.RunStatusRunning, j
+	if len(evs) > 0 {
+		r.started = evs[0].Time.UTC()
+	} else {
+		r.started = time.Now().UTC()
+	}
+	return true, nil
+}
+
+// followAttached follows the runs reattach prepared, each in a goroutine
+// the scheduler waits for at shutdown.
+func (s *Server) followAttached(runs []*run) {
+	for _, r := range runs {
+		s.sched.workers.Add(1)
+		go func() {
+			defer s.sched.workers.Done()
+			s.executeOn(s.cfg.Engine, r)
+		}()
+	}
+}
+
+// pendingCallTimeout bounds the wait for an engine's answer about a call
+// waiting for approval.
+const pendingCallTimeout = 10 * time.Second
 
 // forwardApproval lists the call of an approval_requested event of an
 // engine's run and hands the decision made through the API to the engine.
@@ -128,7 +275,30 @@ func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 		return
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
+	var expires time.Time
+	if ec, ok := e.(EngineApprovalCalls); ok {
+		// The arguments come from the engine, not the trace. Without them
+		// the call is still listed and can be decided.
+		ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
+		p, err := ec.PendingCall(ctx, r.id, *ev.CallId)
+		cancel()
+		switch {
+		case err != nil:
+			s.log.Error("ask the engine for a call waiting for approval", "run", r.id, "err", err)
+		case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
+			call.Arguments, expires = p.Call.Arguments, p.Expires
+		}
+	}
 	j.gate.requested(ev.Step, &call)
+	if !expires.IsZero() {
+		// The engine's timer decides, not the gate's timeout (which an
+		// attached run does not know).
+		j.gate.mu.Lock()
+		if p := j.gate.pending; p != nil && *p.call.CallId == *call.CallId {
+			p.expires = expires.UTC()
+		}
+		j.gate.mu.Unlock()
+	}
 	go func() {
 		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: ev.Step, Call: call})
 		if err != nil {

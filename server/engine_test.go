@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/telemetry"
 )
 
 // fakeEngine hands back a fixed trace and result, or, with block, waits
@@ -89,5 +92,46 @@ func TestEngineSeesCancelRequested(t *testing.T) {
 	}
 	if fin := ts.wait(run.Id); fin.Result.ExitReason != gen.ExitReasonCancelled {
 		t.Fatalf("result %+v", fin.Result)
+	}
+}
+
+// An engine's runs are counted in the server's metrics from the events the
+// engine hands back, as embedded runs are from theirs.
+func TestEngineRunsAreCounted(t *testing.T) {
+	m, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
+	ts := newTestServer(t, server.Config{Engine: e, Telemetry: &telemetry.Telemetry{Metrics: m}})
+	ts.wait(ts.create(calcRequest()).Id)
+	got := ts.scrapeMetrics()
+	for k, v := range map[string]float64{
+		`specloop_runs_total{exit_reason="finished"}`: 1,
+		`specloop_run_steps_count`:                    1,
+	} {
+		if g, ok := got[k]; !ok || g != v {
+			t.Errorf("%s = %v (present %v), want %v", k, g, ok, v)
+		}
+	}
+}
+
+// An engine's workers hold the workspaces: the API server validates the
+// name only, so a workspace that exists on the workers alone is accepted,
+// and a name that leaves the root is still refused.
+func TestEngineWorkspaceIsNamedOnly(t *testing.T) {
+	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
+	ts := newTestServer(t, server.Config{Engine: e})
+	req := calcRequest()
+	req.Workspace = ptr("on/the/workers")
+	run := ts.create(req)
+	if got := <-e.got; got.Workspace != "on/the/workers" {
+		t.Fatalf("the engine got workspace %q", got.Workspace)
+	}
+	ts.wait(run.Id)
+	req.Workspace = ptr("../outside")
+	body, _ := json.Marshal(req)
+	if code, _, _ := ts.do(http.MethodPost, "/v1/runs", "application/json", bytes.NewReader(body)); code != http.StatusBadRequest {
+		t.Fatalf("a workspace outside the root: %d, want 400", code)
 	}
 }

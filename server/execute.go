@@ -143,7 +143,7 @@ func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
 	s.recent.add(r.id, j.events)
-	s.ws.release(j.ws)
+	s.releaseWorkspace(j.ws)
 }
 
 // compact copies a result so that it keeps nothing else alive: the loop's
@@ -247,6 +247,17 @@ func (s *Server) recover(entries []entry) error {
 		if rc.done {
 			continue
 		}
+		if s.cfg.Engine != nil {
+			// The engine may still be executing it: follow it again.
+			attached, err := s.reattach(rc.r)
+			if err != nil {
+				return err
+			}
+			if attached {
+				s.attached = append(s.attached, rc.r)
+				continue
+			}
+		}
 		e, wasInterrupted, err := s.recoverRun(rc.r)
 		if err != nil {
 			return err
@@ -277,7 +288,7 @@ func (s *Server) recover(entries []entry) error {
 		s.runs.last = runs[n-1].created
 	}
 	if len(runs) > 0 {
-		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted)
+		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted, "attached", len(s.attached))
 	}
 	return nil
 }

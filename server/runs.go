@@ -52,6 +52,13 @@ type job struct {
 	ctx         context.Context
 	cancel      context.CancelCauseFunc
 	events      *liveEvents
+
+	// A run an Engine was executing when this server started (reattach in
+	// engine.go): the events its trace held, and the approval request
+	// among them still waiting for a decision.
+	attached bool
+	seen     int
+	waiting  *gen.TraceEvent
 }
 
 // Causes of a cancellation, which become the run's error.

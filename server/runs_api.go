@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"path/filepath"
 	"strconv"
 	"time"
 
@@ -39,9 +40,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
 	}
-	// The workspace is opened now and held until the run ends: the run
-	// works in the directory its name resolves to at acceptance.
-	wsName, ws, err := s.ws.hold(body.Workspace, "/workspace")
+	wsName, ws, err := s.holdWorkspace(body.Workspace)
 	if err != nil {
 		return nil, err
 	}
@@ -60,7 +59,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	}
 	j.telemetry = runTelemetry(ctx, body.Model)
 	if err := s.sched.admit(); err != nil {
-		s.ws.release(ws)
+		s.releaseWorkspace(ws)
 		return nil, err
 	}
 	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
@@ -82,7 +81,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
-		s.ws.release(ws)
+		s.releaseWorkspace(ws)
 		j.cancel(err)
 		s.log.Error("record a new run", "err", err)
 		return nil, problemf(http.StatusInternalServerError, "the run could not be recorded")
@@ -93,6 +92,33 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	s.runs.mu.Unlock()
 	s.sched.enqueue(r, ws.key)
 	return gen.CreateRun202JSONResponse(view), nil
+}
+
+// holdWorkspace resolves a run's workspace. The embedded engine's is
+// opened now and held until the run ends: the run works in the directory
+// its name resolves to at acceptance. An Engine's runs work on its
+// workers, which open the workspace under their own root: the name is only
+// validated here, and runs are serialized per name.
+func (s *Server) holdWorkspace(name *string) (string, *heldWorkspace, error) {
+	if s.cfg.Engine == nil {
+		return s.ws.hold(name, "/workspace")
+	}
+	clean, err := cleanWorkspace(name, "/workspace")
+	if err != nil {
+		return "", nil, err
+	}
+	if clean == "." {
+		clean = ""
+	}
+	clean = filepath.ToSlash(clean)
+	return clean, &heldWorkspace{key: "name:" + clean}, nil
+}
+
+// releaseWorkspace releases what holdWorkspace held.
+func (s *Server) releaseWorkspace(h *heldWorkspace) {
+	if h != nil && h.root != nil {
+		s.ws.release(h)
+	}
 }
 
 // GetRun returns a run with its result once finished.

@@ -15,7 +15,8 @@
 // New rebuilds every run from the data directory: finished runs keep their
 // results (from the log, or from the trace's run_finished when the log lost
 // it), and runs that were in flight when the server stopped end with exit
-// reason interrupted, recorded in their trace and in the log. The run log
+// reason interrupted, recorded in their trace and in the log; with an
+// Engine, they are followed again instead (engine.go). The run log
 // keeps the task's summary only, but each finished run's whole result
 // (answer, patch, error, check output tail), so that GET /v1/runs/{id}
 // returns it after a restart: the data directory is not as privacy-safe
@@ -191,6 +192,7 @@ type Server struct {
 	runTools  []gen.ToolSpec        // the tools a run offers a model
 	toolDefs  map[string]*tools.Def // by input schema name
 	closing   atomic.Bool
+	attached  []*run // runs an Engine executes, to follow once the server is up
 	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
@@ -286,6 +288,8 @@ func New(cfg Config) (*Server, error) {
 		ws.close()
 		return nil, err
 	}
+	s.followAttached(s.attached)
+	s.attached = nil
 	return s, nil
 }
 
@@ -357,7 +361,8 @@ func (s *Server) Handler() http.Handler { return s.echo }
 // runs end cancelled at once, running runs are cancelled and end cancelled
 // (those waiting for an approval end interrupted: the wait is not
 // durable), recorded in their traces and the run log, and then the run log is
-// synced and closed. It returns when every run has ended, or with ctx's
+// synced and closed. With an Engine, running runs are only no longer
+// followed: they stay open in the run log for the next server. It returns when every run has ended, or with ctx's
 // error when ctx is done first (call it again to finish). The HTTP server
 // itself is the caller's: shut it down after this, so that event streams
 // end with their runs.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/wiring"
 )
@@ -24,6 +26,9 @@ type RunRef struct {
 	RunID     string
 	Workspace string
 	Check     string
+	// MCPServers names the run's MCP servers, among the worker's
+	// Activities.MCPServers.
+	MCPServers []string `json:",omitempty"`
 }
 
 // EventBatch is trace lines for the store: lines From, From+1, … of the
@@ -119,8 +124,13 @@ type Activities struct {
 	// unavailable and every run fails with model_error.
 	Models ModelFactory
 	// Setup is the base of every run's setup (sandbox, commands, check
-	// timeout); its Root, Check and trace fields are set per run.
+	// timeout); its Root, Check, MCP servers and trace fields are set per
+	// run.
 	Setup wiring.Config
+	// MCPServers are the MCP servers runs may name (the worker's --mcp);
+	// MCP configures their sessions.
+	MCPServers []mcpclient.Server
+	MCP        mcpclient.Config
 
 	mu   sync.Mutex
 	runs map[string]*openRun
@@ -161,6 +171,11 @@ func (a *Activities) setup(run RunRef) (*openRun, error) {
 	cfg := a.Setup
 	cfg.Root, cfg.Check, cfg.RunID = ws, run.Check, run.RunID
 	cfg.Workspace, cfg.TracePath, cfg.TraceWriter = nil, "", nil
+	if cfg.MCPServers, err = a.mcpServers(run.MCPServers); err != nil {
+		ws.Close()
+		return nil, err
+	}
+	cfg.MCP = a.MCP
 	s, err := wiring.Open(cfg)
 	if err != nil {
 		ws.Close()
@@ -172,6 +187,21 @@ func (a *Activities) setup(run RunRef) (*openRun, error) {
 	}
 	a.runs[run.RunID] = o
 	return o, nil
+}
+
+// mcpServers resolves the names of a run's MCP servers on this worker's
+// configuration.
+func (a *Activities) mcpServers(names []string) ([]mcpclient.Server, error) {
+	var out []mcpclient.Server
+	for i, name := range names {
+		j := slices.IndexFunc(a.MCPServers, func(s mcpclient.Server) bool { return s.Name == name })
+		if j < 0 {
+			msg := fmt.Sprintf("mcp_servers[%d]: this worker has no MCP server of this name (give the workers the same --mcp as the API servers)", i)
+			return nil, temporal.NewNonRetryableApplicationError(msg, "mcp", nil)
+		}
+		out = append(out, a.MCPServers[j])
+	}
+	return out, nil
 }
 
 // begin writes the trace lines an activity carries and returns the run's

@@ -7,11 +7,17 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/server"
 )
 
 // ApprovalSignal is the signal that carries a person's decision on a tool
 // call of a run waiting for approval (an ApprovalDecision).
 const ApprovalSignal = "specloop.approval"
+
+// PendingQuery is the workflow query that returns the tool call the run
+// waits on for approval, with its arguments and when the wait times out
+// (a *server.EnginePendingCall), nil when it waits for none.
+const PendingQuery = "specloop.pending"
 
 // ApprovalDecision is the payload of ApprovalSignal: the decision on the
 // call with id CallID.
@@ -28,16 +34,21 @@ type wfApprover wfRun
 
 func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
 	r := (*wfRun)(a)
+	timeout := r.in.ApprovalTimeout
+	if timeout <= 0 {
+		timeout = agent.DefaultApprovalTimeout
+	}
+	// The call is answered by PendingQuery from before its events are
+	// written, so that whoever sees them can list it.
+	r.waiting = &server.EnginePendingCall{Call: req.Call, Expires: workflow.Now(r.wctx).Add(timeout)}
+	defer func() { r.waiting = nil }()
 	// The request's events are written before the wait, so that whoever
 	// decides sees them.
 	b := r.batch()
 	if err := r.exec(r.shared, EventsActivity, EventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
 		return agent.Approval{}, activityError(err)
 	}
-	timeout := r.in.ApprovalTimeout
-	if timeout <= 0 {
-		timeout = agent.DefaultApprovalTimeout
-	}
+	r.waiting.Expires = workflow.Now(r.wctx).Add(timeout) // when the timer fires
 	tctx, cancelTimer := workflow.WithCancel(r.wctx)
 	defer cancelTimer()
 	timer := workflow.NewTimer(tctx, timeout)

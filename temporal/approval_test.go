@@ -11,6 +11,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/wiring"
 )
@@ -82,4 +83,46 @@ func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.R
 	opts.Approver = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) { return d, nil })
 	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), opts)
 	return res, readEvents(t, buf.Bytes())
+}
+
+// While a run waits for approval, PendingQuery answers the call with its
+// full arguments (which the trace never holds), and nil once decided.
+func TestPendingQueryListsTheWaitingCall(t *testing.T) {
+	h := newHarness(t)
+	in := scriptInput([]string{writeDone, finish}, "", 0)
+	in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, 72*time.Hour
+	pending := func() *server.EnginePendingCall {
+		v, err := h.env.QueryWorkflow(temporal.PendingQuery)
+		if err != nil {
+			t.Fatalf("query: %v", err)
+		}
+		var p *server.EnginePendingCall
+		if err := v.Get(&p); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	var waiting, after *server.EnginePendingCall
+	var asked time.Time
+	h.env.RegisterDelayedCallback(func() {
+		waiting, asked = pending(), h.env.Now()
+		h.env.SignalWorkflow(temporal.ApprovalSignal, temporal.ApprovalDecision{CallID: "w1", Approval: agent.Approval{Decision: gen.ApprovalDecisionApprove}})
+	}, time.Hour)
+	h.env.RegisterDelayedCallback(func() { after = pending() }, 2*time.Hour)
+	res, _ := h.run(t, in)
+	if res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run: %+v", res)
+	}
+	want := map[string]any{"path": "done.txt", "content": "ok\n"}
+	if waiting == nil || waiting.Call.CallId == nil || *waiting.Call.CallId != "w1" || waiting.Call.ToolName != "write_file" || !cmp.Equal(waiting.Call.Arguments, want) {
+		t.Fatalf("the waiting call is %+v, want w1 with %v", waiting, want)
+	}
+	// Asked an hour into the wait of 72 hours (simulated time): 71 hours
+	// left, less the moments the workflow took before its wait.
+	if left := waiting.Expires.Sub(asked); left <= 70*time.Hour || left > 71*time.Hour {
+		t.Fatalf("the wait expires %v after the question, want 71h", left)
+	}
+	if after != nil {
+		t.Fatalf("after the decision the query answers %+v", after)
+	}
 }

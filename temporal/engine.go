@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"go.temporal.io/api/serviceerror"
 	"go.temporal.io/sdk/client"
 
 	"github.com/specloop/specloop/agent"
@@ -50,9 +51,25 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 	}
 	in := RunInput{EngineRun: r, HeartbeatTimeout: e.HeartbeatTimeout}
 	bg := context.WithoutCancel(ctx)
-	wf, err := e.Client.ExecuteWorkflow(bg, client.StartWorkflowOptions{ID: WorkflowID(r.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
-	if err != nil {
-		return fail(fmt.Errorf("start the workflow: %w", err))
+	var wf client.WorkflowRun
+	if r.Attached {
+		// Started by an API server that stopped: follow it, if it exists
+		// (that server may have stopped before it started it).
+		_, err := e.Client.DescribeWorkflow(bg, WorkflowID(r.ID), "")
+		var nf *serviceerror.NotFound
+		if errors.As(err, &nf) {
+			return fail(fmt.Errorf("follow the workflow: %w", server.ErrNoEngineRun))
+		}
+		if err != nil {
+			return fail(fmt.Errorf("describe the workflow: %w", err))
+		}
+		wf = e.Client.GetWorkflow(bg, WorkflowID(r.ID), "")
+	} else {
+		var err error
+		wf, err = e.Client.ExecuteWorkflow(bg, client.StartWorkflowOptions{ID: WorkflowID(r.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
+		if err != nil {
+			return fail(fmt.Errorf("start the workflow: %w", err))
+		}
 	}
 	type outcome struct {
 		res gen.RunResult
@@ -70,7 +87,7 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	f := follower{path: e.Store.EventsPath(r.ID), event: event}
+	f := follower{path: e.Store.EventsPath(r.ID), skip: r.Seen, event: event}
 	cancelled := ctx.Done()
 	for {
 		select {
@@ -104,6 +121,7 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 type follower struct {
 	path  string
 	off   int64
+	skip  int // lines not to hand over: the caller has them
 	event func(*gen.TraceEvent, []byte)
 }
 
@@ -132,6 +150,10 @@ func (f *follower) read() error {
 		line := data[:i:i]
 		data = data[i+1:]
 		f.off += int64(i + 1)
+		if f.skip > 0 {
+			f.skip--
+			continue
+		}
 		var ev gen.TraceEvent
 		if err := json.Unmarshal(line, &ev); err != nil {
 			return fmt.Errorf("the run's trace line ending at byte %d: %w", f.off, err)
@@ -145,4 +167,25 @@ func (e *Engine) Decide(ctx context.Context, runID, callID string, a agent.Appro
 	return e.Client.SignalWorkflow(ctx, WorkflowID(runID), "", ApprovalSignal, ApprovalDecision{CallID: callID, Approval: a})
 }
 
-var _ server.EngineApprovals = (*Engine)(nil)
+// PendingCall returns the call run runID's workflow waits on for
+// approval, with its arguments and expiry (a workflow query: the arguments
+// never go to the trace).
+func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (server.EnginePendingCall, error) {
+	v, err := e.Client.QueryWorkflow(ctx, WorkflowID(runID), "", PendingQuery)
+	if err != nil {
+		return server.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
+	}
+	var p *server.EnginePendingCall
+	if err := v.Get(&p); err != nil {
+		return server.EnginePendingCall{}, fmt.Errorf("decode the pending call: %w", err)
+	}
+	if p == nil || p.Call.CallId == nil || *p.Call.CallId != callID {
+		return server.EnginePendingCall{}, errors.New("the run waits for no decision on this call")
+	}
+	return *p, nil
+}
+
+var (
+	_ server.EngineApprovals     = (*Engine)(nil)
+	_ server.EngineApprovalCalls = (*Engine)(nil)
+)

@@ -3,6 +3,7 @@ package temporal_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -81,26 +83,43 @@ func embedded(t *testing.T, responses []string, check string, maxSteps int) (gen
 
 // harness is a test workflow environment with a store and a workspace.
 type harness struct {
-	env   *testsuite.TestWorkflowEnvironment
-	store *temporal.Store
-	dir   string
-	root  string
+	env    *testsuite.TestWorkflowEnvironment
+	store  *temporal.Store
+	dir    string
+	root   string
+	models temporal.ModelFactory
+	acts   *temporal.Activities // the worker's, kept across executions
 }
 
 func newHarness(t *testing.T) *harness {
 	t.Helper()
-	var suite testsuite.WorkflowTestSuite
-	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	h := &harness{env: suite.NewTestWorkflowEnvironment(), dir: t.TempDir(), root: t.TempDir()}
+	return newHarnessWith(t, scriptModels)
+}
+
+// newHarnessWith is newHarness with the workers' model factory.
+func newHarnessWith(t *testing.T, models temporal.ModelFactory) *harness {
+	t.Helper()
+	h := &harness{dir: t.TempDir(), root: t.TempDir(), models: models}
 	var err error
 	if h.store, err = temporal.NewStore(h.dir); err != nil {
 		t.Fatal(err)
 	}
+	h.newEnv()
+	return h
+}
+
+// newEnv gives the harness a new test environment on its store and
+// worker: the next workflow execution of a run.
+func (h *harness) newEnv() {
+	var suite testsuite.WorkflowTestSuite
+	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	h.env = suite.NewTestWorkflowEnvironment()
 	// A low threshold sends most payloads through the store.
 	h.env.SetDataConverter(h.store.DataConverter(512))
-	temporal.Register(h.env, &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a",
-		Models: scriptModels, Setup: baseSetup()})
-	return h
+	if h.acts == nil {
+		h.acts = &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a", Models: h.models, Setup: baseSetup()}
+	}
+	temporal.Register(h.env, h.acts)
 }
 
 func scriptInput(responses []string, check string, maxSteps int) temporal.RunInput {
@@ -114,6 +133,12 @@ func scriptInput(responses []string, check string, maxSteps int) temporal.RunInp
 func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {
 	t.Helper()
 	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+	return h.result(t, in)
+}
+
+// result is the result of the run h's environment executed, and its trace.
+func (h *harness) result(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {
+	t.Helper()
 	if !h.env.IsWorkflowCompleted() {
 		t.Fatal("the workflow did not complete")
 	}
@@ -181,5 +206,46 @@ func TestLargePayloadsGoByReference(t *testing.T) {
 	blobs, err := os.ReadDir(filepath.Join(h.dir, "blobs"))
 	if err != nil || len(blobs) == 0 {
 		t.Fatalf("no payload went to the store (%v)", err)
+	}
+}
+
+// A run that continues as new every two steps gives the result and the
+// trace of the in-process loop: each execution hands the next one the
+// loop's state (its history through the store) and goes on where it
+// stopped. The test environment does not follow continue-as-new: the test
+// starts each next execution itself, in a new environment on the same
+// store.
+func TestContinueAsNewGivesTheSameRun(t *testing.T) {
+	for _, tc := range scripts {
+		t.Run(tc.name, func(t *testing.T) {
+			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
+			h := newHarness(t)
+			in := scriptInput(tc.responses, tc.check, tc.maxSteps)
+			in.ContinueAsNewSteps = 2
+			executions := 1
+			for {
+				h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+				var can *workflow.ContinueAsNewError
+				if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+					break
+				}
+				executions++
+				in = temporal.RunInput{}
+				if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
+					t.Fatal(err)
+				}
+				h.newEnv()
+			}
+			gotRes, gotEvs := h.result(t, in)
+			if steps := wantRes.StepsUsed; executions != 1+(steps-1)/2 && steps > 0 {
+				t.Errorf("%d executions for %d steps, want one per two steps", executions, steps)
+			}
+			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+				t.Errorf("RunResult differs (-embedded +continued):\n%s", diff)
+			}
+			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+				t.Errorf("trace differs (-embedded +continued):\n%s", diff)
+			}
+		})
 	}
 }

@@ -29,10 +29,32 @@ type RunInput struct {
 	// call or check before the call moves to another worker of the host;
 	// 0 means DefaultHeartbeatTimeout.
 	HeartbeatTimeout time.Duration
+	// ContinueAsNewSteps is how many steps one workflow execution takes
+	// before it continues as new (0: DefaultContinueAsNewSteps), so that
+	// a long run's workflow history stays short.
+	ContinueAsNewSteps int `json:",omitempty"`
+	// Continued is set in the input of a continued execution.
+	Continued *Continued `json:",omitempty"`
 }
 
 // DefaultHeartbeatTimeout is RunInput.HeartbeatTimeout's default.
 const DefaultHeartbeatTimeout = 20 * time.Second
+
+// DefaultContinueAsNewSteps is RunInput.ContinueAsNewSteps's default.
+const DefaultContinueAsNewSteps = 500
+
+// Continued is what a run's execution hands the next one when it continues
+// as new: the loop's paused state (its history goes by reference through
+// the store when it is large, as every large payload does), the run's
+// setup on its host, and the counters that number its activities and
+// trace lines.
+type Continued struct {
+	State      agent.State
+	Opened     OpenOutput
+	ModelCalls int
+	ToolCalls  int
+	Written    int
+}
 
 // The names of the activities: Activities' methods, registered with the
 // prefix ActivityPrefix (Register does it).
@@ -53,6 +75,9 @@ const (
 // workflow error means the workflow itself could not run.
 func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	r := &wfRun{wctx: wctx, in: in}
+	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*server.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
+		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
+	}
 	hb := in.HeartbeatTimeout
 	if hb <= 0 {
 		hb = DefaultHeartbeatTimeout
@@ -65,12 +90,17 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		// times: the adapters already retry within a call.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})
-	var opened OpenOutput
-	if err := workflow.ExecuteActivity(r.shared, OpenActivity, r.ref()).Get(wctx, &opened); err != nil {
-		msg := agent.ClipMessage("open the run: " + activityMessage(err))
-		return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
+	if c := in.Continued; c != nil {
+		r.opened, r.modelCalls, r.toolCalls, r.written = c.Opened, c.ModelCalls, c.ToolCalls, c.Written
+	} else {
+		var opened OpenOutput
+		if err := workflow.ExecuteActivity(r.shared, OpenActivity, r.ref()).Get(wctx, &opened); err != nil {
+			msg := agent.ClipMessage("open the run: " + activityMessage(err))
+			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
+		}
+		r.opened = opened
 	}
-	r.opened = opened
+	opened := r.opened
 	r.host = workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
 		TaskQueue:           opened.HostQueue,
 		StartToCloseTimeout: time.Hour,
@@ -88,6 +118,17 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		Trace:       r,
 		RecordRaw:   in.RecordRaw,
 		Clock:       func() time.Time { return workflow.Now(wctx) },
+
+		MaxObservationBytes: in.MaxObservationBytes,
+		MaxObservationLines: in.MaxObservationLines,
+
+		PauseAfter: in.ContinueAsNewSteps,
+	}
+	if opts.PauseAfter <= 0 {
+		opts.PauseAfter = DefaultContinueAsNewSteps
+	}
+	if in.Continued != nil {
+		opts.Resume = &in.Continued.State
 	}
 	if in.Check != "" {
 		opts.Check = (*wfCheck)(r)
@@ -96,7 +137,12 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		opts.ApprovalPolicy, opts.Approver = in.ApprovalPolicy, (*wfApprover)(r)
 	}
 	res, runErr := agent.Run(wfContext{wctx}, in.Task, (*wfModel)(r), opts)
-	_ = runErr // the result says it: internal_error or model_error with the error's text
+	// Otherwise the result says it: internal_error or model_error with the
+	// error's text.
+	var paused *agent.PausedError
+	if errors.As(runErr, &paused) {
+		return r.continueAsNew(paused.State)
+	}
 	// The rest of the trace and the release of the workspace happen even
 	// when the run was cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
@@ -105,6 +151,18 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
 	return res, nil
+}
+
+// continueAsNew writes the trace lines still queued and continues the run
+// as a new execution from st.
+func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
+	b := r.batch()
+	if err := r.exec(r.shared, EventsActivity, EventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
+		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
+	}
+	next := r.in
+	next.Continued = &Continued{State: st, Opened: r.opened, ModelCalls: r.modelCalls, ToolCalls: r.toolCalls, Written: r.written}
+	return gen.RunResult{}, workflow.NewContinueAsNewError(r.wctx, WorkflowName, next)
 }
 
 // wfRun is a run's state inside the workflow; its methods are the
@@ -116,12 +174,13 @@ type wfRun struct {
 	opened       OpenOutput
 	modelCalls   int
 	toolCalls    int
-	pending      [][]byte // trace lines not yet in the store
-	written      int      // trace lines in the store
+	pending      [][]byte                  // trace lines not yet in the store
+	waiting      *server.EnginePendingCall // the call waiting for approval (PendingQuery)
+	written      int                       // trace lines in the store
 }
 
 func (r *wfRun) ref() RunRef {
-	return RunRef{RunID: r.in.ID, Workspace: r.in.Workspace, Check: r.in.Check}
+	return RunRef{RunID: r.in.ID, Workspace: r.in.Workspace, Check: r.in.Check, MCPServers: r.in.MCPServers}
 }
 
 // Emit queues a trace event; the next activity appends the queue to the

@@ -92,6 +92,8 @@ func workerCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and allow completion checks")
 	var sbFlags sandboxFlags
 	sbFlags.register(fs)
+	var mcpf mcpFlags
+	mcpf.register(fs, "an external MCP server runs may name (mcp_servers: [NAME]), as serve's --mcp: give the workers the API servers' --mcp; repeatable")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -101,6 +103,11 @@ func workerCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	policy, err := sbFlags.policy()
+	if err != nil {
+		env.errorf("worker: %v", err)
+		return exitUsage
+	}
+	mcpServers, err := mcpf.servers()
 	if err != nil {
 		env.errorf("worker: %v", err)
 		return exitUsage
@@ -127,7 +134,7 @@ func workerCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	}
 	defer c.Close()
 	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: server.DefaultModels,
-		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy}}
+		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy}, MCPServers: mcpServers, MCP: mcpf.config(env.stderr)}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {
 		if err := w.Start(); err != nil {

@@ -36,6 +36,8 @@ type cluster struct {
 	dir     string // holds the store, the workspace root and the API server's data
 	url     string
 	workers []*exec.Cmd
+	api     *exec.Cmd
+	apiArgs []string
 }
 
 const taskQueue = "itest"
@@ -60,9 +62,18 @@ func newCluster(t *testing.T) *cluster {
 		c.workers = append(c.workers, c.start("worker", "--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"))
 	}
 	port := freePort(t)
-	c.start("serve", "--engine", "temporal", "--addr", "127.0.0.1:"+port, "--data", filepath.Join(c.dir, "data"),
-		"--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none")
+	c.apiArgs = []string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:" + port, "--data", filepath.Join(c.dir, "data"),
+		"--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"}
 	c.url = "http://127.0.0.1:" + port
+	c.startAPI()
+	return c
+}
+
+// startAPI starts the API server and waits until it serves.
+func (c *cluster) startAPI() {
+	t := c.t
+	t.Helper()
+	c.api = c.start(c.apiArgs...)
 	deadline := time.Now().Add(time.Minute)
 	for {
 		resp, err := http.Get(c.url + "/healthz")
@@ -75,7 +86,6 @@ func newCluster(t *testing.T) *cluster {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	return c
 }
 
 // start starts a specloop process with the cluster's Temporal flags; the
@@ -283,18 +293,7 @@ func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 		t.Fatalf("log.txt is %q (%v), want each append once", log, err)
 	}
 
-	evs := c.events(id)
-	var types []string
-	for i, ev := range evs {
-		if ev.ID != i+1 {
-			t.Fatalf("event %d has id %d", i+1, ev.ID)
-		}
-		types = append(types, ev.Type)
-	}
-	wantTypes := "run_started model_action observation model_action observation model_action observation model_action run_finished"
-	if strings.Join(types, " ") != wantTypes {
-		t.Fatalf("events:\n%s\nwant\n%s", strings.Join(types, " "), wantTypes)
-	}
+	evs := c.checkEvents(id, "run_started model_action observation model_action observation model_action observation model_action run_finished")
 	if calmEvs := c.events(calm); len(calmEvs) != len(evs) {
 		t.Fatalf("%d events after the kill, %d undisturbed", len(evs), len(calmEvs))
 	}
@@ -325,36 +324,28 @@ func (c *cluster) approvalThroughTheAPI(t *testing.T) {
 	if err != nil || resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("create a run: %d %v", resp.StatusCode, err)
 	}
-	deadline := time.Now().Add(time.Minute)
-	for {
-		if time.Now().After(deadline) {
-			evs, _ := os.ReadFile(filepath.Join(c.dir, "store", "runs", v.ID, "events.jsonl"))
-			resp, _ := http.Get(c.url + "/v1/runs/" + v.ID)
-			run, _ := io.ReadAll(resp.Body)
-			t.Fatalf("the call was never listed as waiting for approval; run %s\nevents:\n%s", run, evs)
-		}
-		resp, err := http.Get(c.url + "/v1/runs/" + v.ID + "/approvals")
-		if err != nil {
-			t.Fatal(err)
-		}
-		var list struct {
-			Approvals []struct {
-				CallID string `json:"call_id"`
-			} `json:"approvals"`
-		}
-		err = json.NewDecoder(resp.Body).Decode(&list)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(list.Approvals) == 1 && list.Approvals[0].CallID == "a1" {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	c.waitApproval(v.ID)
 	if _, err := os.Stat(filepath.Join(c.dir, "ws", "approved", "log.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the call ran before it was approved (%v)", err)
 	}
+	// The API server dies while the run waits; the one started in its
+	// place follows the run, lists the call again and takes the decision.
+	if err := c.api.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.api.Wait()
+	c.startAPI()
+	if resp, err := http.Get(c.url + "/v1/runs/" + v.ID); err != nil {
+		t.Fatal(err)
+	} else {
+		var r runView
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil || r.Status != "waiting_for_approval" {
+			t.Fatalf("after the API server's restart the run is %q (%v): %v", r.Status, err, r.Result)
+		}
+	}
+	c.waitApproval(v.ID)
 	resp, err = http.Post(c.url+"/v1/runs/"+v.ID+"/approvals/a1", "application/json", strings.NewReader(`{"decision":"approve"}`))
 	if err != nil {
 		t.Fatal(err)
@@ -369,6 +360,63 @@ func (c *cluster) approvalThroughTheAPI(t *testing.T) {
 	}
 	if log, err := os.ReadFile(filepath.Join(c.dir, "ws", "approved", "log.txt")); err != nil || string(log) != "approved\n" {
 		t.Fatalf("log.txt is %q (%v)", log, err)
+	}
+	c.checkEvents(v.ID, "run_started model_action approval_requested approval_decided observation model_action run_finished")
+}
+
+// checkEvents reads run id's events and checks that they are numbered
+// 1, 2, … and have the types want (space-separated).
+func (c *cluster) checkEvents(id, want string) []sse {
+	c.t.Helper()
+	evs := c.events(id)
+	var types []string
+	for i, ev := range evs {
+		if ev.ID != i+1 {
+			c.t.Fatalf("event %d has id %d", i+1, ev.ID)
+		}
+		types = append(types, ev.Type)
+	}
+	if got := strings.Join(types, " "); got != want {
+		c.t.Fatalf("events of run %s:\n%s\nwant\n%s", id, got, want)
+	}
+	return evs
+}
+
+// waitApproval waits until run id lists call a1 waiting for approval,
+// with its arguments.
+func (c *cluster) waitApproval(id string) {
+	t := c.t
+	t.Helper()
+	deadline := time.Now().Add(time.Minute)
+	for {
+		if time.Now().After(deadline) {
+			evs, _ := os.ReadFile(filepath.Join(c.dir, "store", "runs", id, "events.jsonl"))
+			resp, _ := http.Get(c.url + "/v1/runs/" + id)
+			run, _ := io.ReadAll(resp.Body)
+			t.Fatalf("the call was never listed as waiting for approval; run %s\nevents:\n%s", run, evs)
+		}
+		resp, err := http.Get(c.url + "/v1/runs/" + id + "/approvals")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var list struct {
+			Approvals []struct {
+				CallID    string         `json:"call_id"`
+				Arguments map[string]any `json:"arguments"`
+			} `json:"approvals"`
+		}
+		err = json.NewDecoder(resp.Body).Decode(&list)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(list.Approvals) == 1 && list.Approvals[0].CallID == "a1" {
+			if got := list.Approvals[0].Arguments["command"]; got != "echo approved >> log.txt" {
+				t.Fatalf("the waiting call lists arguments %v", list.Approvals[0].Arguments)
+			}
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
 
