@@ -111,19 +111,25 @@ func hostName(h string) string {
 	return strings.ToLower(h)
 }
 
+// LocalHost reports whether a Host header value names this server as a
+// listener without a token must require: a loopback name or address, or
+// one of Config.AllowedHosts. A page that rebinds its own name to
+// 127.0.0.1 sends its own name, and is refused.
+func (s *Server) LocalHost(h string) bool {
+	host := hostName(h)
+	if host == "localhost" || s.allowedHosts[host] {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
 // checkHost refuses, on a server without a token, requests whose Host is
 // neither a loopback name or address nor an allowed host: a page that
 // rebinds its own name to 127.0.0.1 sends its own name as the Host.
 func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.tokenHash != nil {
-			return next(c)
-		}
-		host := hostName(c.Request().Host)
-		if host == "localhost" || s.allowedHosts[host] {
-			return next(c)
-		}
-		if ip, err := netip.ParseAddr(host); err == nil && ip.IsLoopback() {
+		if s.tokenHash != nil || s.LocalHost(c.Request().Host) {
 			return next(c)
 		}
 		return problemf(http.StatusForbidden, "the Host header does not name this server: without a token it answers to loopback names and --allowed-host names only")

@@ -217,7 +217,7 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	if telFlags.metricsAddr != "" {
-		if err := tel.serveMetrics(telFlags.metricsAddr, logger); err != nil {
+		if err := tel.serveMetrics(telFlags.metricsAddr, srv.LocalHost, logger); err != nil {
 			env.errorf("serve: %v", err)
 			_ = srv.Shutdown(context.Background())
 			return exitUsage

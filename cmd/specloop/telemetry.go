@@ -14,6 +14,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/telemetry"
+	"golang.org/x/net/netutil"
 )
 
 // telemetryFlags are the flags of metrics and tracing: --otel and
@@ -71,15 +72,34 @@ func (f *telemetryFlags) open(ctx context.Context, withMetrics bool) (*telemetry
 	return tr, nil
 }
 
-// serveMetrics serves the metrics without a token on addr until close.
-func (tr *telemetryRun) serveMetrics(addr string, logger *slog.Logger) error {
+// maxMetricsConns caps the connections of the --metrics-addr listener: a
+// scraper needs one or two.
+const maxMetricsConns = 16
+
+// serveMetrics serves the metrics without a token on addr until close. On
+// a loopback address it answers only requests whose Host localHost
+// accepts (the API's rule without a token), so a web page that rebinds
+// its name to 127.0.0.1 cannot read them.
+func (tr *telemetryRun) serveMetrics(addr string, localHost func(string) bool, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return fmt.Errorf("--metrics-addr: %w", err)
 	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", tr.tel.Metrics.Handler())
-	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	var h http.Handler = mux
+	if isLoopback(addr) {
+		h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			if !localHost(r.Host) {
+				http.Error(w, "the Host header does not name this server: the metrics listener answers to loopback names and --allowed-host names only", http.StatusForbidden)
+				return
+			}
+			mux.ServeHTTP(w, r)
+		})
+	}
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	ln = netutil.LimitListener(ln, maxMetricsConns)
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("the metrics listener stopped", "err", err)

@@ -135,3 +135,40 @@ func TestServeMetricsAddrBeyondLoopback(t *testing.T) {
 		t.Errorf("a loopback --metrics-addr is warned about:\n%s", stderr)
 	}
 }
+
+// TestServeMetricsAddrRefusesRebinding: a page on another origin that
+// rebinds its own name to 127.0.0.1 reaches a loopback --metrics-addr with
+// its own name as the Host; the token-less listener answers only to
+// loopback names and --allowed-host names, as the API does without a token.
+func TestServeMetricsAddrRefusesRebinding(t *testing.T) {
+	_, stderr := startServe(t, "--metrics-addr", "127.0.0.1:0", "--allowed-host", "metrics.internal")
+	m := regexp.MustCompile(`metrics_addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address logged:\n%s", stderr)
+	}
+	for host, want := range map[string]int{
+		"evil.example":     http.StatusForbidden,
+		"evil.example:80":  http.StatusForbidden,
+		"localhost":        http.StatusOK,
+		m[1]:               http.StatusOK,
+		"metrics.internal": http.StatusOK,
+	} {
+		req, err := http.NewRequest(http.MethodGet, "http://"+m[1]+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Host = host
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
+		}
+		if want == http.StatusForbidden && strings.Contains(string(body), "specloop_") {
+			t.Errorf("Host %s: the metrics were served", host)
+		}
+	}
+}
