@@ -18,9 +18,19 @@ import (
 // symbolic link to .git, before the patch's last file, sub/hooks/..., is
 // written.
 func TestCommandCannotSwapAPathDuringAWrite(t *testing.T) {
+	t.Run("one runtime", func(t *testing.T) { commandSwapsDuringWrite(t, false) })
+	// The server opens a runtime per /v1/tools call, next to a run's and
+	// /mcp's on the same directory: they must order their calls too.
+	t.Run("two runtimes on one directory", func(t *testing.T) { commandSwapsDuringWrite(t, true) })
+}
+
+func commandSwapsDuringWrite(t *testing.T, twoRuntimes bool) {
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{".git/hooks/README": "hooks\n", "sub/hooks/keep": "x\n"})
-	rt := wsRuntime(t, dir)
+	rt, writer := wsRuntime(t, dir), wsRuntime(t, dir)
+	if !twoRuntimes {
+		writer = rt
+	}
 	var patch strings.Builder
 	patch.WriteString("*** Begin Patch\n*** Add File: trigger\n+go\n")
 	// Files written between the trigger and the hook widen the window.
@@ -43,7 +53,7 @@ func TestCommandCannotSwapAPathDuringAWrite(t *testing.T) {
 		}
 		time.Sleep(time.Millisecond)
 	}
-	mustSucceed(t, callTool(t, rt, "apply_patch", map[string]any{"patch": patch.String()}))
+	mustSucceed(t, callTool(t, writer, "apply_patch", map[string]any{"patch": patch.String()}))
 	wg.Wait()
 	if data, err := os.ReadFile(filepath.Join(dir, ".git", "hooks", "post-checkout")); err == nil {
 		t.Fatalf("a write tool wrote into .git through a link a concurrent command made: %q", data)

@@ -50,11 +50,13 @@ type Workspace struct {
 	dir  string
 	root *os.Root
 
-	// calls orders the calls of one runtime that run at once (/mcp and
-	// /v1/tools serve them concurrently): commands share the workspace, a
-	// write tool has it alone. The write rules check a path and then
-	// write it; a command running in between could turn a directory on
-	// it into a symbolic link to .git.
+	// calls orders the calls that run at once on the workspace's
+	// directory, from this Workspace and every other one on the same
+	// directory in this process (a run, /mcp and each /v1/tools call have
+	// their own): commands share the directory, a write tool has it
+	// alone. The write rules check a path and then write it; a command
+	// running in between could turn a directory on it into a symbolic
+	// link to .git.
 	calls *semaphore.Weighted
 
 	mu       sync.Mutex
@@ -88,7 +90,25 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 // newWorkspace is a workspace on the opened directory root, whose path is
 // dir; every constructor ends here.
 func newWorkspace(dir string, root *os.Root) *Workspace {
-	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}, calls: semaphore.NewWeighted(maxSharedCalls)}
+	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}, calls: directoryCalls(dir)}
+}
+
+// dirCalls holds the call semaphore of each directory a workspace was
+// opened on, by its path with symbolic links resolved. An entry is a few
+// words and stays for the life of the process: a server opens a bounded
+// set of workspace directories.
+var dirCalls sync.Map // string → *semaphore.Weighted
+
+// directoryCalls returns the call semaphore shared by the workspaces on dir.
+func directoryCalls(dir string) *semaphore.Weighted {
+	if real, err := filepath.EvalSymlinks(dir); err == nil {
+		dir = real
+	}
+	if sem, ok := dirCalls.Load(dir); ok {
+		return sem.(*semaphore.Weighted)
+	}
+	sem, _ := dirCalls.LoadOrStore(dir, semaphore.NewWeighted(maxSharedCalls))
+	return sem.(*semaphore.Weighted)
 }
 
 // maxSharedCalls is the weight of the workspace: a write tool takes all of
