@@ -22,6 +22,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/buildinfo"
+	"github.com/specloop/specloop/internal/redirect"
 )
 
 // Defaults for a zero Config.
@@ -163,12 +164,17 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 }
 
 // cappedClient is c (or http.DefaultClient) with every response body
-// capped at MaxResponseBytes.
+// capped at MaxResponseBytes and, unless c has a redirect policy of its
+// own, redirects followed only within the server's scheme and host (a 307
+// would re-send a call's arguments to whatever host it named).
 func cappedClient(c *http.Client) *http.Client {
 	if c == nil {
 		c = http.DefaultClient
 	}
 	capped := *c
+	if capped.CheckRedirect == nil {
+		capped.CheckRedirect = redirect.SameOrigin
+	}
 	next := c.Transport
 	if next == nil {
 		next = http.DefaultTransport

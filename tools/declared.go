@@ -15,6 +15,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/redirect"
 	"github.com/specloop/specloop/sandbox"
 )
 
@@ -77,7 +78,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 		c := *cfg.Client
 		client = &c
 	}
-	client.CheckRedirect = sameOrigin
+	client.CheckRedirect = redirect.SameOrigin
 	cfg.Client = client
 	for _, def := range s.reg.Defs() {
 		if s.bound[def.Spec.Name] != nil {
@@ -210,22 +211,6 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 	return resultFor(c.def, stdout.buf.Bytes())
 }
 
-// errOtherOrigin refuses a redirect away from an endpoint's origin.
-var errOtherOrigin = errors.New("a redirect to another origin")
-
-// sameOrigin follows an endpoint's redirects only within its own scheme
-// and host: a 307 or 308 would post the arguments again to wherever the
-// Location points, which the document never declared.
-func sameOrigin(req *http.Request, via []*http.Request) error {
-	if len(via) >= 10 {
-		return errors.New("stopped after 10 redirects")
-	}
-	if u, first := req.URL, via[0].URL; u.Scheme != first.Scheme || !strings.EqualFold(u.Host, first.Host) {
-		return errOtherOrigin
-	}
-	return nil
-}
-
 // endpointHandler posts a tool's arguments to its declared endpoint.
 type endpointHandler struct {
 	def *Def
@@ -254,7 +239,7 @@ func (e *endpointHandler) call(ctx context.Context, _ *Env, args map[string]any)
 		if tctx.Err() != nil {
 			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s did not answer within %s", e.def.Spec.Name, e.cfg.Timeout)
 		}
-		if errors.Is(err, errOtherOrigin) {
+		if errors.Is(err, redirect.ErrOtherOrigin) {
 			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s redirected to another origin, which a declared endpoint may not; the request was not sent there", e.def.Spec.Name)
 		}
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s cannot be reached", e.def.Spec.Name)
