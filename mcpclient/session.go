@@ -23,6 +23,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/buildinfo"
 	"github.com/specloop/specloop/internal/redirect"
+	"github.com/specloop/specloop/tools"
 )
 
 // Defaults for a zero Config.
@@ -318,14 +319,11 @@ func (s *Session) stopped() bool {
 	}
 }
 
-// maxToolName is the longest tool name providers accept.
-const maxToolName = 64
-
 // bind checks a listed tool and compiles its schemas.
 func (s *Session) bind(t *mcp.Tool) (*tool, error) {
 	full := s.server.Name + Separator + t.Name
-	if len(full) > maxToolName || !plainName(t.Name) {
-		return nil, fmt.Errorf("tool %.64q: %s would not be a valid tool name for a model (letters, digits, - and _, at most %d in all)", t.Name, s.server.Name+Separator+"TOOL", maxToolName)
+	if t.Name == "" || !tools.ValidToolName(full) {
+		return nil, fmt.Errorf("tool %.64q: %s would not be a valid tool name for a model (letters, digits, - and _, at most 64 in all)", t.Name, s.server.Name+Separator+"TOOL")
 	}
 	in, inMap, err := compile(full, "input", t.InputSchema)
 	if err != nil {
@@ -353,19 +351,6 @@ func (s *Session) bind(t *mcp.Tool) (*tool, error) {
 		bt.spec.ResultSchema = &outMap
 	}
 	return bt, nil
-}
-
-func plainName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return false
-		}
-	}
-	return true
 }
 
 // compile compiles a tool's JSON Schema (draft 2020-12 unless it says

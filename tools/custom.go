@@ -35,6 +35,12 @@ type Spec struct {
 // providers' rules for function names.
 var toolName = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
 
+// ValidToolName reports whether name may name a tool offered to a model:
+// 1 to 64 letters, digits, - and _, the common ground of the providers'
+// rules for function names. Custom tools and external MCP tools are held
+// to it.
+func ValidToolName(name string) bool { return toolName.MatchString(name) }
+
 // LoadSpec parses and checks an OpenAPI 3.0 document (YAML or JSON) of
 // custom tools. It refuses, naming the tool or the place and the problem:
 // a path that is not /v1/tools/{name} or has another method than POST, an
