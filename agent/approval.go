@@ -36,9 +36,15 @@ import (
 
 // ApprovalRequest is a tool call that the run's approval policy says needs
 // a person's decision. Call is the loop's copy of the call, with full
-// arguments; its CallId is always set: a call the model gave no id gets
-// one from the loop ("approval-N"), which the trace's approval events
-// carry.
+// arguments; its CallId is always set, and is what a decision is
+// addressed by (the server's approvals list and POST
+// /v1/runs/{id}/approvals/{call_id}, the trace's approval events). It is
+// the model's call id when that is a plain id the trace records verbatim
+// (letters, digits, _ and -, at most 64 bytes, not shaped like a key) that
+// no earlier request of the run had; any other call — no id, an id such
+// as ., .., a/b or sk-proj-…, a re-used id — gets one from the loop,
+// "approval-N", so that every call can be decided by a URL path segment.
+// The Observation still carries the model's own id.
 type ApprovalRequest struct {
 	RunID string
 	Step  int
@@ -187,8 +193,11 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	req := ApprovalRequest{RunID: l.runID, Step: step, Call: *Item{ToolCall: &rec.call}.clone().ToolCall}
 	// A decision is addressed by call id, and the model writes the ids:
 	// one an earlier request had would let a decision meant for that call
-	// (a late click, a second person) decide this one.
-	if id := req.Call.CallId; id == nil || *id == "" || a.asked[*id] {
+	// (a late click, a second person) decide this one; one the trace does
+	// not record verbatim (not plain, or shaped like a key) could not be
+	// decided by what the approval events show, nor by a URL (a browser
+	// resolves . and .. as dot segments).
+	if id := req.Call.CallId; id == nil || !verbatimID(*id) || a.asked[*id] {
 		name := ""
 		for name == "" || a.asked[name] {
 			a.named++

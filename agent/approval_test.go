@@ -344,6 +344,53 @@ func TestReusedCallIDIsRenamed(t *testing.T) {
 	}
 }
 
+// A decision is addressed by the request's call id, as a URL path segment
+// (POST /v1/runs/{id}/approvals/{call_id}) and in the trace's approval
+// events (which a durable engine decides by). An id a browser resolves as
+// a dot segment (., .., %2e%2e), one that is no segment (a/b), one shaped
+// like a key (which the trace must not hold) or a long one gets an
+// approval id of the loop's: every call can be decided, by the id the
+// request shows, which the approval events carry verbatim.
+func TestOddCallIDsGetApprovalIDs(t *testing.T) {
+	rt, _ := fileRuntime(t)
+	odd := []string{"..", ".", "a/b", "%2e%2e", "sk-proj-" + strings.Repeat("A", 48), "a.b", " c1", strings.Repeat("i", 65), "c1"}
+	var script []string
+	var answers []agent.Approval
+	for i, id := range odd {
+		script = append(script, writeCall(id, fmt.Sprintf("f%d.txt", i), id))
+		answers = append(answers, agent.Approval{Decision: gen.ApprovalDecisionApprove})
+	}
+	ap := &scripted{answers: answers}
+	log := &eventLog{}
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(append(script, finish)...),
+		agent.Options{MaxSteps: 20, Tools: rt, Trace: log, ApprovalPolicy: gen.ApprovalPolicyWrites, Approver: ap})
+	if err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	want := []string{"approval-1", "approval-2", "approval-3", "approval-4", "approval-5", "approval-6", "approval-7", "approval-8", "c1"}
+	if diff := cmp.Diff(want, ap.callIDs()); diff != "" {
+		t.Fatalf("the requests' call ids (-want +got):\n%s", diff)
+	}
+	var traced, ran []string
+	for _, ev := range log.events {
+		switch ev.EventType {
+		case gen.TraceEventTypeApprovalRequested:
+			traced = append(traced, *ev.CallId)
+		case gen.TraceEventTypeObservation:
+			if ev.IsError == nil || *ev.IsError {
+				t.Errorf("step %d: the approved call failed", ev.Step)
+			}
+			ran = append(ran, *ev.CallId)
+		}
+	}
+	if diff := cmp.Diff(want, traced); diff != "" {
+		t.Errorf("the approval_requested events' call ids (-want +got):\n%s", diff)
+	}
+	if len(ran) != len(odd) {
+		t.Errorf("%d calls ran, want %d", len(ran), len(odd))
+	}
+}
+
 // The trace and the events an observer sees never hold an approval
 // request's argument values, nor a decision's reason verbatim.
 func TestApprovalTraceHasNoArgumentValues(t *testing.T) {

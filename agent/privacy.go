@@ -80,11 +80,16 @@ func traceCallID(id, room *string) *string {
 	if id == nil {
 		return nil
 	}
-	if plainID(*id) && !secretshape.Looks(*id) {
+	if verbatimID(*id) {
 		return id
 	}
 	*room = trace.Summary(*id)
 	return room
+}
+
+// verbatimID reports whether the trace records call id verbatim.
+func verbatimID(id string) bool {
+	return plainID(id) && !secretshape.Looks(id)
 }
 
 func plainID(id string) bool {
