@@ -587,3 +587,35 @@ func TestApprovalLapseSurvivesAPause(t *testing.T) {
 		t.Fatalf("asked %d times, want c1 and, after the write, c2", asked)
 	}
 }
+
+// A re-used call id is renamed across a pause too: a durable engine that
+// resumes the run between the two calls still gives the second one an id
+// of its own.
+func TestReusedCallIDIsRenamedAcrossAPause(t *testing.T) {
+	rt, _ := fileRuntime(t)
+	ap := &scripted{answers: []agent.Approval{{Decision: gen.ApprovalDecisionApprove}, {Decision: gen.ApprovalDecisionApprove}}}
+	opts := agent.Options{RunID: "r", Tools: rt, PauseAfter: 1, ApprovalPolicy: gen.ApprovalPolicyWrites, Approver: ap}
+	m := model.NewScript(writeCall("x", "a.txt", "1"), writeCall("x", "a.txt", "2"), finish)
+	for {
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
+		var p *agent.PausedError
+		if !errors.As(err, &p) {
+			if err != nil || res.ExitReason != gen.ExitReasonFinished {
+				t.Fatalf("run = %+v, %v", res, err)
+			}
+			break
+		}
+		data, err := json.Marshal(p.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st agent.State
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		opts.Resume = &st
+	}
+	if diff := cmp.Diff([]string{"x", "approval-1"}, ap.callIDs()); diff != "" {
+		t.Fatalf("call ids (-want +got):\n%s", diff)
+	}
+}
