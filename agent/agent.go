@@ -19,6 +19,65 @@
 // retry (see Compaction). A model that repeats the same calls with the
 // same results is warned once and then stopped, exit reason stuck (see
 // StuckDetection).
+//
+// # Approvals
+//
+// A run's approval policy (Options.ApprovalPolicy, the spec's
+// ApprovalPolicy) says which tool calls wait for a person's decision before
+// they run; the Approver (Options.Approver) asks the person. Which tools
+// run commands or write to the workspace is read from the spec's tool
+// operations (x-specloop-command, x-specloop-writes), so a new tool
+// declares it there. A tool the spec does not declare — a custom tool (its
+// handler may be a command or an endpoint), an MCP server's tool — may do
+// anything, and is treated as one that runs commands.
+//
+// What each policy asks about:
+//
+//   - never (or none given): no call. Every tool the run offers runs as
+//     the model calls it.
+//   - commands: every call of run_command, of a custom tool and of an MCP
+//     server's tool. Not the file tools: write_file, edit_file and
+//     apply_patch write without asking, and reads (read_file, list_files,
+//     search) and the calculator run without asking.
+//   - writes: those, and every call of write_file, edit_file and
+//     apply_patch. Reads and the calculator run without asking.
+//   - always: every call of every tool, reads included.
+//
+// Under no policy is the completion check (Options.Check) asked about. It
+// is the person's own command, given with the run, and it runs, sandboxed
+// like run_command, each time the model finishes — and what it runs is the
+// workspace as the model left it: the tests, build files and scripts the
+// model wrote or changed. That is its purpose (it judges the model's
+// work), and no policy stops it; a person who must not run code the model
+// wrote, even sandboxed, gives no check.
+//
+// Only calls of tools the run offers are asked about: a call of any other
+// name goes to the runtime, which answers unknown_tool. The loop runs a
+// turn's actions in order, so two calls of one turn that need approval are
+// asked one after the other, the second once the first was decided (and,
+// if approved, ran).
+//
+// An approval runs the call; a denial does not run the call and answers
+// it with an error Observation of code denied carrying the reason, and the
+// run goes on. approve_for_run also lets every later call of the same tool
+// in the run through without asking (per tool, not the whole run), with
+// one limit: for a tool that runs commands (run_command, custom and MCP
+// tools) it holds only while the run changes no file. Once a call of
+// write_file, edit_file or apply_patch ran after the decision (approved or,
+// under commands, not asked about; failed or not), the tool's next call is
+// asked about again, and its ApprovalRequest.Reason says that files
+// changed since the tool was last approved — a person who let `sh
+// build.sh` run did not see the build.sh the model wrote after. The same
+// Reason comes with any later request of a command tool approved once
+// before in the run. Changes a command makes itself do not lapse an
+// approval: a tool approved for the run may already run any command, and
+// the loop does not see what a command, a custom tool or an MCP tool
+// wrote. An approve_for_run of a tool that does not run commands
+// (write_file under writes, read_file under always) holds for the run.
+//
+// Each request is traced as approval_requested (tool name, call id and
+// argument keys, never argument values) and each decision as
+// approval_decided (the decision and the summary of the reason).
 package agent
 
 import (
@@ -85,7 +144,10 @@ type Options struct {
 	RunID string
 	// Tools executes tool calls; nil means no tool is available.
 	Tools ToolRuntime
-	// Check, when set, must pass before a Finish ends the run.
+	// Check, when set, must pass before a Finish ends the run. It runs
+	// each time the model finishes, under every approval policy without
+	// asking, and runs what the workspace then holds: code the model wrote
+	// included (see Approvals in approval.go).
 	Check Checker
 	// ApprovalPolicy says which tool calls wait for Approver's decision
 	// before they run (see approval.go); "" means never.
@@ -459,6 +521,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
+		l.approvals.ran(call.ToolName)
 	}
 	toolMs, now := l.lap(t0)
 	if err != nil {

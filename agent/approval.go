@@ -13,36 +13,29 @@ import (
 	"github.com/specloop/specloop/trace"
 )
 
-// Approvals: a run's approval policy (Options.ApprovalPolicy, the spec's
-// ApprovalPolicy) says which tool calls wait for a person's decision before
-// they run; the Approver (Options.Approver) asks the person. Which tools
-// run commands or write to the workspace is read from the spec's tool
-// operations (x-specloop-command, x-specloop-writes), so a new tool
-// declares it there.
-//
-// Only calls of tools the run offers are asked about: a call of any other
-// name goes to the runtime, which answers unknown_tool. The loop runs a
-// turn's actions in order, so two calls of one turn that need approval are
-// asked one after the other, the second once the first was decided (and,
-// if approved, ran).
-//
-// Each request is traced as approval_requested (tool name, call id and
-// argument keys, never argument values) and each decision as
-// approval_decided (the decision and the summary of the reason). An
-// approval runs the call; approve_for_run also lets every later call of
-// the same tool in the run through without asking (per tool, not the whole
-// run); a denial does not run the call and answers it with an error
-// Observation of code denied carrying the reason, and the run goes on.
+// Approvals: the package comment (agent.go) says what each policy asks
+// about, what it never asks about, and what an approve_for_run covers.
 
 // ApprovalRequest is a tool call that the run's approval policy says needs
 // a person's decision. Call is the loop's copy of the call, with full
-// arguments; its CallId is always set: a call the model gave no id gets
-// one from the loop ("approval-N"), which the trace's approval events
-// carry.
+// arguments; its CallId is always set, and is what a decision is
+// addressed by (the server's approvals list and POST
+// /v1/runs/{id}/approvals/{call_id}, the trace's approval events). It is
+// the model's call id when that is a plain id the trace records verbatim
+// (letters, digits, _ and -, at most 64 bytes, not shaped like a key) that
+// no earlier request of the run had; any other call — no id, an id such
+// as ., .., a/b or sk-proj-…, a re-used id — gets one from the loop,
+// "approval-N", so that every call can be decided by a URL path segment.
+// The Observation still carries the model's own id.
 type ApprovalRequest struct {
 	RunID string
 	Step  int
 	Call  gen.ToolCall
+	// Reason says what the person should know beyond the call itself,
+	// or is empty: for a tool that runs commands, that files in the
+	// workspace changed since the tool was last approved in this run (an
+	// approve_for_run of it lapsed for that reason).
+	Reason string
 }
 
 // Approval is a person's decision on an ApprovalRequest. Reason is told to
@@ -128,10 +121,12 @@ var toolKinds = sync.OnceValue(func() map[string]toolKind {
 })
 
 // NeedsApproval reports whether policy makes a call of the tool named wait
-// for a decision: never (or ""): no call; commands: tools the spec marks
-// x-specloop-command and tools it does not declare (custom and MCP tools,
-// whose effects it cannot vouch for); writes: those and tools it marks
-// x-specloop-writes; always: every call.
+// for a decision (see the package comment): never (or ""): no call; commands:
+// tools the spec marks x-specloop-command and tools it does not declare
+// (custom and MCP tools, whose effects it cannot vouch for); writes: those
+// and tools it marks x-specloop-writes; always: every call. An
+// approve_for_run can spare a call the asking; NeedsApproval does not
+// know of one.
 func NeedsApproval(policy gen.ApprovalPolicy, tool string) bool {
 	switch policy {
 	case gen.ApprovalPolicyAlways:
@@ -146,12 +141,53 @@ func NeedsApproval(policy gen.ApprovalPolicy, tool string) bool {
 	return false
 }
 
+// runsCommands reports whether a call of the tool named may run code the
+// workspace holds: the spec marks it x-specloop-command, or does not
+// declare it (a custom tool whose handler is a command, an MCP server's
+// tool: their effects are not the runtime's to vouch for).
+func runsCommands(tool string) bool {
+	k, declared := toolKinds()[tool]
+	return !declared || k.command
+}
+
+// writesFiles reports whether the spec marks the tool named
+// x-specloop-writes.
+func writesFiles(tool string) bool {
+	return toolKinds()[tool].writes
+}
+
 // approvals is a loop's approval state.
 type approvals struct {
 	offered  map[string]bool // the tools the run offers
 	approved map[string]bool // tools approved for the rest of the run
 	named    int             // call ids the loop gave
 	asked    map[string]bool // the call ids of the run's requests so far
+	// writes counts the calls of tools that write files that ran, and
+	// approvedAt holds, for each tool that runs commands and was
+	// approved, writes at its last approval: an approve_for_run of it
+	// holds while the two are equal.
+	writes     int
+	approvedAt map[string]int
+}
+
+// ran notes that a call of the tool named ran (approved, or not asked
+// about): one of a tool that writes files changes what the next command
+// may run.
+func (a *approvals) ran(tool string) {
+	if a.offered != nil && writesFiles(tool) {
+		a.writes++
+	}
+}
+
+// changedSince returns how many calls of tools that write files ran since
+// the tool named, one that runs commands, was last approved; 0 when it
+// was never approved in the run.
+func (a *approvals) changedSince(tool string) int {
+	at, ok := a.approvedAt[tool]
+	if !ok || !runsCommands(tool) {
+		return 0
+	}
+	return a.writes - at
 }
 
 // initApprovals checks the options' policy and approver.
@@ -172,6 +208,7 @@ func (l *loop) initApprovals(toolNames []string) error {
 	}
 	l.approvals.approved = map[string]bool{}
 	l.approvals.asked = map[string]bool{}
+	l.approvals.approvedAt = map[string]int{}
 	return nil
 }
 
@@ -181,14 +218,29 @@ func (l *loop) initApprovals(toolNames []string) error {
 func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end) {
 	a := &l.approvals
 	name := rec.call.ToolName
-	if a.offered == nil || !a.offered[name] || a.approved[name] || !NeedsApproval(l.opts.ApprovalPolicy, name) {
+	if a.offered == nil || !a.offered[name] || !NeedsApproval(l.opts.ApprovalPolicy, name) {
+		return true, nil
+	}
+	changed := a.changedSince(name)
+	if a.approved[name] && changed == 0 {
 		return true, nil
 	}
 	req := ApprovalRequest{RunID: l.runID, Step: step, Call: *Item{ToolCall: &rec.call}.clone().ToolCall}
+	if changed > 0 {
+		// The approval covered the commands, not code the run wrote
+		// since: a person who let `sh build.sh` run did not see the
+		// build.sh of now.
+		delete(a.approved, name)
+		req.Reason = fmt.Sprintf("files in the workspace changed since %s was last approved in this run: %d %s of tools that write files ran since",
+			clipName(name), changed, plural(changed, "call", "calls"))
+	}
 	// A decision is addressed by call id, and the model writes the ids:
 	// one an earlier request had would let a decision meant for that call
-	// (a late click, a second person) decide this one.
-	if id := req.Call.CallId; id == nil || *id == "" || a.asked[*id] {
+	// (a late click, a second person) decide this one; one the trace does
+	// not record verbatim (not plain, or shaped like a key) could not be
+	// decided by what the approval events show, nor by a URL (a browser
+	// resolves . and .. as dot segments).
+	if id := req.Call.CallId; id == nil || !verbatimID(*id) || a.asked[*id] {
 		name := ""
 		for name == "" || a.asked[name] {
 			a.named++
@@ -232,6 +284,9 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
+	if dec.Decision != gen.ApprovalDecisionDeny && runsCommands(name) {
+		a.approvedAt[name] = a.writes
+	}
 	switch dec.Decision {
 	case gen.ApprovalDecisionApproveForRun:
 		a.approved[name] = true
@@ -245,6 +300,13 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		return false, nil
 	}
 	return true, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
 }
 
 // approvalEvent is an approval event of call, its tool name and call id

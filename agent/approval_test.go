@@ -18,6 +18,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -344,6 +345,53 @@ func TestReusedCallIDIsRenamed(t *testing.T) {
 	}
 }
 
+// A decision is addressed by the request's call id, as a URL path segment
+// (POST /v1/runs/{id}/approvals/{call_id}) and in the trace's approval
+// events (which a durable engine decides by). An id a browser resolves as
+// a dot segment (., .., %2e%2e), one that is no segment (a/b), one shaped
+// like a key (which the trace must not hold) or a long one gets an
+// approval id of the loop's: every call can be decided, by the id the
+// request shows, which the approval events carry verbatim.
+func TestOddCallIDsGetApprovalIDs(t *testing.T) {
+	rt, _ := fileRuntime(t)
+	odd := []string{"..", ".", "a/b", "%2e%2e", "sk-proj-" + strings.Repeat("A", 48), "a.b", " c1", strings.Repeat("i", 65), "c1"}
+	var script []string
+	var answers []agent.Approval
+	for i, id := range odd {
+		script = append(script, writeCall(id, fmt.Sprintf("f%d.txt", i), id))
+		answers = append(answers, agent.Approval{Decision: gen.ApprovalDecisionApprove})
+	}
+	ap := &scripted{answers: answers}
+	log := &eventLog{}
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(append(script, finish)...),
+		agent.Options{MaxSteps: 20, Tools: rt, Trace: log, ApprovalPolicy: gen.ApprovalPolicyWrites, Approver: ap})
+	if err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	want := []string{"approval-1", "approval-2", "approval-3", "approval-4", "approval-5", "approval-6", "approval-7", "approval-8", "c1"}
+	if diff := cmp.Diff(want, ap.callIDs()); diff != "" {
+		t.Fatalf("the requests' call ids (-want +got):\n%s", diff)
+	}
+	var traced, ran []string
+	for _, ev := range log.events {
+		switch ev.EventType {
+		case gen.TraceEventTypeApprovalRequested:
+			traced = append(traced, *ev.CallId)
+		case gen.TraceEventTypeObservation:
+			if ev.IsError == nil || *ev.IsError {
+				t.Errorf("step %d: the approved call failed", ev.Step)
+			}
+			ran = append(ran, *ev.CallId)
+		}
+	}
+	if diff := cmp.Diff(want, traced); diff != "" {
+		t.Errorf("the approval_requested events' call ids (-want +got):\n%s", diff)
+	}
+	if len(ran) != len(odd) {
+		t.Errorf("%d calls ran, want %d", len(ran), len(odd))
+	}
+}
+
 // The trace and the events an observer sees never hold an approval
 // request's argument values, nor a decision's reason verbatim.
 func TestApprovalTraceHasNoArgumentValues(t *testing.T) {
@@ -403,5 +451,171 @@ func TestWritingToolsAreMarked(t *testing.T) {
 	}
 	if checked < 3 {
 		t.Fatalf("checked %d tools; the spec has write_file, edit_file and run_command", checked)
+	}
+}
+
+// commandRuntime is a runtime with the file tools and run_command, its
+// commands unconfined (the tests' commands are harmless), on a new
+// workspace directory.
+func commandRuntime(t *testing.T) *tools.Runtime {
+	t.Helper()
+	ws, err := tools.OpenWorkspace(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ws.Close() })
+	rt, err := tools.New(tools.Config{Workspace: ws, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt
+}
+
+func commandCall(id, command string) string {
+	b, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "call_id": id,
+		"arguments": map[string]any{"command": command}})
+	return string(b)
+}
+
+// An approve_for_run of a tool that runs commands lets its later calls
+// through only while the run changes no file: once a call of a tool that
+// writes files ran, the next command is asked about again (a person who
+// let `sh build.sh` run did not see the build.sh the model wrote since),
+// and the request says why. Under every policy that asks about commands.
+func TestApproveForRunOfCommandsLapsesWhenFilesChange(t *testing.T) {
+	script := func(rewrite bool) []string {
+		s := []string{writeCall("w1", "build.sh", "echo one\n"), commandCall("c1", "sh build.sh")}
+		if rewrite {
+			s = append(s, writeCall("w2", "build.sh", "echo two\n"))
+		}
+		return append(s, commandCall("c2", "sh build.sh"), commandCall("c3", "sh build.sh"), finish)
+	}
+	for _, tc := range []struct {
+		policy        gen.ApprovalPolicy
+		rewrite       bool
+		asked, reason []string
+	}{
+		{gen.ApprovalPolicyCommands, true, []string{"c1", "c2"}, []string{"", "changed"}},
+		{gen.ApprovalPolicyCommands, false, []string{"c1"}, []string{""}},
+		{gen.ApprovalPolicyWrites, true, []string{"w1", "c1", "c2"}, []string{"", "", "changed"}},
+		{gen.ApprovalPolicyWrites, false, []string{"w1", "c1"}, []string{"", ""}},
+		{gen.ApprovalPolicyAlways, true, []string{"w1", "c1", "c2"}, []string{"", "", "changed"}},
+		{gen.ApprovalPolicyAlways, false, []string{"w1", "c1"}, []string{"", ""}},
+	} {
+		t.Run(fmt.Sprintf("%s rewrite=%v", tc.policy, tc.rewrite), func(t *testing.T) {
+			var asked, reasons []string
+			ap := agent.ApproverFunc(func(_ context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+				asked = append(asked, *req.Call.CallId)
+				r := ""
+				if req.Reason != "" {
+					r = "changed"
+					if !strings.Contains(req.Reason, "files") || !strings.Contains(req.Reason, "run_command") {
+						t.Errorf("the request says %q", req.Reason)
+					}
+				}
+				reasons = append(reasons, r)
+				return agent.Approval{Decision: gen.ApprovalDecisionApproveForRun}, nil
+			})
+			res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, model.NewScript(script(tc.rewrite)...),
+				agent.Options{MaxSteps: 10, Tools: commandRuntime(t), ApprovalPolicy: tc.policy, Approver: ap})
+			if err != nil || res.ExitReason != gen.ExitReasonFinished {
+				t.Fatalf("run = %+v, %v", res, err)
+			}
+			if diff := cmp.Diff(tc.asked, asked); diff != "" {
+				t.Errorf("asked about (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.reason, reasons); diff != "" {
+				t.Errorf("the requests' reasons (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// A single approval of a command is asked again anyway; the next request
+// says when files changed since, and a denied write changes nothing.
+func TestCommandRequestSaysFilesChanged(t *testing.T) {
+	var reasons []string
+	ap := agent.ApproverFunc(func(_ context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
+		reasons = append(reasons, req.Reason)
+		if req.Call.ToolName == "write_file" && *req.Call.CallId == "w2" {
+			return agent.Approval{Decision: gen.ApprovalDecisionDeny}, nil
+		}
+		return agent.Approval{Decision: gen.ApprovalDecisionApprove}, nil
+	})
+	script := model.NewScript(commandCall("c1", "true"), writeCall("w1", "a.txt", "x"), commandCall("c2", "true"),
+		writeCall("w2", "a.txt", "y"), commandCall("c3", "true"), finish)
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, script,
+		agent.Options{MaxSteps: 10, Tools: commandRuntime(t), ApprovalPolicy: gen.ApprovalPolicyAlways, Approver: ap})
+	if err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run = %+v, %v", res, err)
+	}
+	if len(reasons) != 5 || reasons[0] != "" || reasons[1] != "" || reasons[2] == "" || reasons[3] != "" || reasons[4] != "" {
+		t.Fatalf("the requests' reasons are %q: want only c2's to say files changed", reasons)
+	}
+}
+
+// The lapse survives a pause: a durable engine that resumes the run
+// between the write and the command still asks.
+func TestApprovalLapseSurvivesAPause(t *testing.T) {
+	asked := 0
+	opts := agent.Options{RunID: "r", MaxSteps: 10, Tools: commandRuntime(t), PauseAfter: 1, ApprovalPolicy: gen.ApprovalPolicyCommands,
+		Approver: agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) {
+			asked++
+			return agent.Approval{Decision: gen.ApprovalDecisionApproveForRun}, nil
+		})}
+	m := model.NewScript(commandCall("c1", "true"), writeCall("w1", "a.txt", "x"), commandCall("c2", "true"), commandCall("c3", "true"), finish)
+	for {
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
+		var p *agent.PausedError
+		if !errors.As(err, &p) {
+			if err != nil || res.ExitReason != gen.ExitReasonFinished {
+				t.Fatalf("run = %+v, %v", res, err)
+			}
+			break
+		}
+		data, err := json.Marshal(p.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st agent.State
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		opts.Resume = &st
+	}
+	if asked != 2 {
+		t.Fatalf("asked %d times, want c1 and, after the write, c2", asked)
+	}
+}
+
+// A re-used call id is renamed across a pause too: a durable engine that
+// resumes the run between the two calls still gives the second one an id
+// of its own.
+func TestReusedCallIDIsRenamedAcrossAPause(t *testing.T) {
+	rt, _ := fileRuntime(t)
+	ap := &scripted{answers: []agent.Approval{{Decision: gen.ApprovalDecisionApprove}, {Decision: gen.ApprovalDecisionApprove}}}
+	opts := agent.Options{RunID: "r", Tools: rt, PauseAfter: 1, ApprovalPolicy: gen.ApprovalPolicyWrites, Approver: ap}
+	m := model.NewScript(writeCall("x", "a.txt", "1"), writeCall("x", "a.txt", "2"), finish)
+	for {
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
+		var p *agent.PausedError
+		if !errors.As(err, &p) {
+			if err != nil || res.ExitReason != gen.ExitReasonFinished {
+				t.Fatalf("run = %+v, %v", res, err)
+			}
+			break
+		}
+		data, err := json.Marshal(p.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st agent.State
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		opts.Resume = &st
+	}
+	if diff := cmp.Diff([]string{"x", "approval-1"}, ap.callIDs()); diff != "" {
+		t.Fatalf("call ids (-want +got):\n%s", diff)
 	}
 }

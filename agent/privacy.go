@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/secretshape"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -16,6 +17,13 @@ import (
 // only when it is a property of that tool's input schema; any other name
 // or key is recorded as its trace.Summary, `chars=N;sha256=HEX`, which
 // still tells which without saying what.
+//
+// A call id, which the model writes too, is recorded verbatim only when it
+// is plain (letters, digits, _ and -, at most 64 bytes, as providers make
+// them) and has no credential's shape (internal/secretshape: sk-…, ghp_…,
+// AKIA…, a JWT, a long high-entropy token); any other id is recorded as its
+// Summary, the same in every event of the call, so that its model_action,
+// observation and approval events still pair.
 
 // vocabulary holds the names a trace may record verbatim: the offered
 // tools and the properties of their input schemas. A nil vocabulary (no
@@ -66,17 +74,22 @@ const maxPlainID = 64
 
 // traceCallID returns a call id as the trace records it: nil for none, the
 // id itself when it is a plain id (letters, digits, _ and -, as providers
-// make them), else its summary, stored in room. A model may write anything
-// in a call id.
+// make them) without a credential's shape, else its summary, stored in
+// room. A model may write anything in a call id.
 func traceCallID(id, room *string) *string {
 	if id == nil {
 		return nil
 	}
-	if plainID(*id) {
+	if verbatimID(*id) {
 		return id
 	}
 	*room = trace.Summary(*id)
 	return room
+}
+
+// verbatimID reports whether the trace records call id verbatim.
+func verbatimID(id string) bool {
+	return plainID(id) && !secretshape.Looks(id)
 }
 
 func plainID(id string) bool {

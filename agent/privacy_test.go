@@ -223,3 +223,51 @@ type failingModel struct{ err error }
 func (m failingModel) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
 	return agent.Action{}, m.err
 }
+
+// A call id is the model's to write, and one shaped like a key (a model
+// that read one may put it there) is recorded as its summary in the trace
+// and the events an observer sees (the server's event stream, and the
+// spans built from them), however plain its characters: the call's
+// model_action and observation still pair by it.
+func TestKeyShapedCallIDsAreSummarized(t *testing.T) {
+	for _, id := range []string{
+		"sk-proj-" + strings.Repeat("A", 48),
+		"ghp_0123456789abcdefghijABCDEFGHIJ012345",
+		"AKIAIOSFODNN7EXAMPLE",
+		"Zx81kQpL2vN7rT0aYb5cWd3eFg6hJi9m",
+	} {
+		t.Run(id[:4], func(t *testing.T) {
+			call := `{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":1},"call_id":"` + id + `"}`
+			res, file, shown := observed(t, model.NewScript(call, finish))
+			if res.ExitReason != gen.ExitReasonFinished {
+				t.Fatalf("result = %+v", res)
+			}
+			for what, data := range map[string][]byte{"trace file": file, "observed events": shown} {
+				if bytes.Contains(data, []byte(id)) {
+					t.Errorf("the %s holds the call id verbatim", what)
+				}
+				var paired []string
+				for _, ev := range decodeEvents(t, data) {
+					if ev.CallId != nil {
+						paired = append(paired, string(ev.EventType)+" "+*ev.CallId)
+					}
+				}
+				want := []string{"model_action " + trace.Summary(id), "observation " + trace.Summary(id)}
+				if !slices.Equal(paired, want) {
+					t.Errorf("%s: call ids %q, want %q", what, paired, want)
+				}
+			}
+		})
+	}
+}
+
+// Provider call ids are recorded as they are.
+func TestProviderCallIDsArePlain(t *testing.T) {
+	for _, id := range []string{"call_X8mN2pQrS7tUvW9yZa1bC3dE", "toolu_01A09q90qw90lq917835lq9", "chatcmpl-tool-3f9a0b1c2d3e4f5a6b7c8d9e0f1a2b3c", "c1"} {
+		call := `{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":1},"call_id":"` + id + `"}`
+		_, file, _ := observed(t, model.NewScript(call, finish))
+		if n := bytes.Count(file, []byte(`"call_id":"`+id+`"`)); n != 2 {
+			t.Errorf("the trace holds the call id %q %d times, want its model_action and observation", id, n)
+		}
+	}
+}

@@ -47,10 +47,18 @@ type State struct {
 	Started time.Time
 	// Check is the completion check's last result.
 	Check *gen.CheckResult `json:",omitempty"`
-	// Approved are the tools approved for the rest of the run, and
-	// CallIDs the call ids the approvals gave.
-	Approved []string `json:",omitempty"`
-	CallIDs  int      `json:",omitempty"`
+	// Approved are the tools approved for the rest of the run, CallIDs
+	// the call ids the approvals gave, and Asked the call ids of the
+	// run's approval requests so far (a later call with one of them is
+	// asked about under an id of its own). Writes counts the calls
+	// of tools that write files that ran, and ApprovedAt holds, for each
+	// tool that runs commands and was approved, Writes at its last
+	// approval (an approve_for_run of it lapses once they differ).
+	Approved   []string       `json:",omitempty"`
+	CallIDs    int            `json:",omitempty"`
+	Asked      []string       `json:",omitempty"`
+	Writes     int            `json:",omitempty"`
+	ApprovedAt map[string]int `json:",omitempty"`
 	// ContextBase, ContextBaseEstimate and ContextKnown are the context
 	// budget's last reported request size and its estimate.
 	ContextBase         int  `json:",omitempty"`
@@ -68,6 +76,13 @@ func (l *loop) state(steps int) State {
 		Check: l.check, CallIDs: l.approvals.named,
 		ContextBase: l.ctxb.base, ContextBaseEstimate: l.ctxb.baseEst, ContextKnown: l.ctxb.known}
 	st.Approved = slices.Sorted(maps.Keys(l.approvals.approved))
+	if len(l.approvals.asked) > 0 {
+		st.Asked = slices.Sorted(maps.Keys(l.approvals.asked))
+	}
+	st.Writes = l.approvals.writes
+	if len(l.approvals.approvedAt) > 0 {
+		st.ApprovedAt = maps.Clone(l.approvals.approvedAt)
+	}
 	return st
 }
 
@@ -78,6 +93,19 @@ func (l *loop) restore(st *State) {
 	}
 	l.usage, l.counted, l.start, l.check = st.Usage, st.Counted, st.Started, st.Check
 	l.approvals.named = st.CallIDs
+	for _, id := range st.Asked {
+		if l.approvals.asked == nil {
+			l.approvals.asked = map[string]bool{}
+		}
+		l.approvals.asked[id] = true
+	}
+	l.approvals.writes = st.Writes
+	for name, at := range st.ApprovedAt {
+		if l.approvals.approvedAt == nil {
+			l.approvals.approvedAt = map[string]int{}
+		}
+		l.approvals.approvedAt[name] = at
+	}
 	for _, name := range st.Approved {
 		if l.approvals.approved == nil {
 			l.approvals.approved = map[string]bool{}

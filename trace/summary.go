@@ -7,7 +7,11 @@
 // so a trace can be shared without leaking what the agent saw. Names are
 // recorded verbatim only when the spec defines them (the tools offered, the
 // properties of their input schemas); a tool name or an argument key the
-// model made up is recorded as its Summary too (see Names).
+// model made up is recorded as its Summary too (see Names). A call id is
+// recorded verbatim only when it is plain (letters, digits, _ and -, at
+// most 64 bytes) and not shaped like a credential (sk-…, ghp_…, AKIA…, a
+// JWT, a long high-entropy token); any other is recorded as its Summary,
+// the same in each of the call's events.
 package trace
 
 import (

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -821,4 +822,115 @@ func TestBrowserResume(t *testing.T) {
 		t.Errorf("the event stream was asked for with Last-Event-ID %q, want \"\" then \"1\"", lastIDs)
 	}
 	b.checkClean(t, front.URL, "")
+}
+
+// TestBrowserHiddenCharacters: what the model wrote reaches the page with
+// its invisible characters marked, not working: a bidi override in a file
+// name of a call waiting for approval (notes\u202etxt.exe would read
+// notes"exe.txt), a zero-width space, a C1 control and an escape in the
+// answer, a bidi isolate in the patch. And a call whose id the model made
+// `..` — which a browser resolves as a dot segment of the decision's URL —
+// is still decided from the page (the loop gives it an approval id).
+func TestBrowserHiddenCharacters(t *testing.T) {
+	srv := startServer(t, server.Config{})
+	b := newBrowser(t)
+	shots := artifacts(t)
+	ctx := b.ctx
+	call := func(id, path, content string) string {
+		j, err := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "write_file", "call_id": id,
+			"arguments": map[string]any{"path": path, "content": content}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(j)
+	}
+	answer := "done\u200b \u0085 \x1b[2K"
+	finish, err := json.Marshal(map[string]any{"type": "finish", "answer": answer})
+	if err != nil {
+		t.Fatal(err)
+	}
+	policy := gen.ApprovalPolicyWrites
+	run, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "write with odd names"},
+		Model: sdk.ScriptModel(call("..", "notes\u202etxt.exe", "x\n"), call("a/b", "plain.txt", "rm -rf ~ #\u2066 harmless\n"), string(finish)), ApprovalPolicy: &policy})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.do(t, "open the run", chromedp.Navigate(srv.url+"/ui/#/runs/"+run.Id))
+	waiting := `!document.getElementById('approvals').hidden && document.querySelectorAll('#approval-list li').length === 1 && document.getElementById('run-meta').textContent.includes('Tools')`
+	b.waitJS(t, "the first call waiting for approval", waiting)
+	type view struct {
+		Text    string   `json:"text"`
+		Markers []string `json:"markers"`
+	}
+	got := eval[view](t, b, `(() => { const li = document.querySelector('#approval-list li');
+		return {text: li.textContent, markers: [...li.querySelectorAll('.hidden-char')].map(s => s.textContent)}; })()`)
+	if strings.ContainsRune(got.Text, '\u202e') || !strings.Contains(got.Text, `"path": "notes<U+202E>txt.exe"`) || !slices.Contains(got.Markers, "<U+202E>") {
+		t.Errorf("the waiting call reads %q, marked %q: want the override shown as <U+202E>, marked", got.Text, got.Markers)
+	}
+	b.screenshot(t, shots, "approval-hidden-chars")
+	first := eval[string](t, b, `document.querySelector('#approval-list li').dataset.call`)
+	b.do(t, "approve the first call", chromedp.Click(chromedp.CSS(`#approval-list button[data-decision="approve"]`)))
+	b.waitJS(t, "the second call waiting for approval", waiting+` && document.querySelector('#approval-list li').dataset.call !== `+jsString(t, first))
+	b.do(t, "approve the second call", chromedp.Click(chromedp.CSS(`#approval-list button[data-decision="approve"]`)))
+	b.waitJS(t, "the run's end", `document.body.dataset.runState === 'finished'`)
+	r, err := srv.sdk.GetRun(ctx, run.Id)
+	if err != nil || r.Result == nil || r.Result.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("the run: %+v, %v", r, err)
+	}
+	got = eval[view](t, b, `(() => { const a = document.getElementById('answer');
+		return {text: a.textContent, markers: [...a.querySelectorAll('.hidden-char')].map(s => s.textContent)}; })()`)
+	if want := "done<U+200B> <U+0085> <U+001B>[2K"; got.Text != want || !slices.Equal(got.Markers, []string{"<U+200B>", "<U+0085>", "<U+001B>"}) {
+		t.Errorf("the answer reads %q, marked %q; want %q", got.Text, got.Markers, want)
+	}
+	if added := eval[[]string](t, b, `[...document.querySelectorAll('#patch .add')].map(s => s.textContent)`); !slices.Contains(added, "+rm -rf ~ #<U+2066> harmless") {
+		t.Errorf("the patch's added lines read %q, want the isolate marked", added)
+	}
+	if steps := eval[string](t, b, `document.getElementById('steps-body').textContent`); strings.Count(steps, "write_file approve") != 2 {
+		t.Errorf("the steps read %q: want both calls approved", steps)
+	}
+	b.checkClean(t, srv.url, "")
+}
+
+// TestBrowserReveal: the page's rule for what it marks, in its own code:
+// controls but newline and tab, format characters (bidi, zero-width,
+// BOM, tags), line and paragraph separators.
+func TestBrowserReveal(t *testing.T) {
+	srv := startServer(t, server.Config{})
+	b := newBrowser(t)
+	b.do(t, "open the page", chromedp.Navigate(srv.url+"/ui/"))
+	b.waitJS(t, "the page", `document.body.dataset.ready === 'true'`)
+	for in, want := range map[string]string{
+		"plain text, é and 日本":              "plain text, é and 日本",
+		"a\nb\tc":                           "a\nb\tc",
+		"notes\u202etxt.exe":                "notes<U+202E>txt.exe",
+		"\u202a\u202b\u202c\u202d":          "<U+202A><U+202B><U+202C><U+202D>",
+		"\u2066x\u2067y\u2068z\u2069":       "<U+2066>x<U+2067>y<U+2068>z<U+2069>",
+		"\u200e\u200f\u061c":                "<U+200E><U+200F><U+061C>",
+		"zero\u200b\u200c\u200dwidth\ufeff": "zero<U+200B><U+200C><U+200D>width<U+FEFF>",
+		"\x00\x07\r\x1b\x7f":                "<U+0000><U+0007><U+000D><U+001B><U+007F>",
+		"\u0085\u009b":                      "<U+0085><U+009B>",
+		"line\u2028para\u2029":              "line<U+2028>para<U+2029>",
+		"tag\U000E0041":                     "tag<U+E0041>",
+		"soft\u00adhyphen":                  "soft<U+00AD>hyphen",
+	} {
+		got := eval[string](t, b, `import('./util.js').then(m => m.reveal(`+jsString(t, in)+`))`)
+		if got != want {
+			t.Errorf("reveal(%q) = %q, want %q", in, got, want)
+		}
+		marked := eval[string](t, b, `import('./util.js').then(m => { const p = document.createElement('p'); p.append(m.visible(`+jsString(t, in)+`)); return p.textContent; })`)
+		if marked != want {
+			t.Errorf("visible(%q) reads %q, want %q", in, marked, want)
+		}
+	}
+	b.checkClean(t, srv.url, "")
+}
+
+// jsString is s as a JavaScript string literal.
+func jsString(t *testing.T, s string) string {
+	t.Helper()
+	b, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
 }

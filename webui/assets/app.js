@@ -7,7 +7,7 @@ import { setToken, token, unauthorized } from './api.js';
 import { FormView } from './form.js';
 import { ListView } from './list.js';
 import { RunView } from './run.js';
-import { show } from './util.js';
+import { reveal, setText, show } from './util.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -55,7 +55,7 @@ async function main() {
       document.title = 'Runs · specloop';
       list.show(r.params).catch(report);
     } else if (r.view === 'run') {
-      document.title = `Run ${r.id} · specloop`;
+      document.title = `Run ${reveal(r.id)} · specloop`;
       run.show(r.id);
     } else {
       document.title = 'New run · specloop';
@@ -89,7 +89,7 @@ async function main() {
 
 function report(e) {
   const m = $('global-msg');
-  m.textContent = e && e.message ? e.message : 'something went wrong';
+  setText(m, e && e.message ? e.message : 'something went wrong');
   show(m, true);
 }
 

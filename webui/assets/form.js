@@ -3,7 +3,7 @@
 
 import { api, APIError } from './api.js';
 import { Provider } from './known.js';
-import { el, show } from './util.js';
+import { el, setText, show } from './util.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -88,7 +88,7 @@ export class FormView {
 
   fail(message, field) {
     const msg = $('form-msg');
-    msg.textContent = message;
+    setText(msg, message);
     show(msg, true);
     const id = field && (fieldIDs[field] || (field.startsWith('f-') ? field : fieldIDs[field.replace(/\/\d+$/, '')]));
     if (id) $(id).focus();

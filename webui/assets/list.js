@@ -4,7 +4,7 @@
 
 import { api } from './api.js';
 import { ExitReason, RunStatus } from './known.js';
-import { el, fmtAge, fmtMs, runDuration } from './util.js';
+import { el, fmtAge, fmtMs, runDuration, visible } from './util.js';
 
 export const pageSize = 100;
 const pollEvery = 2000;
@@ -22,7 +22,7 @@ export function exitBadge(result) {
 }
 
 function row(run, now) {
-  const link = el('a', { href: `#/runs/${encodeURIComponent(run.id)}`, class: 'mono' }, run.id);
+  const link = el('a', { href: `#/runs/${encodeURIComponent(run.id)}`, class: 'mono' }, visible(run.id));
   const steps = run.result ? String(run.result.steps_used) : '';
   return el('tr', { 'data-run': run.id, 'data-status': run.status },
     el('td', { 'data-label': 'Run' }, link),
@@ -31,7 +31,7 @@ function row(run, now) {
     el('td', { class: 'num', 'data-label': 'Steps' }, steps),
     el('td', { class: 'num', 'data-label': 'Duration' }, fmtMs(runDuration(run, now))),
     el('td', { class: 'num', 'data-label': 'Age', title: run.created_at }, fmtAge(run.created_at, now)),
-    el('td', { class: 'mono', 'data-label': 'Workspace' }, run.workspace || ''),
+    el('td', { class: 'mono', 'data-label': 'Workspace' }, visible(run.workspace)),
   );
 }
 

@@ -6,7 +6,7 @@
 import { api, APIError, follow } from './api.js';
 import { ActionType, Approvals, EventType, ExitReason, RunStatus } from './known.js';
 import { exitBadge, statusBadge } from './list.js';
-import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, show, summary } from './util.js';
+import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, setText, show, summary, visible } from './util.js';
 
 const $ = (id) => document.getElementById(id);
 
@@ -33,7 +33,7 @@ function stepRow(s, meanings) {
     model.push(line(a.action_type || ''));
     if (a.action_type === ActionType.toolCall) {
       const keys = (a.argument_keys || []).join(', ');
-      calls.push(line(el('strong', null, a.tool_name || '?'), el('span', { class: 'keys' }, `(${keys})`)));
+      calls.push(line(el('strong', null, visible(a.tool_name) || '?'), el('span', { class: 'keys' }, visible(`(${keys})`))));
     } else if (a.action_type === ActionType.finish) {
       calls.push(line(el('span', { class: 'muted' }, 'answer: '), summary(a.output)));
     }
@@ -44,19 +44,19 @@ function stepRow(s, meanings) {
       case EventType.observation:
         if (r.is_error) {
           const code = r.error_code || 'error';
-          return line(el('span', { class: 'err', title: (meanings && meanings[code]) || '' }, `${r.tool_name || ''} ${code}`), ' ', summary(r.output));
+          return line(el('span', { class: 'err', title: (meanings && meanings[code]) || '' }, visible(`${r.tool_name || ''} ${code}`)), ' ', summary(r.output));
         }
-        return line(el('span', { class: 'ok' }, `${r.tool_name || ''} ok`), ' ', summary(r.output));
+        return line(el('span', { class: 'ok' }, visible(`${r.tool_name || ''} ok`)), ' ', summary(r.output));
       case EventType.modelFeedback:
         return line(el('span', { class: 'warn' }, `feedback: ${r.feedback_kind || ''}`), ' ', summary(r.output));
       case EventType.finishRejected:
         return line(el('span', { class: 'warn' }, `finish rejected: check exited ${r.exit_code}`), ' ', summary(r.output));
       case Approvals.event:
-        return line(el('span', { class: 'warn' }, `${r.tool_name || ''} waits for approval`));
+        return line(el('span', { class: 'warn' }, visible(`${r.tool_name || ''} waits for approval`)));
       case Approvals.decided:
-        return line(el('span', { class: r.decision === Approvals.deny ? 'err' : 'ok' }, `${r.tool_name || ''} ${r.decision || ''}`), ' ', summary(r.output));
+        return line(el('span', { class: r.decision === Approvals.deny ? 'err' : 'ok' }, visible(`${r.tool_name || ''} ${r.decision || ''}`)), ' ', summary(r.output));
       default:
-        return line(r.kind);
+        return line(visible(r.kind));
     }
   });
   const time = [];
@@ -96,7 +96,7 @@ export class RunView {
     $('approval-list').replaceChildren();
     this.abort = new AbortController();
     document.body.dataset.runState = 'loading';
-    $('run-id').textContent = id;
+    setText($('run-id'), id);
     $('steps-body').replaceChildren();
     $('run-meta').replaceChildren();
     $('run-msg').textContent = '';
@@ -132,7 +132,7 @@ export class RunView {
       await this.refresh();
     } catch (e) {
       if (signal.aborted) return;
-      $('run-msg').textContent = e instanceof APIError ? e.message : 'the run could not be loaded';
+      setText($('run-msg'), e instanceof APIError ? e.message : 'the run could not be loaded');
       $('run-msg').className = 'err';
       document.body.dataset.runState = 'error';
     }
@@ -256,14 +256,14 @@ export class RunView {
     metaList($('run-meta'), [
       ['Status', statusBadge(st)],
       ['Task', this.started ? summary(this.started.input_summary) : ''],
-      ['Workspace', run.workspace || '(root)'],
+      ['Workspace', visible(run.workspace) || '(root)'],
       ['Created', fmtTime(run.created_at)],
       ['Started', fmtTime(run.started_at || (this.started && this.started.time))],
       ['Finished', fmtTime(run.finished_at || (this.finished && this.finished.time))],
       ['Duration', fmtMs(dur)],
       ['Steps', this.started && this.started.max_steps ? `${this.rows.size} of ${this.started.max_steps}` : String(this.rows.size)],
       ['Tokens', fmtTokens(tokens)],
-      ['Tools', this.started && this.started.tool_names ? this.started.tool_names.join(', ') : ''],
+      ['Tools', this.started && this.started.tool_names ? visible(this.started.tool_names.join(', ')) : ''],
     ]);
     show($('cancel-run'), st !== RunStatus.finished);
   }
@@ -277,11 +277,11 @@ export class RunView {
       ['Check', check ? `${check.passed ? 'passed' : 'failed'} (exit code ${check.exit_code})` : ''],
       ['Sandbox', res.sandbox ? res.sandbox.backend : ''],
     ]);
-    $('answer').textContent = res.answer || '';
+    setText($('answer'), res.answer);
     show($('answer-box'), !!res.answer);
-    $('run-error').textContent = res.error || '';
+    setText($('run-error'), res.error);
     show($('error-box'), res.exit_reason !== ExitReason.finished && !!res.error);
-    $('check-tail').textContent = check && check.output_tail ? check.output_tail : '';
+    setText($('check-tail'), check && check.output_tail);
     show($('check-box'), !!(check && check.output_tail));
     show($('result'), true);
     if (res.patch) renderDiff($('patch'), res.patch);
@@ -297,7 +297,7 @@ export class RunView {
       $('run-msg').textContent = 'cancelling…';
       $('run-msg').className = 'muted';
     } catch (e) {
-      $('run-msg').textContent = e instanceof APIError ? e.message : 'the run could not be cancelled';
+      setText($('run-msg'), e instanceof APIError ? e.message : 'the run could not be cancelled');
       $('run-msg').className = 'err';
     } finally {
       b.disabled = false;
@@ -335,7 +335,7 @@ export class RunView {
           { method: 'POST', body, signal: this.abort.signal });
         await this.refresh();
       } catch (e) {
-        msg.textContent = e instanceof APIError ? e.message : 'the decision was not recorded';
+        setText(msg, e instanceof APIError ? e.message : 'the decision was not recorded');
         msg.className = 'err';
         for (const b of buttons) b.disabled = false;
       }
@@ -346,9 +346,13 @@ export class RunView {
       buttons.push(b);
       return b;
     };
+    // Everything of the call but the step is the model's: its invisible
+    // and control characters are shown by their codes (visible).
     return el('li', { 'data-call': a.call_id },
-      el('div', null, `Step ${a.step}: `, el('strong', null, a.tool_name), a.expires_at ? el('span', { class: 'muted' }, ` (denied at ${fmtTime(a.expires_at)} if no one decides)`) : ''),
-      el('pre', { class: 'text args', 'aria-label': 'Arguments' }, JSON.stringify(a.arguments, null, 2)),
+      el('div', null, `Step ${a.step}: `, el('strong', null, visible(a.tool_name)),
+        el('span', { class: 'muted' }, ' (call ', el('code', { class: 'call-id' }, visible(a.call_id)), ')'),
+        a.expires_at ? el('span', { class: 'muted' }, ` (denied at ${fmtTime(a.expires_at)} if no one decides)`) : ''),
+      el('pre', { class: 'text args', 'aria-label': 'Arguments' }, visible(JSON.stringify(a.arguments, null, 2))),
       el('div', { class: 'field' }, el('label', { for: reasonID }, 'Reason (optional; a denial tells the model)'), reason),
       el('div', { class: 'toolbar' },
         button('Approve', Approvals.approve, 'primary'),

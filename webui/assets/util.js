@@ -1,5 +1,6 @@
 // DOM and formatting helpers. Text from the server (or the model) only ever
-// reaches the page as textContent, never as HTML.
+// reaches the page as text, never as HTML, and with its invisible and
+// control characters marked (visible).
 
 // el builds an element: el('td', {class: 'num'}, 'text', child…).
 export function el(tag, attrs, ...children) {
@@ -19,6 +20,49 @@ export function el(tag, attrs, ...children) {
 
 export function show(e, visible) {
   e.hidden = !visible;
+}
+
+// hiddenChar matches what text from the model must not do unseen on the
+// page: control characters but newline and tab (C0, DEL, C1), format
+// characters (\p{Cf}: the bidi overrides, embeddings, isolates and marks,
+// zero-width spaces and joiners, the BOM, soft hyphens, tag characters),
+// the line and paragraph separators, and lone surrogates. A bidi override
+// in a file name makes notes\u202etxt.exe read as notes"exe.txt.
+const hiddenChar = /(?![\n\t])[\p{Cc}\p{Cf}\p{Zl}\p{Zp}\p{Cs}]/gu;
+const hasHidden = new RegExp(hiddenChar.source, 'u');
+
+function codePoint(c) {
+  return 'U+' + c.codePointAt(0).toString(16).toUpperCase().padStart(4, '0');
+}
+
+// reveal returns s with each hidden character written as <U+XXXX>, for
+// where the page can put text only (a title, an attribute).
+export function reveal(s) {
+  return String(s).replace(hiddenChar, (c) => `<${codePoint(c)}>`);
+}
+
+// visible returns s as the page shows text from the server (which holds
+// what the model wrote): a fragment of its text, each hidden character
+// replaced by a marked <U+XXXX> span; '' for an empty or absent s.
+export function visible(s) {
+  if (s === undefined || s === null || s === '') return '';
+  s = String(s);
+  if (!hasHidden.test(s)) return s;
+  const frag = document.createDocumentFragment();
+  let last = 0;
+  for (const m of s.matchAll(hiddenChar)) {
+    if (m.index > last) frag.append(s.slice(last, m.index));
+    const code = codePoint(m[0]);
+    frag.append(el('span', { class: 'hidden-char', title: `an invisible or control character, ${code}, shown by its code` }, `<${code}>`));
+    last = m.index + m[0].length;
+  }
+  if (last < s.length) frag.append(s.slice(last));
+  return frag;
+}
+
+// setText fills e with visible(s).
+export function setText(e, s) {
+  e.replaceChildren(visible(s));
 }
 
 export function fmtMs(ms) {
@@ -56,11 +100,11 @@ export function runDuration(run, now) {
 
 // summary renders a trace summary ("chars=N;sha256=HEX", what the
 // privacy-safe trace keeps of a text) as "N chars" with the whole summary
-// as its title; any other text is shown as it is.
+// as its title; any other text is shown as it is (see visible).
 export function summary(s) {
   if (!s) return '';
   const m = /^chars=(\d+);sha256=([0-9a-f]{64})$/.exec(s);
-  if (!m) return el('span', { class: 'muted' }, s);
+  if (!m) return el('span', { class: 'muted' }, visible(s));
   return el('span', { class: 'muted summary', title: s }, `${m[1]} chars`);
 }
 
@@ -91,7 +135,7 @@ export function renderDiff(pre, patch) {
   const lines = patch.split('\n');
   if (lines.length && lines[lines.length - 1] === '') lines.pop();
   const classes = diffClasses(lines);
-  lines.forEach((line, i) => frag.append(el('span', { class: classes[i] }, line)));
+  lines.forEach((line, i) => frag.append(el('span', { class: classes[i] }, visible(line))));
   pre.replaceChildren(frag);
 }
 
