@@ -5,10 +5,10 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/termsafe"
 )
 
 // Show writes the events for a person to read, one line each, in file order:
@@ -29,10 +29,10 @@ func Show(w io.Writer, log *Log) error {
 // Format renders one event on one line.
 func Format(ev *gen.TraceEvent) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s  run=%s  step=%-3d %-15s", ev.Time.Format("15:04:05.000"), ev.RunId, ev.Step, ev.EventType)
+	fmt.Fprintf(&b, "%s  run=%s  step=%-3d %-15s", ev.Time.Format("15:04:05.000"), shown(ev.RunId), ev.Step, shown(string(ev.EventType)))
 	add := func(k, v string) { b.WriteString("  " + k + "=" + v) }
 	if ev.ActionType != nil {
-		add("action", string(*ev.ActionType))
+		add("action", shown(string(*ev.ActionType)))
 	}
 	if ev.ToolName != nil {
 		add("tool", shown(*ev.ToolName))
@@ -51,19 +51,19 @@ func Format(ev *gen.TraceEvent) string {
 		add("error", "yes")
 	}
 	if ev.ErrorCode != nil {
-		add("code", string(*ev.ErrorCode))
+		add("code", shown(string(*ev.ErrorCode)))
 	}
 	if ev.FeedbackKind != nil {
-		add("feedback", string(*ev.FeedbackKind))
+		add("feedback", shown(string(*ev.FeedbackKind)))
 	}
 	if ev.Decision != nil {
-		add("decision", string(*ev.Decision))
+		add("decision", shown(string(*ev.Decision)))
 	}
 	if ev.ExitCode != nil {
 		add("exit_code", strconv.Itoa(*ev.ExitCode))
 	}
 	if ev.ExitReason != nil {
-		add("exit", string(*ev.ExitReason))
+		add("exit", shown(string(*ev.ExitReason)))
 	}
 	if ev.StepsUsed != nil {
 		add("steps", strconv.Itoa(*ev.StepsUsed))
@@ -108,21 +108,15 @@ func Format(ev *gen.TraceEvent) string {
 // package writes holds nothing longer, but a file may come from elsewhere.
 const maxShown = 100
 
-// shown makes a name or a summary from a trace safe to print on one line
-// of a terminal: control characters (and bidi controls) become U+FFFD
-// and it is clipped to maxShown characters.
+// shown makes a name, an id or a summary from a trace safe to print on one
+// line of a terminal: control characters (and bidi controls) are shown as
+// visible escapes (termsafe.Line) and it is clipped to maxShown characters.
+// (Read checks an event against the spec, so the enum fields hold one of
+// their values; Format shows them safely whatever it is given.)
 func shown(s string) string {
-	n := 0
-	return strings.Map(func(r rune) rune {
-		n++
-		switch {
-		case n > maxShown+1:
-			return -1
-		case n == maxShown+1:
-			return '…'
-		case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r):
-			return utf8.RuneError
-		}
-		return r
-	}, s)
+	s = termsafe.Line(s)
+	if utf8.RuneCountInString(s) <= maxShown {
+		return s
+	}
+	return string([]rune(s)[:maxShown]) + "…"
 }

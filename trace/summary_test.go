@@ -28,24 +28,28 @@ func TestNames(t *testing.T) {
 }
 
 // Show prints names and keys from a trace file that did not come from this
-// package (an older version recorded them verbatim) on one safe line.
+// package (an older version recorded them verbatim) and its run id on one
+// safe line, escapes visible.
 func TestShowClipsHostileNames(t *testing.T) {
 	name := "\x1b]0;owned\x07" + strings.Repeat("n", 20_000)
 	keys := []string{"\u202e" + strings.Repeat("k", 20_000), "left"}
 	id := "\x1b[2J" + strings.Repeat("i", 20_000)
-	ev := gen.TraceEvent{RunId: "r", EventType: gen.TraceEventTypeModelAction, ToolName: &name, ArgumentKeys: &keys, CallId: &id}
+	ev := gen.TraceEvent{RunId: "\x1b]52;c;QUJD\x07\u009b2J\n" + strings.Repeat("r", 20_000), EventType: gen.TraceEventTypeModelAction, ToolName: &name, ArgumentKeys: &keys, CallId: &id}
 	line := trace.Format(&ev)
-	if n := utf8.RuneCountInString(line); n > 400 {
+	if n := utf8.RuneCountInString(line); n > 600 { // five fields of at most 101 characters
 		t.Fatalf("a line of %d characters", n)
 	}
 	if strings.ContainsFunc(line, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) }) {
 		t.Fatalf("the line holds a control character: %q", line)
 	}
-	if !strings.Contains(line, "args=[�kkk") || !strings.Contains(line, "…,left]") {
+	if !strings.Contains(line, `args=[\u202ekkk`) || !strings.Contains(line, "…,left]") {
 		t.Fatalf("the keys are not shown clipped: %q", line)
 	}
-	if !strings.Contains(line, "call=�[2Jiii") {
+	if !strings.Contains(line, `call=\x1b[2Jiii`) {
 		t.Fatalf("the call id is not shown clipped: %q", line)
+	}
+	if !strings.Contains(line, `run=\x1b]52;c;QUJD\x07\u009b2J\nrrr`) {
+		t.Fatalf("the run id is not shown clipped, its escapes visible: %q", line)
 	}
 	summary := trace.Summary(name)
 	ev.ToolName = &summary

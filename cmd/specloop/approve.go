@@ -11,11 +11,11 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/sdk"
 	"golang.org/x/term"
 )
@@ -148,7 +148,8 @@ const maxArgumentLines = 40
 
 // describeArguments shows each argument of a call, sorted by name: a
 // string as text (a command reads as it runs), anything else as JSON.
-// Control characters, which could drive the terminal, show as U+FFFD.
+// Control characters, which could drive the terminal, show as visible
+// escapes (`\x1b`).
 func describeArguments(w io.Writer, args map[string]any) {
 	keys := make([]string, 0, len(args))
 	for k := range args {
@@ -177,15 +178,10 @@ func describeArguments(w io.Writer, args map[string]any) {
 	}
 }
 
-// printable replaces control characters but tabs with U+FFFD and clips
-// the line.
+// printable shows control characters but tabs as visible escapes
+// (termsafe.Text; s holds no newline) and clips the line.
 func printable(s string) string {
-	s = strings.Map(func(r rune) rune {
-		if r != '\t' && (unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r)) {
-			return utf8.RuneError
-		}
-		return r
-	}, s)
+	s = termsafe.Text(s)
 	if utf8.RuneCountInString(s) > 500 {
 		s = string([]rune(s)[:500]) + "…"
 	}

@@ -23,9 +23,10 @@ type terminal struct {
 	ptmx *os.File // the test's side
 	tty  *os.File // the command's stdin, stdout and stderr
 
-	mu  sync.Mutex
-	out bytes.Buffer
-	off int // where the next expect looks from
+	mu     sync.Mutex
+	out    bytes.Buffer
+	off    int           // where the next expect looks from
+	closed chan struct{} // closed when the test's side reads no more
 }
 
 func newTerminal(t *testing.T) *terminal {
@@ -34,8 +35,9 @@ func newTerminal(t *testing.T) *terminal {
 	if err != nil {
 		t.Skipf("no pseudo-terminal: %v", err)
 	}
-	term := &terminal{t: t, ptmx: ptmx, tty: tty}
+	term := &terminal{t: t, ptmx: ptmx, tty: tty, closed: make(chan struct{})}
 	go func() {
+		defer close(term.closed)
 		buf := make([]byte, 4096)
 		for {
 			n, err := ptmx.Read(buf)
@@ -91,6 +93,21 @@ func (term *terminal) answer(line string) {
 	if _, err := term.ptmx.Write([]byte(line + "\n")); err != nil {
 		term.t.Fatal(err)
 	}
+}
+
+// drain closes the command's side once the command ended and returns
+// every byte the terminal received.
+func (term *terminal) drain() []byte {
+	term.t.Helper()
+	term.tty.Close()
+	select {
+	case <-term.closed:
+	case <-time.After(30 * time.Second):
+		term.t.Fatalf("the terminal was not drained in 30 s; it shows:\n%s", term)
+	}
+	term.mu.Lock()
+	defer term.mu.Unlock()
+	return bytes.Clone(term.out.Bytes())
 }
 
 func (term *terminal) String() string {

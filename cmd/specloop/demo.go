@@ -19,6 +19,7 @@ import (
 // with a scripted model, on a copy of an embedded Go module whose test
 // fails.
 func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
+	env = env.runText()
 	fs := newFlagSet(env, "demo", "[flags]",
 		"Copies a small Go module whose test fails into a temporary workspace and runs a scripted agent on it:\n"+
 			"search, read_file, edit_file, run_command `go test ./...`, finish, with the completion check\n"+

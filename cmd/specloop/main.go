@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/sandbox"
 )
 
@@ -81,7 +82,17 @@ func (e *cmdEnv) clockFor(w io.Writer) clock {
 	if e.clock != nil {
 		return *e.clock
 	}
-	return realClock(w)
+	return realClock(termsafe.Exact(w))
+}
+
+// runText returns e for a command that prints what a run produced (the
+// answer, the error, the patch, command output, a trace): its standard
+// output and error pass the sanitiser (termsafe.Text) when they are a
+// terminal or a pipe, so that nothing a model or a workspace wrote drives
+// the person's terminal; a file gets the text exactly. Output that must
+// stay exact everywhere (--json) is written to termsafe.Exact(e.stdout).
+func (e *cmdEnv) runText() *cmdEnv {
+	return &cmdEnv{stdin: e.stdin, stdout: termsafe.Guard(e.stdout), stderr: termsafe.Guard(e.stderr), clock: e.clock}
 }
 
 func (e *cmdEnv) errorf(format string, args ...any) {

@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/termsafe"
 )
 
 // progressPrinter prints each step of a run as it happens, one line an event.
@@ -37,7 +37,7 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 			}
 			fmt.Fprintf(p.w, "step %-3d → %s [%s]\n", ev.Step, oneLine(*ev.ToolName, maxNameChars), oneLine(strings.Join(keys, ","), 200))
 		default:
-			fmt.Fprintf(p.w, "step %-3d → finish (%s)\n", ev.Step, deref(ev.Output))
+			fmt.Fprintf(p.w, "step %-3d → finish (%s)\n", ev.Step, oneLine(deref(ev.Output), maxNameChars))
 		}
 	case gen.TraceEventTypeObservation:
 		mark := "←"
@@ -116,15 +116,10 @@ func compactJSON(v any) string {
 const maxNameChars = 100
 
 // oneLine flattens s to one line of at most n characters, with control
-// characters (which could drive the terminal) shown as U+FFFD.
+// characters (which could drive the terminal) shown as visible escapes
+// (termsafe.Line).
 func oneLine(s string, n int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
-			return utf8.RuneError
-		}
-		return r
-	}, s)
+	s = termsafe.Line(strings.Join(strings.Fields(s), " "))
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -110,11 +111,14 @@ func (f *runFlags) validate() error {
 }
 
 func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
+	env = env.runText()
 	var f runFlags
 	fs := newFlagSet(env, "run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
 		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
 			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
-			"the run ended (see `specloop help`).")
+			"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
+			"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
+			"to a file, the patch, the answer and the error are exact, and --json always is.")
 	f.register(fs)
 	prompt, code, done := parseWithPositional(fs, args)
 	if done {
@@ -189,10 +193,13 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
 }
 
-// report prints a run's result and returns the exit status for it.
+// report prints a run's result and returns the exit status for it: as
+// JSON exactly as encoding/json writes it (which escapes C0 controls, ESC
+// among them, but leaves C1 controls and bidi overrides as they are), or
+// for a person, through env's sanitiser on a terminal (see runText).
 func report(env *cmdEnv, res *gen.RunResult, runErr error, asJSON bool, tracePath string) int {
 	if asJSON {
-		enc := json.NewEncoder(env.stdout)
+		enc := json.NewEncoder(termsafe.Exact(env.stdout))
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(res); err != nil {

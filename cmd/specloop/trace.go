@@ -9,6 +9,7 @@ import (
 )
 
 func traceCmd(_ context.Context, env *cmdEnv, args []string) int {
+	env = env.runText()
 	fs := newFlagSet(env, "trace show", "FILE",
 		"Prints a JSONL trace for a person, one event a line, in file order. It only reads the file.\n"+
 			"A torn last line (a crash mid-write) is reported after the events before it.")
