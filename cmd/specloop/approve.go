@@ -81,6 +81,9 @@ func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalReques
 		<-a.lines
 	}
 	fmt.Fprintf(a.out, "\napproval needed: step %d calls %s (call %s)\n", req.Step, oneLine(req.Call.ToolName, maxNameChars), oneLine(deref(req.Call.CallId), maxNameChars))
+	if req.Reason != "" {
+		fmt.Fprintf(a.out, "  note: %s\n", oneLine(req.Reason, 400))
+	}
 	describeArguments(a.out, req.Call.Arguments)
 	for {
 		fmt.Fprint(a.out, "run it? [y]es, [n]o, [a]lways for this tool in this run: ")

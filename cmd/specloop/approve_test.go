@@ -316,3 +316,30 @@ func TestTerminalApprovalRemote(t *testing.T) {
 		}
 	})
 }
+
+// "Always" for run_command holds until the model writes a file: then the
+// next command is asked about again, and the question says why.
+func TestTerminalApprovalAlwaysLapsesAfterAWrite(t *testing.T) {
+	term := newTerminal(t)
+	script := scriptFile(t,
+		`{"type":"tool_call","tool_name":"run_command","call_id":"c1","arguments":{"command":"echo first"}}`,
+		`{"type":"tool_call","tool_name":"run_command","call_id":"c2","arguments":{"command":"echo second"}}`,
+		writeAction("w1", "build.sh", "echo rewritten"),
+		`{"type":"tool_call","tool_name":"run_command","call_id":"c3","arguments":{"command":"sh build.sh"}}`,
+		`{"type":"finish","answer":"done"}`)
+	done := term.run(context.Background(), "run", "--script", script, "--workspace", t.TempDir(), "--approval", "commands", "--max-steps", "10", "run it")
+	term.expect("calls run_command (call c1)")
+	term.expect("run it?")
+	term.answer("a")
+	term.expect("calls run_command (call c3)")
+	term.expect("note: files in the workspace changed since run_command was last approved")
+	term.expect("run it?")
+	term.answer("y")
+	term.expect("rewritten")
+	if code := term.exit(done); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, term)
+	}
+	if strings.Contains(term.String(), "(call c2)") {
+		t.Errorf("asked about c2 although run_command was approved for the run and nothing was written:\n%s", term)
+	}
+}
