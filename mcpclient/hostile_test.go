@@ -247,3 +247,18 @@ func TestSchemaCostBudget(t *testing.T) {
 	obs := within(t, "a call of the 10-level chain", func() gen.Observation { return call(t, rt, "ext__chain", map[string]any{"x": 1.0}) })
 	wantCode(t, obs, gen.ErrorCodeInvalidArguments)
 }
+
+// A server's tools may add MaxServerBytes to every model request, not
+// more: 16 schemas of 64 KiB fit, one more tool does not.
+func TestServerBytesCap(t *testing.T) {
+	n := mcpclient.MaxServerBytes / mcpclient.MaxSchemaBytes
+	tools := make([]rawTool, n, n+1)
+	for i := range tools {
+		tools[i] = rawTool{name: fmt.Sprintf("t%d", i), schema: paddedSchema(mcpclient.MaxSchemaBytes)}
+	}
+	if err := openErr(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, tools...)}); err != nil {
+		t.Fatalf("%d bytes of tools: %v", mcpclient.MaxServerBytes, err)
+	}
+	tools = append(tools, rawTool{name: "last", description: "d", schema: `{"type":"object"}`})
+	wantRefused(t, openErr(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, tools...)}), `"ext"`, fmt.Sprintf("more than %d MiB", mcpclient.MaxServerBytes>>20))
+}

@@ -27,6 +27,9 @@ const (
 	// MaxSchemaBytes is the largest input or output schema of a tool, as
 	// compact JSON.
 	MaxSchemaBytes = 64 << 10
+	// MaxServerBytes is the most one server's tools may add to every
+	// model request: their descriptions (clipped) and schemas together.
+	MaxServerBytes = 1 << 20
 	// MaxSchemaDepth is the deepest a schema's JSON may nest (objects and
 	// arrays).
 	MaxSchemaDepth = 64
@@ -360,6 +363,7 @@ func (c *coster) inPlace(n *costNode) error {
 type validator struct {
 	schema *jsonschema.Schema
 	deep   bool // values nesting deeper than MaxArgumentDepth are refused
+	size   int  // the schema's compact JSON, in bytes
 }
 
 // newValidator compiles a checked schema and bounds its cost.

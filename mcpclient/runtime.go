@@ -14,7 +14,7 @@
 //
 // What a server offers is untrusted input, since it goes into every model
 // request and checks every call: at most MaxToolsPerServer tools a server
-// (MaxTools in all), descriptions clipped to MaxDescriptionBytes (with a
+// (MaxTools in all) of at most MaxServerBytes, descriptions clipped to MaxDescriptionBytes (with a
 // marker, and a warning), and schemas of at most MaxSchemaBytes and
 // MaxSchemaDepth whose validation of one value costs at most
 // MaxSchemaCost checks per place of the value (schemaCost), so that

@@ -103,7 +103,7 @@ type tool struct {
 // handshake and lists its tools. Every tool must have a usable name and a
 // valid input schema within the caps (MaxSchemaBytes, MaxSchemaDepth,
 // MaxSchemaCost), and the server may offer at most MaxToolsPerServer
-// tools; otherwise Connect fails, naming the server and the tool, and
+// tools of MaxServerBytes in all; otherwise Connect fails, naming the server and the tool, and
 // nothing stays running. Descriptions over MaxDescriptionBytes are
 // clipped, which Warnings (and cfg.Stderr) say.
 func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
@@ -156,6 +156,7 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		close(s.ended)
 	}()
 	var clipped []string
+	size := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			s.Close()
@@ -172,6 +173,11 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		}
 		if bt.clipped {
 			clipped = append(clipped, t.Name)
+		}
+		size += bt.size()
+		if size > MaxServerBytes {
+			s.Close()
+			return nil, s.errorf("its tools' descriptions and schemas come to more than %d MiB (at tool %q), the most specloop sends the model of one server", MaxServerBytes>>20, t.Name)
 		}
 		s.tools = append(s.tools, bt)
 	}
@@ -386,6 +392,16 @@ func (s *Session) bind(t *mcp.Tool) (*tool, error) {
 	return bt, nil
 }
 
+// size is what the tool adds to every model request: its description and
+// schemas.
+func (t *tool) size() int {
+	n := len(t.spec.Description) + t.input.size
+	if t.output != nil {
+		n += t.output.size
+	}
+	return n
+}
+
 // clipDescription cuts a description to MaxDescriptionBytes (on a rune
 // boundary), marking the cut; clipped reports whether it did.
 func clipDescription(d string) (_ string, clipped bool) {
@@ -438,6 +454,7 @@ func compile(tool, which string, schema any) (*validator, map[string]any, error)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
+	vd.size = len(data)
 	return vd, m, nil
 }
 
