@@ -10,6 +10,7 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/tools"
 )
 
 // costOf compiles a raw schema as a tool's input schema and returns its
@@ -59,6 +60,11 @@ func TestSchemaCost(t *testing.T) {
 		// anyOf, two references, their targets), 2 more (a reference to m
 		// and m) each level below, 131 at the 64th.
 		{"growing", linearRaw, 131, true, ""},
+		// As pydantic writes optional fields: anyOf [$ref, null].
+		{"optional refs", `{"type":"object","properties":{"user":{"anyOf":[{"$ref":"#/$defs/User"},{"type":"null"}]},
+			"tags":{"type":"array","items":{"$ref":"#/$defs/Tag"}}},"$defs":{
+			"User":{"type":"object","properties":{"name":{"type":"string"},"manager":{"anyOf":[{"$ref":"#/$defs/User"},{"type":"null"}]}}},
+			"Tag":{"type":"object","properties":{"k":{"type":"string"}}}}}`, 4, false, ""},
 		{"chain", chainRaw(24), 0, false, ""},
 		{"self", `{"type":"object","$defs":{"x":{"anyOf":[{"$ref":"#/$defs/x"}]}},"properties":{"a":{"$ref":"#/$defs/x"}}}`, 0, false, "refers to itself"},
 	} {
@@ -217,4 +223,30 @@ func FuzzSchemaCost(f *testing.F) {
 			_ = vd.validate(context.Background(), x)
 		}
 	})
+}
+
+// The schemas of specloop's own tools, real schemas with $ref, oneOf and
+// enums, are well within the bounds.
+func TestOwnSchemasWithinBounds(t *testing.T) {
+	rt, err := tools.New(tools.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, spec := range rt.Registry().Defs() {
+		schemas := map[string]any{"input": spec.Spec.InputSchema}
+		if spec.Spec.ResultSchema != nil {
+			schemas["output"] = *spec.Spec.ResultSchema
+		}
+		for which, s := range schemas {
+			vd, _, err := compile(spec.Spec.Name, which, s)
+			if err != nil {
+				t.Fatalf("%s %s schema: %v", spec.Spec.Name, which, err)
+			}
+			cost, _, _ := schemaCost(vd.schema)
+			if cost > MaxSchemaCost/100 {
+				t.Errorf("%s %s schema costs %d, more than a hundredth of the budget", spec.Spec.Name, which, cost)
+			}
+			t.Logf("%s %s: %d bytes, cost %d", spec.Spec.Name, which, vd.size, cost)
+		}
+	}
 }
