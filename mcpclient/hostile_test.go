@@ -262,3 +262,23 @@ func TestServerBytesCap(t *testing.T) {
 	tools = append(tools, rawTool{name: "last", description: "d", schema: `{"type":"object"}`})
 	wantRefused(t, openErr(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, tools...)}), `"ext"`, fmt.Sprintf("more than %d MiB", mcpclient.MaxServerBytes>>20))
 }
+
+// The budget bounds the checks of one place; MaxValidationWork bounds
+// them in all: with a schema of cost 1,000 a value, arguments of 1,000
+// values are checked, of 1,001 refused before validation (each would
+// otherwise take its share of a second).
+func TestValidationWorkCap(t *testing.T) {
+	const cost = 1000
+	schema := `{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[` + strings.Repeat(`{},`, cost-2) + `{}]}}}}`
+	rt := open(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, rawTool{name: "list", schema: schema})}, mcpclient.Config{})
+	items := func(n int) map[string]any { return map[string]any{"a": make([]any, n)} }
+	limit := mcpclient.MaxValidationWork / cost // values: the object, the array, its items
+	if obs := call(t, rt, "ext__list", items(limit-2)); obs.IsError {
+		t.Fatalf("%d values: %q", limit, obs.Content)
+	}
+	obs := call(t, rt, "ext__list", items(limit-1))
+	wantCode(t, obs, gen.ErrorCodeInvalidArguments)
+	if !strings.Contains(obs.Content, fmt.Sprintf("more than %d values", limit)) {
+		t.Fatalf("%d values: %q; want a message saying how many values the tool takes", limit+1, obs.Content)
+	}
+}

@@ -46,6 +46,12 @@ const (
 	// whose cost still grows at that depth (recursive schemas); for the
 	// others deeper levels cost nothing more.
 	MaxArgumentDepth = 64
+	// MaxValidationWork bounds the checks of validating one value in all:
+	// a value of n places is refused (invalid_arguments, or a broken
+	// protocol for a result) when n times the schema's cost is more. A
+	// check takes about 2 µs, so a validation about 2 s at most; a tool
+	// of cost 10 takes arguments of 100,000 values.
+	MaxValidationWork = 1_000_000
 )
 
 // maxCostWork bounds the bookkeeping of schemaCost itself (entries of its
@@ -362,8 +368,9 @@ func (c *coster) inPlace(n *costNode) error {
 // validator checks values against a compiled schema within its bounds.
 type validator struct {
 	schema *jsonschema.Schema
-	deep   bool // values nesting deeper than MaxArgumentDepth are refused
-	size   int  // the schema's compact JSON, in bytes
+	cost   uint64 // schemaCost
+	deep   bool   // values nesting deeper than MaxArgumentDepth are refused
+	size   int    // the schema's compact JSON, in bytes
 }
 
 // newValidator compiles a checked schema and bounds its cost.
@@ -375,22 +382,53 @@ func newValidator(sch *jsonschema.Schema) (*validator, error) {
 	if cost > MaxSchemaCost {
 		return nil, fmt.Errorf("validating one value could take more than %d checks against its subschemas, over the budget specloop allows (its oneOf/anyOf/allOf branches multiply along $ref chains)", MaxSchemaCost)
 	}
-	return &validator{schema: sch, deep: deep}, nil
+	return &validator{schema: sch, cost: max(cost, 1), deep: deep}, nil
 }
 
 // errTooDeep is a value nesting deeper than a recursive schema is checked
 // for.
 var errTooDeep = fmt.Errorf("the value nests deeper than %d levels, more than this tool's recursive schema is checked for", MaxArgumentDepth)
 
+// errTooMuchWork is a value with too many places for a schema's cost.
+var errTooMuchWork = errors.New("too many values to check")
+
+// countValues counts the values in v (v itself, and every member and item
+// within), stopping past limit.
+func countValues(v any, limit int) int {
+	n := 1
+	switch v := v.(type) {
+	case map[string]any:
+		for _, x := range v {
+			if n > limit {
+				break
+			}
+			n += countValues(x, limit-n)
+		}
+	case []any:
+		for _, x := range v {
+			if n > limit {
+				break
+			}
+			n += countValues(x, limit-n)
+		}
+	}
+	return n
+}
+
 // runValidate is the validation itself; tests replace it.
 var runValidate = func(s *jsonschema.Schema, v any) error { return s.Validate(v) }
 
 // validate checks v, returning ctx's error as soon as ctx is done. The
-// validation cannot be interrupted, but schemaCost bounds its work, so a
-// validation left behind ends soon after.
+// validation cannot be interrupted, but its work is bounded (the schema's
+// cost times the values in v, at most MaxValidationWork), so a validation
+// left behind ends soon after.
 func (vd *validator) validate(ctx context.Context, v any) error {
 	if vd.deep && jsonDepth(v, MaxArgumentDepth+1) > MaxArgumentDepth {
 		return errTooDeep
+	}
+	if limit := int(MaxValidationWork / vd.cost); countValues(v, limit) > limit {
+		return fmt.Errorf("%w: it holds more than %d values, which with this tool's schema (%d checks a value) is more than the %d checks specloop spends on one value",
+			errTooMuchWork, limit, vd.cost, MaxValidationWork)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

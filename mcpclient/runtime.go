@@ -154,7 +154,7 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		if ctx.Err() != nil {
 			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil
 		}
-		if errors.Is(err, errTooDeep) {
+		if errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork) {
 			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %s", call.ToolName, err)), nil
 		}
 		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %s", call.ToolName, describe(err))), nil
