@@ -282,3 +282,24 @@ func TestValidationWorkCap(t *testing.T) {
 		t.Fatalf("%d values: %q; want a message saying how many values the tool takes", limit+1, obs.Content)
 	}
 }
+
+// A structured result is bounded like arguments: one with more values than
+// the output schema's cost allows checking is a broken protocol, not a
+// long validation.
+func TestResultValidationWorkCap(t *testing.T) {
+	const cost = 1000
+	out := `{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[` + strings.Repeat(`{},`, cost-2) + `{}]}}}}`
+	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "v1"}, nil)
+	srv.AddTool(&mcp.Tool{Name: "big", InputSchema: json.RawMessage(`{"type":"object"}`), OutputSchema: json.RawMessage(out)},
+		func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "{}"}}, StructuredContent: map[string]any{"a": make([]any, mcpclient.MaxValidationWork/cost)}}, nil
+		})
+	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
+	t.Cleanup(ts.Close)
+	rt := open(t, mcpclient.Server{Name: "ext", URL: ts.URL}, mcpclient.Config{})
+	obs := call(t, rt, "ext__big", nil)
+	wantCode(t, obs, gen.ErrorCodeMcpUnavailable)
+	if !strings.Contains(obs.Content, "more than") || !strings.Contains(obs.Content, "values") {
+		t.Fatalf("%q; want a message saying the result holds too many values", obs.Content)
+	}
+}

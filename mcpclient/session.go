@@ -501,7 +501,11 @@ func (t *tool) call(ctx context.Context, obs gen.Observation, args map[string]an
 				if ctx.Err() != nil {
 					return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled")
 				}
-				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, describe(err)))
+				why := describe(err)
+				if errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork) {
+					why = err.Error()
+				}
+				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, why))
 			}
 		}
 		if m, ok := res.StructuredContent.(map[string]any); ok && t.output != nil {
