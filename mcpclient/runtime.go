@@ -12,6 +12,15 @@
 // stops, times out (Config.CallTimeout) or breaks the protocol gives
 // mcp_unavailable, never a hung run.
 //
+// What a server offers is untrusted input, since it goes into every model
+// request and checks every call: at most MaxToolsPerServer tools a server
+// (MaxTools in all) of at most MaxServerBytes, descriptions clipped to MaxDescriptionBytes (with a
+// marker, and a warning), and schemas of at most MaxSchemaBytes and
+// MaxSchemaDepth whose validation of one value costs at most
+// MaxSchemaCost checks per place of the value (schemaCost), so that
+// validating a call is bounded; it also returns as soon as the run is
+// cancelled. A server over a cap is refused at start, naming the tool.
+//
 // Stdio servers are trusted configuration: they run unsandboxed, as the
 // user, with specloop's environment and working directory, like the MCP
 // servers of any desktop client. Each runs in a process group of its own
@@ -61,6 +70,13 @@ func NewRuntime(base agent.ToolRuntime, sessions ...*Session) (*Runtime, error) 
 		seen[s.Name], r.builtin[s.Name] = true, true
 	}
 	r.specs = slices.Clone(base.Specs())
+	n := 0
+	for _, s := range sessions {
+		n += len(s.tools)
+	}
+	if n > MaxTools {
+		return nil, fmt.Errorf("mcpclient: the MCP servers offer %d tools in all, more than the %d a run takes; use fewer servers", n, MaxTools)
+	}
 	for _, s := range sessions {
 		for _, t := range s.tools {
 			if seen[t.spec.Name] {
@@ -134,7 +150,13 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 	if args == nil {
 		args = map[string]any{}
 	}
-	if err := t.input.Validate(args); err != nil {
+	if err := t.input.validate(ctx, args); err != nil {
+		if ctx.Err() != nil {
+			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil
+		}
+		if errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork) {
+			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %s", call.ToolName, err)), nil
+		}
 		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %s", call.ToolName, describe(err))), nil
 	}
 	return t.call(ctx, obs, args), nil

@@ -11,6 +11,7 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,6 +86,7 @@ type Session struct {
 	lost        atomic.Bool   // a call found the connection closed
 	closeOnce   sync.Once
 	closeErr    error
+	warnings    []string
 }
 
 // tool is one tool of a session, as offered to the model.
@@ -92,14 +94,18 @@ type tool struct {
 	session *Session
 	spec    gen.ToolSpec
 	name    string // the server's name for it
-	input   *jsonschema.Schema
-	output  *jsonschema.Schema // nil without an output schema
+	input   *validator
+	output  *validator // nil without an output schema
+	clipped bool       // its description was clipped
 }
 
 // Connect starts (stdio) or reaches (HTTP) the server, completes the MCP
 // handshake and lists its tools. Every tool must have a usable name and a
-// valid input schema; otherwise Connect fails, naming the tool, and
-// nothing stays running.
+// valid input schema within the caps (MaxSchemaBytes, MaxSchemaDepth,
+// MaxSchemaCost), and the server may offer at most MaxToolsPerServer
+// tools of MaxServerBytes in all; otherwise Connect fails, naming the server and the tool, and
+// nothing stays running. Descriptions over MaxDescriptionBytes are
+// clipped, which Warnings (and cfg.Stderr) say.
 func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 	if err := srv.Validate(); err != nil {
 		return nil, err
@@ -149,20 +155,51 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		_ = cs.Wait()
 		close(s.ended)
 	}()
+	var clipped []string
+	size := 0
 	for t, err := range cs.Tools(ctx, nil) {
 		if err != nil {
 			s.Close()
 			return nil, s.errorf("cannot list its tools: %w", err)
+		}
+		if len(s.tools) == MaxToolsPerServer {
+			s.Close()
+			return nil, s.errorf("it offers more than %d tools, the most specloop takes from one server", MaxToolsPerServer)
 		}
 		bt, err := s.bind(t)
 		if err != nil {
 			s.Close()
 			return nil, s.errorf("%w", err)
 		}
+		if bt.clipped {
+			clipped = append(clipped, t.Name)
+		}
+		size += bt.size()
+		if size > MaxServerBytes {
+			s.Close()
+			return nil, s.errorf("its tools' descriptions and schemas come to more than %d MiB (at tool %q), the most specloop sends the model of one server", MaxServerBytes>>20, t.Name)
+		}
 		s.tools = append(s.tools, bt)
+	}
+	if len(clipped) > 0 {
+		s.warn(fmt.Sprintf("the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped",
+			len(clipped), strings.Join(clipped, ", "), MaxDescriptionBytes>>10, MaxDescriptionBytes>>10), cfg.Stderr)
 	}
 	return s, nil
 }
+
+// warn records a warning about the server, and writes it to w when set.
+func (s *Session) warn(msg string, w io.Writer) {
+	msg = fmt.Sprintf("mcp server %q: %s", s.server.Name, msg)
+	s.warnings = append(s.warnings, msg)
+	if w != nil {
+		fmt.Fprintf(w, "specloop: warning: %s\n", msg)
+	}
+}
+
+// Warnings are what Connect clipped or otherwise changed of what the
+// server offered, one message each, naming the server.
+func (s *Session) Warnings() []string { return slices.Clone(s.warnings) }
 
 // cappedClient is c (or http.DefaultClient) with every response body
 // capped at MaxResponseBytes and, unless c has a redirect policy of its
@@ -332,16 +369,18 @@ func (s *Session) bind(t *mcp.Tool) (*tool, error) {
 	if typ, _ := inMap["type"].(string); typ != "object" {
 		return nil, fmt.Errorf("tool %q: the input schema is not of type object", t.Name)
 	}
-	bt := &tool{session: s, name: t.Name, input: in, spec: gen.ToolSpec{
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	desc, clipped := clipDescription(desc)
+	bt := &tool{session: s, name: t.Name, input: in, clipped: clipped, spec: gen.ToolSpec{
 		Name:              full,
-		Description:       t.Description,
+		Description:       desc,
 		InputSchema:       inMap,
 		OutputDescription: "The text the tool returns (from the MCP server " + s.server.Name + ").",
 		ErrorDescription:  "An error observation with code " + string(gen.ErrorCodeMcpToolError) + " when the tool reports an error, " + string(gen.ErrorCodeMcpUnavailable) + " when its server cannot answer.",
 	}}
-	if bt.spec.Description == "" {
-		bt.spec.Description = t.Title
-	}
 	if t.OutputSchema != nil {
 		out, outMap, err := compile(full, "output", t.OutputSchema)
 		if err != nil {
@@ -353,18 +392,48 @@ func (s *Session) bind(t *mcp.Tool) (*tool, error) {
 	return bt, nil
 }
 
+// size is what the tool adds to every model request: its description and
+// schemas.
+func (t *tool) size() int {
+	n := len(t.spec.Description) + t.input.size
+	if t.output != nil {
+		n += t.output.size
+	}
+	return n
+}
+
+// clipDescription cuts a description to MaxDescriptionBytes (on a rune
+// boundary), marking the cut; clipped reports whether it did.
+func clipDescription(d string) (_ string, clipped bool) {
+	if len(d) <= MaxDescriptionBytes {
+		return d, false
+	}
+	n := MaxDescriptionBytes
+	for n > 0 && !utf8.RuneStart(d[n]) {
+		n--
+	}
+	return d[:n] + fmt.Sprintf("\n[description clipped by specloop: the server's was %d bytes]", len(d)), true
+}
+
 // compile compiles a tool's JSON Schema (draft 2020-12 unless it says
 // otherwise) for validation, and returns it as a map for the tool spec.
 // References must stay inside the schema: nothing is loaded from files or
-// the network.
-func compile(tool, which string, schema any) (*jsonschema.Schema, map[string]any, error) {
+// the network. The schema must be within MaxSchemaBytes and
+// MaxSchemaDepth before it is compiled, and cost at most MaxSchemaCost
+// to validate a value with.
+func compile(tool, which string, schema any) (*validator, map[string]any, error) {
 	data, err := json.Marshal(schema)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
 	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
-		return nil, nil, fmt.Errorf("%s schema: not a JSON object", which)
+	if len(data) <= MaxSchemaBytes {
+		if err := json.Unmarshal(data, &m); err != nil {
+			return nil, nil, fmt.Errorf("%s schema: not a JSON object", which)
+		}
+	}
+	if err := checkSchema(len(data), m); err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
 	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
 	if err != nil {
@@ -381,7 +450,12 @@ func compile(tool, which string, schema any) (*jsonschema.Schema, map[string]any
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %w", which, err)
 	}
-	return sch, m, nil
+	vd, err := newValidator(sch)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
+	}
+	vd.size = len(data)
+	return vd, m, nil
 }
 
 // noLoader refuses to load any schema: a tool's schema must be whole.
@@ -423,8 +497,15 @@ func (t *tool) call(ctx context.Context, obs gen.Observation, args map[string]an
 	obs.Content = text
 	if res.StructuredContent != nil {
 		if t.output != nil {
-			if err := t.output.Validate(res.StructuredContent); err != nil {
-				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, describe(err)))
+			if err := t.output.validate(ctx, res.StructuredContent); err != nil {
+				if ctx.Err() != nil {
+					return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled")
+				}
+				why := describe(err)
+				if errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork) {
+					why = err.Error()
+				}
+				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, why))
 			}
 		}
 		if m, ok := res.StructuredContent.(map[string]any); ok && t.output != nil {

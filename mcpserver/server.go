@@ -12,6 +12,9 @@
 // error Observation's content and whose structuredContent is the
 // Observation itself (error_code included); only protocol faults (and a
 // runtime that failed internally) are protocol errors.
+//
+// NewHTTPHandler serves a server over streamable HTTP with its sessions
+// capped, in all and per client address, and closed when idle.
 package mcpserver
 
 import (

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -21,6 +22,22 @@ const (
 	outcomeError = "error"
 )
 
+// The caps on tool label values. A run's tools are the spec's built-in
+// ones, which always have their own label, and tools of the user's
+// configuration (custom tools, MCP servers' NAME__tool), whose names an
+// MCP server chooses: of those, the first MaxRunToolLabels distinct ones
+// a run calls get their own label, and at most MaxToolLabels distinct
+// ones in all in the process; any other is counted as other. So 1,000
+// tool names of hostile MCP servers across runs add at most MaxToolLabels
+// series of each tool metric.
+const (
+	MaxRunToolLabels = 64
+	MaxToolLabels    = 512
+)
+
+// toolPathPrefix is where the spec has its built-in tools' operations.
+const toolPathPrefix = "/v1/tools/"
+
 // sandboxDenialsKey is the extension of the ErrorCode schema that lists the
 // codes of calls the workspace's confinement refused.
 const sandboxDenialsKey = "x-sandbox-denials"
@@ -33,6 +50,7 @@ type vocabulary struct {
 	providers   []string // the ModelConfig discriminator values
 	denials     []gen.ErrorCode
 	operations  []string // the operationIds
+	builtin     []string // the built-in tools: the operationIds of POST /v1/tools/{name}
 }
 
 var (
@@ -85,9 +103,12 @@ func readVocabulary(doc *openapi3.T) (*vocabulary, error) {
 		}
 		v.denials = append(v.denials, gen.ErrorCode(s))
 	}
-	for _, item := range doc.Paths.Map() {
+	for path, item := range doc.Paths.Map() {
 		for _, op := range item.Operations() {
 			v.operations = append(v.operations, op.OperationID)
+		}
+		if strings.HasPrefix(path, toolPathPrefix) && item.Post != nil {
+			v.builtin = append(v.builtin, item.Post.OperationID)
 		}
 	}
 	return v, nil
@@ -164,3 +185,6 @@ func (v *vocabulary) operation(id string) string {
 	}
 	return labelOther
 }
+
+// isBuiltin reports whether name is a built-in tool of the spec.
+func (v *vocabulary) isBuiltin(name string) bool { return slices.Contains(v.builtin, name) }

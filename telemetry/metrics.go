@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -32,6 +33,9 @@ type Metrics struct {
 	sandboxDenials *prometheus.CounterVec
 	httpRequests   *prometheus.CounterVec
 	httpDuration   *prometheus.HistogramVec
+
+	toolMu     sync.Mutex
+	toolLabels map[string]bool // the tools not built in that have a label of their own
 }
 
 // The values of the result label of specloop_completion_checks_total.
@@ -50,7 +54,7 @@ func NewMetrics() (*Metrics, error) {
 	if err != nil {
 		return nil, err
 	}
-	m := &Metrics{reg: prometheus.NewRegistry(), vocab: v}
+	m := &Metrics{reg: prometheus.NewRegistry(), vocab: v, toolLabels: map[string]bool{}}
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_runs_total",
 		Help: "Runs that ended, by exit reason (the spec's ExitReason)."}, []string{"exit_reason"})
 	m.runDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "specloop_run_duration_seconds",
@@ -60,7 +64,7 @@ func NewMetrics() (*Metrics, error) {
 		Help:    "Steps (model calls) runs used.",
 		Buckets: []float64{1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000}})
 	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_tool_calls_total",
-		Help: "Tool calls, by tool (other for a name the run does not offer) and outcome (ok, the spec's ErrorCode, or error)."},
+		Help: "Tool calls, by tool (other for a name the run does not offer, and for tools beyond the caps on label values) and outcome (ok, the spec's ErrorCode, or error)."},
 		[]string{"tool", "outcome"})
 	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_completion_checks_total",
 		Help: "Completion checks, by result (passed, failed, or error when the check could not run)."}, []string{"result"})
@@ -188,13 +192,52 @@ func (m *Metrics) RunEnded(ev *gen.TraceEvent) {
 type runMetrics struct {
 	m        *Metrics
 	provider string
+	tools    map[string]string // a tool's label in this run, once chosen
+	own      int               // the tools not built in with a label of their own
 }
 
 func (m *Metrics) forRun(provider string) *runMetrics {
-	return &runMetrics{m: m, provider: m.vocab.provider(provider)}
+	return &runMetrics{m: m, provider: m.vocab.provider(provider), tools: map[string]string{}}
 }
 
-// event counts what ev says happened; tool is the label of its tool.
+// toolLabel is the metric label of a tool the run offers (other already
+// stands for any other): its name for a built-in tool; for another, its
+// name while the run has given fewer than MaxRunToolLabels such names a
+// label and the process has it or fewer than MaxToolLabels; other then.
+func (r *runMetrics) toolLabel(name string) string {
+	if name == labelOther || r.m.vocab.isBuiltin(name) {
+		return name
+	}
+	if l, ok := r.tools[name]; ok {
+		return l
+	}
+	l := labelOther
+	if r.own < MaxRunToolLabels && r.m.admitTool(name) {
+		l = name
+		r.own++
+	}
+	r.tools[name] = l
+	return l
+}
+
+// admitTool reports whether a tool that is not built in may have a label
+// of its own: it has one already, or the process has fewer than
+// MaxToolLabels.
+func (m *Metrics) admitTool(name string) bool {
+	m.toolMu.Lock()
+	defer m.toolMu.Unlock()
+	if m.toolLabels[name] {
+		return true
+	}
+	if len(m.toolLabels) >= MaxToolLabels {
+		return false
+	}
+	m.toolLabels[name] = true
+	return true
+}
+
+// event counts what ev says happened; tool is the label of its tool among
+// the tools the run offers.
 func (r *runMetrics) event(ev *gen.TraceEvent, tool string) {
 	m := r.m
 	switch ev.EventType {
@@ -210,7 +253,7 @@ func (r *runMetrics) event(ev *gen.TraceEvent, tool string) {
 		}
 	case gen.TraceEventTypeObservation:
 		isErr := ev.IsError != nil && *ev.IsError
-		m.toolCalls.WithLabelValues(tool, m.vocab.toolOutcome(isErr, ev.ErrorCode)).Inc()
+		m.toolCalls.WithLabelValues(r.toolLabel(tool), m.vocab.toolOutcome(isErr, ev.ErrorCode)).Inc()
 		if isErr && m.vocab.denied(ev.ErrorCode) {
 			m.sandboxDenials.WithLabelValues(string(*ev.ErrorCode)).Inc()
 		}

@@ -1,7 +1,9 @@
 package telemetry_test
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/specloop/specloop/gen"
@@ -97,5 +99,78 @@ func TestMetricsSandboxDenials(t *testing.T) {
 	}
 	if codes := got.LabelValues("specloop_sandbox_denials_total", "code"); slices.Contains(codes, "not_found") {
 		t.Errorf("not_found counted as a sandbox denial: %v", codes)
+	}
+}
+
+// runOffering observes a run that offers tools (the built-in calculator
+// first) and calls each once, as a run of a hostile MCP server's tools
+// would.
+func runOffering(t *testing.T, tel *telemetry.Telemetry, runID string, tools []string) {
+	t.Helper()
+	run := tel.Observe(telemetry.RunInfo{Provider: "script"}, nil)
+	emit := func(ev gen.TraceEvent) {
+		ev.RunId = runID
+		if err := run.Emit(&ev); err != nil {
+			t.Fatal(err)
+		}
+	}
+	offered := append([]string{"calculator"}, tools...)
+	emit(gen.TraceEvent{EventType: gen.TraceEventTypeRunStarted, ToolNames: &offered})
+	for _, name := range offered {
+		emit(gen.TraceEvent{EventType: gen.TraceEventTypeObservation, ToolName: &name})
+	}
+	reason := gen.ExitReasonFinished
+	emit(gen.TraceEvent{EventType: gen.TraceEventTypeRunFinished, ExitReason: &reason})
+}
+
+// mcpTools are n tool names of the MCP server srv: srv__tool0, ...
+func mcpTools(srv string, n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("%s__tool%d", srv, i)
+	}
+	return names
+}
+
+// A hostile MCP server's tool names cannot add series without bound: 20
+// runs offered 50 distinct names each (1,000 in all) add at most
+// MaxToolLabels tool label values to the process, and a run gives its own
+// label to at most MaxRunToolLabels of them; the rest count as other, and
+// every call is still counted.
+func TestToolLabelsBounded(t *testing.T) {
+	m, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tel := &telemetry.Telemetry{Metrics: m}
+	const runs, perRun = 20, 50
+	for r := range runs {
+		runOffering(t, tel, fmt.Sprintf("run-%d", r), mcpTools(fmt.Sprintf("evil%d", r), perRun))
+	}
+	got := scrape(t, m)
+	labels := got.LabelValues("specloop_tool_calls_total", "tool")
+	if len(labels) > telemetry.MaxToolLabels+2 { // + calculator and other
+		t.Fatalf("%d runs of %d MCP tools made %d tool label values, want at most %d", runs, perRun, len(labels), telemetry.MaxToolLabels+2)
+	}
+	if !slices.Contains(labels, "calculator") || !slices.Contains(labels, "other") || !slices.Contains(labels, "evil0__tool0") {
+		t.Fatalf("tool labels %v: the built-in tool, other, or the first MCP tool is missing", labels)
+	}
+	total := 0.0
+	for k, v := range got {
+		if strings.HasPrefix(k, "specloop_tool_calls_total{") {
+			total += v
+		}
+	}
+	if want := float64(runs * (perRun + 1)); total != want {
+		t.Fatalf("%v tool calls counted, want %v", total, want)
+	}
+
+	// One run of many tools: at most MaxRunToolLabels get their own
+	// label, the built-in ones besides.
+	m, _ = telemetry.NewMetrics()
+	runOffering(t, &telemetry.Telemetry{Metrics: m}, "run-big", mcpTools("big", telemetry.MaxRunToolLabels+10))
+	labels = scrape(t, m).LabelValues("specloop_tool_calls_total", "tool")
+	if len(labels) != telemetry.MaxRunToolLabels+2 || !slices.Contains(labels, "calculator") {
+		t.Fatalf("a run of %d MCP tools made the tool labels %v, want %d of them, calculator and other", telemetry.MaxRunToolLabels+10, labels, telemetry.MaxRunToolLabels)
 	}
 }

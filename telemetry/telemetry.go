@@ -15,10 +15,12 @@
 //
 // Metric label values come only from the spec (its enums, operationIds
 // and x-sandbox-denials) and the tools a run offers, so their number is
-// bounded whatever a model writes; a span's tool name is bounded the same
-// way, and its model name is the one the run was configured with. Spans carry no content (messages, tool
-// arguments, results) unless Telemetry.Content is set: the same privacy
-// rule as the JSONL trace.
+// bounded whatever a model writes; of the tools not built in (whose names
+// an MCP server chooses) at most MaxRunToolLabels a run and MaxToolLabels
+// in all have a label of their own. A span's tool name is a tool the run
+// offers or other, and its model name is the one the run was configured
+// with. Spans carry no content (messages, tool arguments, results) unless
+// Telemetry.Content is set: the same privacy rule as the JSONL trace.
 package telemetry
 
 import (
