@@ -120,10 +120,6 @@ type nopWriteCloser struct{ io.Writer }
 
 func (nopWriteCloser) Close() error { return nil }
 
-// mcpSessionTimeout closes the /mcp sessions of clients that went away
-// without ending them.
-const mcpSessionTimeout = 30 * time.Minute
-
 // mcpHandler serves the tools of a runtime on root over streamable HTTP,
 // for /mcp of `specloop serve`. The SDK's DNS-rebinding protection stays
 // on: a request that reached a loopback address naming another Host is
@@ -140,10 +136,9 @@ func mcpHandler(cfg wiring.Config, logger *slog.Logger) (h http.Handler, stop fu
 		setup.Close()
 		return nil, nil, nil, err
 	}
-	sh := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{
-		Logger:         logger,
-		SessionTimeout: mcpSessionTimeout,
-	})
+	// Sessions are capped in all and per client address, and an idle one
+	// is closed (mcpserver's defaults).
+	sh := mcpserver.NewHTTPHandler(srv, mcpserver.HTTPOptions{Logger: logger})
 	down, stop := context.WithCancel(context.Background())
 	h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithCancel(r.Context())
