@@ -1,12 +1,15 @@
 package tools_test
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/specloop/specloop/tools"
 )
 
 // gitStatusRuns reports whether `git status` in dir ran the command the
@@ -199,4 +202,44 @@ func TestWriteToolsRefuseInvisibleNames(t *testing.T) {
 	}
 	// Other non-ASCII names stay writable.
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "café/naïve – 日本.txt", "content": "x\n"}))
+}
+
+// TestCommandsBuildNoGitDirectory: run_command and the completion check
+// cannot leave a git directory behind either: the sandbox's guard undoes
+// it and the call fails with protected_path (the check fails, saying
+// why). It failed before the guard.
+func TestCommandsBuildNoGitDirectory(t *testing.T) {
+	needGit(t)
+	build := func(marker string) string {
+		return "mkdir -p sub/objects sub/refs && echo 'ref: refs/heads/main' > sub/HEAD && printf '[core]\\n\\tworktree = .\\n\\tfsmonitor = touch " + marker + "\\n' > sub/config"
+	}
+	t.Run("run_command", func(t *testing.T) {
+		ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
+		rt := wsRuntime(t, ws)
+		obs := callTool(t, rt, "run_command", map[string]any{"command": build(marker)})
+		if !obs.IsError || code(obs) != "protected_path" || !strings.Contains(obs.Content, "sub/HEAD") {
+			t.Errorf("run_command: %s (%s), want protected_path naming sub/HEAD", obs.Content, code(obs))
+		}
+		if gitStatusRuns(t, filepath.Join(ws, "sub"), marker) {
+			t.Fatal("git status in sub ran what the command planted")
+		}
+	})
+	t.Run("check", func(t *testing.T) {
+		ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
+		w, err := tools.OpenWorkspace(ws)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer w.Close()
+		res, err := tools.NewCommandCheck(w, build(marker)).Check(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Passed || res.OutputTail == nil || !strings.Contains(*res.OutputTail, "git directories") {
+			t.Errorf("check: %+v, want a failure that says why", res)
+		}
+		if gitStatusRuns(t, filepath.Join(ws, "sub"), marker) {
+			t.Fatal("git status in sub ran what the check planted")
+		}
+	})
 }
