@@ -243,3 +243,51 @@ func TestCommandsBuildNoGitDirectory(t *testing.T) {
 		}
 	})
 }
+
+// TestPatchSeesNestedRepositories: the run's patch holds the files of
+// nested repositories as files of the workspace, both of one that was
+// there before the run and of one made during it, so a command cannot
+// hide files from the patch with git init. It failed before: the
+// snapshot took a nested repository for a submodule and left it out.
+func TestPatchSeesNestedRepositories(t *testing.T) {
+	needGit(t)
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"a.txt": "a\n", "vendor/x/lib.txt": "one\n", "vendor/x/deep/y/z.txt": "zed\n"})
+	git(t, ws, "init", "-q")
+	for _, inner := range []string{"vendor/x", "vendor/x/deep/y"} {
+		git(t, filepath.Join(ws, inner), "init", "-q")
+	}
+	git(t, filepath.Join(ws, "vendor/x/deep/y"), "add", ".")
+	git(t, filepath.Join(ws, "vendor/x/deep/y"), "commit", "-qm", "y")
+	git(t, filepath.Join(ws, "vendor/x"), "add", "lib.txt")
+	git(t, filepath.Join(ws, "vendor/x"), "commit", "-qm", "x")
+	git(t, ws, "add", "a.txt")
+	git(t, ws, "commit", "-qm", "init")
+
+	rt := wsRuntime(t, ws)
+	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo two >> vendor/x/lib.txt && echo zz >> vendor/x/deep/y/z.txt"}))
+	// A nested repository made during the run (here by the test: the
+	// sandbox's guard removes the .git a command makes).
+	for _, inner := range []string{"made", "made/inner"} {
+		os.MkdirAll(filepath.Join(ws, inner), 0o755)
+		git(t, filepath.Join(ws, inner), "init", "-q")
+	}
+	writeFiles(t, ws, map[string]string{"made/f.txt": "hidden?\n", "made/inner/g.txt": "deeper\n"})
+	patch, err := rt.Patch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"diff --git a/vendor/x/lib.txt b/vendor/x/lib.txt", " one\n+two\n",
+		"diff --git a/vendor/x/deep/y/z.txt b/vendor/x/deep/y/z.txt", " zed\n+zz\n",
+		"diff --git a/made/f.txt b/made/f.txt", "+hidden?\n",
+		"diff --git a/made/inner/g.txt b/made/inner/g.txt", "+deeper\n",
+	} {
+		if !strings.Contains(patch, want) {
+			t.Errorf("patch lacks %q:\n%s", want, patch)
+		}
+	}
+	if strings.Contains(patch, ".git/") || strings.Contains(patch, "Subproject") {
+		t.Errorf("patch holds a repository's metadata or a gitlink:\n%s", patch)
+	}
+}
