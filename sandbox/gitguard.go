@@ -103,23 +103,27 @@ type gitState struct {
 	held       int
 }
 
+// maxGuardDepth bounds the directory levels the guard walks; a deeper
+// directory counts as unreadable (the call fails rather than miss one).
+const maxGuardDepth = 256
+
 // walkGit records the git state of the tree under root. It never follows
 // a symbolic link, and skips the inside of the objects/ and refs/ of git
-// directories.
+// directories. Each directory is opened from its parent's handle by one
+// name.
 func walkGit(root *os.Root) *gitState {
 	st := &gitState{
 		markers: map[string]gitshape.Entries{}, names: map[string][]string{}, linkTarget: map[string]string{},
 		gitDirs: map[string]bool{}, dotGit: map[string]fs.FileMode{}, files: map[string]guardedFile{}, unreadable: map[string]bool{},
 	}
-	var visit func(rel, hooksOf string)
-	visit = func(rel, hooksOf string) {
-		d, err := root.OpenFile(rel, os.O_RDONLY|noFollow, 0)
+	var visit func(r *os.Root, rel, hooksOf string, depth int)
+	visit = func(r *os.Root, rel, hooksOf string, depth int) {
+		d, err := r.OpenFile(".", os.O_RDONLY|noFollow, 0)
 		if err != nil {
 			st.unreadable[rel] = true
 			return
 		}
-		entries, err := d.ReadDir(-1)
-		d.Close()
+		entries, err := readDir(d)
 		if err != nil {
 			st.unreadable[rel] = true
 			return
@@ -145,48 +149,60 @@ func walkGit(root *os.Root) *gitState {
 			case gitshape.IsGitName(name):
 				st.dotGit[p] = typ
 				if !typ.IsDir() {
-					st.record(root, p, "")
+					st.record(r, name, p, "")
 				}
 			case hooksOf != "" && !typ.IsDir():
-				st.record(root, p, hooksOf)
+				st.record(r, name, p, hooksOf)
 			case looks && gitshape.Guarded(name) && !typ.IsDir():
-				st.record(root, p, rel)
+				st.record(r, name, p, rel)
 			}
 			if looks && typ&fs.ModeSymlink != 0 && gitshape.Marker(name, typ) != 0 {
-				st.linkTarget[p], _ = root.Readlink(p)
+				st.linkTarget[p], _ = r.Readlink(name)
 			}
 			if !typ.IsDir() {
 				continue
 			}
 			m := gitshape.Marker(name, typ)
-			switch {
-			case looks && (m == gitshape.Objects || m == gitshape.Refs):
-			case looks && m == gitshape.Hooks:
-				visit(p, rel)
-			default:
-				visit(p, hooksOf)
+			if looks && (m == gitshape.Objects || m == gitshape.Refs) {
+				continue
 			}
+			if depth >= maxGuardDepth {
+				st.unreadable[p] = true
+				continue
+			}
+			sub, err := r.OpenRoot(name)
+			if err != nil {
+				st.unreadable[p] = true
+				continue
+			}
+			if looks && m == gitshape.Hooks {
+				visit(sub, p, rel, depth+1)
+			} else {
+				visit(sub, p, hooksOf, depth+1)
+			}
+			sub.Close()
 		}
 	}
-	visit(".", "")
+	visit(root, ".", "", 0)
 	return st
 }
 
-// record reads the guarded file p of the git directory owner.
-func (st *gitState) record(root *os.Root, p, owner string) {
-	fi, err := root.Lstat(p)
+// record reads the guarded file name of the directory r, at p, of the git
+// directory owner.
+func (st *gitState) record(r *os.Root, name, p, owner string) {
+	fi, err := r.Lstat(name)
 	if err != nil {
 		return
 	}
 	f := guardedFile{owner: owner, mode: fi.Mode(), size: fi.Size()}
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
-		f.link, _ = root.Readlink(p)
+		f.link, _ = r.Readlink(name)
 	case !fi.Mode().IsRegular():
 	case fi.Size() > maxHashedFile:
 		f.mtime = fi.ModTime().UnixNano()
 	default:
-		r, err := root.OpenFile(p, os.O_RDONLY|noFollow, 0)
+		fr, err := r.OpenFile(name, os.O_RDONLY|noFollow, 0)
 		if err != nil {
 			return
 		}
@@ -197,8 +213,8 @@ func (st *gitState) record(root *os.Root, p, owner string) {
 		if hold {
 			w = io.MultiWriter(h, &buf)
 		}
-		n, err := io.Copy(w, io.LimitReader(r, maxHashedFile+1))
-		r.Close()
+		n, err := io.Copy(w, io.LimitReader(fr, maxHashedFile+1))
+		fr.Close()
 		if err != nil {
 			return
 		}

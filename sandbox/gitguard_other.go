@@ -3,6 +3,7 @@
 package sandbox
 
 import (
+	"io/fs"
 	"os"
 )
 
@@ -16,3 +17,9 @@ type dirKey struct{ path string }
 func keyOf(dir *os.File) (dirKey, error) { return dirKey{dir.Name()}, nil }
 
 func openDirRoot(c Command) (*os.Root, error) { return os.OpenRoot(c.DirPath) }
+
+// readDir lists the directory d and closes it.
+func readDir(d *os.File) ([]fs.DirEntry, error) {
+	defer d.Close()
+	return d.ReadDir(-1)
+}
