@@ -192,3 +192,76 @@ func TestGuardAllowGitWrites(t *testing.T) {
 		})
 	}
 }
+
+// TestGuardSharedBaseline: commands that run at once in one directory are
+// all checked against the state before the first of them started. A
+// command that starts after another changed a nested repository's config
+// must not take the change for how things were, and restore it when the
+// first command's change was undone. Conditions, not timing, order the
+// two commands (a generous deadline only guards against a hang).
+func TestGuardSharedBaseline(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, b := range confining(t) {
+		t.Run(string(b), func(t *testing.T) {
+			ws := t.TempDir()
+			gitInit(t, filepath.Join(ws, "x"))
+			cfgPath := filepath.Join(ws, "x", ".git", "config")
+			original, err := os.ReadFile(cfgPath)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wait := func(cond string) string {
+				return "i=0; until " + cond + "; do i=$((i+1)); [ $i -gt 3000 ] && exit 9; sleep 0.01; done"
+			}
+			// First: changes the config, then waits for the second to run.
+			first := make(chan *sandbox.GitError, 1)
+			go func() {
+				_, ge := runGuardedNoFatal(sandbox.Policy{Backend: b}, ws, "echo '[core] fsmonitor = evil' >> x/.git/config && touch first-wrote && "+wait("[ -e second-started ]"))
+				first <- ge
+			}()
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				if _, err := os.Stat(filepath.Join(ws, "first-wrote")); err == nil {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatal("the first command did not run")
+				}
+				time.Sleep(10 * time.Millisecond)
+			}
+			// Second: starts now, and ends only after the first command's
+			// change was undone.
+			second := make(chan *sandbox.GitError, 1)
+			go func() {
+				_, ge := runGuardedNoFatal(sandbox.Policy{Backend: b}, ws, "touch second-started && "+wait("! grep -q evil x/.git/config"))
+				second <- ge
+			}()
+			if ge := <-first; ge == nil {
+				t.Error("the first command's change was not reported")
+			}
+			<-second
+			if got, _ := os.ReadFile(cfgPath); !bytes.Equal(got, original) {
+				t.Fatalf("the config is not the original after both commands:\n%s", got)
+			}
+		})
+	}
+}
+
+// runGuardedNoFatal is runGuarded for a goroutine.
+func runGuardedNoFatal(p sandbox.Policy, dir, script string) (sandbox.Result, *sandbox.GitError) {
+	sb, err := sandbox.New(p)
+	if err != nil {
+		return sandbox.Result{}, nil
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return sandbox.Result{}, nil
+	}
+	defer d.Close()
+	res, err := sb.Run(context.Background(), sandbox.Command{Args: []string{"/bin/sh", "-c", script}, Dir: d, DirPath: dir, Timeout: time.Minute})
+	var ge *sandbox.GitError
+	errors.As(err, &ge)
+	return res, ge
+}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -222,6 +223,22 @@ func TestCommandsBuildNoGitDirectory(t *testing.T) {
 		}
 		if gitStatusRuns(t, filepath.Join(ws, "sub"), marker) {
 			t.Fatal("git status in sub ran what the command planted")
+		}
+	})
+	t.Run("command tool", func(t *testing.T) {
+		ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
+		rt := declaredRuntime(t, ws, toolDoc("echo", commandOp(build(marker)), ""), tools.DeclaredConfig{}, sandbox.Auto)
+		for _, s := range rt.Specs() {
+			if s.Name == "echo" && !strings.Contains(s.ErrorDescription, "protected_path") {
+				t.Errorf("the model is not told about protected_path: %q", s.ErrorDescription)
+			}
+		}
+		obs := callTool(t, rt, "echo", map[string]any{})
+		if !obs.IsError || code(obs) != "protected_path" || !strings.Contains(obs.Content, "sub/HEAD") {
+			t.Errorf("command tool: %s (%s), want protected_path naming sub/HEAD", obs.Content, code(obs))
+		}
+		if gitStatusRuns(t, filepath.Join(ws, "sub"), marker) {
+			t.Fatal("git status in sub ran what the command tool planted")
 		}
 	})
 	t.Run("check", func(t *testing.T) {
