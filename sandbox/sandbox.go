@@ -45,7 +45,9 @@ type Policy struct {
 	Backend Backend
 	// AllowNetwork lets commands open network sockets.
 	AllowNetwork bool
-	// AllowGitWrites lets commands write under the workspace's .git.
+	// AllowGitWrites lets commands write under the workspace's .git:
+	// its objects, refs, index, logs and HEAD (a commit or a checkout),
+	// never its configuration or hooks, which Run's guard undoes.
 	AllowGitWrites bool
 	// PassEnv names variables of this process's environment that commands
 	// get besides the allowlist (PATH, LANG, LC_*, TERM, the Go variables).
