@@ -23,6 +23,16 @@
 // otherwise, and fails when neither does; None runs the command without
 // confinement and is only used when asked for by name.
 //
+// Under both confining backends, Run also guards git directories, which
+// git runs code from for whoever uses git there later: it records the
+// git directories of the command's tree before the command (every .git
+// entry, nested ones included, and every directory that looks like a git
+// directory, with their configuration, hooks, HEAD, commondir and gitdir
+// files) and, when every process of the command has ended, undoes what
+// the command added or changed there and returns a *GitError naming it
+// (see Run). None has no guard: an unconfined command can write any
+// repository of the user anyway.
+//
 // Whatever the backend, a command gets an environment built from an
 // allowlist (see Policy.PassEnv), a scratch HOME and TMPDIR, no standard
 // input, and its working directory from the open directory handle it is

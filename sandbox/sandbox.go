@@ -45,7 +45,9 @@ type Policy struct {
 	Backend Backend
 	// AllowNetwork lets commands open network sockets.
 	AllowNetwork bool
-	// AllowGitWrites lets commands write under the workspace's .git.
+	// AllowGitWrites lets commands write under the workspace's .git:
+	// its objects, refs, index, logs and HEAD (a commit or a checkout),
+	// never its configuration or hooks, which Run's guard undoes.
 	AllowGitWrites bool
 	// PassEnv names variables of this process's environment that commands
 	// get besides the allowlist (PATH, LANG, LC_*, TERM, the Go variables).
@@ -150,6 +152,17 @@ func (e *StartError) Unwrap() error { return e.Err }
 // timeout passes the command is killed and Result.TimedOut is set; when ctx
 // is done the command is killed and ctx's error returned. A command that
 // cannot be started is a *StartError.
+//
+// Under a confining backend, Run guards git directories: it records the
+// git directories of c's directory tree before the command (every .git
+// entry, nested ones included, every directory that looks like a git
+// directory, and the configuration, hooks, HEAD, commondir and gitdir
+// files of each) and, once the command ended, undoes what it added or
+// changed there: new .git entries and the entries that make a directory
+// look like a git directory are removed, changed guarded files restored.
+// It then returns the Result with a *GitError naming what was undone.
+// With AllowGitWrites the top-level .git's objects, refs, index, logs and
+// HEAD may change; its configuration and hooks may not.
 func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	if len(c.Args) == 0 || c.Dir == nil || c.Timeout <= 0 {
 		return Result{}, errors.New("sandbox: a command needs Args, Dir and a positive Timeout")
@@ -160,7 +173,20 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	if c.Stderr == nil {
 		c.Stderr = c.Stdout
 	}
-	return s.run(ctx, c)
+	if s.info.Backend == None {
+		return s.run(ctx, c) // unconfined: it could write any repository anyway
+	}
+	g, key, root, err := startGuard(c)
+	if err != nil {
+		return Result{}, &StartError{err}
+	}
+	res, err := s.run(ctx, c)
+	// Every process of the command has ended (the helper is a subreaper
+	// and kills what is left): what it did to git directories is undone.
+	if gerr := g.finish(key, root, s.policy.AllowGitWrites); gerr != nil && err == nil {
+		return res, gerr
+	}
+	return res, err
 }
 
 // Warning returns the warning to show users when the sandbox does not

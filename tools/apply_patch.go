@@ -201,8 +201,19 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 }
 
 // checkShapes refuses a patch that would make one path both a file and a
-// directory (Add File a, then Add File a/b).
+// directory (Add File a, then Add File a/b), or whose files, as a whole,
+// would leave a directory looking like a git directory (each file alone
+// may not).
 func (p *patchPlan) checkShapes() error {
+	var written []string
+	for _, f := range p.order {
+		if f.exists {
+			written = append(written, f.rel)
+		}
+	}
+	if err := p.ws.gitShaped(written); err != nil {
+		return err
+	}
 	for _, f := range p.order {
 		if !f.exists {
 			continue

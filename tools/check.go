@@ -61,6 +61,10 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	}
 	out := newCapture(0, checkTailBytes)
 	run, err := runShell(ctx, c.Sandbox, c.ws, c.command, timeout, c.Env, out, out)
+	guard, guarded := gitGuardMessage(err)
+	if guarded {
+		err = nil
+	}
 	if err != nil {
 		var se *sandbox.StartError
 		if errors.As(err, &se) {
@@ -72,7 +76,10 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	if run.TimedOut {
 		tail += fmt.Sprintf("\n[the check timed out after %s and was killed]\n", timeout)
 	}
-	res := gen.CheckResult{Passed: run.ExitCode == 0 && !run.TimedOut, ExitCode: run.ExitCode}
+	if guarded {
+		tail += "\n[the check failed: " + guard + "]\n"
+	}
+	res := gen.CheckResult{Passed: run.ExitCode == 0 && !run.TimedOut && !guarded, ExitCode: run.ExitCode}
 	if tail != "" {
 		res.OutputTail = &tail
 	}

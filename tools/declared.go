@@ -91,10 +91,17 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 		if err := s.bind(def, h); err != nil {
 			return err
 		}
-		// The model is told the code every declared handler may answer.
-		if !slices.Contains(def.ErrorCodes, gen.ErrorCodeHandlerFailed) {
-			def.ErrorCodes = append(def.ErrorCodes, gen.ErrorCodeHandlerFailed)
-			def.Spec.ErrorDescription = errorDescription(def.ErrorCodes, s.reg.meanings)
+		// The model is told the codes every declared handler may answer:
+		// a command's also protected_path (see sandbox.GitError).
+		codes := []gen.ErrorCode{gen.ErrorCodeHandlerFailed}
+		if h.needs() == NeedsCommands {
+			codes = append(codes, gen.ErrorCodeProtectedPath)
+		}
+		for _, code := range codes {
+			if !slices.Contains(def.ErrorCodes, code) {
+				def.ErrorCodes = append(def.ErrorCodes, code)
+				def.Spec.ErrorDescription = errorDescription(def.ErrorCodes, s.reg.meanings)
+			}
 		}
 	}
 	return nil
@@ -196,6 +203,9 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 	case errors.As(err, &se):
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s could not be started: %v", c.def.Spec.Name, se.Err)
 	case err != nil:
+		if msg, ok := gitGuardMessage(err); ok {
+			return Result{}, Errorf(gen.ErrorCodeProtectedPath, "the command of %s: %s", c.def.Spec.Name, msg)
+		}
 		return Result{}, err
 	case run.TimedOut:
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s timed out after %s and was killed", c.def.Spec.Name, c.cfg.Timeout)

@@ -383,7 +383,12 @@ func TestPatchPrivateRepository(t *testing.T) {
 		t.Fatal(err)
 	}
 	mustSucceed(t, callTool(t, rt, "edit_file", map[string]any{"path": "crlf.txt", "old_text": "two", "new_text": "2"}))
-	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo x > secret-a.env; echo plain2 > utf16.txt; echo '[core]' >> .git/config; mkdir -p sub/.git; echo y > sub/.git/HEAD; head -c 5000000 /dev/zero | tr '\\0' 'a' | fold -w 99 > zz-big.txt"}))
+	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo x > secret-a.env; echo plain2 > utf16.txt; echo '[core]' >> .git/config; head -c 5000000 /dev/zero | tr '\\0' 'a' | fold -w 99 > zz-big.txt"}))
+	// A .git a command makes is removed (and the call fails): it is
+	// not part of the patch either.
+	if obs := callTool(t, rt, "run_command", map[string]any{"command": "mkdir -p sub/.git; echo y > sub/.git/HEAD"}); code(obs) != "protected_path" {
+		t.Errorf("a command that made sub/.git: %s (%s), want protected_path", obs.Content, code(obs))
+	}
 	patch, err := rt.Patch(context.Background())
 	if err != nil {
 		t.Fatal(err)

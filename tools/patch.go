@@ -3,6 +3,8 @@ package tools
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -180,7 +182,9 @@ func (c *capWriter) Write(p []byte) (int, error) {
 //     read as patterns only, and git skips every entry named .git when it
 //     walks the tree. The one exception, `git status` run inside a nested
 //     repository already in the index, is avoided by never keeping one
-//     there (see dropNested).
+//     there (see dropNested); a nested repository's files are added with
+//     that directory as the work tree, under the same private GIT_DIR, so
+//     its own .git is never read either.
 //
 // What the work tree still decides is data: which files are ignored, and
 // the content of the snapshots.
@@ -359,10 +363,21 @@ func readSmall(p string, max int64) ([]byte, error) {
 	return io.ReadAll(io.LimitReader(f, max))
 }
 
+// maxNested bounds the nested repositories a snapshot reads; past it
+// their files are left out of the patch.
+const maxNested = 256
+
 // snapshot writes the current state of the workspace (every file that is
 // not ignored) as a tree of the private repository and returns its id. The
 // private index persists between snapshots, so only files whose stat data
 // changed are read again.
+//
+// Files of nested repositories are files of the workspace too: `git add`
+// stops at a directory with a .git (it would record a gitlink), so each
+// nested repository is added on its own, into a private index of its own
+// with that directory as the work tree (its .gitignore files apply), and
+// its tree is read into the snapshot at its path. A command therefore
+// cannot hide files from the patch behind a git init.
 //
 // The first snapshot (base) may leave the content of unchanged files in the
 // repository's object directory, which it reads as an alternate: copying a
@@ -371,10 +386,9 @@ func readSmall(p string, max int64) ([]byte, error) {
 // privately, from the bytes in the work tree: the new side of the patch can
 // never come from an object the workspace planted under the same id.
 func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
-	if err := g.run(ctx, io.Discard, base, "add", "--all", "--", g.rel); err != nil {
-		return "", err
-	}
-	if err := g.dropNested(ctx); err != nil {
+	main := filepath.Join(g.tmp, "index")
+	queue, err := g.add(ctx, base, g.top, main, g.rel, "")
+	if err != nil {
 		return "", err
 	}
 	args := []string{"write-tree"}
@@ -382,38 +396,109 @@ func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 		// Unchanged files may be in the alternate only.
 		args = append(args, "--missing-ok")
 	}
-	var tree bytes.Buffer
-	if err := g.run(ctx, &tree, base, args...); err != nil {
+	writeTree := func(index string) (string, error) {
+		var tree bytes.Buffer
+		if err := g.runIn(ctx, &tree, base, g.top, index, args...); err != nil {
+			return "", err
+		}
+		return strings.TrimSpace(tree.String()), nil
+	}
+	tree, err := writeTree(main)
+	if err != nil || len(queue) == 0 {
+		return tree, err
+	}
+	// The nested repositories, shallowest first: a tree is read in at its
+	// path after the tree of the repository around it.
+	type nestedTree struct{ prefix, tree string }
+	var nested []nestedTree
+	for len(queue) > 0 && len(nested) < maxNested {
+		prefix := queue[0]
+		queue = queue[1:]
+		dir := filepath.Join(g.top, filepath.FromSlash(prefix))
+		if real, err := filepath.EvalSymlinks(dir); err != nil || real != dir {
+			continue // not a directory of the work tree as named
+		}
+		sum := sha256.Sum256([]byte(prefix))
+		index := filepath.Join(g.tmp, "index-"+hex.EncodeToString(sum[:8]))
+		inner, err := g.add(ctx, base, dir, index, ".", prefix+"/")
+		if err != nil {
+			return "", err
+		}
+		queue = append(queue, inner...)
+		t, err := writeTree(index)
+		if err != nil {
+			return "", err
+		}
+		nested = append(nested, nestedTree{prefix, t})
+	}
+	combined := filepath.Join(g.tmp, "index-combined")
+	_ = os.Remove(combined)
+	if err := g.runIn(ctx, io.Discard, base, g.top, combined, "read-tree", tree); err != nil {
 		return "", err
 	}
-	return strings.TrimSpace(tree.String()), nil
+	slices.SortFunc(nested, func(a, b nestedTree) int { return strings.Compare(a.prefix, b.prefix) })
+	for _, n := range nested {
+		if err := g.runIn(ctx, io.Discard, base, g.top, combined, "read-tree", "--prefix="+n.prefix+"/", n.tree); err != nil {
+			return "", err
+		}
+	}
+	return writeTree(combined)
+}
+
+// add adds every file under pathspec of the work tree top to index, but
+// for the nested repositories under it, whose paths it returns with prefix
+// before each: `git add` would record each as a gitlink, or fail on one
+// that has no commit yet. They are the directories `git ls-files --others`
+// lists with a trailing slash.
+func (g *shadowGit) add(ctx context.Context, base bool, top, index, pathspec, prefix string) ([]string, error) {
+	var others bytes.Buffer
+	if err := g.commandIn(ctx, nil, &others, false, top, index, "ls-files", "--others", "--exclude-standard", "-z", "--", pathspec); err != nil {
+		return nil, err
+	}
+	var specs bytes.Buffer
+	specs.WriteString(":(literal)" + pathspec + "\x00")
+	var nested []string
+	for entry := range bytes.SplitSeq(others.Bytes(), []byte{0}) {
+		if p, ok := bytes.CutSuffix(entry, []byte{'/'}); ok && len(p) > 0 {
+			nested = append(nested, prefix+string(p))
+			specs.WriteString(":(exclude,literal)" + string(entry) + "\x00")
+		}
+	}
+	if err := g.commandMagic(ctx, &specs, io.Discard, base, top, index, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+		return nil, err
+	}
+	tracked, err := g.dropNested(ctx, index, prefix)
+	return append(nested, tracked...), err
 }
 
 // dropNested removes the nested repositories `git add` just recorded
-// (gitlinks) from the private index. The next add would otherwise check
-// whether they are modified by running `git status` inside each, with that
-// repository's own configuration (fsmonitor, filters, hooks): one that is
-// not in the index is recorded again without being run. Nested
-// repositories are therefore never part of the patch.
-func (g *shadowGit) dropNested(ctx context.Context) error {
+// (gitlinks) from the private index and returns their paths, with prefix
+// before each. The next add would otherwise check whether they are
+// modified by running `git status` inside each, with that repository's
+// own configuration (fsmonitor, filters, hooks): one that is not in the
+// index is recorded again without being run. Their files are added on
+// their own (see snapshot).
+func (g *shadowGit) dropNested(ctx context.Context, index, prefix string) ([]string, error) {
 	var staged bytes.Buffer
-	if err := g.run(ctx, &staged, false, "ls-files", "--stage", "-z"); err != nil {
-		return err
+	if err := g.runIn(ctx, &staged, false, g.top, index, "ls-files", "--stage", "-z"); err != nil {
+		return nil, err
 	}
 	var nested bytes.Buffer
+	var paths []string
 	for entry := range bytes.SplitSeq(staged.Bytes(), []byte{0}) {
 		// "<mode> <id> <stage>\t<path>"
 		if mode, rest, ok := bytes.Cut(entry, []byte{' '}); ok && string(mode) == "160000" {
 			if _, path, ok := bytes.Cut(rest, []byte{'\t'}); ok {
 				nested.Write(path)
 				nested.WriteByte(0)
+				paths = append(paths, prefix+string(path))
 			}
 		}
 	}
 	if nested.Len() == 0 {
-		return nil
+		return nil, nil
 	}
-	return g.runInput(ctx, &nested, "update-index", "--force-remove", "-z", "--stdin")
+	return paths, g.commandIn(ctx, &nested, io.Discard, false, g.top, index, "update-index", "--force-remove", "-z", "--stdin")
 }
 
 // diffSince writes the diff of the workspace from the snapshot base to now,
@@ -436,15 +521,25 @@ func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) e
 // alternate adds the workspace repository's objects as a read-only
 // alternate.
 func (g *shadowGit) run(ctx context.Context, out io.Writer, alternate bool, args ...string) error {
-	return g.command(ctx, nil, out, alternate, args...)
+	return g.commandIn(ctx, nil, out, alternate, g.top, filepath.Join(g.tmp, "index"), args...)
 }
 
-// runInput runs git with in as its standard input.
-func (g *shadowGit) runInput(ctx context.Context, in io.Reader, args ...string) error {
-	return g.command(ctx, in, io.Discard, false, args...)
+// runIn runs git on the work tree top with the private index file index.
+func (g *shadowGit) runIn(ctx context.Context, out io.Writer, alternate bool, top, index string, args ...string) error {
+	return g.commandIn(ctx, nil, out, alternate, top, index, args...)
 }
 
-func (g *shadowGit) command(ctx context.Context, in io.Reader, out io.Writer, alternate bool, args ...string) error {
+func (g *shadowGit) commandIn(ctx context.Context, in io.Reader, out io.Writer, alternate bool, top, index string, args ...string) error {
+	return g.git(ctx, in, out, alternate, true, top, index, args...)
+}
+
+// commandMagic is commandIn with pathspec magic: its pathspecs say
+// :(literal) themselves.
+func (g *shadowGit) commandMagic(ctx context.Context, in io.Reader, out io.Writer, alternate bool, top, index string, args ...string) error {
+	return g.git(ctx, in, out, alternate, false, top, index, args...)
+}
+
+func (g *shadowGit) git(ctx context.Context, in io.Reader, out io.Writer, alternate, literal bool, top, index string, args ...string) error {
 	cmd := exec.CommandContext(ctx, g.bin, append([]string{"--no-pager"}, args...)...)
 	cmd.Stdin = in
 	cmd.Dir = g.tmp
@@ -454,14 +549,16 @@ func (g *shadowGit) command(ctx context.Context, in io.Reader, out io.Writer, al
 		"XDG_CONFIG_HOME=" + g.tmp,
 		"LC_ALL=C",
 		"GIT_DIR=" + g.gitDir,
-		"GIT_WORK_TREE=" + g.top,
-		"GIT_INDEX_FILE=" + filepath.Join(g.tmp, "index"),
+		"GIT_WORK_TREE=" + top,
+		"GIT_INDEX_FILE=" + index,
 		"GIT_CONFIG_NOSYSTEM=1",
 		"GIT_CONFIG_GLOBAL=/dev/null",
 		"GIT_ATTR_NOSYSTEM=1",
-		"GIT_LITERAL_PATHSPECS=1",
 		"GIT_NO_REPLACE_OBJECTS=1",
 		"GIT_TERMINAL_PROMPT=0",
+	}
+	if literal {
+		cmd.Env = append(cmd.Env, "GIT_LITERAL_PATHSPECS=1")
 	}
 	if alternate && g.objects != "" {
 		cmd.Env = append(cmd.Env, "GIT_ALTERNATE_OBJECT_DIRECTORIES="+g.objects)

@@ -36,6 +36,9 @@ func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.Ru
 	if errors.As(err, &se) {
 		return nil, Errorf(gen.ErrorCodeStartFailed, "the shell could not be started: %v", se.Err)
 	}
+	if msg, ok := gitGuardMessage(err); ok {
+		return nil, Errorf(gen.ErrorCodeProtectedPath, "%s (the command exited with code %d)", msg, run.ExitCode)
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"io"
 	"time"
 
@@ -33,6 +34,17 @@ func runShell(ctx context.Context, sb *sandbox.Sandbox, ws *Workspace, command s
 		Stderr:  stderr,
 		Timeout: timeout,
 	})
+}
+
+// gitGuardMessage returns the message of a command's call that the
+// sandbox's git guard failed (see sandbox.GitError): the command made or
+// changed a git directory, and that was undone.
+func gitGuardMessage(err error) (string, bool) {
+	var ge *sandbox.GitError
+	if !errors.As(err, &ge) {
+		return "", false
+	}
+	return ge.Error() + "; git directories are the person's, never a command's to make or configure", true
 }
 
 // SandboxInfo converts the confinement in effect to its spec form.

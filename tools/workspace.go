@@ -14,6 +14,7 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/specloop/specloop/internal/gitshape"
 	"github.com/specloop/specloop/sandbox"
 	"golang.org/x/sync/semaphore"
 )
@@ -41,7 +42,9 @@ const nonblock = syscall.O_NONBLOCK
 // sockets are refused before anything blocks on them. The write tools
 // never write into a git directory (a .git path component in any case, or
 // a directory git would take for a repository, also through symbolic
-// links), a name with a control character, or a file with other hard links.
+// links), never leave a directory looking like one (judged on the state
+// the write leaves, see gitShaped), and never write a name with a control
+// character or a bidirectional control, or a file with other hard links.
 //
 // A Workspace remembers the original content of every file the file tools
 // changed, so a run can report its patch (see Runtime.Patch). It is safe for
@@ -316,62 +319,136 @@ func (w *Workspace) writeTarget(rel string, notFound gen.ErrorCode) (exists bool
 
 // writable refuses a write to rel, before anything is read or changed, when
 // rel contains a control character (no patch can carry the name: see
-// diffName) or leads into a .git directory, lexically or through symbolic
-// links inside the workspace (a repository's configuration and hooks are
-// code that git runs).
+// diffName) or a bidirectional control (it makes a name read as another),
+// names a .git entry, leads into one through symbolic links inside the
+// workspace, or would leave a directory on its way looking like a git
+// directory (see gitShaped): a repository's configuration and hooks are
+// code that git runs.
 //
 // Symbolic links are followed here and again when the file is opened; a
 // command cannot swap one in between, since no command runs during a file
 // tool's call.
 func (w *Workspace) writable(rel string) error {
+	if err := validName(rel); err != nil {
+		return err
+	}
+	if resolved := w.resolve(rel); gitPath(rel) || gitPath(resolved) {
+		return Errorf(gen.ErrorCodeProtectedPath, "%s is inside a .git directory or names one: the file tools never write a repository's metadata (its configuration and hooks are programs git runs, and a .git file points git elsewhere); reading it is allowed", quote(rel))
+	}
+	return w.gitShaped([]string{rel})
+}
+
+// validName refuses a path with a character no patch can carry or that
+// makes a name read as another: C0 and C1 control characters, DEL, and the
+// bidirectional controls (embeddings, overrides, isolates and marks).
+func validName(rel string) error {
 	for i := 0; i < len(rel); i++ {
 		if c := rel[i]; c < 0x20 || c == 0x7f {
 			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), c)
 		}
 	}
-	if resolved := w.resolve(rel); gitPath(rel) || gitPath(resolved) || w.inGitDir(resolved) {
-		return Errorf(gen.ErrorCodeProtectedPath, "%s is inside a .git directory or a repository's git directory: the file tools never write a repository's metadata (its configuration and hooks are programs git runs); reading it is allowed", quote(rel))
+	for _, r := range rel {
+		switch {
+		case r >= 0x80 && r <= 0x9f:
+			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a C1 control character (U+%04X), which a patch cannot carry; choose a name without control characters", quote(rel), r)
+		case isBidiControl(r):
+			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a bidirectional control character (U+%04X), which makes a name display as another; choose a name without it", quote(rel), r)
+		}
 	}
 	return nil
 }
 
-// inGitDir reports whether a directory on the path rel (symbolic links
-// already resolved) is a git directory by another name: a bare repository,
-// or the git directory a .git file points to. Like git, it takes a
-// directory with a HEAD file and objects and refs directories for one.
-func (w *Workspace) inGitDir(rel string) bool {
-	for dir := path.Dir(rel); ; dir = path.Dir(dir) {
-		head, err1 := w.root.Lstat(path.Join(dir, "HEAD"))
-		objects, err2 := w.root.Lstat(path.Join(dir, "objects"))
-		refs, err3 := w.root.Lstat(path.Join(dir, "refs"))
-		if err1 == nil && err2 == nil && err3 == nil && head.Mode().IsRegular() && objects.IsDir() && refs.IsDir() {
-			return true
-		}
-		if dir == "." {
-			return false
+// isBidiControl reports whether r is one of Unicode's bidirectional
+// formatting characters: the marks (LRM, RLM, ALM), embeddings and
+// overrides (U+202A–U+202E) and isolates (U+2066–U+2069).
+func isBidiControl(r rune) bool {
+	switch {
+	case r == 0x061c, r == 0x200e, r == 0x200f,
+		r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
+		return true
+	}
+	return false
+}
+
+// gitShaped refuses a write of the files paths (as a whole: the files a
+// patch leaves) when afterwards a directory on one of their paths, with
+// symbolic links resolved or not, would look like a git directory
+// (gitshape: a HEAD with objects/ and refs/, or with commondir, or a
+// config, hooks/ or commondir beside any of them), whether the write makes
+// it one or writes inside one. Git takes such a directory for the
+// repository of whoever runs git in it, before it looks for a .git above,
+// and runs what its configuration names. Only the directories on the
+// written paths are judged: a write changes no other directory's entries.
+// Entries a write removes are not taken off, which only errs on refusing.
+func (w *Workspace) gitShaped(paths []string) error {
+	added := map[string]gitshape.Entries{}
+	var dirs []string
+	writes := map[string]string{} // a judged directory → the path written below it
+	note := func(p, written string) {
+		for child, dir := p, path.Dir(p); ; child, dir = dir, path.Dir(dir) {
+			typ := fs.ModeDir
+			if child == p {
+				typ = 0
+			}
+			if _, ok := added[dir]; !ok {
+				dirs = append(dirs, dir)
+				writes[dir] = written
+			}
+			added[dir] |= gitshape.Marker(path.Base(child), typ)
+			if dir == "." {
+				return
+			}
 		}
 	}
+	for _, p := range paths {
+		note(p, p)
+		if r := w.resolve(p); r != p && r != ".." && !strings.HasPrefix(r, "../") {
+			note(r, p)
+		}
+	}
+	for _, dir := range dirs {
+		if e := added[dir] | w.markers(dir); e.Looks() {
+			where := quote(dir)
+			if dir == "." {
+				where = "the workspace root"
+			}
+			return Errorf(gen.ErrorCodeProtectedPath, "writing %s would leave %s looking like a .git directory (it would have %s), which git takes for a repository and whose configuration and hooks it runs, so the file tools never write one; no file was changed", quote(writes[dir]), where, markerList(e))
+		}
+	}
+	return nil
+}
+
+// markers returns the marker entries the directory rel has on disk.
+func (w *Workspace) markers(rel string) gitshape.Entries {
+	var e gitshape.Entries
+	for _, name := range gitMarkerNames {
+		if fi, err := w.root.Lstat(path.Join(rel, name)); err == nil {
+			e |= gitshape.Marker(name, fi.Mode().Type())
+		}
+	}
+	return e
+}
+
+// gitMarkerNames are the names gitshape.Marker knows, as git spells them.
+var gitMarkerNames = []string{"HEAD", "objects", "refs", "config", "hooks", "commondir"}
+
+// markerList names the marker entries in e, for a message.
+func markerList(e gitshape.Entries) string {
+	var names []string
+	for i, name := range []string{"HEAD", "objects/", "refs/", "config", "hooks/", "commondir"} {
+		if e&(1<<i) != 0 {
+			names = append(names, name)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // gitPath reports whether a component of the slash-separated path p names
-// a .git directory, the way file systems that fold case or ignore some
+// a .git entry, the way file systems that fold case or ignore some
 // characters (macOS, Windows) would see it.
 func gitPath(p string) bool {
 	for c := range strings.SplitSeq(p, "/") {
-		if len(c) < len(".git") {
-			continue
-		}
-		// Unicode characters HFS+ ignores in names, and trailing dots and
-		// spaces, which Windows drops.
-		c = strings.Map(func(r rune) rune {
-			switch {
-			case r == 0x200c, r == 0x200d, r == 0x200e, r == 0x200f,
-				r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
-				return -1
-			}
-			return r
-		}, c)
-		if strings.EqualFold(strings.TrimRight(c, ". "), ".git") {
+		if gitshape.IsGitName(c) {
 			return true
 		}
 	}

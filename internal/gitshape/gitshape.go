@@ -1,0 +1,99 @@
+// Package gitshape is the one rule of what looks like a git directory, shared by the file tools' write rules and the sandbox's guard of commands.
+package gitshape
+
+import (
+	"io/fs"
+	"strings"
+)
+
+// Entries is the set of marker entries a directory has: the names whose
+// presence makes git, or this rule, take it for a git directory.
+type Entries uint8
+
+// The marker entries.
+const (
+	Head      Entries = 1 << iota // HEAD: a file or a symbolic link
+	Objects                       // objects/: a directory or a symbolic link
+	Refs                          // refs/: a directory or a symbolic link
+	Config                        // config: a file or a symbolic link
+	Hooks                         // hooks/: a directory or a symbolic link
+	CommonDir                     // commondir: a file or a symbolic link
+)
+
+// markerNames are the marker entries by name, lower-cased; a name is
+// matched without regard to case, as file systems that fold case see it.
+var markerNames = map[string]Entries{
+	"head": Head, "objects": Objects, "refs": Refs,
+	"config": Config, "hooks": Hooks, "commondir": CommonDir,
+}
+
+// Marker returns the marker an entry called name of type typ (a
+// fs.FileMode's type bits) is, or 0. Only the type git would use counts
+// (a config directory is no configuration), and a symbolic link always
+// counts, since its target may be either.
+func Marker(name string, typ fs.FileMode) Entries {
+	if len(name) > len("commondir") {
+		return 0
+	}
+	m := markerNames[strings.ToLower(name)]
+	if m == 0 || typ&fs.ModeSymlink != 0 {
+		return m
+	}
+	dir := typ.IsDir()
+	switch m {
+	case Objects, Refs, Hooks:
+		if !dir {
+			return 0
+		}
+	default:
+		if dir || typ&fs.ModeType != 0 {
+			return 0
+		}
+	}
+	return m
+}
+
+// Looks reports whether a directory with these entries looks like a git
+// directory: git's own test (HEAD with objects/ and refs/ beside it, or
+// HEAD with a commondir file), or a config, hooks/ or commondir beside any
+// of HEAD, objects/ and refs/, so that a half-built git directory cannot be
+// completed one entry at a time either.
+func (e Entries) Looks() bool {
+	switch {
+	case e&(Head|Objects|Refs) == Head|Objects|Refs, e&(Head|CommonDir) == Head|CommonDir:
+		return true
+	}
+	return e&(Config|Hooks|CommonDir) != 0 && e&(Head|Objects|Refs) != 0
+}
+
+// IsGitName reports whether name is ".git" as a file system that folds
+// case, ignores some Unicode characters (HFS+) or drops trailing dots and
+// spaces (Windows) sees it: a directory of that name is a repository's
+// git directory, and a file of that name is a pointer ("gitdir: ...") git
+// follows.
+func IsGitName(name string) bool {
+	if len(name) < len(".git") {
+		return false
+	}
+	name = strings.Map(func(r rune) rune {
+		switch {
+		case r == 0x200c, r == 0x200d, r == 0x200e, r == 0x200f,
+			r >= 0x202a && r <= 0x202e, r >= 0x206a && r <= 0x206f, r == 0xfeff:
+			return -1
+		}
+		return r
+	}, name)
+	return strings.EqualFold(strings.TrimRight(name, ". "), ".git")
+}
+
+// Guarded reports whether the entry name of a git directory is one whose
+// content decides what git runs or where it looks: config,
+// config.worktree, commondir, gitdir and HEAD (everything under hooks/ is
+// guarded too; see Marker).
+func Guarded(name string) bool {
+	switch strings.ToLower(name) {
+	case "config", "config.worktree", "commondir", "gitdir", "head":
+		return true
+	}
+	return false
+}
