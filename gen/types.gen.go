@@ -548,15 +548,19 @@ type ApplyPatchResult struct {
 }
 
 // ApprovalDecision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
-// without asking, every later call of the same tool in the same run; deny: do not run
-// it, the model gets an error observation (denied) with the reason.
+// without asking, every later call of the same tool in the same run (for a tool that
+// runs commands, only until a tool that writes files has run: then its next call is
+// asked about again); deny: do not run it, the model gets an error observation (denied)
+// with the reason.
 type ApprovalDecision string
 
 // ApprovalDecisionRequest A decision on a pending tool call.
 type ApprovalDecisionRequest struct {
 	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
-	// without asking, every later call of the same tool in the same run; deny: do not run
-	// it, the model gets an error observation (denied) with the reason.
+	// without asking, every later call of the same tool in the same run (for a tool that
+	// runs commands, only until a tool that writes files has run: then its next call is
+	// asked about again); deny: do not run it, the model gets an error observation (denied)
+	// with the reason.
 	Decision ApprovalDecision `json:"decision"`
 
 	// Reason Why; for a denial the model is told it. The trace keeps only its summary.
@@ -821,11 +825,14 @@ type PendingApproval struct {
 	// Arguments The call's arguments, in full (the trace has only their keys).
 	Arguments map[string]interface{} `json:"arguments"`
 
-	// CallId The call's id, to decide it with decideApproval; the loop names a call the model gave no id.
+	// CallId The id to decide the call with (decideApproval). The model's own call id when it is a plain one (letters, digits, '_' and '-', at most 64 bytes, not shaped like a key) the run has not asked about before; otherwise a name the loop gives the call, approval-N.
 	CallId string `json:"call_id"`
 
 	// ExpiresAt When the call is denied with reason timeout if no one decided it.
 	ExpiresAt *time.Time `json:"expires_at,omitempty"`
+
+	// Reason Why the call is asked about beyond the policy, e.g. files changed since its tool was approved for the run; absent when there is nothing to add.
+	Reason *string `json:"reason,omitempty"`
 
 	// RequestedAt When the approval was asked for.
 	RequestedAt time.Time `json:"requested_at"`
@@ -1172,8 +1179,10 @@ type TraceEvent struct {
 	CallId *string `json:"call_id,omitempty"`
 
 	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
-	// without asking, every later call of the same tool in the same run; deny: do not run
-	// it, the model gets an error observation (denied) with the reason.
+	// without asking, every later call of the same tool in the same run (for a tool that
+	// runs commands, only until a tool that writes files has run: then its next call is
+	// asked about again); deny: do not run it, the model gets an error observation (denied)
+	// with the reason.
 	Decision *ApprovalDecision `json:"decision,omitempty"`
 
 	// DurationMs run_finished. How long the run took.

@@ -42,6 +42,7 @@ type pendingCall struct {
 	step      int
 	requested time.Time
 	expires   time.Time
+	reason    string // why it is asked beyond the policy (agent.ApprovalRequest.Reason)
 	answer    *agent.Approval
 	done      chan struct{}
 }
@@ -77,6 +78,7 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 	if d, ok := ctx.Deadline(); ok {
 		p.expires = d.UTC()
 	}
+	p.reason = req.Reason
 	g.mu.Unlock()
 	var answer *agent.Approval
 	select {
@@ -118,8 +120,12 @@ func (g *approvalGate) list() []gen.PendingApproval {
 		// The arguments are the loop's copy for the request, which
 		// nothing changes.
 		exp := p.expires
-		out = append(out, gen.PendingApproval{CallId: *p.call.CallId, ToolName: p.call.ToolName, Arguments: p.call.Arguments, Step: p.step,
-			RequestedAt: p.requested, ExpiresAt: &exp})
+		pa := gen.PendingApproval{CallId: *p.call.CallId, ToolName: p.call.ToolName, Arguments: p.call.Arguments, Step: p.step,
+			RequestedAt: p.requested, ExpiresAt: &exp}
+		if p.reason != "" {
+			pa.Reason = &p.reason
+		}
+		out = append(out, pa)
 	}
 	return out
 }

@@ -301,3 +301,34 @@ func TestStaleDecisionDoesNotApproveAReusedCallID(t *testing.T) {
 		t.Error("the stale approval ran the second call")
 	}
 }
+
+// A command call asked about again because files changed since run_command
+// was approved for the run lists why, so the person sees what the
+// approval no longer covers.
+func TestPendingApprovalSaysWhyItIsAskedAgain(t *testing.T) {
+	ts := newTestServer(t, server.Config{AllowCommands: true})
+	command := func(id, cmd string) string {
+		b, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "call_id": id, "arguments": map[string]any{"command": cmd}})
+		return string(b)
+	}
+	req := approvalRequest(command("c1", "true"), writeCall("w1", "build.sh", "echo rewritten"), command("c2", "sh build.sh"), doneAnswer)
+	p := gen.ApprovalPolicyCommands
+	req.ApprovalPolicy = &p
+	run := ts.create(req)
+	if got := ts.pending(run.Id); len(got) != 1 || got[0].CallId != "c1" || got[0].Reason != nil {
+		t.Fatalf("pending = %+v, want c1 with no reason", got)
+	}
+	if status, body := ts.decide(run.Id, "c1", "approve_for_run", ""); status != http.StatusOK {
+		t.Fatalf("approve_for_run c1: %d %s", status, body)
+	}
+	got := ts.pending(run.Id)
+	if len(got) != 1 || got[0].CallId != "c2" || got[0].Reason == nil || !strings.Contains(*got[0].Reason, "files in the workspace changed") {
+		t.Fatalf("pending = %+v, want c2 with the reason that files changed", got)
+	}
+	if status, body := ts.decide(run.Id, "c2", "approve", ""); status != http.StatusOK {
+		t.Fatalf("approve c2: %d %s", status, body)
+	}
+	if done := ts.wait(run.Id); done.Result.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("result = %+v", done.Result)
+	}
+}

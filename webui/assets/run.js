@@ -352,6 +352,7 @@ export class RunView {
       el('div', null, `Step ${a.step}: `, el('strong', null, visible(a.tool_name)),
         el('span', { class: 'muted' }, ' (call ', el('code', { class: 'call-id' }, visible(a.call_id)), ')'),
         a.expires_at ? el('span', { class: 'muted' }, ` (denied at ${fmtTime(a.expires_at)} if no one decides)`) : ''),
+      a.reason ? el('p', { class: 'warn approval-note' }, visible(a.reason)) : '',
       el('pre', { class: 'text args', 'aria-label': 'Arguments' }, visible(JSON.stringify(a.arguments, null, 2))),
       el('div', { class: 'field' }, el('label', { for: reasonID }, 'Reason (optional; a denial tells the model)'), reason),
       el('div', { class: 'toolbar' },
