@@ -219,7 +219,7 @@ func askRemote(ctx context.Context, env *cmdEnv, c *sdk.Client, runID string, af
 				return
 			}
 		}()
-		dec, err := a.Approve(actx, agent.ApprovalRequest{RunID: runID, Step: p.Step, Call: call})
+		dec, err := a.Approve(actx, agent.ApprovalRequest{RunID: runID, Step: p.Step, Call: call, Reason: deref(p.Reason)})
 		notWaiting := errors.Is(context.Cause(actx), errNotWaiting)
 		cancel(nil)
 		if err != nil && notWaiting {
