@@ -88,6 +88,9 @@ type Config struct {
 	// in this process).
 	Engine Engine
 	// DataDir holds the run log and the traces; it is created if missing.
+	// It must lie outside WorkspaceRoot (and WorkspaceRoot outside it):
+	// New refuses it otherwise (ErrRecordsInWorkspace), since runs may read
+	// and write every file of the workspace root.
 	DataDir string
 	// WorkspaceRoot is the directory runs and tool calls work in; a request
 	// may name a directory under it.
@@ -262,6 +265,10 @@ func New(cfg Config) (*Server, error) {
 	ws, err := openWorkspaces(cfg.WorkspaceRoot)
 	if err != nil {
 		return nil, fmt.Errorf("server: workspace root: %w", err)
+	}
+	if err := CheckRecordsDir(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
+		ws.close()
+		return nil, fmt.Errorf("server: data directory: %w", err)
 	}
 	s.ws = ws
 	if err := s.initTools(); err != nil {
