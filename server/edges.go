@@ -47,7 +47,9 @@ const (
 //     MaxStreamsPerClient from one client address; beyond either, 429;
 //   - the Host check (checkHost): without a token, only loopback names and
 //     AllowedHosts are served (403 otherwise), so a web page cannot reach
-//     a token-less loopback server by DNS rebinding.
+//     a token-less loopback server by DNS rebinding;
+//   - the cross-origin check (crossOrigin): a state-changing request that
+//     a browser sends for a page of another site gets 403.
 
 // HTTPServer returns the http.Server that serves the API with the
 // server's timeouts. Serve it on Listener(ln).
@@ -133,6 +135,22 @@ func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		return problemf(http.StatusForbidden, "the Host header does not name this server: without a token it answers to loopback names and --allowed-host names only")
+	}
+}
+
+// crossOrigin refuses state-changing requests (any method but GET, HEAD
+// and OPTIONS) that a browser sends on behalf of another site: those whose
+// Sec-Fetch-Site is not same-origin or none, or, without Sec-Fetch-Site,
+// whose Origin is not this server (net/http's CrossOriginProtection).
+// Requests without either header (curl, the SDK, MCP clients) are not
+// from a browser and pass. Without it a page of any site could cancel the
+// runs of a token-less loopback server, or start and approve them.
+func (s *Server) crossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := s.origins.Check(c.Request()); err != nil {
+			return problemf(http.StatusForbidden, "cross-origin request refused: a page of another site may not change anything on this server (Sec-Fetch-Site or Origin)")
+		}
+		return next(c)
 	}
 }
 

@@ -39,7 +39,9 @@
 //
 // Every error is an RFC 9457 application/problem+json document. The
 // middleware runs in this order: recover, the Host check (403 on a
-// server without a token, DNS-rebinding protection), body limit (413),
+// server without a token, DNS-rebinding protection), the cross-origin
+// check (403 for a state-changing request from another site's page),
+// body limit (413),
 // bearer-token auth (401; /healthz and /openapi.yaml are public as the
 // spec says), then validation of the request against the spec with
 // kin-openapi (400 naming the field, never quoting the value).
@@ -203,6 +205,7 @@ type Server struct {
 
 	allowedHosts map[string]bool // Config.AllowedHosts, normalized
 	streams      streamSlots
+	origins      *http.CrossOriginProtection
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -236,7 +239,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML(),
-		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}}
+		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}, origins: http.NewCrossOriginProtection()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -343,7 +346,7 @@ func (s *Server) initEcho() error {
 	if err := s.useTelemetry(e); err != nil {
 		return err
 	}
-	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
+	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})
