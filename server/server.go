@@ -153,12 +153,14 @@ type Config struct {
 	// bounds a whole response): a client that stops reading loses its
 	// response instead of holding it open.
 	WriteTimeout time.Duration
-	// MaxConnections is the most connections served at once (Listener);
-	// more wait to be accepted.
+	// MaxConnections is the most connections open at once (Listener): at
+	// the cap a new connection closes the one idle the longest, and waits
+	// to be accepted only when all are busy.
 	MaxConnections int
 	// MaxStreams is the most event streams open at once, and
 	// MaxStreamsPerClient the most from one client address; a stream
-	// beyond either gets 429.
+	// beyond either gets 429. MaxStreams is lowered to leave a reserve of
+	// MaxConnections (an eighth, 1 to 64) to the other requests.
 	MaxStreams          int
 	MaxStreamsPerClient int
 	// MCPServers are the external MCP servers a run may choose by name
@@ -206,6 +208,7 @@ type Server struct {
 	allowedHosts map[string]bool // Config.AllowedHosts, normalized
 	streams      streamSlots
 	origins      *http.CrossOriginProtection
+	conns        *ConnLimit
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -239,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML(),
-		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}, origins: http.NewCrossOriginProtection()}
+		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}, origins: http.NewCrossOriginProtection(), conns: NewConnLimit(cfg.MaxConnections)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

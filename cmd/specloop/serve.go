@@ -33,20 +33,24 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		"Serves the HTTP API for remote runs (see /openapi.yaml): runs execute in the background, at most\n"+
 			"--max-concurrent at a time and one at a time per workspace; --queue more may wait (then 429).\n"+
 			"Workspaces are directories under --workspace-root named by a relative path; a run without one\n"+
-			"works in the root itself, and may read and write all of it. Every run's trace is\n"+
-			"DATA/traces/ID.jsonl, and DATA/runs.jsonl records\n"+
-			"each run (fsynced before it is acknowledged) and its result, so a restarted server lists every\n"+
-			"run: the ones that were in flight end with exit reason interrupted.\n\n"+
+			"works in the root itself, and a run may read and write all of the root. Every run's trace is\n"+
+			"DATA/traces/ID.jsonl, and DATA/runs.jsonl records each run (fsynced before it is acknowledged)\n"+
+			"and its result, so a restarted server lists every run: the ones that were in flight end with\n"+
+			"exit reason interrupted. DATA holds run results verbatim (answers, patches, check output): it is\n"+
+			"made 0700, and defaults to the user's state directory:\n"+
+			stateDirUsage("server")+". A --data (or --store) inside --workspace-root, or\n"+
+			"containing it, is refused: runs could read and forge the records.\n\n"+
 			"Auth: the bearer token is read from --token-file, or else from $"+tokenEnv+". Without a token the\n"+
 			"server only listens on a loopback address, unless --insecure is given, and only answers requests\n"+
 			"whose Host header is a loopback name or address (localhost, 127.0.0.0/8, [::1]) or an --allowed-host\n"+
-			"name (403 otherwise): a web page cannot reach it through DNS rebinding.\n\n"+
+			"name (403 otherwise): a web page cannot reach it through DNS rebinding. A state-changing request\n"+
+			"(any method but GET, HEAD, OPTIONS) that a browser sends for another site's page (Sec-Fetch-Site\n"+
+			"other than same-origin, or a foreign Origin) gets 403, with or without a token.\n\n"+
 			"Edges: a request must arrive within --read-timeout (headers within 10 s); a response write that\n"+
-			"stalls for 30 s ends it; at most --max-connections connections are served at once (more wait),\n"+
-			"and at most --max-streams event streams are open (--max-streams-per-client from one address; 429\n"+
-			"beyond). DATA holds run results verbatim (answers, patches, check output): it is made 0700, and\n"+
-			"it defaults to the user's state directory ("+stateDirUsage("server")+"). A --data (or\n"+
-			"--store) inside --workspace-root, or containing it, is refused: runs could read and forge it.\n\n"+
+			"stalls for 30 s ends it; at most --max-connections connections are open at once (at the cap a new\n"+
+			"one closes the one idle the longest; it waits only when all are busy), and at most --max-streams\n"+
+			"event streams are open (--max-streams-per-client from one address; 429 beyond), never more than\n"+
+			"--max-connections less a reserve of an eighth (1 to 64) kept for every other request.\n\n"+
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
 			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
@@ -69,8 +73,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
 	systemFile := fs.String("system-file", "", systemFileUsage)
 	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
-	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
-	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
+	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
+	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
 	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
 	var telFlags telemetryFlags // see telemetry.go
 	telFlags.register(fs, true)
