@@ -107,3 +107,32 @@ func TestBlobChecked(t *testing.T) {
 		t.Fatalf("after a rewrite: %v", err)
 	}
 }
+
+// FuzzStoreRunID: whatever run id the store is given (a workflow input
+// anyone with access to the namespace can write), the paths it uses stay
+// one level under its runs directory, or the id is refused.
+func FuzzStoreRunID(f *testing.F) {
+	for _, id := range []string{"run1", "../../x", "..", "a/b", `a\b`, "", "A_b-9"} {
+		f.Add(id)
+	}
+	s := &Store{dir: filepath.Join("store")}
+	runs := filepath.Join("store", "runs")
+	f.Fuzz(func(t *testing.T, id string) {
+		events, err := s.EventsPath(id)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRunID) {
+				t.Fatalf("EventsPath(%q): %v", id, err)
+			}
+			return
+		}
+		call, err := s.callPath(id, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{filepath.Dir(events), filepath.Dir(filepath.Dir(call))} {
+			if filepath.Dir(p) != runs || filepath.Base(p) != id {
+				t.Fatalf("run id %q maps to %s, outside %s", id, p, runs)
+			}
+		}
+	})
+}
