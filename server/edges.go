@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/net/netutil"
 )
 
 // Defaults of the server's edges, for a zero Config field.
@@ -32,8 +31,10 @@ const (
 // The edges of the server, what a slow, stalled or hostile client meets
 // before any handler:
 //
-//   - the connection cap (Listener): at most MaxConnections connections are
-//     served at once; more wait in the kernel's accept queue;
+//   - the connection cap (Listener, ConnLimit): at most MaxConnections
+//     connections are open at once; at the cap a new connection closes the
+//     one idle the longest, and waits (in the kernel's accept queue) only
+//     when all are busy;
 //   - ReadHeaderTimeout and ReadTimeout (HTTPServer): a request's headers,
 //     and then the whole request, body included, must arrive in time, or
 //     the connection is dropped (readBody). net/http lifts the read
@@ -44,10 +45,15 @@ const (
 //     a client that stops reading loses its response, its stream, after
 //     WriteTimeout, and holds nothing else;
 //   - the event-stream caps (streamSlot): MaxStreams open at once, and
-//     MaxStreamsPerClient from one client address; beyond either, 429;
+//     MaxStreamsPerClient from one client address; beyond either, 429.
+//     MaxStreams is at most MaxConnections less a reserve (streamReserve),
+//     so streams at their cap leave connections to /healthz, run creation
+//     and every other request;
 //   - the Host check (checkHost): without a token, only loopback names and
 //     AllowedHosts are served (403 otherwise), so a web page cannot reach
-//     a token-less loopback server by DNS rebinding.
+//     a token-less loopback server by DNS rebinding;
+//   - the cross-origin check (crossOrigin): a state-changing request that
+//     a browser sends for a page of another site gets 403.
 
 // HTTPServer returns the http.Server that serves the API with the
 // server's timeouts. Serve it on Listener(ln).
@@ -57,16 +63,31 @@ func (s *Server) HTTPServer() *http.Server {
 		ReadHeaderTimeout: s.cfg.ReadHeaderTimeout,
 		ReadTimeout:       s.cfg.ReadTimeout,
 		IdleTimeout:       s.cfg.IdleTimeout,
+		ConnState:         s.conns.ConnState,
 		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelWarn),
 	}
 }
 
-// Listener wraps ln with the cap on concurrent connections (beyond
-// MaxConnections, Accept waits for a connection to close) and makes the
+// Listener wraps ln with the cap on concurrent connections and makes the
 // errors net/http answers by itself, before any handler, problem+json
-// documents too (see problemListener).
+// documents too (see problemListener). At MaxConnections a new connection
+// closes the one idle the longest (connected without a whole request yet,
+// or between keep-alive requests); only when every connection is busy
+// does Accept wait for one to close (see ConnLimit). Idle sockets
+// therefore never lock anyone out; serve it with HTTPServer, whose
+// ConnState reports the idle ones.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	return problemListener{netutil.LimitListener(ln, s.cfg.MaxConnections)}
+	return s.conns.Listener(problemListener{ln})
+}
+
+// streamReserve is how many of MaxConnections event streams never take:
+// an eighth of them, 1 to 64, so that /healthz, run creation and every
+// other short request find a connection when the streams are at their cap.
+func streamReserve(maxConns int) int {
+	if maxConns < 2 {
+		return 0
+	}
+	return min(64, max(1, maxConns/8))
 }
 
 // edgeDefaults fills the zero edge fields of cfg and checks AllowedHosts,
@@ -90,6 +111,9 @@ func edgeDefaults(cfg *Config) (map[string]bool, error) {
 	if cfg.MaxStreamsPerClient <= 0 {
 		cfg.MaxStreamsPerClient = DefaultMaxStreamsPerClient
 	}
+	// Streams hold their connections for as long as they are open: they
+	// leave a reserve of connections to every other request.
+	cfg.MaxStreams = max(1, min(cfg.MaxStreams, cfg.MaxConnections-streamReserve(cfg.MaxConnections)))
 	allowed := map[string]bool{}
 	for _, h := range cfg.AllowedHosts {
 		name := hostName(h)
@@ -133,6 +157,22 @@ func (s *Server) checkHost(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c)
 		}
 		return problemf(http.StatusForbidden, "the Host header does not name this server: without a token it answers to loopback names and --allowed-host names only")
+	}
+}
+
+// crossOrigin refuses state-changing requests (any method but GET, HEAD
+// and OPTIONS) that a browser sends on behalf of another site: those whose
+// Sec-Fetch-Site is not same-origin or none, or, without Sec-Fetch-Site,
+// whose Origin is not this server (net/http's CrossOriginProtection).
+// Requests without either header (curl, the SDK, MCP clients) are not
+// from a browser and pass. Without it a page of any site could cancel the
+// runs of a token-less loopback server, or start and approve them.
+func (s *Server) crossOrigin(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := s.origins.Check(c.Request()); err != nil {
+			return problemf(http.StatusForbidden, "cross-origin request refused: a page of another site may not change anything on this server (Sec-Fetch-Site or Origin)")
+		}
+		return next(c)
 	}
 }
 

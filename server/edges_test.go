@@ -176,17 +176,17 @@ func TestSlowBodyCutOff(t *testing.T) {
 	}
 }
 
-// TestConnectionCap: beyond MaxConnections a connection is not served
-// until another one ends.
+// TestConnectionCap: beyond MaxConnections busy connections a connection
+// is not served until another one ends.
 func TestConnectionCap(t *testing.T) {
 	ts := newTestServer(t, server.Config{MaxConnections: 2})
+	// Two connections busy with a request whose body never comes.
 	a := rawConn(t, ts, "")
-	rawConn(t, ts, "")
-	// Make sure both were accepted: a request on a is answered.
-	fmt.Fprintf(a, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
-	if resp, err := http.ReadResponse(bufio.NewReader(a), nil); err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("healthz on the first connection: %v", err)
+	b := rawConn(t, ts, "")
+	for _, c := range []net.Conn{a, b} {
+		fmt.Fprintf(c, "POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{", testToken)
 	}
+	waitConns(t, ts, 2, 2)
 	got := make(chan int, 1)
 	go func() {
 		c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 20 * time.Second}
@@ -200,12 +200,118 @@ func TestConnectionCap(t *testing.T) {
 	}()
 	select {
 	case code := <-got:
-		t.Fatalf("a third connection was served (%d) while two were open", code)
+		t.Fatalf("a third connection was served (%d) while two were busy", code)
 	case <-time.After(300 * time.Millisecond):
 	}
 	a.Close()
 	if code := <-got; code != http.StatusOK {
 		t.Fatalf("the waiting connection got %d once a slot was free", code)
+	}
+}
+
+// waitConns waits (30 s at most) until the server has busy busy
+// connections and open open ones.
+func waitConns(t *testing.T, ts *testServer, busy, open int) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		b, o := server.Conns(ts.srv)
+		if b == busy && o == open {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("connections: %d busy and %d open, want %d and %d", b, o, busy, open)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestIdleConnectionsShed: sockets that are open but send nothing, or
+// wait between keep-alive requests, never hold the connections others
+// need: at the cap a new connection closes the one idle the longest.
+// Before the fix a request waited until an idle socket timed out.
+func TestIdleConnectionsShed(t *testing.T) {
+	ts := newTestServer(t, server.Config{MaxConnections: 4, ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute})
+	var idle []net.Conn
+	for range 4 {
+		idle = append(idle, rawConn(t, ts, ""))
+	}
+	// One keep-alive connection that made a request and waits for the next.
+	fmt.Fprintf(idle[3], "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+	if resp, err := http.ReadResponse(bufio.NewReader(idle[3]), nil); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("healthz on a keep-alive connection: %v", err)
+	}
+	waitConns(t, ts, 0, 4)
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	for i := range 6 {
+		resp, err := c.Get(ts.http.URL + "/healthz")
+		if err != nil {
+			t.Fatalf("healthz %d with the cap's worth of idle sockets open: %v", i, err)
+		}
+		resp.Body.Close()
+	}
+	// The oldest idle sockets were closed to make room.
+	if !closedByServer(idle[0], 20*time.Second) {
+		t.Error("the oldest idle socket is still open")
+	}
+}
+
+// TestStreamsLeaveReserve: event streams at their cap leave connections
+// to the other requests, even when MaxStreams is as high as
+// MaxConnections, and the cap's worth of idle sockets on top delays
+// nothing: /healthz and run creation still answer. Before the fix the
+// streams took every connection and both waited forever.
+func TestStreamsLeaveReserve(t *testing.T) {
+	g := newGate()
+	defer g.release()
+	ts := newTestServer(t, server.Config{Models: g.models, MaxConnections: 4, MaxStreams: 4, MaxStreamsPerClient: 4})
+	run := ts.create(blockRequest("BLOCK reserve"))
+	g.waitEntered(t, "BLOCK reserve")
+	var open []*http.Response
+	for i := 0; ; i++ {
+		done := make(chan *http.Response, 1)
+		go func() { done <- openStream(t, ts, run.Id, "") }()
+		var resp *http.Response
+		select {
+		case resp = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatalf("stream %d: no answer: the streams took every connection", i)
+		}
+		if resp.StatusCode == http.StatusTooManyRequests {
+			resp.Body.Close()
+			break
+		}
+		if resp.StatusCode != http.StatusOK || i >= 4 {
+			t.Fatalf("stream %d: %d", i, resp.StatusCode)
+		}
+		open = append(open, resp)
+	}
+	if len(open) != 3 {
+		t.Fatalf("%d streams open, want 3 (4 connections less a reserve of 1)", len(open))
+	}
+	for range 4 {
+		rawConn(t, ts, "")
+	}
+	c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+	resp, err := c.Get(ts.http.URL + "/healthz")
+	if err != nil {
+		t.Fatalf("healthz with the streams at their cap: %v", err)
+	}
+	resp.Body.Close()
+	req, _ := http.NewRequest(http.MethodPost, ts.http.URL+"/v1/runs", strings.NewReader(`{"task":{"prompt":"p"},"model":{"provider":"script","responses":["{\"type\":\"finish\",\"answer\":\"a\"}"]}}`))
+	req.Header.Set("Authorization", "Bearer "+testToken)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err = c.Do(req)
+	if err != nil {
+		t.Fatalf("create with the streams at their cap: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("create with the streams at their cap: %d", resp.StatusCode)
+	}
+	g.release()
+	for _, r := range open {
+		readSSE(t, r.Body)
 	}
 }
 

@@ -4,3 +4,7 @@ package server
 // a workspace for a tool call, before the tool uses it: a test swaps the
 // directory there.
 func SetWorkspaceHook(s *Server, f func(name string)) { s.wsHook = f }
+
+// Conns reports how many of the server's connections are busy with a
+// request, and how many are open.
+func Conns(s *Server) (busy, open int) { return s.conns.Busy() }

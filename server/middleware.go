@@ -22,10 +22,10 @@ import (
 
 // The middleware, outermost first: telemetry (with Config.Telemetry; see
 // telemetry.go) → access log → recover → write deadlines
-// → Host check → body limit → auth → body read (under ReadTimeout) →
+// → Host check → cross-origin check → body limit → auth → body read (under ReadTimeout) →
 // request validation against the spec → the strict handlers; the event
 // stream adds its stream cap. edges.go has the write deadlines, the Host
-// check, the body read and the stream cap.
+// check, the cross-origin check, the body read and the stream cap.
 
 // accessLog logs each request at debug level: method, route, status and
 // duration; never headers, query strings or bodies.

@@ -39,7 +39,9 @@
 //
 // Every error is an RFC 9457 application/problem+json document. The
 // middleware runs in this order: recover, the Host check (403 on a
-// server without a token, DNS-rebinding protection), body limit (413),
+// server without a token, DNS-rebinding protection), the cross-origin
+// check (403 for a state-changing request from another site's page),
+// body limit (413),
 // bearer-token auth (401; /healthz and /openapi.yaml are public as the
 // spec says), then validation of the request against the spec with
 // kin-openapi (400 naming the field, never quoting the value).
@@ -88,6 +90,9 @@ type Config struct {
 	// in this process).
 	Engine Engine
 	// DataDir holds the run log and the traces; it is created if missing.
+	// It must lie outside WorkspaceRoot (and WorkspaceRoot outside it):
+	// New refuses it otherwise (ErrRecordsInWorkspace), since runs may read
+	// and write every file of the workspace root.
 	DataDir string
 	// WorkspaceRoot is the directory runs and tool calls work in; a request
 	// may name a directory under it.
@@ -148,12 +153,14 @@ type Config struct {
 	// bounds a whole response): a client that stops reading loses its
 	// response instead of holding it open.
 	WriteTimeout time.Duration
-	// MaxConnections is the most connections served at once (Listener);
-	// more wait to be accepted.
+	// MaxConnections is the most connections open at once (Listener): at
+	// the cap a new connection closes the one idle the longest, and waits
+	// to be accepted only when all are busy.
 	MaxConnections int
 	// MaxStreams is the most event streams open at once, and
 	// MaxStreamsPerClient the most from one client address; a stream
-	// beyond either gets 429.
+	// beyond either gets 429. MaxStreams is lowered to leave a reserve of
+	// MaxConnections (an eighth, 1 to 64) to the other requests.
 	MaxStreams          int
 	MaxStreamsPerClient int
 	// MCPServers are the external MCP servers a run may choose by name
@@ -200,6 +207,8 @@ type Server struct {
 
 	allowedHosts map[string]bool // Config.AllowedHosts, normalized
 	streams      streamSlots
+	origins      *http.CrossOriginProtection
+	conns        *ConnLimit
 }
 
 var _ gen.StrictServerInterface = (*Server)(nil)
@@ -233,7 +242,7 @@ func New(cfg Config) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept), specYAML: spec.YAML(),
-		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}}
+		allowedHosts: allowed, streams: streamSlots{perClient: map[string]int{}}, origins: http.NewCrossOriginProtection(), conns: NewConnLimit(cfg.MaxConnections)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -262,6 +271,10 @@ func New(cfg Config) (*Server, error) {
 	ws, err := openWorkspaces(cfg.WorkspaceRoot)
 	if err != nil {
 		return nil, fmt.Errorf("server: workspace root: %w", err)
+	}
+	if err := CheckRecordsDir(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
+		ws.close()
+		return nil, fmt.Errorf("server: data directory: %w", err)
 	}
 	s.ws = ws
 	if err := s.initTools(); err != nil {
@@ -336,7 +349,7 @@ func (s *Server) initEcho() error {
 	if err := s.useTelemetry(e); err != nil {
 		return err
 	}
-	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
+	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})

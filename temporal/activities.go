@@ -208,7 +208,7 @@ func (a *Activities) mcpServers(names []string) ([]mcpclient.Server, error) {
 // setup.
 func (a *Activities) begin(run RunRef, b EventBatch) (*openRun, error) {
 	if err := a.Store.appendEvents(run.RunID, b.From, b.Lines); err != nil {
-		return nil, fmt.Errorf("write the trace: %w", err)
+		return nil, storeError("write the trace", err)
 	}
 	return a.setup(run)
 }
@@ -236,7 +236,7 @@ func (a *Activities) Open(ctx context.Context, run RunRef) (OpenOutput, error) {
 // Model asks the run's model for its next turn.
 func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, error) {
 	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return ModelOutput{}, fmt.Errorf("write the trace: %w", err)
+		return ModelOutput{}, storeError("write the trace", err)
 	}
 	m, err := a.model(ctx, in)
 	if err != nil {
@@ -315,10 +315,13 @@ func retryable(err error) bool {
 // observation.
 func (a *Activities) Tool(ctx context.Context, in ToolInput) (gen.Observation, error) {
 	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return gen.Observation{}, fmt.Errorf("write the trace: %w", err)
+		return gen.Observation{}, storeError("write the trace", err)
 	}
 	if obs, ok, err := a.Store.recordedCall(in.Run.RunID, in.Seq); err != nil || ok {
-		return obs, err
+		if err != nil {
+			return obs, storeError("read the record of the tool call", err)
+		}
+		return obs, nil
 	}
 	s, err := a.setup(in.Run)
 	if err != nil {
@@ -333,7 +336,7 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (gen.Observation, e
 		return gen.Observation{}, temporal.NewNonRetryableApplicationError(err.Error(), "tool", nil)
 	}
 	if err := a.Store.recordCall(in.Run.RunID, in.Seq, &obs); err != nil {
-		return gen.Observation{}, fmt.Errorf("record tool call %d: %w", in.Seq, err)
+		return gen.Observation{}, storeError(fmt.Sprintf("record tool call %d", in.Seq), err)
 	}
 	return obs, nil
 }
@@ -382,7 +385,7 @@ type EventsInput struct {
 // Events writes trace lines of a run.
 func (a *Activities) Events(ctx context.Context, in EventsInput) error {
 	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return fmt.Errorf("write the trace: %w", err)
+		return storeError("write the trace", err)
 	}
 	return nil
 }
@@ -390,7 +393,7 @@ func (a *Activities) Events(ctx context.Context, in EventsInput) error {
 // Close writes the end of the run's trace and releases its workspace.
 func (a *Activities) Close(ctx context.Context, in CloseInput) error {
 	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return fmt.Errorf("write the trace: %w", err)
+		return storeError("write the trace", err)
 	}
 	a.mu.Lock()
 	s := a.runs[in.Run.RunID]
@@ -445,4 +448,14 @@ func item(w gen.HistoryItem) (agent.Item, error) {
 		return agent.Item{Feedback: &v}, nil
 	}
 	return agent.Item{}, errors.New("a history item of an unknown type")
+}
+
+// storeError is the error of an activity whose store access failed: one
+// that no retry can mend (a run id not of the spec's shape) is not
+// retried.
+func storeError(what string, err error) error {
+	if errors.Is(err, ErrInvalidRunID) {
+		return temporal.NewNonRetryableApplicationError(what+": "+err.Error(), "run_id", err)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

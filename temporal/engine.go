@@ -49,6 +49,9 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 		msg := err.Error()
 		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
 	}
+	if err := checkRunID(r.ID); err != nil {
+		return fail(err)
+	}
 	in := RunInput{EngineRun: r, HeartbeatTimeout: e.HeartbeatTimeout}
 	bg := context.WithoutCancel(ctx)
 	var wf client.WorkflowRun
@@ -87,7 +90,11 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	f := follower{path: e.Store.EventsPath(r.ID), skip: r.Seen, event: event}
+	path, err := e.Store.EventsPath(r.ID)
+	if err != nil {
+		return fail(err)
+	}
+	f := follower{path: path, skip: r.Seen, event: event}
 	cancelled := ctx.Done()
 	for {
 		select {

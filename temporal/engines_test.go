@@ -149,7 +149,11 @@ func (h *harness) result(t *testing.T, in temporal.RunInput) (gen.RunResult, []g
 	if err := h.env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	data, err := os.ReadFile(h.store.EventsPath(in.ID))
+	path, err := h.store.EventsPath(in.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,6 +25,11 @@ import (
 //	<dir>/runs/<run id>/events.jsonl      the run's trace, one event per line
 //	<dir>/runs/<run id>/calls/<n>.json    the observation of tool call n
 //	<dir>/blobs/<sha256>                  a payload over the threshold
+//
+// Run ids become path components only in the spec's shape
+// (ErrInvalidRunID otherwise), and a blob is checked against its sha256
+// on every read (CorruptBlobError). The directory must not be reachable
+// from runs: keep it outside every workspace root.
 type Store struct {
 	dir string
 }
@@ -39,13 +44,44 @@ func NewStore(dir string) (*Store, error) {
 	return &Store{dir: dir}, nil
 }
 
-// EventsPath is the file that holds run id's trace events.
-func (s *Store) EventsPath(id string) string {
-	return filepath.Join(s.dir, "runs", id, "events.jsonl")
+// ErrInvalidRunID is the error (wrapped) of the store's methods for a run
+// id that is not of the spec's shape (the RunID parameter's pattern,
+// [A-Za-z0-9_-]{1,64}): run ids become path components of the store, so
+// no other id is used, and none can name a path outside it.
+var ErrInvalidRunID = errors.New("a run id must be 1 to 64 letters, digits, '_' or '-'")
+
+// checkRunID returns an error wrapping ErrInvalidRunID unless id has the
+// spec's run id shape.
+func checkRunID(id string) error {
+	if len(id) < 1 || len(id) > 64 {
+		return fmt.Errorf("run id of %d bytes: %w", len(id), ErrInvalidRunID)
+	}
+	for i := 0; i < len(id); i++ {
+		c := id[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
+			return fmt.Errorf("run id with byte %#x at %d: %w", c, i, ErrInvalidRunID)
+		}
+	}
+	return nil
 }
 
-func (s *Store) callPath(id string, seq int) string {
-	return filepath.Join(s.dir, "runs", id, "calls", fmt.Sprintf("%d.json", seq))
+// EventsPath is the file that holds run id's trace events; the error
+// wraps ErrInvalidRunID for an id not of the spec's shape.
+func (s *Store) EventsPath(id string) (string, error) {
+	if err := checkRunID(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, "runs", id, "events.jsonl"), nil
+}
+
+func (s *Store) callPath(id string, seq int) (string, error) {
+	if err := checkRunID(id); err != nil {
+		return "", err
+	}
+	if seq < 0 {
+		return "", fmt.Errorf("tool call %d of run %s: a call number is not negative", seq, id)
+	}
+	return filepath.Join(s.dir, "runs", id, "calls", fmt.Sprintf("%d.json", seq)), nil
 }
 
 // appendEvents makes lines from..from+len(lines) of run id's trace equal
@@ -55,7 +91,10 @@ func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	path := s.EventsPath(id)
+	path, err := s.EventsPath(id)
+	if err != nil {
+		return err
+	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
@@ -90,7 +129,11 @@ func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
 
 // recordedCall returns the observation recorded for call seq of run id.
 func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, err error) {
-	data, err := os.ReadFile(s.callPath(id, seq))
+	path, err := s.callPath(id, seq)
+	if err != nil {
+		return obs, false, err
+	}
+	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
 		return obs, false, nil
 	}
@@ -109,7 +152,11 @@ func (s *Store) recordCall(id string, seq int, obs *gen.Observation) error {
 	if err != nil {
 		return err
 	}
-	return writeFileSync(s.callPath(id, seq), data)
+	path, err := s.callPath(id, seq)
+	if err != nil {
+		return err
+	}
+	return writeFileSync(path, data)
 }
 
 // writeFileSync writes data to path atomically (a temporary file renamed
@@ -173,7 +220,9 @@ func (c *blobCodec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 		sum := sha256.Sum256(data)
 		key := hex.EncodeToString(sum[:])
 		path := filepath.Join(c.store.dir, "blobs", key)
-		if _, err := os.Stat(path); err != nil {
+		// A blob that is there already is kept only when it is intact
+		// (a changed one would fail every read).
+		if old, err := os.ReadFile(path); err != nil || sha256.Sum256(old) != sum {
 			if err := writeFileSync(path, data); err != nil {
 				return nil, fmt.Errorf("store a payload: %w", err)
 			}
@@ -198,6 +247,9 @@ func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 		if err != nil {
 			return nil, fmt.Errorf("load a payload: %w", err)
 		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != key {
+			return nil, &CorruptBlobError{Key: key}
+		}
 		var q commonpb.Payload
 		if err := proto.Unmarshal(data, &q); err != nil {
 			return nil, fmt.Errorf("decode a stored payload: %w", err)
@@ -208,3 +260,15 @@ func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 }
 
 var _ converter.PayloadCodec = (*blobCodec)(nil)
+
+// CorruptBlobError is the error of decoding a payload whose blob in the
+// store does not hash to its key: it was changed (or damaged) after it was
+// written. The run whose payload it is fails with an internal error; the
+// blob is never decoded.
+type CorruptBlobError struct {
+	Key string // the blob's name: the sha256 its content should have
+}
+
+func (e *CorruptBlobError) Error() string {
+	return "the stored payload " + e.Key + " does not match its sha256: the store's blob was changed or damaged"
+}

@@ -9,6 +9,8 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"path/filepath"
+	"runtime"
 	"strings"
 	"time"
 
@@ -31,17 +33,24 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		"Serves the HTTP API for remote runs (see /openapi.yaml): runs execute in the background, at most\n"+
 			"--max-concurrent at a time and one at a time per workspace; --queue more may wait (then 429).\n"+
 			"Workspaces are directories under --workspace-root named by a relative path; a run without one\n"+
-			"works in the root itself. Every run's trace is DATA/traces/ID.jsonl, and DATA/runs.jsonl records\n"+
-			"each run (fsynced before it is acknowledged) and its result, so a restarted server lists every\n"+
-			"run: the ones that were in flight end with exit reason interrupted.\n\n"+
+			"works in the root itself, and a run may read and write all of the root. Every run's trace is\n"+
+			"DATA/traces/ID.jsonl, and DATA/runs.jsonl records each run (fsynced before it is acknowledged)\n"+
+			"and its result, so a restarted server lists every run: the ones that were in flight end with\n"+
+			"exit reason interrupted. DATA holds run results verbatim (answers, patches, check output): it is\n"+
+			"made 0700, and defaults to the user's state directory:\n"+
+			stateDirUsage("server")+". A --data (or --store) inside --workspace-root, or\n"+
+			"containing it, is refused: runs could read and forge the records.\n\n"+
 			"Auth: the bearer token is read from --token-file, or else from $"+tokenEnv+". Without a token the\n"+
 			"server only listens on a loopback address, unless --insecure is given, and only answers requests\n"+
 			"whose Host header is a loopback name or address (localhost, 127.0.0.0/8, [::1]) or an --allowed-host\n"+
-			"name (403 otherwise): a web page cannot reach it through DNS rebinding.\n\n"+
+			"name (403 otherwise): a web page cannot reach it through DNS rebinding. A state-changing request\n"+
+			"(any method but GET, HEAD, OPTIONS) that a browser sends for another site's page (Sec-Fetch-Site\n"+
+			"other than same-origin, or a foreign Origin) gets 403, with or without a token.\n\n"+
 			"Edges: a request must arrive within --read-timeout (headers within 10 s); a response write that\n"+
-			"stalls for 30 s ends it; at most --max-connections connections are served at once (more wait),\n"+
-			"and at most --max-streams event streams are open (--max-streams-per-client from one address; 429\n"+
-			"beyond). DATA holds run results verbatim (answers, patches, check output): it is made 0700.\n\n"+
+			"stalls for 30 s ends it; at most --max-connections connections are open at once (at the cap a new\n"+
+			"one closes the one idle the longest; it waits only when all are busy), and at most --max-streams\n"+
+			"event streams are open (--max-streams-per-client from one address; 429 beyond), never more than\n"+
+			"--max-connections less a reserve of an eighth (1 to 64) kept for every other request.\n\n"+
 			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
 			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
 			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
@@ -50,8 +59,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"SIGINT or SIGTERM stops the server gracefully: new runs are refused, running ones are cancelled\n"+
 			"and recorded (runs waiting for an approval end interrupted: approval waits are in memory).")
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
-	data := fs.String("data", "specloop-data", "the data directory: the run log and every run's trace")
-	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use")
+	data := fs.String("data", "", "the data directory: the run log and every run's trace; it must lie outside --workspace-root (default: "+stateDirUsage("server")+")")
+	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use; runs may read and write all of it")
 	maxConcurrent := fs.Int("max-concurrent", server.DefaultMaxConcurrent, "the most runs executing at once")
 	queue := fs.Int("queue", server.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+tokenEnv+")")
@@ -64,8 +73,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
 	systemFile := fs.String("system-file", "", systemFileUsage)
 	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
-	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections served at once; more wait to be accepted")
-	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once; more get 429")
+	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
+	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
 	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
 	var telFlags telemetryFlags // see telemetry.go
 	telFlags.register(fs, true)
@@ -131,6 +140,16 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if err != nil {
 		env.errorf("serve: --system-file: %v", err)
 		return exitUsage
+	}
+	if *data, err = recordsDir("--data", *data, "server", *root); err != nil {
+		env.errorf("serve: %v", err)
+		return exitUsage
+	}
+	if tf.engine == "temporal" {
+		if tf.store, err = recordsDir("--store", tf.store, "store", *root); err != nil {
+			env.errorf("serve: %v", err)
+			return exitUsage
+		}
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -295,4 +314,63 @@ func isLoopback(addr string) bool {
 	}
 	ip, err := netip.ParseAddr(host)
 	return err == nil && ip.IsLoopback()
+}
+
+// stateHomeEnv names the XDG base directory of a user's state files.
+const stateHomeEnv = "XDG_STATE_HOME"
+
+// stateDirUsage describes the default of a directory of run records, sub
+// of specloop's state directory, for help texts.
+func stateDirUsage(sub string) string {
+	return "$" + stateHomeEnv + "/specloop/" + sub + ", or ~/.local/state/specloop/" + sub
+}
+
+// stateDir returns sub of specloop's directory in the user's state
+// directory: $XDG_STATE_HOME/specloop (an absolute $XDG_STATE_HOME only,
+// as the XDG specification says), else ~/.local/state/specloop (on
+// Windows, %LocalAppData%\specloop).
+func stateDir(sub string) (string, error) {
+	if d := os.Getenv(stateHomeEnv); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "specloop", sub), nil
+	}
+	if runtime.GOOS == "windows" {
+		d, err := os.UserCacheDir() // %LocalAppData%
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(d, "specloop", sub), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "state", "specloop", sub), nil
+}
+
+// recordsDir returns the directory of run records that flag names (dir,
+// or by default sub of the user's state directory, created 0700), after
+// checking that runs cannot reach it: it must lie outside root, the
+// workspace root, and must not contain it.
+func recordsDir(flag, dir, sub, root string) (string, error) {
+	if _, err := os.Stat(root); err != nil {
+		return "", fmt.Errorf("--workspace-root: %w", err)
+	}
+	if dir == "" {
+		d, err := stateDir(sub)
+		if err != nil {
+			return "", fmt.Errorf("%s: no default (set $%s or $HOME, or give %s): %w", flag, stateHomeEnv, flag, err)
+		}
+		dir = d
+	}
+	if err := server.CheckRecordsDir(dir, root); err != nil {
+		if errors.Is(err, server.ErrRecordsInWorkspace) {
+			return "", fmt.Errorf("%s %s must lie outside --workspace-root %s, and not contain it: runs may read and write the whole workspace root, so they could read and forge the run records; give a %s elsewhere (by default: %s)",
+				flag, dir, root, flag, stateDirUsage(sub))
+		}
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	return dir, nil
 }

@@ -190,3 +190,74 @@ func TestServeSystemFile(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 }
+
+// TestServeRecordsDefault: started where it serves (--workspace-root .),
+// with no --data, serve keeps its run records in the user's state
+// directory, 0700, and none in the workspace root, where runs could read
+// and forge them. Before the fix they went to ./specloop-data.
+func TestServeRecordsDefault(t *testing.T) {
+	for _, xdg := range []bool{true, false} {
+		t.Run(map[bool]string{true: "XDG_STATE_HOME", false: "HOME"}[xdg], func(t *testing.T) {
+			home, state, work := t.TempDir(), t.TempDir(), t.TempDir()
+			t.Setenv("HOME", home)
+			want := filepath.Join(home, ".local", "state", "specloop", "server")
+			if xdg {
+				t.Setenv("XDG_STATE_HOME", state)
+				want = filepath.Join(state, "specloop", "server")
+			} else {
+				t.Setenv("XDG_STATE_HOME", "")
+			}
+			t.Chdir(work)
+			url, _ := startServe(t, "--data", "", "--workspace-root", ".")
+			resp, err := http.Get(url + "/healthz")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if _, err := os.Stat(filepath.Join(want, "runs.jsonl")); err != nil {
+				t.Errorf("the run log is not in the state directory: %v", err)
+			}
+			for _, d := range []string{want, filepath.Dir(want)} {
+				if fi, err := os.Stat(d); err != nil || fi.Mode().Perm() != 0o700 {
+					t.Errorf("%s: %v %v, want mode 700", d, fi, err)
+				}
+			}
+			entries, err := os.ReadDir(work)
+			if err != nil || len(entries) != 0 {
+				t.Errorf("the workspace root holds %v (%v), want nothing", entries, err)
+			}
+		})
+	}
+}
+
+// TestRecordsInWorkspaceRootRefused: a --data or --store inside the
+// workspace root (or containing it), given or by default, is refused at
+// start with a message that names both flags. Before the fix serve started,
+// and a run could forge the run log.
+func TestRecordsInWorkspaceRootRefused(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", filepath.Join(root, "state"))
+	for _, tc := range []struct {
+		name string
+		args []string
+		flag string
+	}{
+		{"serve --data inside", []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Join(root, "specloop-data"), "--workspace-root", root}, "--data"},
+		{"serve --data is the root", []string{"serve", "--addr", "127.0.0.1:0", "--data", root, "--workspace-root", root}, "--data"},
+		{"serve --data contains the root", []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Dir(root), "--workspace-root", root}, "--data"},
+		{"serve default --data inside", []string{"serve", "--addr", "127.0.0.1:0", "--workspace-root", root}, "--data"},
+		{"serve --store inside", []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", root, "--engine", "temporal", "--store", filepath.Join(root, "s")}, "--store"},
+		{"worker --store inside", []string{"worker", "--workspace-root", root, "--store", filepath.Join(root, "specloop-store")}, "--store"},
+		{"worker default --store inside", []string{"worker", "--workspace-root", root}, "--store"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			code, _, stderr := cli(t, tc.args...)
+			if code != exitUsage || !strings.Contains(stderr, tc.flag+" ") || !strings.Contains(stderr, "--workspace-root") || !strings.Contains(stderr, "outside") {
+				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
+			}
+		})
+	}
+	if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
+		t.Errorf("a refused directory was created: %v %v", entries, err)
+	}
+}

@@ -13,8 +13,8 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/telemetry"
-	"golang.org/x/net/netutil"
 )
 
 // telemetryFlags are the flags of metrics and tracing: --otel and
@@ -30,7 +30,7 @@ func (f *telemetryFlags) register(fs *flag.FlagSet, serve bool) {
 	fs.BoolVar(&f.otel, "otel", false, "export OpenTelemetry spans of every run to an OTLP/HTTP collector (configured by the standard OTEL_EXPORTER_OTLP_* variables; default http://localhost:4318); on by itself when "+telemetry.EnvEndpoint+" is set")
 	fs.BoolVar(&f.content, "otel-content", false, "add tool call arguments and results to the spans; off by default because they carry what the model and the tools wrote")
 	if serve {
-		fs.StringVar(&f.metricsAddr, "metrics-addr", "", "also serve GET /metrics without a token on this separate address (the API's /metrics always needs the token)")
+		fs.StringVar(&f.metricsAddr, "metrics-addr", "", "also serve GET /metrics without a token on this separate address (the API's /metrics always needs the token); it drops sockets idle for 1 s before a request or 10 s between requests, and at its cap of 16 connections a new one closes the one idle the longest")
 	}
 }
 
@@ -73,8 +73,19 @@ func (f *telemetryFlags) open(ctx context.Context, withMetrics bool) (*telemetry
 }
 
 // maxMetricsConns caps the connections of the --metrics-addr listener: a
-// scraper needs one or two.
+// scraper needs one or two. At the cap a new connection closes the one
+// idle the longest (server.ConnLimit), so sockets that sit open never
+// hold a scrape up.
 const maxMetricsConns = 16
+
+// The timeouts of the --metrics-addr listener: a scrape sends its request
+// at once and reads a small response, so a socket that is slower than
+// this is not a scraper; Prometheus keeps its connection alive between
+// scrapes, and reconnects when it was closed.
+const (
+	metricsReadHeaderTimeout = time.Second
+	metricsIdleTimeout       = 10 * time.Second
+)
 
 // serveMetrics serves the metrics without a token on addr until close. On
 // a loopback address it answers only requests whose Host localHost
@@ -97,9 +108,11 @@ func (tr *telemetryRun) serveMetrics(addr string, localHost func(string) bool, l
 			mux.ServeHTTP(w, r)
 		})
 	}
-	hs := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ReadTimeout: 30 * time.Second, WriteTimeout: 30 * time.Second,
-		IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 16 << 10, ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
-	ln = netutil.LimitListener(ln, maxMetricsConns)
+	limit := server.NewConnLimit(maxMetricsConns)
+	hs := &http.Server{Handler: h, ReadHeaderTimeout: metricsReadHeaderTimeout, ReadTimeout: 5 * time.Second, WriteTimeout: 30 * time.Second,
+		IdleTimeout: metricsIdleTimeout, MaxHeaderBytes: 16 << 10, ConnState: limit.ConnState,
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelWarn)}
+	ln = limit.Listener(ln)
 	go func() {
 		if err := hs.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			logger.Error("the metrics listener stopped", "err", err)

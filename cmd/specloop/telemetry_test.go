@@ -3,7 +3,9 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -13,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
@@ -170,5 +173,60 @@ func TestServeMetricsAddrRefusesRebinding(t *testing.T) {
 		if want == http.StatusForbidden && strings.Contains(string(body), "specloop_") {
 			t.Errorf("Host %s: the metrics were served", host)
 		}
+	}
+}
+
+// TestMetricsAddrIdleSockets: sockets that sit open on --metrics-addr
+// without sending (the listener's whole connection cap of them, and more)
+// never hold a scrape up: it is answered while they stay open. Before the
+// fix the scrape waited for one of them to time out (10 s each).
+func TestMetricsAddrIdleSockets(t *testing.T) {
+	_, stderr := startServe(t, "--metrics-addr", "127.0.0.1:0")
+	m := regexp.MustCompile(`metrics_addr=(\S+)`).FindStringSubmatch(stderr.String())
+	if m == nil {
+		t.Fatalf("no metrics address logged:\n%s", stderr)
+	}
+	const n = maxMetricsConns + 4
+	var idle []net.Conn
+	for range n {
+		c, err := net.DialTimeout("tcp", m[1], 10*time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { c.Close() })
+		idle = append(idle, c)
+	}
+	// A scraper that keeps its connection alive between scrapes, as
+	// Prometheus does, scrapes twice; a hang guard, not a timing.
+	c := &http.Client{Timeout: 30 * time.Second}
+	for i := range 2 {
+		t0 := time.Now()
+		resp, err := c.Get("http://" + m[1] + "/metrics")
+		if err != nil {
+			t.Fatalf("scrape %d with %d idle sockets open: %v", i, maxMetricsConns+4, err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK || !strings.Contains(string(body), "specloop_") {
+			t.Fatalf("scrape %d: %d", i, resp.StatusCode)
+		}
+		t.Logf("scrape %d answered in %v", i, time.Since(t0))
+	}
+	// The scrapes were answered while the idle sockets sat open: at the
+	// cap a new connection closes the oldest idle one (here 4 + 1 of
+	// them), rather than waiting for the sockets to time out, as the
+	// whole cap's worth of them did before the fix.
+	open := 0
+	for _, c := range idle {
+		_ = c.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+		var b [1]byte
+		_, err := c.Read(b[:])
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			open++
+		}
+	}
+	if open < n-6 {
+		t.Errorf("%d of the %d idle sockets are still open after the scrapes: the scrape waited for them to time out", open, n)
 	}
 }

@@ -41,7 +41,7 @@ func (f *temporalFlags) register(fs *flag.FlagSet, serve bool) {
 	fs.StringVar(&f.address, "temporal-address", "127.0.0.1:7233", "the Temporal frontend (HOST:PORT)")
 	fs.StringVar(&f.namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&f.queue, "task-queue", "specloop", "the shared Temporal task queue of the runs")
-	fs.StringVar(&f.store, "store", "specloop-store", "the directory shared by API servers and workers: run events, tool call records, large payloads")
+	fs.StringVar(&f.store, "store", "", "the directory shared by API servers and workers: run events, tool call records, large payloads; it must lie outside --workspace-root (default: "+stateDirUsage("store")+", which suits one machine only)")
 	fs.IntVar(&f.threshold, "payload-threshold", temporal.DefaultRefThreshold, "payloads over this many bytes go to --store, not into workflow history (the same on every process)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "how long a worker may go silent in a tool call before the call moves to another worker of its host")
 }
@@ -87,7 +87,7 @@ func workerCmd(ctx context.Context, env *cmdEnv, args []string) int {
 			"environment, as for serve. SIGINT or SIGTERM stops the worker; its runs go on elsewhere.")
 	var tf temporalFlags
 	tf.register(fs, false)
-	root := fs.String("workspace-root", ".", "the directory that holds the runs' workspaces")
+	root := fs.String("workspace-root", ".", "the directory that holds the runs' workspaces; runs may read and write all of it, so --store must lie outside it")
 	hostQueue := fs.String("host-queue", "", "this host's task queue (default: --task-queue@HOSTNAME:ROOT-HASH)")
 	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and allow completion checks")
 	var sbFlags sandboxFlags
@@ -125,6 +125,10 @@ func workerCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		}
 		sum := sha256.Sum256([]byte(abs))
 		*hostQueue = tf.queue + "@" + host + ":" + hex.EncodeToString(sum[:6])
+	}
+	if tf.store, err = recordsDir("--store", tf.store, "store", abs); err != nil {
+		env.errorf("worker: %v", err)
+		return exitUsage
 	}
 	logger := slog.New(slog.NewTextHandler(env.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, store, err := tf.dial(logger)

@@ -1,0 +1,138 @@
+package temporal
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/sdk/converter"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// TestStoreRunIDs: run ids become path components of the store only in
+// the spec's shape; `../../x` wrote outside the store before the fix.
+func TestStoreRunIDs(t *testing.T) {
+	base := t.TempDir()
+	s, err := NewStore(filepath.Join(base, "a", "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	obs := gen.Observation{Content: "planted"}
+	for _, id := range []string{"../../x", "..", ".", "", "a/b", `a\b`, "run 1", "ü", string(make([]byte, 65))} {
+		if err := s.appendEvents(id, 0, [][]byte{[]byte(`{}`)}); !errors.Is(err, ErrInvalidRunID) {
+			t.Errorf("appendEvents(%q): %v, want ErrInvalidRunID", id, err)
+		}
+		if err := s.recordCall(id, 1, &obs); !errors.Is(err, ErrInvalidRunID) {
+			t.Errorf("recordCall(%q): %v, want ErrInvalidRunID", id, err)
+		}
+		if _, _, err := s.recordedCall(id, 1); !errors.Is(err, ErrInvalidRunID) {
+			t.Errorf("recordedCall(%q): %v, want ErrInvalidRunID", id, err)
+		}
+		if _, err := s.EventsPath(id); !errors.Is(err, ErrInvalidRunID) {
+			t.Errorf("EventsPath(%q): %v, want ErrInvalidRunID", id, err)
+		}
+	}
+	if err := s.recordCall("run_1-A", -1, &obs); err == nil {
+		t.Error("recordCall accepted call -1")
+	}
+	var found []string
+	_ = filepath.Walk(base, func(p string, fi os.FileInfo, _ error) error {
+		if fi != nil && !fi.IsDir() {
+			found = append(found, p)
+		}
+		return nil
+	})
+	if len(found) != 0 {
+		t.Errorf("files written: %v", found)
+	}
+	// The spec's shape works.
+	if err := s.recordCall("run_1-A", 0, &obs); err != nil {
+		t.Fatal(err)
+	}
+	if got, ok, err := s.recordedCall("run_1-A", 0); err != nil || !ok || got.Content != "planted" {
+		t.Fatalf("recordedCall: %+v %v %v", got, ok, err)
+	}
+}
+
+// TestBlobChecked: a blob is checked against its sha256 on every read; a
+// changed blob is a CorruptBlobError, not a silently decoded payload (before
+// the fix the changed payload was decoded and used). Encoding the same
+// payload again repairs it.
+func TestBlobChecked(t *testing.T) {
+	s, err := NewStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := s.DataConverter(16)
+	big := bytes.Repeat([]byte("a"), 100)
+	p, err := dc.ToPayload(string(big))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(p.GetMetadata()[converter.MetadataEncoding]) != blobEncoding {
+		t.Fatalf("the payload was not stored as a blob: %v", p.GetMetadata())
+	}
+	key := string(p.GetData())
+	path := filepath.Join(s.dir, "blobs", key)
+	// Another payload's encoding planted under this key.
+	other, err := converter.GetDefaultDataConverter().ToPayload(string(bytes.Repeat([]byte("b"), 100)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	planted, err := other.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, planted, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	err = dc.FromPayload(p, &got)
+	var ce *CorruptBlobError
+	if !errors.As(err, &ce) || ce.Key != key {
+		t.Fatalf("decoding a changed blob: %v (decoded %d bytes), want a CorruptBlobError", err, len(got))
+	}
+	if _, err := (&blobCodec{store: s}).Decode([]*commonpb.Payload{p}); !errors.As(err, &ce) {
+		t.Fatalf("Decode: %v", err)
+	}
+	// Writing the payload again puts the right blob back.
+	if _, err := dc.ToPayload(string(big)); err != nil {
+		t.Fatal(err)
+	}
+	if err := dc.FromPayload(p, &got); err != nil || got != string(big) {
+		t.Fatalf("after a rewrite: %v", err)
+	}
+}
+
+// FuzzStoreRunID: whatever run id the store is given (a workflow input
+// anyone with access to the namespace can write), the paths it uses stay
+// one level under its runs directory, or the id is refused.
+func FuzzStoreRunID(f *testing.F) {
+	for _, id := range []string{"run1", "../../x", "..", "a/b", `a\b`, "", "A_b-9"} {
+		f.Add(id)
+	}
+	s := &Store{dir: filepath.Join("store")}
+	runs := filepath.Join("store", "runs")
+	f.Fuzz(func(t *testing.T, id string) {
+		events, err := s.EventsPath(id)
+		if err != nil {
+			if !errors.Is(err, ErrInvalidRunID) {
+				t.Fatalf("EventsPath(%q): %v", id, err)
+			}
+			return
+		}
+		call, err := s.callPath(id, 3)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range []string{filepath.Dir(events), filepath.Dir(filepath.Dir(call))} {
+			if filepath.Dir(p) != runs || filepath.Base(p) != id {
+				t.Fatalf("run id %q maps to %s, outside %s", id, p, runs)
+			}
+		}
+	})
+}
