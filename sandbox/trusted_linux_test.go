@@ -109,6 +109,14 @@ func TestGuardTrustedPaths(t *testing.T) {
 			gitIn(t, inner, "config", "core.hooksPath", "../shared/hooks")
 			return "sub"
 		}, func(m string) string { return plant("shared/hooks/pre-commit", m) }, "shared/hooks/pre-commit"},
+		{"hook linked to a script", func(t *testing.T, ws string) string {
+			writeAll(t, ws, map[string]string{"scripts/pre-commit": "#!/bin/sh\nexit 0\n"})
+			gitInit(t, ws)
+			if err := os.Symlink("../../scripts/pre-commit", filepath.Join(ws, ".git", "hooks", "pre-commit")); err != nil {
+				t.Fatal(err)
+			}
+			return ""
+		}, func(m string) string { return plant("scripts/pre-commit", m) }, "scripts/pre-commit"},
 		{"workspace inside the repository", func(t *testing.T, ws string) string {
 			gitInit(t, filepath.Dir(ws))
 			gitIn(t, filepath.Dir(ws), "config", "core.hooksPath", filepath.Base(ws)+"/hooks")

@@ -126,6 +126,25 @@ func TestWriteToolsRefuseTrustedPaths(t *testing.T) {
 		}
 		mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "hooksx/pre-commit", "content": "fine"}))
 	})
+	t.Run("hook linked to a script", func(t *testing.T) {
+		ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
+		writeFiles(t, ws, map[string]string{"scripts/pre-commit": "#!/bin/sh\nexit 0\n"})
+		if err := os.Chmod(filepath.Join(ws, "scripts", "pre-commit"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		git(t, ws, "init", "-q")
+		if err := os.Symlink("../../scripts/pre-commit", filepath.Join(ws, ".git", "hooks", "pre-commit")); err != nil {
+			t.Fatal(err)
+		}
+		rt := wsRuntimeNoCommands(t, ws)
+		obs := callTool(t, rt, "write_file", map[string]any{"path": "scripts/pre-commit", "content": "#!/bin/sh\ntouch " + marker + "\n"})
+		if !obs.IsError || code(obs) != "protected_path" || !strings.Contains(obs.Content, ".git/hooks/pre-commit") {
+			t.Errorf("write_file scripts/pre-commit: %s (%s), want protected_path naming the hook", obs.Content, code(obs))
+		}
+		if gitCommitRuns(t, ws, marker) {
+			t.Fatal("the person's git commit ran what the model wrote")
+		}
+	})
 	t.Run("nested repository trusting a sibling", func(t *testing.T) {
 		ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
 		writeFiles(t, ws, map[string]string{"sub/README": "r\n"})

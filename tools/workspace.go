@@ -383,6 +383,9 @@ func (w *Workspace) trustedPath(rel string) error {
 					if top != "" {
 						repo = "the repository " + quote(top)
 					}
+					if t.Link != "" {
+						return Errorf(gen.ErrorCodeProtectedPath, "%s is what the hook %s of %s links to: git runs it for whoever commits, checks out or merges there, unsandboxed, so the file tools never write it; no file was changed", quote(rel), quote(t.Link), repo)
+					}
 					if t.Dir {
 						return Errorf(gen.ErrorCodeProtectedPath, "%s is in the hooks directory of %s (core.hooksPath in %s): git runs what is there for whoever commits, checks out or merges in it, unsandboxed, so the file tools never write it; no file was changed", quote(rel), repo, t.Config)
 					}

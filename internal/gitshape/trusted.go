@@ -10,17 +10,22 @@ import (
 // Trusted is a path outside a git directory that a repository's
 // configuration makes git run or read as configuration: the hooks
 // directory core.hooksPath names (git runs the hooks there for whoever
-// commits, checks out or merges), or a file include.path or
+// commits, checks out or merges), a file include.path or
 // includeIf.<condition>.path names (git reads it as the repository's own
-// configuration, which can name programs git runs). A write tool or a
-// command that changes what is there gets code run, unsandboxed, at the
-// person's next git command.
+// configuration, which can name programs git runs), or the target of a
+// hook that is a symbolic link. A write tool or a command that changes
+// what is there gets code run, unsandboxed, at the person's next git
+// command.
 type Trusted struct {
 	// Path is absolute and clean; it need not exist.
 	Path string
 	// Dir: Path is a hooks directory, and every file in it is trusted;
-	// else Path is a configuration file.
+	// else Path is a configuration file, or the target of a hook that is
+	// a symbolic link (Link).
 	Dir bool
+	// Link is the hook that is a symbolic link to Path, for a message
+	// (".git/hooks/pre-commit"); Key and Config are then empty.
+	Link string
 	// Key is the variable that names it, as git spells it
 	// ("core.hooksPath", "include.path", `includeIf.gitdir:~/w/.path`).
 	Key string
@@ -183,7 +188,43 @@ func Repository(top string, person []string) []Trusted {
 			}
 		}
 	}
+	// A hook that is a symbolic link runs its target: a script of the
+	// work tree, often (ln -s ../../scripts/pre-commit .git/hooks/).
+	dirs := []string{filepath.Join(common, "hooks")}
+	for _, t := range r.out {
+		if t.Dir {
+			dirs = append(dirs, t.Path)
+		}
+	}
+	for _, d := range dirs {
+		r.out = append(r.out, hookLinks(d, r.display)...)
+	}
 	return r.out
+}
+
+// maxHookEntries bounds the entries of a hooks directory hookLinks reads.
+const maxHookEntries = 256
+
+// hookLinks returns the targets of the hooks in dir that are symbolic
+// links, with symbolic links resolved.
+func hookLinks(dir string, display func(string) string) []Trusted {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil
+	}
+	entries, _ := f.ReadDir(maxHookEntries)
+	f.Close()
+	var out []Trusted
+	for _, e := range entries {
+		if e.Type()&os.ModeSymlink == 0 {
+			continue
+		}
+		link := filepath.Join(dir, e.Name())
+		if target, err := filepath.EvalSymlinks(link); err == nil {
+			out = append(out, Trusted{Path: target, Link: display(link)})
+		}
+	}
+	return out
 }
 
 type repoReader struct {

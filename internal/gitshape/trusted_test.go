@@ -210,6 +210,39 @@ func TestInWorkspace(t *testing.T) {
 			t.Errorf("got %q, want %q", got, want)
 		}
 	})
+	t.Run("hook links", func(t *testing.T) {
+		ws := t.TempDir()
+		git(t, ws, "init", "-q")
+		git(t, ws, "config", "core.hooksPath", ".husky")
+		if err := os.MkdirAll(filepath.Join(ws, ".husky"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		for link, target := range map[string]string{".git/hooks/pre-commit": "../../scripts/a", ".husky/pre-push": "../scripts/b", ".husky/post-merge": "/nonexistent/c"} {
+			if err := os.Symlink(target, filepath.Join(ws, link)); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeAll := func(p string) {
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, nil, 0o755); err != nil {
+				t.Fatal(err)
+			}
+		}
+		writeAll(filepath.Join(ws, "scripts", "a"))
+		writeAll(filepath.Join(ws, "scripts", "b"))
+		var links []string
+		for _, r := range InWorkspace(ws, ws, nil) {
+			if r.Link != "" {
+				links = append(links, r.Rel+" <- "+r.Link)
+			}
+		}
+		slices.Sort(links)
+		if want := []string{"scripts/a <- .git/hooks/pre-commit", "scripts/b <- .husky/pre-push"}; !slices.Equal(links, want) {
+			t.Errorf("got %q, want %q", links, want)
+		}
+	})
 	t.Run("no repository", func(t *testing.T) {
 		if ts := InWorkspace(t.TempDir(), t.TempDir(), nil); ts != nil {
 			t.Errorf("got %v", ts)
