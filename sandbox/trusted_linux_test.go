@@ -127,6 +127,15 @@ func TestGuardTrustedPaths(t *testing.T) {
 			gitIn(t, ws, "config", "include.path", "../.gitconfig")
 			return ""
 		}, func(m string) string { return "printf '[core]\\n\\tfsmonitor = touch " + m + "\\n' > .gitconfig" }, ".gitconfig"},
+		{"included file through a link", func(t *testing.T, ws string) string {
+			writeAll(t, ws, map[string]string{"cfg/team.cfg": "[user]\n\tname = team\n"})
+			if err := os.Symlink("cfg/team.cfg", filepath.Join(ws, ".gitconfig")); err != nil {
+				t.Fatal(err)
+			}
+			gitInit(t, ws)
+			gitIn(t, ws, "config", "include.path", "../.gitconfig")
+			return ""
+		}, func(m string) string { return "printf '[core]\\n\\tfsmonitor = touch " + m + "\\n' >> cfg/team.cfg" }, "cfg/team.cfg"},
 		{"includeIf path", func(t *testing.T, ws string) string {
 			writeAll(t, ws, map[string]string{"cfg/team.cfg": "[user]\n\tname = team\n"})
 			gitInit(t, ws)

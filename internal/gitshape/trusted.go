@@ -324,7 +324,8 @@ type Rel struct {
 
 // InWorkspace returns the trusted paths of the repository whose work tree
 // top is top (see Repository) that lie inside the workspace directory ws
-// (absolute, clean), by its path or with symbolic links resolved.
+// (absolute, clean), by their path or with symbolic links resolved (a
+// trusted path that is a link inside ws is listed with its target too).
 func InWorkspace(ws, top string, person []string) []Rel {
 	ts := Repository(top, person)
 	if len(ts) == 0 {
@@ -337,9 +338,14 @@ func InWorkspace(ws, top string, person []string) []Rel {
 	var out []Rel
 	seen := map[string]bool{}
 	for _, t := range ts {
+		// The path as named, with its directory's links resolved, and
+		// where it leads: git reads and runs through symbolic links.
 		cands := []string{t.Path}
 		if dir, err := filepath.EvalSymlinks(filepath.Dir(t.Path)); err == nil {
 			cands = append(cands, filepath.Join(dir, filepath.Base(t.Path)))
+		}
+		if real, err := filepath.EvalSymlinks(t.Path); err == nil {
+			cands = append(cands, real)
 		}
 		for _, b := range bases {
 			for _, c := range cands {
