@@ -134,8 +134,11 @@ func GitDir(top string) string {
 // set; an include relative to the file that includes it; "~/" from the
 // home directory). Every value counts, not only the last one, and every
 // includeIf condition is taken as true: the rule errs on trusting more.
-// The default hooks directory, inside the git directory, is not listed.
-// Repository runs no git and reads at most maxConfigFiles files.
+// The default hooks directory, inside the git directory, is not listed,
+// but the targets of the hooks there and in each hooks path that are
+// symbolic links are (a hook linked to scripts/pre-commit runs it).
+// Repository runs no git and reads at most maxConfigFiles files of at
+// most maxConfigSize bytes (past that, it knows less than git).
 func Repository(top string, person []string) []Trusted {
 	gitDir := GitDir(top)
 	if gitDir == "" {
