@@ -28,9 +28,13 @@
 // git directories of the command's tree before the command (every .git
 // entry, nested ones included, and every directory that looks like a git
 // directory, with their configuration, hooks, HEAD, commondir and gitdir
-// files) and, when every process of the command has ended, undoes what
-// the command added or changed there and returns a *GitError naming it
-// (see Run). None has no guard: an unconfined command can write any
+// files), and the files of the work tree that the configuration of the
+// repository the tree is in, or of a nested one, trusts (the hooks in the
+// directory core.hooksPath names, such as husky's .husky, and the files
+// include.path and includeIf.*.path name; read from the configuration
+// files without running git, see gitshape.Repository), and, when every
+// process of the command has ended, undoes what the command added or
+// changed there and returns a *GitError naming it (see Run). None has no guard: an unconfined command can write any
 // repository of the user anyway.
 //
 // Whatever the backend, a command gets an environment built from an

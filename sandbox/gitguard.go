@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -18,10 +19,14 @@ import (
 
 // GitError is a command that made or changed what git would take for a
 // repository in its directory tree: a new .git entry, a directory that
-// now looks like a git directory (see internal/gitshape), or a changed
+// now looks like a git directory (see internal/gitshape), a changed
 // configuration, hook, HEAD, commondir or gitdir file of a git directory,
-// nested repositories included. Run undid every change it names before it
-// returned; Unchecked lists what it could not undo or not look at.
+// or a new or changed file in the work tree that a repository's
+// configuration trusts (a hook in the directory core.hooksPath names, a
+// file include.path or includeIf.*.path names: see gitshape.Trusted),
+// nested repositories and the one the directory sits in included. Run
+// undid every change it names before it returned; Unchecked lists what it
+// could not undo or not look at.
 type GitError struct {
 	// Paths are the undone changes, relative to the command's directory,
 	// slash-separated and sorted.
@@ -32,7 +37,7 @@ type GitError struct {
 
 func (e *GitError) Error() string {
 	var b strings.Builder
-	b.WriteString("the command made or changed git directories, whose configuration and hooks git runs for whoever uses git there")
+	b.WriteString("the command made or changed git directories, or hooks and configuration files a repository's configuration takes from the work tree (core.hooksPath, include.path), which git runs or reads for whoever uses git there")
 	if len(e.Paths) > 0 {
 		b.WriteString("; undone: ")
 		b.WriteString(listPaths(e.Paths))
@@ -85,6 +90,7 @@ type guardedFile struct {
 	link    string
 	content []byte
 	held    bool
+	trusted bool // a file the configuration trusts (see gitshape.Trusted)
 }
 
 func (f guardedFile) same(g guardedFile) bool {
@@ -101,6 +107,109 @@ type gitState struct {
 	files      map[string]guardedFile      // guarded files, by path
 	unreadable map[string]bool
 	held       int
+	trust      []gitshape.Rel // the trusted paths of the repositories (see guardTrust)
+}
+
+// maxGuardRepos bounds the repositories (the enclosing one and nested
+// ones) whose configuration the guard reads for trusted paths.
+const maxGuardRepos = 4096
+
+// snapshotGit records the git state of the tree under root, the command's
+// directory at dirPath, before a command: walkGit, and the files of the
+// paths the repositories' configuration trusts.
+func snapshotGit(root *os.Root, dirPath string) *gitState {
+	st := walkGit(root)
+	st.trust = guardTrust(dirPath, st)
+	st.recordTrusted(root, st.trust)
+	return st
+}
+
+// walkAgain records the state after a command, with the trusted paths of
+// before.
+func walkAgain(root *os.Root, before *gitState) *gitState {
+	st := walkGit(root)
+	st.trust = before.trust
+	st.recordTrusted(root, st.trust)
+	return st
+}
+
+// guardTrust returns the trusted paths inside dirPath of the repository
+// dirPath is in and of every repository nested in it (each .git entry
+// st saw), read from their configuration without running git.
+func guardTrust(dirPath string, st *gitState) []gitshape.Rel {
+	dirPath = filepath.Clean(dirPath)
+	var tops []string
+	if top := gitshape.Enclosing(dirPath); top != "" {
+		tops = append(tops, top)
+	}
+	for _, p := range sortedKeys(st.dotGit) {
+		if d := path.Dir(p); d != "." && len(tops) < maxGuardRepos {
+			tops = append(tops, filepath.Join(dirPath, filepath.FromSlash(d)))
+		}
+	}
+	var out []gitshape.Rel
+	person := gitshape.PersonConfigs()
+	for _, top := range tops {
+		out = append(out, gitshape.InWorkspace(dirPath, top, person)...)
+	}
+	return out
+}
+
+// recordTrusted records the trusted files: every file in a trusted hooks
+// directory (and the directory's entry when it is a symbolic link), and
+// each trusted configuration file. Paths are looked up through os.Root,
+// which follows symbolic links inside the tree as git would: what is
+// compared is what git would run or read at the path.
+func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
+	mark := func(p string) {
+		if f, ok := st.files[p]; ok {
+			f.trusted = true
+			st.files[p] = f
+		}
+	}
+	for _, t := range trust {
+		p := t.Rel
+		if !t.Dir {
+			if p != "." {
+				st.record(root, p, p, "")
+				mark(p)
+			}
+			continue
+		}
+		fi, err := root.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			st.record(root, p, p, "")
+			mark(p)
+		}
+		sub, err := root.OpenRoot(p)
+		if err != nil {
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				st.unreadable[p] = true
+			}
+			continue
+		}
+		d, err := sub.OpenFile(".", os.O_RDONLY|noFollow, 0)
+		var entries []fs.DirEntry
+		if err == nil {
+			entries, err = readDir(d)
+		}
+		if err != nil {
+			st.unreadable[p] = true
+			sub.Close()
+			continue
+		}
+		for _, de := range entries {
+			if !de.IsDir() {
+				q := path.Join(p, de.Name())
+				st.record(sub, de.Name(), q, "")
+				mark(q)
+			}
+		}
+		sub.Close()
+	}
 }
 
 // maxGuardDepth bounds the directory levels the guard walks; a deeper
@@ -257,7 +366,7 @@ func startGuard(c Command) (*gitGuard, dirKey, *os.Root, error) {
 	defer gitGuards.Unlock()
 	g := gitGuards.m[key]
 	if g == nil {
-		g = &gitGuard{before: walkGit(root)}
+		g = &gitGuard{before: snapshotGit(root, c.DirPath)}
 		gitGuards.m[key] = g
 	}
 	g.users++
@@ -284,7 +393,7 @@ func (g *gitGuard) finish(key dirKey, root *os.Root, allowGitWrites bool) *GitEr
 // undoGit walks the tree, compares it with before and undoes every change
 // that adds or alters a git directory; it returns nil when there was none.
 func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
-	now := walkGit(root)
+	now := walkAgain(root, before)
 	// A directory a command made unreadable could hide a git directory:
 	// it is made readable to its owner again.
 	for range 3 {
@@ -301,7 +410,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		if !fixed {
 			break
 		}
-		now = walkGit(root)
+		now = walkAgain(root, before)
 	}
 	e := &GitError{}
 	var removed []string
@@ -371,7 +480,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		}
 		old, ok := before.files[p]
 		switch {
-		case !ok && f.owner != "" && before.gitDirs[f.owner]:
+		case !ok && f.owner != "" && before.gitDirs[f.owner], !ok && f.trusted:
 			remove(p)
 		case ok && !old.same(f):
 			remove(p)

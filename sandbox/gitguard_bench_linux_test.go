@@ -11,7 +11,8 @@ import (
 
 // BenchmarkGitGuard measures the guard's two walks of one command on a
 // synthetic tree of 10,000 files in 500 directories (with a .git and a
-// nested repository): go test ./sandbox -run '^$' -bench GitGuard.
+// nested repository, each with core.hooksPath = .husky and a hook there):
+// go test ./sandbox -run '^$' -bench GitGuard.
 func BenchmarkGitGuard(b *testing.B) {
 	dir := b.TempDir()
 	for i := range 500 {
@@ -30,7 +31,9 @@ func BenchmarkGitGuard(b *testing.B) {
 			os.MkdirAll(filepath.Join(dir, g, p), 0o755)
 		}
 		os.WriteFile(filepath.Join(dir, g, "HEAD"), []byte("ref: refs/heads/main\n"), 0o644)
-		os.WriteFile(filepath.Join(dir, g, "config"), []byte("[core]\n"), 0o644)
+		os.WriteFile(filepath.Join(dir, g, "config"), []byte("[core]\n\thooksPath = .husky\n"), 0o644)
+		os.MkdirAll(filepath.Join(dir, g, "..", ".husky"), 0o755)
+		os.WriteFile(filepath.Join(dir, g, "..", ".husky", "pre-commit"), []byte("#!/bin/sh\n"), 0o755)
 		os.WriteFile(filepath.Join(dir, g, "hooks", "pre-commit.sample"), make([]byte, 2000), 0o755)
 	}
 	root, err := os.OpenRoot(dir)
@@ -48,7 +51,7 @@ func BenchmarkGitGuard(b *testing.B) {
 	b.ResetTimer()
 	start := cpu()
 	for b.Loop() {
-		before := walkGit(root)
+		before := snapshotGit(root, dir)
 		if e := undoGit(root, before, false); e != nil {
 			b.Fatal(e)
 		}

@@ -156,10 +156,13 @@ func (e *StartError) Unwrap() error { return e.Err }
 // Under a confining backend, Run guards git directories: it records the
 // git directories of c's directory tree before the command (every .git
 // entry, nested ones included, every directory that looks like a git
-// directory, and the configuration, hooks, HEAD, commondir and gitdir
-// files of each) and, once the command ended, undoes what it added or
-// changed there: new .git entries and the entries that make a directory
-// look like a git directory are removed, changed guarded files restored.
+// directory, the configuration, hooks, HEAD, commondir and gitdir files
+// of each, and the files of the work tree the repositories' configuration
+// trusts: the hooks directory core.hooksPath names and the include.path
+// and includeIf.*.path files) and, once the command ended, undoes what it
+// added or changed there: new .git entries, the entries that make a
+// directory look like a git directory and new files in a trusted hooks
+// directory are removed, changed guarded files restored.
 // It then returns the Result with a *GitError naming what was undone.
 // With AllowGitWrites the top-level .git's objects, refs, index, logs and
 // HEAD may change; its configuration and hooks may not.

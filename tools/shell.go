@@ -38,13 +38,14 @@ func runShell(ctx context.Context, sb *sandbox.Sandbox, ws *Workspace, command s
 
 // gitGuardMessage returns the message of a command's call that the
 // sandbox's git guard failed (see sandbox.GitError): the command made or
-// changed a git directory, and that was undone.
+// changed a git directory, or a hook or configuration file a repository
+// takes from the work tree, and that was undone.
 func gitGuardMessage(err error) (string, bool) {
 	var ge *sandbox.GitError
 	if !errors.As(err, &ge) {
 		return "", false
 	}
-	return ge.Error() + "; git directories are the person's, never a command's to make or configure", true
+	return ge.Error() + "; git directories and the hooks and configuration they take from the work tree are the person's, never a command's to make or change", true
 }
 
 // SandboxInfo converts the confinement in effect to its spec form.

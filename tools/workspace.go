@@ -10,6 +10,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -43,8 +44,11 @@ const nonblock = syscall.O_NONBLOCK
 // never write into a git directory (a .git path component in any case, or
 // a directory git would take for a repository, also through symbolic
 // links), never leave a directory looking like one (judged on the state
-// the write leaves, see gitShaped), and never write a name with a control
-// character or a bidirectional control, or a file with other hard links.
+// the write leaves, see gitShaped), never write where a repository's
+// configuration takes hooks or configuration from the work tree
+// (core.hooksPath, include.path, includeIf.*.path: see trustedPath), and
+// never write a name with a control character or a bidirectional
+// control, or a file with other hard links.
 //
 // A Workspace remembers the original content of every file the file tools
 // changed, so a run can report its patch (see Runtime.Patch). It is safe for
@@ -64,6 +68,11 @@ type Workspace struct {
 
 	mu       sync.Mutex
 	original map[string]originalFile // by workspace-relative path
+
+	trustMu sync.Mutex
+	trust   map[string][]gitshape.Rel // by the work tree top (workspace-relative, "" for the enclosing repository)
+	nested  []string                  // the nested repositories' tops, found once (see nestedRepos)
+	walked  bool
 
 	baseMu   sync.Mutex
 	touched  bool       // a tool that can change files was called
@@ -321,9 +330,10 @@ func (w *Workspace) writeTarget(rel string, notFound gen.ErrorCode) (exists bool
 // rel contains a control character (no patch can carry the name: see
 // diffName) or a bidirectional control (it makes a name read as another),
 // names a .git entry, leads into one through symbolic links inside the
-// workspace, or would leave a directory on its way looking like a git
-// directory (see gitShaped): a repository's configuration and hooks are
-// code that git runs.
+// workspace, is a hook or configuration file a repository's configuration
+// takes from the work tree (see trustedPath), or would leave a directory
+// on its way looking like a git directory (see gitShaped): a repository's
+// configuration and hooks are code that git runs.
 //
 // Symbolic links are followed here and again when the file is opened; a
 // command cannot swap one in between, since no command runs during a file
@@ -335,7 +345,117 @@ func (w *Workspace) writable(rel string) error {
 	if resolved := w.resolve(rel); gitPath(rel) || gitPath(resolved) {
 		return Errorf(gen.ErrorCodeProtectedPath, "%s is inside a .git directory or names one: the file tools never write a repository's metadata (its configuration and hooks are programs git runs, and a .git file points git elsewhere); reading it is allowed", quote(rel))
 	}
+	if err := w.trustedPath(rel); err != nil {
+		return err
+	}
 	return w.gitShaped([]string{rel})
+}
+
+// trustedPath refuses a write to rel when it, or where its symbolic links
+// lead, is a file the configuration of the workspace's repository (its
+// own .git, or the repository it sits in) or of a nested repository
+// trusts (see gitshape.Repository): an entry of the directory
+// core.hooksPath names (husky's .husky; with husky 9's .husky/_ also the
+// entries of .husky), or a file include.path or includeIf.*.path names.
+// The configuration is read from its files, never by running git, once
+// per workspace. Names are compared without case, which only errs on
+// refusing.
+func (w *Workspace) trustedPath(rel string) error {
+	resolved := w.resolve(rel)
+	tops := append([]string{""}, w.nestedRepos()...)
+	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
+		if _, err := w.root.Lstat(path.Join(d, ".git")); err == nil && !slices.Contains(tops, d) {
+			tops = append(tops, d)
+		}
+	}
+	for _, top := range tops {
+		for _, t := range w.trusted(top) {
+			for _, at := range []string{t.Rel, w.resolve(t.Rel)} {
+				for _, p := range []string{rel, resolved} {
+					hit := strings.EqualFold(p, at)
+					if t.Dir {
+						hit = hit || strings.EqualFold(path.Dir(p), at)
+					}
+					if !hit {
+						continue
+					}
+					repo := "the workspace's repository"
+					if top != "" {
+						repo = "the repository " + quote(top)
+					}
+					if t.Link != "" {
+						return Errorf(gen.ErrorCodeProtectedPath, "%s is what the hook %s of %s links to: git runs it for whoever commits, checks out or merges there, unsandboxed, so the file tools never write it; no file was changed", quote(rel), quote(t.Link), repo)
+					}
+					if t.Dir {
+						return Errorf(gen.ErrorCodeProtectedPath, "%s is in the hooks directory of %s (core.hooksPath in %s): git runs what is there for whoever commits, checks out or merges in it, unsandboxed, so the file tools never write it; no file was changed", quote(rel), repo, t.Config)
+					}
+					return Errorf(gen.ErrorCodeProtectedPath, "%s is a configuration file of %s (%s in %s): git reads it as its own configuration, which names programs git runs, so the file tools never write it; no file was changed", quote(rel), repo, t.Key, t.Config)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// maxNestedWalk bounds the entries nestedRepos looks at; past it, only
+// the repositories on a written path's way are found (trustedPath).
+const maxNestedWalk = 200_000
+
+// nestedRepos returns the workspace-relative tops of the repositories
+// nested in the workspace (directories with a .git entry), found by one
+// walk per workspace that follows no symbolic link and skips the inside
+// of .git directories. The file tools cannot make a .git entry and the
+// sandbox's guard undoes one a command makes, so the walk stays true.
+func (w *Workspace) nestedRepos() []string {
+	w.trustMu.Lock()
+	defer w.trustMu.Unlock()
+	if w.walked {
+		return w.nested
+	}
+	w.walked = true
+	seen := 0
+	_ = filepath.WalkDir(w.dir, func(p string, d fs.DirEntry, err error) error {
+		if seen++; seen > maxNestedWalk {
+			return filepath.SkipAll
+		}
+		if err != nil || d == nil {
+			return nil
+		}
+		if gitshape.IsGitName(d.Name()) {
+			if rel, ok := gitshape.Within(w.dir, filepath.Dir(p)); ok && rel != "." {
+				w.nested = append(w.nested, rel)
+			}
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+		}
+		return nil
+	})
+	return w.nested
+}
+
+// trusted returns the trusted paths inside the workspace of the
+// repository whose work tree top is the workspace-relative top ("" for
+// the repository the workspace is in), read once per workspace.
+func (w *Workspace) trusted(top string) []gitshape.Rel {
+	w.trustMu.Lock()
+	defer w.trustMu.Unlock()
+	if ts, ok := w.trust[top]; ok {
+		return ts
+	}
+	if w.trust == nil {
+		w.trust = map[string][]gitshape.Rel{}
+	}
+	var ts []gitshape.Rel
+	if top == "" {
+		if t := gitshape.Enclosing(w.dir); t != "" {
+			ts = gitshape.InWorkspace(w.dir, t, gitshape.PersonConfigs())
+		}
+	} else {
+		ts = gitshape.InWorkspace(w.dir, filepath.Join(w.dir, filepath.FromSlash(top)), gitshape.PersonConfigs())
+	}
+	w.trust[top] = ts
+	return ts
 }
 
 // validName refuses a path with a character no patch can carry or that
