@@ -443,11 +443,16 @@ func compile(tool, which string, schema any) (*validator, map[string]any, error)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(compilePattern)
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
 	sch, err := c.Compile(url)
 	if err != nil {
+		var re *jsonschema.InvalidRegexError
+		if errors.As(err, &re) { // its message holds the whole pattern
+			return nil, nil, fmt.Errorf("%s schema: the pattern at %s: %w", which, re.URL, re.Err)
+		}
 		return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %w", which, err)
 	}
 	vd, err := newValidator(sch)
