@@ -138,12 +138,23 @@ func schemaCost(root *jsonschema.Schema) (cost uint64, deep bool, err error) {
 }
 
 // checkWeight is what checking a place against s alone costs: one check,
-// and one more for each member of its enum, which the place is compared
-// with one by one.
+// and one more for each member of its enum (compared with the place one
+// by one) and each name its required, dependentRequired and dependencies
+// list (looked up in the place, and a missing one named in the error).
 func checkWeight(s *jsonschema.Schema) uint64 {
 	w := uint64(1)
 	if s.Enum != nil {
 		w += uint64(len(s.Enum.Values))
+	}
+	w += uint64(len(s.Required))
+	for _, names := range s.DependentRequired {
+		w += 1 + uint64(len(names))
+	}
+	for _, v := range s.Dependencies {
+		w++
+		if names, ok := v.([]string); ok {
+			w += uint64(len(names))
+		}
 	}
 	return w
 }
