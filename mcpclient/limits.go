@@ -487,19 +487,21 @@ func compilePattern(s string) (jsonschema.Regexp, error) {
 	return &boundedRegexp{Regexp: r, insts: len(prog.Inst)}, nil
 }
 
-// stringBytes is the bytes of the strings in v, its keys included,
+// stringBytes is the bytes of the strings in v, its keys included, and
+// one more for each (matching the empty string takes a step too),
 // stopping past limit.
 func stringBytes(v any, limit int) int {
 	n := 0
 	switch v := v.(type) {
 	case string:
-		return len(v)
+		return len(v) + 1
 	case map[string]any:
 		for k, x := range v {
 			if n > limit {
 				break
 			}
-			n += len(k) + stringBytes(x, limit-n-len(k))
+			n += len(k) + 1
+			n += stringBytes(x, limit-n)
 		}
 	case []any:
 		for _, x := range v {

@@ -137,3 +137,38 @@ func TestRequiredCountsItsNames(t *testing.T) {
 		t.Errorf("validate(20000 objects against 3000 required names) = %T, want errTooMuchWork", err) // its Error() would be 500 MB
 	}
 }
+
+// Every string and key costs its bytes and one step: many empty keys are
+// not free to match.
+func TestStringBytes(t *testing.T) {
+	for _, tc := range []struct {
+		v    any
+		want int
+	}{
+		{"abc", 4},
+		{map[string]any{"": ""}, 2},
+		{[]any{"", 1.0, map[string]any{"ab": nil}}, 4},
+	} {
+		if got := stringBytes(tc.v, 1<<20); got != tc.want {
+			t.Errorf("stringBytes(%v) = %d, want %d", tc.v, got, tc.want)
+		}
+	}
+}
+
+// FuzzCompilePattern: a server's pattern is accepted only within the
+// bounds, and compiling one never panics.
+func FuzzCompilePattern(f *testing.F) {
+	for _, s := range []string{`^[a-z]+$`, `(?:.?){500}`, `\p{L}+`, `(a|b)*c{2,5}`, `[`, strings.Repeat("x?", 600)} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		re, err := compilePattern(s)
+		if err != nil {
+			return
+		}
+		b := re.(*boundedRegexp)
+		if len(s) > MaxPatternBytes || b.insts > MaxPatternInsts || b.insts < 1 {
+			t.Fatalf("accepted %d bytes compiling to %d instructions", len(s), b.insts)
+		}
+	})
+}
