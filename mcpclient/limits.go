@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"regexp"
+	"regexp/syntax"
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
@@ -52,6 +54,20 @@ const (
 	// check takes about 2 µs, so a validation about 2 s at most; a tool
 	// of cost 10 takes arguments of 100,000 values.
 	MaxValidationWork = 1_000_000
+	// MaxPatternBytes is the longest regular expression a schema's
+	// pattern, patternProperties or a format "regex" value may be.
+	MaxPatternBytes = 4 << 10
+	// MaxPatternInsts is the largest program a pattern may compile to.
+	// Go's regexp matches in time proportional to the program times the
+	// string (a 60 KB pattern of 30,000 optional characters took 8 s for
+	// a 20 KB string); real patterns compile to tens of instructions.
+	MaxPatternInsts = 1000
+	// MaxPatternWork bounds the matching of one validation: the bytes of
+	// the value's strings (keys included) times the most pattern
+	// instructions one place of the value may be matched against. At
+	// about 10 ns an instruction and byte, a validation's patterns take
+	// about 1 s at most.
+	MaxPatternWork = 100_000_000
 )
 
 // maxCostWork bounds the bookkeeping of schemaCost itself (entries of its
@@ -118,10 +134,55 @@ func checkSchema(n int, m map[string]any) error {
 // not descend into the value is refused (the validator would loop on one
 // place).
 func schemaCost(root *jsonschema.Schema) (cost uint64, deep bool, err error) {
+	return weightedCost(root, checkWeight, MaxSchemaCost+1)
+}
+
+// checkWeight is what checking a place against s alone costs: one check,
+// and one more for each member of its enum (compared with the place one
+// by one) and each name its required, dependentRequired and dependencies
+// list (looked up in the place, and a missing one named in the error).
+func checkWeight(s *jsonschema.Schema) uint64 {
+	w := uint64(1)
+	if s.Enum != nil {
+		w += uint64(len(s.Enum.Values))
+	}
+	w += uint64(len(s.Required))
+	for _, names := range s.DependentRequired {
+		w += 1 + uint64(len(names))
+	}
+	for _, v := range s.Dependencies {
+		w++
+		if names, ok := v.([]string); ok {
+			w += uint64(len(names))
+		}
+	}
+	return w
+}
+
+// patternWeight is the pattern instructions checking a place against s
+// alone matches a string with: its pattern's, and its patternProperties'
+// (each matched against every key of an object).
+func patternWeight(s *jsonschema.Schema) uint64 {
+	var w uint64
+	if r, ok := s.Pattern.(*boundedRegexp); ok {
+		w += uint64(r.insts)
+	}
+	for re := range s.PatternProperties {
+		if r, ok := re.(*boundedRegexp); ok {
+			w += uint64(r.insts)
+		}
+	}
+	return w
+}
+
+// weightedCost is schemaCost with each subschema's own check weighing
+// weight(s) instead of one, saturating at limit.
+func weightedCost(root *jsonschema.Schema, weight func(*jsonschema.Schema) uint64, limit uint64) (cost uint64, deep bool, err error) {
 	c := &coster{
-		limit: MaxSchemaCost + 1,
-		nodes: map[*jsonschema.Schema]*costNode{},
-		dyn:   map[string][]*jsonschema.Schema{},
+		weight: weight,
+		limit:  limit,
+		nodes:  map[*jsonschema.Schema]*costNode{},
+		dyn:    map[string][]*jsonschema.Schema{},
 	}
 	if err := c.collect(root); err != nil {
 		return 0, false, err
@@ -180,12 +241,13 @@ const (
 )
 
 type coster struct {
-	limit uint64
-	nodes map[*jsonschema.Schema]*costNode
-	order []*costNode
-	dyn   map[string][]*jsonschema.Schema // $dynamicAnchor name -> schemas
-	rec   []*jsonschema.Schema            // schemas with $recursiveAnchor
-	work  int
+	weight func(*jsonschema.Schema) uint64
+	limit  uint64
+	nodes  map[*jsonschema.Schema]*costNode
+	order  []*costNode
+	dyn    map[string][]*jsonschema.Schema // $dynamicAnchor name -> schemas
+	rec    []*jsonschema.Schema            // schemas with $recursiveAnchor
+	work   int
 }
 
 type costNode struct {
@@ -326,7 +388,7 @@ func (c *coster) inPlace(n *costNode) error {
 		return fmt.Errorf("it refers to itself (%s) without descending into the value", n.s.Location)
 	}
 	n.state = 1
-	n.ip = 1
+	n.ip = min(c.weight(n.s), c.limit)
 	n.slots = map[string]map[*costNode]uint64{}
 	for slot, ts := range n.own {
 		m := n.slots[slot]
@@ -367,10 +429,11 @@ func (c *coster) inPlace(n *costNode) error {
 
 // validator checks values against a compiled schema within its bounds.
 type validator struct {
-	schema *jsonschema.Schema
-	cost   uint64 // schemaCost
-	deep   bool   // values nesting deeper than MaxArgumentDepth are refused
-	size   int    // the schema's compact JSON, in bytes
+	schema  *jsonschema.Schema
+	cost    uint64 // schemaCost
+	pattern uint64 // the most pattern instructions a place is matched against
+	deep    bool   // values nesting deeper than MaxArgumentDepth are refused
+	size    int    // the schema's compact JSON, in bytes
 }
 
 // newValidator compiles a checked schema and bounds its cost.
@@ -380,9 +443,75 @@ func newValidator(sch *jsonschema.Schema) (*validator, error) {
 		return nil, err
 	}
 	if cost > MaxSchemaCost {
-		return nil, fmt.Errorf("validating one value could take more than %d checks against its subschemas, over the budget specloop allows (its oneOf/anyOf/allOf branches multiply along $ref chains)", MaxSchemaCost)
+		return nil, fmt.Errorf("validating one value could take more than %d checks against its subschemas and enum members, over the budget specloop allows (its oneOf/anyOf/allOf branches multiply along $ref chains)", MaxSchemaCost)
 	}
-	return &validator{schema: sch, cost: max(cost, 1), deep: deep}, nil
+	pattern, pdeep, err := weightedCost(sch, patternWeight, MaxPatternWork+1)
+	if err != nil {
+		return nil, err
+	}
+	if pattern > MaxPatternWork/1024 {
+		return nil, fmt.Errorf("its patterns could match one string with more than %d regular expression instructions, over the budget specloop allows", MaxPatternWork/1024)
+	}
+	return &validator{schema: sch, cost: max(cost, 1), pattern: pattern, deep: deep || pdeep}, nil
+}
+
+// boundedRegexp is a compiled pattern and the size of its program.
+type boundedRegexp struct {
+	*regexp.Regexp
+	insts int
+}
+
+// compilePattern is the schemas' regular expression engine (pattern,
+// patternProperties and format "regex"): Go's regexp, for patterns of at
+// most MaxPatternBytes that compile to at most MaxPatternInsts
+// instructions.
+func compilePattern(s string) (jsonschema.Regexp, error) {
+	if len(s) > MaxPatternBytes {
+		return nil, fmt.Errorf("a pattern of %d bytes is longer than the %d KiB specloop compiles", len(s), MaxPatternBytes>>10)
+	}
+	re, err := syntax.Parse(s, syntax.Perl)
+	if err != nil {
+		return nil, err
+	}
+	prog, err := syntax.Compile(re.Simplify())
+	if err != nil {
+		return nil, err
+	}
+	if len(prog.Inst) > MaxPatternInsts {
+		return nil, fmt.Errorf("a pattern compiles to %d instructions, more than the %d specloop matches with", len(prog.Inst), MaxPatternInsts)
+	}
+	r, err := regexp.Compile(s)
+	if err != nil {
+		return nil, err
+	}
+	return &boundedRegexp{Regexp: r, insts: len(prog.Inst)}, nil
+}
+
+// stringBytes is the bytes of the strings in v, its keys included, and
+// one more for each (matching the empty string takes a step too),
+// stopping past limit.
+func stringBytes(v any, limit int) int {
+	n := 0
+	switch v := v.(type) {
+	case string:
+		return len(v) + 1
+	case map[string]any:
+		for k, x := range v {
+			if n > limit {
+				break
+			}
+			n += len(k) + 1
+			n += stringBytes(x, limit-n)
+		}
+	case []any:
+		for _, x := range v {
+			if n > limit {
+				break
+			}
+			n += stringBytes(x, limit-n)
+		}
+	}
+	return n
 }
 
 // errTooDeep is a value nesting deeper than a recursive schema is checked
@@ -429,6 +558,12 @@ func (vd *validator) validate(ctx context.Context, v any) error {
 	if limit := int(MaxValidationWork / vd.cost); countValues(v, limit) > limit {
 		return fmt.Errorf("%w: it holds more than %d values, which with this tool's schema (%d checks a value) is more than the %d checks specloop spends on one value",
 			errTooMuchWork, limit, vd.cost, MaxValidationWork)
+	}
+	if vd.pattern > 0 {
+		if limit := int(MaxPatternWork / vd.pattern); stringBytes(v, limit) > limit {
+			return fmt.Errorf("%w: its strings hold more than %d bytes, which with this tool's patterns (%d instructions a string) is more than the %d specloop matches for one value",
+				errTooMuchWork, limit, vd.pattern, MaxPatternWork)
+		}
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -443,11 +443,30 @@ func compile(tool, which string, schema any) (*validator, map[string]any, error)
 	c := jsonschema.NewCompiler()
 	c.DefaultDraft(jsonschema.Draft2020)
 	c.UseLoader(noLoader{})
+	c.UseRegexpEngine(compilePattern)
 	if err := c.AddResource(url, doc); err != nil {
 		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
 	sch, err := c.Compile(url)
 	if err != nil {
+		// Their messages hold the offending values (a pattern of 4 KiB
+		// or more): say where and why instead.
+		var re *jsonschema.InvalidRegexError
+		if errors.As(err, &re) {
+			return nil, nil, fmt.Errorf("%s schema: the pattern at %s: %w", which, re.URL, re.Err)
+		}
+		var me *jsonschema.SchemaValidationError
+		if errors.As(err, &me) {
+			why := describe(me.Err)
+			if len(why) > 300 {
+				n := 300
+				for n > 0 && !utf8.RuneStart(why[n]) {
+					n--
+				}
+				why = why[:n] + "…"
+			}
+			return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %s", which, why)
+		}
 		return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %w", which, err)
 	}
 	vd, err := newValidator(sch)

@@ -537,3 +537,35 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 		t.Fatalf("the stream ended without run_finished: %d events", n)
 	}
 }
+
+// TestPartialRequestsShed: sockets that sent part of a request's headers
+// and then stall (slowloris) are no busier than silent ones: at the cap a
+// new connection closes the one that has waited the longest for its
+// request, with a token or without. (net/http reports a connection
+// active only once a request's headers are whole; this attack held when
+// it was tried, and the test keeps it so.)
+func TestPartialRequestsShed(t *testing.T) {
+	for _, token := range []string{"", "secret-token-for-test"} {
+		t.Run(fmt.Sprintf("token=%v", token != ""), func(t *testing.T) {
+			ts := newTestServer(t, server.Config{MaxConnections: 4, ReadHeaderTimeout: 5 * time.Minute, ReadTimeout: 5 * time.Minute, Token: token})
+			var stalled []net.Conn
+			for range 4 {
+				c := rawConn(t, ts, "")
+				fmt.Fprintf(c, "GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
+				stalled = append(stalled, c)
+			}
+			waitConns(t, ts, 0, 4)
+			c := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}, Timeout: 30 * time.Second}
+			for i := range 6 {
+				resp, err := c.Get(ts.http.URL + "/healthz")
+				if err != nil {
+					t.Fatalf("healthz %d with the cap's worth of stalled requests open: %v", i, err)
+				}
+				resp.Body.Close()
+			}
+			if !closedByServer(stalled[0], 20*time.Second) {
+				t.Error("the oldest stalled socket is still open")
+			}
+		})
+	}
+}
