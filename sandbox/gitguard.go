@@ -106,6 +106,7 @@ type gitState struct {
 	dotGit     map[string]fs.FileMode      // every .git entry (any case), by path
 	files      map[string]guardedFile      // guarded files, by path
 	unreadable map[string]bool
+	tooDeep    map[string]bool // directories at maxGuardDepth, not walked (also unreadable)
 	held       int
 	trust      []gitshape.Rel // the trusted paths of the repositories (see guardTrust)
 }
@@ -212,8 +213,10 @@ func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
 	}
 }
 
-// maxGuardDepth bounds the directory levels the guard walks; a deeper
-// directory counts as unreadable (the call fails rather than miss one).
+// maxGuardDepth bounds the directory levels the guard walks. A deeper
+// directory a command made is removed whole (it could hide a git
+// directory no walk sees); one that was there before the command fails
+// the call, since the guard cannot vouch for it.
 const maxGuardDepth = 256
 
 // walkGit records the git state of the tree under root. It never follows
@@ -224,6 +227,7 @@ func walkGit(root *os.Root) *gitState {
 	st := &gitState{
 		markers: map[string]gitshape.Entries{}, names: map[string][]string{}, linkTarget: map[string]string{},
 		gitDirs: map[string]bool{}, dotGit: map[string]fs.FileMode{}, files: map[string]guardedFile{}, unreadable: map[string]bool{},
+		tooDeep: map[string]bool{},
 	}
 	var visit func(r *os.Root, rel, hooksOf string, depth int)
 	visit = func(r *os.Root, rel, hooksOf string, depth int) {
@@ -276,7 +280,7 @@ func walkGit(root *os.Root) *gitState {
 				continue
 			}
 			if depth >= maxGuardDepth {
-				st.unreadable[p] = true
+				st.unreadable[p], st.tooDeep[p] = true, true
 				continue
 			}
 			sub, err := r.OpenRoot(name)
@@ -399,7 +403,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	for range 3 {
 		fixed := false
 		for d := range now.unreadable {
-			if !before.unreadable[d] && d != "." {
+			if !before.unreadable[d] && d != "." && !now.tooDeep[d] {
 				if fi, err := root.Lstat(d); err == nil && fi.IsDir() {
 					if root.Chmod(d, fi.Mode().Perm()|0o700) == nil {
 						fixed = true
@@ -433,8 +437,18 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		removed = append(removed, p)
 		e.Paths = append(e.Paths, p)
 	}
+	// A tree deeper than the guard walks that the command made could
+	// hold a git directory no walk sees: it goes whole, since nothing of
+	// it was there before (a deep tree that was is reported, below).
+	for _, d := range sortedKeys(now.tooDeep) {
+		if !before.tooDeep[d] {
+			remove(d)
+		} else {
+			e.Unchecked = append(e.Unchecked, d+" (deeper than the guard walks, so what a command does inside it is not checked)")
+		}
+	}
 	for d := range now.unreadable {
-		if !before.unreadable[d] {
+		if !before.unreadable[d] && !gone(d) && !now.tooDeep[d] {
 			e.Unchecked = append(e.Unchecked, d+" (unreadable)")
 		}
 	}

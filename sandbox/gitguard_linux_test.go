@@ -265,3 +265,43 @@ func runGuardedNoFatal(p sandbox.Policy, dir, script string) (sandbox.Result, *s
 	errors.As(err, &ge)
 	return res, ge
 }
+
+// A git directory deeper than the guard walks: the part of the tree below
+// the guard's depth that the command made goes whole; a deep tree that was there before
+// fails every command, since the guard cannot vouch for what happens
+// inside it.
+func TestGuardDeepTrees(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, b := range confining(t) {
+		t.Run(string(b), func(t *testing.T) {
+			ws := t.TempDir()
+			marker := filepath.Join(t.TempDir(), "PWNED")
+			deep := strings.Repeat("a/", 300) + "x"
+			plant := "mkdir -p " + deep + "/objects " + deep + "/refs && echo 'ref: refs/heads/main' > " + deep + "/HEAD && printf '" + fsmonitorConfig(marker, true) + "' > " + deep + "/config"
+			_, ge := runGuarded(t, sandbox.Policy{Backend: b}, ws, plant)
+			if ge == nil {
+				t.Error("the call that planted a deep git directory did not fail")
+			}
+			if _, err := os.Lstat(filepath.Join(ws, deep)); !os.IsNotExist(err) {
+				t.Fatalf("the deep git directory the command made is still there: %v", err)
+			}
+			if gitRan(t, filepath.Join(ws, strings.Repeat("a/", 200)), marker) {
+				t.Fatal("git status in the deep tree ran what the command planted")
+			}
+
+			old := filepath.Join(ws, "old", strings.Repeat("b/", 300))
+			if err := os.MkdirAll(old, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			_, ge = runGuarded(t, sandbox.Policy{Backend: b}, ws, "true")
+			if ge == nil || len(ge.Unchecked) != 1 || !strings.Contains(ge.Unchecked[0], "deeper than the guard walks") {
+				t.Fatalf("a command beside a deep tree that was there before: %v, want a failure that names it", ge)
+			}
+			if _, err := os.Stat(old); err != nil {
+				t.Fatalf("the deep tree that was there before is gone: %v", err)
+			}
+		})
+	}
+}

@@ -67,8 +67,9 @@ func (e Entries) Looks() bool {
 }
 
 // IsGitName reports whether name is ".git" as a file system that folds
-// case, ignores some Unicode characters (HFS+) or drops trailing dots and
-// spaces (Windows) sees it: a directory of that name is a repository's
+// case, ignores some Unicode characters (HFS+), drops trailing dots and
+// spaces, opens a name with an alternate data stream suffix (":$DATA")
+// as the name itself or knows the 8.3 short name GIT~1 (NTFS) sees it: a directory of that name is a repository's
 // git directory, and a file of that name is a pointer ("gitdir: ...") git
 // follows.
 func IsGitName(name string) bool {
@@ -83,7 +84,13 @@ func IsGitName(name string) bool {
 		}
 		return r
 	}, name)
-	return strings.EqualFold(strings.TrimRight(name, ". "), ".git")
+	// NTFS: "name:stream" and "name::$INDEX_ALLOCATION" open name itself.
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.TrimRight(name, ". ")
+	// NTFS: GIT~1 is the 8.3 short name of .git.
+	return strings.EqualFold(name, ".git") || strings.EqualFold(name, "git~1")
 }
 
 // Guarded reports whether the entry name of a git directory is one whose

@@ -57,12 +57,13 @@ func TestMarker(t *testing.T) {
 }
 
 func TestIsGitName(t *testing.T) {
-	for _, n := range []string{".git", ".GIT", ".Git", ".git.", ".git ", ".g\u200cit"} {
+	for _, n := range []string{".git", ".GIT", ".Git", ".git.", ".git ", ".g\u200cit",
+		"git~1", "GIT~1", "git~1. ", ".git::$INDEX_ALLOCATION", ".git:$I30:$INDEX_ALLOCATION", ".git::$DATA"} {
 		if !IsGitName(n) {
 			t.Errorf("IsGitName(%q) = false", n)
 		}
 	}
-	for _, n := range []string{"git", ".gitignore", ".git2", "x.git", ""} {
+	for _, n := range []string{"git", ".gitignore", ".git2", "x.git", "", "git~2", "xgit~1", ":.git"} {
 		if IsGitName(n) {
 			t.Errorf("IsGitName(%q) = true", n)
 		}
