@@ -11,21 +11,15 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specloop/specloop/internal/gittest"
 	"github.com/specloop/specloop/sandbox"
 )
 
-// gitRan reports whether `git status` in dir, run as a person would
-// (outside any sandbox, hermetic: no user or system configuration), ran
-// the command an attack planted (it creates marker).
+// gitRan reports whether `git status` in dir, run as a person would,
+// ran the command an attack planted (it creates marker).
 func gitRan(t *testing.T, dir, marker string) bool {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.Command("git", "status")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + filepath.Join(home, "none")}
-	_, _ = cmd.CombinedOutput()
-	_, err := os.Stat(marker)
-	return err == nil
+	return gittest.StatusRan(t, dir, marker)
 }
 
 func gitInit(t *testing.T, dir string) {

@@ -7,24 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/internal/gittest"
 	"github.com/specloop/specloop/sandbox"
 )
 
 // gitCommitRan reports whether a status, a commit and a checkout in dir,
-// run as a person would (hermetic), ran what an attack planted (it
-// creates marker).
+// run as a person would, ran what an attack planted (it creates marker).
 func gitCommitRan(t *testing.T, dir, marker string) bool {
 	t.Helper()
-	home := t.TempDir()
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + filepath.Join(home, "none"),
-		"GIT_AUTHOR_NAME=p", "GIT_AUTHOR_EMAIL=p@example.com", "GIT_COMMITTER_NAME=p", "GIT_COMMITTER_EMAIL=p@example.com"}
-	for _, args := range [][]string{{"status"}, {"commit", "-q", "--allow-empty", "-m", "person"}, {"checkout", "-q", "-b", "person"}} {
-		cmd := exec.Command("git", args...)
-		cmd.Dir, cmd.Env = dir, env
-		_, _ = cmd.CombinedOutput()
-	}
-	_, err := os.Stat(marker)
-	return err == nil
+	return gittest.CommitRan(t, dir, marker)
 }
 
 func gitIn(t *testing.T, dir string, args ...string) {

@@ -4,27 +4,21 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/internal/gittest"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
 )
 
-// gitStatusRuns reports whether `git status` in dir ran the command the
-// attack planted (it touches marker). Git runs hermetically: no user or
-// system configuration.
+// gitStatusRuns reports whether `git status` in dir, run as a person
+// would, ran the command the attack planted (it touches marker); git
+// looks no higher than dir's parent.
 func gitStatusRuns(t *testing.T, dir, marker string) bool {
 	t.Helper()
-	home := t.TempDir()
-	cmd := exec.Command("git", "status")
-	cmd.Dir = dir
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=" + filepath.Join(home, "none"), "GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)}
-	_, _ = cmd.CombinedOutput()
-	_, err := os.Stat(marker)
-	return err == nil
+	return gittest.Ran(t, dir, marker, []string{"GIT_CEILING_DIRECTORIES=" + filepath.Dir(dir)}, []string{"status"})
 }
 
 // bareShape is the four files that make sub a git directory whose
