@@ -48,8 +48,14 @@ func (d *Def) writes() bool {
 	return w
 }
 
-// ValidateInput checks arguments against the tool's input schema.
-func (d *Def) ValidateInput(args map[string]any) error { return d.input.Validate(args) }
+// ValidateInput checks arguments against the tool's input schema; a string
+// that is not UTF-8 (a Go caller's, JSON cannot carry one) is refused too.
+func (d *Def) ValidateInput(args map[string]any) error {
+	if err := d.input.Validate(args); err != nil {
+		return err
+	}
+	return schema.CheckUTF8(args)
+}
 
 // ValidateResult checks a structured result against the tool's result schema.
 func (d *Def) ValidateResult(data map[string]any) error { return d.result.Validate(data) }

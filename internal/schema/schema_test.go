@@ -232,3 +232,18 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+// A Go caller's string that is not UTF-8 is named by its pointer; valid
+// text, numbers and nesting pass.
+func TestCheckUTF8(t *testing.T) {
+	ok := map[string]any{"path": "a/é.txt", "n": 1.0, "list": []any{"x", map[string]any{"k": "漢字"}}}
+	if err := schema.CheckUTF8(ok); err != nil {
+		t.Fatalf("valid value: %v", err)
+	}
+	bad := map[string]any{"list": []any{"x", map[string]any{"k": "a\x80"}}}
+	err := schema.CheckUTF8(bad)
+	var se *schema.Error
+	if !errors.As(err, &se) || se.Pointer != "/list/1/k" || strings.Contains(err.Error(), "\x80") {
+		t.Fatalf("CheckUTF8 = %v, want an *Error at /list/1/k without the value", err)
+	}
+}
