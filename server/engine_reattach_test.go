@@ -108,7 +108,7 @@ func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (se
 // pendingOf waits until the run lists a call waiting for approval.
 func pendingOf(t *testing.T, ts *testServer, id string) gen.PendingApproval {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a hang guard only
 	for time.Now().Before(deadline) {
 		list, err := ts.sdk.PendingApprovals(context.Background(), id)
 		if err != nil {
