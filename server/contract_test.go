@@ -261,7 +261,7 @@ func (e *ctEnv) stop(s *ctServer) {
 		return
 	}
 	s.stopped = true
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := s.srv.Shutdown(ctx); err != nil {
 		e.t.Errorf("Shutdown: %v", err)

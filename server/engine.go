@@ -131,8 +131,15 @@ func (s *Server) executeOn(e Engine, r *run) {
 		if j.gate != nil && !j.attached {
 			run.ApprovalTimeout = j.gate.timeout
 		}
-		if j.waiting != nil {
-			s.forwardApproval(e, r, j, j.waiting)
+		if ea, ok := e.(EngineApprovals); ok && j.waiting != nil {
+			// reattach listed the call the run waits on: hand its
+			// decision to the engine.
+			j.gate.mu.Lock()
+			p := j.gate.pending
+			j.gate.mu.Unlock()
+			if p != nil {
+				s.awaitDecision(ea, r, j, p.step, p.call)
+			}
 		}
 		res, err = e.Execute(j.ctx, run, func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
@@ -245,6 +252,12 @@ func (s *Server) reattach(r *run) (bool, error) {
 	} else {
 		r.started = time.Now().UTC()
 	}
+	if j.waiting != nil {
+		// Before the server serves: the run is waiting_for_approval and
+		// lists the call with the engine's arguments the moment it is
+		// listed at all, not once the goroutine that follows it ran.
+		s.listApproval(s.cfg.Engine, r, j, j.waiting)
+	}
 	return true, nil
 }
 
@@ -255,10 +268,17 @@ func (s *Server) followAttached(runs []*run) {
 		s.sched.workers.Add(1)
 		go func() {
 			defer s.sched.workers.Done()
+			if followHook != nil {
+				followHook(r.id)
+			}
 			s.executeOn(s.cfg.Engine, r)
 		}()
 	}
 }
+
+// followHook, when set (by a test), is called first in the goroutine that
+// follows an attached run.
+var followHook func(runID string)
 
 // pendingCallTimeout bounds the wait for an engine's answer about a call
 // waiting for approval.
@@ -270,9 +290,19 @@ const pendingCallTimeout = 10 * time.Second
 // next request or the run's end; a late decision on it is ignored by the
 // run.
 func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
+	if ea, call, ok := s.listApproval(e, r, j, ev); ok {
+		s.awaitDecision(ea, r, j, ev.Step, call)
+	}
+}
+
+// listApproval registers the call of an approval_requested event of an
+// engine's run with the run's gate, with the arguments and expiry the
+// engine holds: from then on the run is waiting_for_approval and lists
+// the call. It reports false when the engine takes no decisions.
+func (s *Server) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
 	ea, ok := e.(EngineApprovals)
 	if !ok {
-		return
+		return nil, gen.ToolCall{}, false
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
 	var expires time.Time
@@ -299,8 +329,15 @@ func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 		}
 		j.gate.mu.Unlock()
 	}
+	return ea, call, true
+}
+
+// awaitDecision hands the decision made through the API on call, which
+// listApproval registered, to the engine, in a goroutine that ends with
+// the run.
+func (s *Server) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
 	go func() {
-		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: ev.Step, Call: call})
+		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: step, Call: call})
 		if err != nil {
 			return // the run ended
 		}

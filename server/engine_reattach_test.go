@@ -108,7 +108,7 @@ func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (se
 // pendingOf waits until the run lists a call waiting for approval.
 func pendingOf(t *testing.T, ts *testServer, id string) gen.PendingApproval {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(30 * time.Second) // a hang guard only
 	for time.Now().Before(deadline) {
 		list, err := ts.sdk.PendingApprovals(context.Background(), id)
 		if err != nil {
@@ -151,6 +151,18 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	delete(e.runs, lost.Id) // as if its workflow was never started
 	e.mu.Unlock()
 
+	// The goroutines that follow the attached runs wait until the status
+	// and the list were read: what the restarted server reports the
+	// moment it serves cannot depend on them having run.
+	read := make(chan struct{})
+	defer server.SetFollowHook(func(string) {
+		select {
+		case <-read:
+		case <-time.After(30 * time.Second): // a hang guard only
+		}
+	})()
+	release := sync.OnceFunc(func() { close(read) })
+	defer release() // a failed check still lets the server stop
 	ts2 := newTestServer(t, cfg)
 	got, err := ts2.sdk.GetRun(context.Background(), run.Id)
 	if err != nil {
@@ -159,12 +171,19 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	if got.Status != gen.RunStatusWaitingForApproval {
 		t.Fatalf("after the restart the run is %s (%+v), want waiting_for_approval", got.Status, got.Result)
 	}
+	list, err := ts2.sdk.PendingApprovals(context.Background(), run.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 1 {
+		t.Fatalf("after the restart the run lists %+v, want the one call it waits on", list)
+	}
+	if p := list[0]; p.CallId != "c1" || !reflect.DeepEqual(p.Arguments, pendingArgs) || p.ExpiresAt == nil || !p.ExpiresAt.Equal(pendingExpires) {
+		t.Fatalf("after the restart the run lists %+v, want the engine's arguments and expiry", p)
+	}
+	release()
 	if a := <-e.attached; a.Seen != 2 { // either run: both have 2 events
 		t.Fatalf("the engine was asked to follow %+v, want the 2 events the trace has skipped", a)
-	}
-	p := pendingOf(t, ts2, run.Id)
-	if p.CallId != "c1" || !reflect.DeepEqual(p.Arguments, pendingArgs) || p.ExpiresAt == nil || !p.ExpiresAt.Equal(pendingExpires) {
-		t.Fatalf("after the restart the run lists %+v, want the engine's arguments and expiry", p)
 	}
 	if _, err := ts2.sdk.Approve(context.Background(), run.Id, "c1", ""); err != nil {
 		t.Fatal(err)

@@ -41,7 +41,7 @@ func FuzzCreateRun(f *testing.F) {
 	}
 	// Cleanups run last first: the runs end before the directories go.
 	f.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := srv.Shutdown(ctx); err != nil {
 			f.Error(err)

@@ -112,7 +112,7 @@ func (ts *testServer) close() {
 	if _, done := closeOnce.LoadOrStore(ts, true); done {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
 		ts.t.Errorf("Shutdown: %v", err)

@@ -264,7 +264,7 @@ func TestGracefulShutdown(t *testing.T) {
 	running := ts.create(blockRequest("BLOCK shutdown"))
 	g.waitEntered(t, "BLOCK shutdown")
 	queued := ts.create(calcRequest())
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	if err := ts.srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)

@@ -124,16 +124,29 @@ func BenchmarkRipgrepGoroot(b *testing.B) {
 	}
 }
 
+// perfEnv turns the timed checks on: with it unset they skip, saying so.
+// .ci/run sets it in a step of its own and shows their figures.
+const perfEnv = "SPECLOOP_PERF"
+
+// ripgrepBudget is how much slower than ripgrep a search over a large
+// repository may be.
+const ripgrepBudget = 1.5
+
 // TestSearchVersusRipgrep prints the median time of several runs of each
 // query for the search tool and for ripgrep, over $(go env GOROOT)/src. It
-// measures, it does not judge: timing never decides a test. It runs only
-// with SPECLOOP_BENCH_SEARCH=N (N runs per query, 7 when not a number):
+// measures, it does not judge: timing never decides a test, and a ratio
+// over ripgrepBudget is marked, not failed (the README's runs on the
+// shared machine put the same literal query anywhere in 0.5–1.5×). It runs
+// only with SPECLOOP_PERF=1 (or SPECLOOP_BENCH_SEARCH=N, as before), N
+// runs per query (SPECLOOP_BENCH_SEARCH, 7 when unset or not a number).
+// Under CI=true a missing ripgrep fails it: CI compares, it does not skip.
 //
-//	SPECLOOP_BENCH_SEARCH=9 go test ./tools -run TestSearchVersusRipgrep -v
+//	SPECLOOP_PERF=1 SPECLOOP_BENCH_SEARCH=9 go test ./tools -run TestSearchVersusRipgrep -v
 func TestSearchVersusRipgrep(t *testing.T) {
 	env := os.Getenv("SPECLOOP_BENCH_SEARCH")
-	if env == "" {
-		t.Skip("set SPECLOOP_BENCH_SEARCH=N to compare with ripgrep")
+	if os.Getenv(perfEnv) != "1" && env == "" {
+		t.Skip(perfEnv + " is not 1: this test times the search against ripgrep, shown by .ci/run's timed step; run it with " +
+			perfEnv + "=1 go test ./tools -run TestSearchVersusRipgrep -v")
 	}
 	runs, err := strconv.Atoi(env)
 	if err != nil || runs < 1 {
@@ -146,6 +159,9 @@ func TestSearchVersusRipgrep(t *testing.T) {
 	}
 	defer ws.Close()
 	rg, _ := exec.LookPath("rg")
+	if rg == "" && os.Getenv("CI") == "true" {
+		t.Fatal("no rg on PATH: CI must install ripgrep (.ci/run: apt-get install -y ripgrep)")
+	}
 	// Each run times the search tool and then ripgrep, so both see the
 	// same machine load; the medians are compared.
 	medians := func(fs ...func() int) ([]time.Duration, []int) {
@@ -179,7 +195,12 @@ func TestSearchVersusRipgrep(t *testing.T) {
 			continue
 		}
 		d, n := medians(ours, func() int { return ripgrep(t, rg, src, q.pattern, q.regex, q.fold) })
-		fmt.Fprintf(&b, "| %s | `%s` | %.0f ms | %d | %.0f ms | %d | %.2f× |\n", q.name, q.pattern, ms(d[0]), n[0], ms(d[1]), n[1], float64(d[0])/float64(d[1]))
+		ratio := float64(d[0]) / float64(d[1])
+		mark := ""
+		if ratio > ripgrepBudget {
+			mark = fmt.Sprintf(" over %.1f×", ripgrepBudget)
+		}
+		fmt.Fprintf(&b, "| %s | `%s` | %.0f ms | %d | %.0f ms | %d | %.2f×%s |\n", q.name, q.pattern, ms(d[0]), n[0], ms(d[1]), n[1], ratio, mark)
 	}
 	t.Log("\n" + b.String())
 }
