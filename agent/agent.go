@@ -86,6 +86,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/specloop/specloop/gen"
@@ -93,9 +94,20 @@ import (
 	"github.com/specloop/specloop/trace"
 )
 
-// DefaultMaxSteps is the step budget when Options.MaxSteps is 0: the
-// default the spec gives CreateRunRequest.max_steps. Treat it as a constant.
-var DefaultMaxSteps = spec.IntDefault[gen.CreateRunRequest]("MaxSteps")
+// DefaultMaxSteps returns the step budget when Options.MaxSteps is 0: the
+// default the spec gives CreateRunRequest.max_steps.
+func DefaultMaxSteps() int { return runDefaults().maxSteps }
+
+// runDefaults are the spec's defaults of a run's budgets, read from the
+// embedded spec on first use rather than at package init, so that a program
+// importing agent parses no YAML until it runs something.
+var runDefaults = sync.OnceValue(func() struct{ maxSteps, obsBytes, obsLines int } {
+	return struct{ maxSteps, obsBytes, obsLines int }{
+		maxSteps: spec.IntDefault[gen.CreateRunRequest]("MaxSteps"),
+		obsBytes: spec.IntDefault[gen.CreateRunRequest]("MaxObservationBytes"),
+		obsLines: spec.IntDefault[gen.CreateRunRequest]("MaxObservationLines"),
+	}
+})
 
 // ToolRuntime executes tool calls; *tools.Runtime is the implementation.
 // Call returns an error only when the runtime itself failed; every expected
@@ -229,16 +241,16 @@ func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l.stuck = newStuckDetector(opts.Stuck)
 	l.obsBytes, l.obsLines = opts.MaxObservationBytes, opts.MaxObservationLines
 	if l.obsBytes <= 0 {
-		l.obsBytes = DefaultMaxObservationBytes
+		l.obsBytes = DefaultMaxObservationBytes()
 	}
 	if l.obsLines <= 0 {
-		l.obsLines = DefaultMaxObservationLines
+		l.obsLines = DefaultMaxObservationLines()
 	}
 	if l.runID == "" {
 		l.runID = NewRunID()
 	}
 	if l.max <= 0 {
-		l.max = DefaultMaxSteps
+		l.max = DefaultMaxSteps()
 	}
 	return l
 }

@@ -4,9 +4,6 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
-
-	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
 )
 
 // The model-facing cap of a tool's output. The tools cap what they produce
@@ -18,11 +15,17 @@ import (
 //
 // The defaults are the spec's (CreateRunRequest.max_observation_bytes and
 // max_observation_lines): 10 KiB and 256 lines, as Codex caps command
-// output. Treat them as constants.
-var (
-	DefaultMaxObservationBytes = spec.IntDefault[gen.CreateRunRequest]("MaxObservationBytes")
-	DefaultMaxObservationLines = spec.IntDefault[gen.CreateRunRequest]("MaxObservationLines")
-)
+// output.
+
+// DefaultMaxObservationBytes returns the byte cap of a tool's output as the
+// model sees it when Options.MaxObservationBytes is 0: the spec's default of
+// CreateRunRequest.max_observation_bytes.
+func DefaultMaxObservationBytes() int { return runDefaults().obsBytes }
+
+// DefaultMaxObservationLines returns the line cap of a tool's output as the
+// model sees it when Options.MaxObservationLines is 0: the spec's default of
+// CreateRunRequest.max_observation_lines.
+func DefaultMaxObservationLines() int { return runDefaults().obsLines }
 
 // minObservationBytes is the smallest byte cap TruncateOutput honours: room
 // for the marker and a little of the head and the tail.

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -44,7 +45,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
+	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps(), check: check, ws: ws, events: &liveEvents{}}
 	if body.MaxSteps != nil {
 		j.maxSteps = *body.MaxSteps
 	}
@@ -131,14 +132,14 @@ func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.Get
 }
 
 // defaultPageSize is the runs in a page of listRuns when the request gives
-// no limit: the spec's default for the parameter.
-var defaultPageSize = spec.IntDefault[gen.ListRunsParams]("Limit")
+// no limit: the spec's default for the parameter, read on first use.
+var defaultPageSize = sync.OnceValue(func() int { return spec.IntDefault[gen.ListRunsParams]("Limit") })
 
 var errNoRun = &problemError{status: http.StatusNotFound, detail: "no run has this id"}
 
 // ListRuns returns one page of runs, newest first.
 func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
-	limit := defaultPageSize
+	limit := defaultPageSize()
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}
