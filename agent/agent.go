@@ -764,4 +764,7 @@ type Progress struct {
 	Observation *gen.Observation   // observation
 	Feedback    *gen.ModelFeedback // model_feedback and finish_rejected
 	Result      *gen.RunResult     // run_finished
+	// ApprovalReason is the approval_requested call's ApprovalRequest.Reason
+	// (why it is asked beyond the policy), known before the Approver is.
+	ApprovalReason string
 }

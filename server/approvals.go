@@ -54,10 +54,10 @@ func newApprovalGate(s *Server, r *run, timeout time.Duration) *approvalGate {
 // requested registers the call of an approval_requested event before the
 // event reaches any stream, so that a client that saw the event finds the
 // call in the list.
-func (g *approvalGate) requested(step int, call *gen.ToolCall) {
+func (g *approvalGate) requested(step int, call *gen.ToolCall, reason string) {
 	now := time.Now().UTC()
 	g.mu.Lock()
-	g.pending = &pendingCall{call: *call, step: step, requested: now, expires: now.Add(g.timeout), done: make(chan struct{})}
+	g.pending = &pendingCall{call: *call, step: step, requested: now, expires: now.Add(g.timeout), reason: reason, done: make(chan struct{})}
 	g.mu.Unlock()
 	g.setStatus(gen.RunStatusRunning, gen.RunStatusWaitingForApproval)
 }
@@ -71,14 +71,13 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 		// The run traces nothing (it always does on a server) or the
 		// event did not reach the observer: register the call now.
 		g.mu.Unlock()
-		g.requested(req.Step, &req.Call)
+		g.requested(req.Step, &req.Call, req.Reason)
 		g.mu.Lock()
 		p = g.pending
 	}
 	if d, ok := ctx.Deadline(); ok {
 		p.expires = d.UTC()
 	}
-	p.reason = req.Reason
 	g.mu.Unlock()
 	var answer *agent.Approval
 	select {

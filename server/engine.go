@@ -319,7 +319,7 @@ func (s *Server) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 			call.Arguments, expires = p.Call.Arguments, p.Expires
 		}
 	}
-	j.gate.requested(ev.Step, &call)
+	j.gate.requested(ev.Step, &call, "")
 	if !expires.IsZero() {
 		// The engine's timer decides, not the gate's timeout (which an
 		// attached run does not know).

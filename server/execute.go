@@ -44,7 +44,7 @@ func (s *Server) execute(r *run) {
 			return
 		}
 		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
-			j.gate.requested(p.Event.Step, p.ToolCall)
+			j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason)
 		}
 		j.events.publishJSON(p.Event.EventType, tf.last, false)
 	})
