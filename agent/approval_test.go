@@ -567,24 +567,8 @@ func TestApprovalLapseSurvivesAPause(t *testing.T) {
 			return agent.Approval{Decision: gen.ApprovalDecisionApproveForRun}, nil
 		})}
 	m := model.NewScript(commandCall("c1", "true"), writeCall("w1", "a.txt", "x"), commandCall("c2", "true"), commandCall("c3", "true"), finish)
-	for {
-		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
-		var p *agent.PausedError
-		if !errors.As(err, &p) {
-			if err != nil || res.ExitReason != gen.ExitReasonFinished {
-				t.Fatalf("run = %+v, %v", res, err)
-			}
-			break
-		}
-		data, err := json.Marshal(p.State)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st agent.State
-		if err := json.Unmarshal(data, &st); err != nil {
-			t.Fatal(err)
-		}
-		opts.Resume = &st
+	if res, _, err := runPausing(t, m, opts); err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run = %+v, %v", res, err)
 	}
 	if asked != 2 {
 		t.Fatalf("asked %d times, want c1 and, after the write, c2", asked)
@@ -599,24 +583,8 @@ func TestReusedCallIDIsRenamedAcrossAPause(t *testing.T) {
 	ap := &scripted{answers: []agent.Approval{{Decision: gen.ApprovalDecisionApprove}, {Decision: gen.ApprovalDecisionApprove}}}
 	opts := agent.Options{RunID: "r", Tools: rt, PauseAfter: 1, ApprovalPolicy: gen.ApprovalPolicyWrites, Approver: ap}
 	m := model.NewScript(writeCall("x", "a.txt", "1"), writeCall("x", "a.txt", "2"), finish)
-	for {
-		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
-		var p *agent.PausedError
-		if !errors.As(err, &p) {
-			if err != nil || res.ExitReason != gen.ExitReasonFinished {
-				t.Fatalf("run = %+v, %v", res, err)
-			}
-			break
-		}
-		data, err := json.Marshal(p.State)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var st agent.State
-		if err := json.Unmarshal(data, &st); err != nil {
-			t.Fatal(err)
-		}
-		opts.Resume = &st
+	if res, _, err := runPausing(t, m, opts); err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("run = %+v, %v", res, err)
 	}
 	if diff := cmp.Diff([]string{"x", "approval-1"}, ap.callIDs()); diff != "" {
 		t.Fatalf("call ids (-want +got):\n%s", diff)

@@ -38,29 +38,12 @@ func TestPausedAndResumedRunIsTheSameRun(t *testing.T) {
 						asked++
 						return agent.Approval{Decision: gen.ApprovalDecisionApproveForRun}, nil
 					})}
-				m := model.NewScript(tc.responses...)
-				pauses := 0
-				for {
-					res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
-					var p *agent.PausedError
-					if !errors.As(err, &p) {
-						for i := range log.events { // what differs between two runs
-							log.events[i].Time = time.Time{}
-							log.events[i].ModelDurationMs, log.events[i].ToolDurationMs, log.events[i].DurationMs = nil, nil, nil
-						}
-						return res, log.events, asked, pauses
-					}
-					pauses++
-					data, err := json.Marshal(p.State)
-					if err != nil {
-						t.Fatal(err)
-					}
-					var st agent.State
-					if err := json.Unmarshal(data, &st); err != nil {
-						t.Fatal(err)
-					}
-					opts.Resume = &st
+				res, pauses, _ := runPausing(t, model.NewScript(tc.responses...), opts)
+				for i := range log.events { // what differs between two runs
+					log.events[i].Time = time.Time{}
+					log.events[i].ModelDurationMs, log.events[i].ToolDurationMs, log.events[i].DurationMs = nil, nil, nil
 				}
+				return res, log.events, asked, pauses
 			}
 			wantRes, wantEvs, wantAsked, _ := run(0)
 			gotRes, gotEvs, gotAsked, pauses := run(2)
@@ -77,5 +60,29 @@ func TestPausedAndResumedRunIsTheSameRun(t *testing.T) {
 				t.Errorf("the approver was asked %d times, %d without pauses", gotAsked, wantAsked)
 			}
 		})
+	}
+}
+
+// runPausing runs m to its end as a durable engine would: each time the
+// run pauses (Options.PauseAfter), its State goes through JSON and the run
+// resumes from it. It returns the last run's result, the number of
+// pauses and the last run's error.
+func runPausing(t *testing.T, m agent.Model, opts agent.Options) (gen.RunResult, int, error) {
+	t.Helper()
+	for pauses := 0; ; pauses++ {
+		res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, opts)
+		var p *agent.PausedError
+		if !errors.As(err, &p) {
+			return res, pauses, err
+		}
+		data, err := json.Marshal(p.State)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var st agent.State
+		if err := json.Unmarshal(data, &st); err != nil {
+			t.Fatal(err)
+		}
+		opts.Resume = &st
 	}
 }
