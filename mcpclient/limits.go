@@ -491,24 +491,34 @@ func compilePattern(s string) (jsonschema.Regexp, error) {
 // one more for each (matching the empty string takes a step too),
 // stopping past limit.
 func stringBytes(v any, limit int) int {
-	n := 0
+	return tally(v, limit, func(x any) int {
+		if s, ok := x.(string); ok {
+			return len(s) + 1
+		}
+		return 0
+	}, func(k string) int { return len(k) + 1 })
+}
+
+// tally walks v (v itself, and every member and item within), adding
+// value(x) for each value x and key(k) for each object key, and stops
+// past limit.
+func tally(v any, limit int, value func(any) int, key func(string) int) int {
+	n := value(v)
 	switch v := v.(type) {
-	case string:
-		return len(v) + 1
 	case map[string]any:
 		for k, x := range v {
 			if n > limit {
 				break
 			}
-			n += len(k) + 1
-			n += stringBytes(x, limit-n)
+			n += key(k)
+			n += tally(x, limit-n, value, key)
 		}
 	case []any:
 		for _, x := range v {
 			if n > limit {
 				break
 			}
-			n += stringBytes(x, limit-n)
+			n += tally(x, limit-n, value, key)
 		}
 	}
 	return n
@@ -524,24 +534,7 @@ var errTooMuchWork = errors.New("too many values to check")
 // countValues counts the values in v (v itself, and every member and item
 // within), stopping past limit.
 func countValues(v any, limit int) int {
-	n := 1
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			if n > limit {
-				break
-			}
-			n += countValues(x, limit-n)
-		}
-	case []any:
-		for _, x := range v {
-			if n > limit {
-				break
-			}
-			n += countValues(x, limit-n)
-		}
-	}
-	return n
+	return tally(v, limit, func(any) int { return 1 }, func(string) int { return 0 })
 }
 
 // runValidate is the validation itself; tests replace it.
