@@ -32,25 +32,15 @@ func gitInit(t *testing.T, dir string) {
 // runGuarded runs script in dir and returns the guard's error, if any.
 func runGuarded(t *testing.T, p sandbox.Policy, dir, script string) (sandbox.Result, *sandbox.GitError) {
 	t.Helper()
-	sb, err := sandbox.New(p)
-	if err != nil {
-		t.Fatal(err)
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer d.Close()
-	var out bytes.Buffer
-	res, err := sb.Run(context.Background(), sandbox.Command{Args: []string{"/bin/sh", "-c", script}, Dir: d, DirPath: dir, Stdout: &out, Timeout: time.Minute})
+	r, err := runScript(t, p, dir, script, time.Minute)
 	var ge *sandbox.GitError
 	if err != nil && !errors.As(err, &ge) {
 		t.Fatalf("run: %v", err)
 	}
-	if res.ExitCode != 0 {
-		t.Fatalf("the script failed (%d): %s", res.ExitCode, out.String())
+	if r.res.ExitCode != 0 {
+		t.Fatalf("the script failed (%d): %s%s", r.res.ExitCode, r.stdout, r.stderr)
 	}
-	return res, ge
+	return r.res, ge
 }
 
 // fsmonitorConfig is a git configuration that runs touch marker on git
@@ -261,9 +251,9 @@ func runGuardedNoFatal(p sandbox.Policy, dir, script string) (sandbox.Result, *s
 }
 
 // A git directory deeper than the guard walks: the part of the tree below
-// the guard's depth that the command made goes whole; a deep tree that was there before
-// fails every command, since the guard cannot vouch for what happens
-// inside it.
+// the guard's depth that the command made goes whole; a deep tree that
+// was there before fails every command, since the guard cannot vouch for
+// what happens inside it.
 func TestGuardDeepTrees(t *testing.T) {
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")

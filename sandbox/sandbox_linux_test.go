@@ -117,6 +117,17 @@ type ran struct {
 
 func runPolicy(t *testing.T, p sandbox.Policy, dir, script string, timeout time.Duration) ran {
 	t.Helper()
+	r, err := runScript(t, p, dir, script, timeout)
+	if err != nil {
+		t.Fatalf("run: %v", err)
+	}
+	return r
+}
+
+// runScript runs script with /bin/sh in dir under p and returns how it
+// ended and the error of sandbox.Run.
+func runScript(t *testing.T, p sandbox.Policy, dir, script string, timeout time.Duration) (ran, error) {
+	t.Helper()
 	sb, err := sandbox.New(p)
 	if err != nil {
 		t.Fatal(err)
@@ -131,10 +142,7 @@ func runPolicy(t *testing.T, p sandbox.Policy, dir, script string, timeout time.
 		Args: []string{"/bin/sh", "-c", script}, Dir: d, DirPath: dir,
 		Stdout: &out, Stderr: &errb, Timeout: timeout,
 	})
-	if err != nil {
-		t.Fatalf("run: %v", err)
-	}
-	return ran{res, out.String(), errb.String()}
+	return ran{res, out.String(), errb.String()}, err
 }
 
 func run(t *testing.T, b sandbox.Backend, dir, script string) ran {
