@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/internal/secretshape"
 	"github.com/specloop/specloop/trace"
 )
@@ -69,9 +70,6 @@ func (v vocabulary) argumentKeys(keys []string, tool string, args map[string]any
 	return keys
 }
 
-// maxPlainID is the longest call id a trace records verbatim.
-const maxPlainID = 64
-
 // traceCallID returns a call id as the trace records it: nil for none, the
 // id itself when it is a plain id (letters, digits, _ and -, as providers
 // make them) without a credential's shape, else its summary, stored in
@@ -89,20 +87,7 @@ func traceCallID(id, room *string) *string {
 
 // verbatimID reports whether the trace records call id verbatim.
 func verbatimID(id string) bool {
-	return plainID(id) && !secretshape.Looks(id)
-}
-
-func plainID(id string) bool {
-	if id == "" || len(id) > maxPlainID {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
+	return ident.Plain(id) && !secretshape.Looks(id)
 }
 
 // MaxMessageBytes is the most bytes of a feedback or error message the

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
 )
 
 // Store is the durable storage that workers and API servers share: a
@@ -53,14 +54,8 @@ var ErrInvalidRunID = errors.New("a run id must be 1 to 64 letters, digits, '_' 
 // checkRunID returns an error wrapping ErrInvalidRunID unless id has the
 // spec's run id shape.
 func checkRunID(id string) error {
-	if len(id) < 1 || len(id) > 64 {
+	if !ident.Plain(id) {
 		return fmt.Errorf("run id of %d bytes: %w", len(id), ErrInvalidRunID)
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return fmt.Errorf("run id with byte %#x at %d: %w", c, i, ErrInvalidRunID)
-		}
 	}
 	return nil
 }

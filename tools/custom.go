@@ -12,6 +12,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/internal/schema"
 	"go.yaml.in/yaml/v3"
 )
@@ -30,27 +31,11 @@ type Spec struct {
 	bound map[string]Handler // by tool name
 }
 
-// maxToolName is the longest name a tool may have.
-const maxToolName = 64
-
 // ValidToolName reports whether name may name a tool offered to a model:
 // 1 to 64 ASCII letters, digits, - and _, the common ground of the
 // providers' rules for function names. Custom tools and external MCP tools
-// are held to it. (A loop, not a regular expression: compiling
-// [A-Za-z0-9_-]{1,64} at package init cost every program importing tools
-// some 860 allocations.)
-func ValidToolName(name string) bool {
-	if len(name) == 0 || len(name) > maxToolName {
-		return false
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// are held to it.
+func ValidToolName(name string) bool { return ident.Plain(name) }
 
 // LoadSpec parses and checks an OpenAPI 3.0 document (YAML or JSON) of
 // custom tools. It refuses, naming the tool or the place and the problem:
