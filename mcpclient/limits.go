@@ -471,7 +471,13 @@ func compilePattern(s string) (jsonschema.Regexp, error) {
 	}
 	re, err := syntax.Parse(s, syntax.Perl)
 	if err != nil {
-		return nil, err
+		// Its text quotes the pattern (the server's, up to the cap): the
+		// code alone says what is wrong.
+		var se *syntax.Error
+		if errors.As(err, &se) {
+			return nil, fmt.Errorf("not a valid regular expression: %s", se.Code)
+		}
+		return nil, errors.New("not a valid regular expression")
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {

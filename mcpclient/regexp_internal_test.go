@@ -172,3 +172,27 @@ func FuzzCompilePattern(f *testing.F) {
 		}
 	})
 }
+
+// An invalid pattern within the size cap is refused naming where, never
+// quoting it: Go's syntax errors quote the offending text (here 3 KB of
+// the server's pattern, an escape sequence included).
+func TestInvalidPatternNotEchoed(t *testing.T) {
+	pat := "(\x1b]52;c;" + strings.Repeat("a", 3000)
+	b, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
+		"s": map[string]any{"type": "string", "pattern": pat}}})
+	_, err := compileRaw(t, string(b))
+	if err == nil {
+		t.Fatal("an invalid pattern compiled")
+	}
+	if len(err.Error()) > 500 || strings.Contains(err.Error(), "aaaa") || strings.Contains(err.Error(), "\x1b") {
+		t.Fatalf("the refusal repeats the pattern (%d bytes): %.200q", len(err.Error()), err)
+	}
+	if !strings.Contains(err.Error(), "/properties/s/pattern") {
+		t.Errorf("the refusal does not name the pattern's place: %q", err)
+	}
+	// The engine itself, which also compiles patterns a value supplies
+	// (format: regex), names the problem by its code.
+	if _, err := compilePattern(pat); err == nil || len(err.Error()) > 100 || !strings.Contains(err.Error(), "missing closing )") {
+		t.Errorf("compilePattern = %.200q, want the syntax error's code alone", err)
+	}
+}
