@@ -366,6 +366,10 @@ func TestStreamCaps(t *testing.T) {
 		if resp.StatusCode != http.StatusTooManyRequests || resp.Header.Get("Content-Type") != "application/problem+json" {
 			t.Fatalf("%s: %d %s %s", what, resp.StatusCode, resp.Header.Get("Content-Type"), body)
 		}
+		// A stream slot frees when a client leaves, not within a second.
+		if got := resp.Header.Get("Retry-After"); got != "5" {
+			t.Errorf("%s: Retry-After %q, want the stream cap's 5", what, got)
+		}
 	}
 	tooMany(openStream(t, ts, run.Id, "127.0.0.1"), "a third stream from one client")
 	third := openStream(t, ts, run.Id, "127.0.0.2")

@@ -11,6 +11,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
 )
@@ -221,7 +222,7 @@ func (s *Server) recover(entries []entry) error {
 		e := &entries[i]
 		switch e.Op {
 		case opCreated:
-			if byID[e.ID] != nil || !validID(e.ID) {
+			if byID[e.ID] != nil || !ident.Plain(e.ID) {
 				continue
 			}
 			rc := &rec{r: &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}}

@@ -92,7 +92,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 			h.Set("Allow", allow)
 		}
 	case http.StatusTooManyRequests, http.StatusServiceUnavailable:
-		h.Set("Retry-After", "1")
+		if h.Get("Retry-After") == "" { // a cap may have said how long
+			h.Set("Retry-After", "1")
+		}
 	}
 	body, merr := json.Marshal(p)
 	if merr != nil {

@@ -13,6 +13,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/mcpclient"
 )
 
@@ -187,23 +188,10 @@ func parseCursor(c string) (time.Time, string, bool) {
 	}
 	ns, id, ok := strings.Cut(string(b), ".")
 	n, err := strconv.ParseInt(ns, 10, 64)
-	if !ok || err != nil || !validID(id) {
+	if !ok || err != nil || !ident.Plain(id) {
 		return time.Time{}, "", false
 	}
 	return time.Unix(0, n).UTC(), id, true
-}
-
-// validID reports whether id has the spec's run id form.
-func validID(id string) bool {
-	if len(id) == 0 || len(id) > 64 {
-		return false
-	}
-	for _, c := range []byte(id) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
 }
 
 // errQueueFull and errUnavailable are the scheduler's refusals.
