@@ -185,31 +185,26 @@ func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
 			st.record(root, p, p, "")
 			mark(p)
 		}
-		sub, err := root.OpenRoot(p)
+		// Opened without blocking: a command may have put a FIFO there
+		// (following a link is fine, the root keeps it inside).
+		d, err := root.OpenFile(p, os.O_RDONLY|nonblock, 0)
+		var entries []fs.DirEntry
+		if err == nil {
+			entries, err = readDir(d)
+		}
 		if err != nil {
 			if fi.Mode()&fs.ModeSymlink == 0 {
 				st.unreadable[p] = true
 			}
 			continue
 		}
-		d, err := sub.OpenFile(".", os.O_RDONLY|noFollow, 0)
-		var entries []fs.DirEntry
-		if err == nil {
-			entries, err = readDir(d)
-		}
-		if err != nil {
-			st.unreadable[p] = true
-			sub.Close()
-			continue
-		}
 		for _, de := range entries {
 			if !de.IsDir() {
 				q := path.Join(p, de.Name())
-				st.record(sub, de.Name(), q, "")
+				st.record(root, q, q, "")
 				mark(q)
 			}
 		}
-		sub.Close()
 	}
 }
 

@@ -11,6 +11,10 @@ import (
 // noFollow makes an open fail on a symbolic link, and not block on a FIFO.
 const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
+// nonblock makes an open not block on a FIFO (reading one as a directory
+// then fails).
+const nonblock = unix.O_NONBLOCK
+
 // dirKey identifies a directory whatever path it is reached by.
 type dirKey struct{ dev, ino uint64 }
 

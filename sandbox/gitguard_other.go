@@ -11,6 +11,9 @@ import (
 // no guard.
 const noFollow = 0
 
+// nonblock: likewise.
+const nonblock = 0
+
 // dirKey identifies a directory by its path.
 type dirKey struct{ path string }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specloop/specloop/internal/gittest"
 	"github.com/specloop/specloop/sandbox"
@@ -190,6 +191,46 @@ func TestGuardTrustedPathsRestored(t *testing.T) {
 				data, _ := os.ReadFile(filepath.Join(ws, ".husky", h))
 				if string(data) != "#!/bin/sh\nexit 0\n" || fi.Mode().Perm() != 0o755 {
 					t.Errorf(".husky/%s is %q, %v after the guard", h, data, fi.Mode())
+				}
+			}
+		})
+	}
+}
+
+// A FIFO where the hooks directory was: opening it to read the directory
+// would block the guard for good (and, holding its locks, every command
+// after it). The guard reads it without blocking, and the next command
+// and a file tool's view of the repository return too. It hung before.
+func TestGuardTrustedFIFO(t *testing.T) {
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, b := range confining(t) {
+		t.Run(string(b), func(t *testing.T) {
+			ws := t.TempDir()
+			writeAll(t, ws, map[string]string{".husky/pre-commit": "#!/bin/sh\nexit 0\n"})
+			gitInit(t, ws)
+			gitIn(t, ws, "config", "core.hooksPath", ".husky")
+			done := make(chan *sandbox.GitError, 2)
+			go func() {
+				_, ge := runGuardedNoFatal(sandbox.Policy{Backend: b}, ws, "rm -rf .husky && mkfifo .husky")
+				done <- ge
+				_, ge = runGuardedNoFatal(sandbox.Policy{Backend: b}, ws, "true")
+				done <- ge
+			}()
+			for i, what := range []string{"the command that made the FIFO", "the command after it"} {
+				select {
+				case ge := <-done:
+					if i == 0 && ge == nil {
+						t.Errorf("%s did not fail", what)
+					}
+				case <-time.After(60 * time.Second):
+					t.Fatalf("%s hangs", what)
+				}
+			}
+			if fi, err := os.Lstat(filepath.Join(ws, ".husky")); err == nil && fi.Mode()&os.ModeNamedPipe == 0 && fi.IsDir() {
+				if _, err := os.Stat(filepath.Join(ws, ".husky", "pre-commit")); err != nil {
+					t.Errorf("the hooks directory came back without its hook: %v", err)
 				}
 			}
 		})

@@ -211,7 +211,8 @@ const maxHookEntries = 256
 // hookLinks returns the targets of the hooks in dir that are symbolic
 // links, with symbolic links resolved.
 func hookLinks(dir string, display func(string) string) []Trusted {
-	f, err := os.Open(dir)
+	// Not blocking: a FIFO may sit where the directory was.
+	f, err := os.OpenFile(dir, os.O_RDONLY|nonblock, 0)
 	if err != nil {
 		return nil
 	}
