@@ -340,7 +340,8 @@ func (st *gitState) record(r *os.Root, name, p, owner string) {
 // at present started: they all are checked against it, so a command that
 // starts while another runs cannot make the other's changes its baseline.
 type gitGuard struct {
-	mu     sync.Mutex // one check at a time
+	mu     sync.Mutex    // one check at a time
+	ready  chan struct{} // closed once before is taken
 	before *gitState
 	users  int
 }
@@ -362,13 +363,22 @@ func startGuard(c Command) (*gitGuard, dirKey, *os.Root, error) {
 		return nil, dirKey{}, nil, err
 	}
 	gitGuards.Lock()
-	defer gitGuards.Unlock()
 	g := gitGuards.m[key]
-	if g == nil {
-		g = &gitGuard{before: snapshotGit(root, c.DirPath)}
+	first := g == nil
+	if first {
+		g = &gitGuard{ready: make(chan struct{})}
 		gitGuards.m[key] = g
 	}
 	g.users++
+	gitGuards.Unlock()
+	// The walk runs outside the lock of all directories; commands in this
+	// one wait for it and share it.
+	if first {
+		g.before = snapshotGit(root, c.DirPath)
+		close(g.ready)
+	} else {
+		<-g.ready
+	}
 	return g, key, root, nil
 }
 
