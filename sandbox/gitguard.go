@@ -58,16 +58,9 @@ func listPaths(ps []string) string {
 			q = append(q, fmt.Sprintf("and %d more", len(ps)-show))
 			break
 		}
-		q = append(q, fmt.Sprintf("%q", clipPath(p)))
+		q = append(q, fmt.Sprintf("%q", clipTo(p, 200)))
 	}
 	return strings.Join(q, ", ")
-}
-
-func clipPath(p string) string {
-	if len(p) > 200 {
-		return p[:200] + "…"
-	}
-	return p
 }
 
 // Caps of what the guard keeps of a guarded file: its content up to

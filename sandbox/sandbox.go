@@ -8,6 +8,7 @@ import (
 	"os"
 	"strings"
 	"time"
+	"unicode/utf8"
 )
 
 // Backend names a way of confining commands.
@@ -273,9 +274,16 @@ func removeVar(env []string, name string) []string {
 }
 
 // clip shortens an untrusted value for an error message.
-func clip(s string) string {
-	if len(s) > 40 {
-		return s[:40] + "…"
+func clip(s string) string { return clipTo(s, 40) }
+
+// clipTo cuts s to at most n bytes on a character boundary, marking the
+// cut.
+func clipTo(s string, n int) string {
+	if len(s) <= n {
+		return s
 	}
-	return s
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
 }
