@@ -532,7 +532,7 @@ func (w *Workspace) gitShaped(paths []string) error {
 			if dir == "." {
 				where = "the workspace root"
 			}
-			return Errorf(gen.ErrorCodeProtectedPath, "writing %s would leave %s looking like a .git directory (it would have %s), which git takes for a repository and whose configuration and hooks it runs, so the file tools never write one; no file was changed", quote(writes[dir]), where, markerList(e))
+			return Errorf(gen.ErrorCodeProtectedPath, "writing %s would leave %s looking like a .git directory (it would have %s), which git takes for a repository and whose configuration and hooks it runs, so the file tools never write one; no file was changed", quote(writes[dir]), where, e.String())
 		}
 	}
 	return nil
@@ -541,26 +541,12 @@ func (w *Workspace) gitShaped(paths []string) error {
 // markers returns the marker entries the directory rel has on disk.
 func (w *Workspace) markers(rel string) gitshape.Entries {
 	var e gitshape.Entries
-	for _, name := range gitMarkerNames {
+	for _, name := range gitshape.Names {
 		if fi, err := w.root.Lstat(path.Join(rel, name)); err == nil {
 			e |= gitshape.Marker(name, fi.Mode().Type())
 		}
 	}
 	return e
-}
-
-// gitMarkerNames are the names gitshape.Marker knows, as git spells them.
-var gitMarkerNames = []string{"HEAD", "objects", "refs", "config", "hooks", "commondir"}
-
-// markerList names the marker entries in e, for a message.
-func markerList(e gitshape.Entries) string {
-	var names []string
-	for i, name := range []string{"HEAD", "objects/", "refs/", "config", "hooks/", "commondir"} {
-		if e&(1<<i) != 0 {
-			names = append(names, name)
-		}
-	}
-	return strings.Join(names, ", ")
 }
 
 // gitPath reports whether a component of the slash-separated path p names

@@ -20,11 +20,33 @@ const (
 	CommonDir                     // commondir: a file or a symbolic link
 )
 
+// Names are the marker entries' names as git spells them, in the order
+// of their bits.
+var Names = [...]string{"HEAD", "objects", "refs", "config", "hooks", "commondir"}
+
 // markerNames are the marker entries by name, lower-cased; a name is
 // matched without regard to case, as file systems that fold case see it.
-var markerNames = map[string]Entries{
-	"head": Head, "objects": Objects, "refs": Refs,
-	"config": Config, "hooks": Hooks, "commondir": CommonDir,
+var markerNames = func() map[string]Entries {
+	m := map[string]Entries{}
+	for i, n := range Names {
+		m[strings.ToLower(n)] = 1 << i
+	}
+	return m
+}()
+
+// String names the marker entries in e, directories with a slash, for a
+// message: "HEAD, objects/, refs/".
+func (e Entries) String() string {
+	var names []string
+	for i, n := range Names {
+		if e&(1<<i) != 0 {
+			if m := Entries(1 << i); m == Objects || m == Refs || m == Hooks {
+				n += "/"
+			}
+			names = append(names, n)
+		}
+	}
+	return strings.Join(names, ", ")
 }
 
 // Marker returns the marker an entry called name of type typ (a
