@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -39,12 +40,12 @@ func TestTools(t *testing.T) {
 	}
 
 	t.Run("generated client", func(t *testing.T) {
-		resp, err := ts.gen.CalculatorWithResponse(ctx, nil, gen.CalculatorInput{Left: 12, Operation: gen.CalculatorOperationMultiply, Right: 7})
+		resp, err := ts.gen.CallToolWithResponse(ctx, "calculator", nil, gen.CallToolJSONRequestBody{"left": 12, "operation": gen.CalculatorOperationMultiply, "right": 7})
 		if err != nil || resp.JSON200 == nil {
 			t.Fatalf("calculator: %v %s", err, resp.Body)
 		}
-		if resp.JSON200.Value != 84 {
-			t.Errorf("12 * 7 = %v", resp.JSON200.Value)
+		if (*resp.JSON200)["value"] != 84.0 {
+			t.Errorf("12 * 7 = %v", (*resp.JSON200)["value"])
 		}
 	})
 
@@ -70,7 +71,7 @@ func TestTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ts.sdk.InvokeTool(ctx, tt.tool, tt.args, tt.workspace)
+			got, err := callTool(ctx, ts.sdk, tt.workspace, tt.tool, tt.args)
 			if tt.status == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -103,7 +104,7 @@ func TestTools(t *testing.T) {
 func TestCommandsAllowed(t *testing.T) {
 	ts := newTestServer(t, server.Config{AllowCommands: true})
 	ctx := context.Background()
-	got, err := ts.sdk.InvokeTool(ctx, "run_command", map[string]any{"command": "echo hello"}, "")
+	got, err := callTool(ctx, ts.sdk, "", "run_command", map[string]any{"command": "echo hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,4 +130,17 @@ func TestCommandsAllowed(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("list tools: %d", status)
 	}
+}
+
+// callTool calls a tool through the sdk and decodes its result.
+func callTool(ctx context.Context, c *sdk.Client, workspace, name string, input any) (map[string]any, error) {
+	raw, err := c.CallToolIn(ctx, workspace, name, input)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
