@@ -13,7 +13,7 @@ import (
 )
 
 // shoutDoc is a tools document with one tool, shout, handled as handler
-// says (an x-specloop-command or a servers line, indented for the
+// says (an x-specloop-argv or a servers line, indented for the
 // operation).
 func shoutDoc(handler string) string {
 	return `openapi: 3.0.3
@@ -59,7 +59,7 @@ func writeTemp(t *testing.T, name, content string) string {
 // against the document's schema, the command gets them on stdin and its
 // output is the observation.
 func TestRunToolsSpecCommand(t *testing.T) {
-	doc := writeTemp(t, "shout.yaml", shoutDoc(`      x-specloop-command: [/bin/sh, -c, "tr a-z A-Z"]`))
+	doc := writeTemp(t, "shout.yaml", shoutDoc(`      x-specloop-argv: [/bin/sh, -c, "tr a-z A-Z"]`))
 	script := writeTemp(t, "run.script", `{"type":"tool_call","tool_name":"shout","arguments":{"text":""}}`+"\n"+
 		`{"type":"tool_call","tool_name":"shout","arguments":{"text":"hello"}}`+"\n"+
 		`{"type":"finish","answer":"done"}`+"\n")
@@ -79,8 +79,8 @@ func TestRunToolsSpecCommand(t *testing.T) {
 
 func TestToolsSpecRefusedAtStart(t *testing.T) {
 	script := writeTemp(t, "run.script", `{"type":"finish","answer":"done"}`+"\n")
-	broken := writeTemp(t, "broken.yaml", strings.Replace(shoutDoc(`      x-specloop-command: [cat]`), `$ref: "#/components/schemas/ShoutInput"`, `$ref: "#/components/schemas/Missing"`, 1))
-	command := writeTemp(t, "command.yaml", shoutDoc(`      x-specloop-command: [cat]`))
+	broken := writeTemp(t, "broken.yaml", strings.Replace(shoutDoc(`      x-specloop-argv: [cat]`), `$ref: "#/components/schemas/ShoutInput"`, `$ref: "#/components/schemas/Missing"`, 1))
+	command := writeTemp(t, "command.yaml", shoutDoc(`      x-specloop-argv: [cat]`))
 	undeclared := writeTemp(t, "undeclared.yaml", shoutDoc(""))
 	cases := []struct {
 		name string
@@ -90,10 +90,12 @@ func TestToolsSpecRefusedAtStart(t *testing.T) {
 		{"run: a $ref to nowhere", []string{"run", "--script", script, "--tools-spec", broken, "p"},
 			`--tools-spec ` + broken + `: tools: custom spec: tool "shout": $ref "#/components/schemas/Missing" points to nothing`},
 		{"run: no handler declared", []string{"run", "--script", script, "--tools-spec", undeclared, "p"}, `custom tool "shout": has no handler`},
+		{"run: the argv's old key", []string{"run", "--script", script, "--tools-spec", writeTemp(t, "old.yaml", shoutDoc(`      x-specloop-command: [cat]`)), "p"},
+			`custom tool "shout": declares x-specloop-command, which is now x-specloop-argv`},
 		{"run: a missing file", []string{"run", "--script", script, "--tools-spec", "no-such.yaml", "p"}, "--tools-spec: open no-such.yaml"},
 		{"run: a command without commands", []string{"run", "--script", script, "--no-commands", "--tools-spec", command, "--workspace", t.TempDir(), "p"},
 			`run: --tools-spec: tools: custom tool "shout" runs a command, and this runtime offers no commands (commands are disabled)`},
-		{"run: a clash with a built-in", []string{"run", "--script", script, "--tools-spec", writeTemp(t, "clash.yaml", strings.ReplaceAll(shoutDoc(`      x-specloop-command: [cat]`), "shout", "read_file")), "--workspace", t.TempDir(), "p"},
+		{"run: a clash with a built-in", []string{"run", "--script", script, "--tools-spec", writeTemp(t, "clash.yaml", strings.ReplaceAll(shoutDoc(`      x-specloop-argv: [cat]`), "shout", "read_file")), "--workspace", t.TempDir(), "p"},
 			`custom tool "read_file" clashes with the built-in tool`},
 		{"run: remote", []string{"run", "--script", script, "--remote", "http://127.0.0.1:1", "--tools-spec", command, "p"}, "--tools-spec applies to local runs"},
 		{"serve: a command without --allow-commands", []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir(), "--tools-spec", command},
