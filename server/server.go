@@ -108,8 +108,9 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
-	// ToolSpecs are documents of custom tools that runs and the MCP
-	// endpoint offer besides the built-in ones (see tools.LoadSpec); New
+	// ToolSpecs are documents of custom tools that runs, the MCP endpoint
+	// and POST /v1/tools/{name} offer besides the built-in ones (see
+	// tools.LoadSpec); New
 	// fails when one runs commands and AllowCommands is off.
 	ToolSpecs []*tools.Spec
 	// Sandbox confines run_command and completion checks. New fails when
@@ -164,7 +165,9 @@ type Config struct {
 	MaxStreamsPerClient int
 	// MCPServers are the external MCP servers a run may choose by name
 	// (CreateRunRequest.mcp_servers); each run starts its own sessions
-	// with them and stops them at its end. MCP configures the sessions.
+	// with them and stops them at its end. POST /v1/tools/{name} serves
+	// the tools of all of them, on sessions the first tool request starts
+	// and Shutdown stops. MCP configures the sessions.
 	MCPServers []mcpclient.Server
 	MCP        mcpclient.Config
 	// MCPHandler, when set, is served at /mcp (specloop as an MCP server,
