@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 
@@ -144,7 +146,7 @@ func (s *Server) callTool(c echo.Context) error {
 		// commands: their input is still checked (no runtime will), then
 		// refused.
 		if err := def.ValidateInput(args); err != nil {
-			return invalidInput(schemaErr(err))
+			return invalidInput(schemaErr(err), def)
 		}
 		return &problemError{status: http.StatusUnprocessableEntity, code: gen.ErrorCodeCommandsDisabled, detail: toolErrorDetail(reg, gen.ErrorCodeCommandsDisabled)}
 	}
@@ -161,7 +163,8 @@ func (s *Server) callTool(c echo.Context) error {
 	call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: name, Arguments: args}
 	var obs gen.Observation
 	var invalid *schema.Error
-	if _, local := reg.Lookup(name); local {
+	def, local := reg.Lookup(name)
+	if local {
 		ws, err := tools.OpenWorkspaceIn(dir, ".")
 		if err != nil {
 			return &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
@@ -187,7 +190,7 @@ func (s *Server) callTool(c echo.Context) error {
 		return problemf(http.StatusNotFound, "no such tool on this server (GET /v1/tools lists them)")
 	case gen.ErrorCodeInvalidArguments:
 		if invalid != nil {
-			return invalidInput(invalid)
+			return invalidInput(invalid, def)
 		}
 		// An MCP tool's: its server's schema, whose messages may quote
 		// the input.
@@ -232,10 +235,13 @@ func offers(rt agent.ToolRuntime, name string) bool {
 // invalidInput is the 400 of a tool input that does not match the tool's
 // schema or its handler's Go type: it names the field, or, for a property
 // the schema does not declare (the client's text), the object holding it.
-func invalidInput(e *schema.Error) error {
+func invalidInput(e *schema.Error, def *tools.Def) error {
 	ptr, reason := e.Pointer, e.Reason
 	if e.Unknown {
 		ptr, reason = ptr[:strings.LastIndexByte(ptr, '/')], "has a property the tool's input schema does not allow"
+		if props, _ := def.Spec.InputSchema["properties"].(map[string]any); ptr == "" && len(props) > 0 {
+			reason += " (allowed: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
+		}
 	}
 	ptr = clip(ptr, schema.MaxPointer)
 	if ptr == "" {

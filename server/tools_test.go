@@ -58,10 +58,14 @@ func TestTools(t *testing.T) {
 		status    int
 		code      gen.ErrorCode
 		field     string
+		detail    string
 	}{
 		{name: "calculator", tool: "calculator", args: map[string]any{"left": 1, "operation": "divide", "right": 4}, want: map[string]any{"value": 0.25}},
 		{name: "division by zero", tool: "calculator", args: map[string]any{"left": 1, "operation": "divide", "right": 0}, status: 422, code: "division_by_zero"},
 		{name: "missing argument", tool: "calculator", args: map[string]any{"left": 1, "operation": "add"}, status: 400, field: "/right"},
+		{name: "unknown argument", tool: "calculator", args: map[string]any{"left": 1, "operation": "add", "right": 1, "secret_key": 1}, status: 400,
+			detail: "the input has a property the tool's input schema does not allow (allowed: left, operation, right)"},
+		{name: "not an object", tool: "calculator", args: []int{1}, status: 400, detail: "the request body must be a JSON object (the tool's input)"},
 		{name: "read in a workspace", tool: "read_file", args: map[string]any{"path": "a.txt"}, workspace: "proj"},
 		{name: "file not found", tool: "read_file", args: map[string]any{"path": "nope.txt"}, workspace: "proj", status: 422, code: "not_found"},
 		{name: "path escapes", tool: "read_file", args: map[string]any{"path": "../../etc/passwd"}, workspace: "proj", status: 422, code: "outside_workspace"},
@@ -92,6 +96,9 @@ func TestTools(t *testing.T) {
 			}
 			if tt.field != "" && (apiErr.Problem.Field == nil || *apiErr.Problem.Field != tt.field) {
 				t.Errorf("field %v, want %s", apiErr.Problem.Field, tt.field)
+			}
+			if tt.detail != "" && (apiErr.Problem.Detail == nil || *apiErr.Problem.Detail != tt.detail) {
+				t.Errorf("detail %v, want %q", apiErr.Problem.Detail, tt.detail)
 			}
 			if tt.status == 422 && !errors.Is(err, sdk.ErrToolFailed) {
 				t.Errorf("errors.Is(err, ErrToolFailed) = false")

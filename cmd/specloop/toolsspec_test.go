@@ -113,7 +113,8 @@ func TestToolsSpecRefusedAtStart(t *testing.T) {
 	}
 }
 
-// `specloop serve --tools-spec` offers an endpoint-backed tool to runs.
+// `specloop serve --tools-spec` offers an endpoint-backed tool to runs
+// and serves it at POST /v1/tools/{name}.
 func TestServeToolsSpecEndpoint(t *testing.T) {
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -137,10 +138,21 @@ func TestServeToolsSpecEndpoint(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		t.Fatal(err)
 	}
+	found := false
 	for _, tool := range list.Tools {
-		if tool.Name == "shout" && tool.Description == "Returns the text in capitals." {
-			return
-		}
+		found = found || tool.Name == "shout" && tool.Description == "Returns the text in capitals."
 	}
-	t.Errorf("the server does not offer shout: %+v", list.Tools)
+	if !found {
+		t.Fatalf("the server does not offer shout: %+v", list.Tools)
+	}
+	// And calls it directly, like a built-in tool.
+	resp, err = http.Post(url+"/v1/tools/shout", "application/json", strings.NewReader(`{"text":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != `{"TEXT":"HI"}`+"\n" {
+		t.Errorf("POST /v1/tools/shout: %d %s", resp.StatusCode, body)
+	}
 }
