@@ -187,166 +187,30 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ListTools List the model-visible tool specifications.
+	// ListTools List the tools the server serves, as a model is told of them.
+	//
+	// Exactly the tools callTool serves - the built-in ones the server offers, its custom tools and the tools of its MCP servers (as SERVER__tool), sorted as a run offers them.
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApplyPatchWithBody Apply a multi-file patch.
+	// CallToolWithBody Call one tool directly.
 	//
-	// Adds, deletes, updates and moves files with one patch in this envelope:
-	// *** Begin Patch
-	// *** Add File: path (every following line starts with +)
-	// *** Delete File: path
-	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-	// *** End Patch
-	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 	//
 	// Takes any type of body and a specified content type.
 	//
-	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-	ApplyPatchWithBody(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+	CallToolWithBody(ctx context.Context, name ToolName, params *CallToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
-	// ApplyPatch Apply a multi-file patch.
+	// CallTool Call one tool directly.
 	//
-	// Adds, deletes, updates and moves files with one patch in this envelope:
-	// *** Begin Patch
-	// *** Add File: path (every following line starts with +)
-	// *** Delete File: path
-	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-	// *** End Patch
-	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 	//
 	// Takes a body of the `application/json` content type.
 	//
-	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-	ApplyPatch(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// CalculatorWithBody Do one arithmetic operation.
-	//
-	// Computes `left operation right` for two numbers and returns the result.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-	CalculatorWithBody(ctx context.Context, params *CalculatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// Calculator Do one arithmetic operation.
-	//
-	// Computes `left operation right` for two numbers and returns the result.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-	Calculator(ctx context.Context, params *CalculatorParams, body CalculatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// EditFileWithBody Replace one exact occurrence of text in a file.
-	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-	EditFileWithBody(ctx context.Context, params *EditFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// EditFile Replace one exact occurrence of text in a file.
-	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-	EditFile(ctx context.Context, params *EditFileParams, body EditFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListFilesWithBody List files in the workspace.
-	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-	ListFilesWithBody(ctx context.Context, params *ListFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ListFiles List files in the workspace.
-	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-	ListFiles(ctx context.Context, params *ListFilesParams, body ListFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ReadFileWithBody Read a text file with line numbers.
-	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-	ReadFileWithBody(ctx context.Context, params *ReadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// ReadFile Read a text file with line numbers.
-	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-	ReadFile(ctx context.Context, params *ReadFileParams, body ReadFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// RunCommandWithBody Run a shell command in the workspace.
-	//
-	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-	RunCommandWithBody(ctx context.Context, params *RunCommandParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// RunCommand Run a shell command in the workspace.
-	//
-	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-	RunCommand(ctx context.Context, params *RunCommandParams, body RunCommandJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// SearchWithBody Search file contents.
-	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/search (the `Search` operationId).
-	SearchWithBody(ctx context.Context, params *SearchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// Search Search file contents.
-	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/search (the `Search` operationId).
-	Search(ctx context.Context, params *SearchParams, body SearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// WriteFileWithBody Create or overwrite a file.
-	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-	//
-	// Takes any type of body and a specified content type.
-	//
-	// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-	WriteFileWithBody(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
-
-	// WriteFile Create or overwrite a file.
-	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-	//
-	// Takes a body of the `application/json` content type.
-	//
-	// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-	WriteFile(ctx context.Context, params *WriteFileParams, body WriteFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+	CallTool(ctx context.Context, name ToolName, params *CallToolParams, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetHealth Report that the server is up.
@@ -564,7 +428,9 @@ func (c *Client) GetRunEvents(ctx context.Context, runId RunID, params *GetRunEv
 	return c.Client.Do(req)
 }
 
-// ListTools List the model-visible tool specifications.
+// ListTools List the tools the server serves, as a model is told of them.
+//
+// Exactly the tools callTool serves - the built-in ones the server offers, its custom tools and the tools of its MCP servers (as SERVER__tool), sorted as a run offers them.
 //
 // Corresponds with GET /v1/tools (the `ListTools` operationId).
 func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -579,21 +445,15 @@ func (c *Client) ListTools(ctx context.Context, reqEditors ...RequestEditorFn) (
 	return c.Client.Do(req)
 }
 
-// ApplyPatchWithBody Apply a multi-file patch.
+// CallToolWithBody Call one tool directly.
 //
-// Adds, deletes, updates and moves files with one patch in this envelope:
-// *** Begin Patch
-// *** Add File: path (every following line starts with +)
-// *** Delete File: path
-// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-// *** End Patch
-// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 //
 // Takes any type of body and a specified content type.
 //
-// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-func (c *Client) ApplyPatchWithBody(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewApplyPatchRequestWithBody(c.Server, params, contentType, body)
+// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+func (c *Client) CallToolWithBody(ctx context.Context, name ToolName, params *CallToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallToolRequestWithBody(c.Server, name, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -604,287 +464,15 @@ func (c *Client) ApplyPatchWithBody(ctx context.Context, params *ApplyPatchParam
 	return c.Client.Do(req)
 }
 
-// ApplyPatch Apply a multi-file patch.
+// CallTool Call one tool directly.
 //
-// Adds, deletes, updates and moves files with one patch in this envelope:
-// *** Begin Patch
-// *** Add File: path (every following line starts with +)
-// *** Delete File: path
-// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-// *** End Patch
-// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 //
 // Takes a body of the `application/json` content type.
 //
-// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-func (c *Client) ApplyPatch(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewApplyPatchRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// CalculatorWithBody Do one arithmetic operation.
-//
-// Computes `left operation right` for two numbers and returns the result.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-func (c *Client) CalculatorWithBody(ctx context.Context, params *CalculatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCalculatorRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// Calculator Do one arithmetic operation.
-//
-// Computes `left operation right` for two numbers and returns the result.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-func (c *Client) Calculator(ctx context.Context, params *CalculatorParams, body CalculatorJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCalculatorRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// EditFileWithBody Replace one exact occurrence of text in a file.
-//
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-func (c *Client) EditFileWithBody(ctx context.Context, params *EditFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewEditFileRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// EditFile Replace one exact occurrence of text in a file.
-//
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-func (c *Client) EditFile(ctx context.Context, params *EditFileParams, body EditFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewEditFileRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListFilesWithBody List files in the workspace.
-//
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-func (c *Client) ListFilesWithBody(ctx context.Context, params *ListFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListFilesRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ListFiles List files in the workspace.
-//
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-func (c *Client) ListFiles(ctx context.Context, params *ListFilesParams, body ListFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewListFilesRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ReadFileWithBody Read a text file with line numbers.
-//
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-func (c *Client) ReadFileWithBody(ctx context.Context, params *ReadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReadFileRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// ReadFile Read a text file with line numbers.
-//
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-func (c *Client) ReadFile(ctx context.Context, params *ReadFileParams, body ReadFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewReadFileRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// RunCommandWithBody Run a shell command in the workspace.
-//
-// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-func (c *Client) RunCommandWithBody(ctx context.Context, params *RunCommandParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunCommandRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// RunCommand Run a shell command in the workspace.
-//
-// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-func (c *Client) RunCommand(ctx context.Context, params *RunCommandParams, body RunCommandJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRunCommandRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// SearchWithBody Search file contents.
-//
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/search (the `Search` operationId).
-func (c *Client) SearchWithBody(ctx context.Context, params *SearchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSearchRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// Search Search file contents.
-//
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/search (the `Search` operationId).
-func (c *Client) Search(ctx context.Context, params *SearchParams, body SearchJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewSearchRequest(c.Server, params, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// WriteFileWithBody Create or overwrite a file.
-//
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-//
-// Takes any type of body and a specified content type.
-//
-// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-func (c *Client) WriteFileWithBody(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWriteFileRequestWithBody(c.Server, params, contentType, body)
-	if err != nil {
-		return nil, err
-	}
-	req = req.WithContext(ctx)
-	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
-		return nil, err
-	}
-	return c.Client.Do(req)
-}
-
-// WriteFile Create or overwrite a file.
-//
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-//
-// Takes a body of the `application/json` content type.
-//
-// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-func (c *Client) WriteFile(ctx context.Context, params *WriteFileParams, body WriteFileJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewWriteFileRequest(c.Server, params, body)
+// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+func (c *Client) CallTool(ctx context.Context, name ToolName, params *CallToolParams, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCallToolRequest(c.Server, name, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -1353,496 +941,34 @@ func NewListToolsRequest(server string) (*http.Request, error) {
 	return req, nil
 }
 
-// NewApplyPatchRequest calls the generic ApplyPatch builder with application/json body
-func NewApplyPatchRequest(server string, params *ApplyPatchParams, body ApplyPatchJSONRequestBody) (*http.Request, error) {
+// NewCallToolRequest calls the generic CallTool builder with application/json body
+func NewCallToolRequest(server string, name ToolName, params *CallToolParams, body CallToolJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewApplyPatchRequestWithBody(server, params, "application/json", bodyReader)
+	return NewCallToolRequestWithBody(server, name, params, "application/json", bodyReader)
 }
 
-// NewApplyPatchRequestWithBody constructs an http.Request for the ApplyPatch method, with any body, and a specified content type
-func NewApplyPatchRequestWithBody(server string, params *ApplyPatchParams, contentType string, body io.Reader) (*http.Request, error) {
+// NewCallToolRequestWithBody constructs an http.Request for the CallTool method, with any body, and a specified content type
+func NewCallToolRequestWithBody(server string, name ToolName, params *CallToolParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "name", name, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
 
 	serverURL, err := url.Parse(server)
 	if err != nil {
 		return nil, err
 	}
 
-	operationPath := fmt.Sprintf("/v1/tools/apply_patch")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewCalculatorRequest calls the generic Calculator builder with application/json body
-func NewCalculatorRequest(server string, params *CalculatorParams, body CalculatorJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewCalculatorRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewCalculatorRequestWithBody constructs an http.Request for the Calculator method, with any body, and a specified content type
-func NewCalculatorRequestWithBody(server string, params *CalculatorParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/calculator")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewEditFileRequest calls the generic EditFile builder with application/json body
-func NewEditFileRequest(server string, params *EditFileParams, body EditFileJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewEditFileRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewEditFileRequestWithBody constructs an http.Request for the EditFile method, with any body, and a specified content type
-func NewEditFileRequestWithBody(server string, params *EditFileParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/edit_file")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewListFilesRequest calls the generic ListFiles builder with application/json body
-func NewListFilesRequest(server string, params *ListFilesParams, body ListFilesJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewListFilesRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewListFilesRequestWithBody constructs an http.Request for the ListFiles method, with any body, and a specified content type
-func NewListFilesRequestWithBody(server string, params *ListFilesParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/list_files")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewReadFileRequest calls the generic ReadFile builder with application/json body
-func NewReadFileRequest(server string, params *ReadFileParams, body ReadFileJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewReadFileRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewReadFileRequestWithBody constructs an http.Request for the ReadFile method, with any body, and a specified content type
-func NewReadFileRequestWithBody(server string, params *ReadFileParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/read_file")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewRunCommandRequest calls the generic RunCommand builder with application/json body
-func NewRunCommandRequest(server string, params *RunCommandParams, body RunCommandJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewRunCommandRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewRunCommandRequestWithBody constructs an http.Request for the RunCommand method, with any body, and a specified content type
-func NewRunCommandRequestWithBody(server string, params *RunCommandParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/run_command")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewSearchRequest calls the generic Search builder with application/json body
-func NewSearchRequest(server string, params *SearchParams, body SearchJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewSearchRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewSearchRequestWithBody constructs an http.Request for the Search method, with any body, and a specified content type
-func NewSearchRequestWithBody(server string, params *SearchParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/search")
-	if operationPath[0] == '/' {
-		operationPath = "." + operationPath
-	}
-
-	queryURL, err := serverURL.Parse(operationPath)
-	if err != nil {
-		return nil, err
-	}
-
-	if params != nil {
-		// queryValues collects non-styled parameters (passthrough, JSON)
-		// that are safe to round-trip through url.Values.Encode().
-		queryValues := queryURL.Query()
-		// rawQueryFragments collects pre-encoded query fragments from
-		// styled parameters, preserving literal commas as delimiters
-		// per the OpenAPI spec (e.g. "color=blue,black,brown").
-		var rawQueryFragments []string
-
-		if params.Workspace != nil {
-
-			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "workspace", *params.Workspace, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "string", Format: ""}); err != nil {
-				return nil, err
-			} else {
-				for _, qp := range strings.Split(queryFrag, "&") {
-					rawQueryFragments = append(rawQueryFragments, qp)
-				}
-			}
-
-		}
-
-		if encoded := queryValues.Encode(); encoded != "" {
-			rawQueryFragments = append(rawQueryFragments, encoded)
-		}
-		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
-	}
-
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
-	if err != nil {
-		return nil, err
-	}
-
-	req.Header.Add("Content-Type", contentType)
-
-	return req, nil
-}
-
-// NewWriteFileRequest calls the generic WriteFile builder with application/json body
-func NewWriteFileRequest(server string, params *WriteFileParams, body WriteFileJSONRequestBody) (*http.Request, error) {
-	var bodyReader io.Reader
-	buf, err := json.Marshal(body)
-	if err != nil {
-		return nil, err
-	}
-	bodyReader = bytes.NewReader(buf)
-	return NewWriteFileRequestWithBody(server, params, "application/json", bodyReader)
-}
-
-// NewWriteFileRequestWithBody constructs an http.Request for the WriteFile method, with any body, and a specified content type
-func NewWriteFileRequestWithBody(server string, params *WriteFileParams, contentType string, body io.Reader) (*http.Request, error) {
-	var err error
-
-	serverURL, err := url.Parse(server)
-	if err != nil {
-		return nil, err
-	}
-
-	operationPath := fmt.Sprintf("/v1/tools/write_file")
+	operationPath := fmt.Sprintf("/v1/tools/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -2044,168 +1170,32 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEventsWithResponse(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*GetRunEventsResponse, error)
 
-	// ListToolsWithResponse List the model-visible tool specifications.
+	// ListToolsWithResponse List the tools the server serves, as a model is told of them.
+	//
+	// Exactly the tools callTool serves - the built-in ones the server offers, its custom tools and the tools of its MCP servers (as SERVER__tool), sorted as a run offers them.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /v1/tools (the `ListTools` operationId).
 	ListToolsWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*ListToolsResponse, error)
 
-	// ApplyPatchWithBodyWithResponse Apply a multi-file patch.
+	// CallToolWithBodyWithResponse Call one tool directly.
 	//
-	// Adds, deletes, updates and moves files with one patch in this envelope:
-	// *** Begin Patch
-	// *** Add File: path (every following line starts with +)
-	// *** Delete File: path
-	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-	// *** End Patch
-	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-	ApplyPatchWithBodyWithResponse(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error)
+	// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+	CallToolWithBodyWithResponse(ctx context.Context, name ToolName, params *CallToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallToolResponse, error)
 
-	// ApplyPatchWithResponse Apply a multi-file patch.
+	// CallToolWithResponse Call one tool directly.
 	//
-	// Adds, deletes, updates and moves files with one patch in this envelope:
-	// *** Begin Patch
-	// *** Add File: path (every following line starts with +)
-	// *** Delete File: path
-	// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-	// *** End Patch
-	// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+	// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
-	// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-	ApplyPatchWithResponse(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error)
-
-	// CalculatorWithBodyWithResponse Do one arithmetic operation.
-	//
-	// Computes `left operation right` for two numbers and returns the result.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-	CalculatorWithBodyWithResponse(ctx context.Context, params *CalculatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CalculatorResponse, error)
-
-	// CalculatorWithResponse Do one arithmetic operation.
-	//
-	// Computes `left operation right` for two numbers and returns the result.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-	CalculatorWithResponse(ctx context.Context, params *CalculatorParams, body CalculatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CalculatorResponse, error)
-
-	// EditFileWithBodyWithResponse Replace one exact occurrence of text in a file.
-	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-	EditFileWithBodyWithResponse(ctx context.Context, params *EditFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EditFileResponse, error)
-
-	// EditFileWithResponse Replace one exact occurrence of text in a file.
-	//
-	// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-	EditFileWithResponse(ctx context.Context, params *EditFileParams, body EditFileJSONRequestBody, reqEditors ...RequestEditorFn) (*EditFileResponse, error)
-
-	// ListFilesWithBodyWithResponse List files in the workspace.
-	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-	ListFilesWithBodyWithResponse(ctx context.Context, params *ListFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListFilesResponse, error)
-
-	// ListFilesWithResponse List files in the workspace.
-	//
-	// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-	ListFilesWithResponse(ctx context.Context, params *ListFilesParams, body ListFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*ListFilesResponse, error)
-
-	// ReadFileWithBodyWithResponse Read a text file with line numbers.
-	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-	ReadFileWithBodyWithResponse(ctx context.Context, params *ReadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReadFileResponse, error)
-
-	// ReadFileWithResponse Read a text file with line numbers.
-	//
-	// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-	ReadFileWithResponse(ctx context.Context, params *ReadFileParams, body ReadFileJSONRequestBody, reqEditors ...RequestEditorFn) (*ReadFileResponse, error)
-
-	// RunCommandWithBodyWithResponse Run a shell command in the workspace.
-	//
-	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-	RunCommandWithBodyWithResponse(ctx context.Context, params *RunCommandParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunCommandResponse, error)
-
-	// RunCommandWithResponse Run a shell command in the workspace.
-	//
-	// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-	RunCommandWithResponse(ctx context.Context, params *RunCommandParams, body RunCommandJSONRequestBody, reqEditors ...RequestEditorFn) (*RunCommandResponse, error)
-
-	// SearchWithBodyWithResponse Search file contents.
-	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/search (the `Search` operationId).
-	SearchWithBodyWithResponse(ctx context.Context, params *SearchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchResponse, error)
-
-	// SearchWithResponse Search file contents.
-	//
-	// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/search (the `Search` operationId).
-	SearchWithResponse(ctx context.Context, params *SearchParams, body SearchJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchResponse, error)
-
-	// WriteFileWithBodyWithResponse Create or overwrite a file.
-	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-	//
-	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-	WriteFileWithBodyWithResponse(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteFileResponse, error)
-
-	// WriteFileWithResponse Create or overwrite a file.
-	//
-	// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-	//
-	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-	//
-	// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-	WriteFileWithResponse(ctx context.Context, params *WriteFileParams, body WriteFileJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteFileResponse, error)
+	// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+	CallToolWithResponse(ctx context.Context, name ToolName, params *CallToolParams, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallToolResponse, error)
 }
 
 type GetHealthResponse struct {
@@ -3009,11 +1999,11 @@ func (r ListToolsResponse) ContentType() string {
 	return ""
 }
 
-type ApplyPatchResponse struct {
+type CallToolResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ApplyPatchResult
+	JSON200 *ToolResult
 	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
@@ -3031,52 +2021,52 @@ type ApplyPatchResponse struct {
 }
 
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ApplyPatchResponse) GetJSON200() *ApplyPatchResult {
+func (r CallToolResponse) GetJSON200() *ToolResult {
 	return r.JSON200
 }
 
 // GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON400() *BadRequest {
+func (r CallToolResponse) GetApplicationproblemJSON400() *BadRequest {
 	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON401() *Unauthorized {
+func (r CallToolResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
 }
 
 // GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON403() *Forbidden {
+func (r CallToolResponse) GetApplicationproblemJSON403() *Forbidden {
 	return r.ApplicationproblemJSON403
 }
 
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON404() *NotFound {
+func (r CallToolResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+func (r CallToolResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON422() *Problem {
+func (r CallToolResponse) GetApplicationproblemJSON422() *Problem {
 	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r ApplyPatchResponse) GetApplicationproblemJSON500() *InternalError {
+func (r CallToolResponse) GetApplicationproblemJSON500() *InternalError {
 	return r.ApplicationproblemJSON500
 }
 
 // GetBody returns the raw response body bytes
-func (r ApplyPatchResponse) GetBody() []byte {
+func (r CallToolResponse) GetBody() []byte {
 	return r.Body
 }
 
 // Status returns HTTPResponse.Status
-func (r ApplyPatchResponse) Status() string {
+func (r CallToolResponse) Status() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Status
 	}
@@ -3084,7 +2074,7 @@ func (r ApplyPatchResponse) Status() string {
 }
 
 // StatusCode returns HTTPResponse.StatusCode
-func (r ApplyPatchResponse) StatusCode() int {
+func (r CallToolResponse) StatusCode() int {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.StatusCode
 	}
@@ -3092,637 +2082,7 @@ func (r ApplyPatchResponse) StatusCode() int {
 }
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ApplyPatchResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type CalculatorResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *CalculatorResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r CalculatorResponse) GetJSON200() *CalculatorResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r CalculatorResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r CalculatorResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r CalculatorResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r CalculatorResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r CalculatorResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type EditFileResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *EditFileResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r EditFileResponse) GetJSON200() *EditFileResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r EditFileResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r EditFileResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r EditFileResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r EditFileResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r EditFileResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type ListFilesResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ListFilesResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ListFilesResponse) GetJSON200() *ListFilesResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r ListFilesResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r ListFilesResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r ListFilesResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r ListFilesResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ListFilesResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type ReadFileResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *ReadFileResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r ReadFileResponse) GetJSON200() *ReadFileResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r ReadFileResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r ReadFileResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r ReadFileResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r ReadFileResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r ReadFileResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type RunCommandResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *RunCommandResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r RunCommandResponse) GetJSON200() *RunCommandResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r RunCommandResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r RunCommandResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r RunCommandResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r RunCommandResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r RunCommandResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type SearchResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *SearchResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r SearchResponse) GetJSON200() *SearchResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r SearchResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r SearchResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r SearchResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r SearchResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r SearchResponse) ContentType() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Header.Get("Content-Type")
-	}
-	return ""
-}
-
-type WriteFileResponse struct {
-	Body         []byte
-	HTTPResponse *http.Response
-	// JSON200 the response for an HTTP 200 `application/json` response
-	JSON200 *WriteFileResult
-	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
-	ApplicationproblemJSON400 *BadRequest
-	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
-	ApplicationproblemJSON401 *Unauthorized
-	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
-	ApplicationproblemJSON403 *Forbidden
-	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
-	ApplicationproblemJSON404 *NotFound
-	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
-	ApplicationproblemJSON413 *PayloadTooLarge
-	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
-	ApplicationproblemJSON422 *Problem
-	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
-	ApplicationproblemJSON500 *InternalError
-}
-
-// GetJSON200 returns the response for an HTTP 200 `application/json` response
-func (r WriteFileResponse) GetJSON200() *WriteFileResult {
-	return r.JSON200
-}
-
-// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON400() *BadRequest {
-	return r.ApplicationproblemJSON400
-}
-
-// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON401() *Unauthorized {
-	return r.ApplicationproblemJSON401
-}
-
-// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON403() *Forbidden {
-	return r.ApplicationproblemJSON403
-}
-
-// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON404() *NotFound {
-	return r.ApplicationproblemJSON404
-}
-
-// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
-	return r.ApplicationproblemJSON413
-}
-
-// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON422() *Problem {
-	return r.ApplicationproblemJSON422
-}
-
-// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
-func (r WriteFileResponse) GetApplicationproblemJSON500() *InternalError {
-	return r.ApplicationproblemJSON500
-}
-
-// GetBody returns the raw response body bytes
-func (r WriteFileResponse) GetBody() []byte {
-	return r.Body
-}
-
-// Status returns HTTPResponse.Status
-func (r WriteFileResponse) Status() string {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.Status
-	}
-	return http.StatusText(0)
-}
-
-// StatusCode returns HTTPResponse.StatusCode
-func (r WriteFileResponse) StatusCode() int {
-	if r.HTTPResponse != nil {
-		return r.HTTPResponse.StatusCode
-	}
-	return 0
-}
-
-// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
-func (r WriteFileResponse) ContentType() string {
+func (r CallToolResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -3912,7 +2272,9 @@ func (c *ClientWithResponses) GetRunEventsWithResponse(ctx context.Context, runI
 	return ParseGetRunEventsResponse(rsp)
 }
 
-// ListToolsWithResponse List the model-visible tool specifications.
+// ListToolsWithResponse List the tools the server serves, as a model is told of them.
+//
+// Exactly the tools callTool serves - the built-in ones the server offers, its custom tools and the tools of its MCP servers (as SERVER__tool), sorted as a run offers them.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -3925,256 +2287,34 @@ func (c *ClientWithResponses) ListToolsWithResponse(ctx context.Context, reqEdit
 	return ParseListToolsResponse(rsp)
 }
 
-// ApplyPatchWithBodyWithResponse Apply a multi-file patch.
+// CallToolWithBodyWithResponse Call one tool directly.
 //
-// Adds, deletes, updates and moves files with one patch in this envelope:
-// *** Begin Patch
-// *** Add File: path (every following line starts with +)
-// *** Delete File: path
-// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-// *** End Patch
-// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-func (c *ClientWithResponses) ApplyPatchWithBodyWithResponse(ctx context.Context, params *ApplyPatchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error) {
-	rsp, err := c.ApplyPatchWithBody(ctx, params, contentType, body, reqEditors...)
+// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+func (c *ClientWithResponses) CallToolWithBodyWithResponse(ctx context.Context, name ToolName, params *CallToolParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CallToolResponse, error) {
+	rsp, err := c.CallToolWithBody(ctx, name, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseApplyPatchResponse(rsp)
+	return ParseCallToolResponse(rsp)
 }
 
-// ApplyPatchWithResponse Apply a multi-file patch.
+// CallToolWithResponse Call one tool directly.
 //
-// Adds, deletes, updates and moves files with one patch in this envelope:
-// *** Begin Patch
-// *** Add File: path (every following line starts with +)
-// *** Delete File: path
-// *** Update File: path, optionally followed by *** Move to: new_path, then hunks: a line `@@` (or `@@ text of a line just above the change`), then lines starting with ' ' (context, 3 lines around each change), '-' (removed) or '+' (added); `*** End of File` after a hunk that ends at the end of the file
-// *** End Patch
-// Paths are relative to the workspace. All or nothing: every hunk must apply before any file is written, so a hunk whose context does not match changes no file. Updated and added files end with a newline; files over 16 MiB are refused.
+// Calls the tool named in the path with the request body as its input, exactly as a run calls it for a model - the body is validated once against the tool's input schema, then the tool runs in the named workspace (under the server's sandbox; a call needs no approval). Serves every tool listTools lists - the built-in tools, whose inputs and results the operations tagged builtin-tools describe, custom tools and the tools of the server's MCP servers.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
-// Corresponds with POST /v1/tools/apply_patch (the `ApplyPatch` operationId).
-func (c *ClientWithResponses) ApplyPatchWithResponse(ctx context.Context, params *ApplyPatchParams, body ApplyPatchJSONRequestBody, reqEditors ...RequestEditorFn) (*ApplyPatchResponse, error) {
-	rsp, err := c.ApplyPatch(ctx, params, body, reqEditors...)
+// Corresponds with POST /v1/tools/{name} (the `CallTool` operationId).
+func (c *ClientWithResponses) CallToolWithResponse(ctx context.Context, name ToolName, params *CallToolParams, body CallToolJSONRequestBody, reqEditors ...RequestEditorFn) (*CallToolResponse, error) {
+	rsp, err := c.CallTool(ctx, name, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
-	return ParseApplyPatchResponse(rsp)
-}
-
-// CalculatorWithBodyWithResponse Do one arithmetic operation.
-//
-// Computes `left operation right` for two numbers and returns the result.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-func (c *ClientWithResponses) CalculatorWithBodyWithResponse(ctx context.Context, params *CalculatorParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CalculatorResponse, error) {
-	rsp, err := c.CalculatorWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseCalculatorResponse(rsp)
-}
-
-// CalculatorWithResponse Do one arithmetic operation.
-//
-// Computes `left operation right` for two numbers and returns the result.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/calculator (the `Calculator` operationId).
-func (c *ClientWithResponses) CalculatorWithResponse(ctx context.Context, params *CalculatorParams, body CalculatorJSONRequestBody, reqEditors ...RequestEditorFn) (*CalculatorResponse, error) {
-	rsp, err := c.Calculator(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseCalculatorResponse(rsp)
-}
-
-// EditFileWithBodyWithResponse Replace one exact occurrence of text in a file.
-//
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-func (c *ClientWithResponses) EditFileWithBodyWithResponse(ctx context.Context, params *EditFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*EditFileResponse, error) {
-	rsp, err := c.EditFileWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseEditFileResponse(rsp)
-}
-
-// EditFileWithResponse Replace one exact occurrence of text in a file.
-//
-// Replaces exactly one occurrence of old_text with new_text in a workspace file, atomically, and returns a unified diff of the change. When old_text occurs zero times or more than once nothing is changed and the count is reported. Files over 16 MiB are refused.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/edit_file (the `EditFile` operationId).
-func (c *ClientWithResponses) EditFileWithResponse(ctx context.Context, params *EditFileParams, body EditFileJSONRequestBody, reqEditors ...RequestEditorFn) (*EditFileResponse, error) {
-	rsp, err := c.EditFile(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseEditFileResponse(rsp)
-}
-
-// ListFilesWithBodyWithResponse List files in the workspace.
-//
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-func (c *ClientWithResponses) ListFilesWithBodyWithResponse(ctx context.Context, params *ListFilesParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ListFilesResponse, error) {
-	rsp, err := c.ListFilesWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListFilesResponse(rsp)
-}
-
-// ListFilesWithResponse List files in the workspace.
-//
-// Lists the regular files under a directory of the workspace, recursively, sorted by path. Skips `.git` and whatever `.gitignore` files ignore. Says when the list was cut at the limit; the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say so.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/list_files (the `ListFiles` operationId).
-func (c *ClientWithResponses) ListFilesWithResponse(ctx context.Context, params *ListFilesParams, body ListFilesJSONRequestBody, reqEditors ...RequestEditorFn) (*ListFilesResponse, error) {
-	rsp, err := c.ListFiles(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseListFilesResponse(rsp)
-}
-
-// ReadFileWithBodyWithResponse Read a text file with line numbers.
-//
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-func (c *ClientWithResponses) ReadFileWithBodyWithResponse(ctx context.Context, params *ReadFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ReadFileResponse, error) {
-	rsp, err := c.ReadFileWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseReadFileResponse(rsp)
-}
-
-// ReadFileWithResponse Read a text file with line numbers.
-//
-// Returns the lines of a text file in the workspace, each prefixed with its line number, and the file's total line count. Reads at most 2000 lines or 256 KiB at a time; when the output is cut, a note says which start_line reads the rest. Binary files and files over 256 MiB are refused.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/read_file (the `ReadFile` operationId).
-func (c *ClientWithResponses) ReadFileWithResponse(ctx context.Context, params *ReadFileParams, body ReadFileJSONRequestBody, reqEditors ...RequestEditorFn) (*ReadFileResponse, error) {
-	rsp, err := c.ReadFile(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseReadFileResponse(rsp)
-}
-
-// RunCommandWithBodyWithResponse Run a shell command in the workspace.
-//
-// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-func (c *ClientWithResponses) RunCommandWithBodyWithResponse(ctx context.Context, params *RunCommandParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RunCommandResponse, error) {
-	rsp, err := c.RunCommandWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseRunCommandResponse(rsp)
-}
-
-// RunCommandWithResponse Run a shell command in the workspace.
-//
-// Runs `/bin/sh -c command` in the workspace directory inside a sandbox - only the workspace and a scratch HOME/TMPDIR are writable, .git is read-only and the network is off unless the run allows them, and the environment holds only PATH, locale and Go settings. The command and everything it started are killed at the timeout and when it ends. stdout and stderr are each capped at 32 KiB, keeping the head and the tail.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/run_command (the `RunCommand` operationId).
-func (c *ClientWithResponses) RunCommandWithResponse(ctx context.Context, params *RunCommandParams, body RunCommandJSONRequestBody, reqEditors ...RequestEditorFn) (*RunCommandResponse, error) {
-	rsp, err := c.RunCommand(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseRunCommandResponse(rsp)
-}
-
-// SearchWithBodyWithResponse Search file contents.
-//
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/search (the `Search` operationId).
-func (c *ClientWithResponses) SearchWithBodyWithResponse(ctx context.Context, params *SearchParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*SearchResponse, error) {
-	rsp, err := c.SearchWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseSearchResponse(rsp)
-}
-
-// SearchWithResponse Search file contents.
-//
-// Searches the text files of the workspace for a literal string, or a Go regular expression when regex is true. Returns `path:line:text` matches sorted by path and line; long lines are clipped. Respects `.gitignore`, skips binary files, files over 256 MiB and `.git`. Lines over 1 MiB (or over a shorter cap that shrinks as the regular expression grows) are searched in their first part only, the walk stops after 200000 directory entries and does not enter directories more than 128 levels deep, and a .gitignore that would put over 2000 patterns in effect is not applied; notes say when any of this happened. Says when the results were cut at the limit.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/search (the `Search` operationId).
-func (c *ClientWithResponses) SearchWithResponse(ctx context.Context, params *SearchParams, body SearchJSONRequestBody, reqEditors ...RequestEditorFn) (*SearchResponse, error) {
-	rsp, err := c.Search(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseSearchResponse(rsp)
-}
-
-// WriteFileWithBodyWithResponse Create or overwrite a file.
-//
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-//
-// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-func (c *ClientWithResponses) WriteFileWithBodyWithResponse(ctx context.Context, params *WriteFileParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*WriteFileResponse, error) {
-	rsp, err := c.WriteFileWithBody(ctx, params, contentType, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseWriteFileResponse(rsp)
-}
-
-// WriteFileWithResponse Create or overwrite a file.
-//
-// Writes content to a workspace file atomically, creating parent directories inside the workspace. Returns a unified diff when the file existed, or a creation summary. Content over 1 MiB, or replacing a file over 1 MiB, is refused.
-//
-// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
-//
-// Corresponds with POST /v1/tools/write_file (the `WriteFile` operationId).
-func (c *ClientWithResponses) WriteFileWithResponse(ctx context.Context, params *WriteFileParams, body WriteFileJSONRequestBody, reqEditors ...RequestEditorFn) (*WriteFileResponse, error) {
-	rsp, err := c.WriteFile(ctx, params, body, reqEditors...)
-	if err != nil {
-		return nil, err
-	}
-	return ParseWriteFileResponse(rsp)
+	return ParseCallToolResponse(rsp)
 }
 
 // ParseGetHealthResponse parses an HTTP response from a GetHealthWithResponse call
@@ -4813,547 +2953,22 @@ func ParseListToolsResponse(rsp *http.Response) (*ListToolsResponse, error) {
 	return response, nil
 }
 
-// ParseApplyPatchResponse parses an HTTP response from a ApplyPatchWithResponse call
-func ParseApplyPatchResponse(rsp *http.Response) (*ApplyPatchResponse, error) {
+// ParseCallToolResponse parses an HTTP response from a CallToolWithResponse call
+func ParseCallToolResponse(rsp *http.Response) (*CallToolResponse, error) {
 	bodyBytes, err := io.ReadAll(rsp.Body)
 	defer func() { _ = rsp.Body.Close() }()
 	if err != nil {
 		return nil, err
 	}
 
-	response := &ApplyPatchResponse{
+	response := &CallToolResponse{
 		Body:         bodyBytes,
 		HTTPResponse: rsp,
 	}
 
 	switch {
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ApplyPatchResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseCalculatorResponse parses an HTTP response from a CalculatorWithResponse call
-func ParseCalculatorResponse(rsp *http.Response) (*CalculatorResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &CalculatorResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest CalculatorResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseEditFileResponse parses an HTTP response from a EditFileWithResponse call
-func ParseEditFileResponse(rsp *http.Response) (*EditFileResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &EditFileResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest EditFileResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseListFilesResponse parses an HTTP response from a ListFilesWithResponse call
-func ParseListFilesResponse(rsp *http.Response) (*ListFilesResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &ListFilesResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ListFilesResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseReadFileResponse parses an HTTP response from a ReadFileWithResponse call
-func ParseReadFileResponse(rsp *http.Response) (*ReadFileResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &ReadFileResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest ReadFileResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseRunCommandResponse parses an HTTP response from a RunCommandWithResponse call
-func ParseRunCommandResponse(rsp *http.Response) (*RunCommandResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &RunCommandResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest RunCommandResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseSearchResponse parses an HTTP response from a SearchWithResponse call
-func ParseSearchResponse(rsp *http.Response) (*SearchResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &SearchResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest SearchResult
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.JSON200 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
-		var dest BadRequest
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON400 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
-		var dest Unauthorized
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON401 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
-		var dest Forbidden
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON403 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
-		var dest NotFound
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON404 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
-		var dest PayloadTooLarge
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON413 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
-		var dest Problem
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON422 = &dest
-
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
-		var dest InternalError
-		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
-			return nil, err
-		}
-		response.ApplicationproblemJSON500 = &dest
-
-	}
-
-	return response, nil
-}
-
-// ParseWriteFileResponse parses an HTTP response from a WriteFileWithResponse call
-func ParseWriteFileResponse(rsp *http.Response) (*WriteFileResponse, error) {
-	bodyBytes, err := io.ReadAll(rsp.Body)
-	defer func() { _ = rsp.Body.Close() }()
-	if err != nil {
-		return nil, err
-	}
-
-	response := &WriteFileResponse{
-		Body:         bodyBytes,
-		HTTPResponse: rsp,
-	}
-
-	switch {
-	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
-		var dest WriteFileResult
+		var dest ToolResult
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}

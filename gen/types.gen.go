@@ -1133,11 +1133,17 @@ type ToolCall struct {
 // ToolCallType Always tool_call.
 type ToolCallType string
 
+// ToolInput A tool's input; the tool's own input schema (ToolSpec input_schema) says what it holds.
+type ToolInput map[string]interface{}
+
 // ToolList The model-visible tools.
 type ToolList struct {
 	// Tools The tools, sorted by name.
 	Tools []ToolSpec `json:"tools"`
 }
+
+// ToolResult A tool's result - its structured result (ToolSpec result_schema), or, for a tool that gives none (an MCP tool without an output schema), an object whose one property, output, holds the tool's text.
+type ToolResult map[string]interface{}
 
 // ToolSpec What a model is told about one tool; derived from the tool's operation.
 type ToolSpec struct {
@@ -1327,6 +1333,9 @@ type CallID = string
 // RunID defines model for RunID.
 type RunID = string
 
+// ToolName defines model for ToolName.
+type ToolName = string
+
 // WorkspaceQuery defines model for WorkspaceQuery.
 type WorkspaceQuery = string
 
@@ -1381,50 +1390,8 @@ type GetRunEventsParams struct {
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
 }
 
-// ApplyPatchParams defines parameters for ApplyPatch.
-type ApplyPatchParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// CalculatorParams defines parameters for Calculator.
-type CalculatorParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// EditFileParams defines parameters for EditFile.
-type EditFileParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// ListFilesParams defines parameters for ListFiles.
-type ListFilesParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// ReadFileParams defines parameters for ReadFile.
-type ReadFileParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// RunCommandParams defines parameters for RunCommand.
-type RunCommandParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// SearchParams defines parameters for Search.
-type SearchParams struct {
-	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
-	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
-}
-
-// WriteFileParams defines parameters for WriteFile.
-type WriteFileParams struct {
+// CallToolParams defines parameters for CallTool.
+type CallToolParams struct {
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
 	Workspace *WorkspaceQuery `form:"workspace,omitempty" json:"workspace,omitempty"`
 }
@@ -1435,29 +1402,8 @@ type CreateRunJSONRequestBody = CreateRunRequest
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
 type DecideApprovalJSONRequestBody = ApprovalDecisionRequest
 
-// ApplyPatchJSONRequestBody defines body for ApplyPatch for application/json ContentType.
-type ApplyPatchJSONRequestBody = ApplyPatchInput
-
-// CalculatorJSONRequestBody defines body for Calculator for application/json ContentType.
-type CalculatorJSONRequestBody = CalculatorInput
-
-// EditFileJSONRequestBody defines body for EditFile for application/json ContentType.
-type EditFileJSONRequestBody = EditFileInput
-
-// ListFilesJSONRequestBody defines body for ListFiles for application/json ContentType.
-type ListFilesJSONRequestBody = ListFilesInput
-
-// ReadFileJSONRequestBody defines body for ReadFile for application/json ContentType.
-type ReadFileJSONRequestBody = ReadFileInput
-
-// RunCommandJSONRequestBody defines body for RunCommand for application/json ContentType.
-type RunCommandJSONRequestBody = RunCommandInput
-
-// SearchJSONRequestBody defines body for Search for application/json ContentType.
-type SearchJSONRequestBody = SearchInput
-
-// WriteFileJSONRequestBody defines body for WriteFile for application/json ContentType.
-type WriteFileJSONRequestBody = WriteFileInput
+// CallToolJSONRequestBody defines body for CallTool for application/json ContentType.
+type CallToolJSONRequestBody = ToolInput
 
 // AsToolCall returns the union data inside the Action as a ToolCall
 func (t Action) AsToolCall() (ToolCall, error) {

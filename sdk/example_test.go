@@ -2,6 +2,7 @@ package sdk_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log"
@@ -99,19 +100,23 @@ func ExampleClient_Events() {
 }
 
 // Calling a tool of the server directly.
-func ExampleClient_InvokeTool() {
+func ExampleClient_CallTool() {
 	url, stop := startServer("")
 	defer stop()
 	c, _ := sdk.New(url, sdk.Config{})
 	ctx := context.Background()
 
-	res, err := c.InvokeTool(ctx, "calculator", gen.CalculatorInput{Left: 1, Operation: gen.CalculatorOperationDivide, Right: 4}, "")
+	raw, err := c.CallTool(ctx, "calculator", gen.CalculatorInput{Left: 1, Operation: gen.CalculatorOperationDivide, Right: 4})
 	if err != nil {
 		log.Fatal(err)
 	}
-	fmt.Println(res["value"])
+	var res gen.CalculatorResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println(res.Value)
 
-	_, err = c.InvokeTool(ctx, "calculator", map[string]any{"left": 1, "operation": "divide", "right": 0}, "")
+	_, err = c.CallTool(ctx, "calculator", map[string]any{"left": 1, "operation": "divide", "right": 0})
 	var apiErr *sdk.APIError
 	if errors.As(err, &apiErr) {
 		fmt.Println(apiErr.Status, *apiErr.Problem.Code)

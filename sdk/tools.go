@@ -7,51 +7,62 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
+
+	"github.com/specloop/specloop/gen"
 )
 
-// InvokeTool calls one of the server's tools directly, with args (anything
-// that encodes to the tool's input object) in the named workspace under the
-// server's workspace root ("" for the root itself). It returns the tool's
-// structured result. A tool error is an *APIError with status 422 whose
-// Problem.Code is the tool's error code; invalid arguments are a 400 whose
-// Problem.Field points at the bad argument.
-func (c *Client) InvokeTool(ctx context.Context, name string, args any, workspace string) (map[string]any, error) {
-	body, err := json.Marshal(args)
+// CallTool calls the server's tool named name directly (POST
+// /v1/tools/{name}), with input (anything that encodes to the tool's input
+// object, such as a gen.CalculatorInput) in the server's workspace root. It
+// serves every tool Tools lists: built-in, custom and MCP tools alike. It
+// returns the tool's result, to decode into the tool's result type (a
+// gen.CalculatorResult, say). A tool error is an *APIError with status 422
+// whose Problem.Code is the tool's error code; invalid input is a 400
+// whose Problem.Field points at the bad argument.
+func (c *Client) CallTool(ctx context.Context, name string, input any) (json.RawMessage, error) {
+	return c.CallToolIn(ctx, "", name, input)
+}
+
+// CallToolIn is CallTool in the named workspace under the server's
+// workspace root ("" for the root itself).
+func (c *Client) CallToolIn(ctx context.Context, workspace, name string, input any) (json.RawMessage, error) {
+	body, err := json.Marshal(input)
 	if err != nil {
-		return nil, fmt.Errorf("sdk: encode tool arguments: %w", err)
+		return nil, fmt.Errorf("sdk: encode the input of %s: %w", name, err)
 	}
-	// One generic request rather than the generated per-tool methods, so
-	// that a tool added to the spec needs no change here.
-	u := c.raw.Server + "v1/tools/" + url.PathEscape(name)
+	var params gen.CallToolParams
 	if workspace != "" {
-		u += "?" + url.Values{"workspace": {workspace}}.Encode()
+		params.Workspace = &workspace
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	resp, err := c.raw.CallToolWithBody(ctx, name, &params, "application/json", bytes.NewReader(body))
 	if err != nil {
-		return nil, fmt.Errorf("sdk: tool request: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	for _, edit := range c.raw.RequestEditors {
-		if err := edit(ctx, req); err != nil {
-			return nil, err
-		}
-	}
-	resp, err := c.raw.Client.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("sdk: call tool: %w", err)
+		return nil, fmt.Errorf("sdk: call tool %s: %w", name, err)
 	}
 	defer resp.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
 	if err != nil {
-		return nil, fmt.Errorf("sdk: call tool: %w", err)
+		return nil, fmt.Errorf("sdk: call tool %s: %w", name, err)
 	}
 	if resp.StatusCode != http.StatusOK {
 		return nil, apiError(resp, data)
 	}
+	if !json.Valid(data) {
+		return nil, fmt.Errorf("sdk: call tool %s: the result is not JSON", name)
+	}
+	return data, nil
+}
+
+// InvokeTool is CallToolIn with the result decoded as a JSON object.
+//
+// Deprecated: use CallTool or CallToolIn.
+func (c *Client) InvokeTool(ctx context.Context, name string, args any, workspace string) (map[string]any, error) {
+	raw, err := c.CallToolIn(ctx, workspace, name, args)
+	if err != nil {
+		return nil, err
+	}
 	var out map[string]any
-	if err := json.Unmarshal(data, &out); err != nil {
-		return nil, fmt.Errorf("sdk: decode tool result: %w", err)
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("sdk: decode the result of %s: %w", name, err)
 	}
 	return out, nil
 }

@@ -28,6 +28,7 @@ import (
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/tools/example/weather"
 )
 
 // The HTTP contract test drives every operation of spec/agent.yaml against
@@ -211,6 +212,7 @@ func (e *ctEnv) server(kind string) *ctServer {
 		BodyLimit:     ctBodyLimit,
 		AllowCommands: kind != ctNoCommands,
 		Models:        ctModels,
+		ToolSpecs:     []*tools.Spec{ctCustomTool(e.t)},
 	}
 	if kind != ctNoCommands { // the server without metrics answers getMetrics 404
 		m, err := telemetry.NewMetrics()
@@ -594,12 +596,13 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var want []string
+		want := []string{ctCustom}
 		for _, d := range reg.Defs() {
 			want = append(want, d.Spec.Name)
 		}
+		slices.Sort(want)
 		if !slices.Equal(names, want) {
-			t.Errorf("a server that allows commands lists %v, the spec defines %v", names, want)
+			t.Errorf("a server that allows commands lists %v, want the spec's tools and its custom tool: %v", names, want)
 		}
 		if ps := contract.CheckToolSpecs(e.doc, list.Tools); len(ps) > 0 {
 			t.Errorf("listed tool specs:\n%s", contract.Format(ps))
@@ -739,6 +742,32 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		}
 	}
 
+	// callTool: the route of every tool, here for the custom one (the spec's
+	// own paths route the built-in tools to their operations above).
+	forecast := func(city string) ctReq {
+		return ctReq{params: map[string]string{"name": ctCustom}, body: ctJSON(map[string]any{"city": city})}
+	}
+	add("callTool", 200, ctCase{name: "custom tool", req: fixed(forecast("Oslo")), check: func(t *testing.T, _ *ctEnv, body []byte) {
+		var res weather.GetWeatherResult
+		if err := json.Unmarshal(body, &res); err != nil || res.City != "Oslo" || res.Unit != weather.UnitCelsius {
+			t.Errorf("result %s, %v", body, err)
+		}
+	}})
+	add("callTool", 400, ctCase{name: "not an object", invalid: true, req: fixed(ctReq{params: map[string]string{"name": ctCustom}, body: []byte(`[1]`)})})
+	add("callTool", 400, ctCase{name: "input against the tool's schema", req: fixed(ctReq{params: map[string]string{"name": ctCustom}, body: []byte(`{}`)}),
+		check: func(t *testing.T, _ *ctEnv, body []byte) {
+			if p := ctProblem(t, body); p.Field == nil || *p.Field != "/city" {
+				t.Errorf("problem %s does not name /city", body)
+			}
+		}})
+	add("callTool", 404, ctCase{name: "unknown tool", req: fixed(ctReq{params: map[string]string{"name": "no_such_tool"}, body: []byte(`{}`)})})
+	add("callTool", 413, ctCase{name: "body over the limit", req: fixed(ctReq{params: map[string]string{"name": ctCustom}, body: ctPad(forecast("Oslo").body)})})
+	add("callTool", 422, ctCase{name: "tool error", req: fixed(forecast(ctNowhere)), check: func(t *testing.T, _ *ctEnv, body []byte) {
+		if p := ctProblem(t, body); p.Code == nil || *p.Code != gen.ErrorCodeHandlerFailed {
+			t.Errorf("problem %s, want code handler_failed", body)
+		}
+	}})
+
 	// 401 and 500 for every operation, from its first success case: without
 	// the token, and with a handler that fails.
 	for _, op := range slices.Sorted(maps.Keys(cases)) {
@@ -829,4 +858,38 @@ func TestContractHTTPCaseTable(t *testing.T) {
 			t.Errorf("message %d = %q, want it to contain %q", i, got[i], want[i])
 		}
 	}
+}
+
+// The custom tool every contract server offers (tools/example/weather),
+// which fails for the city ctNowhere.
+const (
+	ctCustom  = "get_weather"
+	ctNowhere = "Nowhere"
+)
+
+func ctCustomTool(t *testing.T) *tools.Spec {
+	t.Helper()
+	s, err := tools.LoadSpec(weather.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := tools.Func(tools.NeedsNothing, func(_ context.Context, _ *tools.Env, in *weather.GetWeatherInput) (*weather.GetWeatherResult, error) {
+		if in.City == ctNowhere {
+			return nil, tools.Errorf(gen.ErrorCodeHandlerFailed, "no weather in %s", in.City)
+		}
+		return &weather.GetWeatherResult{City: in.City, Temperature: 21, Unit: weather.UnitCelsius}, nil
+	}, func(_ *weather.GetWeatherInput, out *weather.GetWeatherResult) string { return out.City })
+	if err := s.Register(h); err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func ctProblem(t *testing.T, body []byte) gen.Problem {
+	t.Helper()
+	var p gen.Problem
+	if err := json.Unmarshal(body, &p); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }

@@ -68,16 +68,15 @@ func (s *Server) HTTPServer() *http.Server {
 	}
 }
 
-// Listener wraps ln with the cap on concurrent connections and makes the
-// errors net/http answers by itself, before any handler, problem+json
-// documents too (see problemListener). At MaxConnections a new connection
+// Listener wraps ln with the cap on concurrent connections. At
+// MaxConnections a new connection
 // closes the one idle the longest (connected without a whole request yet,
 // or between keep-alive requests); only when every connection is busy
 // does Accept wait for one to close (see ConnLimit). Idle sockets
 // therefore never lock anyone out; serve it with HTTPServer, whose
 // ConnState reports the idle ones.
 func (s *Server) Listener(ln net.Listener) net.Listener {
-	return s.conns.Listener(problemListener{ln})
+	return s.conns.Listener(ln)
 }
 
 // streamReserve is how many of MaxConnections event streams never take:

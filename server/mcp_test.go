@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -136,5 +138,62 @@ func TestRunWithMCPServer(t *testing.T) {
 	run = ts.wait(run.Id)
 	if run.Result == nil || run.Result.ExitReason != gen.ExitReasonFinished || calls.Load() != 1 {
 		t.Fatalf("run %+v, %d calls reached the MCP server", run.Result, calls.Load())
+	}
+}
+
+// The tools of the server's MCP servers are listed and callable over HTTP
+// like the built-in ones, on one session kept for every call.
+func TestMCPToolsOverHTTP(t *testing.T) {
+	ext := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
+	type in struct {
+		City string `json:"city"`
+	}
+	mcp.AddTool(ext, &mcp.Tool{Name: "forecast", Description: "A city's forecast."},
+		func(_ context.Context, _ *mcp.CallToolRequest, a in) (*mcp.CallToolResult, any, error) {
+			if a.City == "" {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "no city"}}}, nil, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "sunny in " + a.City}}}, nil, nil
+		})
+	var sessions atomic.Int64
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ext }, nil))
+	t.Cleanup(hs.Close) // after the server's shutdown, which ends the session
+	counting := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"method":"initialize"`)) {
+			sessions.Add(1)
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		hs.Config.Handler.ServeHTTP(w, r)
+	})
+	cs := httptest.NewServer(counting)
+	t.Cleanup(cs.Close)
+
+	ts := newTestServer(t, server.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: cs.URL}}})
+	ctx := context.Background()
+	specs, err := ts.sdk.Tools(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !hasTool(specs, "weather__forecast") || !hasTool(specs, "calculator") {
+		t.Fatalf("GET /v1/tools lists %d tools without weather__forecast or calculator", len(specs))
+	}
+	for range 2 {
+		got, err := callTool(ctx, ts.sdk, "", "weather__forecast", map[string]any{"city": "Oslo"})
+		if err != nil || got["output"] != "sunny in Oslo" {
+			t.Fatalf("weather__forecast: %v %v", got, err)
+		}
+	}
+	_, err = callTool(ctx, ts.sdk, "", "weather__forecast", map[string]any{"city": ""})
+	var apiErr *sdk.APIError
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusUnprocessableEntity || apiErr.Problem.Code == nil || *apiErr.Problem.Code != gen.ErrorCodeMcpToolError {
+		t.Fatalf("a tool error of the MCP server: %v", err)
+	}
+	_, err = callTool(ctx, ts.sdk, "", "weather__forecast", map[string]any{"city": 1})
+	if !errors.As(err, &apiErr) || apiErr.Status != http.StatusBadRequest {
+		t.Fatalf("input the MCP tool's schema refuses: %v", err)
+	}
+	if n := sessions.Load(); n != 1 {
+		t.Errorf("the server opened %d sessions with the MCP server for its tool calls, want 1", n)
 	}
 }

@@ -128,6 +128,11 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 		return nil, err
 	}
 	doc.Servers = nil
+	// callTool serves every tool: the built-in tools' own operations are
+	// no routes, so the router must find callTool for them too.
+	for _, d := range s.tools.base.Registry().Defs() {
+		doc.Paths.Delete(toolPath + d.Spec.Name)
+	}
 	// Auth already ran: without security requirements the validator skips
 	// the work of checking them against a no-op.
 	doc.Security = nil
@@ -157,7 +162,22 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 			return he
 		},
 	}
-	return s.strictBefore(oapimw.OapiRequestValidatorWithOptions(doc, opts)), nil
+	validate := oapimw.OapiRequestValidatorWithOptions(doc, opts)
+	// A tool's input is validated once, by the tool runtime against the
+	// tool's own schema: callTool's parameters are checked here, its body
+	// is not.
+	toolOpts := *opts
+	toolOpts.Options.ExcludeRequestBody = true
+	validateTool := oapimw.OapiRequestValidatorWithOptions(doc, &toolOpts)
+	return s.strictBefore(func(next echo.HandlerFunc) echo.HandlerFunc {
+		all, tool := validate(next), validateTool(next)
+		return func(c echo.Context) error {
+			if c.Path() == toolRoute {
+				return tool(c)
+			}
+			return all(c)
+		}
+	}), nil
 }
 
 // noStore marks the event stream as not cacheable, for proxies too.

@@ -55,7 +55,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -109,8 +108,9 @@ type Config struct {
 	// AllowCommands offers run_command to runs and to POST
 	// /v1/tools/run_command, and allows completion checks.
 	AllowCommands bool
-	// ToolSpecs are documents of custom tools that runs and the MCP
-	// endpoint offer besides the built-in ones (see tools.LoadSpec); New
+	// ToolSpecs are documents of custom tools that runs, the MCP endpoint
+	// and POST /v1/tools/{name} offer besides the built-in ones (see
+	// tools.LoadSpec); New
 	// fails when one runs commands and AllowCommands is off.
 	ToolSpecs []*tools.Spec
 	// Sandbox confines run_command and completion checks. New fails when
@@ -165,7 +165,9 @@ type Config struct {
 	MaxStreamsPerClient int
 	// MCPServers are the external MCP servers a run may choose by name
 	// (CreateRunRequest.mcp_servers); each run starts its own sessions
-	// with them and stops them at its end. MCP configures the sessions.
+	// with them and stops them at its end. POST /v1/tools/{name} serves
+	// the tools of all of them, on sessions the first tool request starts
+	// and Shutdown stops. MCP configures the sessions.
 	MCPServers []mcpclient.Server
 	MCP        mcpclient.Config
 	// MCPHandler, when set, is served at /mcp (specloop as an MCP server,
@@ -196,8 +198,8 @@ type Server struct {
 	routes    map[string]bool // "METHOD /path" of every operation
 	specYAML  []byte
 
-	runTools  []gen.ToolSpec        // the tools a run offers a model
-	toolDefs  map[string]*tools.Def // by input schema name
+	runTools  []gen.ToolSpec // the tools a run offers a model
+	tools     *toolSet       // what callTool and listTools serve
 	closing   atomic.Bool
 	attached  []*run // runs an Engine executes, to follow once the server is up
 	stopOnce  sync.Once
@@ -283,6 +285,7 @@ func New(cfg Config) (*Server, error) {
 	}
 	st, entries, bad, err := openStore(cfg.DataDir)
 	if err != nil {
+		s.tools.close()
 		ws.close()
 		return nil, fmt.Errorf("server: %w", err)
 	}
@@ -292,41 +295,20 @@ func New(cfg Config) (*Server, error) {
 	}
 	if err := s.recover(entries); err != nil {
 		st.close()
+		s.tools.close()
 		ws.close()
 		return nil, fmt.Errorf("server: recover runs: %w", err)
 	}
 	s.sched = newScheduler(cfg.MaxConcurrent, cfg.QueueSize, s.execute)
 	if err := s.initEcho(); err != nil {
 		st.close()
+		s.tools.close()
 		ws.close()
 		return nil, err
 	}
 	s.followAttached(s.attached)
 	s.attached = nil
 	return s, nil
-}
-
-// initTools learns the tools a run offers from a runtime on the workspace
-// root, and binds each tool operation to its definition.
-func (s *Server) initTools() error {
-	cfg := s.setupConfig()
-	cfg.Root = s.ws.root
-	setup, err := wiring.Open(cfg)
-	var we *wiring.Error
-	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
-		return fmt.Errorf("server: workspace root: %w", we.Err)
-	}
-	if err != nil {
-		return fmt.Errorf("server: tools: %w", err)
-	}
-	defer setup.Close()
-	rt := setup.Runtime
-	s.runTools = rt.Specs()
-	s.toolDefs = map[string]*tools.Def{}
-	for _, d := range rt.Registry().Defs() {
-		s.toolDefs[d.InputSchemaName] = d
-	}
-	return nil
 }
 
 // setupConfig maps the server's configuration to the setup of its runs and
@@ -353,6 +335,7 @@ func (s *Server) initEcho() error {
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})
+	e.POST(toolRoute, s.callTool)
 	s.routes = map[string]bool{}
 	for _, r := range e.Routes() {
 		s.routes[r.Method+" "+r.Path] = true
@@ -397,7 +380,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("server: runs still ending: %w", err)
 	}
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.store.close(), s.ws.close())
+		s.closeErr = errors.Join(s.store.close(), s.tools.close(), s.ws.close())
 	})
 	return s.closeErr
 }
@@ -411,7 +394,3 @@ func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.Get
 func (s *Server) GetSpec(context.Context, gen.GetSpecRequestObject) (gen.GetSpecResponseObject, error) {
 	return gen.GetSpec200ApplicationyamlResponse{Body: bytes.NewReader(s.specYAML), ContentLength: int64(len(s.specYAML))}, nil
 }
-
-// typeName is the Go name of T, which for generated tool inputs is the
-// name of their schema component.
-func typeName[T any]() string { return reflect.TypeFor[T]().Name() }

@@ -23,8 +23,8 @@ import (
 // and replace bad bytes. The body is then written again in a canonical form
 // (integral numbers as integers, so 1.0 and 1e2 bind to integer fields as
 // JSON Schema counts them), and the decoded value is left in the request's
-// context for the tool operations, which hand it to the tool runtime as a
-// model's arguments would be.
+// context for callTool, which hands it to the tool runtime as a model's
+// arguments would be (and is not written again).
 //
 // It also turns a body that validated but does not fit the Go type it binds
 // to (an integer past the type's range) into a 400 naming the field.
@@ -61,6 +61,12 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 				return &problemError{status: http.StatusBadRequest, field: clip(se.Pointer, schema.MaxPointer), detail: "the request body is not valid JSON: " + se.Error()}
 			}
 			return problemf(http.StatusBadRequest, "the request body is not valid JSON")
+		}
+		if c.Path() == toolRoute {
+			// callTool hands the value to the tool runtime; nothing
+			// reads the body again.
+			c.SetRequest(req.WithContext(context.WithValue(req.Context(), bodyKey{}, value)))
+			return next(c)
 		}
 		canonical, err := encodeCanonical(value)
 		if err != nil {

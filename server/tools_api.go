@@ -2,199 +2,259 @@ package server
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
+	"fmt"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 
+	"github.com/labstack/echo/v4"
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/mcpclient"
+	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/wiring"
 )
 
-// ListTools returns the tools a run on this server offers a model.
-func (s *Server) ListTools(context.Context, gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
-	return gen.ListTools200JSONResponse{Tools: s.runTools}, nil
+// toolRoute is the echo path of callTool, POST /v1/tools/{name}, which the
+// server registers itself (gen/server.cfg.yaml leaves it out of the
+// generated server): it runs on the body strictJSON decoded, so the body
+// is decoded once, validated once (by the tool runtime) and bound once
+// (into the handler's input).
+const toolRoute = "/v1/tools/:name"
+
+// toolPath is where the spec has the built-in tools' own operations,
+// POST /v1/tools/NAME, which document them (callTool serves them).
+const toolPath = "/v1/tools/"
+
+// toolSet is what callTool and listTools serve: the built-in and custom
+// tools, bound once on the workspace root (a call runs them in the
+// workspace it names), and the tools of the configured MCP servers,
+// connected by the first request that needs them and kept until Shutdown.
+type toolSet struct {
+	setup *wiring.Setup  // on the workspace root
+	base  *tools.Runtime // its built-in and custom tools
+
+	mu      sync.Mutex
+	mcp     *mcpclient.Runtime // base with the MCP servers' tools, once connected
+	closed  bool
+	servers []mcpclient.Server
+	config  mcpclient.Config
 }
 
-// Calculator invokes the calculator tool.
-func (s *Server) Calculator(ctx context.Context, req gen.CalculatorRequestObject) (gen.CalculatorResponseObject, error) {
-	out, err := invokeTool[gen.CalculatorInput, gen.CalculatorResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.Calculator200JSONResponse(*out), nil
-}
-
-// ListFiles invokes the list_files tool.
-func (s *Server) ListFiles(ctx context.Context, req gen.ListFilesRequestObject) (gen.ListFilesResponseObject, error) {
-	out, err := invokeTool[gen.ListFilesInput, gen.ListFilesResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ListFiles200JSONResponse(*out), nil
-}
-
-// ReadFile invokes the read_file tool.
-func (s *Server) ReadFile(ctx context.Context, req gen.ReadFileRequestObject) (gen.ReadFileResponseObject, error) {
-	out, err := invokeTool[gen.ReadFileInput, gen.ReadFileResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ReadFile200JSONResponse(*out), nil
-}
-
-// Search invokes the search tool.
-func (s *Server) Search(ctx context.Context, req gen.SearchRequestObject) (gen.SearchResponseObject, error) {
-	out, err := invokeTool[gen.SearchInput, gen.SearchResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.Search200JSONResponse(*out), nil
-}
-
-// EditFile invokes the edit_file tool.
-func (s *Server) EditFile(ctx context.Context, req gen.EditFileRequestObject) (gen.EditFileResponseObject, error) {
-	out, err := invokeTool[gen.EditFileInput, gen.EditFileResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.EditFile200JSONResponse(*out), nil
-}
-
-// WriteFile invokes the write_file tool.
-func (s *Server) WriteFile(ctx context.Context, req gen.WriteFileRequestObject) (gen.WriteFileResponseObject, error) {
-	out, err := invokeTool[gen.WriteFileInput, gen.WriteFileResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.WriteFile200JSONResponse(*out), nil
-}
-
-// ApplyPatch invokes the apply_patch tool.
-func (s *Server) ApplyPatch(ctx context.Context, req gen.ApplyPatchRequestObject) (gen.ApplyPatchResponseObject, error) {
-	out, err := invokeTool[gen.ApplyPatchInput, gen.ApplyPatchResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.ApplyPatch200JSONResponse(*out), nil
-}
-
-// RunCommand invokes the run_command tool; without AllowCommands it is
-// refused with 422 commands_disabled.
-func (s *Server) RunCommand(ctx context.Context, req gen.RunCommandRequestObject) (gen.RunCommandResponseObject, error) {
-	out, err := invokeTool[gen.RunCommandInput, gen.RunCommandResult](ctx, s, req.Body, req.Params.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	return gen.RunCommand200JSONResponse(*out), nil
-}
-
-// invokeTool is the one implementation of every POST /v1/tools/{name}: the
-// tool is the one whose input schema is In, the body becomes a ToolCall's
-// arguments, and the tool runtime (validation, handler, observation) runs
-// it in the named workspace exactly as it runs a model's call. A success is
-// the observation's structured result; a tool error is a 422 problem with
-// the tool's code; invalid arguments are a 400 naming the field.
-func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace *string) (*Out, error) {
-	def := s.toolDefs[typeName[In]()]
-	if def == nil || body == nil {
-		return nil, problemf(http.StatusInternalServerError, "the tool is not bound")
-	}
-	args, err := toArgs(ctx, body)
-	if err != nil {
-		return nil, err
-	}
-	// The checks the tool runtime makes, here to name the field in the
-	// problem: the spec's schema, then the handler's Go type.
-	if err := def.ValidateInput(args); err != nil {
-		return nil, argumentsProblem(err)
-	}
-	if err := schema.Bind(args, new(In)); err != nil {
-		return nil, argumentsProblem(err)
-	}
-	// A workspace per call: a Workspace remembers the files it changed.
-	root, err := s.ws.openTools(workspace, "workspace", s.wsHook)
-	if err != nil {
-		return nil, err
-	}
-	defer root.Close()
+// initTools binds the built-in and custom tools on the workspace root: the
+// tools a run offers a model, and those callTool serves besides the MCP
+// servers'.
+func (s *Server) initTools() error {
 	cfg := s.setupConfig()
-	cfg.Root = root
+	cfg.Root = s.ws.root
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
-		return nil, &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
+		return fmt.Errorf("server: workspace root: %w", we.Err)
 	}
 	if err != nil {
-		return nil, err
+		return fmt.Errorf("server: tools: %w", err)
 	}
-	defer setup.Close()
-	rt := setup.Runtime
-	obs, err := rt.Call(ctx, &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: def.Spec.Name, Arguments: args})
-	if err != nil {
-		s.log.Error("tool failed internally", "tool", def.Spec.Name, "err", err)
-		return nil, problemf(http.StatusInternalServerError, "the tool failed internally; see the server's log")
-	}
-	if !obs.IsError {
-		var out Out
-		if obs.Data == nil {
-			return nil, problemf(http.StatusInternalServerError, "the tool returned no result")
-		}
-		if err := schema.Bind(*obs.Data, &out); err != nil {
-			return nil, problemf(http.StatusInternalServerError, "the tool's result does not match its schema")
-		}
-		return &out, nil
-	}
-	code := deref(obs.ErrorCode)
-	// The tool's message is the model's and may quote what was sent: the
-	// problem gives the spec's meaning of the code instead.
-	detail := toolErrorDetail(rt.Registry(), code)
-	switch code {
-	case gen.ErrorCodeUnknownTool:
-		// The spec defines the tool, so the runtime does not offer it here:
-		// only tools that run commands are ever left out of a workspace.
-		if !s.cfg.AllowCommands {
-			return nil, &problemError{status: http.StatusUnprocessableEntity, code: gen.ErrorCodeCommandsDisabled, detail: toolErrorDetail(rt.Registry(), gen.ErrorCodeCommandsDisabled)}
-		}
-		return nil, problemf(http.StatusNotFound, "the tool is not available on this server")
-	case gen.ErrorCodeInvalidArguments:
-		return nil, problemf(http.StatusBadRequest, "%s", clip(strings.TrimPrefix(obs.Content, "error: "), 4096))
-	}
-	return nil, &problemError{status: http.StatusUnprocessableEntity, code: code, detail: detail}
+	s.tools = &toolSet{setup: setup, base: setup.Runtime, servers: s.cfg.MCPServers, config: s.cfg.MCP}
+	s.runTools = setup.Runtime.Specs()
+	return nil
 }
 
-// toArgs returns the arguments of a tool call over HTTP: the body as
-// strictJSON decoded it, exactly as it was on the wire, or else the bound
-// input struct as JSON values.
-func toArgs(ctx context.Context, body any) (map[string]any, error) {
-	if v, ok := strictBody(ctx); ok {
-		if m, ok := v.(map[string]any); ok {
-			return m, nil
+// all returns the runtime of every tool the server serves, connecting the
+// MCP servers the first time. A failure to connect is not kept: the next
+// request tries again.
+func (t *toolSet) all(ctx context.Context) (agent.ToolRuntime, error) {
+	if len(t.servers) == 0 {
+		return t.base, nil
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return nil, errShuttingDown
+	}
+	if t.mcp == nil {
+		mr, err := mcpclient.Open(ctx, t.base, t.servers, t.config)
+		if err != nil {
+			return nil, err
 		}
-		return nil, problemf(http.StatusBadRequest, "the request body must be a JSON object")
+		t.mcp = mr
 	}
-	b, err := json.Marshal(body)
+	return t.mcp, nil
+}
+
+// close stops the MCP servers and closes the root's workspace.
+func (t *toolSet) close() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	var errs []error
+	if t.mcp != nil {
+		errs = append(errs, t.mcp.Close())
+		t.mcp = nil
+	}
+	return errors.Join(append(errs, t.setup.Close())...)
+}
+
+// ListTools returns exactly the tools callTool serves.
+func (s *Server) ListTools(ctx context.Context, _ gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
+	rt, err := s.toolRuntime(ctx)
 	if err != nil {
 		return nil, err
 	}
-	v, err := schema.Decode(b)
+	return gen.ListTools200JSONResponse{Tools: rt.Specs()}, nil
+}
+
+func (s *Server) toolRuntime(ctx context.Context) (agent.ToolRuntime, error) {
+	rt, err := s.tools.all(ctx)
+	if errors.Is(err, errShuttingDown) {
+		return nil, problemf(http.StatusServiceUnavailable, "the server is shutting down")
+	}
 	if err != nil {
-		return nil, err
+		s.log.Error("the MCP servers cannot be reached", "err", err)
+		return nil, problemf(http.StatusInternalServerError, "the server's MCP servers cannot be reached; see the server's log")
+	}
+	return rt, nil
+}
+
+// callTool serves POST /v1/tools/{name}: the body is the tool's input, run
+// by the tool runtime exactly as a model's call, in the workspace the
+// query names. A success is the tool's structured result; a tool error is
+// a 422 problem with the tool's code; invalid arguments are a 400 naming
+// the field.
+func (s *Server) callTool(c echo.Context) error {
+	ctx := c.Request().Context()
+	name := c.Param("name")
+	args, err := toolInput(c)
+	if err != nil {
+		return err
+	}
+	rt, err := s.toolRuntime(ctx)
+	if err != nil {
+		return err
+	}
+	reg := s.tools.base.Registry()
+	if !offers(rt, name) {
+		def, builtin := reg.Lookup(name)
+		if !builtin || s.cfg.AllowCommands {
+			return problemf(http.StatusNotFound, "no such tool on this server (GET /v1/tools lists them)")
+		}
+		// The only built-in tools a server leaves out are those that run
+		// commands: their input is still checked (no runtime will), then
+		// refused.
+		if err := def.ValidateInput(args); err != nil {
+			return invalidInput(schemaErr(err), def)
+		}
+		return &problemError{status: http.StatusUnprocessableEntity, code: gen.ErrorCodeCommandsDisabled, detail: toolErrorDetail(reg, gen.ErrorCodeCommandsDisabled)}
+	}
+	var workspace *string
+	if q := c.QueryParams(); q.Has("workspace") {
+		w := q.Get("workspace")
+		workspace = &w
+	}
+	dir, err := s.ws.openTools(workspace, "workspace", s.wsHook)
+	if err != nil {
+		return err
+	}
+	defer dir.Close()
+	call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: name, Arguments: args}
+	var obs gen.Observation
+	var invalid *schema.Error
+	def, local := reg.Lookup(name)
+	if local {
+		ws, err := tools.OpenWorkspaceIn(dir, ".")
+		if err != nil {
+			return &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
+		}
+		defer ws.Close()
+		obs, invalid, err = s.tools.base.In(ws).CallField(ctx, call)
+		if err != nil {
+			return s.toolInternal(name, err)
+		}
+	} else if obs, err = rt.Call(ctx, call); err != nil {
+		return s.toolInternal(name, err)
+	}
+	if !obs.IsError {
+		result := map[string]any{"output": obs.Content}
+		if obs.Data != nil {
+			result = *obs.Data
+		}
+		return c.JSON(http.StatusOK, result)
+	}
+	code := deref(obs.ErrorCode)
+	switch code {
+	case gen.ErrorCodeUnknownTool:
+		return problemf(http.StatusNotFound, "no such tool on this server (GET /v1/tools lists them)")
+	case gen.ErrorCodeInvalidArguments:
+		if invalid != nil {
+			return invalidInput(invalid, def)
+		}
+		// An MCP tool's: its server's schema, whose messages may quote
+		// the input.
+		return problemf(http.StatusBadRequest, "the input does not match the tool's input schema")
+	}
+	// The tool's message is the model's and may quote what was sent: the
+	// problem gives the spec's meaning of the code instead.
+	return &problemError{status: http.StatusUnprocessableEntity, code: code, detail: toolErrorDetail(reg, code)}
+}
+
+func (s *Server) toolInternal(name string, err error) error {
+	s.log.Error("tool failed internally", "tool", name, "err", err)
+	return problemf(http.StatusInternalServerError, "the tool failed internally; see the server's log")
+}
+
+// toolInput is the body strictJSON decoded, which must be a JSON object.
+func toolInput(c echo.Context) (map[string]any, error) {
+	v, ok := strictBody(c.Request().Context())
+	if !ok {
+		if req := c.Request(); req.ContentLength != 0 && !isJSON(req.Header.Get(echo.HeaderContentType)) {
+			return nil, &problemError{status: http.StatusBadRequest, field: "Content-Type", detail: "the request body must be application/json"}
+		}
+		return nil, problemf(http.StatusBadRequest, "the request body is required: the tool's input, a JSON object")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, problemf(http.StatusBadRequest, "the request body must be a JSON object")
+		return nil, problemf(http.StatusBadRequest, "the request body must be a JSON object (the tool's input)")
 	}
 	return m, nil
 }
 
-// argumentsProblem is the 400 of arguments that do not match the tool's
-// input schema or Go type, naming the field.
-func argumentsProblem(err error) error {
+// offers reports whether rt offers the tool named name.
+func offers(rt agent.ToolRuntime, name string) bool {
+	for _, spec := range rt.Specs() {
+		if spec.Name == name {
+			return true
+		}
+	}
+	return false
+}
+
+// invalidInput is the 400 of a tool input that does not match the tool's
+// schema or its handler's Go type: it names the field, or, for a property
+// the schema does not declare (the client's text), the object holding it.
+func invalidInput(e *schema.Error, def *tools.Def) error {
+	ptr, reason := e.Pointer, e.Reason
+	if e.Unknown {
+		ptr, reason = ptr[:strings.LastIndexByte(ptr, '/')], "has a property the tool's input schema does not allow"
+		if props, _ := def.Spec.InputSchema["properties"].(map[string]any); ptr == "" && len(props) > 0 {
+			reason += " (allowed: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
+		}
+	}
+	ptr = clip(ptr, schema.MaxPointer)
+	if ptr == "" {
+		return problemf(http.StatusBadRequest, "the input %s", reason)
+	}
+	return badField(ptr, "field %q: %s", ptr, reason)
+}
+
+// schemaErr is the *schema.Error err holds, or one for the whole input.
+func schemaErr(err error) *schema.Error {
 	var se *schema.Error
 	if errors.As(err, &se) {
-		return badField(clip(se.Pointer, schema.MaxPointer), "%s", se.Error())
+		return se
 	}
-	return problemf(http.StatusBadRequest, "the arguments are invalid")
+	return &schema.Error{Reason: "does not match the tool's input schema"}
 }

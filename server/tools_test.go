@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"os"
@@ -39,12 +40,12 @@ func TestTools(t *testing.T) {
 	}
 
 	t.Run("generated client", func(t *testing.T) {
-		resp, err := ts.gen.CalculatorWithResponse(ctx, nil, gen.CalculatorInput{Left: 12, Operation: gen.CalculatorOperationMultiply, Right: 7})
+		resp, err := ts.gen.CallToolWithResponse(ctx, "calculator", nil, gen.CallToolJSONRequestBody{"left": 12, "operation": gen.CalculatorOperationMultiply, "right": 7})
 		if err != nil || resp.JSON200 == nil {
 			t.Fatalf("calculator: %v %s", err, resp.Body)
 		}
-		if resp.JSON200.Value != 84 {
-			t.Errorf("12 * 7 = %v", resp.JSON200.Value)
+		if (*resp.JSON200)["value"] != 84.0 {
+			t.Errorf("12 * 7 = %v", (*resp.JSON200)["value"])
 		}
 	})
 
@@ -57,10 +58,14 @@ func TestTools(t *testing.T) {
 		status    int
 		code      gen.ErrorCode
 		field     string
+		detail    string
 	}{
 		{name: "calculator", tool: "calculator", args: map[string]any{"left": 1, "operation": "divide", "right": 4}, want: map[string]any{"value": 0.25}},
 		{name: "division by zero", tool: "calculator", args: map[string]any{"left": 1, "operation": "divide", "right": 0}, status: 422, code: "division_by_zero"},
 		{name: "missing argument", tool: "calculator", args: map[string]any{"left": 1, "operation": "add"}, status: 400, field: "/right"},
+		{name: "unknown argument", tool: "calculator", args: map[string]any{"left": 1, "operation": "add", "right": 1, "secret_key": 1}, status: 400,
+			detail: "the input has a property the tool's input schema does not allow (allowed: left, operation, right)"},
+		{name: "not an object", tool: "calculator", args: []int{1}, status: 400, detail: "the request body must be a JSON object (the tool's input)"},
 		{name: "read in a workspace", tool: "read_file", args: map[string]any{"path": "a.txt"}, workspace: "proj"},
 		{name: "file not found", tool: "read_file", args: map[string]any{"path": "nope.txt"}, workspace: "proj", status: 422, code: "not_found"},
 		{name: "path escapes", tool: "read_file", args: map[string]any{"path": "../../etc/passwd"}, workspace: "proj", status: 422, code: "outside_workspace"},
@@ -70,7 +75,7 @@ func TestTools(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := ts.sdk.InvokeTool(ctx, tt.tool, tt.args, tt.workspace)
+			got, err := callTool(ctx, ts.sdk, tt.workspace, tt.tool, tt.args)
 			if tt.status == 0 {
 				if err != nil {
 					t.Fatal(err)
@@ -92,6 +97,9 @@ func TestTools(t *testing.T) {
 			if tt.field != "" && (apiErr.Problem.Field == nil || *apiErr.Problem.Field != tt.field) {
 				t.Errorf("field %v, want %s", apiErr.Problem.Field, tt.field)
 			}
+			if tt.detail != "" && (apiErr.Problem.Detail == nil || *apiErr.Problem.Detail != tt.detail) {
+				t.Errorf("detail %v, want %q", apiErr.Problem.Detail, tt.detail)
+			}
 			if tt.status == 422 && !errors.Is(err, sdk.ErrToolFailed) {
 				t.Errorf("errors.Is(err, ErrToolFailed) = false")
 			}
@@ -103,7 +111,7 @@ func TestTools(t *testing.T) {
 func TestCommandsAllowed(t *testing.T) {
 	ts := newTestServer(t, server.Config{AllowCommands: true})
 	ctx := context.Background()
-	got, err := ts.sdk.InvokeTool(ctx, "run_command", map[string]any{"command": "echo hello"}, "")
+	got, err := callTool(ctx, ts.sdk, "", "run_command", map[string]any{"command": "echo hello"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,4 +137,17 @@ func TestCommandsAllowed(t *testing.T) {
 	if status != http.StatusOK {
 		t.Errorf("list tools: %d", status)
 	}
+}
+
+// callTool calls a tool through the sdk and decodes its result.
+func callTool(ctx context.Context, c *sdk.Client, workspace, name string, input any) (map[string]any, error) {
+	raw, err := c.CallToolIn(ctx, workspace, name, input)
+	if err != nil {
+		return nil, err
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, err
+	}
+	return out, nil
 }

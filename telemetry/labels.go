@@ -107,7 +107,7 @@ func readVocabulary(doc *openapi3.T) (*vocabulary, error) {
 		for _, op := range item.Operations() {
 			v.operations = append(v.operations, op.OperationID)
 		}
-		if strings.HasPrefix(path, toolPathPrefix) && item.Post != nil {
+		if strings.HasPrefix(path, toolPathPrefix) && !strings.Contains(path, "{") && item.Post != nil {
 			v.builtin = append(v.builtin, item.Post.OperationID)
 		}
 	}

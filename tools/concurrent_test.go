@@ -19,7 +19,7 @@ import (
 // written.
 func TestCommandCannotSwapAPathDuringAWrite(t *testing.T) {
 	t.Run("one runtime", func(t *testing.T) { commandSwapsDuringWrite(t, false) })
-	// The server opens a runtime per /v1/tools call, next to a run's and
+	// The server opens a workspace per /v1/tools call, next to a run's and
 	// /mcp's on the same directory: they must order their calls too.
 	t.Run("two runtimes on one directory", func(t *testing.T) { commandSwapsDuringWrite(t, true) })
 }

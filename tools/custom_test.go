@@ -157,7 +157,7 @@ func TestNewRefusesCustomTools(t *testing.T) {
 		return s
 	}
 	endpoint := "      servers: [{url: \"http://127.0.0.1:1\"}]\n"
-	command := "      x-specloop-command: [cat]\n"
+	command := "      x-specloop-argv: [cat]\n"
 	unbound, err := tools.LoadSpec(weather.Spec)
 	if err != nil {
 		t.Fatal(err)
@@ -200,10 +200,12 @@ func TestNewRefusesCustomTools(t *testing.T) {
 func TestRegisterDeclaredRefuses(t *testing.T) {
 	cases := []struct{ name, op, want string }{
 		{"nothing declared", "", `custom tool "echo": has no handler`},
-		{"both", "      x-specloop-command: [cat]\n      servers: [{url: \"http://127.0.0.1:1\"}]\n", "declares both"},
-		{"an empty command", "      x-specloop-command: []\n", "non-empty list"},
-		{"a command that is not a list", "      x-specloop-command: cat\n", "non-empty list"},
-		{"a command with a number", "      x-specloop-command: [cat, 1]\n", "x-specloop-command[1]"},
+		{"both", "      x-specloop-argv: [cat]\n      servers: [{url: \"http://127.0.0.1:1\"}]\n", "declares both"},
+		{"an empty command", "      x-specloop-argv: []\n", "non-empty list"},
+		{"a command that is not a list", "      x-specloop-argv: cat\n", "non-empty list"},
+		{"a command with a number", "      x-specloop-argv: [cat, 1]\n", "x-specloop-argv[1]"},
+		{"the argv's old key", "      x-specloop-command: [cat]\n", "declares x-specloop-command, which is now x-specloop-argv: [program, args...]"},
+		{"the built-in tools' trait", "      x-specloop-command: true\n", "now x-specloop-argv"},
 		{"a file URL", "      servers: [{url: \"file:///etc/passwd\"}]\n", "http or https"},
 		{"a relative URL", "      servers: [{url: \"/tools\"}]\n", "http or https"},
 		{"server variables", "      servers: [{url: \"http://{host}/\", variables: {host: {default: a}}}]\n", "variables"},
@@ -244,7 +246,7 @@ func declaredRuntime(t *testing.T, dir, doc string, cfg tools.DeclaredConfig, b 
 // commandOp declares a shell script as the handler.
 func commandOp(script string) string {
 	q, _ := json.Marshal(script)
-	return "      x-specloop-command: [/bin/sh, -c, " + string(q) + "]\n"
+	return "      x-specloop-argv: [/bin/sh, -c, " + string(q) + "]\n"
 }
 
 const resultSchema = `    EchoResult:

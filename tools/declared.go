@@ -19,9 +19,13 @@ import (
 	"github.com/specloop/specloop/sandbox"
 )
 
-// commandKey is the operation extension that declares a command handler:
-// the argv of a program run in the workspace under the sandbox.
-const commandKey = "x-specloop-command"
+// argvKey is the operation extension that declares a command handler: the
+// argv of a program run in the workspace under the sandbox.
+const argvKey = "x-specloop-argv"
+
+// oldArgvKey is what argvKey was called. It is refused, naming argvKey: it
+// means only the boolean trait of a built-in tool (runs commands).
+const oldArgvKey = "x-specloop-command"
 
 // Defaults of DeclaredConfig.
 const (
@@ -48,7 +52,7 @@ type DeclaredConfig struct {
 // RegisterDeclared binds every tool of s that has no handler yet to the
 // handler its operation declares:
 //
-//   - x-specloop-command: [program, args...] runs the program in the
+//   - x-specloop-argv: [program, args...] runs the program in the
 //     workspace under the runtime's sandbox, exactly like run_command (no
 //     network, a read-only .git, the allowlisted environment), with the
 //     arguments' JSON on its standard input. A zero exit status with its
@@ -108,7 +112,10 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 }
 
 func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
-	raw, hasCommand := def.op.Extensions[commandKey]
+	if _, old := def.op.Extensions[oldArgvKey]; old {
+		return nil, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
+	}
+	raw, hasCommand := def.op.Extensions[argvKey]
 	var servers openapi3.Servers
 	if def.op.Servers != nil {
 		servers = *def.op.Servers
@@ -116,7 +123,7 @@ func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 	hasServer := len(servers) > 0
 	switch {
 	case hasCommand && hasServer:
-		return nil, fmt.Errorf("declares both %s and servers; keep one", commandKey)
+		return nil, fmt.Errorf("declares both %s and servers; keep one", argvKey)
 	case hasCommand:
 		argv, err := commandArgv(raw)
 		if err != nil {
@@ -132,19 +139,19 @@ func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 		e := &endpointHandler{def: def, url: u, cfg: cfg}
 		return rawHandler{need: NeedsNothing, fn: e.call}, nil
 	}
-	return nil, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", commandKey)
+	return nil, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
 }
 
 func commandArgv(raw any) ([]string, error) {
 	list, ok := raw.([]any)
 	if !ok || len(list) == 0 {
-		return nil, fmt.Errorf("%s must be a non-empty list of strings (the program and its arguments)", commandKey)
+		return nil, fmt.Errorf("%s must be a non-empty list of strings (the program and its arguments)", argvKey)
 	}
 	argv := make([]string, len(list))
 	for i, v := range list {
 		s, ok := v.(string)
 		if !ok || i == 0 && strings.TrimSpace(s) == "" || strings.IndexByte(s, 0) >= 0 {
-			return nil, fmt.Errorf("%s[%d] must be a string (without NUL; the program not empty)", commandKey, i)
+			return nil, fmt.Errorf("%s[%d] must be a string (without NUL; the program not empty)", argvKey, i)
 		}
 		argv[i] = s
 	}

@@ -9,10 +9,11 @@
 // codes and words their notes.
 //
 // A tool is defined only in spec/agent.yaml, as the operation
-// POST /v1/tools/{name}: its name, description, input schema, result schema
+// POST /v1/tools/NAME: its name, description, input schema, result schema
 // and error codes (x-error-codes, members of the ErrorCode enum) all come
-// from there. Go supplies handlers, bound to
-// tools by their generated input type.
+// from there. Go supplies handlers, bound to tools by their generated input
+// type. Over HTTP one operation, POST /v1/tools/{name}, serves them all
+// (the server runs each call in its own workspace with Runtime.In).
 //
 // (The root tools.go, with the "tools" build tag, only pins the code
 // generator; it has nothing to do with this package.)

@@ -67,10 +67,11 @@ type Registry struct {
 	meanings map[gen.ErrorCode]string
 }
 
-// NewRegistry derives every tool from the operations POST /v1/tools/{name}
-// of the OpenAPI document doc (YAML or JSON). The operationId must equal the
-// name in the path; the request body and the 200 response must be JSON
-// schemas given by $ref.
+// NewRegistry derives every tool from the operations POST /v1/tools/NAME
+// of the OpenAPI document doc (YAML or JSON), NAME a tool name (the
+// templated POST /v1/tools/{name}, which serves every tool over HTTP,
+// defines none). The operationId must equal the name in the path; the
+// request body and the 200 response must be JSON schemas given by $ref.
 func NewRegistry(doc []byte) (*Registry, error) {
 	t, err := parseSpec(doc)
 	if err != nil {
@@ -101,7 +102,7 @@ func newRegistry(doc *openapi3.T) (*Registry, error) {
 	r := &Registry{byName: map[string]*Def{}, meanings: meanings}
 	for path, item := range doc.Paths.Map() {
 		name, ok := strings.CutPrefix(path, toolPathPrefix)
-		if !ok || name == "" || strings.Contains(name, "/") {
+		if !ok || !ValidToolName(name) {
 			continue
 		}
 		def, err := newDef(name, item.Post, meanings)

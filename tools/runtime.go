@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/sandbox"
 )
 
@@ -196,17 +197,25 @@ func (r *Runtime) Workspace() *Workspace { return r.env.Workspace }
 // they do not match the tool's input schema, or when the handler's Go input
 // type cannot hold them (an integer past its range): both name the field.
 func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation, error) {
+	obs, _, err := r.CallField(ctx, call)
+	return obs, err
+}
+
+// CallField is Call that also returns, when the arguments are invalid, what
+// is wrong with them and where (nil for every other outcome): the server's
+// problem names the field.
+func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observation, *schema.Error, error) {
 	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
 	t, ok := r.enabled[call.ToolName]
 	if !ok {
-		return fail(obs, gen.ErrorCodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", clip(call.ToolName, 64), r.names)), nil
+		return fail(obs, gen.ErrorCodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", clip(call.ToolName, 64), r.names)), nil, nil
 	}
 	args := call.Arguments
 	if args == nil {
 		args = map[string]any{}
 	}
 	if err := t.def.ValidateInput(args); err != nil {
-		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), nil
+		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), schemaError(err), nil
 	}
 	res, err := r.invoke(ctx, t, args)
 	if err != nil {
@@ -214,25 +223,43 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 		var ae *argumentsError
 		switch {
 		case errors.As(err, &ae):
-			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), nil
+			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, ae.err)), ae.err, nil
 		case errors.As(err, &te) && te.Code.Valid():
-			return fail(obs, te.Code, te.Message), nil
+			return fail(obs, te.Code, te.Message), nil, nil
 		case te != nil:
 			// A code outside the spec's enum is a handler's bug; recorded
 			// as it is, it would make the observation and the trace invalid.
-			return obs, &InternalError{Tool: call.ToolName, Err: fmt.Errorf("the handler returned the error code %q, which is not in the spec's ErrorCode enum", clip(string(te.Code), 64))}
+			return obs, nil, &InternalError{Tool: call.ToolName, Err: fmt.Errorf("the handler returned the error code %q, which is not in the spec's ErrorCode enum", clip(string(te.Code), 64))}
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
-			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil
+			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil, nil
 		}
 		var ie *InternalError
 		if !errors.As(err, &ie) {
 			ie = &InternalError{Tool: call.ToolName, Err: err}
 		}
-		return obs, ie
+		return obs, nil, ie
 	}
 	obs.Content = res.Content
 	obs.Data = &res.Data
-	return obs, nil
+	return obs, nil, nil
+}
+
+// schemaError is the *schema.Error err holds, or one for the whole value.
+func schemaError(err error) *schema.Error {
+	var se *schema.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return &schema.Error{Reason: "does not match the schema"}
+}
+
+// In returns a runtime with r's tools (those r offers, bound once) working
+// in ws, under r's sandbox: a server binds its tools once and runs each
+// call in the workspace the request names. ws stays the caller's to close.
+func (r *Runtime) In(ws *Workspace) *Runtime {
+	c := *r
+	c.env = &Env{Workspace: ws, Sandbox: r.env.Sandbox}
+	return &c
 }
 
 func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {

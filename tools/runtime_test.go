@@ -36,7 +36,7 @@ func TestRegistryComesFromTheSpec(t *testing.T) {
 	}
 	var names []string
 	for path := range doc.Paths.Map() {
-		if name, ok := strings.CutPrefix(path, "/v1/tools/"); ok {
+		if name, ok := strings.CutPrefix(path, "/v1/tools/"); ok && tools.ValidToolName(name) {
 			names = append(names, name)
 		}
 	}

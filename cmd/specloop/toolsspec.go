@@ -16,7 +16,7 @@ type toolsSpecFlags struct {
 }
 
 func (f *toolsSpecFlags) register(fs *flag.FlagSet) {
-	fs.Var(&f.files, "tools-spec", "an OpenAPI document of extra tools (POST /v1/tools/{name}), each run by the command of its x-specloop-command (under the sandbox; needs commands) or posted to its operation's servers URL (repeatable)")
+	fs.Var(&f.files, "tools-spec", "an OpenAPI document of extra tools (POST /v1/tools/{name}), each run by the command of its x-specloop-argv (under the sandbox; needs commands) or posted to its operation's servers URL (repeatable)")
 }
 
 // load reads, checks and binds every document; an error names the file.

@@ -13,7 +13,7 @@ import (
 )
 
 // shoutDoc is a tools document with one tool, shout, handled as handler
-// says (an x-specloop-command or a servers line, indented for the
+// says (an x-specloop-argv or a servers line, indented for the
 // operation).
 func shoutDoc(handler string) string {
 	return `openapi: 3.0.3
@@ -59,7 +59,7 @@ func writeTemp(t *testing.T, name, content string) string {
 // against the document's schema, the command gets them on stdin and its
 // output is the observation.
 func TestRunToolsSpecCommand(t *testing.T) {
-	doc := writeTemp(t, "shout.yaml", shoutDoc(`      x-specloop-command: [/bin/sh, -c, "tr a-z A-Z"]`))
+	doc := writeTemp(t, "shout.yaml", shoutDoc(`      x-specloop-argv: [/bin/sh, -c, "tr a-z A-Z"]`))
 	script := writeTemp(t, "run.script", `{"type":"tool_call","tool_name":"shout","arguments":{"text":""}}`+"\n"+
 		`{"type":"tool_call","tool_name":"shout","arguments":{"text":"hello"}}`+"\n"+
 		`{"type":"finish","answer":"done"}`+"\n")
@@ -79,8 +79,8 @@ func TestRunToolsSpecCommand(t *testing.T) {
 
 func TestToolsSpecRefusedAtStart(t *testing.T) {
 	script := writeTemp(t, "run.script", `{"type":"finish","answer":"done"}`+"\n")
-	broken := writeTemp(t, "broken.yaml", strings.Replace(shoutDoc(`      x-specloop-command: [cat]`), `$ref: "#/components/schemas/ShoutInput"`, `$ref: "#/components/schemas/Missing"`, 1))
-	command := writeTemp(t, "command.yaml", shoutDoc(`      x-specloop-command: [cat]`))
+	broken := writeTemp(t, "broken.yaml", strings.Replace(shoutDoc(`      x-specloop-argv: [cat]`), `$ref: "#/components/schemas/ShoutInput"`, `$ref: "#/components/schemas/Missing"`, 1))
+	command := writeTemp(t, "command.yaml", shoutDoc(`      x-specloop-argv: [cat]`))
 	undeclared := writeTemp(t, "undeclared.yaml", shoutDoc(""))
 	cases := []struct {
 		name string
@@ -90,10 +90,12 @@ func TestToolsSpecRefusedAtStart(t *testing.T) {
 		{"run: a $ref to nowhere", []string{"run", "--script", script, "--tools-spec", broken, "p"},
 			`--tools-spec ` + broken + `: tools: custom spec: tool "shout": $ref "#/components/schemas/Missing" points to nothing`},
 		{"run: no handler declared", []string{"run", "--script", script, "--tools-spec", undeclared, "p"}, `custom tool "shout": has no handler`},
+		{"run: the argv's old key", []string{"run", "--script", script, "--tools-spec", writeTemp(t, "old.yaml", shoutDoc(`      x-specloop-command: [cat]`)), "p"},
+			`custom tool "shout": declares x-specloop-command, which is now x-specloop-argv`},
 		{"run: a missing file", []string{"run", "--script", script, "--tools-spec", "no-such.yaml", "p"}, "--tools-spec: open no-such.yaml"},
 		{"run: a command without commands", []string{"run", "--script", script, "--no-commands", "--tools-spec", command, "--workspace", t.TempDir(), "p"},
 			`run: --tools-spec: tools: custom tool "shout" runs a command, and this runtime offers no commands (commands are disabled)`},
-		{"run: a clash with a built-in", []string{"run", "--script", script, "--tools-spec", writeTemp(t, "clash.yaml", strings.ReplaceAll(shoutDoc(`      x-specloop-command: [cat]`), "shout", "read_file")), "--workspace", t.TempDir(), "p"},
+		{"run: a clash with a built-in", []string{"run", "--script", script, "--tools-spec", writeTemp(t, "clash.yaml", strings.ReplaceAll(shoutDoc(`      x-specloop-argv: [cat]`), "shout", "read_file")), "--workspace", t.TempDir(), "p"},
 			`custom tool "read_file" clashes with the built-in tool`},
 		{"run: remote", []string{"run", "--script", script, "--remote", "http://127.0.0.1:1", "--tools-spec", command, "p"}, "--tools-spec applies to local runs"},
 		{"serve: a command without --allow-commands", []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir(), "--tools-spec", command},
@@ -111,7 +113,8 @@ func TestToolsSpecRefusedAtStart(t *testing.T) {
 	}
 }
 
-// `specloop serve --tools-spec` offers an endpoint-backed tool to runs.
+// `specloop serve --tools-spec` offers an endpoint-backed tool to runs
+// and serves it at POST /v1/tools/{name}.
 func TestServeToolsSpecEndpoint(t *testing.T) {
 	endpoint := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
@@ -135,10 +138,21 @@ func TestServeToolsSpecEndpoint(t *testing.T) {
 	if err := json.NewDecoder(resp.Body).Decode(&list); err != nil {
 		t.Fatal(err)
 	}
+	found := false
 	for _, tool := range list.Tools {
-		if tool.Name == "shout" && tool.Description == "Returns the text in capitals." {
-			return
-		}
+		found = found || tool.Name == "shout" && tool.Description == "Returns the text in capitals."
 	}
-	t.Errorf("the server does not offer shout: %+v", list.Tools)
+	if !found {
+		t.Fatalf("the server does not offer shout: %+v", list.Tools)
+	}
+	// And calls it directly, like a built-in tool.
+	resp, err = http.Post(url+"/v1/tools/shout", "application/json", strings.NewReader(`{"text":"hi"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK || string(body) != `{"TEXT":"HI"}`+"\n" {
+		t.Errorf("POST /v1/tools/shout: %d %s", resp.StatusCode, body)
+	}
 }

@@ -355,6 +355,28 @@ func TestCheckRoutes(t *testing.T) {
 	if ps := contract.CheckRoutes(doc, served); len(ps) > 0 {
 		t.Fatalf("the spec's own routes:\n%s", contract.Format(ps))
 	}
+	// The server serves the built-in tools' paths by POST /v1/tools/:name.
+	var generic []contract.Route
+	for _, r := range served {
+		if !strings.HasPrefix(r.Path, "/v1/tools/") || r.Path == "/v1/tools/:name" {
+			generic = append(generic, r)
+		}
+	}
+	if len(generic) == len(served) {
+		t.Fatal("the spec has no concrete tool paths")
+	}
+	if ps := contract.CheckRoutes(doc, generic); len(ps) > 0 {
+		t.Fatalf("routes with POST /v1/tools/:name for the tools:\n%s", contract.Format(ps))
+	}
+	var withoutGeneric []contract.Route
+	for _, r := range generic {
+		if r.Path != "/v1/tools/:name" {
+			withoutGeneric = append(withoutGeneric, r)
+		}
+	}
+	if got := fmt.Sprint(contract.CheckRoutes(doc, withoutGeneric)); !strings.Contains(got, "calculator: the spec declares POST /v1/tools/calculator but the server does not serve it") {
+		t.Errorf("a server without the tool route: problems %s", got)
+	}
 	var withoutHealth []contract.Route
 	for _, r := range served {
 		if r.Path != "/healthz" {

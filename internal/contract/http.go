@@ -199,8 +199,10 @@ type Route struct {
 
 // CheckRoutes compares the routes a server serves with the operations of
 // doc: a served route the spec lacks, and an operation no route serves, are
-// problems. HEAD and OPTIONS routes the spec does not declare are ignored
-// (routers add them).
+// problems. A route with a parameter serves the spec's concrete paths it
+// matches (POST /v1/tools/:name serves POST /v1/tools/calculator). HEAD
+// and OPTIONS routes the spec does not declare are ignored (routers add
+// them).
 func CheckRoutes(doc *openapi3.T, served []Route) []Problem {
 	declared := map[Route]string{}
 	for _, o := range operations(doc) {
@@ -221,12 +223,27 @@ func CheckRoutes(doc *openapi3.T, served []Route) []Problem {
 	for _, r := range slices.SortedFunc(maps.Keys(declared), func(a, b Route) int {
 		return strings.Compare(a.Path+" "+a.Method, b.Path+" "+b.Method)
 	}) {
-		if !have[r] {
+		if !have[r] && !slices.ContainsFunc(served, func(s Route) bool { return s.Method == r.Method && routeMatches(s.Path, r.Path) }) {
 			ps = append(ps, Problem{Subject: declared[r], Message: fmt.Sprintf("the spec declares %s %s but the server does not serve it", r.Method, r.Path)})
 		}
 	}
 	slices.SortFunc(ps, func(a, b Problem) int { return strings.Compare(a.Subject, b.Subject) })
 	return ps
+}
+
+// routeMatches reports whether the echo route pattern (with :params)
+// matches the concrete path, segment by segment.
+func routeMatches(pattern, path string) bool {
+	ps, xs := strings.Split(pattern, "/"), strings.Split(path, "/")
+	if len(ps) != len(xs) {
+		return false
+	}
+	for i, p := range ps {
+		if p != xs[i] && (!strings.HasPrefix(p, ":") || xs[i] == "" || strings.HasPrefix(xs[i], ":")) {
+			return false
+		}
+	}
+	return true
 }
 
 // echoPath turns an OpenAPI path template into echo's form: {id} → :id.

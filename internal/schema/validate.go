@@ -75,6 +75,10 @@ type Error struct {
 	// Reason says what is wrong, such as "is required" or "must be one of
 	// add, subtract, multiply, divide".
 	Reason string
+	// Unknown is set when Pointer's last token is a property the schema
+	// does not declare: the sender's text, which a reply to a client
+	// must not repeat.
+	Unknown bool
 }
 
 // Error formats the error as `field "/pointer": reason`, or as
@@ -98,8 +102,10 @@ func FromSchemaError(err error) *Error {
 	}
 	se = Innermost(se)
 	tokens := se.JSONPointer()
+	n := len(tokens)
 	reason := reasonOf(se, &tokens)
-	return &Error{Pointer: pointer(tokens), Reason: reason}
+	unknown := (se.SchemaField == "properties" || se.SchemaField == "additionalProperties") && len(tokens) > n
+	return &Error{Pointer: pointer(tokens), Reason: reason, Unknown: unknown}
 }
 
 // Innermost follows a oneOf failure into the branch the discriminator chose
