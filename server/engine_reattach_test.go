@@ -14,6 +14,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -23,7 +24,7 @@ import (
 type durableEngine struct {
 	mu       sync.Mutex
 	runs     map[string]*durableRun
-	attached chan server.EngineRun
+	attached chan runner.EngineRun
 }
 
 type durableRun struct {
@@ -34,10 +35,10 @@ type durableRun struct {
 var pendingArgs = map[string]any{"command": "echo secret-ish argument"}
 
 func newDurableEngine() *durableEngine {
-	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan server.EngineRun, 4)}
+	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan runner.EngineRun, 4)}
 }
 
-func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+func (e *durableEngine) Execute(ctx context.Context, r runner.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
 	e.mu.Lock()
 	dr := e.runs[r.ID]
 	if r.Attached {
@@ -48,7 +49,7 @@ func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event f
 	}
 	e.mu.Unlock()
 	if dr == nil {
-		return gen.RunResult{}, fmt.Errorf("follow: %w", server.ErrNoEngineRun)
+		return gen.RunResult{}, fmt.Errorf("follow: %w", runner.ErrNoEngineRun)
 	}
 	emit := func(ev gen.TraceEvent) {
 		ev.RunId, ev.Time = r.ID, time.Unix(int64(len(dr.lines)+1), 0).UTC()
@@ -77,7 +78,7 @@ func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event f
 		answer := "decided " + string(a.Decision)
 		return gen.RunResult{RunId: &r.ID, ExitReason: reason, StepsUsed: 1, Answer: &answer}, nil
 	case <-ctx.Done():
-		if server.CancelRequested(ctx) {
+		if runner.CancelRequested(ctx) {
 			return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonCancelled}, nil
 		}
 		msg := "stopped following"
@@ -99,9 +100,9 @@ func (e *durableEngine) Decide(_ context.Context, runID, callID string, a agent.
 // pendingExpires is when the engine's approval wait times out.
 var pendingExpires = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (server.EnginePendingCall, error) {
+func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (runner.EnginePendingCall, error) {
 	id := callID
-	return server.EnginePendingCall{Call: gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs},
+	return runner.EnginePendingCall{Call: gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs},
 		Expires: pendingExpires}, nil
 }
 
@@ -135,7 +136,7 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := server.Config{Engine: e, DataDir: data, WorkspaceRoot: root}
+	cfg := server.Config{Config: runner.Config{Engine: e, DataDir: data, WorkspaceRoot: root}}
 	ts1 := newTestServer(t, cfg)
 	req := calcRequest()
 	req.ApprovalPolicy, req.Workspace = ptr(gen.ApprovalPolicyCommands), ptr("a")
@@ -155,7 +156,7 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	// and the list were read: what the restarted server reports the
 	// moment it serves cannot depend on them having run.
 	read := make(chan struct{})
-	defer server.SetFollowHook(func(string) {
+	defer runner.SetFollowHook(func(string) {
 		select {
 		case <-read:
 		case <-time.After(30 * time.Second): // a hang guard only

@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/mcpserver"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/tools"
@@ -117,7 +118,7 @@ func TestRunWithMCPServer(t *testing.T) {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ext }, nil))
 	defer hs.Close()
 
-	ts := newTestServer(t, server.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: hs.URL}}})
+	ts := newTestServer(t, server.Config{Config: runner.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: hs.URL}}}})
 
 	bad := gen.CreateRunRequest{Task: gen.Task{Prompt: "x"}, Model: sdk.ScriptModel(`{"type":"finish","answer":"x"}`), McpServers: &[]string{"weather", "nope"}}
 	data, _ := json.Marshal(bad)

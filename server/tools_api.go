@@ -14,7 +14,7 @@ import (
 
 // ListTools returns the tools a run on this server offers a model.
 func (s *Server) ListTools(context.Context, gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
-	return gen.ListTools200JSONResponse{Tools: s.runTools}, nil
+	return gen.ListTools200JSONResponse{Tools: s.runTools()}, nil
 }
 
 // Calculator invokes the calculator tool.
@@ -114,7 +114,7 @@ func invokeTool[In, Out any](ctx context.Context, s *Server, body *In, workspace
 		return nil, argumentsProblem(err)
 	}
 	// A workspace per call: a Workspace remembers the files it changed.
-	root, err := s.ws.openTools(workspace, "workspace", s.wsHook)
+	root, err := s.openTools(workspace, "workspace")
 	if err != nil {
 		return nil, err
 	}

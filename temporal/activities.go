@@ -107,7 +107,7 @@ type (
 )
 
 // ModelFactory builds a run's model from its configuration and tools, as
-// server.ModelFactory does.
+// runner.ModelFactory does.
 type ModelFactory func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error)
 
 // Activities are the run workflow's activities, executed by workers.
@@ -120,7 +120,7 @@ type Activities struct {
 	// HostQueue is the task queue of this host's workers, where a run's
 	// tool activities go.
 	HostQueue string
-	// Models builds models; nil means server.DefaultModels' behaviour is
+	// Models builds models; nil means runner.DefaultModels' behaviour is
 	// unavailable and every run fails with model_error.
 	Models ModelFactory
 	// Setup is the base of every run's setup (sandbox, commands, check

@@ -11,7 +11,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/wiring"
 )
@@ -91,18 +91,18 @@ func TestPendingQueryListsTheWaitingCall(t *testing.T) {
 	h := newHarness(t)
 	in := scriptInput([]string{writeDone, finish}, "", 0)
 	in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, 72*time.Hour
-	pending := func() *server.EnginePendingCall {
+	pending := func() *runner.EnginePendingCall {
 		v, err := h.env.QueryWorkflow(temporal.PendingQuery)
 		if err != nil {
 			t.Fatalf("query: %v", err)
 		}
-		var p *server.EnginePendingCall
+		var p *runner.EnginePendingCall
 		if err := v.Get(&p); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	var waiting, after *server.EnginePendingCall
+	var waiting, after *runner.EnginePendingCall
 	var asked time.Time
 	h.env.RegisterDelayedCallback(func() {
 		waiting, asked = pending(), h.env.Now()

@@ -15,10 +15,10 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 )
 
-// Engine is the server.Engine that runs each run as a workflow: `specloop
+// Engine is the runner.Engine that runs each run as a workflow: `specloop
 // serve --engine temporal`. The events come from the Store the workers
 // write, followed as they arrive.
 type Engine struct {
@@ -35,7 +35,7 @@ type Engine struct {
 	Poll time.Duration
 }
 
-var _ server.Engine = (*Engine)(nil)
+var _ runner.Engine = (*Engine)(nil)
 
 // WorkflowID is the workflow id of run id.
 func WorkflowID(runID string) string { return "specloop-run-" + runID }
@@ -44,7 +44,7 @@ func WorkflowID(runID string) string { return "specloop-run-" + runID }
 // before), hands its events to event as they reach the store, and returns
 // its result. A client's cancellation cancels the workflow; the server's
 // shutdown only stops following it.
-func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+func (e *Engine) Execute(ctx context.Context, r runner.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
 	fail := func(err error) (gen.RunResult, error) {
 		msg := err.Error()
 		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
@@ -61,7 +61,7 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 		_, err := e.Client.DescribeWorkflow(bg, WorkflowID(r.ID), "")
 		var nf *serviceerror.NotFound
 		if errors.As(err, &nf) {
-			return fail(fmt.Errorf("follow the workflow: %w", server.ErrNoEngineRun))
+			return fail(fmt.Errorf("follow the workflow: %w", runner.ErrNoEngineRun))
 		}
 		if err != nil {
 			return fail(fmt.Errorf("describe the workflow: %w", err))
@@ -104,7 +104,7 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 			}
 		case <-cancelled:
 			cancelled = nil
-			if !server.CancelRequested(ctx) {
+			if !runner.CancelRequested(ctx) {
 				msg := "the API server stopped following the run; it goes on in Temporal"
 				return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
 			}
@@ -177,22 +177,22 @@ func (e *Engine) Decide(ctx context.Context, runID, callID string, a agent.Appro
 // PendingCall returns the call run runID's workflow waits on for
 // approval, with its arguments and expiry (a workflow query: the arguments
 // never go to the trace).
-func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (server.EnginePendingCall, error) {
+func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (runner.EnginePendingCall, error) {
 	v, err := e.Client.QueryWorkflow(ctx, WorkflowID(runID), "", PendingQuery)
 	if err != nil {
-		return server.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
+		return runner.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
 	}
-	var p *server.EnginePendingCall
+	var p *runner.EnginePendingCall
 	if err := v.Get(&p); err != nil {
-		return server.EnginePendingCall{}, fmt.Errorf("decode the pending call: %w", err)
+		return runner.EnginePendingCall{}, fmt.Errorf("decode the pending call: %w", err)
 	}
 	if p == nil || p.Call.CallId == nil || *p.Call.CallId != callID {
-		return server.EnginePendingCall{}, errors.New("the run waits for no decision on this call")
+		return runner.EnginePendingCall{}, errors.New("the run waits for no decision on this call")
 	}
 	return *p, nil
 }
 
 var (
-	_ server.EngineApprovals     = (*Engine)(nil)
-	_ server.EngineApprovalCalls = (*Engine)(nil)
+	_ runner.EngineApprovals     = (*Engine)(nil)
+	_ runner.EngineApprovalCalls = (*Engine)(nil)
 )

@@ -18,8 +18,8 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -53,7 +53,7 @@ var scripts = []struct {
 }
 
 // scriptModels builds script models from their configuration, as
-// server.DefaultModels does.
+// runner.DefaultModels does.
 func scriptModels(cfg gen.ModelConfig, _ []gen.ToolSpec) (agent.Model, error) {
 	sc, err := cfg.AsScriptModelConfig()
 	if err != nil {
@@ -127,7 +127,7 @@ func scriptInput(responses []string, check string, maxSteps int) temporal.RunInp
 	if err := mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses}); err != nil {
 		panic(err)
 	}
-	return temporal.RunInput{EngineRun: server.EngineRun{ID: "run1", Task: gen.Task{Prompt: "multiply"}, Model: mc, Check: check, MaxSteps: maxSteps}}
+	return temporal.RunInput{EngineRun: runner.EngineRun{ID: "run1", Task: gen.Task{Prompt: "multiply"}, Model: mc, Check: check, MaxSteps: maxSteps}}
 }
 
 func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {

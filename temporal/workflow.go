@@ -13,7 +13,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 )
 
 // WorkflowName is the name the run workflow is registered under.
@@ -23,7 +23,7 @@ const WorkflowName = "specloop.Run"
 // server accepted it (its Model is built by the worker's ModelFactory; its
 // Workspace is relative to the workers' workspace root) and how to run it.
 type RunInput struct {
-	server.EngineRun
+	runner.EngineRun
 	RecordRaw bool
 	// HeartbeatTimeout is how long a worker may go silent during a tool
 	// call or check before the call moves to another worker of the host;
@@ -75,7 +75,7 @@ const (
 // workflow error means the workflow itself could not run.
 func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	r := &wfRun{wctx: wctx, in: in}
-	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*server.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
+	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*runner.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
 	}
 	hb := in.HeartbeatTimeout
@@ -175,7 +175,7 @@ type wfRun struct {
 	modelCalls   int
 	toolCalls    int
 	pending      [][]byte                  // trace lines not yet in the store
-	waiting      *server.EnginePendingCall // the call waiting for approval (PendingQuery)
+	waiting      *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
 	written      int                       // trace lines in the store
 }
 

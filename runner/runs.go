@@ -1,10 +1,9 @@
-package server
+package runner
 
 import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -196,8 +195,8 @@ func parseCursor(c string) (time.Time, string, bool) {
 
 // errQueueFull and errUnavailable are the scheduler's refusals.
 var (
-	errQueueFull   = &problemError{status: http.StatusTooManyRequests, detail: "the run queue is full; retry later"}
-	errUnavailable = &problemError{status: http.StatusServiceUnavailable, detail: "the server is shutting down and accepts no new runs"}
+	errQueueFull   = &Error{Kind: Full, Detail: "the run queue is full; retry later"}
+	errUnavailable = &Error{Kind: Unavailable, Detail: "the server is shutting down and accepts no new runs"}
 )
 
 // scheduler starts queued runs: at most slots at a time, at most one per

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"fmt"
@@ -7,13 +7,10 @@ import (
 	"github.com/specloop/specloop/mcpclient"
 )
 
-// mcpPath is where Config.MCPHandler is served.
-const mcpPath = "/mcp"
-
 // mcpServers returns the configured MCP servers a request names, in its
 // order; a name the server was not configured with is a 400 naming it. A
 // client only ever chooses among the servers the operator configured.
-func (s *Server) mcpServers(names *[]string) ([]mcpclient.Server, error) {
+func (s *Runner) mcpServers(names *[]string) ([]mcpclient.Server, error) {
 	if names == nil || len(*names) == 0 {
 		return nil, nil
 	}
@@ -41,7 +38,7 @@ func (s *Server) mcpServers(names *[]string) ([]mcpclient.Server, error) {
 }
 
 // mcpNames lists the configured MCP servers' names, for messages.
-func (s *Server) mcpNames() string {
+func (s *Runner) mcpNames() string {
 	if len(s.cfg.MCPServers) == 0 {
 		return "none (serve --mcp NAME=... configures them)"
 	}

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 // execute runs one run to its end; the scheduler calls it in its own
 // goroutine once the run's workspace and a slot are free.
-func (s *Server) execute(r *run) {
+func (s *Runner) execute(r *run) {
 	if s.cfg.Engine != nil {
 		s.executeOn(s.cfg.Engine, r)
 		return
@@ -62,7 +62,7 @@ func (s *Server) execute(r *run) {
 }
 
 // start marks r running and returns its job and start time.
-func (s *Server) start(r *run) (*job, time.Time) {
+func (s *Runner) start(r *run) (*job, time.Time) {
 	s.runs.mu.Lock()
 	defer s.runs.mu.Unlock()
 	r.status = gen.RunStatusRunning
@@ -72,7 +72,7 @@ func (s *Server) start(r *run) (*job, time.Time) {
 
 // runAgent sets up the run's workspace, tools, check and trace, and runs
 // the agent loop. Setup failures end the run with internal_error.
-func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
+func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
 	fail := func(err error) (gen.RunResult, error) {
 		msg := err.Error()
 		return gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
@@ -83,7 +83,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer tf.Close()
 	*tfp = tf
-	cfg := s.setupConfig()
+	cfg := s.Setup()
 	cfg.Root = j.ws.root
 	cfg.Check = j.check
 	s.instrumentRun(&cfg, j)
@@ -120,7 +120,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 // finished before run_finished reaches any stream, so a client that saw
 // run_finished always gets the result.
 // data is ev as written to the trace, or nil when it was not written.
-func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
+func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
 	res = compact(res, &r.id)
 	finished := time.Now().UTC()
 	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
@@ -174,7 +174,7 @@ func compact(res gen.RunResult, id *string) gen.RunResult {
 
 // cancelQueued ends a run that never started: its trace gets only
 // run_finished, and its record says cancelled.
-func (s *Server) cancelQueued(r *run, cause error) {
+func (s *Runner) cancelQueued(r *run, cause error) {
 	s.runs.mu.RLock()
 	j := r.job
 	s.runs.mu.RUnlock()
@@ -194,7 +194,7 @@ func (s *Server) cancelQueued(r *run, cause error) {
 }
 
 // appendEvent appends one event to run id's trace, creating it.
-func (s *Server) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPolicy) error {
+func (s *Runner) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPolicy) error {
 	tf, err := s.store.createTrace(id, policy)
 	if err != nil {
 		return err
@@ -211,7 +211,7 @@ const interruptedError = "the server stopped while the run was in flight"
 
 // recover rebuilds the runs from the run log; runs without a result get
 // one from their trace's run_finished, or end interrupted.
-func (s *Server) recover(entries []entry) error {
+func (s *Runner) recover(entries []entry) error {
 	type rec struct {
 		r    *run
 		done bool
@@ -297,7 +297,7 @@ func (s *Server) recover(entries []entry) error {
 // recoverRun settles a run that has no result in the log: from its trace's
 // run_finished if it has one, or as interrupted, appending run_finished to
 // the trace so that its event stream ends.
-func (s *Server) recoverRun(r *run) (e *entry, interrupted bool, err error) {
+func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 	path := s.store.tracePath(r.id)
 	evs, cut, newline, err := readTraceForRecovery(path)
 	if err != nil {

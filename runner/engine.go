@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -102,7 +102,7 @@ func CancelRequested(ctx context.Context) bool {
 // trace and live streams, and its result is recorded as an embedded run's.
 // An attached run (one the engine ran before this server started) is
 // followed where its trace stopped.
-func (s *Server) executeOn(e Engine, r *run) {
+func (s *Runner) executeOn(e Engine, r *run) {
 	var j *job
 	var started time.Time
 	if s.runs.mu.RLock(); r.job != nil && r.job.attached {
@@ -208,7 +208,7 @@ func (s *Server) executeOn(e Engine, r *run) {
 // once the server is up. A run whose trace has its run_finished (the
 // server stopped before it logged the result) is not attached: recoverRun
 // settles it.
-func (s *Server) reattach(r *run) (bool, error) {
+func (s *Runner) reattach(r *run) (bool, error) {
 	path := s.store.tracePath(r.id)
 	evs, cut, newline, err := readTraceForRecovery(path)
 	if err != nil {
@@ -263,7 +263,7 @@ func (s *Server) reattach(r *run) (bool, error) {
 
 // followAttached follows the runs reattach prepared, each in a goroutine
 // the scheduler waits for at shutdown.
-func (s *Server) followAttached(runs []*run) {
+func (s *Runner) followAttached(runs []*run) {
 	for _, r := range runs {
 		s.sched.workers.Add(1)
 		go func() {
@@ -280,6 +280,15 @@ func (s *Server) followAttached(runs []*run) {
 // follows an attached run.
 var followHook func(runID string)
 
+// SetFollowHook is for tests: it makes every runner call f(id) in the
+// goroutine that follows attached run id, before it does anything else;
+// restore puts the previous hook back.
+func SetFollowHook(f func(id string)) (restore func()) {
+	prev := followHook
+	followHook = f
+	return func() { followHook = prev }
+}
+
 // pendingCallTimeout bounds the wait for an engine's answer about a call
 // waiting for approval.
 const pendingCallTimeout = 10 * time.Second
@@ -289,7 +298,7 @@ const pendingCallTimeout = 10 * time.Second
 // A call the engine decided itself (its timeout) stays listed until the
 // next request or the run's end; a late decision on it is ignored by the
 // run.
-func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
+func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 	if ea, call, ok := s.listApproval(e, r, j, ev); ok {
 		s.awaitDecision(ea, r, j, ev.Step, call)
 	}
@@ -299,7 +308,7 @@ func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 // engine's run with the run's gate, with the arguments and expiry the
 // engine holds: from then on the run is waiting_for_approval and lists
 // the call. It reports false when the engine takes no decisions.
-func (s *Server) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
+func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
 	ea, ok := e.(EngineApprovals)
 	if !ok {
 		return nil, gen.ToolCall{}, false
@@ -335,7 +344,7 @@ func (s *Server) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 // awaitDecision hands the decision made through the API on call, which
 // listApproval registered, to the engine, in a goroutine that ends with
 // the run.
-func (s *Server) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
+func (s *Runner) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
 	go func() {
 		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: step, Call: call})
 		if err != nil {
