@@ -19,15 +19,11 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	if s.closing.Load() {
 		return gen.Run{}, errUnavailable
 	}
-	var check string
-	if body.Check != nil {
-		if !s.cfg.AllowCommands {
-			return gen.Run{}, badField("/check", "completion checks need a server started with commands allowed")
-		}
-		check = *body.Check
+	sp := Spec{CreateRunRequest: body, ApprovalTimeout: s.cfg.ApprovalTimeout}
+	if body.Check != nil && !s.cfg.AllowCommands {
+		return gen.Run{}, badField("/check", "completion checks need a server started with commands allowed")
 	}
-	servers, err := s.mcpServers(body.McpServers)
-	if err != nil {
+	if _, err := pickMCP(sp.MCPNames(), s.cfg.MCPServers); err != nil {
 		return gen.Run{}, err
 	}
 	m, err := s.cfg.Models(body.Model, s.runTools)
@@ -38,30 +34,21 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	if err != nil {
 		return gen.Run{}, err
 	}
-	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps(), check: check, ws: ws, events: &liveEvents{}}
-	if body.MaxSteps != nil {
-		j.maxSteps = *body.MaxSteps
+	sp.Workspace = nil
+	if wsName != "" {
+		sp.Workspace = &wsName
 	}
-	if body.TokenBudget != nil {
-		j.tokenBudget = *body.TokenBudget
+	if body.ApprovalTimeoutSeconds != nil {
+		sp.ApprovalTimeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
 	}
-	if body.MaxObservationBytes != nil {
-		j.obsBytes = *body.MaxObservationBytes
-	}
-	if body.MaxObservationLines != nil {
-		j.obsLines = *body.MaxObservationLines
-	}
+	j := &job{model: m, ws: ws, events: &liveEvents{}}
 	if err := s.sched.admit(); err != nil {
 		s.releaseWorkspace(ws)
 		return gen.Run{}, err
 	}
 	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
 	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
-		timeout := s.cfg.ApprovalTimeout
-		if body.ApprovalTimeoutSeconds != nil {
-			timeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
-		}
-		j.policy, j.gate = *p, newApprovalGate(s, r, timeout)
+		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
 	}
 	s.runs.mu.Lock()
 	for r.id == "" || s.runs.byID[r.id] != nil {
@@ -69,9 +56,11 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	}
 	r.created = s.runs.stamp()
 	s.runs.mu.Unlock()
+	sp.ID = r.id
+	j.spec = sp
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	j.telemetry = runTelemetry(ctx, body.Model)
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: sp.Options().MaxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)

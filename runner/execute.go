@@ -83,15 +83,16 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer tf.Close()
 	*tfp = tf
-	cfg := s.Setup()
-	cfg.Root = j.ws.root
-	cfg.Check = j.check
-	s.instrumentRun(&cfg, j)
-	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
-	cfg.MaxObservationBytes, cfg.MaxObservationLines = j.obsBytes, j.obsLines
-	cfg.TraceWriter = tf
-	cfg.MCPServers, cfg.MCP = j.mcp, s.cfg.MCP
-	setup, err := wiring.OpenContext(j.ctx, cfg)
+	sp := j.spec
+	sp.TraceWriter, sp.Observer = tf, observe
+	if j.gate != nil {
+		sp.Approver = j.gate
+	}
+	host := s.Setup()
+	host.Root = j.ws.root
+	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
+	s.instrumentRun(&host, j)
+	setup, err := Open(j.ctx, &sp, host)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		return fail(errors.New("the workspace cannot be opened"))
@@ -101,19 +102,14 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer setup.Close()
 	opts := setup.Options
-	if j.gate != nil {
-		opts.ApprovalPolicy = j.policy
-		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
-	}
-	opts.Observer = observe
 	m := j.model
 	if setup.MCP != nil {
 		// The model must be told about the MCP servers' tools too.
-		if m, err = s.cfg.Models(j.modelConfig, opts.Tools.Specs()); err != nil {
+		if m, err = s.cfg.Models(sp.Model, opts.Tools.Specs()); err != nil {
 			return fail(err)
 		}
 	}
-	return agent.Run(j.ctx, j.task, m, opts)
+	return agent.Run(j.ctx, sp.Task, m, opts)
 }
 
 // finalize records a run's end durably, then shows it: the record turns

@@ -24,7 +24,7 @@ import (
 type durableEngine struct {
 	mu       sync.Mutex
 	runs     map[string]*durableRun
-	attached chan runner.EngineRun
+	attached chan int // the events a followed run's trace had
 }
 
 type durableRun struct {
@@ -35,19 +35,27 @@ type durableRun struct {
 var pendingArgs = map[string]any{"command": "echo secret-ish argument"}
 
 func newDurableEngine() *durableEngine {
-	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan runner.EngineRun, 4)}
+	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan int, 4)}
 }
 
-func (e *durableEngine) Execute(ctx context.Context, r runner.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+func (e *durableEngine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
 	e.mu.Lock()
-	dr := e.runs[r.ID]
-	if r.Attached {
-		e.attached <- r
-	} else {
-		dr = &durableRun{decision: make(chan agent.Approval, 1)}
-		e.runs[r.ID] = dr
-	}
+	dr := &durableRun{decision: make(chan agent.Approval, 1)}
+	e.runs[sp.ID] = dr
 	e.mu.Unlock()
+	return e.execute(ctx, sp.ID, dr, false, 0, event)
+}
+
+func (e *durableEngine) Follow(ctx context.Context, id string, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	e.mu.Lock()
+	dr := e.runs[id]
+	e.attached <- seen
+	e.mu.Unlock()
+	return e.execute(ctx, id, dr, true, seen, event)
+}
+
+func (e *durableEngine) execute(ctx context.Context, id string, dr *durableRun, attached bool, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	r := struct{ ID string }{id}
 	if dr == nil {
 		return gen.RunResult{}, fmt.Errorf("follow: %w", runner.ErrNoEngineRun)
 	}
@@ -57,8 +65,8 @@ func (e *durableEngine) Execute(ctx context.Context, r runner.EngineRun, event f
 		dr.lines = append(dr.lines, line)
 		event(&ev, line)
 	}
-	if r.Attached {
-		for _, line := range dr.lines[r.Seen:] {
+	if attached {
+		for _, line := range dr.lines[seen:] {
 			var ev gen.TraceEvent
 			if err := json.Unmarshal(line, &ev); err != nil {
 				return gen.RunResult{}, err
@@ -183,8 +191,8 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 		t.Fatalf("after the restart the run lists %+v, want the engine's arguments and expiry", p)
 	}
 	release()
-	if a := <-e.attached; a.Seen != 2 { // either run: both have 2 events
-		t.Fatalf("the engine was asked to follow %+v, want the 2 events the trace has skipped", a)
+	if seen := <-e.attached; seen != 2 { // either run: both have 2 events
+		t.Fatalf("the engine was asked to follow after %d events, want the 2 events the trace has skipped", seen)
 	}
 	if _, err := ts2.sdk.Approve(context.Background(), run.Id, "c1", ""); err != nil {
 		t.Fatal(err)
@@ -223,8 +231,8 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 		t.Fatalf("after the lost log entry: %+v", fin3.Result)
 	}
 	select {
-	case a := <-e.attached:
-		t.Fatalf("the engine was asked to follow a finished run: %+v", a)
+	case seen := <-e.attached:
+		t.Fatalf("the engine was asked to follow a finished run (after %d events)", seen)
 	default:
 	}
 	if n := len(readRunEvents(t, ts3, run.Id)); n != len(want) {
