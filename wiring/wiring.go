@@ -69,7 +69,8 @@ type Config struct {
 	TraceSync trace.SyncPolicy
 	// MCPServers are external MCP servers whose tools the run offers next
 	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
-	// once, and Close stops them.
+	// once, and Close stops them. Given to runner.Open, they are the
+	// servers a run may name, and it opens those its spec names.
 	MCPServers []mcpclient.Server
 	// MCP configures the sessions with MCPServers (call timeout, where
 	// stdio servers' stderr goes).
