@@ -88,7 +88,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	if j.gate != nil {
 		sp.Approver = j.gate
 	}
-	host := s.Setup()
+	host := s.Host()
 	host.Root = j.ws.root
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
 	s.instrumentRun(&host, j)

@@ -172,7 +172,7 @@ func New(cfg Config) (*Runner, error) {
 		if w := sb.Warning(); w != "" {
 			s.log.Warn(w)
 		}
-		// Every runtime and check (set up by Setup) uses the backend
+		// Every runtime and check (set up on Host) uses the backend
 		// resolved here.
 		s.cfg.Sandbox = sb.Policy()
 		s.cfg.Sandbox.Backend = sb.Info().Backend
@@ -213,7 +213,7 @@ func New(cfg Config) (*Runner, error) {
 // initTools learns the tools a run offers from a runtime on the workspace
 // root.
 func (s *Runner) initTools() error {
-	cfg := s.Setup()
+	cfg := s.Host()
 	cfg.Root = s.ws.root
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
@@ -229,9 +229,10 @@ func (s *Runner) initTools() error {
 	return nil
 }
 
-// Setup is the base of the setup of the runner's runs and of tool calls
-// in its workspaces: each adds its workspace (and a run its spec).
-func (s *Runner) Setup() wiring.Config {
+// Host is where and how the runner's runs and the tool calls in its
+// workspaces work (commands, custom tools, sandbox, trace sync): each adds
+// its workspace, and a run goes through Open with its spec.
+func (s *Runner) Host() wiring.Config {
 	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
 }
 

@@ -158,7 +158,7 @@ func New(cfg Config) (*Server, error) {
 func (s *Server) Runner() *runner.Runner { return s.rn }
 
 // setupConfig is the base of a tool call's setup: the runner's.
-func (s *Server) setupConfig() wiring.Config { return s.rn.Setup() }
+func (s *Server) setupConfig() wiring.Config { return s.rn.Host() }
 
 func (s *Server) initEcho() error {
 	e := echo.New()
