@@ -10,6 +10,7 @@ import (
 	"os"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -18,7 +19,7 @@ import (
 func startServer(token string) (url string, stop func()) {
 	data, _ := os.MkdirTemp("", "specloop-example-data-")
 	root, _ := os.MkdirTemp("", "specloop-example-ws-")
-	srv, err := server.New(server.Config{DataDir: data, WorkspaceRoot: root, Token: token})
+	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: data, WorkspaceRoot: root}})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -52,7 +53,7 @@ func quote(s string) string {
 // person understands; a scripted run built with sdk.Script runs.
 func TestCreateRunWithoutModel(t *testing.T) {
 	var requests atomic.Int32
-	srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()})
+	srv, err := server.New(server.Config{Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -138,7 +139,7 @@ func (blockModel) NextAction(ctx context.Context, _ gen.Task, _ agent.History) (
 // TestWaitHonoursContext: Wait returns the context's error, and Cancel
 // then ends the run cancelled.
 func TestWaitHonoursContext(t *testing.T) {
-	url := newServer(t, server.Config{Models: func(gen.ModelConfig, []gen.ToolSpec) (agent.Model, error) { return blockModel{}, nil }})
+	url := newServer(t, server.Config{Config: runner.Config{Models: func(gen.ModelConfig, []gen.ToolSpec) (agent.Model, error) { return blockModel{}, nil }}})
 	c, _ := sdk.New(url, sdk.Config{})
 	run, err := c.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.ScriptModel("x")})
 	if err != nil {

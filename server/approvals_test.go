@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -137,7 +138,7 @@ func TestApprovalsOverHTTP(t *testing.T) {
 // The server's approval timeout denies a call no one decided, and the run
 // goes on; a run's approval_timeout_seconds overrides it.
 func TestApprovalTimeoutOverHTTP(t *testing.T) {
-	ts := newTestServer(t, server.Config{ApprovalTimeout: time.Millisecond})
+	ts := newTestServer(t, server.Config{Config: runner.Config{ApprovalTimeout: time.Millisecond}})
 	run := ts.create(approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
 	done := ts.wait(run.Id)
 	if done.Result.ExitReason != gen.ExitReasonFinished {
@@ -171,7 +172,7 @@ func TestApprovalTimeoutOverHTTP(t *testing.T) {
 // run waits ends it interrupted, and says so after a restart.
 func TestApprovalWaitEndsOverHTTP(t *testing.T) {
 	data := t.TempDir()
-	ts := newTestServer(t, server.Config{DataDir: data})
+	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data}})
 	cancelled := ts.create(approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
 	ts.pending(cancelled.Id)
 	if status, _, body := ts.do(http.MethodPost, "/v1/runs/"+cancelled.Id+"/cancel", "", nil); status != http.StatusAccepted {
@@ -184,7 +185,7 @@ func TestApprovalWaitEndsOverHTTP(t *testing.T) {
 	ts.pending(waiting.Id)
 	ts.close()
 
-	ts2 := newTestServer(t, server.Config{DataDir: data, WorkspaceRoot: ts.cfg.WorkspaceRoot})
+	ts2 := newTestServer(t, server.Config{Config: runner.Config{DataDir: data, WorkspaceRoot: ts.cfg.WorkspaceRoot}})
 	r, err := ts2.sdk.GetRun(context.Background(), waiting.Id)
 	if err != nil || r.Result == nil || r.Result.ExitReason != gen.ExitReasonInterrupted {
 		t.Fatalf("the waiting run after a restart: %v %+v", err, r.Result)
@@ -249,7 +250,7 @@ func TestKill9WhileWaitingForApproval(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	ts := newTestServer(t, server.Config{DataDir: data, WorkspaceRoot: root})
+	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data, WorkspaceRoot: root}})
 	r, err := ts.sdk.GetRun(ctx, run.Id)
 	if err != nil || r.Status != gen.RunStatusFinished || r.Result.ExitReason != gen.ExitReasonInterrupted {
 		t.Fatalf("after the restart: %+v, %v", r, err)
@@ -306,7 +307,7 @@ func TestStaleDecisionDoesNotApproveAReusedCallID(t *testing.T) {
 // was approved for the run lists why, so the person sees what the
 // approval no longer covers.
 func TestPendingApprovalSaysWhyItIsAskedAgain(t *testing.T) {
-	ts := newTestServer(t, server.Config{AllowCommands: true})
+	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	command := func(id, cmd string) string {
 		b, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "call_id": id, "arguments": map[string]any{"command": cmd}})
 		return string(b)

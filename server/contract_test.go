@@ -24,6 +24,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/telemetry"
@@ -205,15 +206,7 @@ func (e *ctEnv) server(kind string) *ctServer {
 	if s := e.servers[kind]; s != nil {
 		return s
 	}
-	cfg := server.Config{
-		DataDir:       e.t.TempDir(),
-		WorkspaceRoot: e.t.TempDir(),
-		Token:         ctToken,
-		BodyLimit:     ctBodyLimit,
-		AllowCommands: kind != ctNoCommands,
-		Models:        ctModels,
-		ToolSpecs:     []*tools.Spec{ctCustomTool(e.t)},
-	}
+	cfg := server.Config{Token: ctToken, BodyLimit: ctBodyLimit, Config: runner.Config{DataDir: e.t.TempDir(), WorkspaceRoot: e.t.TempDir(), AllowCommands: kind != ctNoCommands, Models: ctModels, ToolSpecs: []*tools.Spec{ctCustomTool(e.t)}}}
 	if kind != ctNoCommands { // the server without metrics answers getMetrics 404
 		m, err := telemetry.NewMetrics()
 		if err != nil {
@@ -280,7 +273,7 @@ func (e *ctEnv) stopAll() {
 // ctModels are the server's default models, except that a prompt with
 // ctBlock waits until its run is cancelled.
 func ctModels(cfg gen.ModelConfig, specs []gen.ToolSpec) (agent.Model, error) {
-	m, err := server.DefaultModels(cfg, specs)
+	m, err := runner.DefaultModels(cfg, specs)
 	if err != nil {
 		return nil, err
 	}

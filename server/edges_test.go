@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -89,7 +90,7 @@ func TestWorkspaceSwapToolCall(t *testing.T) {
 func TestWorkspaceSwapQueuedRun(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, MaxConcurrent: 1})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 1}})
 	dir := filepath.Join(ts.cfg.WorkspaceRoot, "ws")
 	outside := t.TempDir()
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -264,7 +265,7 @@ func TestIdleConnectionsShed(t *testing.T) {
 func TestStreamsLeaveReserve(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, MaxConnections: 4, MaxStreams: 4, MaxStreamsPerClient: 4})
+	ts := newTestServer(t, server.Config{MaxConnections: 4, MaxStreams: 4, MaxStreamsPerClient: 4, Config: runner.Config{Models: g.models}})
 	run := ts.create(blockRequest("BLOCK reserve"))
 	g.waitEntered(t, "BLOCK reserve")
 	var open []*http.Response
@@ -346,7 +347,7 @@ func openStream(t *testing.T, ts *testServer, id, from string) *http.Response {
 func TestStreamCaps(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, MaxStreams: 3, MaxStreamsPerClient: 2})
+	ts := newTestServer(t, server.Config{MaxStreams: 3, MaxStreamsPerClient: 2, Config: runner.Config{Models: g.models}})
 	run := ts.create(blockRequest("BLOCK streams"))
 	g.waitEntered(t, "BLOCK streams")
 	var open []*http.Response
@@ -503,7 +504,7 @@ func TestDataDirPrivate(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(data, "runs.jsonl"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	ts := newTestServer(t, server.Config{DataDir: data})
+	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data}})
 	run := ts.wait(ts.create(calcRequest()).Id)
 	for path, want := range map[string]os.FileMode{
 		data:                              0o700,
@@ -527,7 +528,7 @@ func TestDataDirPrivate(t *testing.T) {
 func TestStreamOutlivesReadTimeout(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, ReadTimeout: 200 * time.Millisecond})
+	ts := newTestServer(t, server.Config{ReadTimeout: 200 * time.Millisecond, Config: runner.Config{Models: g.models}})
 	run := ts.create(blockRequest("BLOCK long"))
 	g.waitEntered(t, "BLOCK long")
 	resp := openStream(t, ts, run.Id, "")

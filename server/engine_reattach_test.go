@@ -14,6 +14,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -23,7 +24,7 @@ import (
 type durableEngine struct {
 	mu       sync.Mutex
 	runs     map[string]*durableRun
-	attached chan server.EngineRun
+	attached chan int // the events a followed run's trace had
 }
 
 type durableRun struct {
@@ -34,21 +35,29 @@ type durableRun struct {
 var pendingArgs = map[string]any{"command": "echo secret-ish argument"}
 
 func newDurableEngine() *durableEngine {
-	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan server.EngineRun, 4)}
+	return &durableEngine{runs: map[string]*durableRun{}, attached: make(chan int, 4)}
 }
 
-func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+func (e *durableEngine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
 	e.mu.Lock()
-	dr := e.runs[r.ID]
-	if r.Attached {
-		e.attached <- r
-	} else {
-		dr = &durableRun{decision: make(chan agent.Approval, 1)}
-		e.runs[r.ID] = dr
-	}
+	dr := &durableRun{decision: make(chan agent.Approval, 1)}
+	e.runs[sp.ID] = dr
 	e.mu.Unlock()
+	return e.execute(ctx, sp.ID, dr, false, 0, event)
+}
+
+func (e *durableEngine) Follow(ctx context.Context, id string, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	e.mu.Lock()
+	dr := e.runs[id]
+	e.attached <- seen
+	e.mu.Unlock()
+	return e.execute(ctx, id, dr, true, seen, event)
+}
+
+func (e *durableEngine) execute(ctx context.Context, id string, dr *durableRun, attached bool, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	r := struct{ ID string }{id}
 	if dr == nil {
-		return gen.RunResult{}, fmt.Errorf("follow: %w", server.ErrNoEngineRun)
+		return gen.RunResult{}, fmt.Errorf("follow: %w", runner.ErrNoEngineRun)
 	}
 	emit := func(ev gen.TraceEvent) {
 		ev.RunId, ev.Time = r.ID, time.Unix(int64(len(dr.lines)+1), 0).UTC()
@@ -56,8 +65,8 @@ func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event f
 		dr.lines = append(dr.lines, line)
 		event(&ev, line)
 	}
-	if r.Attached {
-		for _, line := range dr.lines[r.Seen:] {
+	if attached {
+		for _, line := range dr.lines[seen:] {
 			var ev gen.TraceEvent
 			if err := json.Unmarshal(line, &ev); err != nil {
 				return gen.RunResult{}, err
@@ -77,7 +86,7 @@ func (e *durableEngine) Execute(ctx context.Context, r server.EngineRun, event f
 		answer := "decided " + string(a.Decision)
 		return gen.RunResult{RunId: &r.ID, ExitReason: reason, StepsUsed: 1, Answer: &answer}, nil
 	case <-ctx.Done():
-		if server.CancelRequested(ctx) {
+		if runner.CancelRequested(ctx) {
 			return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonCancelled}, nil
 		}
 		msg := "stopped following"
@@ -99,9 +108,9 @@ func (e *durableEngine) Decide(_ context.Context, runID, callID string, a agent.
 // pendingExpires is when the engine's approval wait times out.
 var pendingExpires = time.Date(2030, 1, 2, 3, 4, 5, 0, time.UTC)
 
-func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (server.EnginePendingCall, error) {
+func (e *durableEngine) PendingCall(_ context.Context, runID, callID string) (runner.EnginePendingCall, error) {
 	id := callID
-	return server.EnginePendingCall{Call: gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs},
+	return runner.EnginePendingCall{Call: gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", CallId: &id, Arguments: pendingArgs},
 		Expires: pendingExpires}, nil
 }
 
@@ -135,7 +144,7 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cfg := server.Config{Engine: e, DataDir: data, WorkspaceRoot: root}
+	cfg := server.Config{Config: runner.Config{Engine: e, DataDir: data, WorkspaceRoot: root}}
 	ts1 := newTestServer(t, cfg)
 	req := calcRequest()
 	req.ApprovalPolicy, req.Workspace = ptr(gen.ApprovalPolicyCommands), ptr("a")
@@ -155,7 +164,7 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 	// and the list were read: what the restarted server reports the
 	// moment it serves cannot depend on them having run.
 	read := make(chan struct{})
-	defer server.SetFollowHook(func(string) {
+	defer runner.SetFollowHook(func(string) {
 		select {
 		case <-read:
 		case <-time.After(30 * time.Second): // a hang guard only
@@ -182,8 +191,8 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 		t.Fatalf("after the restart the run lists %+v, want the engine's arguments and expiry", p)
 	}
 	release()
-	if a := <-e.attached; a.Seen != 2 { // either run: both have 2 events
-		t.Fatalf("the engine was asked to follow %+v, want the 2 events the trace has skipped", a)
+	if seen := <-e.attached; seen != 2 { // either run: both have 2 events
+		t.Fatalf("the engine was asked to follow after %d events, want the 2 events the trace has skipped", seen)
 	}
 	if _, err := ts2.sdk.Approve(context.Background(), run.Id, "c1", ""); err != nil {
 		t.Fatal(err)
@@ -222,8 +231,8 @@ func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
 		t.Fatalf("after the lost log entry: %+v", fin3.Result)
 	}
 	select {
-	case a := <-e.attached:
-		t.Fatalf("the engine was asked to follow a finished run: %+v", a)
+	case seen := <-e.attached:
+		t.Fatalf("the engine was asked to follow a finished run (after %d events)", seen)
 	default:
 	}
 	if n := len(readRunEvents(t, ts3, run.Id)); n != len(want) {

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/telemetry"
 )
@@ -17,15 +18,19 @@ import (
 // for the run's cancellation.
 type fakeEngine struct {
 	block     bool
-	got       chan server.EngineRun
+	got       chan runner.Spec
 	cancelled chan bool // whether the stop was a client's cancellation
 }
 
-func (e *fakeEngine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+func (e *fakeEngine) Follow(context.Context, string, int, func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	return gen.RunResult{}, runner.ErrNoEngineRun
+}
+
+func (e *fakeEngine) Execute(ctx context.Context, r runner.Spec, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
 	e.got <- r
 	if e.block {
 		<-ctx.Done()
-		e.cancelled <- server.CancelRequested(ctx)
+		e.cancelled <- runner.CancelRequested(ctx)
 		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonCancelled}, nil
 	}
 	steps := 1
@@ -48,14 +53,14 @@ func (e *fakeEngine) Execute(ctx context.Context, r server.EngineRun, event func
 // A server with an Engine hands it the run as accepted and serves the
 // engine's result and events through the API, as it does its own.
 func TestEngineRunsAreServedLikeEmbeddedOnes(t *testing.T) {
-	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
-	ts := newTestServer(t, server.Config{Engine: e})
+	e := &fakeEngine{got: make(chan runner.Spec, 1)}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	req := calcRequest()
 	req.MaxSteps = ptr(7)
 	run := ts.create(req)
 	fin := ts.wait(run.Id)
 	got := <-e.got
-	if got.ID != run.Id || got.MaxSteps != 7 || got.Task.Prompt != calcPrompt {
+	if got.ID != run.Id || got.MaxSteps == nil || *got.MaxSteps != 7 || got.Task.Prompt != calcPrompt {
 		t.Fatalf("the engine got %+v", got)
 	}
 	if fin.Result == nil || fin.Result.Answer == nil || *fin.Result.Answer != "from the engine" {
@@ -80,8 +85,8 @@ func TestEngineRunsAreServedLikeEmbeddedOnes(t *testing.T) {
 // A client's cancellation reaches the engine as one (CancelRequested), so
 // the engine cancels the run rather than only stop following it.
 func TestEngineSeesCancelRequested(t *testing.T) {
-	e := &fakeEngine{block: true, got: make(chan server.EngineRun, 1), cancelled: make(chan bool, 1)}
-	ts := newTestServer(t, server.Config{Engine: e})
+	e := &fakeEngine{block: true, got: make(chan runner.Spec, 1), cancelled: make(chan bool, 1)}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	run := ts.create(calcRequest())
 	<-e.got
 	if _, err := ts.sdk.Cancel(context.Background(), run.Id); err != nil {
@@ -102,8 +107,8 @@ func TestEngineRunsAreCounted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
-	ts := newTestServer(t, server.Config{Engine: e, Telemetry: &telemetry.Telemetry{Metrics: m}})
+	e := &fakeEngine{got: make(chan runner.Spec, 1)}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e, Telemetry: &telemetry.Telemetry{Metrics: m}}})
 	ts.wait(ts.create(calcRequest()).Id)
 	got := ts.scrapeMetrics()
 	for k, v := range map[string]float64{
@@ -120,13 +125,13 @@ func TestEngineRunsAreCounted(t *testing.T) {
 // name only, so a workspace that exists on the workers alone is accepted,
 // and a name that leaves the root is still refused.
 func TestEngineWorkspaceIsNamedOnly(t *testing.T) {
-	e := &fakeEngine{got: make(chan server.EngineRun, 1)}
-	ts := newTestServer(t, server.Config{Engine: e})
+	e := &fakeEngine{got: make(chan runner.Spec, 1)}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	req := calcRequest()
 	req.Workspace = ptr("on/the/workers")
 	run := ts.create(req)
-	if got := <-e.got; got.Workspace != "on/the/workers" {
-		t.Fatalf("the engine got workspace %q", got.Workspace)
+	if got := <-e.got; got.Workspace == nil || *got.Workspace != "on/the/workers" {
+		t.Fatalf("the engine got workspace %v", got.Workspace)
 	}
 	ts.wait(run.Id)
 	req.Workspace = ptr("../outside")

@@ -8,12 +8,3 @@ func SetWorkspaceHook(s *Server, f func(name string)) { s.wsHook = f }
 // Conns reports how many of the server's connections are busy with a
 // request, and how many are open.
 func Conns(s *Server) (busy, open int) { return s.conns.Busy() }
-
-// SetFollowHook makes every server call f(id) in the goroutine that
-// follows attached run id, before it does anything else; restore puts the
-// previous hook back.
-func SetFollowHook(f func(id string)) (restore func()) {
-	prev := followHook
-	followHook = f
-	return func() { followHook = prev }
-}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -35,7 +36,7 @@ func FuzzCreateRun(f *testing.F) {
 	} {
 		f.Add(seed)
 	}
-	srv, err := server.New(server.Config{DataDir: f.TempDir(), WorkspaceRoot: f.TempDir(), QueueSize: 1 << 20})
+	srv, err := server.New(server.Config{Config: runner.Config{DataDir: f.TempDir(), WorkspaceRoot: f.TempDir(), QueueSize: 1 << 20}})
 	if err != nil {
 		f.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
@@ -303,7 +304,7 @@ func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 
 // models wraps the default models of the prompts that contain "BLOCK".
 func (g *gate) models(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-	m, err := server.DefaultModels(cfg, tools)
+	m, err := runner.DefaultModels(cfg, tools)
 	if err != nil {
 		return nil, err
 	}

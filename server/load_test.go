@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -37,7 +38,7 @@ func BenchmarkRuns(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	srv, err := server.New(server.Config{DataDir: b.TempDir(), WorkspaceRoot: root, Token: testToken})
+	srv, err := server.New(server.Config{Token: testToken, Config: runner.Config{DataDir: b.TempDir(), WorkspaceRoot: root}})
 	if err != nil {
 		b.Fatal(err)
 	}

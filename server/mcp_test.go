@@ -16,6 +16,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/mcpserver"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/tools"
@@ -119,7 +120,7 @@ func TestRunWithMCPServer(t *testing.T) {
 	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return ext }, nil))
 	defer hs.Close()
 
-	ts := newTestServer(t, server.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: hs.URL}}})
+	ts := newTestServer(t, server.Config{Config: runner.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: hs.URL}}}})
 
 	bad := gen.CreateRunRequest{Task: gen.Task{Prompt: "x"}, Model: sdk.ScriptModel(`{"type":"finish","answer":"x"}`), McpServers: &[]string{"weather", "nope"}}
 	data, _ := json.Marshal(bad)
@@ -169,7 +170,7 @@ func TestMCPToolsOverHTTP(t *testing.T) {
 	cs := httptest.NewServer(counting)
 	t.Cleanup(cs.Close)
 
-	ts := newTestServer(t, server.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: cs.URL}}})
+	ts := newTestServer(t, server.Config{Config: runner.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: cs.URL}}}})
 	ctx := context.Background()
 	specs, err := ts.sdk.Tools(ctx)
 	if err != nil {

@@ -10,8 +10,8 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
-	"github.com/specloop/specloop/server"
 )
 
 // TestModelsWithSystem: the server's system prompt (serve --system-file)
@@ -31,7 +31,7 @@ func TestModelsWithSystem(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
-	m, err := server.ModelsWithSystem("Be terse; end with {{finish}}.")(sdk.OpenAI("llama3.1"), nil)
+	m, err := runner.ModelsWithSystem("Be terse; end with {{finish}}.")(sdk.OpenAI("llama3.1"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

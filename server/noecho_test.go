@@ -15,6 +15,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/tools"
 )
@@ -68,7 +69,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	ts := newTestServer(t, server.Config{WorkspaceRoot: root})
+	ts := newTestServer(t, server.Config{Config: runner.Config{WorkspaceRoot: root}})
 	rt, err := tools.New(tools.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -35,12 +36,12 @@ func TestRecordsOutsideWorkspaceRoot(t *testing.T) {
 		{"root inside data", filepath.Dir(root), root},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			srv, err := server.New(server.Config{DataDir: tc.data, WorkspaceRoot: tc.root, Token: testToken})
+			srv, err := server.New(server.Config{Token: testToken, Config: runner.Config{DataDir: tc.data, WorkspaceRoot: tc.root}})
 			if err == nil {
 				forged := forgeRunLog(t, srv, tc.data, tc.root)
 				t.Fatalf("New accepted data directory %s in workspace root %s (a run forged the answer: %v)", tc.data, tc.root, forged)
 			}
-			if !errors.Is(err, server.ErrRecordsInWorkspace) {
+			if !errors.Is(err, runner.ErrRecordsInWorkspace) {
 				t.Fatalf("New: %v, want ErrRecordsInWorkspace", err)
 			}
 		})
@@ -50,7 +51,7 @@ func TestRecordsOutsideWorkspaceRoot(t *testing.T) {
 	}
 	// Beside each other is fine.
 	base := t.TempDir()
-	ts := newTestServer(t, server.Config{DataDir: filepath.Join(base, "data"), WorkspaceRoot: mkdir(t, filepath.Join(base, "data-root"))})
+	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: filepath.Join(base, "data"), WorkspaceRoot: mkdir(t, filepath.Join(base, "data-root"))}})
 	ts.wait(ts.create(calcRequest()).Id)
 }
 
@@ -101,7 +102,7 @@ func forgeRunLog(t *testing.T, srv *server.Server, data, root string) bool {
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}
-	again, err := server.New(server.Config{DataDir: data, WorkspaceRoot: root, Token: testToken})
+	again, err := server.New(server.Config{Token: testToken, Config: runner.Config{DataDir: data, WorkspaceRoot: root}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
@@ -35,14 +36,7 @@ func TestMain(m *testing.M) {
 
 func runChild() int {
 	g := newGate()
-	srv, err := server.New(server.Config{
-		DataDir:       os.Getenv("DATA"),
-		WorkspaceRoot: os.Getenv("ROOT"),
-		Token:         testToken,
-		MaxConcurrent: 1,
-		Models:        g.models,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, nil)),
-	})
+	srv, err := server.New(server.Config{Token: testToken, Config: runner.Config{DataDir: os.Getenv("DATA"), WorkspaceRoot: os.Getenv("ROOT"), MaxConcurrent: 1, Models: g.models, Logger: slog.New(slog.NewTextHandler(os.Stderr, nil))}})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -120,7 +114,7 @@ func TestKill9Recovery(t *testing.T) {
 	}
 	_ = cmd.Wait()
 
-	ts := newTestServer(t, server.Config{DataDir: data, WorkspaceRoot: root})
+	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data, WorkspaceRoot: root}})
 	var got []gen.Run
 	for r, err := range ts.sdk.ListRuns(context.Background(), sdk.ListOptions{}) {
 		if err != nil {
@@ -200,7 +194,7 @@ func TestRecoverTornFiles(t *testing.T) {
 	// dddd was queued: no trace.
 
 	for restart := range 2 {
-		ts := newTestServer(t, server.Config{DataDir: data})
+		ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data}})
 		ctx := context.Background()
 		want := map[string]struct {
 			reason gen.ExitReason
@@ -260,7 +254,7 @@ func TestGracefulShutdown(t *testing.T) {
 	g := newGate()
 	defer g.release()
 	data := t.TempDir()
-	ts := newTestServer(t, server.Config{DataDir: data, Models: g.models, MaxConcurrent: 1})
+	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data, Models: g.models, MaxConcurrent: 1}})
 	running := ts.create(blockRequest("BLOCK shutdown"))
 	g.waitEntered(t, "BLOCK shutdown")
 	queued := ts.create(calcRequest())
@@ -281,7 +275,7 @@ func TestGracefulShutdown(t *testing.T) {
 	}
 	ts.close()
 
-	ts2 := newTestServer(t, server.Config{DataDir: data, WorkspaceRoot: ts.cfg.WorkspaceRoot})
+	ts2 := newTestServer(t, server.Config{Config: runner.Config{DataDir: data, WorkspaceRoot: ts.cfg.WorkspaceRoot}})
 	for _, id := range []string{running.Id, queued.Id} {
 		r, err := ts2.sdk.GetRun(ctx, id)
 		if err != nil || r.Result == nil || r.Result.ExitReason != gen.ExitReasonCancelled || !strings.Contains(*r.Result.Error, "shutting down") {

@@ -2,131 +2,58 @@ package server
 
 import (
 	"context"
-	"io"
+	"errors"
 	"net/http"
-	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
-	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/spec"
-	"github.com/specloop/specloop/trace"
 )
 
-// CreateRun accepts a run: it validates what the spec cannot (workspace,
-// model, check), reserves a place in the queue, records the run durably and
-// queues it. The 202 is sent only once the run is on disk.
-func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) (gen.CreateRunResponseObject, error) {
-	if s.closing.Load() {
-		return nil, errUnavailable
+// The run operations: each is its runner.Runner method, with the runner's
+// refusals (runner.Error) answered as problems.
+
+// runProblem maps a runner.Error to its problem; other errors pass.
+func runProblem(err error) error {
+	var re *runner.Error
+	if !errors.As(err, &re) {
+		return err
 	}
-	body := req.Body
-	if body == nil {
+	status := map[runner.Kind]int{
+		runner.Invalid:     http.StatusBadRequest,
+		runner.NotFound:    http.StatusNotFound,
+		runner.Conflict:    http.StatusConflict,
+		runner.Full:        http.StatusTooManyRequests,
+		runner.Unavailable: http.StatusServiceUnavailable,
+	}[re.Kind]
+	if status == 0 {
+		status = http.StatusInternalServerError
+	}
+	return &problemError{status: status, field: re.Field, detail: re.Detail}
+}
+
+// CreateRun accepts a run (runner.Runner.Create). The 202 is sent only
+// once the run is on disk.
+func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) (gen.CreateRunResponseObject, error) {
+	if req.Body == nil {
 		return nil, problemf(http.StatusBadRequest, "the request body is required")
 	}
-	var check string
-	if body.Check != nil {
-		if !s.cfg.AllowCommands {
-			return nil, badField("/check", "completion checks need a server started with commands allowed")
-		}
-		check = *body.Check
-	}
-	servers, err := s.mcpServers(body.McpServers)
+	v, err := s.rn.Create(ctx, *req.Body)
 	if err != nil {
-		return nil, err
+		return nil, runProblem(err)
 	}
-	m, err := s.cfg.Models(body.Model, s.runTools)
-	if err != nil {
-		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
-	}
-	wsName, ws, err := s.holdWorkspace(body.Workspace)
-	if err != nil {
-		return nil, err
-	}
-	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps(), check: check, ws: ws, events: &liveEvents{}}
-	if body.MaxSteps != nil {
-		j.maxSteps = *body.MaxSteps
-	}
-	if body.TokenBudget != nil {
-		j.tokenBudget = *body.TokenBudget
-	}
-	if body.MaxObservationBytes != nil {
-		j.obsBytes = *body.MaxObservationBytes
-	}
-	if body.MaxObservationLines != nil {
-		j.obsLines = *body.MaxObservationLines
-	}
-	j.telemetry = runTelemetry(ctx, body.Model)
-	if err := s.sched.admit(); err != nil {
-		s.releaseWorkspace(ws)
-		return nil, err
-	}
-	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
-	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
-		timeout := s.cfg.ApprovalTimeout
-		if body.ApprovalTimeoutSeconds != nil {
-			timeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
-		}
-		j.policy, j.gate = *p, newApprovalGate(s, r, timeout)
-	}
-	s.runs.mu.Lock()
-	for r.id == "" || s.runs.byID[r.id] != nil {
-		r.id = agent.NewRunID()
-	}
-	r.created = s.runs.stamp()
-	s.runs.mu.Unlock()
-	j.ctx, j.cancel = context.WithCancelCause(context.Background())
-	j.telemetry = runTelemetry(ctx, body.Model)
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: j.maxSteps}
-	if err := s.store.append(e, true); err != nil {
-		s.sched.release()
-		s.releaseWorkspace(ws)
-		j.cancel(err)
-		s.log.Error("record a new run", "err", err)
-		return nil, problemf(http.StatusInternalServerError, "the run could not be recorded")
-	}
-	s.runs.mu.Lock()
-	s.runs.add(r)
-	view := r.view()
-	s.runs.mu.Unlock()
-	s.sched.enqueue(r, ws.key)
-	return gen.CreateRun202JSONResponse(view), nil
-}
-
-// holdWorkspace resolves a run's workspace. The embedded engine's is
-// opened now and held until the run ends: the run works in the directory
-// its name resolves to at acceptance. An Engine's runs work on its
-// workers, which open the workspace under their own root: the name is only
-// validated here, and runs are serialized per name.
-func (s *Server) holdWorkspace(name *string) (string, *heldWorkspace, error) {
-	if s.cfg.Engine == nil {
-		return s.ws.hold(name, "/workspace")
-	}
-	clean, err := cleanWorkspace(name, "/workspace")
-	if err != nil {
-		return "", nil, err
-	}
-	if clean == "." {
-		clean = ""
-	}
-	clean = filepath.ToSlash(clean)
-	return clean, &heldWorkspace{key: "name:" + clean}, nil
-}
-
-// releaseWorkspace releases what holdWorkspace held.
-func (s *Server) releaseWorkspace(h *heldWorkspace) {
-	if h != nil && h.root != nil {
-		s.ws.release(h)
-	}
+	return gen.CreateRun202JSONResponse(v), nil
 }
 
 // GetRun returns a run with its result once finished.
 func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.GetRunResponseObject, error) {
-	v, ok := s.runs.get(req.RunId)
-	if !ok {
-		return nil, errNoRun
+	v, err := s.rn.Get(req.RunId)
+	if err != nil {
+		return nil, runProblem(err)
 	}
 	return gen.GetRun200JSONResponse(v), nil
 }
@@ -134,8 +61,6 @@ func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.Get
 // defaultPageSize is the runs in a page of listRuns when the request gives
 // no limit: the spec's default for the parameter, read on first use.
 var defaultPageSize = sync.OnceValue(func() int { return spec.IntDefault[gen.ListRunsParams]("Limit") })
-
-var errNoRun = &problemError{status: http.StatusNotFound, detail: "no run has this id"}
 
 // ListRuns returns one page of runs, newest first.
 func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
@@ -147,9 +72,9 @@ func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen
 	if req.Params.Cursor != nil {
 		cursor = *req.Params.Cursor
 	}
-	runs, next, err := s.runs.list(req.Params.Status, limit, cursor)
+	runs, next, err := s.rn.List(req.Params.Status, limit, cursor)
 	if err != nil {
-		return nil, err
+		return nil, runProblem(err)
 	}
 	out := gen.ListRuns200JSONResponse{Runs: runs}
 	if next != "" {
@@ -161,27 +86,10 @@ func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen
 // CancelRun cancels a queued run at once, or asks a running run to stop; it
 // then ends with exit reason cancelled. A finished run cannot be cancelled.
 func (s *Server) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.CancelRunResponseObject, error) {
-	s.runs.mu.RLock()
-	r := s.runs.byID[req.RunId]
-	var j *job
-	var queued bool
-	if r != nil {
-		j = r.job
-		queued = r.status == gen.RunStatusQueued
+	v, err := s.rn.Cancel(req.RunId)
+	if err != nil {
+		return nil, runProblem(err)
 	}
-	s.runs.mu.RUnlock()
-	switch {
-	case r == nil:
-		return nil, errNoRun
-	case j == nil:
-		return nil, &problemError{status: http.StatusConflict, detail: "the run has already finished"}
-	}
-	if queued && s.sched.dequeue(r, j.ws.key) {
-		s.cancelQueued(r, errCancelRequested)
-	} else {
-		j.cancel(errCancelRequested)
-	}
-	v, _ := s.runs.get(r.id)
 	return gen.CancelRun202JSONResponse(v), nil
 }
 
@@ -189,8 +97,8 @@ func (s *Server) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (g
 // while it runs, ending after run_finished, resuming after the position
 // given by ?after (which wins) or Last-Event-ID.
 func (s *Server) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject) (gen.GetRunEventsResponseObject, error) {
-	if _, ok := s.runs.get(req.RunId); !ok {
-		return nil, errNoRun
+	if _, err := s.rn.Get(req.RunId); err != nil {
+		return nil, runProblem(err)
 	}
 	after := 0
 	switch {
@@ -203,7 +111,35 @@ func (s *Server) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestOb
 		}
 		after = n
 	}
-	pr, pw := io.Pipe()
-	go s.stream(ctx, req.RunId, after, pw)
-	return gen.GetRunEvents200TexteventStreamResponse{Body: pr}, nil
+	body, err := s.rn.Events(ctx, req.RunId, after)
+	if err != nil {
+		return nil, runProblem(err)
+	}
+	return gen.GetRunEvents200TexteventStreamResponse{Body: body}, nil
+}
+
+// ListApprovals returns the run's tool calls waiting for a decision, with
+// their arguments.
+func (s *Server) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
+	list, err := s.rn.Approvals(req.RunId)
+	if err != nil {
+		return nil, runProblem(err)
+	}
+	return gen.ListApprovals200JSONResponse{Approvals: list}, nil
+}
+
+// DecideApproval approves or denies the run's pending call call_id.
+func (s *Server) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
+	if req.Body == nil {
+		return nil, problemf(http.StatusBadRequest, "the request body is required")
+	}
+	a := agent.Approval{Decision: req.Body.Decision}
+	if req.Body.Reason != nil {
+		a.Reason = strings.Clone(*req.Body.Reason)
+	}
+	v, err := s.rn.Decide(req.RunId, req.CallId, a)
+	if err != nil {
+		return nil, runProblem(err)
+	}
+	return gen.DecideApproval200JSONResponse(v), nil
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -23,7 +24,7 @@ import (
 func TestCancel(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, MaxConcurrent: 1})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 1}})
 	ctx := context.Background()
 	running := ts.create(blockRequest("BLOCK running"))
 	g.waitEntered(t, "BLOCK running")
@@ -72,7 +73,7 @@ func TestCancel(t *testing.T) {
 func TestQueueFull(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, MaxConcurrent: 1, QueueSize: 1})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 1, QueueSize: 1}})
 	first := ts.create(blockRequest("BLOCK first"))
 	g.waitEntered(t, "BLOCK first")
 	second := ts.create(calcRequest())
@@ -115,7 +116,7 @@ func TestQueueFull(t *testing.T) {
 // Last-Event-ID, and follows a live run from its start to its end.
 func TestEventsResume(t *testing.T) {
 	g := newGate()
-	ts := newTestServer(t, server.Config{Models: g.models})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models}})
 	ctx := context.Background()
 	run := ts.create(blockRequest("BLOCK live"))
 	g.waitEntered(t, "BLOCK live")
@@ -191,7 +192,7 @@ func TestEventsResume(t *testing.T) {
 func TestListRuns(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models}})
 	ctx := context.Background()
 	var ids []string
 	for range 7 {
@@ -252,7 +253,7 @@ func TestListRuns(t *testing.T) {
 func TestWorkspaceSerialized(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models, MaxConcurrent: 4})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 4}})
 	for _, d := range []string{"a", "b", "a/sub"} {
 		if err := os.MkdirAll(filepath.Join(ts.cfg.WorkspaceRoot, d), 0o700); err != nil {
 			t.Fatal(err)
@@ -333,7 +334,7 @@ func hasTool(specs []gen.ToolSpec, name string) bool {
 // TestManyRuns runs more runs than slots through one workspace and several,
 // concurrently, and checks that every one finished with its answer.
 func TestManyRuns(t *testing.T) {
-	ts := newTestServer(t, server.Config{MaxConcurrent: 3})
+	ts := newTestServer(t, server.Config{Config: runner.Config{MaxConcurrent: 3}})
 	for i := range 4 {
 		if err := os.Mkdir(filepath.Join(ts.cfg.WorkspaceRoot, "w"+strconv.Itoa(i)), 0o700); err != nil {
 			t.Fatal(err)
@@ -391,7 +392,7 @@ func TestManyRuns(t *testing.T) {
 func TestWorkspaceSymlinks(t *testing.T) {
 	g := newGate()
 	defer g.release()
-	ts := newTestServer(t, server.Config{Models: g.models})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models}})
 	root := ts.cfg.WorkspaceRoot
 	outside := t.TempDir()
 	if err := os.Mkdir(filepath.Join(root, "real"), 0o700); err != nil {

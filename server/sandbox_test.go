@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
@@ -18,7 +19,7 @@ import (
 // asked for by name.
 func TestAllowCommandsNeedsASandbox(t *testing.T) {
 	newServer := func(p sandbox.Policy) error {
-		srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), AllowCommands: true, Sandbox: p})
+		srv, err := server.New(server.Config{Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), AllowCommands: true, Sandbox: p}})
 		if err == nil {
 			srv.Shutdown(context.Background())
 		}
@@ -42,7 +43,7 @@ func TestAllowCommandsNeedsASandbox(t *testing.T) {
 // records the sandbox (the attacks themselves are tested per backend in
 // package sandbox).
 func TestRunCommandsAreSandboxed(t *testing.T) {
-	ts := newTestServer(t, server.Config{AllowCommands: true})
+	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	outside := t.TempDir()
 	script := "echo pwned > " + outside + "/x"
 	call, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "arguments": map[string]any{"command": script}})

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -36,7 +37,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	t.Setenv("OPENAI_BASE_URL", provider.URL)
 	t.Setenv("SPECLOOP_TOKEN", testToken)
 
-	ts := newTestServer(t, server.Config{AllowCommands: true})
+	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	ctx := context.Background()
 	var bodies []string
 	record := func(_ int, _ http.Header, body []byte) { bodies = append(bodies, string(body)) }

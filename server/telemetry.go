@@ -11,16 +11,13 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/telemetry"
-	"github.com/specloop/specloop/wiring"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // The server's telemetry (Config.Telemetry): GET /metrics, the metrics of
 // HTTP requests, run statuses and event streams, and the W3C trace context
 // of the request that creates a run, which becomes the parent of the run's
-// span. The runs themselves are observed through wiring (see
-// instrumentRun).
+// span. The runs themselves are observed by the runner.
 
 var errNoMetrics = &problemError{status: http.StatusNotFound, detail: "this server keeps no metrics"}
 
@@ -38,7 +35,7 @@ func (s *Server) useTelemetry(e *echo.Echo) error {
 		}
 	}
 	if m := tel.Metrics; m != nil {
-		if err := m.RunStatuses(s.runStatuses); err != nil {
+		if err := m.RunStatuses(s.rn.Statuses); err != nil {
 			return fmt.Errorf("server: metrics: %w", err)
 		}
 		if err := m.OpenStreams(s.streams.open); err != nil {
@@ -73,54 +70,11 @@ func (s *Server) telemetryMiddleware(ops map[string]string) echo.MiddlewareFunc 
 	}
 }
 
-// runStatuses counts the runs by status, for the specloop_runs gauge.
-func (s *Server) runStatuses() map[gen.RunStatus]int {
-	n := map[gen.RunStatus]int{}
-	s.runs.mu.RLock()
-	defer s.runs.mu.RUnlock()
-	for _, r := range s.runs.sorted {
-		n[r.status]++
-	}
-	return n
-}
-
 // open is the number of event streams open.
 func (st *streamSlots) open() int {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return st.total
-}
-
-// runTelemetryInfo is the type of job.telemetry.
-type runTelemetryInfo = telemetry.RunInfo
-
-// runTelemetry is what the telemetry of a run created by a request knows
-// besides its events: the model (provider and name) and the request's
-// trace context.
-func runTelemetry(ctx context.Context, mc gen.ModelConfig) telemetry.RunInfo {
-	info := telemetry.RunInfo{Parent: trace.SpanContextFromContext(ctx)}
-	info.Provider, _ = mc.Discriminator()
-	v, _ := mc.ValueByDiscriminator()
-	switch m := v.(type) {
-	case gen.OpenAIModelConfig:
-		info.Model = m.Model
-	case gen.AnthropicModelConfig:
-		info.Model = m.Model
-	}
-	return info
-}
-
-// instrumentRun makes the setup of job j's run observe it.
-func (s *Server) instrumentRun(cfg *wiring.Config, j *job) {
-	cfg.Telemetry, cfg.TelemetryRun = s.cfg.Telemetry, j.telemetry
-}
-
-// runEnded counts a run that ended without its loop (cancelled while
-// queued).
-func (s *Server) runEnded(ev *gen.TraceEvent) {
-	if tel := s.cfg.Telemetry; tel != nil && tel.Metrics != nil {
-		tel.Metrics.RunEnded(ev)
-	}
 }
 
 // GetMetrics returns the metrics in the Prometheus text format.

@@ -11,6 +11,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/telemetry"
@@ -47,7 +48,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := newGate()
-	ts := newTestServer(t, server.Config{Telemetry: &telemetry.Telemetry{Metrics: m}, Models: g.models})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Telemetry: &telemetry.Telemetry{Metrics: m}, Models: g.models}})
 	defer ts.close()
 
 	hallucinated := gen.CreateRunRequest{Task: gen.Task{Prompt: "Compute."}, Model: sdk.ScriptModel(
@@ -120,7 +121,7 @@ func TestMetricsNeedToken(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newTestServer(t, server.Config{Telemetry: &telemetry.Telemetry{Metrics: m}})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Telemetry: &telemetry.Telemetry{Metrics: m}}})
 	defer ts.close()
 	if status, _, body := ts.do(http.MethodGet, "/metrics", "", nil, "Authorization", ""); status != http.StatusUnauthorized || bytes.Contains(body, []byte("specloop_")) {
 		t.Errorf("GET /metrics without the token: %d %s", status, body)
@@ -138,7 +139,7 @@ func TestRunSpanParent(t *testing.T) {
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
-	ts := newTestServer(t, server.Config{Telemetry: &telemetry.Telemetry{Tracer: tp.Tracer(telemetry.TracerName)}})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Telemetry: &telemetry.Telemetry{Tracer: tp.Tracer(telemetry.TracerName)}}})
 	defer ts.close()
 	const traceID, parentID = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
 	body := bytes.NewReader(ctJSON(calcRequest()))
@@ -174,7 +175,7 @@ func TestMetricsWaitingRuns(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ts := newTestServer(t, server.Config{Telemetry: &telemetry.Telemetry{Metrics: m}})
+	ts := newTestServer(t, server.Config{Config: runner.Config{Telemetry: &telemetry.Telemetry{Metrics: m}}})
 	defer ts.close()
 	run := ts.create(approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
 	ts.pending(run.Id)

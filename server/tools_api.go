@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"net/http"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -26,6 +27,9 @@ import (
 // (into the handler's input).
 const toolRoute = "/v1/tools/:name"
 
+// errShuttingDown is the tool set's answer once Shutdown closed it.
+var errShuttingDown = errors.New("the server is shutting down")
+
 // toolPath is where the spec has the built-in tools' own operations,
 // POST /v1/tools/NAME, which document them (callTool serves them).
 const toolPath = "/v1/tools/"
@@ -35,6 +39,7 @@ const toolPath = "/v1/tools/"
 // workspace it names), and the tools of the configured MCP servers,
 // connected by the first request that needs them and kept until Shutdown.
 type toolSet struct {
+	root  *os.Root       // the workspace root, which setup leaves open
 	setup *wiring.Setup  // on the workspace root
 	base  *tools.Runtime // its built-in and custom tools
 
@@ -49,18 +54,18 @@ type toolSet struct {
 // tools a run offers a model, and those callTool serves besides the MCP
 // servers'.
 func (s *Server) initTools() error {
-	cfg := s.setupConfig()
-	cfg.Root = s.ws.root
-	setup, err := wiring.Open(cfg)
-	var we *wiring.Error
-	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
-		return fmt.Errorf("server: workspace root: %w", we.Err)
-	}
+	_, root, err := s.rn.OpenWorkspace(nil, "workspace")
 	if err != nil {
+		return fmt.Errorf("server: workspace root: %w", err)
+	}
+	cfg := s.setupConfig()
+	cfg.Root = root
+	setup, err := wiring.Open(cfg)
+	if err != nil {
+		root.Close()
 		return fmt.Errorf("server: tools: %w", err)
 	}
-	s.tools = &toolSet{setup: setup, base: setup.Runtime, servers: s.cfg.MCPServers, config: s.cfg.MCP}
-	s.runTools = setup.Runtime.Specs()
+	s.tools = &toolSet{root: root, setup: setup, base: setup.Runtime, servers: s.cfg.MCPServers, config: s.cfg.MCP}
 	return nil
 }
 
@@ -96,7 +101,11 @@ func (t *toolSet) close() error {
 		errs = append(errs, t.mcp.Close())
 		t.mcp = nil
 	}
-	return errors.Join(append(errs, t.setup.Close())...)
+	if t.setup != nil {
+		errs = append(errs, t.setup.Close(), t.root.Close())
+		t.setup = nil
+	}
+	return errors.Join(errs...)
 }
 
 // ListTools returns exactly the tools callTool serves.
@@ -155,7 +164,7 @@ func (s *Server) callTool(c echo.Context) error {
 		w := q.Get("workspace")
 		workspace = &w
 	}
-	dir, err := s.ws.openTools(workspace, "workspace", s.wsHook)
+	dir, err := s.openTools(workspace, "workspace")
 	if err != nil {
 		return err
 	}

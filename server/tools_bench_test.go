@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -24,7 +25,7 @@ func BenchmarkToolCall(b *testing.B) {
 	if err := os.WriteFile(filepath.Join(root, "ws", "a.txt"), []byte("one\ntwo\n"), 0o600); err != nil {
 		b.Fatal(err)
 	}
-	srv, err := server.New(server.Config{DataDir: b.TempDir(), WorkspaceRoot: root, Token: testToken})
+	srv, err := server.New(server.Config{Token: testToken, Config: runner.Config{DataDir: b.TempDir(), WorkspaceRoot: root}})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -109,7 +110,7 @@ func TestTools(t *testing.T) {
 
 // TestCommandsAllowed: with AllowCommands, run_command and checks work.
 func TestCommandsAllowed(t *testing.T) {
-	ts := newTestServer(t, server.Config{AllowCommands: true})
+	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	ctx := context.Background()
 	got, err := callTool(ctx, ts.sdk, "", "run_command", map[string]any{"command": "echo hello"})
 	if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"sync"
 	"time"
 
@@ -17,6 +16,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/wiring"
 )
 
@@ -107,7 +107,7 @@ type (
 )
 
 // ModelFactory builds a run's model from its configuration and tools, as
-// server.ModelFactory does.
+// runner.ModelFactory does.
 type ModelFactory func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error)
 
 // Activities are the run workflow's activities, executed by workers.
@@ -120,12 +120,12 @@ type Activities struct {
 	// HostQueue is the task queue of this host's workers, where a run's
 	// tool activities go.
 	HostQueue string
-	// Models builds models; nil means server.DefaultModels' behaviour is
+	// Models builds models; nil means runner.DefaultModels' behaviour is
 	// unavailable and every run fails with model_error.
 	Models ModelFactory
-	// Setup is the base of every run's setup (sandbox, commands, check
-	// timeout); its Root, Check, MCP servers and trace fields are set per
-	// run.
+	// Setup is the host of every run (sandbox, commands, check timeout):
+	// runner.Open sets it up per run with its workspace, check and MCP
+	// servers.
 	Setup wiring.Config
 	// MCPServers are the MCP servers runs may name (the worker's --mcp);
 	// MCP configures their sessions.
@@ -168,17 +168,27 @@ func (a *Activities) setup(run RunRef) (*openRun, error) {
 			return nil, temporal.NewNonRetryableApplicationError("the workspace cannot be opened", "workspace", nil)
 		}
 	}
-	cfg := a.Setup
-	cfg.Root, cfg.Check, cfg.RunID = ws, run.Check, run.RunID
-	cfg.Workspace, cfg.TracePath, cfg.TraceWriter = nil, "", nil
-	if cfg.MCPServers, err = a.mcpServers(run.MCPServers); err != nil {
-		ws.Close()
-		return nil, err
+	// The run's part of its spec that its host needs (the rest went to the
+	// workflow's options).
+	sp := runner.Spec{ID: run.RunID}
+	if run.Check != "" {
+		sp.Check = &run.Check
 	}
-	cfg.MCP = a.MCP
-	s, err := wiring.Open(cfg)
+	if len(run.MCPServers) > 0 {
+		sp.McpServers = &run.MCPServers
+	}
+	host := a.Setup
+	host.Root = ws
+	host.Workspace, host.TracePath, host.TraceWriter = nil, "", nil
+	host.MCPServers, host.MCP = a.MCPServers, a.MCP
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		ws.Close()
+		var re *runner.Error
+		if errors.As(err, &re) {
+			msg := re.Error() + " (give the workers the same --mcp as the API servers)"
+			return nil, temporal.NewNonRetryableApplicationError(msg, "mcp", nil)
+		}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
 	}
 	o := &openRun{Setup: s, dir: ws}
@@ -187,21 +197,6 @@ func (a *Activities) setup(run RunRef) (*openRun, error) {
 	}
 	a.runs[run.RunID] = o
 	return o, nil
-}
-
-// mcpServers resolves the names of a run's MCP servers on this worker's
-// configuration.
-func (a *Activities) mcpServers(names []string) ([]mcpclient.Server, error) {
-	var out []mcpclient.Server
-	for i, name := range names {
-		j := slices.IndexFunc(a.MCPServers, func(s mcpclient.Server) bool { return s.Name == name })
-		if j < 0 {
-			msg := fmt.Sprintf("mcp_servers[%d]: this worker has no MCP server of this name (give the workers the same --mcp as the API servers)", i)
-			return nil, temporal.NewNonRetryableApplicationError(msg, "mcp", nil)
-		}
-		out = append(out, a.MCPServers[j])
-	}
-	return out, nil
 }
 
 // begin writes the trace lines an activity carries and returns the run's

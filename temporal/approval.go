@@ -7,7 +7,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 )
 
 // ApprovalSignal is the signal that carries a person's decision on a tool
@@ -16,7 +16,7 @@ const ApprovalSignal = "specloop.approval"
 
 // PendingQuery is the workflow query that returns the tool call the run
 // waits on for approval, with its arguments and when the wait times out
-// (a *server.EnginePendingCall), nil when it waits for none.
+// (a *runner.EnginePendingCall), nil when it waits for none.
 const PendingQuery = "specloop.pending"
 
 // ApprovalDecision is the payload of ApprovalSignal: the decision on the
@@ -40,7 +40,7 @@ func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agen
 	}
 	// The call is answered by PendingQuery from before its events are
 	// written, so that whoever sees them can list it.
-	r.waiting = &server.EnginePendingCall{Call: req.Call, Expires: workflow.Now(r.wctx).Add(timeout)}
+	r.waiting = &runner.EnginePendingCall{Call: req.Call, Expires: workflow.Now(r.wctx).Add(timeout)}
 	defer func() { r.waiting = nil }()
 	// The request's events are written before the wait, so that whoever
 	// decides sees them.

@@ -11,9 +11,8 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/temporal"
-	"github.com/specloop/specloop/wiring"
 )
 
 // An approval wait is a durable wait on a signal: a decision that comes
@@ -38,7 +37,7 @@ func TestApprovalWaitsForTheSignal(t *testing.T) {
 
 			h := newHarness(t)
 			in := scriptInput(responses, "", 0)
-			in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, timeout
+			in.ApprovalPolicy, in.ApprovalTimeout = ptr(gen.ApprovalPolicyWrites), timeout
 			if tc.signal != nil {
 				h.env.RegisterDelayedCallback(func() {
 					// A stale decision on another call is ignored.
@@ -71,17 +70,15 @@ func TestApprovalWaitsForTheSignal(t *testing.T) {
 func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.RunResult, []gen.TraceEvent) {
 	t.Helper()
 	var buf bytes.Buffer
-	cfg := baseSetup()
-	cfg.Dir, cfg.RunID, cfg.TraceWriter = t.TempDir(), "run1", &buf
-	s, err := wiring.Open(cfg)
+	sp := scriptInput(responses, "", 0).Spec
+	sp.Dir, sp.TraceWriter, sp.ApprovalPolicy = t.TempDir(), &buf, ptr(gen.ApprovalPolicyWrites)
+	sp.Approver = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) { return d, nil })
+	s, err := runner.Open(context.Background(), &sp, baseSetup())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	opts := s.Options
-	opts.ApprovalPolicy = gen.ApprovalPolicyWrites
-	opts.Approver = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) { return d, nil })
-	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), opts)
+	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), s.Options)
 	return res, readEvents(t, buf.Bytes())
 }
 
@@ -90,19 +87,19 @@ func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.R
 func TestPendingQueryListsTheWaitingCall(t *testing.T) {
 	h := newHarness(t)
 	in := scriptInput([]string{writeDone, finish}, "", 0)
-	in.ApprovalPolicy, in.ApprovalTimeout = gen.ApprovalPolicyWrites, 72*time.Hour
-	pending := func() *server.EnginePendingCall {
+	in.ApprovalPolicy, in.ApprovalTimeout = ptr(gen.ApprovalPolicyWrites), 72*time.Hour
+	pending := func() *runner.EnginePendingCall {
 		v, err := h.env.QueryWorkflow(temporal.PendingQuery)
 		if err != nil {
 			t.Fatalf("query: %v", err)
 		}
-		var p *server.EnginePendingCall
+		var p *runner.EnginePendingCall
 		if err := v.Get(&p); err != nil {
 			t.Fatal(err)
 		}
 		return p
 	}
-	var waiting, after *server.EnginePendingCall
+	var waiting, after *runner.EnginePendingCall
 	var asked time.Time
 	h.env.RegisterDelayedCallback(func() {
 		waiting, asked = pending(), h.env.Now()
@@ -126,3 +123,5 @@ func TestPendingQueryListsTheWaitingCall(t *testing.T) {
 		t.Fatalf("after the decision the query answers %+v", after)
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -15,10 +15,10 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 )
 
-// Engine is the server.Engine that runs each run as a workflow: `specloop
+// Engine is the runner.Engine that runs each run as a workflow: `specloop
 // serve --engine temporal`. The events come from the Store the workers
 // write, followed as they arrive.
 type Engine struct {
@@ -35,45 +35,55 @@ type Engine struct {
 	Poll time.Duration
 }
 
-var _ server.Engine = (*Engine)(nil)
+var _ runner.Engine = (*Engine)(nil)
 
 // WorkflowID is the workflow id of run id.
 func WorkflowID(runID string) string { return "specloop-run-" + runID }
 
-// Execute starts run r's workflow (or follows it, when it was started
-// before), hands its events to event as they reach the store, and returns
-// its result. A client's cancellation cancels the workflow; the server's
-// shutdown only stops following it.
-func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
-	fail := func(err error) (gen.RunResult, error) {
-		msg := err.Error()
-		return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
+// Execute starts run sp's workflow, hands its events to event as they
+// reach the store, and returns its result. A client's cancellation cancels
+// the workflow; the runner's shutdown only stops following it.
+func (e *Engine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	if err := checkRunID(sp.ID); err != nil {
+		return failed(sp.ID, err)
 	}
-	if err := checkRunID(r.ID); err != nil {
-		return fail(err)
+	in := RunInput{Spec: sp, HeartbeatTimeout: e.HeartbeatTimeout}
+	wf, err := e.Client.ExecuteWorkflow(context.WithoutCancel(ctx), client.StartWorkflowOptions{ID: WorkflowID(sp.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
+	if err != nil {
+		return failed(sp.ID, fmt.Errorf("start the workflow: %w", err))
 	}
-	in := RunInput{EngineRun: r, HeartbeatTimeout: e.HeartbeatTimeout}
+	return e.follow(ctx, sp.ID, 0, wf, event)
+}
+
+// Follow follows run id's workflow, started by a runner that stopped, if
+// it exists (that runner may have stopped before it started it).
+func (e *Engine) Follow(ctx context.Context, id string, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	if err := checkRunID(id); err != nil {
+		return failed(id, err)
+	}
 	bg := context.WithoutCancel(ctx)
-	var wf client.WorkflowRun
-	if r.Attached {
-		// Started by an API server that stopped: follow it, if it exists
-		// (that server may have stopped before it started it).
-		_, err := e.Client.DescribeWorkflow(bg, WorkflowID(r.ID), "")
-		var nf *serviceerror.NotFound
-		if errors.As(err, &nf) {
-			return fail(fmt.Errorf("follow the workflow: %w", server.ErrNoEngineRun))
-		}
-		if err != nil {
-			return fail(fmt.Errorf("describe the workflow: %w", err))
-		}
-		wf = e.Client.GetWorkflow(bg, WorkflowID(r.ID), "")
-	} else {
-		var err error
-		wf, err = e.Client.ExecuteWorkflow(bg, client.StartWorkflowOptions{ID: WorkflowID(r.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
-		if err != nil {
-			return fail(fmt.Errorf("start the workflow: %w", err))
-		}
+	_, err := e.Client.DescribeWorkflow(bg, WorkflowID(id), "")
+	var nf *serviceerror.NotFound
+	if errors.As(err, &nf) {
+		return failed(id, fmt.Errorf("follow the workflow: %w", runner.ErrNoEngineRun))
 	}
+	if err != nil {
+		return failed(id, fmt.Errorf("describe the workflow: %w", err))
+	}
+	return e.follow(ctx, id, seen, e.Client.GetWorkflow(bg, WorkflowID(id), ""), event)
+}
+
+// failed is the result of a run the engine could not execute or follow.
+func failed(id string, err error) (gen.RunResult, error) {
+	msg := err.Error()
+	return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
+}
+
+// follow hands the events of run id's workflow wf after the first seen
+// to event until it ends, and returns its result.
+func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.WorkflowRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	bg := context.WithoutCancel(ctx)
+	fail := func(err error) (gen.RunResult, error) { return failed(id, err) }
 	type outcome struct {
 		res gen.RunResult
 		err error
@@ -90,11 +100,11 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	path, err := e.Store.EventsPath(r.ID)
+	path, err := e.Store.EventsPath(id)
 	if err != nil {
 		return fail(err)
 	}
-	f := follower{path: path, skip: r.Seen, event: event}
+	f := follower{path: path, skip: seen, event: event}
 	cancelled := ctx.Done()
 	for {
 		select {
@@ -104,9 +114,9 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 			}
 		case <-cancelled:
 			cancelled = nil
-			if !server.CancelRequested(ctx) {
+			if !runner.CancelRequested(ctx) {
 				msg := "the API server stopped following the run; it goes on in Temporal"
-				return gen.RunResult{RunId: &r.ID, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
+				return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
 			}
 			if err := e.Client.CancelWorkflow(bg, wf.GetID(), ""); err != nil {
 				return fail(fmt.Errorf("cancel the workflow: %w", err))
@@ -118,7 +128,7 @@ func (e *Engine) Execute(ctx context.Context, r server.EngineRun, event func(*ge
 			if o.err != nil {
 				return fail(fmt.Errorf("the workflow failed: %w", o.err))
 			}
-			o.res.RunId = &r.ID
+			o.res.RunId = &id
 			return o.res, nil
 		}
 	}
@@ -177,22 +187,22 @@ func (e *Engine) Decide(ctx context.Context, runID, callID string, a agent.Appro
 // PendingCall returns the call run runID's workflow waits on for
 // approval, with its arguments and expiry (a workflow query: the arguments
 // never go to the trace).
-func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (server.EnginePendingCall, error) {
+func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (runner.EnginePendingCall, error) {
 	v, err := e.Client.QueryWorkflow(ctx, WorkflowID(runID), "", PendingQuery)
 	if err != nil {
-		return server.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
+		return runner.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
 	}
-	var p *server.EnginePendingCall
+	var p *runner.EnginePendingCall
 	if err := v.Get(&p); err != nil {
-		return server.EnginePendingCall{}, fmt.Errorf("decode the pending call: %w", err)
+		return runner.EnginePendingCall{}, fmt.Errorf("decode the pending call: %w", err)
 	}
 	if p == nil || p.Call.CallId == nil || *p.Call.CallId != callID {
-		return server.EnginePendingCall{}, errors.New("the run waits for no decision on this call")
+		return runner.EnginePendingCall{}, errors.New("the run waits for no decision on this call")
 	}
 	return *p, nil
 }
 
 var (
-	_ server.EngineApprovals     = (*Engine)(nil)
-	_ server.EngineApprovalCalls = (*Engine)(nil)
+	_ runner.EngineApprovals     = (*Engine)(nil)
+	_ runner.EngineApprovalCalls = (*Engine)(nil)
 )

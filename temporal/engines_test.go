@@ -18,8 +18,8 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -53,7 +53,7 @@ var scripts = []struct {
 }
 
 // scriptModels builds script models from their configuration, as
-// server.DefaultModels does.
+// runner.DefaultModels does.
 func scriptModels(cfg gen.ModelConfig, _ []gen.ToolSpec) (agent.Model, error) {
 	sc, err := cfg.AsScriptModelConfig()
 	if err != nil {
@@ -66,13 +66,14 @@ func baseSetup() wiring.Config {
 	return wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}
 }
 
-// embedded runs a script in-process, as `specloop serve` does.
+// embedded runs a script in-process, as `specloop serve` does, from the
+// spec the workflow gets.
 func embedded(t *testing.T, responses []string, check string, maxSteps int) (gen.RunResult, []gen.TraceEvent) {
 	t.Helper()
 	var buf bytes.Buffer
-	cfg := baseSetup()
-	cfg.Dir, cfg.Check, cfg.RunID, cfg.MaxSteps, cfg.TraceWriter = t.TempDir(), check, "run1", maxSteps, &buf
-	s, err := wiring.Open(cfg)
+	sp := scriptInput(responses, check, maxSteps).Spec
+	sp.Dir, sp.TraceWriter = t.TempDir(), &buf
+	s, err := runner.Open(context.Background(), &sp, baseSetup())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -127,7 +128,14 @@ func scriptInput(responses []string, check string, maxSteps int) temporal.RunInp
 	if err := mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses}); err != nil {
 		panic(err)
 	}
-	return temporal.RunInput{EngineRun: server.EngineRun{ID: "run1", Task: gen.Task{Prompt: "multiply"}, Model: mc, Check: check, MaxSteps: maxSteps}}
+	in := temporal.RunInput{Spec: runner.Spec{ID: "run1", CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: "multiply"}, Model: mc}}}
+	if check != "" {
+		in.Check = &check
+	}
+	if maxSteps != 0 {
+		in.MaxSteps = &maxSteps
+	}
+	return in
 }
 
 func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {

@@ -12,8 +12,8 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/temporal"
-	"github.com/specloop/specloop/wiring"
 )
 
 // seenModel writes a 40-line file, reads it back and finishes, choosing by
@@ -65,9 +65,11 @@ func TestObservationCapsReachTheWorkflow(t *testing.T) {
 	const lines = 4
 	embeddedModel := &seenModel{}
 	var buf bytes.Buffer
-	cfg := baseSetup()
-	cfg.Dir, cfg.RunID, cfg.TraceWriter, cfg.MaxObservationLines = t.TempDir(), "run1", &buf, lines
-	s, err := wiring.Open(cfg)
+	in := scriptInput(nil, "", 0)
+	in.MaxObservationLines = ptr(lines)
+	sp := in.Spec
+	sp.Dir, sp.TraceWriter = t.TempDir(), &buf
+	s, err := runner.Open(context.Background(), &sp, baseSetup())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -76,8 +78,6 @@ func TestObservationCapsReachTheWorkflow(t *testing.T) {
 
 	wfModel := &seenModel{}
 	h := newHarnessWith(t, func(gen.ModelConfig, []gen.ToolSpec) (agent.Model, error) { return wfModel, nil })
-	in := scriptInput(nil, "", 0)
-	in.MaxObservationLines = lines
 	gotRes, _ := h.run(t, in)
 
 	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
@@ -101,13 +101,13 @@ func TestObservationCapsReachTheWorkflow(t *testing.T) {
 func TestUnknownMCPServerOnTheWorker(t *testing.T) {
 	h := newHarness(t)
 	in := scriptInput([]string{finish}, "", 0)
-	in.MCPServers = []string{"docs"}
+	in.McpServers = &[]string{"docs"}
 	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
 	var res gen.RunResult
 	if err := h.env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitReason != gen.ExitReasonInternalError || res.Error == nil || !strings.Contains(*res.Error, "mcp_servers[0]") || res.StepsUsed != 0 {
+	if res.ExitReason != gen.ExitReasonInternalError || res.Error == nil || !strings.Contains(*res.Error, "/mcp_servers/0") || res.StepsUsed != 0 {
 		t.Fatalf("run: %+v (error %v)", res, res.Error)
 	}
 }

@@ -13,18 +13,17 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 )
 
 // WorkflowName is the name the run workflow is registered under.
 const WorkflowName = "specloop.Run"
 
-// RunInput is a run as the workflow receives it: the run as the API
-// server accepted it (its Model is built by the worker's ModelFactory; its
+// RunInput is a run as the workflow receives it: the run's spec as the
+// runner accepted it (its Model is built by the worker's ModelFactory; its
 // Workspace is relative to the workers' workspace root) and how to run it.
 type RunInput struct {
-	server.EngineRun
-	RecordRaw bool
+	runner.Spec
 	// HeartbeatTimeout is how long a worker may go silent during a tool
 	// call or check before the call moves to another worker of the host;
 	// 0 means DefaultHeartbeatTimeout.
@@ -75,7 +74,7 @@ const (
 // workflow error means the workflow itself could not run.
 func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	r := &wfRun{wctx: wctx, in: in}
-	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*server.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
+	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*runner.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
 	}
 	hb := in.HeartbeatTimeout
@@ -110,31 +109,23 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		// worker crash interrupted is simply retried.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 10},
 	})
-	opts := agent.Options{
-		MaxSteps:    in.MaxSteps,
-		TokenBudget: in.TokenBudget,
-		RunID:       in.ID,
-		Tools:       (*wfTools)(r),
-		Trace:       r,
-		RecordRaw:   in.RecordRaw,
-		Clock:       func() time.Time { return workflow.Now(wctx) },
-
-		MaxObservationBytes: in.MaxObservationBytes,
-		MaxObservationLines: in.MaxObservationLines,
-
-		PauseAfter: in.ContinueAsNewSteps,
-	}
+	// The spec's options, as a local run gets them, with the tools, the
+	// check, the trace and the approvals behind activities.
+	opts := in.Options()
+	opts.Tools, opts.Trace = (*wfTools)(r), r
+	opts.Clock = func() time.Time { return workflow.Now(wctx) }
+	opts.PauseAfter = in.ContinueAsNewSteps
 	if opts.PauseAfter <= 0 {
 		opts.PauseAfter = DefaultContinueAsNewSteps
 	}
 	if in.Continued != nil {
 		opts.Resume = &in.Continued.State
 	}
-	if in.Check != "" {
+	if in.CheckCommand() != "" {
 		opts.Check = (*wfCheck)(r)
 	}
-	if in.ApprovalPolicy != "" && in.ApprovalPolicy != gen.ApprovalPolicyNever {
-		opts.ApprovalPolicy, opts.Approver = in.ApprovalPolicy, (*wfApprover)(r)
+	if opts.ApprovalPolicy != "" {
+		opts.Approver = (*wfApprover)(r)
 	}
 	res, runErr := agent.Run(wfContext{wctx}, in.Task, (*wfModel)(r), opts)
 	// Otherwise the result says it: internal_error or model_error with the
@@ -175,12 +166,16 @@ type wfRun struct {
 	modelCalls   int
 	toolCalls    int
 	pending      [][]byte                  // trace lines not yet in the store
-	waiting      *server.EnginePendingCall // the call waiting for approval (PendingQuery)
+	waiting      *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
 	written      int                       // trace lines in the store
 }
 
 func (r *wfRun) ref() RunRef {
-	return RunRef{RunID: r.in.ID, Workspace: r.in.Workspace, Check: r.in.Check, MCPServers: r.in.MCPServers}
+	ws := ""
+	if r.in.Workspace != nil {
+		ws = *r.in.Workspace
+	}
+	return RunRef{RunID: r.in.ID, Workspace: ws, Check: r.in.CheckCommand(), MCPServers: r.in.MCPNames()}
 }
 
 // Emit queues a trace event; the next activity appends the queue to the

@@ -28,6 +28,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 )
@@ -75,7 +76,7 @@ func artifacts(t *testing.T) string {
 type pacer struct{ gate chan struct{} }
 
 func (p *pacer) models(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-	m, err := server.DefaultModels(cfg, tools)
+	m, err := runner.DefaultModels(cfg, tools)
 	if err != nil {
 		return nil, err
 	}
@@ -331,7 +332,7 @@ func rowsJS(tbody string) string {
 // dark; and never a request to another host.
 func TestBrowserRuns(t *testing.T) {
 	p := &pacer{gate: make(chan struct{})}
-	srv := startServer(t, server.Config{Token: uiToken, Models: p.models})
+	srv := startServer(t, server.Config{Token: uiToken, Config: runner.Config{Models: p.models}})
 	b := newBrowser(t)
 	shots := artifacts(t)
 	ctx := b.ctx
@@ -577,7 +578,7 @@ func TestBrowserPerformance(t *testing.T) {
 	data := t.TempDir()
 	seedRuns(t, data, runs)
 	p := &pacer{gate: make(chan struct{})}
-	srv := startServer(t, server.Config{DataDir: data, Models: p.models})
+	srv := startServer(t, server.Config{Config: runner.Config{DataDir: data, Models: p.models}})
 	ctx := context.Background()
 	n := 0
 	for _, err := range srv.sdk.ListRuns(ctx, sdk.ListOptions{}) {
@@ -704,7 +705,7 @@ func overBudget(over bool) string {
 // fields.
 func TestBrowserApprovals(t *testing.T) {
 	p := &pacer{gate: make(chan struct{})}
-	srv := startServer(t, server.Config{Models: p.models})
+	srv := startServer(t, server.Config{Config: runner.Config{Models: p.models}})
 	b := newBrowser(t)
 	shots := artifacts(t)
 	ctx := b.ctx

@@ -1,10 +1,11 @@
-// Package wiring turns one Config into the agent loop's Options: it opens
-// the workspace, builds the tool runtime and the completion check under one
-// resolved sandbox, opens the trace, and closes what it opened.
+// Package wiring opens what a run or a tool call works with: the
+// workspace, the tool runtime and the completion check under one resolved
+// sandbox, the MCP servers and the trace; it closes what it opened.
 //
-// `specloop run`, `specloop demo` and the server (its runs and its tool
-// calls) all set a run up through Open, so a flag of the CLI and a field of
-// a request cannot mean different things.
+// A run's own options (budgets, caps, approvals) are not its business: a
+// run is set up by runner.Open, from a runner.Spec, which calls Open for
+// its tools, check and trace. Tool calls outside a run (the API's, the MCP
+// server's, `specloop spec`) call Open directly.
 package wiring
 
 import (
@@ -66,18 +67,10 @@ type Config struct {
 	TraceWriter io.Writer
 	// TraceSync is when the trace is fsynced.
 	TraceSync trace.SyncPolicy
-	// RecordRaw, MaxSteps, TokenBudget, RunID and the caps of what the
-	// model sees of a tool's output (0: the spec's defaults) go to
-	// agent.Options as they are.
-	RecordRaw           bool
-	MaxSteps            int
-	TokenBudget         int64
-	RunID               string
-	MaxObservationBytes int
-	MaxObservationLines int
 	// MCPServers are external MCP servers whose tools the run offers next
 	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
-	// once, and Close stops them.
+	// once, and Close stops them. Given to runner.Open, they are the
+	// servers a run may name, and it opens those its spec names.
 	MCPServers []mcpclient.Server
 	// MCP configures the sessions with MCPServers (call timeout, where
 	// stdio servers' stderr goes).
@@ -109,7 +102,8 @@ func (e *Error) Unwrap() error { return e.Err }
 // Setup is an opened run setup. Options is ready for agent.Run (add an
 // Observer if wanted); Close releases what Open opened.
 type Setup struct {
-	// Options holds the budgets, run id, tools, check and trace.
+	// Options holds the tools, check and trace (runner.Open adds the
+	// run's budgets and approvals).
 	Options agent.Options
 	// Workspace is the workspace the tools and the check work in.
 	Workspace *tools.Workspace
@@ -183,16 +177,7 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		return &Error{PartTools, err}
 	}
 	s.Runtime = rt
-	s.Options = agent.Options{
-		MaxSteps:    cfg.MaxSteps,
-		TokenBudget: cfg.TokenBudget,
-		RunID:       cfg.RunID,
-		Tools:       rt,
-		RecordRaw:   cfg.RecordRaw,
-
-		MaxObservationBytes: cfg.MaxObservationBytes,
-		MaxObservationLines: cfg.MaxObservationLines,
-	}
+	s.Options = agent.Options{Tools: rt}
 	if len(cfg.MCPServers) > 0 {
 		mr, err := mcpclient.Open(ctx, rt, cfg.MCPServers, cfg.MCP)
 		if err != nil {

@@ -1,7 +1,6 @@
 package wiring_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
@@ -9,7 +8,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -30,60 +28,6 @@ func toolNames(rt *tools.Runtime) []string {
 		names = append(names, s.Name)
 	}
 	return names
-}
-
-// TestOpenMapsEveryField: each field of the Config reaches the Options, the
-// runtime and the check, and the runtime and the check share the one
-// sandbox Open resolved.
-func TestOpenMapsEveryField(t *testing.T) {
-	dir := t.TempDir()
-	var buf bytes.Buffer
-	s, err := wiring.Open(wiring.Config{
-		Dir: dir, Sandbox: none,
-		Check: "true", CheckTimeout: time.Minute, CheckEnv: []string{"A=b"},
-		TraceWriter: &buf, TraceSync: trace.SyncNone,
-		RecordRaw: true, MaxSteps: 7, TokenBudget: 99, RunID: "run-1",
-		MaxObservationBytes: 2048, MaxObservationLines: 32,
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	o := s.Options
-	if o.MaxSteps != 7 || o.TokenBudget != 99 || o.RunID != "run-1" || !o.RecordRaw || o.MaxObservationBytes != 2048 || o.MaxObservationLines != 32 {
-		t.Errorf("options: %+v", o)
-	}
-	if o.Tools != s.Runtime || o.Check != s.Check || o.Trace != s.Trace || s.Trace == nil {
-		t.Errorf("the options do not hold the setup's parts")
-	}
-	if s.Workspace.Dir() != dir {
-		t.Errorf("workspace %s, want %s", s.Workspace.Dir(), dir)
-	}
-	if !slices.Contains(toolNames(s.Runtime), "run_command") {
-		t.Errorf("commands are on but not offered: %v", toolNames(s.Runtime))
-	}
-	if s.Check.Command() != "true" || s.Check.Timeout != time.Minute || !slices.Equal(s.Check.Env, []string{"A=b"}) {
-		t.Errorf("check: %+v", s.Check)
-	}
-	// Unconfined, commands can reach the network and write .git.
-	want := &gen.SandboxInfo{Backend: gen.SandboxInfoBackendNone, Network: true, GitWrites: true}
-	if got := s.Runtime.SandboxInfo(); got == nil || *got != *want {
-		t.Errorf("runtime sandbox %+v, want %+v", got, want)
-	}
-	if s.Check.Sandbox != s.Sandbox || s.Sandbox.Info().Backend != sandbox.None {
-		t.Errorf("the check is not confined by the resolved sandbox")
-	}
-
-	// The options run: the trace goes to the writer, the check is run.
-	res, err := agent.Run(context.Background(), gen.Task{Prompt: "p"},
-		model.NewScript(`{"type":"finish","answer":"done"}`), s.Options)
-	if err != nil || res.ExitReason != gen.ExitReasonFinished || res.Check == nil || !res.Check.Passed {
-		t.Fatalf("run: %v %+v", err, res)
-	}
-	log, err := trace.Read(&buf)
-	if err != nil || len(log.Events) == 0 || log.Events[0].RunId != "run-1" {
-		t.Fatalf("trace: %v %+v", err, log)
-	}
 }
 
 // TestOpenWithoutCommands: with commands off and no check nothing is

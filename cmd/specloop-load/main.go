@@ -46,6 +46,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
@@ -67,7 +68,7 @@ func main() {
 	inflight := flag.Int("inflight", 1000, "runs held in flight on a slow model in the memory phase (0 skips it)")
 	dir := flag.String("dir", "", "where the data and workspace directories go (default: a temporary directory)")
 	syncPolicy := flag.String("sync", "none", "the server's trace sync policy (none, end, every)")
-	maxConcurrent := flag.Int("max-concurrent", server.DefaultMaxConcurrent, "the server's --max-concurrent in the throughput phase")
+	maxConcurrent := flag.Int("max-concurrent", runner.DefaultMaxConcurrent, "the server's --max-concurrent in the throughput phase")
 	rate := flag.Float64("rate", 0, "pace the throughput phase at this many runs per second in all (0: as fast as the clients go)")
 	temporalAddr := flag.String("temporal-address", "", "run the server on the Temporal engine with this frontend (HOST:PORT), with a worker in its process")
 	temporalNS := flag.String("temporal-namespace", "default", "the Temporal namespace of -temporal-address")
@@ -386,13 +387,7 @@ func serveChild() int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	cfg := server.Config{
-		DataDir:       os.Getenv("LOAD_DATA"),
-		WorkspaceRoot: os.Getenv("LOAD_ROOT"),
-		Token:         token,
-		MaxConcurrent: max,
-		Logger:        slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn})),
-	}
+	cfg := server.Config{Token: token, Config: runner.Config{DataDir: os.Getenv("LOAD_DATA"), WorkspaceRoot: os.Getenv("LOAD_ROOT"), MaxConcurrent: max, Logger: slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))}}
 	cfg.TraceSync = policy
 	stopEngine, err := temporalEngine(&cfg)
 	if err != nil {
@@ -402,7 +397,7 @@ func serveChild() int {
 	defer stopEngine()
 	if slow > 0 {
 		cfg.Models = func(mc gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-			m, err := server.DefaultModels(mc, tools)
+			m, err := runner.DefaultModels(mc, tools)
 			return slowModel{m, slow}, err
 		}
 	}

@@ -15,6 +15,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/temporal"
@@ -41,7 +42,7 @@ func temporalEngine(cfg *server.Config) (stop func(), err error) {
 		return nil, fmt.Errorf("connect to Temporal: %w", err)
 	}
 	queue := fmt.Sprintf("load-%d", os.Getpid())
-	acts := &temporal.Activities{Store: store, WorkspaceRoot: cfg.WorkspaceRoot, HostQueue: queue + "-host", Models: server.DefaultModels,
+	acts := &temporal.Activities{Store: store, WorkspaceRoot: cfg.WorkspaceRoot, HostQueue: queue + "-host", Models: runner.DefaultModels,
 		Setup: wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}}
 	shared, host := temporal.NewWorkers(c, queue, acts, worker.Options{})
 	if err := errors.Join(shared.Start(), host.Start()); err != nil {

@@ -50,7 +50,7 @@ func (f *approvalFlags) open(env *cmdEnv) (gen.ApprovalPolicy, *terminalApprover
 	if !ok || !term.IsTerminal(int(in.Fd())) {
 		return "", nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
 	}
-	return p, &terminalApprover{in: in, out: env.stderr, timeout: f.timeout}, nil
+	return p, &terminalApprover{in: in, out: env.stderr}, nil
 }
 
 // terminalApprover asks a person on the terminal: it shows the tool and
@@ -59,19 +59,15 @@ func (f *approvalFlags) open(env *cmdEnv) (gen.ApprovalPolicy, *terminalApprover
 // Questions and answers use standard error and standard input, so that
 // standard output stays the run's own.
 type terminalApprover struct {
-	in      io.Reader
-	out     io.Writer
-	timeout time.Duration
-	lines   chan lineOrErr // started on the first question
+	in    io.Reader
+	out   io.Writer
+	lines chan lineOrErr // started on the first question
 }
 
 type lineOrErr struct {
 	line string
 	err  error
 }
-
-// agent returns the Approver a local run uses: with the timeout.
-func (a *terminalApprover) agent() agent.Approver { return agent.WithApprovalTimeout(a, a.timeout) }
 
 // Approve asks about req's call.
 func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/creack/pty"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -296,7 +297,7 @@ func TestTerminalApprovalRemote(t *testing.T) {
 		checkApprovalScriptFiles(t, root)
 	})
 	t.Run("server stops", func(t *testing.T) {
-		srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()})
+		srv, err := server.New(server.Config{Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,6 +11,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/demo"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
 )
@@ -64,16 +65,10 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if *tracePath == "" {
 		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
 	}
-	setup, code := openSetup(env, "demo", wiring.Config{
-		Dir:       dir,
-		Sandbox:   sbPolicy,
-		Check:     demo.Check,
-		CheckEnv:  demo.CheckEnv,
-		TracePath: *tracePath,
-		TraceSync: trace.SyncAtRunEnd,
-		MaxSteps:  demo.MaxSteps,
-		RunID:     runID,
-	}, false)
+	steps, check := demo.MaxSteps, demo.Check
+	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check},
+		ID: runID, Dir: dir, TracePath: *tracePath}
+	setup, code := openSetup(env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
 	if setup == nil {
 		return code
 	}
@@ -93,7 +88,7 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		opts.Observer = observe
 	}
 	start := env.clockFor(env.stdout).now()
-	res, runErr := agent.Run(ctx, gen.Task{Prompt: demo.Task}, model.NewScript(demo.Script()...), opts)
+	res, runErr := agent.Run(ctx, sp.Task, model.NewScript(demo.Script()...), opts)
 	if err := setup.Trace.Close(); err != nil && runErr == nil {
 		env.errorf("demo: trace: %v", err)
 	}

@@ -93,7 +93,7 @@ func mcpCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("mcp: %v", err)
 		return exitUsage
 	}
-	setup, code := openSetup(env, "mcp", wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: policy}, true)
+	setup, code := openSetup(env, "mcp", nil, wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: policy}, true)
 	if setup == nil {
 		return code
 	}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
@@ -114,7 +115,7 @@ func TestReadmeGoExamples(t *testing.T) {
 			cmd := goCmd(t.Context(), "run", "./"+p.name)
 			if strings.Contains(p.src, `"github.com/specloop/specloop/sdk"`) {
 				const token = "readme-token"
-				srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Token: token})
+				srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -375,7 +376,7 @@ func remoteURL(t *testing.T) string {
 	t.Helper()
 	const token = "readme-token"
 	t.Setenv(tokenEnv, token)
-	srv, err := server.New(server.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Token: token})
+	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,38 +49,21 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 		env.errorf("run: --remote: %v", err)
 		return exitUsage
 	}
-	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, MaxSteps: &f.maxSteps}
-	if req.Model, err = remoteModel(f); err != nil {
-		env.errorf("run: %v", err)
-		return exitUsage
-	}
-	if f.tokenBudget > 0 {
-		req.TokenBudget = &f.tokenBudget
-	}
-	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
-	if f.check != "" {
-		req.Check = &f.check
-	}
-	if names, err := f.mcp.names(); err != nil {
-		env.errorf("run: %v", err)
-		return exitUsage
-	} else if len(names) > 0 {
-		req.McpServers = &names
-	}
-	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
-		req.Workspace = &ws
-	}
 	approvals, asker, err := f.approval.open(env)
 	if err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	if asker != nil {
-		req.ApprovalPolicy = &approvals
-		if t := f.approval.timeout; t != agent.DefaultApprovalTimeout {
-			secs := int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second)
-			req.ApprovalTimeoutSeconds = &secs
-		}
+	names, err := f.mcp.names()
+	if err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
+	}
+	// The request a local run makes of the same flags.
+	req := f.request(prompt, names, approvals, asker != nil)
+	if req.Model, err = remoteModel(f); err != nil {
+		env.errorf("run: %v", err)
+		return exitUsage
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {

@@ -13,6 +13,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
@@ -20,6 +21,7 @@ import (
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
 )
@@ -162,15 +164,28 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	cfg, err := f.config(policy)
+	host, err := f.host(policy)
 	if err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
-	cfg.MCP = f.mcp.config(env.stderr)
+	// The run names every server of --mcp.
+	var mcpNames []string
+	for _, s := range host.MCPServers {
+		mcpNames = append(mcpNames, s.Name)
+	}
+	req := f.request(prompt, mcpNames, approvals, asker != nil)
+	host.MCP = f.mcp.config(env.stderr)
+	sp := &runner.Spec{CreateRunRequest: req, RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	if asker != nil {
+		sp.Approver = asker
+	}
+	if !f.asJSON {
+		sp.Observer = (&progressPrinter{w: env.stdout}).observe
+	}
 	// The setup comes first: the model is told about the tools it offers,
 	// the MCP servers' included.
-	setup, code := openSetup(env, "run", cfg, true)
+	setup, code := openSetup(env, "run", sp, host, true)
 	if setup == nil {
 		return code
 	}
@@ -181,15 +196,7 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	opts := setup.Options
-	opts.MaxSteps = f.maxSteps // a replayed run's budget is the recording's
-	if !f.asJSON {
-		opts.Observer = (&progressPrinter{w: env.stdout}).observe
-	}
-	opts.ApprovalPolicy = approvals
-	if asker != nil {
-		opts.Approver = asker.agent()
-	}
-	res, runErr := agent.Run(ctx, gen.Task{Prompt: prompt}, m, opts)
+	res, runErr := agent.Run(ctx, sp.Task, m, opts)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
 }
 
@@ -351,9 +358,42 @@ func readPrompt(env *cmdEnv, file, arg string) (string, error) {
 	return string(data), nil
 }
 
-// config maps the run flags to the run's setup: `specloop run` and the
-// server's runs both go through wiring.Open, each from its own inputs.
-func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
+// request maps the run flags to the API's request for the run: a local
+// run and a --remote one make the same request, so a flag means what its
+// field means (a local run becomes a runner.Spec of it, a remote one is
+// sent as it is). mcp names its MCP servers (a local run's --mcp define
+// them, a remote one's name the server's); policy is the --approval
+// policy, asked whether anyone decides (else the run asks no one). The
+// model is not in it: a local run builds its own (see models.go), a remote
+// one names it (remoteModel).
+func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolicy, asked bool) gen.CreateRunRequest {
+	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, MaxSteps: &f.maxSteps}
+	if f.tokenBudget > 0 {
+		req.TokenBudget = &f.tokenBudget
+	}
+	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
+	if f.check != "" {
+		req.Check = &f.check
+	}
+	if len(mcp) > 0 {
+		req.McpServers = &mcp
+	}
+	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
+		req.Workspace = &ws
+	}
+	if asked {
+		req.ApprovalPolicy = &policy
+		if t := f.approval.timeout; t != agent.DefaultApprovalTimeout {
+			secs := int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second)
+			req.ApprovalTimeoutSeconds = &secs
+		}
+	}
+	return req
+}
+
+// host maps the flags that say where and how a local run works (not what
+// it does: that is its request) to its host's setup.
+func (f *runFlags) host(policy trace.SyncPolicy) (wiring.Config, error) {
 	sb, err := f.sandbox.policy()
 	if err != nil {
 		return wiring.Config{}, err
@@ -369,30 +409,28 @@ func (f *runFlags) config(policy trace.SyncPolicy) (wiring.Config, error) {
 	return wiring.Config{
 		MCPServers:      servers,
 		Tools:           specs,
-		Dir:             f.workspace,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
-		Check:           f.check,
-		TracePath:       f.tracePath,
 		TraceSync:       policy,
 		Telemetry:       f.telemetry.tel,
 		TelemetryRun:    runInfo(f),
-		RecordRaw:       f.recordRaw,
-		MaxSteps:        f.maxSteps,
-		TokenBudget:     f.tokenBudget,
-
-		MaxObservationBytes: f.obsBytes,
-		MaxObservationLines: f.obsLines,
 	}, nil
 }
 
-// openSetup opens a local run's setup for command name. On failure it
-// reports the error, naming the flag at fault, and returns nil and the exit
-// status: a usage error for a workspace the user named (userWorkspace), a
-// sandbox this machine cannot provide or a trace file that cannot be
-// written. It prints the warning of an unconfined sandbox.
-func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
-	setup, err := wiring.Open(cfg)
+// openSetup opens a local run's setup for command name: run sp on host
+// cfg (runner.Open), or with sp nil the tools of cfg alone (wiring.Open).
+// On failure it reports the error, naming the flag at fault, and returns
+// nil and the exit status: a usage error for a workspace the user named
+// (userWorkspace), a sandbox this machine cannot provide or a trace file
+// that cannot be written. It prints the warning of an unconfined sandbox.
+func openSetup(env *cmdEnv, name string, sp *runner.Spec, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
+	var setup *wiring.Setup
+	var err error
+	if sp != nil {
+		setup, err = runner.Open(context.Background(), sp, cfg)
+	} else {
+		setup, err = wiring.Open(cfg)
+	}
 	var we *wiring.Error
 	switch {
 	case err == nil:
@@ -405,7 +443,7 @@ func openSetup(env *cmdEnv, name string, cfg wiring.Config, userWorkspace bool) 
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
 		env.errorf("%s: --trace: %v", name, we.Err)
 		return nil, exitUsage
-	case errors.As(err, &we) && we.Part == wiring.PartMCP:
+	case errors.As(err, &we) && we.Part == wiring.PartMCP, errors.As(err, new(*runner.Error)):
 		env.errorf("%s: --mcp: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.Tools) > 0:

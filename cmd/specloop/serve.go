@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -61,8 +62,8 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
 	data := fs.String("data", "", "the data directory: the run log and every run's trace; it must lie outside --workspace-root (default: "+stateDirUsage("server")+")")
 	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use; runs may read and write all of it")
-	maxConcurrent := fs.Int("max-concurrent", server.DefaultMaxConcurrent, "the most runs executing at once")
-	queue := fs.Int("queue", server.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
+	maxConcurrent := fs.Int("max-concurrent", runner.DefaultMaxConcurrent, "the most runs executing at once")
+	queue := fs.Int("queue", runner.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+tokenEnv+")")
 	var toolsSpec toolsSpecFlags
 	toolsSpec.register(fs)
@@ -193,32 +194,33 @@ func serveCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	defer mcpSetup.Close()
 	defer mcpStop()
 	srv, err := server.New(server.Config{
-		Engine:        engine,
-		DataDir:       *data,
-		WorkspaceRoot: *root,
-		Token:         token,
-		MaxConcurrent: *maxConcurrent,
-		QueueSize:     *queue,
-		AllowCommands: *allowCommands,
-		ToolSpecs:     specs,
-		Sandbox:       sbPolicy,
-		BodyLimit:     *bodyLimit,
-		Telemetry:     tel.tel,
-		TraceSync:     policy,
-		Logger:        logger,
-		// Approval waits are in memory: a server that stops ends the
-		// waiting runs interrupted.
-		ApprovalTimeout: *approvalTimeout,
-
+		Config: runner.Config{
+			Engine:        engine,
+			DataDir:       *data,
+			WorkspaceRoot: *root,
+			MaxConcurrent: *maxConcurrent,
+			QueueSize:     *queue,
+			AllowCommands: *allowCommands,
+			ToolSpecs:     specs,
+			Sandbox:       sbPolicy,
+			Telemetry:     tel.tel,
+			TraceSync:     policy,
+			Logger:        logger,
+			// Approval waits are in memory: a server that stops ends the
+			// waiting runs interrupted.
+			ApprovalTimeout: *approvalTimeout,
+			MCPServers:      mcpServers,
+			MCP:             mcpf.config(env.stderr),
+			Models:          runner.ModelsWithSystem(system),
+		},
+		Token:               token,
+		BodyLimit:           *bodyLimit,
 		ReadTimeout:         *readTimeout,
 		MaxConnections:      *maxConns,
 		MaxStreams:          *maxStreams,
 		MaxStreamsPerClient: *maxStreamsPerClient,
 		AllowedHosts:        allowedHosts,
-		MCPServers:          mcpServers,
-		MCP:                 mcpf.config(env.stderr),
 		MCPHandler:          mcpH,
-		Models:              server.ModelsWithSystem(system),
 	})
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartTools && len(specs) > 0 {
@@ -362,8 +364,8 @@ func recordsDir(flag, dir, sub, root string) (string, error) {
 		}
 		dir = d
 	}
-	if err := server.CheckRecordsDir(dir, root); err != nil {
-		if errors.Is(err, server.ErrRecordsInWorkspace) {
+	if err := runner.CheckRecordsDir(dir, root); err != nil {
+		if errors.Is(err, runner.ErrRecordsInWorkspace) {
 			return "", fmt.Errorf("%s %s must lie outside --workspace-root %s, and not contain it: runs may read and write the whole workspace root, so they could read and forge the run records; give a %s elsewhere (by default: %s)",
 				flag, dir, root, flag, stateDirUsage(sub))
 		}

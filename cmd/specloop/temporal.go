@@ -16,7 +16,7 @@ import (
 	tlog "go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 
-	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/wiring"
 )
@@ -62,7 +62,7 @@ func (f *temporalFlags) dial(logger *slog.Logger) (client.Client, *temporal.Stor
 
 // serverEngine returns the engine serve's flags ask for: nil for the
 // embedded one, and the func that releases it.
-func (f *temporalFlags) serverEngine(logger *slog.Logger) (server.Engine, func(), error) {
+func (f *temporalFlags) serverEngine(logger *slog.Logger) (runner.Engine, func(), error) {
 	switch f.engine {
 	case "embedded":
 		return nil, func() {}, nil
@@ -137,7 +137,7 @@ func workerCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitInternal
 	}
 	defer c.Close()
-	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: server.DefaultModels,
+	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: runner.DefaultModels,
 		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy}, MCPServers: mcpServers, MCP: mcpf.config(env.stderr)}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"bytes"
@@ -155,7 +155,7 @@ func (t *traceFile) Close() error { return t.f.Close() }
 // stream writes the run's events after position after to pw as
 // Server-Sent Events, live while the run is in flight, and closes pw after
 // run_finished. It stops when ctx is done or the reader goes away.
-func (s *Server) stream(ctx context.Context, id string, after int, pw *io.PipeWriter) {
+func (s *Runner) stream(ctx context.Context, id string, after int, pw *io.PipeWriter) {
 	err := s.streamEvents(ctx, id, after, pw)
 	if errors.Is(err, io.ErrClosedPipe) || ctx.Err() != nil {
 		err = nil // the client went away
@@ -166,7 +166,7 @@ func (s *Server) stream(ctx context.Context, id string, after int, pw *io.PipeWr
 	pw.CloseWithError(err)
 }
 
-func (s *Server) streamEvents(ctx context.Context, id string, after int, pw *io.PipeWriter) error {
+func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.PipeWriter) error {
 	s.runs.mu.RLock()
 	r := s.runs.byID[id]
 	if r == nil {
@@ -229,7 +229,7 @@ const keepAliveEvery = 15 * time.Second
 // streamFile sends a finished run's events from its trace file. A trace
 // that lacks run_finished (its last write failed) gets one built from the
 // run's record, so every stream ends the same way.
-func (s *Server) streamFile(id string, final gen.Run, after int, pw *io.PipeWriter) error {
+func (s *Runner) streamFile(id string, final gen.Run, after int, pw *io.PipeWriter) error {
 	evs, err := readTrace(s.store.tracePath(id))
 	if err != nil {
 		return err

@@ -1,11 +1,9 @@
-package server
+package runner
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
-	"strings"
 	"sync"
 	"time"
 
@@ -17,8 +15,8 @@ import (
 // call the policy covers. The loop traces approval_requested (the call's
 // tool name, id and argument keys), the run's status turns
 // waiting_for_approval, and the call, with its full arguments, is listed by
-// GET /v1/runs/{id}/approvals until someone decides it with POST
-// /v1/runs/{id}/approvals/{call_id}, or its time (approval_timeout_seconds,
+// Runner.Approvals (GET /v1/runs/{id}/approvals) until someone decides it
+// with Runner.Decide (POST /v1/runs/{id}/approvals/{call_id}), or its time (approval_timeout_seconds,
 // else Config.ApprovalTimeout) runs out and it is denied with reason
 // timeout. Waits are held in memory: a server that stops while a run waits
 // ends that run interrupted.
@@ -26,7 +24,7 @@ import (
 // approvalGate is an in-flight run's agent.Approver: the call waiting for
 // a decision, if any, and the ids of the calls already decided.
 type approvalGate struct {
-	s       *Server
+	s       *Runner
 	r       *run
 	timeout time.Duration
 
@@ -47,7 +45,7 @@ type pendingCall struct {
 	done      chan struct{}
 }
 
-func newApprovalGate(s *Server, r *run, timeout time.Duration) *approvalGate {
+func newApprovalGate(s *Runner, r *run, timeout time.Duration) *approvalGate {
 	return &approvalGate{s: s, r: r, timeout: timeout, decided: map[string]bool{}}
 }
 
@@ -131,9 +129,9 @@ func (g *approvalGate) list() []gen.PendingApproval {
 
 // Problems of a decision.
 var (
-	errNoPendingCall  = &problemError{status: http.StatusNotFound, detail: "the run has no tool call waiting for approval with this id"}
-	errAlreadyDecided = &problemError{status: http.StatusConflict, detail: "the tool call was already decided or timed out"}
-	errRunFinished    = &problemError{status: http.StatusConflict, detail: "the run has already finished"}
+	errNoPendingCall  = &Error{Kind: NotFound, Detail: "the run has no tool call waiting for approval with this id"}
+	errAlreadyDecided = &Error{Kind: Conflict, Detail: "the tool call was already decided or timed out"}
+	errRunFinished    = &Error{Kind: Conflict, Detail: "the run has already finished"}
 )
 
 // decide answers the pending call id.
@@ -154,7 +152,7 @@ func (g *approvalGate) decide(id string, a agent.Approval) error {
 
 // gateOf returns the run's approval gate, nil when its policy asks no
 // one; the problem is a 404 for an unknown run and a 409 for a finished one.
-func (s *Server) gateOf(id string) (*approvalGate, error) {
+func (s *Runner) gateOf(id string) (*approvalGate, error) {
 	s.runs.mu.RLock()
 	defer s.runs.mu.RUnlock()
 	r := s.runs.byID[id]
@@ -167,39 +165,33 @@ func (s *Server) gateOf(id string) (*approvalGate, error) {
 	return r.job.gate, nil
 }
 
-// ListApprovals returns the run's tool calls waiting for a decision, with
-// their arguments.
-func (s *Server) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
-	g, err := s.gateOf(req.RunId)
+// Approvals returns run id's tool calls waiting for a decision, with
+// their arguments: none for a finished run or one whose policy asks no one.
+func (s *Runner) Approvals(id string) ([]gen.PendingApproval, error) {
+	g, err := s.gateOf(id)
 	if errors.Is(err, errRunFinished) || err == nil && g == nil {
-		return gen.ListApprovals200JSONResponse{Approvals: []gen.PendingApproval{}}, nil
+		return []gen.PendingApproval{}, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	return gen.ListApprovals200JSONResponse{Approvals: g.list()}, nil
+	return g.list(), nil
 }
 
-// DecideApproval approves or denies the run's pending call call_id.
-func (s *Server) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
-	if req.Body == nil {
-		return nil, problemf(http.StatusBadRequest, "the request body is required")
-	}
-	g, err := s.gateOf(req.RunId)
+// Decide approves or denies run id's pending call callID and returns the
+// run.
+func (s *Runner) Decide(id, callID string, a agent.Approval) (gen.Run, error) {
+	g, err := s.gateOf(id)
 	if err != nil {
-		return nil, err
+		return gen.Run{}, err
 	}
 	if g == nil {
-		return nil, errNoPendingCall
+		return gen.Run{}, errNoPendingCall
 	}
-	a := agent.Approval{Decision: req.Body.Decision}
-	if req.Body.Reason != nil {
-		a.Reason = strings.Clone(*req.Body.Reason)
-	}
-	if err := g.decide(req.CallId, a); err != nil {
-		return nil, err
+	if err := g.decide(callID, a); err != nil {
+		return gen.Run{}, err
 	}
 	g.setStatus(gen.RunStatusWaitingForApproval, gen.RunStatusRunning)
-	v, _ := s.runs.get(req.RunId)
-	return gen.DecideApproval200JSONResponse(v), nil
+	v, _ := s.runs.get(id)
+	return v, nil
 }

@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"context"
@@ -13,54 +13,27 @@ import (
 )
 
 // Engine executes runs somewhere else than in this process (package
-// temporal: as Temporal workflows). The server still accepts, records,
+// temporal: as Temporal workflows). The runner still accepts, records,
 // lists and streams the runs; the engine runs the loop and hands back the
 // trace, event by event, from its durable storage.
 type Engine interface {
-	// Execute runs r to its end and returns its result. It calls event
+	// Execute runs sp to its end and returns its result. It calls event
 	// for each trace event in order, with the event as its trace line
 	// (JSON, no newline), once the event is durable. ctx is done when the
 	// run must stop: CancelRequested(ctx) tells a client's cancellation
-	// (cancel the run) from this server's shutdown (stop following it).
+	// (cancel the run) from the runner's shutdown (stop following it).
 	// An error means the run could not be executed or followed; the
-	// result then says how it ended as far as the server knows.
-	Execute(ctx context.Context, r EngineRun, event func(ev *gen.TraceEvent, line []byte)) (gen.RunResult, error)
-}
-
-// EngineRun is a run as an Engine gets it.
-type EngineRun struct {
-	ID    string
-	Task  gen.Task
-	Model gen.ModelConfig
-	// Workspace is the run's workspace under the workspace root, as the
-	// request named it (cleaned); "" is the root.
-	Workspace   string
-	MaxSteps    int
-	TokenBudget int64
-	// Check is the completion check's command line; "" means none.
-	Check string
-	// ApprovalPolicy says which tool calls wait for a person's decision
-	// ("" is never); ApprovalTimeout is how long one waits (0: the
-	// default).
-	ApprovalPolicy  gen.ApprovalPolicy
-	ApprovalTimeout time.Duration
-	// MaxObservationBytes and MaxObservationLines cap what the model sees
-	// of a tool's output (0: the defaults).
-	MaxObservationBytes int
-	MaxObservationLines int
-	// MCPServers are the names of the run's MCP servers
-	// (CreateRunRequest.mcp_servers), which the engine resolves on its own
-	// configuration.
-	MCPServers []string
-
-	// Attached is set when the run was handed to the engine before, by an
-	// API server that has stopped since (this one before a restart): the
-	// engine follows the run instead of starting it, and hands over only
-	// its events after the first Seen ones, which the server's trace
-	// already holds. Only ID is set then. An engine that has no such run
-	// returns an error that wraps ErrNoEngineRun.
-	Attached bool
-	Seen     int
+	// result then says how it ended as far as the runner knows. sp's
+	// Workspace is relative to the engine's own workspace root, and its
+	// MCP servers are names the engine resolves on its own configuration.
+	Execute(ctx context.Context, sp Spec, event func(ev *gen.TraceEvent, line []byte)) (gen.RunResult, error)
+	// Follow is Execute for run id, which the engine was given before by
+	// a runner that has stopped since (this one before a restart): it
+	// follows the run instead of starting it, and hands over only its
+	// events after the first seen ones, which the runner's trace already
+	// holds. An engine that has no such run returns an error that wraps
+	// ErrNoEngineRun.
+	Follow(ctx context.Context, id string, seen int, event func(ev *gen.TraceEvent, line []byte)) (gen.RunResult, error)
 }
 
 // ErrNoEngineRun is the error (wrapped) of an Engine asked to follow a
@@ -102,7 +75,7 @@ func CancelRequested(ctx context.Context) bool {
 // trace and live streams, and its result is recorded as an embedded run's.
 // An attached run (one the engine ran before this server started) is
 // followed where its trace stopped.
-func (s *Server) executeOn(e Engine, r *run) {
+func (s *Runner) executeOn(e Engine, r *run) {
 	var j *job
 	var started time.Time
 	if s.runs.mu.RLock(); r.job != nil && r.job.attached {
@@ -122,15 +95,6 @@ func (s *Server) executeOn(e Engine, r *run) {
 	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	var res gen.RunResult
 	if err == nil {
-		run := EngineRun{ID: r.id, Task: j.task, Model: j.modelConfig, Workspace: r.workspace,
-			MaxSteps: j.maxSteps, TokenBudget: j.tokenBudget, Check: j.check, ApprovalPolicy: j.policy,
-			MaxObservationBytes: j.obsBytes, MaxObservationLines: j.obsLines, Attached: j.attached, Seen: j.seen}
-		for _, m := range j.mcp {
-			run.MCPServers = append(run.MCPServers, m.Name)
-		}
-		if j.gate != nil && !j.attached {
-			run.ApprovalTimeout = j.gate.timeout
-		}
 		if ea, ok := e.(EngineApprovals); ok && j.waiting != nil {
 			// reattach listed the call the run waits on: hand its
 			// decision to the engine.
@@ -141,7 +105,7 @@ func (s *Server) executeOn(e Engine, r *run) {
 				s.awaitDecision(ea, r, j, p.step, p.call)
 			}
 		}
-		res, err = e.Execute(j.ctx, run, func(ev *gen.TraceEvent, line []byte) {
+		event := func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)
 			}
@@ -154,7 +118,12 @@ func (s *Server) executeOn(e Engine, r *run) {
 				s.forwardApproval(e, r, j, ev)
 			}
 			j.events.publishJSON(ev.EventType, line, false)
-		})
+		}
+		if j.attached {
+			res, err = e.Follow(j.ctx, r.id, j.seen, event)
+		} else {
+			res, err = e.Execute(j.ctx, j.spec, event)
+		}
 		if finished != nil {
 			if serr := tf.ended(); serr != nil {
 				s.log.Error("sync a trace", "run", r.id, "err", serr)
@@ -208,7 +177,7 @@ func (s *Server) executeOn(e Engine, r *run) {
 // once the server is up. A run whose trace has its run_finished (the
 // server stopped before it logged the result) is not attached: recoverRun
 // settles it.
-func (s *Server) reattach(r *run) (bool, error) {
+func (s *Runner) reattach(r *run) (bool, error) {
 	path := s.store.tracePath(r.id)
 	evs, cut, newline, err := readTraceForRecovery(path)
 	if err != nil {
@@ -263,7 +232,7 @@ func (s *Server) reattach(r *run) (bool, error) {
 
 // followAttached follows the runs reattach prepared, each in a goroutine
 // the scheduler waits for at shutdown.
-func (s *Server) followAttached(runs []*run) {
+func (s *Runner) followAttached(runs []*run) {
 	for _, r := range runs {
 		s.sched.workers.Add(1)
 		go func() {
@@ -280,6 +249,15 @@ func (s *Server) followAttached(runs []*run) {
 // follows an attached run.
 var followHook func(runID string)
 
+// SetFollowHook is for tests: it makes every runner call f(id) in the
+// goroutine that follows attached run id, before it does anything else;
+// restore puts the previous hook back.
+func SetFollowHook(f func(id string)) (restore func()) {
+	prev := followHook
+	followHook = f
+	return func() { followHook = prev }
+}
+
 // pendingCallTimeout bounds the wait for an engine's answer about a call
 // waiting for approval.
 const pendingCallTimeout = 10 * time.Second
@@ -289,7 +267,7 @@ const pendingCallTimeout = 10 * time.Second
 // A call the engine decided itself (its timeout) stays listed until the
 // next request or the run's end; a late decision on it is ignored by the
 // run.
-func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
+func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 	if ea, call, ok := s.listApproval(e, r, j, ev); ok {
 		s.awaitDecision(ea, r, j, ev.Step, call)
 	}
@@ -299,7 +277,7 @@ func (s *Server) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 // engine's run with the run's gate, with the arguments and expiry the
 // engine holds: from then on the run is waiting_for_approval and lists
 // the call. It reports false when the engine takes no decisions.
-func (s *Server) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
+func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
 	ea, ok := e.(EngineApprovals)
 	if !ok {
 		return nil, gen.ToolCall{}, false
@@ -335,7 +313,7 @@ func (s *Server) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 // awaitDecision hands the decision made through the API on call, which
 // listApproval registered, to the engine, in a goroutine that ends with
 // the run.
-func (s *Server) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
+func (s *Runner) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
 	go func() {
 		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: step, Call: call})
 		if err != nil {

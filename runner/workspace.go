@@ -1,9 +1,8 @@
-package server
+package runner
 
 import (
 	"errors"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -115,27 +114,13 @@ func openProblem(err error, field string) error {
 	case errors.Is(err, syscall.ENOTDIR):
 		return badField(field, "the workspace is not a directory")
 	case errors.Is(err, fs.ErrNotExist):
-		return &problemError{status: http.StatusNotFound, field: field, detail: "the workspace does not exist"}
+		return &Error{Kind: NotFound, Field: field, Detail: "the workspace does not exist"}
 	case errors.Is(err, fs.ErrPermission):
 		return badField(field, "the workspace cannot be opened: permission denied")
 	case errors.Is(err, syscall.ELOOP), inner != nil && strings.Contains(inner.Error(), "escapes"):
 		return badField(field, "the workspace is not inside the workspace root")
 	}
 	return badField(field, "the workspace cannot be opened")
-}
-
-// openTools opens a workspace's directory for a tool call: the directory
-// the name resolves to now, which the call then uses alone (wiring.Open
-// makes a tools.Workspace of it). The caller closes it.
-func (w *workspaces) openTools(name *string, field string, hook func(string)) (*os.Root, error) {
-	clean, root, err := w.open(name, field)
-	if err != nil {
-		return nil, err
-	}
-	if hook != nil {
-		hook(clean)
-	}
-	return root, nil
 }
 
 // hold opens a workspace for a run and holds it until release: the run

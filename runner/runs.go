@@ -1,10 +1,9 @@
-package server
+package runner
 
 import (
 	"context"
 	"encoding/base64"
 	"errors"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
-	"github.com/specloop/specloop/mcpclient"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -35,24 +33,16 @@ type run struct {
 
 // job is an in-flight run's execution state.
 type job struct {
-	policy gen.ApprovalPolicy
-	gate   *approvalGate // nil when the policy asks no one
+	spec Spec          // the run, as accepted (its ID, workspace and approval timeout resolved)
+	gate *approvalGate // nil when the policy asks no one
 
 	telemetry runTelemetryInfo // what the run's telemetry knows besides its events (telemetry.go)
 
-	task        gen.Task
-	model       agent.Model
-	maxSteps    int
-	tokenBudget int64
-	obsBytes    int // 0: the default cap of what the model sees of an output
-	obsLines    int
-	check       string
-	modelConfig gen.ModelConfig    // to tell a new model about MCP servers' tools
-	mcp         []mcpclient.Server // the run's MCP servers (CreateRunRequest.mcp_servers)
-	ws          *heldWorkspace     // the workspace, held open until the run ends
-	ctx         context.Context
-	cancel      context.CancelCauseFunc
-	events      *liveEvents
+	model  agent.Model
+	ws     *heldWorkspace // the workspace, held open until the run ends
+	ctx    context.Context
+	cancel context.CancelCauseFunc
+	events *liveEvents
 
 	// A run an Engine was executing when this server started (reattach in
 	// engine.go): the events its trace held, and the approval request
@@ -196,8 +186,8 @@ func parseCursor(c string) (time.Time, string, bool) {
 
 // errQueueFull and errUnavailable are the scheduler's refusals.
 var (
-	errQueueFull   = &problemError{status: http.StatusTooManyRequests, detail: "the run queue is full; retry later"}
-	errUnavailable = &problemError{status: http.StatusServiceUnavailable, detail: "the server is shutting down and accepts no new runs"}
+	errQueueFull   = &Error{Kind: Full, Detail: "the run queue is full; retry later"}
+	errUnavailable = &Error{Kind: Unavailable, Detail: "the server is shutting down and accepts no new runs"}
 )
 
 // scheduler starts queued runs: at most slots at a time, at most one per

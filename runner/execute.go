@@ -1,4 +1,4 @@
-package server
+package runner
 
 import (
 	"bytes"
@@ -18,7 +18,7 @@ import (
 
 // execute runs one run to its end; the scheduler calls it in its own
 // goroutine once the run's workspace and a slot are free.
-func (s *Server) execute(r *run) {
+func (s *Runner) execute(r *run) {
 	if s.cfg.Engine != nil {
 		s.executeOn(s.cfg.Engine, r)
 		return
@@ -62,7 +62,7 @@ func (s *Server) execute(r *run) {
 }
 
 // start marks r running and returns its job and start time.
-func (s *Server) start(r *run) (*job, time.Time) {
+func (s *Runner) start(r *run) (*job, time.Time) {
 	s.runs.mu.Lock()
 	defer s.runs.mu.Unlock()
 	r.status = gen.RunStatusRunning
@@ -72,7 +72,7 @@ func (s *Server) start(r *run) (*job, time.Time) {
 
 // runAgent sets up the run's workspace, tools, check and trace, and runs
 // the agent loop. Setup failures end the run with internal_error.
-func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
+func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
 	fail := func(err error) (gen.RunResult, error) {
 		msg := err.Error()
 		return gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
@@ -83,15 +83,16 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer tf.Close()
 	*tfp = tf
-	cfg := s.setupConfig()
-	cfg.Root = j.ws.root
-	cfg.Check = j.check
-	s.instrumentRun(&cfg, j)
-	cfg.MaxSteps, cfg.TokenBudget, cfg.RunID = j.maxSteps, j.tokenBudget, r.id
-	cfg.MaxObservationBytes, cfg.MaxObservationLines = j.obsBytes, j.obsLines
-	cfg.TraceWriter = tf
-	cfg.MCPServers, cfg.MCP = j.mcp, s.cfg.MCP
-	setup, err := wiring.OpenContext(j.ctx, cfg)
+	sp := j.spec
+	sp.TraceWriter, sp.Observer = tf, observe
+	if j.gate != nil {
+		sp.Approver = j.gate
+	}
+	host := s.Host()
+	host.Root = j.ws.root
+	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
+	s.instrumentRun(&host, j)
+	setup, err := Open(j.ctx, &sp, host)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
 		return fail(errors.New("the workspace cannot be opened"))
@@ -101,26 +102,21 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer setup.Close()
 	opts := setup.Options
-	if j.gate != nil {
-		opts.ApprovalPolicy = j.policy
-		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
-	}
-	opts.Observer = observe
 	m := j.model
 	if setup.MCP != nil {
 		// The model must be told about the MCP servers' tools too.
-		if m, err = s.cfg.Models(j.modelConfig, opts.Tools.Specs()); err != nil {
+		if m, err = s.cfg.Models(sp.Model, opts.Tools.Specs()); err != nil {
 			return fail(err)
 		}
 	}
-	return agent.Run(j.ctx, j.task, m, opts)
+	return agent.Run(j.ctx, sp.Task, m, opts)
 }
 
 // finalize records a run's end durably, then shows it: the record turns
 // finished before run_finished reaches any stream, so a client that saw
 // run_finished always gets the result.
 // data is ev as written to the trace, or nil when it was not written.
-func (s *Server) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
+func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
 	res = compact(res, &r.id)
 	finished := time.Now().UTC()
 	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
@@ -174,7 +170,7 @@ func compact(res gen.RunResult, id *string) gen.RunResult {
 
 // cancelQueued ends a run that never started: its trace gets only
 // run_finished, and its record says cancelled.
-func (s *Server) cancelQueued(r *run, cause error) {
+func (s *Runner) cancelQueued(r *run, cause error) {
 	s.runs.mu.RLock()
 	j := r.job
 	s.runs.mu.RUnlock()
@@ -194,7 +190,7 @@ func (s *Server) cancelQueued(r *run, cause error) {
 }
 
 // appendEvent appends one event to run id's trace, creating it.
-func (s *Server) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPolicy) error {
+func (s *Runner) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPolicy) error {
 	tf, err := s.store.createTrace(id, policy)
 	if err != nil {
 		return err
@@ -211,7 +207,7 @@ const interruptedError = "the server stopped while the run was in flight"
 
 // recover rebuilds the runs from the run log; runs without a result get
 // one from their trace's run_finished, or end interrupted.
-func (s *Server) recover(entries []entry) error {
+func (s *Runner) recover(entries []entry) error {
 	type rec struct {
 		r    *run
 		done bool
@@ -297,7 +293,7 @@ func (s *Server) recover(entries []entry) error {
 // recoverRun settles a run that has no result in the log: from its trace's
 // run_finished if it has one, or as interrupted, appending run_finished to
 // the trace so that its event stream ends.
-func (s *Server) recoverRun(r *run) (e *entry, interrupted bool, err error) {
+func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 	path := s.store.tracePath(r.id)
 	evs, cut, newline, err := readTraceForRecovery(path)
 	if err != nil {

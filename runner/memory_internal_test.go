@@ -1,11 +1,8 @@
-package server
+package runner
 
 import (
 	"context"
-	"encoding/json"
-	"net/http/httptest"
 	"runtime"
-	"strings"
 	"testing"
 	"time"
 	"weak"
@@ -19,7 +16,7 @@ type trackedModel struct{ agent.Model }
 
 // TestFinishedRunsKeepOnlyTheirRecord: once a run finished, nothing of its
 // execution (model, history, tools, trace writer) stays reachable from the
-// server; only the compact record does. This is what keeps 10,000 finished
+// runner; only the compact record does. This is what keeps 10,000 finished
 // runs cheap.
 func TestFinishedRunsKeepOnlyTheirRecord(t *testing.T) {
 	var models []weak.Pointer[trackedModel]
@@ -33,18 +30,17 @@ func TestFinishedRunsKeepOnlyTheirRecord(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Shutdown(context.Background())
-	body := `{"task":{"prompt":"p"},"model":{"provider":"script","responses":[` +
-		`"{\"type\":\"tool_call\",\"tool_name\":\"calculator\",\"arguments\":{\"left\":1,\"operation\":\"add\",\"right\":2}}",` +
-		`"{\"type\":\"finish\",\"answer\":\"3\"}"]}}`
+	req := gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}}
+	if err := req.Model.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: []string{
+		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":2}}`,
+		`{"type":"finish","answer":"3"}`}}); err != nil {
+		t.Fatal(err)
+	}
 	var ids []string
 	for range 20 {
-		req := httptest.NewRequest("POST", "http://127.0.0.1/v1/runs", strings.NewReader(body)) // a loopback Host: the server has no token
-		req.Header.Set("Content-Type", "application/json")
-		w := httptest.NewRecorder()
-		s.Handler().ServeHTTP(w, req)
-		var r gen.Run
-		if err := json.Unmarshal(w.Body.Bytes(), &r); err != nil || r.Id == "" {
-			t.Fatalf("create: %d %s", w.Code, w.Body)
+		r, err := s.Create(context.Background(), req)
+		if err != nil {
+			t.Fatal(err)
 		}
 		ids = append(ids, r.Id)
 	}

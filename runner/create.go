@@ -1,0 +1,173 @@
+package runner
+
+import (
+	"context"
+	"io"
+	"path/filepath"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
+)
+
+// Create accepts a run: it validates what the spec cannot (workspace,
+// model, check, MCP servers), reserves a place in the queue, records the
+// run durably and queues it. It returns once the run is on disk. ctx
+// carries the trace context that becomes the parent of the run's span.
+func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run, error) {
+	if s.closing.Load() {
+		return gen.Run{}, errUnavailable
+	}
+	sp := Spec{CreateRunRequest: body, ApprovalTimeout: s.cfg.ApprovalTimeout}
+	if body.Check != nil && !s.cfg.AllowCommands {
+		return gen.Run{}, badField("/check", "completion checks need a server started with commands allowed")
+	}
+	if _, err := pickMCP(sp.MCPNames(), s.cfg.MCPServers); err != nil {
+		return gen.Run{}, err
+	}
+	m, err := s.cfg.Models(body.Model, s.runTools)
+	if err != nil {
+		return gen.Run{}, badField("/model/provider", "%s", clip(err.Error(), 300))
+	}
+	wsName, ws, err := s.holdWorkspace(body.Workspace)
+	if err != nil {
+		return gen.Run{}, err
+	}
+	sp.Workspace = nil
+	if wsName != "" {
+		sp.Workspace = &wsName
+	}
+	if body.ApprovalTimeoutSeconds != nil {
+		sp.ApprovalTimeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
+	}
+	j := &job{model: m, ws: ws, events: &liveEvents{}}
+	if err := s.sched.admit(); err != nil {
+		s.releaseWorkspace(ws)
+		return gen.Run{}, err
+	}
+	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
+	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
+		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
+	}
+	s.runs.mu.Lock()
+	for r.id == "" || s.runs.byID[r.id] != nil {
+		r.id = agent.NewRunID()
+	}
+	r.created = s.runs.stamp()
+	s.runs.mu.Unlock()
+	sp.ID = r.id
+	j.spec = sp
+	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	j.telemetry = runTelemetry(ctx, body.Model)
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: sp.Options().MaxSteps}
+	if err := s.store.append(e, true); err != nil {
+		s.sched.release()
+		s.releaseWorkspace(ws)
+		j.cancel(err)
+		s.log.Error("record a new run", "err", err)
+		return gen.Run{}, &Error{Kind: Internal, Detail: "the run could not be recorded"}
+	}
+	s.runs.mu.Lock()
+	s.runs.add(r)
+	view := r.view()
+	s.runs.mu.Unlock()
+	s.sched.enqueue(r, ws.key)
+	return view, nil
+}
+
+// holdWorkspace resolves a run's workspace. The embedded engine's is
+// opened now and held until the run ends: the run works in the directory
+// its name resolves to at acceptance. An Engine's runs work on its
+// workers, which open the workspace under their own root: the name is only
+// validated here, and runs are serialized per name.
+func (s *Runner) holdWorkspace(name *string) (string, *heldWorkspace, error) {
+	if s.cfg.Engine == nil {
+		return s.ws.hold(name, "/workspace")
+	}
+	clean, err := cleanWorkspace(name, "/workspace")
+	if err != nil {
+		return "", nil, err
+	}
+	if clean == "." {
+		clean = ""
+	}
+	clean = filepath.ToSlash(clean)
+	return clean, &heldWorkspace{key: "name:" + clean}, nil
+}
+
+// releaseWorkspace releases what holdWorkspace held.
+func (s *Runner) releaseWorkspace(h *heldWorkspace) {
+	if h != nil && h.root != nil {
+		s.ws.release(h)
+	}
+}
+
+var errNoRun = &Error{Kind: NotFound, Detail: "no run has this id"}
+
+// Get returns run id, with its result once finished.
+func (s *Runner) Get(id string) (gen.Run, error) {
+	v, ok := s.runs.get(id)
+	if !ok {
+		return gen.Run{}, errNoRun
+	}
+	return v, nil
+}
+
+// List returns up to limit runs, newest first, older than the cursor (""
+// for the first page), only those with status when it is set; next is the
+// cursor of the next page, "" after the last.
+func (s *Runner) List(status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error) {
+	return s.runs.list(status, limit, cursor)
+}
+
+// Cancel cancels a queued run at once, or asks a running run to stop; it
+// then ends with exit reason cancelled. A finished run cannot be cancelled
+// (Conflict).
+func (s *Runner) Cancel(id string) (gen.Run, error) {
+	s.runs.mu.RLock()
+	r := s.runs.byID[id]
+	var j *job
+	var queued bool
+	if r != nil {
+		j = r.job
+		queued = r.status == gen.RunStatusQueued
+	}
+	s.runs.mu.RUnlock()
+	switch {
+	case r == nil:
+		return gen.Run{}, errNoRun
+	case j == nil:
+		return gen.Run{}, errRunFinished
+	}
+	if queued && s.sched.dequeue(r, j.ws.key) {
+		s.cancelQueued(r, errCancelRequested)
+	} else {
+		j.cancel(errCancelRequested)
+	}
+	v, _ := s.runs.get(r.id)
+	return v, nil
+}
+
+// Events returns run id's trace events after position after (1-based) as
+// Server-Sent Events: live while it runs, ending after run_finished. The
+// stream stops when ctx is done or the reader is closed.
+func (s *Runner) Events(ctx context.Context, id string, after int) (io.ReadCloser, error) {
+	if _, ok := s.runs.get(id); !ok {
+		return nil, errNoRun
+	}
+	pr, pw := io.Pipe()
+	go s.stream(ctx, id, after, pw)
+	return pr, nil
+}
+
+// Statuses counts the runs by status.
+func (s *Runner) Statuses() map[gen.RunStatus]int {
+	n := map[gen.RunStatus]int{}
+	s.runs.mu.RLock()
+	defer s.runs.mu.RUnlock()
+	for _, r := range s.runs.sorted {
+		n[r.status]++
+	}
+	return n
+}

@@ -1,0 +1,281 @@
+// Package runner executes agent runs in the background and keeps their
+// records: scheduling, durable run records, recovery after a crash, live
+// events, the approval gate and the Engine seam.
+//
+// Runs execute with agent.Run (or on an Engine), at most MaxConcurrent at
+// a time and never two in the same workspace; up to QueueSize more wait,
+// and a create beyond that is refused (Full). Workspaces are directories
+// under the workspace root, named by relative paths validated like tool
+// paths.
+//
+// Durability: a run's creation is appended to DATA/runs.jsonl and fsynced
+// before Create returns (one fsync covers every create waiting for one);
+// its trace goes to DATA/traces/ID.jsonl event by event (fsynced as
+// Config.TraceSync says); its result is appended to the run log when it
+// ends, before run_finished reaches any stream, and fsynced within 200 ms.
+// New rebuilds every run from the data directory: finished runs keep their
+// results (from the log, or from the trace's run_finished when the log lost
+// it), and runs that were in flight when the runner stopped end with exit
+// reason interrupted, recorded in their trace and in the log; with an
+// Engine, they are followed again instead (engine.go). The run log
+// keeps the task's summary only, but each finished run's whole result
+// (answer, patch, error, check output tail), so that Get returns it after
+// a restart: the data directory is not as privacy-safe as a trace, and New
+// makes it (and the run log) private to the runner's user (0700, files
+// 0600).
+//
+// Workspaces are opened once, through the root's os.Root, when a request
+// names one; a run holds its workspace open from its creation to its end.
+// Replacing the directory afterwards (by a symbolic link elsewhere, say)
+// changes nothing for the run.
+//
+// Finished runs cost memory only for their compact record (about 1 KiB);
+// their events are read back from the trace files, except for the last
+// runs that finished, whose events stay in memory for the streams that
+// follow a run to its end.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/mcpclient"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/telemetry"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
+)
+
+// Defaults for a zero Config.
+const (
+	DefaultMaxConcurrent = 64
+	DefaultQueueSize     = 10000
+)
+
+// recentRunsKept is how many finished runs keep their events in memory,
+// for the streams that follow a run's end.
+const recentRunsKept = 1024
+
+// Config configures a Runner. DataDir and WorkspaceRoot are required.
+type Config struct {
+	// Engine executes the runs; nil means the embedded engine (agent.Run
+	// in this process).
+	Engine Engine
+	// DataDir holds the run log and the traces; it is created if missing.
+	// It must lie outside WorkspaceRoot (and WorkspaceRoot outside it):
+	// New refuses it otherwise (ErrRecordsInWorkspace), since runs may read
+	// and write every file of the workspace root.
+	DataDir string
+	// WorkspaceRoot is the directory runs and tool calls work in; a request
+	// may name a directory under it.
+	WorkspaceRoot string
+	// MaxConcurrent is the most runs executing at once; 0 means
+	// DefaultMaxConcurrent.
+	MaxConcurrent int
+	// QueueSize is the most runs waiting to start; 0 means
+	// DefaultQueueSize. A create beyond it is refused (Full).
+	QueueSize int
+	// AllowCommands offers run_command to runs (and to tool calls over the
+	// API), and allows completion checks.
+	AllowCommands bool
+	// ToolSpecs are documents of custom tools that runs offer besides the
+	// built-in ones (see tools.LoadSpec); New fails when one runs commands
+	// and AllowCommands is off.
+	ToolSpecs []*tools.Spec
+	// Sandbox confines run_command and completion checks. New fails when
+	// commands are allowed and the sandbox is unavailable; only a Backend
+	// of sandbox.None, given explicitly, runs them unconfined.
+	Sandbox sandbox.Policy
+	// ApprovalTimeout is how long a run's tool call waits for approval
+	// before it is denied with reason timeout, when the run's request
+	// gives no approval_timeout_seconds; 0 means
+	// agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration
+	// TraceSync is when run traces are fsynced. The default, SyncNone,
+	// leaves it to the operating system: a crash of the process loses
+	// nothing, a power loss may lose the last events of a trace (the run
+	// log, fsynced, still has every run and result).
+	TraceSync trace.SyncPolicy
+	// Logger receives the runner's log; nil discards it.
+	Logger *slog.Logger
+	// Models builds each run's model; nil means DefaultModels.
+	Models ModelFactory
+	// Telemetry, when set, counts what the runs do and exports their
+	// spans.
+	Telemetry *telemetry.Telemetry
+	// MCPServers are the external MCP servers a run may choose by name
+	// (CreateRunRequest.mcp_servers); each run starts its own sessions
+	// with them and stops them at its end. MCP configures the sessions.
+	MCPServers []mcpclient.Server
+	MCP        mcpclient.Config
+}
+
+// Runner accepts, schedules, executes and records runs. Create it with
+// New and end it with Shutdown.
+type Runner struct {
+	cfg    Config
+	log    *slog.Logger
+	store  *store
+	runs   *registry
+	recent *recentRuns
+	sched  *scheduler
+	ws     *workspaces
+
+	runTools  []gen.ToolSpec // the tools a run offers a model
+	registry  *tools.Registry
+	closing   atomic.Bool
+	attached  []*run // runs an Engine executes, to follow once the runner is up
+	stopOnce  sync.Once
+	closeOnce sync.Once
+	closeErr  error
+}
+
+// New opens the data directory, rebuilds every run recorded in it and
+// returns a Runner ready to take runs.
+func New(cfg Config) (*Runner, error) {
+	if cfg.DataDir == "" {
+		return nil, errors.New("runner: a data directory is required")
+	}
+	if cfg.WorkspaceRoot == "" {
+		return nil, errors.New("runner: a workspace root is required")
+	}
+	if cfg.MaxConcurrent <= 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	if cfg.QueueSize <= 0 {
+		cfg.QueueSize = DefaultQueueSize
+	}
+	if cfg.Models == nil {
+		cfg.Models = DefaultModels
+	}
+	if cfg.ApprovalTimeout <= 0 {
+		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout
+	}
+	s := &Runner{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept)}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if cfg.AllowCommands {
+		sb, err := sandbox.New(cfg.Sandbox)
+		if err != nil {
+			return nil, fmt.Errorf("runner: commands are allowed but cannot be sandboxed (choose a sandbox, or none explicitly): %w", err)
+		}
+		if w := sb.Warning(); w != "" {
+			s.log.Warn(w)
+		}
+		// Every runtime and check (set up on Host) uses the backend
+		// resolved here.
+		s.cfg.Sandbox = sb.Policy()
+		s.cfg.Sandbox.Backend = sb.Info().Backend
+	}
+	ws, err := openWorkspaces(cfg.WorkspaceRoot)
+	if err != nil {
+		return nil, fmt.Errorf("runner: workspace root: %w", err)
+	}
+	if err := CheckRecordsDir(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
+		ws.close()
+		return nil, fmt.Errorf("runner: data directory: %w", err)
+	}
+	s.ws = ws
+	if err := s.initTools(); err != nil {
+		ws.close()
+		return nil, err
+	}
+	st, entries, bad, err := openStore(cfg.DataDir)
+	if err != nil {
+		ws.close()
+		return nil, fmt.Errorf("runner: %w", err)
+	}
+	s.store = st
+	for _, e := range bad {
+		s.log.Warn("skipping a damaged run log line", "err", e)
+	}
+	if err := s.recover(entries); err != nil {
+		st.close()
+		ws.close()
+		return nil, fmt.Errorf("runner: recover runs: %w", err)
+	}
+	s.sched = newScheduler(cfg.MaxConcurrent, cfg.QueueSize, s.execute)
+	s.followAttached(s.attached)
+	s.attached = nil
+	return s, nil
+}
+
+// initTools learns the tools a run offers from a runtime on the workspace
+// root.
+func (s *Runner) initTools() error {
+	cfg := s.Host()
+	cfg.Root = s.ws.root
+	setup, err := wiring.Open(cfg)
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+		return fmt.Errorf("runner: workspace root: %w", we.Err)
+	}
+	if err != nil {
+		return fmt.Errorf("runner: tools: %w", err)
+	}
+	defer setup.Close()
+	s.runTools = setup.Runtime.Specs()
+	s.registry = setup.Runtime.Registry()
+	return nil
+}
+
+// Host is where and how the runner's runs and the tool calls in its
+// workspaces work (commands, custom tools, sandbox, trace sync): each adds
+// its workspace, and a run goes through Open with its spec.
+func (s *Runner) Host() wiring.Config {
+	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
+}
+
+// Tools returns the tools a run offers its model, and their registry.
+func (s *Runner) Tools() ([]gen.ToolSpec, *tools.Registry) { return s.runTools, s.registry }
+
+// AllowsCommands reports whether runs and tool calls may run commands.
+func (s *Runner) AllowsCommands() bool { return s.cfg.AllowCommands }
+
+// OpenWorkspace opens the directory workspace name resolves to now, for a
+// tool call that then uses it alone; field names the request field for
+// an Error. The caller closes it.
+func (s *Runner) OpenWorkspace(name *string, field string) (string, *os.Root, error) {
+	return s.ws.open(name, field)
+}
+
+// Shutdown stops the runner's work: new runs are refused (Unavailable),
+// queued runs end cancelled at once, running runs are cancelled and end
+// cancelled (those waiting for an approval end interrupted: the wait is
+// not durable), recorded in their traces and the run log, and then the run
+// log is synced and closed. With an Engine, running runs are only no
+// longer followed: they stay open in the run log for the next runner. It
+// returns when every run has ended, or with ctx's error when ctx is done
+// first (call it again to finish).
+func (s *Runner) Shutdown(ctx context.Context) error {
+	s.stopOnce.Do(func() {
+		s.closing.Store(true)
+		for _, r := range s.sched.close() {
+			s.cancelQueued(r, errShuttingDown)
+		}
+		s.runs.mu.RLock()
+		for _, r := range s.runs.sorted {
+			if r.job != nil {
+				r.job.cancel(errShuttingDown)
+			}
+		}
+		s.runs.mu.RUnlock()
+	})
+	if err := s.sched.wait(ctx); err != nil {
+		return fmt.Errorf("runner: runs still ending: %w", err)
+	}
+	s.closeOnce.Do(func() {
+		s.closeErr = errors.Join(s.store.close(), s.ws.close())
+	})
+	return s.closeErr
+}

@@ -1,0 +1,162 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/mcpclient"
+	"github.com/specloop/specloop/wiring"
+)
+
+// Spec is one run, end to end: the API's request (a client's, or the one
+// `specloop run` makes of its flags) and the little a request cannot say.
+// Open turns it into the run's setup and the loop's options, the same way
+// for the runner, the CLI and the Temporal workers; the Temporal workflow's
+// input embeds it.
+type Spec struct {
+	gen.CreateRunRequest
+	// ID is the run's id; "" lets the loop make one.
+	ID string
+	// ApprovalTimeout is how long a tool call waits for approval:
+	// approval_timeout_seconds, or the default of whoever accepted the
+	// run; 0 means agent.DefaultApprovalTimeout.
+	ApprovalTimeout time.Duration `json:",omitempty"`
+	// RecordRaw records the model's raw output in the trace (`specloop run
+	// --record-raw`; the API never does).
+	RecordRaw bool `json:",omitempty"`
+
+	// What only an in-process run has: a local workspace directory (else
+	// the host's Root), where its trace goes, who decides its approvals
+	// and who watches its progress.
+	Dir         string               `json:"-"`
+	TracePath   string               `json:"-"`
+	TraceWriter io.Writer            `json:"-"`
+	Approver    agent.Approver       `json:"-"`
+	Observer    func(agent.Progress) `json:"-"`
+}
+
+// Options returns the loop's options that the spec alone decides: the
+// budgets, the caps of what the model sees of a tool's output, the run id,
+// the raw record and the approvals (the spec's Approver, bounded by its
+// timeout). It is deterministic, so the Temporal workflow builds its
+// options with it too (adding its activity-backed tools, check, trace and
+// approver).
+func (sp *Spec) Options() agent.Options {
+	opts := agent.Options{
+		MaxSteps:  agent.DefaultMaxSteps(),
+		RunID:     sp.ID,
+		RecordRaw: sp.RecordRaw,
+		Observer:  sp.Observer,
+	}
+	if sp.MaxSteps != nil {
+		opts.MaxSteps = *sp.MaxSteps
+	}
+	if sp.TokenBudget != nil {
+		opts.TokenBudget = *sp.TokenBudget
+	}
+	if sp.MaxObservationBytes != nil {
+		opts.MaxObservationBytes = *sp.MaxObservationBytes
+	}
+	if sp.MaxObservationLines != nil {
+		opts.MaxObservationLines = *sp.MaxObservationLines
+	}
+	if p := sp.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
+		opts.ApprovalPolicy = *p
+		if sp.Approver != nil {
+			opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.approvalTimeout())
+		}
+	}
+	return opts
+}
+
+func (sp *Spec) approvalTimeout() time.Duration {
+	if sp.ApprovalTimeout > 0 {
+		return sp.ApprovalTimeout
+	}
+	return agent.DefaultApprovalTimeout
+}
+
+// CheckCommand is the completion check's command line; "" means none.
+func (sp *Spec) CheckCommand() string {
+	if sp.Check == nil {
+		return ""
+	}
+	return *sp.Check
+}
+
+// MCPNames are the names of the run's MCP servers.
+func (sp *Spec) MCPNames() []string {
+	if sp.McpServers == nil {
+		return nil
+	}
+	return *sp.McpServers
+}
+
+// Open sets run sp up on a host: host says where and how runs work there
+// (Root or Dir, commands, custom tools, sandbox, check timeout and
+// environment, telemetry, trace sync, and in MCPServers the MCP servers
+// a run may name); sp says what this run does (its workspace directory,
+// check, trace and MCP servers, and through Options its budgets and
+// approvals). Setup.Options is ready for agent.Run. It is the one place a
+// spec becomes a run: `specloop run` and `demo`, the runner and the
+// Temporal workers all call it. A failure is a *wiring.Error naming the
+// part that failed, or an *Error naming the MCP server the host lacks.
+func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, error) {
+	cfg := host
+	if sp.Dir != "" {
+		cfg.Dir = sp.Dir
+	}
+	cfg.Check = sp.CheckCommand()
+	cfg.TracePath, cfg.TraceWriter = sp.TracePath, sp.TraceWriter
+	servers, err := pickMCP(sp.MCPNames(), host.MCPServers)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MCPServers = servers
+	setup, err := wiring.OpenContext(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	opts := sp.Options()
+	opts.Tools, opts.Check, opts.Trace = setup.Options.Tools, setup.Options.Check, setup.Options.Trace
+	setup.Options = opts
+	return setup, nil
+}
+
+// pickMCP returns the servers among available that names names, in its
+// order; a name twice or one available lacks is an Invalid Error naming
+// it. A run only ever chooses among the servers its host was configured
+// with.
+func pickMCP(names []string, available []mcpclient.Server) ([]mcpclient.Server, error) {
+	var out []mcpclient.Server
+	for i, name := range names {
+		field := fmt.Sprintf("/mcp_servers/%d", i)
+		if slices.Index(names[:i], name) >= 0 {
+			return nil, badField(field, "the MCP server %q is named twice", clip(name, 64))
+		}
+		j := slices.IndexFunc(available, func(s mcpclient.Server) bool { return s.Name == name })
+		if j < 0 {
+			return nil, badField(field, "unknown MCP server %q; this server is configured with: %s", clip(name, 64), mcpNames(available))
+		}
+		out = append(out, available[j])
+	}
+	return out, nil
+}
+
+// mcpNames lists the servers' names, for messages.
+func mcpNames(servers []mcpclient.Server) string {
+	if len(servers) == 0 {
+		return "none (serve --mcp NAME=... configures them)"
+	}
+	names := make([]string, len(servers))
+	for i, srv := range servers {
+		names[i] = srv.Name
+	}
+	return strings.Join(names, ", ")
+}
