@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -229,7 +228,7 @@ func FuzzTurn(f *testing.F) {
 		if (a.ToolCall == nil) == (a.Finish == nil) {
 			t.Fatalf("want exactly one of tool call and finish: %+v", a)
 		}
-		b, err := model.ParseAction(a.Raw)
+		b, err := ParseAction(a.Raw)
 		if err != nil {
 			t.Fatalf("Raw does not parse: %v", err)
 		}

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
 )
 
 // Attempts counts the HTTP attempts of one provider call, through an SDK
@@ -41,7 +40,7 @@ func Fail(ctx context.Context, provider string, err error, a *Attempts, timeout 
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", provider, context.Cause(ctx))
 	}
-	pe := &model.ProviderError{Provider: provider, Retries: a.Retries(), Err: err}
+	pe := &ProviderError{Provider: provider, Retries: a.Retries(), Err: err}
 	if code, providerCode, overWindow := status(err); code != 0 {
 		pe.StatusCode, pe.Code = code, providerCode
 		if overWindow {

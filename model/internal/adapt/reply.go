@@ -10,7 +10,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/model"
 )
 
 // ReplyCall is one tool call in a provider's reply.
@@ -173,7 +172,7 @@ func wire(v any) (agent.Action, error) {
 	if err := enc.Encode(v); err != nil {
 		return agent.Action{}, fmt.Errorf("adapt: encode action: %w", err)
 	}
-	return model.ParseAction(string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
+	return ParseAction(string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
 }
 
 func asInvalid(err error, target **agent.InvalidOutputError) bool {
