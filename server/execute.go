@@ -106,14 +106,7 @@ func (s *Server) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		opts.Approver = agent.WithApprovalTimeout(j.gate, j.gate.timeout)
 	}
 	opts.Observer = observe
-	m := j.model
-	if setup.MCP != nil {
-		// The model must be told about the MCP servers' tools too.
-		if m, err = s.cfg.Models(j.modelConfig, opts.Tools.Specs()); err != nil {
-			return fail(err)
-		}
-	}
-	return agent.Run(j.ctx, j.task, m, opts)
+	return agent.Run(j.ctx, j.task, j.model, opts)
 }
 
 // finalize records a run's end durably, then shows it: the record turns

@@ -47,7 +47,7 @@ type job struct {
 	obsBytes    int // 0: the default cap of what the model sees of an output
 	obsLines    int
 	check       string
-	modelConfig gen.ModelConfig    // to tell a new model about MCP servers' tools
+	modelConfig gen.ModelConfig    // the run's model configuration, for a durable engine (EngineRun.Model)
 	mcp         []mcpclient.Server // the run's MCP servers (CreateRunRequest.mcp_servers)
 	ws          *heldWorkspace     // the workspace, held open until the run ends
 	ctx         context.Context

@@ -37,7 +37,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	m, err := s.cfg.Models(body.Model, s.runTools)
+	m, err := s.cfg.Models(body.Model)
 	if err != nil {
 		return nil, badField("/model/provider", "%s", clip(err.Error(), 300))
 	}

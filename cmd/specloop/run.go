@@ -155,10 +155,11 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: --sync: %v", err)
 		return exitUsage
 	}
-	// The model flags are checked before anything is opened or started
-	// (MCP servers may take a while); the model is built again below,
-	// told about the tools.
-	if _, err := openModel(&f, nil); err != nil {
+	// The model is built before anything is opened or started (MCP
+	// servers may take a while): its flags are checked first. The tools
+	// come with each request.
+	m, err := openModel(&f)
+	if err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
@@ -168,18 +169,11 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		return exitUsage
 	}
 	cfg.MCP = f.mcp.config(env.stderr)
-	// The setup comes first: the model is told about the tools it offers,
-	// the MCP servers' included.
 	setup, code := openSetup(env, "run", cfg, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
-	m, err := openModel(&f, setup.Options.Tools.Specs())
-	if err != nil {
-		env.errorf("run: %v", err)
-		return exitUsage
-	}
 	opts := setup.Options
 	opts.MaxSteps = f.maxSteps // a replayed run's budget is the recording's
 	if !f.asJSON {

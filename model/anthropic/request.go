@@ -16,7 +16,8 @@ import (
 // MessageService.New, so the wire format is whatever the pinned SDK writes
 // (see testdata/request_reference.json and TestRequestMatchesReference).
 
-// toolParams converts the toolset to the SDK's custom tools, once, at New.
+// toolParams converts the toolset to the SDK's custom tools, once per run
+// (adapt.ToolCache).
 // Every request shares the result; the SDK only reads it.
 func toolParams(ts *adapt.Toolset) ([]anthropic.ToolUnionParam, error) {
 	tools := make([]anthropic.ToolUnionParam, len(ts.Tools))
@@ -61,14 +62,19 @@ func inputSchema(params map[string]any) (anthropic.ToolInputSchemaParam, error) 
 	return s, nil
 }
 
-// params builds the Messages request for the task and history: the system
-// prompt, the task as the first user message, then the history, with the
-// consecutive blocks of one role in one message, as the API expects
-// alternating roles.
-func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNewParams {
-	turns := m.toolset.Render(history)
+// params builds the Messages request for req, and returns the toolset of
+// its tools: the system prompt, the task as the first user message, then
+// the history (and the summary instruction when req asks for a summary),
+// with the consecutive blocks of one role in one message, as the API
+// expects alternating roles.
+func (m *Model) params(req *agent.Request) (*adapt.Toolset, anthropic.MessageNewParams, error) {
+	ts, tools, err := m.tools.Get(req.Tools, toolParams)
+	if err != nil {
+		return nil, anthropic.MessageNewParams{}, fmt.Errorf("anthropic: %w", err)
+	}
+	turns := ts.Render(req.History)
 	msgs := make([]anthropic.MessageParam, 0, len(turns)+1)
-	msgs = append(msgs, anthropic.NewUserMessage(anthropic.NewTextBlock(task.Prompt)))
+	msgs = append(msgs, anthropic.NewUserMessage(anthropic.NewTextBlock(req.Task.Prompt)))
 	// user and assistant add a block to the last message when it has the
 	// role, or start a message with it.
 	user := func(block anthropic.ContentBlockParamUnion) {
@@ -100,18 +106,24 @@ func (m *Model) params(task gen.Task, history agent.History) anthropic.MessageNe
 			user(anthropic.NewTextBlock(t.Text))
 		}
 	}
+	if req.Summarize {
+		user(anthropic.NewTextBlock(adapt.SummaryInstruction))
+	}
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(m.cfg.Model),
 		MaxTokens: m.cfg.MaxOutputTokens,
 		System:    []anthropic.TextBlockParam{{Text: m.system, CacheControl: anthropic.NewCacheControlEphemeralParam()}},
 		Messages:  msgs,
-		Tools:     m.tools,
+		Tools:     tools,
+	}
+	if req.Summarize {
+		p.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
 	}
 	if m.cfg.Temperature != nil {
 		// SDK v2 has no field for temperature; the API still takes it.
 		p.SetExtraFields(map[string]any{"temperature": *m.cfg.Temperature})
 	}
-	return p
+	return ts, p, nil
 }
 
 // reasoningBlock is a reasoning block as the thinking or redacted_thinking

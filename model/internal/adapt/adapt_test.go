@@ -178,27 +178,32 @@ func TestTurn(t *testing.T) {
 	}
 }
 
-func TestOneAction(t *testing.T) {
-	usage := &gen.Usage{InputTokens: 1}
-	call := agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator"}}
-	a, err := OneAction(agent.Turn{Actions: []agent.Action{call}, Usage: usage}, nil)
-	if err != nil || a.ToolCall == nil || a.Usage != usage {
-		t.Fatalf("one-action turn: %+v, %v", a, err)
+// TestToolCache: the tools of a run are derived once, while its requests
+// carry the same slice; another slice is derived anew.
+func TestToolCache(t *testing.T) {
+	rt, err := tools.New(tools.Config{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	_, err = OneAction(agent.Turn{Actions: []agent.Action{call, call}, Usage: usage}, nil)
-	var inv *agent.InvalidOutputError
-	if !errors.As(err, &inv) || !strings.Contains(inv.Message, "exactly one tool call") || inv.Usage != usage {
-		t.Fatalf("two-action turn: err = %v, want invalid output", err)
+	specs := rt.Specs()
+	other := slices.Clone(specs)
+	var c ToolCache[int]
+	renders := 0
+	render := func(ts *Toolset) (int, error) { renders++; return len(ts.Tools), nil }
+	for i, s := range [][]gen.ToolSpec{specs, specs, other, other, specs} {
+		ts, n, err := c.Get(s, render)
+		if err != nil || n != len(s)+1 || !ts.Has(s[0].Name) {
+			t.Fatalf("get %d: %d tools, %v", i, n, err)
+		}
 	}
-	sentinel := errors.New("provider down")
-	if _, err := OneAction(agent.Turn{}, sentinel); err != sentinel {
-		t.Fatalf("err = %v, want the model's error", err)
+	if renders != 3 {
+		t.Fatalf("%d renders, want 3 (one per change of slice)", renders)
+	}
+	if _, _, err := c.Get(append(slices.Clone(specs), specs[0]), render); err == nil {
+		t.Fatal("two tools of one name were accepted")
 	}
 }
 
-// FuzzTurn feeds arbitrary provider output to Turn: it must never panic,
-// and must return either a valid turn whose actions' Raw parses back to
-// them or one invalid-output error.
 func FuzzTurn(f *testing.F) {
 	f.Add("calculator", `{"left":1,"operation":"add","right":2}`, "", "call_1")
 	f.Add("finish", `{"answer":"done"}`, "", "")

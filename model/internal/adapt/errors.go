@@ -31,7 +31,7 @@ func (a *Attempts) Retries() int { return max(int(a.n.Load())-1, 0) }
 type Status func(err error) (code int, providerCode string, overWindow bool)
 
 // Fail turns the error of a provider call made with ctx into what
-// NextAction returns: ctx's error when the run was cancelled (the loop then
+// Next returns: ctx's error when the run was cancelled (the loop then
 // ends the run as cancelled), otherwise a *model.ProviderError naming the
 // provider (the loop ends the run with model_error), which wraps
 // agent.ErrContextLength as well when the provider refused the request as

@@ -207,3 +207,48 @@ func hasRef(v any) bool {
 	}
 	return false
 }
+
+// ToolCache keeps what a provider derived from the tool specs of the last
+// request (the toolset and the provider's rendering of it, P), keyed by
+// the identity of the specs slice: the loop gives every request of a run
+// the same slice, so a run derives its tools once. It is safe for
+// concurrent use; runs that share a model with different tools each
+// derive theirs again when the other ran last.
+type ToolCache[P any] struct {
+	mu     sync.Mutex
+	key    toolsKey
+	ts     *Toolset
+	params P
+	ok     bool
+}
+
+// toolsKey is a slice's identity: its first element and its length.
+type toolsKey struct {
+	first *gen.ToolSpec
+	n     int
+}
+
+// Get returns the toolset of specs and render's rendering of it, from the
+// cache when specs is the slice of the last call.
+func (c *ToolCache[P]) Get(specs []gen.ToolSpec, render func(*Toolset) (P, error)) (*Toolset, P, error) {
+	key := toolsKey{n: len(specs)}
+	if len(specs) > 0 {
+		key.first = &specs[0]
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.ok && c.key == key {
+		return c.ts, c.params, nil
+	}
+	var zero P
+	ts, err := NewToolset(specs)
+	if err != nil {
+		return nil, zero, err
+	}
+	params, err := render(ts)
+	if err != nil {
+		return nil, zero, err
+	}
+	c.key, c.ts, c.params, c.ok = key, ts, params, true
+	return ts, params, nil
+}
