@@ -9,8 +9,7 @@
 // blocks) becomes invalid-output feedback that tells the model what to do.
 // A reply with several tool_use blocks is one turn: one step whose calls
 // run in order. The Model keeps no state between calls; everything comes
-// from the request (the run's tools are rendered once and reused while
-// requests carry the same slice), the history's thinking and redacted_thinking blocks
+// from the request, the tools too, the history's thinking and redacted_thinking blocks
 // ride on the turn's first action (gen.ToolCall.Reasoning) and go back
 // unchanged before its tool_use.
 //
@@ -126,7 +125,6 @@ type Model struct {
 	client  anthropic.Client
 	cfg     Config
 	timeout time.Duration
-	tools   adapt.ToolCache[[]anthropic.ToolUnionParam]
 	system  string
 }
 

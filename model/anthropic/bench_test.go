@@ -59,6 +59,10 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	}
 	m, specs := benchModel(b, "http://127.0.0.1:1/v1", nil)
 	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
+	ts, _, err := m.params(req) // the run's toolset, as every step gets it from the cache
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := encode(m, req); err != nil {
@@ -66,10 +70,6 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 		}
 		var resp anthropic.Message
 		if err := json.Unmarshal(body, &resp); err != nil {
-			b.Fatal(err)
-		}
-		ts, _, err := m.params(req)
-		if err != nil {
 			b.Fatal(err)
 		}
 		if _, err := ts.Turn(reply(&resp)); err != nil {

@@ -16,9 +16,9 @@ import (
 // MessageService.New, so the wire format is whatever the pinned SDK writes
 // (see testdata/request_reference.json and TestRequestMatchesReference).
 
-// toolParams converts the toolset to the SDK's custom tools, once per run
-// (adapt.ToolCache).
-// Every request shares the result; the SDK only reads it.
+// toolParams converts the toolset to the SDK's custom tools. (Each
+// request converts them again: about 0.25 ms, against a model call's
+// 0.1-30 s.)
 func toolParams(ts *adapt.Toolset) ([]anthropic.ToolUnionParam, error) {
 	tools := make([]anthropic.ToolUnionParam, len(ts.Tools))
 	for i, t := range ts.Tools {
@@ -43,7 +43,7 @@ func toolParams(ts *adapt.Toolset) ([]anthropic.ToolUnionParam, error) {
 
 // inputSchema is a tool's parameters as the SDK's input schema: always an
 // object schema, as the API requires, with every keyword carried unchanged.
-// It is serialized here, once, with encoding/json, which orders the keys:
+// It is serialized here with encoding/json, which orders the keys:
 // the SDK writes keywords it has no field for (additionalProperties,
 // description, ...) in map order, which differs from request to request
 // and would make every request miss the prompt cache.
@@ -68,9 +68,13 @@ func inputSchema(params map[string]any) (anthropic.ToolInputSchemaParam, error) 
 // with the consecutive blocks of one role in one message, as the API
 // expects alternating roles.
 func (m *Model) params(req *agent.Request) (*adapt.Toolset, anthropic.MessageNewParams, error) {
-	ts, tools, err := m.tools.Get(req.Tools, toolParams)
+	ts, err := adapt.NewToolset(req.Tools)
 	if err != nil {
 		return nil, anthropic.MessageNewParams{}, fmt.Errorf("anthropic: %w", err)
+	}
+	tools, err := toolParams(ts)
+	if err != nil {
+		return nil, anthropic.MessageNewParams{}, err
 	}
 	turns := ts.Render(req.History)
 	msgs := make([]anthropic.MessageParam, 0, len(turns)+1)

@@ -11,8 +11,7 @@
 // call before other calls) becomes invalid-output feedback that tells the
 // model what to do. A reply with parallel tool calls is one turn: one step
 // whose calls run in order. The Model keeps no state between calls;
-// everything comes from the request (the tools too: the run's tools are
-// rendered once and reused while requests carry the same slice).
+// everything comes from the request, the tools too.
 //
 // The system prompt (Config.System, else the default prompt for code tasks)
 // and the tools are the same bytes in every request, so OpenAI's automatic
@@ -124,7 +123,6 @@ type Model struct {
 	cfg      Config
 	official bool // the base URL is OpenAI's own API
 	timeout  time.Duration
-	tools    adapt.ToolCache[[]openai.ChatCompletionToolUnionParam]
 	system   string
 }
 

@@ -13,10 +13,10 @@ import (
 // ChatCompletionService.New, so the wire format is whatever the pinned SDK
 // writes (see testdata/request_reference.json and TestRequestMatchesReference).
 
-// toolParams converts the toolset to the SDK's function tools, once per
-// run (adapt.ToolCache). Every request shares the result; the SDK only
-// reads it.
-func toolParams(ts *adapt.Toolset) ([]openai.ChatCompletionToolUnionParam, error) {
+// toolParams converts the toolset to the SDK's function tools. (Each
+// request converts them again: about 60 µs, against a model call's
+// 0.1-30 s.)
+func toolParams(ts *adapt.Toolset) []openai.ChatCompletionToolUnionParam {
 	tools := make([]openai.ChatCompletionToolUnionParam, len(ts.Tools))
 	for i, t := range ts.Tools {
 		fn := openai.FunctionDefinitionParam{Name: t.Name, Parameters: openai.FunctionParameters(t.Parameters)}
@@ -25,7 +25,7 @@ func toolParams(ts *adapt.Toolset) ([]openai.ChatCompletionToolUnionParam, error
 		}
 		tools[i] = openai.ChatCompletionFunctionTool(fn)
 	}
-	return tools, nil
+	return tools
 }
 
 // params builds the Chat Completions request for req, and returns the
@@ -34,10 +34,11 @@ func toolParams(ts *adapt.Toolset) ([]openai.ChatCompletionToolUnionParam, error
 // for a summary). Consecutive tool calls share one assistant message, each
 // answered by its own tool message, as the API expects for parallel calls.
 func (m *Model) params(req *agent.Request) (*adapt.Toolset, openai.ChatCompletionNewParams, error) {
-	ts, tools, err := m.tools.Get(req.Tools, toolParams)
+	ts, err := adapt.NewToolset(req.Tools)
 	if err != nil {
 		return nil, openai.ChatCompletionNewParams{}, fmt.Errorf("openai: %w", err)
 	}
+	tools := toolParams(ts)
 	turns := ts.Render(req.History)
 	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(turns)+3)
 	msgs = append(msgs, openai.SystemMessage(m.system), openai.UserMessage(req.Task.Prompt))

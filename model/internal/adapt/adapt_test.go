@@ -178,32 +178,6 @@ func TestTurn(t *testing.T) {
 	}
 }
 
-// TestToolCache: the tools of a run are derived once, while its requests
-// carry the same slice; another slice is derived anew.
-func TestToolCache(t *testing.T) {
-	rt, err := tools.New(tools.Config{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	specs := rt.Specs()
-	other := slices.Clone(specs)
-	var c ToolCache[int]
-	renders := 0
-	render := func(ts *Toolset) (int, error) { renders++; return len(ts.Tools), nil }
-	for i, s := range [][]gen.ToolSpec{specs, specs, other, other, specs} {
-		ts, n, err := c.Get(s, render)
-		if err != nil || n != len(s)+1 || !ts.Has(s[0].Name) {
-			t.Fatalf("get %d: %d tools, %v", i, n, err)
-		}
-	}
-	if renders != 3 {
-		t.Fatalf("%d renders, want 3 (one per change of slice)", renders)
-	}
-	if _, _, err := c.Get(append(slices.Clone(specs), specs[0]), render); err == nil {
-		t.Fatal("two tools of one name were accepted")
-	}
-}
-
 func FuzzTurn(f *testing.F) {
 	f.Add("calculator", `{"left":1,"operation":"add","right":2}`, "", "call_1")
 	f.Add("finish", `{"answer":"done"}`, "", "")
