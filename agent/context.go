@@ -36,7 +36,8 @@ var ErrContextLength = errors.New("the request is over the model's context windo
 // command, repeating a search). When the request is still over the
 // threshold, the older part of the history is replaced by one summary the
 // model writes (a Request with Summarize set; the summary becomes a
-// ModelFeedback of kind history_summary); its usage counts in the run's usage and token budget.
+// ModelFeedback of kind history_summary); its usage counts in the run's
+// usage and token budget.
 // (Compaction aims at three quarters of the threshold, so that it is not
 // back at the next step: the summary is taken when elision alone leaves
 // the request over that.)

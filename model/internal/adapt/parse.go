@@ -51,10 +51,7 @@ func compileComponent(name string) (*openapi3.Schema, *schema.Validator, error) 
 	return ref.Value, v, nil
 }
 
-// ParseAction turns a model's raw text into an Action. The text must be one
-// JSON object in the spec's Action form, optionally inside a single Markdown
-// code fence. Anything else is an *agent.InvalidOutputError whose message
-// says what is wrong and where (a JSON pointer), without repeating the text.
+// ParseAction is model.ParseAction, the JSON adapter.
 func ParseAction(text string) (agent.Action, error) {
 	as, err := loadActionSchema()
 	if err != nil {
@@ -122,13 +119,7 @@ var loadTurnSchema = sync.OnceValues(func() (*turnSchema, error) {
 	return &turnSchema{validator: v, actions: s.Required[0]}, nil
 })
 
-// ParseTurn turns a model's raw text into a Turn: either one JSON object in
-// the spec's Action form (a one-action turn, exactly as ParseAction reads
-// it) or one in the spec's Turn form, {"actions": [...]}, optionally inside
-// a single Markdown code fence. Each action of a Turn gets its own wire
-// form as Raw. Anything else — a finish that is not the turn's last
-// action included — is an *agent.InvalidOutputError whose message says
-// what is wrong and where (a JSON pointer), without repeating the text.
+// ParseTurn is model.ParseTurn: an Action, or a Turn of several.
 func ParseTurn(text string) (agent.Turn, error) {
 	ts, err := loadTurnSchema()
 	if err != nil {
