@@ -159,8 +159,8 @@ var runtimeSpecs = sync.OnceValues(func() ([]gen.ToolSpec, error) {
 })
 
 // Ask asks m for the turn of task and history h, offering the tools of
-// Runtime, and returns the turn's first action with the turn's usage: a
-// one-action call, for tests.
+// Runtime, and returns its action with the turn's usage; a turn of another
+// number of actions fails tb.
 func Ask(tb testing.TB, ctx context.Context, m agent.Model, task gen.Task, h agent.History) (agent.Action, error) {
 	tb.Helper()
 	req := Request(tb, h)
@@ -169,23 +169,8 @@ func Ask(tb testing.TB, ctx context.Context, m agent.Model, task gen.Task, h age
 	if err != nil {
 		return agent.Action{}, err
 	}
-	if len(turn.Actions) == 0 {
-		return agent.Action{}, errors.New("modeltest: a turn without actions")
-	}
-	a := turn.Actions[0]
-	a.Usage = turn.Usage
-	return a, nil
-}
-
-// one asks m for a turn of one action, for Request(h).
-func one(t *testing.T, ctx context.Context, m agent.Model, h agent.History) (agent.Action, error) {
-	t.Helper()
-	turn, err := m.Next(ctx, Request(t, h))
-	if err != nil {
-		return agent.Action{}, err
-	}
 	if len(turn.Actions) != 1 {
-		t.Fatalf("turn of %d actions, want 1: %+v", len(turn.Actions), turn)
+		tb.Fatalf("turn of %d actions, want 1: %+v", len(turn.Actions), turn)
 	}
 	a := turn.Actions[0]
 	a.Usage = turn.Usage
@@ -197,7 +182,7 @@ func Run(t *testing.T, newModel Factory) {
 	t.Run("ToolCall", func(t *testing.T) {
 		want := multiply()
 		m := newModel(t, []Turn{want})
-		a, err := one(t, context.Background(), m, agent.NewHistory())
+		a, err := Ask(t, context.Background(), m, Task, agent.NewHistory())
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
@@ -210,7 +195,7 @@ func Run(t *testing.T, newModel Factory) {
 	})
 	t.Run("Finish", func(t *testing.T) {
 		m := newModel(t, []Turn{Finish("12 x 7 = 84")})
-		a, err := one(t, context.Background(), m, agent.NewHistory())
+		a, err := Ask(t, context.Background(), m, Task, agent.NewHistory())
 		if err != nil {
 			t.Fatalf("Next: %v", err)
 		}
