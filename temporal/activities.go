@@ -333,20 +333,13 @@ const modelErrorType = "model"
 // ApplicationError's message), the *model.ProviderError in it, and
 // whether it wraps agent.ErrContextLength.
 type modelFailure struct {
-	Provider      *providerFailure `json:",omitempty"`
-	ContextLength bool             `json:",omitempty"`
-}
-
-// providerFailure is a *model.ProviderError on the wire. Err is the SDK's
-// error text only for a failure without a response (the error's own text
-// has it); a provider's message is never kept.
-type providerFailure struct {
-	Provider   string
-	Retries    int
-	StatusCode int
-	Code       string        `json:",omitempty"`
-	Timeout    time.Duration `json:",omitempty"`
-	Err        string        `json:",omitempty"`
+	// Provider is the error's *model.ProviderError without its Err (the
+	// SDK's error); ErrText is that error's text only for a failure
+	// without a response, whose own text has it: a provider's message is
+	// never kept.
+	Provider      *model.ProviderError `json:",omitempty"`
+	ErrText       string               `json:",omitempty"`
+	ContextLength bool                 `json:",omitempty"`
 }
 
 // modelError is the Model activity's error for err: an ApplicationError
@@ -357,9 +350,10 @@ func modelError(err error) error {
 	var pe *model.ProviderError
 	retry := false
 	if errors.As(err, &pe) {
-		f.Provider = &providerFailure{Provider: pe.Provider, Retries: pe.Retries, StatusCode: pe.StatusCode, Code: pe.Code, Timeout: pe.Timeout}
+		p := *pe
+		p.Err, f.Provider = nil, &p
 		if pe.StatusCode == 0 && pe.Timeout == 0 && pe.Err != nil {
-			f.Provider.Err = pe.Err.Error()
+			f.ErrText = pe.Err.Error()
 		}
 		retry = pe.StatusCode == 0 || pe.StatusCode == 429 || pe.StatusCode >= 500
 	}
@@ -380,10 +374,9 @@ func (e *remoteError) Unwrap() []error { return e.errs }
 // rebuild returns the error a modelFailure describes, with text msg.
 func (f *modelFailure) rebuild(msg string) error {
 	e := &remoteError{msg: msg}
-	if p := f.Provider; p != nil {
-		pe := &model.ProviderError{Provider: p.Provider, Retries: p.Retries, StatusCode: p.StatusCode, Code: p.Code, Timeout: p.Timeout}
-		if p.Err != "" {
-			pe.Err = errors.New(p.Err)
+	if pe := f.Provider; pe != nil {
+		if f.ErrText != "" {
+			pe.Err = errors.New(f.ErrText)
 		}
 		e.errs = append(e.errs, pe)
 	}
