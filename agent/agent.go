@@ -13,8 +13,8 @@
 // Long runs stay bounded. The model sees each tool output capped (10 KiB
 // and 256 lines by default, head and tail around a marker; see
 // TruncateOutput) while an Observer gets it whole. For a Model that is a
-// ContextSizer, the history is compacted before a request would pass the
-// threshold of its context window, and a request over the window is never
+// ContextSizer (a Model's one optional ability), the history is compacted
+// before a request would pass the threshold of its context window, and a request over the window is never
 // sent; a Model error wrapping ErrContextLength gets one compaction and a
 // retry (see Compaction). A model that repeats the same calls with the
 // same results is warned once and then stopped, exit reason stuck (see
@@ -214,8 +214,7 @@ type loop struct {
 
 	task    gen.Task
 	model   Model
-	turns   TurnModel // model, when it is one
-	one     [1]Action // the turn of a one-action model
+	tools   []gen.ToolSpec // the tools every request offers
 	opts    Options
 	runID   string
 	max     int
@@ -236,7 +235,6 @@ type loop struct {
 func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
 		tracing: opts.Trace != nil || opts.Observer != nil}
-	l.turns, _ = model.(TurnModel)
 	l.ctxb = newContextBudget(model, opts.Compaction)
 	l.stuck = newStuckDetector(opts.Stuck)
 	l.obsBytes, l.obsLines = opts.MaxObservationBytes, opts.MaxObservationLines
@@ -276,6 +274,7 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	toolNames := []string{}
 	if l.opts.Tools != nil {
 		specs := l.opts.Tools.Specs()
+		l.tools = specs
 		for _, s := range specs {
 			toolNames = append(toolNames, s.Name)
 		}
@@ -468,18 +467,14 @@ func (l *loop) steps(ctx context.Context) end {
 	return end{reason: gen.ExitReasonMaxStepsExceeded, err: fmt.Errorf("the step budget of %d ran out", l.max), steps: l.max}
 }
 
-// next asks the model for the step's turn: a TurnModel for a turn, any
-// other Model for a one-action turn.
+// next asks the model for the step's turn.
 func (l *loop) next(ctx context.Context) (Turn, error) {
-	if l.turns != nil {
-		return l.turns.NextTurn(ctx, l.task, l.history.view())
-	}
-	a, err := l.model.NextAction(ctx, l.task, l.history.view())
-	if err != nil {
-		return Turn{}, err
-	}
-	l.one[0] = a
-	return Turn{Actions: l.one[:], Usage: a.Usage}, nil
+	return l.model.Next(ctx, l.request(l.history.view()))
+}
+
+// request is the request of the run for history h.
+func (l *loop) request(h History) *Request {
+	return &Request{Task: l.task, History: h, Tools: l.tools}
 }
 
 // toolStep is what an action of a turn adds to the history: a tool call

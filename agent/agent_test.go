@@ -152,7 +152,8 @@ type mutatingModel struct {
 	seen  []int
 }
 
-func (m *mutatingModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+func (m *mutatingModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	h := req.History
 	m.seen = append(m.seen, h.Len())
 	for _, it := range h.All() {
 		if it.ToolCall != nil {
@@ -164,7 +165,7 @@ func (m *mutatingModel) NextAction(ctx context.Context, task gen.Task, h agent.H
 			(*it.Observation.Data)["value"] = -1.0
 		}
 	}
-	return m.inner.NextAction(ctx, task, h)
+	return m.inner.Next(ctx, req)
 }
 
 func TestModelCannotChangeHistory(t *testing.T) {
@@ -241,10 +242,10 @@ func replaceCalculator(h tools.Handler) []tools.Handler {
 // blockingModel waits until its context is done.
 type blockingModel struct{ started chan struct{} }
 
-func (m blockingModel) NextAction(ctx context.Context, _ gen.Task, _ agent.History) (agent.Action, error) {
+func (m blockingModel) Next(ctx context.Context, _ *agent.Request) (agent.Turn, error) {
 	close(m.started)
 	<-ctx.Done()
-	return agent.Action{}, ctx.Err()
+	return agent.Turn{}, ctx.Err()
 }
 
 func TestCancellation(t *testing.T) {
@@ -276,18 +277,18 @@ func TestCancellation(t *testing.T) {
 	})
 }
 
-// usageModel reports token usage on every call.
-type usageModel struct{ per int64 }
-
-func (m usageModel) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
-	a, err := model.ParseAction(multiply)
-	a.Usage = &gen.Usage{InputTokens: m.per, OutputTokens: 1}
-	return a, err
+// usageModel is a one-action model that reports token usage on every call.
+func usageModel(per int64) agent.OneAction {
+	return func(context.Context, *agent.Request) (agent.Action, error) {
+		a, err := model.ParseAction(multiply)
+		a.Usage = &gen.Usage{InputTokens: per, OutputTokens: 1}
+		return a, err
+	}
 }
 
 func TestTokenBudget(t *testing.T) {
 	log := &eventLog{}
-	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, usageModel{per: 10}, agent.Options{MaxSteps: 10, TokenBudget: 30, Tools: calculatorRuntime(t), Trace: log})
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, usageModel(10), agent.Options{MaxSteps: 10, TokenBudget: 30, Tools: calculatorRuntime(t), Trace: log})
 	if err != nil {
 		t.Fatal(err)
 	}

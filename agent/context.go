@@ -8,20 +8,16 @@ import (
 	"github.com/specloop/specloop/gen"
 )
 
-// ContextSizer is an optional ability of a Model: its context window and an
-// estimate of the request it would send.
+// ContextSizer is the one optional ability of a Model: its context window
+// and an estimate of a request, for compaction. A ContextSizer must answer
+// a request for a summary (Request.Summarize).
 type ContextSizer interface {
-	// ContextWindow returns the model's context window in tokens.
+	// ContextWindow returns the model's context window in tokens; 0
+	// means unknown, and the model is treated as no ContextSizer.
 	ContextWindow() int
-	// RequestTokens estimates the whole request NextTurn/NextAction would
-	// send for h (system prompt, tools, task, history), in tokens.
-	RequestTokens(task gen.Task, h History) int
-}
-
-// Summarizer is an optional ability of a Model: one call that summarizes a
-// history for compaction.
-type Summarizer interface {
-	Summarize(ctx context.Context, task gen.Task, h History) (summary string, usage *gen.Usage, err error)
+	// RequestTokens estimates the whole request Next would send for req
+	// (system prompt, tools, task, history), in tokens.
+	RequestTokens(req *Request) int
 }
 
 // ErrContextLength is wrapped by a Model's error when the provider refused a
@@ -38,9 +34,10 @@ var ErrContextLength = errors.New("the request is over the model's context windo
 // the KeepTurns most recent turns by a stub saying what was elided and how
 // to get it back (the path and line range of a read_file, re-running a
 // command, repeating a search). When the request is still over the
-// threshold and the Model is a Summarizer, the older part of the history
-// is replaced by one summary the model writes (a ModelFeedback of kind
-// history_summary); its usage counts in the run's usage and token budget.
+// threshold, the older part of the history is replaced by one summary the
+// model writes (a Request with Summarize set; the summary becomes a
+// ModelFeedback of kind history_summary); its usage counts in the run's
+// usage and token budget.
 // (Compaction aims at three quarters of the threshold, so that it is not
 // back at the next step: the summary is taken when elision alone leaves
 // the request over that.)
@@ -79,8 +76,7 @@ var (
 
 // contextBudget tracks the size of a run's requests for a ContextSizer.
 type contextBudget struct {
-	sizer     ContextSizer
-	summarize Summarizer // nil when the model cannot summarize
+	sizer     ContextSizer // nil when the model is none (or has no window)
 	window    int
 	threshold float64
 	keep      int
@@ -96,10 +92,8 @@ type contextBudget struct {
 
 func newContextBudget(m Model, c Compaction) contextBudget {
 	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns, disabled: c.Disabled}
-	b.sizer, _ = m.(ContextSizer)
-	b.summarize, _ = m.(Summarizer)
-	if b.sizer != nil {
-		b.window = b.sizer.ContextWindow()
+	if s, ok := m.(ContextSizer); ok && s.ContextWindow() > 0 {
+		b.sizer, b.window = s, s.ContextWindow()
 	}
 	if b.threshold <= 0 || b.threshold > 1 {
 		b.threshold = DefaultCompactionThreshold
@@ -110,10 +104,10 @@ func newContextBudget(m Model, c Compaction) contextBudget {
 	return b
 }
 
-// estimate returns the estimated tokens of the request for h, and the
-// sizer's own estimate of it.
-func (b *contextBudget) estimate(task gen.Task, h History) (total, raw int) {
-	raw = b.sizer.RequestTokens(task, h)
+// estimate returns the estimated tokens of req, and the sizer's own
+// estimate of it.
+func (b *contextBudget) estimate(req *Request) (total, raw int) {
+	raw = b.sizer.RequestTokens(req)
 	if !b.known {
 		return raw, raw
 	}
@@ -147,16 +141,16 @@ func (b *contextBudget) overTarget(tokens int) bool {
 // would still not fit the window.
 func (l *loop) beforeCall(ctx context.Context, step int) *end {
 	b := &l.ctxb
-	if b.sizer == nil || b.window <= 0 {
+	if b.sizer == nil {
 		return nil
 	}
-	tokens, raw := b.estimate(l.task, l.history.view())
+	tokens, raw := b.estimate(l.request(l.history.view()))
 	if b.over(tokens) && !b.disabled {
 		var e *end
 		if tokens, e = l.compact(ctx, step, tokens, false); e != nil {
 			return e
 		}
-		_, raw = b.estimate(l.task, l.history.view())
+		_, raw = b.estimate(l.request(l.history.view()))
 	}
 	if tokens > b.window {
 		return &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
@@ -184,7 +178,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	b := &l.ctxb
 	items := l.history.items
 	if force && b.sizer != nil {
-		tokens, _ = b.estimate(l.task, l.history.view())
+		tokens, _ = b.estimate(l.request(l.history.view()))
 	}
 	c := compacted{tokensBefore: tokens, bytesBefore: textBytes(items)}
 	starts := turnStarts(items)
@@ -199,16 +193,21 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		if b.sizer == nil {
 			return 0
 		}
-		t, _ := b.estimate(l.task, History{items: out})
+		t, _ := b.estimate(l.request(History{items: out}))
 		return t
 	}
 	tokens = measure()
-	if (force || b.sizer != nil && b.overTarget(tokens)) && b.summarize != nil && cut > 0 {
-		older := History{items: out[:cut:cut]}
+	if (force || b.sizer != nil && b.overTarget(tokens)) && cut > 0 {
+		req := l.request(History{items: out[:cut:cut]})
+		req.Summarize = true
 		// A summary request that would not fit the window is not sent;
 		// one the provider refuses as too long is done without.
-		if b.sizer == nil || b.sizer.RequestTokens(l.task, older) <= b.window {
-			summary, usage, err := b.summarize.Summarize(ctx, l.task, older)
+		if b.sizer == nil || b.sizer.RequestTokens(req) <= b.window {
+			turn, err := l.model.Next(ctx, req)
+			summary, usage := turn.Summary, turn.Usage
+			if err == nil && summary == "" {
+				err = errors.New("the model answered without a summary")
+			}
 			c.usage = usage
 			if e := l.addUsage(usage); e != nil {
 				return 0, &end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step - 1}

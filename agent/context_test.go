@@ -73,14 +73,18 @@ type windowModel struct {
 	snapshots [][]agent.Item
 }
 
-func (m *windowModel) NextAction(_ context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+func (m *windowModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
+	if req.Summarize {
+		return m.summarize(req.Task, req.History)
+	}
+	task, h := req.Task, req.History
 	n := providerTokens(task, h)
 	if n > m.window || m.refuseAt[m.made] > 0 {
 		m.refused++
 		if m.refuseAt[m.made] > 0 {
 			m.refuseAt[m.made]--
 		}
-		return agent.Action{}, fmt.Errorf("provider: 400 prompt is too long: %d tokens > %d maximum: %w", n, m.window, agent.ErrContextLength)
+		return agent.Turn{}, fmt.Errorf("provider: 400 prompt is too long: %d tokens > %d maximum: %w", n, m.window, agent.ErrContextLength)
 	}
 	m.sent = append(m.sent, n)
 	m.views = append(m.views, h)
@@ -89,24 +93,24 @@ func (m *windowModel) NextAction(_ context.Context, task gen.Task, h agent.Histo
 	m.usage.InputTokens += u.InputTokens
 	m.usage.OutputTokens += u.OutputTokens
 	if m.made == m.calls {
-		return agent.Action{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "done"}, Usage: u}, nil
+		return agent.Turn{Actions: []agent.Action{{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "done"}}}, Usage: u}, nil
 	}
 	m.made++
 	call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("pkg/f%d.go", m.made)}}
-	return agent.Action{ToolCall: call, Usage: u}, nil
+	return agent.Turn{Actions: []agent.Action{{ToolCall: call}}, Usage: u}, nil
 }
 
-func (m *windowModel) Summarize(_ context.Context, task gen.Task, h agent.History) (string, *gen.Usage, error) {
+func (m *windowModel) summarize(task gen.Task, h agent.History) (agent.Turn, error) {
 	m.summaries++
 	n := providerTokens(task, h)
 	if n > m.window {
-		return "", nil, fmt.Errorf("summarize: %d tokens: %w", n, agent.ErrContextLength)
+		return agent.Turn{}, fmt.Errorf("summarize: %d tokens: %w", n, agent.ErrContextLength)
 	}
 	u := &gen.Usage{InputTokens: int64(n), OutputTokens: 50}
 	m.summary += u.InputTokens + u.OutputTokens
 	m.usage.InputTokens += u.InputTokens
 	m.usage.OutputTokens += u.OutputTokens
-	return fmt.Sprintf("Read %d items so far; nothing is broken.", h.Len()), u, nil
+	return agent.Turn{Summary: fmt.Sprintf("Read %d items so far; nothing is broken.", h.Len()), Usage: u}, nil
 }
 
 // sizedModel is a windowModel that is a ContextSizer.
@@ -114,7 +118,9 @@ type sizedModel struct{ *windowModel }
 
 func (m sizedModel) ContextWindow() int { return m.window }
 
-func (m sizedModel) RequestTokens(task gen.Task, h agent.History) int { return estimateTokens(task, h) }
+func (m sizedModel) RequestTokens(req *agent.Request) int {
+	return estimateTokens(req.Task, req.History)
+}
 
 func compactions(log *eventLog) []gen.TraceEvent {
 	var out []gen.TraceEvent
@@ -190,7 +196,7 @@ func TestCompactionKeepsRequestsInTheWindow(t *testing.T) {
 // of the step; a second one in a row ends the run context_window_exceeded,
 // never silently.
 func TestContextLengthErrorCompactsOnce(t *testing.T) {
-	plain := func(m *windowModel) agent.Model { return struct{ *windowModel }{m} } // no ContextSizer, but a Summarizer
+	plain := func(m *windowModel) agent.Model { return struct{ *windowModel }{m} } // no ContextSizer, but it answers summary requests
 
 	t.Run("one refusal: compact and retry", func(t *testing.T) {
 		m := &windowModel{window: 1 << 30, calls: 10, refuseAt: map[int]int{6: 1}}

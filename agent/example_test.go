@@ -41,12 +41,14 @@ func ExampleRun() {
 	// finished after 2 steps: 12 * 7 = 84
 }
 
-// adder is a custom Model: it asks the calculator for the sum of two
-// numbers, then answers with the value the tool returned, or gives up on an
-// error. A real model would send the task and the history to a provider.
+// adder is a custom one-action model: it asks the calculator for the sum
+// of two numbers, then answers with the value the tool returned, or gives
+// up on an error. A real model would send the request (the task, the
+// history and the tools) to a provider.
 type adder struct{ left, right float64 }
 
-func (a adder) NextAction(_ context.Context, _ gen.Task, h agent.History) (agent.Action, error) {
+func (a adder) act(_ context.Context, req *agent.Request) (agent.Action, error) {
+	h := req.History
 	if h.Len() == 0 {
 		return agent.Action{ToolCall: &gen.ToolCall{
 			Type:      gen.ToolCallTypeToolCall,
@@ -62,14 +64,15 @@ func (a adder) NextAction(_ context.Context, _ gen.Task, h agent.History) (agent
 	return agent.Action{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: answer}}, nil
 }
 
-// Any type with a NextAction method is a model: here one that decides from
-// the history what to do next.
-func ExampleModel() {
+// Any type with a Next method is a model; a function that proposes one
+// action per call is one through agent.OneAction: here one that decides
+// from the history what to do next.
+func ExampleOneAction() {
 	rt, err := tools.New(tools.Config{})
 	if err != nil {
 		log.Fatal(err)
 	}
-	answer, err := agent.Answer(context.Background(), "What is 2 + 40?", adder{2, 40}, agent.Options{Tools: rt})
+	answer, err := agent.Answer(context.Background(), "What is 2 + 40?", agent.OneAction(adder{2, 40}.act), agent.Options{Tools: rt})
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -10,36 +10,62 @@ import (
 	"github.com/specloop/specloop/internal/specdoc"
 )
 
-// Model proposes the next action of a run from the task and the history so
-// far (a model that may propose several at once is also a TurnModel). Implementations must not keep the history's items beyond the call
-// unless they copy them; the History itself is safe to keep.
+// Model proposes the next turn of a run. The loop calls Next once per
+// step with a Request holding the task, the history so far and the tools
+// the run offers; an adapter renders the tools from the request (they are
+// the same slice for every request of a run, so it may cache what it
+// derives from them). Implementations must not keep the history's items
+// beyond the call unless they copy them; the History itself is safe to
+// keep.
 //
-// NextAction returns an *InvalidOutputError when the model answered with
-// something that is not a valid action (the loop turns it into feedback) and
+// Next returns an *InvalidOutputError when the model answered with
+// something that is not a valid turn (the loop turns it into feedback) and
 // any other error when the model could not be asked (the run ends with
-// model_error, or cancelled when ctx is done).
+// model_error, or cancelled when ctx is done). A turn must hold between 1
+// and MaxTurnActions() actions, each with exactly one of ToolCall and
+// Finish set, and a Finish may only be its last action; a model that
+// breaks this ends the run with internal_error.
+//
+// A model that proposes one action at a time is a OneAction.
 type Model interface {
-	NextAction(ctx context.Context, task gen.Task, history History) (Action, error)
+	Next(ctx context.Context, req *Request) (Turn, error)
 }
 
-// TurnModel is an optional ability of a Model: a model whose reply may hold
-// several actions (parallel tool calls). Run asks a Model that is also a
-// TurnModel for turns with NextTurn and never calls its NextAction; any
-// other Model makes one-action turns. The errors are NextAction's.
-//
-// A turn must hold between 1 and MaxTurnActions() actions, each with
-// exactly one of ToolCall and Finish set, and a Finish may only be its
-// last action; a model that breaks this ends the run with internal_error
-// (output the model itself got wrong is an *InvalidOutputError instead).
-type TurnModel interface {
-	NextTurn(ctx context.Context, task gen.Task, history History) (Turn, error)
+// Request is what a model is asked: the run's task, its history so far and
+// the tools it offers (the tool runtime's Specs, the same slice for every
+// request of a run; nil when the run has no tools).
+type Request struct {
+	Task    gen.Task
+	History History
+	Tools   []gen.ToolSpec
+	// Summarize asks for a summary of History instead of a turn, for
+	// compaction (see Compaction): the model answers with Turn.Summary
+	// set and no actions, calling no tool. The loop asks it only of a
+	// ContextSizer, and of a model whose error wrapped ErrContextLength:
+	// such a model must answer it.
+	Summarize bool
+}
+
+// OneAction is a Model that proposes one action per call, as the seed's
+// models do: its turns hold the one action, with the action's Usage.
+type OneAction func(ctx context.Context, req *Request) (Action, error)
+
+// Next calls f and returns its action as a one-action turn.
+func (f OneAction) Next(ctx context.Context, req *Request) (Turn, error) {
+	a, err := f(ctx, req)
+	if err != nil {
+		return Turn{}, err
+	}
+	return Turn{Actions: []Action{a}, Usage: a.Usage}, nil
 }
 
 // Turn is one model call's proposal: the actions of the spec's Turn, which
 // the loop runs in order within one step, each tool call with its own
-// Observation.
+// Observation; or, for a Request with Summarize set, the summary.
 type Turn struct {
 	Actions []Action
+	// Summary is the answer to a Request with Summarize set.
+	Summary string
 	// Usage is the token usage of the model call, when the provider
 	// reports it; the actions' own Usage is ignored.
 	Usage *gen.Usage

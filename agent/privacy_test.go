@@ -22,10 +22,10 @@ import (
 // provider adapter or a custom model may: nothing limits what it names.
 type actions []agent.Action
 
-func (a *actions) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
+func (a *actions) Next(context.Context, *agent.Request) (agent.Turn, error) {
 	next := (*a)[0]
 	*a = (*a)[1:]
-	return next, nil
+	return agent.Turn{Actions: []agent.Action{next}}, nil
 }
 
 // observed runs the task and returns the trace file's bytes, the events
@@ -220,8 +220,8 @@ func (e *statusError) Error() string { return "status " + strconv.Itoa(e.code) }
 
 type failingModel struct{ err error }
 
-func (m failingModel) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
-	return agent.Action{}, m.err
+func (m failingModel) Next(context.Context, *agent.Request) (agent.Turn, error) {
+	return agent.Turn{}, m.err
 }
 
 // A call id is the model's to write, and one shaped like a key (a model

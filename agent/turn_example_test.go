@@ -10,11 +10,12 @@ import (
 )
 
 // parallelModel asks for two calculations in its first reply and finishes
-// with their results in its second: a TurnModel, as a model with parallel
-// tool calls is.
+// with their results in its second, as a model with parallel tool calls
+// does.
 type parallelModel struct{}
 
-func (parallelModel) NextTurn(_ context.Context, _ gen.Task, h agent.History) (agent.Turn, error) {
+func (parallelModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
+	h := req.History
 	calc := func(id string, left, right float64) agent.Action {
 		return agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: &id,
 			Arguments: map[string]any{"left": left, "operation": "multiply", "right": right}}}
@@ -27,19 +28,10 @@ func (parallelModel) NextTurn(_ context.Context, _ gen.Task, h agent.History) (a
 	return agent.Turn{Actions: []agent.Action{{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: answer}}}}, nil
 }
 
-// NextAction makes parallelModel an agent.Model; agent.Run calls NextTurn.
-func (m parallelModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
-	t, err := m.NextTurn(ctx, task, h)
-	if err != nil || len(t.Actions) != 1 {
-		return agent.Action{}, fmt.Errorf("parallelModel: use NextTurn")
-	}
-	return t.Actions[0], nil
-}
-
-// A model whose replies hold several tool calls implements agent.TurnModel:
+// A model whose replies hold several tool calls returns them as one Turn:
 // each reply is one step, whose calls run in order, each observation tied to
 // its call's id.
-func ExampleTurnModel() {
+func ExampleTurn() {
 	rt, err := tools.New(tools.Config{})
 	if err != nil {
 		panic(err)

@@ -2,7 +2,6 @@ package agent_test
 
 import (
 	"context"
-	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -141,18 +140,14 @@ func TestMalformedTurnIsFeedback(t *testing.T) {
 	}
 }
 
-// turnModel returns one turn, as a custom TurnModel would.
+// turnModel returns one turn, as a custom model would.
 type turnModel struct{ turn agent.Turn }
 
-func (m turnModel) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
-	return agent.Action{}, errors.New("the loop must call NextTurn")
-}
-
-func (m turnModel) NextTurn(context.Context, gen.Task, agent.History) (agent.Turn, error) {
+func (m turnModel) Next(context.Context, *agent.Request) (agent.Turn, error) {
 	return m.turn, nil
 }
 
-// A TurnModel that returns a turn the spec does not allow is a bug in the
+// A model that returns a turn the spec does not allow is a bug in the
 // model, not model output: the run ends with internal_error.
 func TestBadTurnIsInternalError(t *testing.T) {
 	call := agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: map[string]any{}}}

@@ -150,15 +150,13 @@ func (r *Replay) Remaining() int {
 	return len(r.steps) - r.next
 }
 
-var (
-	_ agent.Model     = (*Replay)(nil)
-	_ agent.TurnModel = (*Replay)(nil)
-)
+var _ agent.Model = (*Replay)(nil)
 
-// NextTurn returns the next recorded turn — the actions of one recorded
-// step, in order, with the step's usage — after checking that the task and
-// the observations so far match the recorded run. agent.Run calls NextTurn.
-func (r *Replay) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
+// Next returns the next recorded turn — the actions of one recorded step,
+// in order, with the step's usage — after checking that the task and the
+// observations so far match the recorded run.
+func (r *Replay) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	task, history := req.Task, req.History
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
@@ -210,22 +208,6 @@ func (r *Replay) NextTurn(ctx context.Context, task gen.Task, history agent.Hist
 		turn.Actions[i] = a
 	}
 	return turn, nil
-}
-
-// NextAction is NextTurn for a caller that takes one action at a time: a
-// recorded turn of several actions is an error (replay it with agent.Run,
-// which calls NextTurn).
-func (r *Replay) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
-	t, err := r.NextTurn(ctx, task, history)
-	if err != nil {
-		return agent.Action{}, err
-	}
-	if len(t.Actions) != 1 {
-		return agent.Action{}, fmt.Errorf("replay: step %d holds %d actions; NextAction takes one, so replay it with NextTurn", r.next, len(t.Actions))
-	}
-	a := t.Actions[0]
-	a.Usage = t.Usage
-	return a, nil
 }
 
 // compare checks the observations of history that were not compared yet

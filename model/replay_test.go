@@ -65,9 +65,10 @@ func TestReplayConformance(t *testing.T) {
 // usageModel is a script that reports token usage, as a provider does.
 type usageModel struct{ *model.Script }
 
-// NextTurn is the Script's turn with usage (agent.Run calls NextTurn).
-func (m usageModel) NextTurn(ctx context.Context, task gen.Task, h agent.History) (agent.Turn, error) {
-	turn, err := m.Script.NextTurn(ctx, task, h)
+// Next is the Script's turn with usage.
+func (m usageModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	h := req.History
+	turn, err := m.Script.Next(ctx, req)
 	u := &gen.Usage{InputTokens: int64(100 + 10*h.Len()), OutputTokens: 7}
 	var inv *agent.InvalidOutputError
 	if errors.As(err, &inv) {
@@ -187,7 +188,7 @@ func TestReplayDivergences(t *testing.T) {
 		events  []gen.TraceEvent
 		task    string
 		history []agent.Item
-		calls   int // NextAction calls before the checked one
+		calls   int // Next calls before the checked one
 		want    string
 	}{
 		{"task", recorded, "Another task", nil, 0, "the task differs from the recorded one"},
@@ -205,14 +206,14 @@ func TestReplayDivergences(t *testing.T) {
 			}
 			task := modeltest.Task
 			for range tt.calls {
-				if _, err := r.NextAction(context.Background(), task, agent.NewHistory()); err != nil {
+				if _, err := modeltest.Ask(t, context.Background(), r, task, agent.NewHistory()); err != nil {
 					t.Fatal(err)
 				}
 			}
 			if tt.task != "" {
 				task = gen.Task{Prompt: tt.task}
 			}
-			_, err = r.NextAction(context.Background(), task, agent.NewHistory(tt.history...))
+			_, err = modeltest.Ask(t, context.Background(), r, task, agent.NewHistory(tt.history...))
 			if !errors.Is(err, model.ErrDiverged) || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want ErrDiverged with %q", err, tt.want)
 			}
@@ -255,7 +256,7 @@ func TestReplaySelectsRun(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a, err := r.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			a, err := modeltest.Ask(t, context.Background(), r, modeltest.Task, agent.NewHistory())
 			if err != nil || a.Finish == nil || a.Finish.Answer != tt.answer {
 				t.Fatalf("action = %+v, %v; want finish %q", a, err, tt.answer)
 			}
@@ -270,8 +271,8 @@ func TestReplaySelectsRun(t *testing.T) {
 // of an unknown tool, recording the action's wire form as the raw output.
 type rejectingModel struct{ raw string }
 
-func (m rejectingModel) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
-	return agent.Action{}, &agent.InvalidOutputError{Message: "tool call 1 names a tool that does not exist", Raw: m.raw}
+func (m rejectingModel) Next(context.Context, *agent.Request) (agent.Turn, error) {
+	return agent.Turn{}, &agent.InvalidOutputError{Message: "tool call 1 names a tool that does not exist", Raw: m.raw}
 }
 
 func TestReplayRejectsRecordedInvalidOutput(t *testing.T) {
@@ -280,7 +281,7 @@ func TestReplayRejectsRecordedInvalidOutput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = r.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	_, err = modeltest.Ask(t, context.Background(), r, modeltest.Task, agent.NewHistory())
 	if !agent.IsInvalidOutput(err) {
 		t.Fatalf("err = %v, want the recorded rejection replayed as invalid output", err)
 	}

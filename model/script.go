@@ -7,96 +7,57 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/gen"
 )
 
 // ErrExhausted is returned by a Script asked for more responses than it has.
 var ErrExhausted = errors.New("script exhausted: no responses left")
 
-// Call is one request a Script received.
-type Call struct {
-	Task    gen.Task
-	History agent.History
-}
-
 // Script is a model that replays raw responses in order, each parsed
 // exactly like a real model's text (ParseTurn: one Action, or a Turn of
-// several), and records every call. It
-// is safe for concurrent use, though a run calls it sequentially.
+// several), and records every request. It is safe for concurrent use,
+// though a run calls it sequentially.
 type Script struct {
 	mu        sync.Mutex
 	responses []string
 	next      int
-	// calls are recorded in blocks of doubling size, so that recording a
-	// call never copies the earlier ones (a long run makes many).
-	calls  [][]Call
-	ncalls int
+	calls     []agent.Request
 }
 
 // NewScript returns a Script over responses.
 func NewScript(responses ...string) *Script { return &Script{responses: responses} }
 
-var (
-	_ agent.Model     = (*Script)(nil)
-	_ agent.TurnModel = (*Script)(nil)
-)
+var _ agent.Model = (*Script)(nil)
 
-// NextAction returns the next response as an action (ParseAction), an
-// *agent.InvalidOutputError when it is malformed, or ErrExhausted.
-func (s *Script) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
-	text, err := s.take(ctx, task, history)
-	if err != nil {
-		return agent.Action{}, err
-	}
-	return ParseAction(text)
-}
-
-// NextTurn returns the next response as a turn (ParseTurn: an Action or a
+// Next returns the next response as a turn (ParseTurn: an Action or a
 // Turn), an *agent.InvalidOutputError when it is malformed, or
-// ErrExhausted. agent.Run calls NextTurn.
-func (s *Script) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
-	text, err := s.take(ctx, task, history)
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	return ParseTurn(text)
-}
-
-// take records a call and returns the next response.
-func (s *Script) take(ctx context.Context, task gen.Task, history agent.History) (string, error) {
+// ErrExhausted.
+func (s *Script) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
 	if err := ctx.Err(); err != nil {
-		return "", err
+		return agent.Turn{}, err
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.record(Call{Task: task, History: history})
+	s.calls = append(s.calls, *req)
 	if s.next >= len(s.responses) {
-		return "", fmt.Errorf("%w (after %d responses)", ErrExhausted, len(s.responses))
+		return agent.Turn{}, fmt.Errorf("%w (after %d responses)", ErrExhausted, len(s.responses))
 	}
 	text := s.responses[s.next]
 	s.next++
-	return text, nil
+	return ParseTurn(text)
 }
 
-func (s *Script) record(c Call) {
-	if n := len(s.calls); n == 0 || len(s.calls[n-1]) == cap(s.calls[n-1]) {
-		s.calls = append(s.calls, make([]Call, 0, 16<<min(n, 12)))
-	}
-	last := &s.calls[len(s.calls)-1]
-	*last = append(*last, c)
-	s.ncalls++
+// Skip moves the script past its next n responses, as if n calls had
+// taken them: a model rebuilt for each call of a run (a durable engine's)
+// goes on where the run is.
+func (s *Script) Skip(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.next = min(s.next+n, len(s.responses))
 }
 
 // Calls returns the requests received so far, in order.
-func (s *Script) Calls() []Call {
+func (s *Script) Calls() []agent.Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.ncalls == 0 {
-		return nil
-	}
-	out := make([]Call, 0, s.ncalls)
-	for _, block := range s.calls {
-		out = append(out, block...)
-	}
-	return out
+	return append([]agent.Request(nil), s.calls...)
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/model/modeltest"
 )
 
 func TestScriptOrderRecordingAndExhaustion(t *testing.T) {
@@ -17,17 +18,17 @@ func TestScriptOrderRecordingAndExhaustion(t *testing.T) {
 	h1 := agent.NewHistory()
 	h2 := agent.NewHistory(agent.Item{Finish: &gen.Finish{Type: "finish", Answer: "one"}})
 
-	a, err := s.NextAction(ctx, task, h1)
+	a, err := modeltest.Ask(t, ctx, s, task, h1)
 	if err != nil || a.Finish.Answer != "one" {
 		t.Fatalf("first: %+v %v", a, err)
 	}
-	if _, err := s.NextAction(ctx, task, h2); !agent.IsInvalidOutput(err) {
+	if _, err := modeltest.Ask(t, ctx, s, task, h2); !agent.IsInvalidOutput(err) {
 		t.Fatalf("second must be invalid output, got %v", err)
 	}
-	if a, err = s.NextAction(ctx, task, h2); err != nil || a.Finish.Answer != "three" {
+	if a, err = modeltest.Ask(t, ctx, s, task, h2); err != nil || a.Finish.Answer != "three" {
 		t.Fatalf("third: %+v %v", a, err)
 	}
-	if _, err := s.NextAction(ctx, task, h2); !errors.Is(err, model.ErrExhausted) {
+	if _, err := modeltest.Ask(t, ctx, s, task, h2); !errors.Is(err, model.ErrExhausted) {
 		t.Fatalf("fourth: %v, want ErrExhausted", err)
 	}
 	calls := s.Calls()
@@ -39,7 +40,7 @@ func TestScriptOrderRecordingAndExhaustion(t *testing.T) {
 func TestScriptHonoursCancellation(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := model.NewScript(`{"type":"finish","answer":"x"}`).NextAction(ctx, gen.Task{}, agent.NewHistory()); !errors.Is(err, context.Canceled) {
+	if _, err := model.NewScript(`{"type":"finish","answer":"x"}`).Next(ctx, &agent.Request{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("err = %v", err)
 	}
 }

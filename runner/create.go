@@ -26,7 +26,7 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	if _, err := pickMCP(sp.MCPNames(), s.cfg.MCPServers); err != nil {
 		return gen.Run{}, err
 	}
-	m, err := s.cfg.Models(body.Model, s.runTools)
+	m, err := s.cfg.Models(body.Model)
 	if err != nil {
 		return gen.Run{}, badField("/model/provider", "%s", clip(err.Error(), 300))
 	}

@@ -102,14 +102,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	}
 	defer setup.Close()
 	opts := setup.Options
-	m := j.model
-	if setup.MCP != nil {
-		// The model must be told about the MCP servers' tools too.
-		if m, err = s.cfg.Models(sp.Model, opts.Tools.Specs()); err != nil {
-			return fail(err)
-		}
-	}
-	return agent.Run(j.ctx, sp.Task, m, opts)
+	return agent.Run(j.ctx, sp.Task, j.model, opts)
 }
 
 // finalize records a run's end durably, then shows it: the record turns

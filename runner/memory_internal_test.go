@@ -20,8 +20,8 @@ type trackedModel struct{ agent.Model }
 // runs cheap.
 func TestFinishedRunsKeepOnlyTheirRecord(t *testing.T) {
 	var models []weak.Pointer[trackedModel]
-	s, err := New(Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Models: func(mc gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-		m, err := DefaultModels(mc, tools)
+	s, err := New(Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Models: func(mc gen.ModelConfig) (agent.Model, error) {
+		m, err := DefaultModels(mc)
 		tm := &trackedModel{m}
 		models = append(models, weak.Make(tm))
 		return tm, err

@@ -131,15 +131,15 @@ func TestEventsResumeAfterDrop(t *testing.T) {
 // blockModel blocks until its context is done.
 type blockModel struct{}
 
-func (blockModel) NextAction(ctx context.Context, _ gen.Task, _ agent.History) (agent.Action, error) {
+func (blockModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
 	<-ctx.Done()
-	return agent.Action{}, ctx.Err()
+	return agent.Turn{}, ctx.Err()
 }
 
 // TestWaitHonoursContext: Wait returns the context's error, and Cancel
 // then ends the run cancelled.
 func TestWaitHonoursContext(t *testing.T) {
-	url := newServer(t, server.Config{Config: runner.Config{Models: func(gen.ModelConfig, []gen.ToolSpec) (agent.Model, error) { return blockModel{}, nil }}})
+	url := newServer(t, server.Config{Config: runner.Config{Models: func(gen.ModelConfig) (agent.Model, error) { return blockModel{}, nil }}})
 	c, _ := sdk.New(url, sdk.Config{})
 	run, err := c.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.ScriptModel("x")})
 	if err != nil {

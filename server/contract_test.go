@@ -272,8 +272,8 @@ func (e *ctEnv) stopAll() {
 
 // ctModels are the server's default models, except that a prompt with
 // ctBlock waits until its run is cancelled.
-func ctModels(cfg gen.ModelConfig, specs []gen.ToolSpec) (agent.Model, error) {
-	m, err := runner.DefaultModels(cfg, specs)
+func ctModels(cfg gen.ModelConfig) (agent.Model, error) {
+	m, err := runner.DefaultModels(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -282,12 +282,13 @@ func ctModels(cfg gen.ModelConfig, specs []gen.ToolSpec) (agent.Model, error) {
 
 type ctBlocking struct{ inner agent.Model }
 
-func (m ctBlocking) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+func (m ctBlocking) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	task := req.Task
 	if strings.Contains(task.Prompt, ctBlock) {
 		<-ctx.Done()
-		return agent.Action{}, ctx.Err()
+		return agent.Turn{}, ctx.Err()
 	}
-	return m.inner.NextAction(ctx, task, h)
+	return m.inner.Next(ctx, req)
 }
 
 // ctBlockedRun is a createRun body whose run waits in its model.

@@ -286,7 +286,7 @@ func (c *contractTransport) RoundTrip(req *http.Request) (*http.Response, error)
 	return resp, nil
 }
 
-// gate blocks the models built by its factory in NextAction until it is
+// gate blocks the models built by its factory in Next until it is
 // opened (or the run is cancelled); entered receives each blocked task.
 type gate struct {
 	entered chan string
@@ -303,8 +303,8 @@ func newGate() *gate {
 func (g *gate) release() { g.once.Do(func() { close(g.open) }) }
 
 // models wraps the default models of the prompts that contain "BLOCK".
-func (g *gate) models(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-	m, err := runner.DefaultModels(cfg, tools)
+func (g *gate) models(cfg gen.ModelConfig) (agent.Model, error) {
+	m, err := runner.DefaultModels(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -316,16 +316,17 @@ type gatedModel struct {
 	g     *gate
 }
 
-func (m *gatedModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+func (m *gatedModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	task := req.Task
 	if strings.Contains(task.Prompt, "BLOCK") {
 		m.g.entered <- task.Prompt
 		select {
 		case <-m.g.open:
 		case <-ctx.Done():
-			return agent.Action{}, ctx.Err()
+			return agent.Turn{}, ctx.Err()
 		}
 	}
-	return m.inner.NextAction(ctx, task, h)
+	return m.inner.Next(ctx, req)
 }
 
 // waitEntered waits for a blocked model call of the given prompt.

@@ -31,11 +31,11 @@ func TestModelsWithSystem(t *testing.T) {
 	defer srv.Close()
 	t.Setenv("OPENAI_API_KEY", "")
 	t.Setenv("OPENAI_BASE_URL", srv.URL)
-	m, err := runner.ModelsWithSystem("Be terse; end with {{finish}}.")(sdk.OpenAI("llama3.1"), nil)
+	m, err := runner.ModelsWithSystem("Be terse; end with {{finish}}.")(sdk.OpenAI("llama3.1"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.NextAction(context.Background(), gen.Task{Prompt: "p"}, agent.NewHistory()); err != nil {
+	if _, err := m.Next(context.Background(), &agent.Request{Task: gen.Task{Prompt: "p"}}); err != nil {
 		t.Fatal(err)
 	}
 	if s := <-got; s != "Be terse; end with finish." {

@@ -29,8 +29,8 @@ type usageModel struct{ *model.Script }
 
 var callUsage = gen.Usage{InputTokens: 10, OutputTokens: 5}
 
-func (m usageModel) NextTurn(ctx context.Context, task gen.Task, h agent.History) (agent.Turn, error) {
-	t, err := m.Script.NextTurn(ctx, task, h)
+func (m usageModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	t, err := m.Script.Next(ctx, req)
 	u := callUsage
 	var invalid *agent.InvalidOutputError
 	if errors.As(err, &invalid) {
@@ -45,13 +45,13 @@ type failingModel struct{ calls int }
 
 var errProvider = errors.New("the provider is down")
 
-func (m *failingModel) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
+func (m *failingModel) Next(context.Context, *agent.Request) (agent.Turn, error) {
 	m.calls++
 	if m.calls > 1 {
-		return agent.Action{}, errProvider
+		return agent.Turn{}, errProvider
 	}
-	return agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: ptr("f1"),
-		Arguments: map[string]any{"left": 1.0, "operation": "add", "right": 1.0}}}, nil
+	return agent.Turn{Actions: []agent.Action{{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", CallId: ptr("f1"),
+		Arguments: map[string]any{"left": 1.0, "operation": "add", "right": 1.0}}}}}, nil
 }
 
 // checks fails the completion check the first time and passes it after.

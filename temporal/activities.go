@@ -38,6 +38,14 @@ type EventBatch struct {
 	Lines [][]byte
 }
 
+// OpenInput is a run to open: where it runs, and its task and model, whose
+// context window the Open activity reports.
+type OpenInput struct {
+	Run   RunRef
+	Task  gen.Task
+	Model gen.ModelConfig
+}
+
 // OpenOutput is what the Open activity learnt about the run's setup.
 type OpenOutput struct {
 	// HostQueue is the task queue of the workers that hold the workspace.
@@ -45,6 +53,15 @@ type OpenOutput struct {
 	Tools        []gen.ToolSpec
 	ToolsSandbox *gen.SandboxInfo
 	CheckSandbox *gen.SandboxInfo
+	// ContextWindow is the model's context window, 0 when the model is
+	// no agent.ContextSizer (the run then compacts only when the
+	// provider refuses a request as too long).
+	ContextWindow int `json:",omitempty"`
+	// RequestOverhead is the tokens the model's requests carry beyond the
+	// workflow's own estimate of them (requestTokens): the system prompt,
+	// the tools, the provider's framing. The workflow keeps it current
+	// from the Model activity's replies.
+	RequestOverhead int `json:",omitempty"`
 }
 
 // ModelInput is one model call: the history so far goes by value (the
@@ -57,14 +74,21 @@ type ModelInput struct {
 	Calls     int // the model calls of the run before this one
 	History   []gen.HistoryItem
 	RecordRaw bool
+	// Summarize asks for a summary of History (agent.Request.Summarize).
+	Summarize bool `json:",omitempty"`
 	Events    EventBatch
 }
 
-// ModelOutput is a model turn, or the model's invalid output.
+// ModelOutput is a model turn, the summary asked for, or the model's
+// invalid output.
 type ModelOutput struct {
 	Actions []WireAction
+	Summary string `json:",omitempty"`
 	Usage   *gen.Usage
 	Invalid *InvalidOutput
+	// RequestTokens is the model's own estimate of the request (0 when
+	// the model is no agent.ContextSizer).
+	RequestTokens int `json:",omitempty"`
 }
 
 // WireAction is an agent.Action as an activity returns it.
@@ -106,10 +130,6 @@ type (
 	}
 )
 
-// ModelFactory builds a run's model from its configuration and tools, as
-// runner.ModelFactory does.
-type ModelFactory func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error)
-
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
 type Activities struct {
@@ -120,9 +140,10 @@ type Activities struct {
 	// HostQueue is the task queue of this host's workers, where a run's
 	// tool activities go.
 	HostQueue string
-	// Models builds models; nil means runner.DefaultModels' behaviour is
-	// unavailable and every run fails with model_error.
-	Models ModelFactory
+	// Models builds a run's model from its configuration (the run's tools
+	// come with each request), e.g. runner.DefaultModels; nil means every
+	// run fails with model_error.
+	Models func(cfg gen.ModelConfig) (agent.Model, error)
 	// Setup is the host of every run (sandbox, commands, check timeout):
 	// runner.Open sets it up per run with its workspace, check and MCP
 	// servers.
@@ -209,9 +230,11 @@ func (a *Activities) begin(run RunRef, b EventBatch) (*openRun, error) {
 }
 
 // Open opens the run's workspace on this host and returns the host's
-// queue, the tools and the confinement of commands.
-func (a *Activities) Open(ctx context.Context, run RunRef) (OpenOutput, error) {
-	s, err := a.setup(run)
+// queue, the tools, the confinement of commands and the model's context
+// window. A model that cannot be built is the Model activity's error to
+// report.
+func (a *Activities) Open(ctx context.Context, in OpenInput) (OpenOutput, error) {
+	s, err := a.setup(in.Run)
 	if err != nil {
 		return OpenOutput{}, err
 	}
@@ -224,6 +247,15 @@ func (a *Activities) Open(ctx context.Context, run RunRef) (OpenOutput, error) {
 	}
 	if sb, ok := s.Options.Check.(agent.Sandboxed); ok {
 		out.CheckSandbox = sb.SandboxInfo()
+	}
+	if a.Models != nil {
+		if m, err := a.Models(in.Model); err == nil {
+			if cs, ok := m.(agent.ContextSizer); ok {
+				req := &agent.Request{Task: in.Task, Tools: out.Tools}
+				out.ContextWindow = cs.ContextWindow()
+				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, nil)
+			}
+		}
 	}
 	return out, nil
 }
@@ -244,15 +276,12 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, err
 		}
 	}
 	defer heartbeat(ctx)()
-	h := agent.NewHistory(items...)
-	var turn agent.Turn
-	if tm, ok := m.(agent.TurnModel); ok {
-		turn, err = tm.NextTurn(ctx, in.Task, h)
-	} else {
-		var act agent.Action
-		act, err = m.NextAction(ctx, in.Task, h)
-		turn = agent.Turn{Actions: []agent.Action{act}, Usage: act.Usage}
+	req := &agent.Request{Task: in.Task, History: agent.NewHistory(items...), Tools: in.Tools, Summarize: in.Summarize}
+	tokens := 0
+	if cs, ok := m.(agent.ContextSizer); ok {
+		tokens = cs.RequestTokens(req)
 	}
+	turn, err := m.Next(ctx, req)
 	var invalid *agent.InvalidOutputError
 	switch {
 	case errors.As(err, &invalid):
@@ -260,13 +289,11 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, err
 		if in.RecordRaw {
 			out.Raw = invalid.Raw
 		}
-		return ModelOutput{Invalid: out}, nil
-	case err != nil && retryable(err):
-		return ModelOutput{}, err
+		return ModelOutput{Invalid: out, RequestTokens: tokens}, nil
 	case err != nil:
-		return ModelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
+		return ModelOutput{}, modelError(err)
 	}
-	out := ModelOutput{Actions: make([]WireAction, len(turn.Actions)), Usage: turn.Usage}
+	out := ModelOutput{Actions: make([]WireAction, len(turn.Actions)), Summary: turn.Summary, Usage: turn.Usage, RequestTokens: tokens}
 	for i, act := range turn.Actions {
 		out.Actions[i] = WireAction{ToolCall: act.ToolCall, Finish: act.Finish}
 		if in.RecordRaw {
@@ -283,26 +310,88 @@ func (a *Activities) model(ctx context.Context, in ModelInput) (agent.Model, err
 	if a.Models == nil {
 		return nil, errors.New("this worker has no models")
 	}
-	m, err := a.Models(in.Model, in.Tools)
+	m, err := a.Models(in.Model)
 	if err != nil {
 		return nil, err
 	}
 	if s, ok := m.(*model.Script); ok {
-		for range in.Calls {
-			_, _ = s.NextAction(ctx, in.Task, agent.History{})
-		}
+		s.Skip(in.Calls)
 	}
 	return m, nil
 }
 
-// retryable reports whether a model error is worth another attempt: a
-// transport error or the provider's rate limit or overload.
-func retryable(err error) bool {
+// modelErrorType is the ApplicationError type of a model call's error.
+const modelErrorType = "model"
+
+// modelFailure is what the workflow needs of a model call's error to give
+// the loop the error the in-process engine gives it: its text (the
+// ApplicationError's message), the *model.ProviderError in it, and
+// whether it wraps agent.ErrContextLength.
+type modelFailure struct {
+	// Provider is the error's *model.ProviderError without its Err (the
+	// SDK's error); ErrText is that error's text only for a failure
+	// without a response, whose own text has it: a provider's message is
+	// never kept.
+	Provider      *model.ProviderError `json:",omitempty"`
+	ErrText       string               `json:",omitempty"`
+	ContextLength bool                 `json:",omitempty"`
+}
+
+// modelError is the Model activity's error for err: an ApplicationError
+// of type modelErrorType with a modelFailure as its details, retried only
+// for a transport error or the provider's rate limit or overload.
+func modelError(err error) error {
+	var f modelFailure
 	var pe *model.ProviderError
-	if !errors.As(err, &pe) {
-		return false
+	retry := false
+	if errors.As(err, &pe) {
+		p := *pe
+		p.Err, f.Provider = nil, &p
+		if pe.StatusCode == 0 && pe.Timeout == 0 && pe.Err != nil {
+			f.ErrText = pe.Err.Error()
+		}
+		retry = pe.StatusCode == 0 || pe.StatusCode == 429 || pe.StatusCode >= 500
 	}
-	return pe.StatusCode == 0 || pe.StatusCode == 429 || pe.StatusCode >= 500
+	f.ContextLength = errors.Is(err, agent.ErrContextLength)
+	return temporal.NewApplicationErrorWithOptions(err.Error(), modelErrorType, temporal.ApplicationErrorOptions{NonRetryable: !retry, Details: []any{f}})
+}
+
+// remoteError is a model error rebuilt in the workflow: the activity's
+// text, wrapping what the loop and the caller branch on.
+type remoteError struct {
+	msg  string
+	errs []error
+}
+
+func (e *remoteError) Error() string   { return e.msg }
+func (e *remoteError) Unwrap() []error { return e.errs }
+
+// rebuild returns the error a modelFailure describes, with text msg.
+func (f *modelFailure) rebuild(msg string) error {
+	e := &remoteError{msg: msg}
+	if pe := f.Provider; pe != nil {
+		if f.ErrText != "" {
+			pe.Err = errors.New(f.ErrText)
+		}
+		e.errs = append(e.errs, pe)
+	}
+	if f.ContextLength {
+		e.errs = append(e.errs, agent.ErrContextLength)
+	}
+	return e
+}
+
+// requestTokens is the workflow's estimate of a request's task and
+// history, in tokens: their bytes in the spec's wire form at three bytes a
+// token, as the adapters count. The model's own estimate adds its
+// overhead (OpenOutput.RequestOverhead).
+func requestTokens(task gen.Task, items []gen.HistoryItem) int {
+	n := len(task.Prompt)
+	for i := range items {
+		b, _ := items[i].MarshalJSON()
+		n += len(b)
+	}
+	return (n + 2) / 3
 }
 
 // Tool executes tool call in.Seq of the run once: a retried attempt (the

@@ -19,14 +19,15 @@ func TestCancelWorkflowCancelsTheRun(t *testing.T) {
 	h := newHarness(t)
 	calls := 0
 	acts := &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a", Setup: baseSetup(),
-		Models: func(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
+		Models: func(cfg gen.ModelConfig) (agent.Model, error) {
 			calls++
-			if calls == 2 {
-				// The second model call finds the workflow cancelled.
+			if calls == 3 {
+				// The second model call (after the Open activity's and
+				// the first call's) finds the workflow cancelled.
 				h.env.CancelWorkflow()
 				return blocking{}, nil
 			}
-			return scriptModels(cfg, tools)
+			return scriptModels(cfg)
 		}}
 	var suite testsuite.WorkflowTestSuite
 	h.env = suite.NewTestWorkflowEnvironment()
@@ -50,7 +51,7 @@ func TestCancelWorkflowCancelsTheRun(t *testing.T) {
 // blocking is a model whose call lasts until it is cancelled.
 type blocking struct{}
 
-func (blocking) NextAction(ctx context.Context, _ gen.Task, _ agent.History) (agent.Action, error) {
+func (blocking) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
 	<-ctx.Done()
-	return agent.Action{}, ctx.Err()
+	return agent.Turn{}, ctx.Err()
 }

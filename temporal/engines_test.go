@@ -4,9 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
+	"io"
 	"log/slog"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -54,7 +60,7 @@ var scripts = []struct {
 
 // scriptModels builds script models from their configuration, as
 // runner.DefaultModels does.
-func scriptModels(cfg gen.ModelConfig, _ []gen.ToolSpec) (agent.Model, error) {
+func scriptModels(cfg gen.ModelConfig) (agent.Model, error) {
 	sc, err := cfg.AsScriptModelConfig()
 	if err != nil {
 		return nil, err
@@ -70,15 +76,21 @@ func baseSetup() wiring.Config {
 // spec the workflow gets.
 func embedded(t *testing.T, responses []string, check string, maxSteps int) (gen.RunResult, []gen.TraceEvent) {
 	t.Helper()
+	return embeddedWith(t, model.NewScript(responses...), t.TempDir(), check, maxSteps)
+}
+
+// embeddedWith runs m in-process in the workspace dir.
+func embeddedWith(t *testing.T, m agent.Model, dir, check string, maxSteps int) (gen.RunResult, []gen.TraceEvent) {
+	t.Helper()
 	var buf bytes.Buffer
-	sp := scriptInput(responses, check, maxSteps).Spec
-	sp.Dir, sp.TraceWriter = t.TempDir(), &buf
+	sp := scriptInput(nil, check, maxSteps).Spec
+	sp.Dir, sp.TraceWriter = dir, &buf
 	s, err := runner.Open(context.Background(), &sp, baseSetup())
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer s.Close()
-	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, model.NewScript(responses...), s.Options)
+	res, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, m, s.Options)
 	return res, readEvents(t, buf.Bytes())
 }
 
@@ -88,7 +100,7 @@ type harness struct {
 	store  *temporal.Store
 	dir    string
 	root   string
-	models temporal.ModelFactory
+	models func(gen.ModelConfig) (agent.Model, error)
 	acts   *temporal.Activities // the worker's, kept across executions
 }
 
@@ -98,7 +110,7 @@ func newHarness(t *testing.T) *harness {
 }
 
 // newHarnessWith is newHarness with the workers' model factory.
-func newHarnessWith(t *testing.T, models temporal.ModelFactory) *harness {
+func newHarnessWith(t *testing.T, models func(gen.ModelConfig) (agent.Model, error)) *harness {
 	t.Helper()
 	h := &harness{dir: t.TempDir(), root: t.TempDir(), models: models}
 	var err error
@@ -260,4 +272,155 @@ func TestContinueAsNewGivesTheSameRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// windowModel has a small context window and reads pkg/f1.go,
+// pkg/f2.go, ... one a step, then finishes. It is stateless, as the
+// worker builds it again for every call: the next file follows the last
+// call in the history, which compaction keeps. Its estimate of a request
+// is the workflow's own plus a fixed overhead (so both engines size its
+// requests alike), and it reports that as the request's usage; it answers
+// a summary request with a summary.
+type windowModel struct{ files int }
+
+const windowOverhead = 400
+
+func (windowModel) ContextWindow() int { return 6000 }
+
+func (windowModel) RequestTokens(req *agent.Request) int {
+	return windowOverhead + temporal.RequestTokens(req)
+}
+
+func (m windowModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
+	u := &gen.Usage{InputTokens: int64(m.RequestTokens(req)), OutputTokens: 20}
+	if req.Summarize {
+		return agent.Turn{Summary: fmt.Sprintf("%d items so far: files read, nothing changed.", req.History.Len()), Usage: u}, nil
+	}
+	next := 1
+	for _, it := range req.History.All() {
+		if c := it.ToolCall; c != nil {
+			if _, err := fmt.Sscanf(c.Arguments["path"].(string), "pkg/f%d.go", &next); err != nil {
+				return agent.Turn{}, err
+			}
+			next++
+		}
+	}
+	a := agent.Action{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "read them all"}}
+	if next <= m.files {
+		a = agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("pkg/f%d.go", next)}}}
+	}
+	return agent.Turn{Actions: []agent.Action{a}, Usage: u}, nil
+}
+
+// writeFiles writes n files of about 3 KB in dir/pkg, for windowModel.
+func writeFiles(t *testing.T, dir string, n int) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(dir, "pkg"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= n; i++ {
+		var b strings.Builder
+		for line := range 75 {
+			fmt.Fprintf(&b, "// f%d.go, line %2d: some Go code here.\n", i, line+1)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "pkg", fmt.Sprintf("f%d.go", i)), []byte(b.String()), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func eventTypes(evs []gen.TraceEvent) []gen.TraceEventType {
+	out := make([]gen.TraceEventType, len(evs))
+	for i, ev := range evs {
+		out[i] = ev.EventType
+	}
+	return out
+}
+
+// Both engines compact alike: a run of a context-limited model is
+// compacted (its old outputs elided, then summarized) at the same steps,
+// with the same sizes, and gives the same result and trace on Temporal as
+// in-process.
+func TestEnginesCompactAlike(t *testing.T) {
+	const files = 8
+	m := windowModel{files: files}
+	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	wantRes, wantEvs := embeddedWith(t, m, dir, "", 20)
+	if wantRes.ExitReason != gen.ExitReasonFinished || wantRes.StepsUsed != files+1 {
+		t.Fatalf("in-process run: %+v", wantRes)
+	}
+	compacted, summarized := 0, 0
+	for _, ev := range wantEvs {
+		if ev.EventType == gen.TraceEventTypeHistoryCompacted {
+			compacted++
+			if *ev.Summarized {
+				summarized++
+			}
+		}
+	}
+	if compacted == 0 || summarized == 0 {
+		t.Fatalf("%d compactions, %d summaries: the model must need both", compacted, summarized)
+	}
+	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
+	writeFiles(t, h.root, files)
+	gotRes, gotEvs := h.run(t, scriptInput(nil, "", 20))
+	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
+	}
+	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+		t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
+	}
+}
+
+// Both engines end a run whose provider fails alike: model_error with the
+// same text, from an OpenAI-compatible server answering 500 to every
+// request (the adapter's retries, and on Temporal the activity's, spent).
+func TestEnginesReportProviderErrorsAlike(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusInternalServerError)
+		_, _ = io.WriteString(w, `{"error":{"message":"The server had an error while processing your request.","type":"server_error","param":null,"code":null}}`)
+	}))
+	defer srv.Close()
+	var mc gen.ModelConfig
+	if err := mc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: "llama3.1"}); err != nil {
+		t.Fatal(err)
+	}
+	models := func(cfg gen.ModelConfig) (agent.Model, error) {
+		return model.FromConfig(cfg, model.Options{BaseURL: srv.URL, Getenv: func(string) string { return "" }})
+	}
+	m, err := models(mc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantRes, wantEvs := embeddedWith(t, m, t.TempDir(), "", 3)
+	if wantRes.ExitReason != gen.ExitReasonModelError || wantRes.Error == nil ||
+		*wantRes.Error != "model: openai: request failed after 3 retries: 500 Internal Server Error (server_error)" {
+		t.Fatalf("in-process run: %+v (error %v)", wantRes, ptrText(wantRes.Error))
+	}
+	h := newHarnessWith(t, models)
+	in := scriptInput(nil, "", 3)
+	in.Model = mc
+	gotRes, gotEvs := h.run(t, in)
+	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
+	}
+	if diff := cmp.Diff(eventTypes(wantEvs), eventTypes(gotEvs)); diff != "" {
+		t.Errorf("trace event types differ (-embedded +temporal):\n%s", diff)
+	}
+	// In-process: 4 attempts; on Temporal the activity's 3 attempts of 4.
+	if n := requests.Load(); n != 4+3*4 {
+		t.Errorf("%d requests, want 16", n)
+	}
+}
+
+func ptrText(s *string) string {
+	if s == nil {
+		return "<nil>"
+	}
+	return *s
 }

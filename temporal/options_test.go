@@ -24,15 +24,16 @@ type seenModel struct {
 	last string
 }
 
-func (m *seenModel) NextAction(_ context.Context, _ gen.Task, h agent.History) (agent.Action, error) {
+func (m *seenModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
+	h := req.History
 	if n := h.Len(); n > 0 {
 		w, err := h.At(n - 1).Wire()
 		if err != nil {
-			return agent.Action{}, err
+			return agent.Turn{}, err
 		}
 		b, err := json.Marshal(w)
 		if err != nil {
-			return agent.Action{}, err
+			return agent.Turn{}, err
 		}
 		m.mu.Lock()
 		m.last = string(b)
@@ -49,13 +50,13 @@ func (m *seenModel) NextAction(_ context.Context, _ gen.Task, h agent.History) (
 	}
 	var tc gen.ToolCall
 	if err := json.Unmarshal([]byte(raw), &tc); err == nil && tc.Type == gen.ToolCallTypeToolCall {
-		return agent.Action{ToolCall: &tc}, nil
+		return agent.Turn{Actions: []agent.Action{{ToolCall: &tc}}}, nil
 	}
 	var f gen.Finish
 	if err := json.Unmarshal([]byte(raw), &f); err != nil {
-		return agent.Action{}, err
+		return agent.Turn{}, err
 	}
-	return agent.Action{Finish: &f}, nil
+	return agent.Turn{Actions: []agent.Action{{Finish: &f}}}, nil
 }
 
 // The run's observation caps reach the workflow's loop: with
@@ -77,7 +78,7 @@ func TestObservationCapsReachTheWorkflow(t *testing.T) {
 	wantRes, _ := agent.Run(context.Background(), gen.Task{Prompt: "multiply"}, embeddedModel, s.Options)
 
 	wfModel := &seenModel{}
-	h := newHarnessWith(t, func(gen.ModelConfig, []gen.ToolSpec) (agent.Model, error) { return wfModel, nil })
+	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return wfModel, nil })
 	gotRes, _ := h.run(t, in)
 
 	if diff := cmp.Diff(wantRes, gotRes); diff != "" {

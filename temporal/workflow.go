@@ -20,7 +20,7 @@ import (
 const WorkflowName = "specloop.Run"
 
 // RunInput is a run as the workflow receives it: the run's spec as the
-// runner accepted it (its Model is built by the worker's ModelFactory; its
+// runner accepted it (its Model is built by the worker's Models; its
 // Workspace is relative to the workers' workspace root) and how to run it.
 type RunInput struct {
 	runner.Spec
@@ -93,7 +93,8 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 		r.opened, r.modelCalls, r.toolCalls, r.written = c.Opened, c.ModelCalls, c.ToolCalls, c.Written
 	} else {
 		var opened OpenOutput
-		if err := workflow.ExecuteActivity(r.shared, OpenActivity, r.ref()).Get(wctx, &opened); err != nil {
+		open := OpenInput{Run: r.ref(), Task: in.Task, Model: in.Model}
+		if err := workflow.ExecuteActivity(r.shared, OpenActivity, open).Get(wctx, &opened); err != nil {
 			msg := agent.ClipMessage("open the run: " + activityMessage(err))
 			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 		}
@@ -207,34 +208,62 @@ func (r *wfRun) exec(ctx workflow.Context, fn, in any, b EventBatch, out any) er
 	return nil
 }
 
-// wfModel is the run's model: each turn is a Model activity.
+// wfModel is the run's model: each turn (and each summary) is a Model
+// activity. It is an agent.ContextSizer when the worker's model is one:
+// the window comes from the Open activity, and a request's estimate is the
+// workflow's own (requestTokens, deterministic) plus the model's overhead,
+// which each reply's estimate of the request it answered corrects. A
+// model error comes back as the in-process engine has it: the same text,
+// wrapping the *model.ProviderError and agent.ErrContextLength.
 type wfModel wfRun
 
-func (m *wfModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
-	t, err := m.NextTurn(ctx, task, h)
+var (
+	_ agent.Model        = (*wfModel)(nil)
+	_ agent.ContextSizer = (*wfModel)(nil)
+)
+
+func (m *wfModel) ContextWindow() int { return m.opened.ContextWindow }
+
+func (m *wfModel) RequestTokens(req *agent.Request) int {
+	items, err := wireHistory(req.History)
 	if err != nil {
-		return agent.Action{}, err
+		return 0
 	}
-	return t.Actions[0], nil
+	return m.opened.RequestOverhead + requestTokens(req.Task, items)
 }
 
-func (m *wfModel) NextTurn(_ context.Context, task gen.Task, h agent.History) (agent.Turn, error) {
-	r := (*wfRun)(m)
+// wireHistory is h in the spec's wire form.
+func wireHistory(h agent.History) ([]gen.HistoryItem, error) {
 	items := make([]gen.HistoryItem, 0, h.Len())
 	for _, it := range h.All() {
 		w, err := it.Wire()
 		if err != nil {
-			return agent.Turn{}, fmt.Errorf("encode the history: %w", err)
+			return nil, fmt.Errorf("encode the history: %w", err)
 		}
 		items = append(items, w)
 	}
+	return items, nil
+}
+
+func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
+	r := (*wfRun)(m)
+	items, err := wireHistory(req.History)
+	if err != nil {
+		return agent.Turn{}, err
+	}
 	b := r.batch()
-	in := ModelInput{RunID: r.in.ID, Task: task, Model: r.in.Model, Tools: r.opened.Tools, Calls: r.modelCalls,
-		History: items, RecordRaw: r.in.RecordRaw, Events: b}
+	in := ModelInput{RunID: r.in.ID, Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
+		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize, Events: b}
 	r.modelCalls++
 	var out ModelOutput
 	if err := r.exec(r.shared, ModelActivity, in, b, &out); err != nil {
-		return agent.Turn{}, activityError(err)
+		return agent.Turn{}, modelCallError(err)
+	}
+	if out.RequestTokens > 0 && !req.Summarize {
+		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, items)
+	}
+	if req.Summarize {
+		return agent.Turn{Summary: out.Summary, Usage: out.Usage}, nil
 	}
 	if out.Invalid != nil {
 		return agent.Turn{}, &agent.InvalidOutputError{Message: out.Invalid.Message, Raw: out.Invalid.Raw, Usage: out.Invalid.Usage}
@@ -292,6 +321,18 @@ func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
 }
 
 func (c *wfCheck) SandboxInfo() *gen.SandboxInfo { return c.opened.CheckSandbox }
+
+// modelCallError is the error the loop gets for a failed Model activity:
+// the model's error rebuilt from the activity's (modelFailure), else
+// activityError's.
+func modelCallError(err error) error {
+	var app *temporal.ApplicationError
+	var f modelFailure
+	if errors.As(err, &app) && app.Type() == modelErrorType && app.HasDetails() && app.Details(&f) == nil {
+		return f.rebuild(app.Message())
+	}
+	return activityError(err)
+}
 
 // activityError is the error the loop gets for a failed activity: the
 // activity's own message, as the in-process engine would have it, or the

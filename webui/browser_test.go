@@ -75,8 +75,8 @@ func artifacts(t *testing.T) string {
 // live for seconds.
 type pacer struct{ gate chan struct{} }
 
-func (p *pacer) models(cfg gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-	m, err := runner.DefaultModels(cfg, tools)
+func (p *pacer) models(cfg gen.ModelConfig) (agent.Model, error) {
+	m, err := runner.DefaultModels(cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -89,7 +89,8 @@ type pacedModel struct {
 	calls int
 }
 
-func (m *pacedModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+func (m *pacedModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	task := req.Task
 	m.calls++
 	var wait <-chan struct{}
 	switch {
@@ -103,17 +104,17 @@ func (m *pacedModel) NextAction(ctx context.Context, task gen.Task, h agent.Hist
 		select {
 		case <-t.C:
 		case <-ctx.Done():
-			return agent.Action{}, ctx.Err()
+			return agent.Turn{}, ctx.Err()
 		}
 	}
 	if wait != nil {
 		select {
 		case <-wait:
 		case <-ctx.Done():
-			return agent.Action{}, ctx.Err()
+			return agent.Turn{}, ctx.Err()
 		}
 	}
-	return m.inner.NextAction(ctx, task, h)
+	return m.inner.Next(ctx, req)
 }
 
 // uiServer is a specloop server on a loopback port, as `specloop serve`

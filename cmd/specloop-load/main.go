@@ -396,8 +396,8 @@ func serveChild() int {
 	}
 	defer stopEngine()
 	if slow > 0 {
-		cfg.Models = func(mc gen.ModelConfig, tools []gen.ToolSpec) (agent.Model, error) {
-			m, err := runner.DefaultModels(mc, tools)
+		cfg.Models = func(mc gen.ModelConfig) (agent.Model, error) {
+			m, err := runner.DefaultModels(mc)
 			return slowModel{m, slow}, err
 		}
 	}
@@ -470,11 +470,11 @@ type slowModel struct {
 	delay time.Duration
 }
 
-func (m slowModel) NextAction(ctx context.Context, task gen.Task, h agent.History) (agent.Action, error) {
+func (m slowModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
 	select {
 	case <-time.After(m.delay):
 	case <-ctx.Done():
-		return agent.Action{}, ctx.Err()
+		return agent.Turn{}, ctx.Err()
 	}
-	return m.inner.NextAction(ctx, task, h)
+	return m.inner.Next(ctx, req)
 }

@@ -9,8 +9,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/model/anthropic"
-	"github.com/specloop/specloop/model/openai"
 )
 
 // replayProvider is the --model prefix that replays a recorded trace.
@@ -19,9 +17,8 @@ const replayProvider = "replay"
 // openModel returns the model the run flags name: --script FILE, or --model
 // openai:MODEL, anthropic:MODEL or replay:TRACE_FILE. Provider keys come
 // only from the environment; --base-url wins over OPENAI_BASE_URL /
-// ANTHROPIC_BASE_URL. A provider is told about specs, the tools the run
-// offers. Every error is a usage error.
-func openModel(f *runFlags, specs []gen.ToolSpec) (agent.Model, error) {
+// ANTHROPIC_BASE_URL. Every error is a usage error.
+func openModel(f *runFlags) (agent.Model, error) {
 	if f.script != "" {
 		m, err := loadScript(f.script)
 		if err != nil {
@@ -44,17 +41,7 @@ func openModel(f *runFlags, specs []gen.ToolSpec) (agent.Model, error) {
 	if err != nil {
 		return nil, fmt.Errorf("--system-file: %w", err)
 	}
-	var m agent.Model
-	switch v, _ := mc.ValueByDiscriminator(); v := v.(type) {
-	case gen.OpenAIModelConfig:
-		c := openai.ConfigFromSpec(v, specs)
-		c.BaseURL, c.System = f.baseURL, system
-		m, err = openai.New(c.WithEnv(os.Getenv))
-	case gen.AnthropicModelConfig:
-		c := anthropic.ConfigFromSpec(v, specs)
-		c.BaseURL, c.System = f.baseURL, system
-		m, err = anthropic.New(c.WithEnv(os.Getenv))
-	}
+	m, err := model.FromConfig(mc, model.Options{System: system, BaseURL: f.baseURL})
 	if err != nil {
 		return nil, fmt.Errorf("--model: %w", err)
 	}

@@ -16,10 +16,10 @@ import (
 // actionList proposes its actions in order.
 type actionList []agent.Action
 
-func (a *actionList) NextAction(context.Context, gen.Task, agent.History) (agent.Action, error) {
+func (a *actionList) Next(context.Context, *agent.Request) (agent.Turn, error) {
 	next := (*a)[0]
 	*a = (*a)[1:]
-	return next, nil
+	return agent.Turn{Actions: []agent.Action{next}}, nil
 }
 
 // checkLines fails when a progress line is long or holds a control

@@ -157,10 +157,11 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		env.errorf("run: --sync: %v", err)
 		return exitUsage
 	}
-	// The model flags are checked before anything is opened or started
-	// (MCP servers may take a while); the model is built again below,
-	// told about the tools.
-	if _, err := openModel(&f, nil); err != nil {
+	// The model is built before anything is opened or started (MCP
+	// servers may take a while): its flags are checked first. The tools
+	// come with each request.
+	m, err := openModel(&f)
+	if err != nil {
 		env.errorf("run: %v", err)
 		return exitUsage
 	}
@@ -183,18 +184,11 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	if !f.asJSON {
 		sp.Observer = (&progressPrinter{w: env.stdout}).observe
 	}
-	// The setup comes first: the model is told about the tools it offers,
-	// the MCP servers' included.
 	setup, code := openSetup(env, "run", sp, host, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
-	m, err := openModel(&f, setup.Options.Tools.Specs())
-	if err != nil {
-		env.errorf("run: %v", err)
-		return exitUsage
-	}
 	opts := setup.Options
 	res, runErr := agent.Run(ctx, sp.Task, m, opts)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)

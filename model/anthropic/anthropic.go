@@ -7,17 +7,17 @@
 // object, an unknown tool, a refusal, a reply cut off at max_tokens even in
 // the middle of a tool_use, an empty reply, a finish before other tool_use
 // blocks) becomes invalid-output feedback that tells the model what to do.
-// A reply with several tool_use blocks is one turn (agent.TurnModel): one
-// step whose calls run in order. The Model keeps no state between calls;
-// everything comes from the history: thinking and redacted_thinking blocks
+// A reply with several tool_use blocks is one turn: one step whose calls
+// run in order. The Model keeps no state between calls; everything comes
+// from the request, the tools too, the history's thinking and redacted_thinking blocks
 // ride on the turn's first action (gen.ToolCall.Reasoning) and go back
 // unchanged before its tool_use.
 //
 // The system prompt (Config.System, else the default prompt for code tasks)
 // and the tools are the same bytes in every request, and cache_control
 // marks their end, so they are read from the prompt cache. The Model is an
-// agent.ContextSizer and an agent.Summarizer, and a 400 "prompt is too
-// long" wraps agent.ErrContextLength.
+// agent.ContextSizer that answers summarization requests, and a 400
+// "prompt is too long" wraps agent.ErrContextLength.
 //
 // The history goes back as one assistant message per turn, with a tool_use
 // block per ToolCall, followed by a user message with the tool_result
@@ -29,14 +29,13 @@
 //
 // 429 and 5xx (including 529 overloaded) responses are retried by the SDK
 // with exponential backoff, honouring Retry-After; when the retries are
-// exhausted NextTurn returns a *model.ProviderError, which ends the run
+// exhausted Next returns a *model.ProviderError, which ends the run
 // with exit reason model_error.
 package anthropic
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -50,7 +49,7 @@ import (
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
-// Environment variables NewFromEnv reads.
+// Environment variables WithEnv reads.
 const (
 	EnvAPIKey  = "ANTHROPIC_API_KEY"
 	EnvBaseURL = "ANTHROPIC_BASE_URL"
@@ -98,9 +97,6 @@ type Config struct {
 	MaxRetries int
 	// Timeout bounds one request attempt; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
-	// finish tool is added to them.
-	Tools []gen.ToolSpec
 	// System is the system prompt; empty means the default prompt for code
 	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
 	// it becomes the finish tool's name.
@@ -108,20 +104,6 @@ type Config struct {
 	// ContextWindow is the model's context window in tokens; 0 means the
 	// default for its family (see ContextWindow).
 	ContextWindow int
-}
-
-// ConfigFromSpec returns the Config for a run's model configuration (the
-// spec's AnthropicModelConfig) and tools. The key is not part of it: add it
-// with WithEnv or NewFromEnv.
-func ConfigFromSpec(mc gen.AnthropicModelConfig, tools []gen.ToolSpec) Config {
-	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
-	if mc.MaxOutputTokens != nil {
-		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
-	}
-	if mc.ContextWindow != nil {
-		cfg.ContextWindow = *mc.ContextWindow
-	}
-	return cfg
 }
 
 // WithEnv returns c with APIKey set from ANTHROPIC_API_KEY and, when c has
@@ -137,30 +119,22 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 	return c
 }
 
-// NewFromEnv is New(cfg.WithEnv(os.Getenv)): the API key only ever comes
-// from the environment.
-func NewFromEnv(cfg Config) (*Model, error) { return New(cfg.WithEnv(nil)) }
-
-// Model is an agent.Model and agent.TurnModel over the Messages API. It is
-// stateless and safe for concurrent use: runs may share one.
+// Model is an agent.Model and agent.ContextSizer over the Messages API. It
+// is stateless and safe for concurrent use: runs may share one.
 type Model struct {
 	client  anthropic.Client
 	cfg     Config
 	timeout time.Duration
-	toolset *adapt.Toolset
-	tools   []anthropic.ToolUnionParam // shared by every request
 	system  string
 }
 
 var (
 	_ agent.Model        = (*Model)(nil)
-	_ agent.TurnModel    = (*Model)(nil)
 	_ agent.ContextSizer = (*Model)(nil)
-	_ agent.Summarizer   = (*Model)(nil)
 )
 
 // New returns a Model for cfg. It never reads the environment (see
-// NewFromEnv).
+// WithEnv).
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("anthropic: no model name")
@@ -175,14 +149,10 @@ func New(cfg Config) (*Model, error) {
 	if official && cfg.APIKey == "" {
 		return nil, ErrNoAPIKey
 	}
-	ts, err := adapt.NewToolset(cfg.Tools)
-	if err != nil {
-		return nil, fmt.Errorf("anthropic: %w", err)
-	}
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultMaxOutputTokens
 	}
-	m := &Model{cfg: cfg, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt(cfg.System)}
+	m := &Model{cfg: cfg, timeout: cfg.Timeout, system: adapt.SystemPrompt(cfg.System)}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -211,23 +181,30 @@ func New(cfg Config) (*Model, error) {
 		opts = append(opts, option.WithAPIKey(cfg.APIKey))
 	}
 	m.client = anthropic.NewClient(opts...)
-	if m.tools, err = toolParams(ts); err != nil {
-		return nil, err
-	}
 	return m, nil
 }
 
-// NextTurn asks the model for the next turn of the run: every tool call
-// of its reply, in order (agent.TurnModel).
-func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
+// Next asks the model for the next turn of the run: every tool call of
+// its reply, in order. For a request with Summarize set it asks for a
+// summary of the history instead: the request is the same, with the same
+// system prompt and tools (so the prompt cache applies), plus
+// adapt.SummaryInstruction as a last user text block and tool_choice none.
+func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
-	r, err := m.send(ctx, m.params(task, history))
+	ts, params, err := m.params(req)
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	return m.toolset.Turn(r)
+	r, err := m.send(ctx, params)
+	if req.Summarize {
+		return adapt.Summary(r, err)
+	}
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	return ts.Turn(r)
 }
 
 // send makes one Messages call and reduces its response to a Reply.
@@ -240,41 +217,19 @@ func (m *Model) send(ctx context.Context, params anthropic.MessageNewParams) (ad
 	return reply(resp), nil
 }
 
-// NextAction asks the model for one action: a reply with several tool
-// calls is an *agent.InvalidOutputError asking for one call per reply.
-// agent.Run uses NextTurn instead.
-func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
-	return adapt.OneAction(m.NextTurn(ctx, task, history))
-}
-
 // ContextWindow returns the model's context window in tokens: the
 // Config's, else the default of the model's family (adapt.ContextWindow:
 // 200,000 for every claude-* model).
 func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
 
-// RequestTokens estimates the tokens of the request NextTurn would send
-// for task and history (adapt.RequestTokens).
-func (m *Model) RequestTokens(task gen.Task, history agent.History) int {
-	return adapt.RequestTokens(m.params(task, history))
-}
-
-// Summarize asks the model, in one call, for a summary of history that
-// lets it continue the task without it (agent.Summarizer). The request is
-// NextTurn's, with the same system prompt and tools (so the prompt cache
-// applies), plus adapt.SummaryInstruction as a last user text block and
-// tool_choice none.
-func (m *Model) Summarize(ctx context.Context, task gen.Task, history agent.History) (string, *gen.Usage, error) {
-	if err := ctx.Err(); err != nil {
-		return "", nil, err
+// RequestTokens estimates the tokens of the request Next would send for
+// req (adapt.RequestTokens).
+func (m *Model) RequestTokens(req *agent.Request) int {
+	_, params, err := m.params(req)
+	if err != nil {
+		return 0
 	}
-	params := m.params(task, history)
-	if last := params.Messages[len(params.Messages)-1].OfUser; last != nil {
-		last.Content = append(last.Content, anthropic.NewTextBlock(adapt.SummaryInstruction))
-	} else {
-		params.Messages = append(params.Messages, anthropic.NewUserMessage(anthropic.NewTextBlock(adapt.SummaryInstruction)))
-	}
-	params.ToolChoice = anthropic.ToolChoiceUnionParam{OfNone: &anthropic.ToolChoiceNoneParam{}}
-	return adapt.Summary(m.send(ctx, params))
+	return adapt.RequestTokens(params)
 }
 
 // promptTooLong starts the message of a request over the context window:

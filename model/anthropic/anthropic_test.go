@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -137,7 +138,7 @@ func toolResultText(b map[string]any) string {
 func TestToolsDerivedFromSpec(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "finish_tool.json"))
-	if _, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory()); err != nil {
 		t.Fatal(err)
 	}
 	tools, _ := s.requests()[0]["tools"].([]any)
@@ -204,7 +205,7 @@ func TestHistoryRendering(t *testing.T) {
 		agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}},
 		agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: checkMsg}},
 	)
-	if _, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, history); err != nil {
+	if _, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, history); err != nil {
 		t.Fatal(err)
 	}
 	msgs := messages(t, s.requests()[0])
@@ -281,7 +282,7 @@ func TestInvalidReplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			s := newServer(t, ok(t, tt.file))
-			_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			_, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 			var inv *agent.InvalidOutputError
 			if !errors.As(err, &inv) {
 				t.Fatalf("err = %v, want invalid output", err)
@@ -305,7 +306,7 @@ func TestInvalidReplies(t *testing.T) {
 func TestFinishTool(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "finish_tool.json"))
-	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	a, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,19 +395,18 @@ func TestInvalidToolUseAmongValidOnes(t *testing.T) {
 }
 
 // The Model keeps no state: asking twice with the same history asks the
-// provider twice, and NextAction refuses a reply of several tool_use blocks.
+// provider twice, for the same turn.
 func TestStateless(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "parallel_tool_use.json"), ok(t, "parallel_tool_use.json"))
 	m := newModel(t, s, nil)
-	turn, err := m.NextTurn(context.Background(), modeltest.Task, agent.NewHistory())
+	turn, err := m.Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
 	if err != nil || len(turn.Actions) != 2 {
 		t.Fatalf("turn = %+v, %v", turn, err)
 	}
-	_, err = m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
-	var inv *agent.InvalidOutputError
-	if !errors.As(err, &inv) || inv.Usage == nil {
-		t.Fatalf("NextAction of a two-call reply: err = %v, want invalid output with usage", err)
+	again, err := m.Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
+	if err != nil || !cmp.Equal(again, turn) {
+		t.Fatalf("the second turn = %+v, %v; want the first again", again, err)
 	}
 	if n := s.count(); n != 2 {
 		t.Fatalf("%d requests, want 2", n)
@@ -419,7 +419,7 @@ func TestRateLimitThenSuccessHonoursRetryAfter(t *testing.T) {
 		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}, body: testdata(t, "error_429.json")},
 		ok(t, "tool_use.json"),
 	)
-	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	a, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -463,7 +463,7 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 func TestClientErrorIsNotRetried(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, reply{status: http.StatusUnauthorized, body: testdata(t, "error_401.json")})
-	_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	_, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != http.StatusUnauthorized || pe.Retries != 0 {
 		t.Fatalf("err = %v, want a provider error for 401", err)
@@ -502,7 +502,7 @@ func TestRequestTimeout(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, reply{block: true})
 	m := newModel(t, s, func(c *anthropic.Config) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = -1 })
-	_, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	_, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory())
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.Timeout != 100*time.Millisecond {
 		t.Fatalf("err = %v, want a provider timeout", err)
@@ -534,7 +534,6 @@ func TestNewConfig(t *testing.T) {
 		{"no key for Anthropic", anthropic.Config{Model: "claude-sonnet-4-5"}, "anthropic: no API key: set ANTHROPIC_API_KEY"},
 		{"no model", anthropic.Config{APIKey: "k"}, "anthropic: no model name"},
 		{"relative base URL", anthropic.Config{Model: "m", BaseURL: "api.example.com"}, "absolute http or https URL"},
-		{"tool named finish", anthropic.Config{Model: "m", APIKey: "k", Tools: []gen.ToolSpec{{Name: "finish"}}}, "clashes with the finish tool"},
 		{"proxy without key", anthropic.Config{Model: "m", BaseURL: "http://localhost:4000"}, ""},
 	}
 	for _, tt := range tests {
@@ -555,11 +554,6 @@ func TestNewConfig(t *testing.T) {
 	cfg := anthropic.Config{Model: "m"}.WithEnv(func(k string) string { return env[k] })
 	if cfg.APIKey != "sk-ant-env" || cfg.BaseURL != "http://proxy:4000" {
 		t.Fatalf("WithEnv = %+v", cfg)
-	}
-	temp, maxOut := 0.5, 300
-	cfg = anthropic.ConfigFromSpec(gen.AnthropicModelConfig{Model: "claude-sonnet-4-5", Temperature: &temp, MaxOutputTokens: &maxOut}, nil)
-	if cfg.Model != "claude-sonnet-4-5" || *cfg.Temperature != 0.5 || cfg.MaxOutputTokens != 300 {
-		t.Fatalf("ConfigFromSpec = %+v", cfg)
 	}
 }
 
@@ -609,15 +603,21 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func TestNewFromEnv(t *testing.T) {
+// TestFromConfigReadsEnv: model.FromConfig takes the key and the base URL
+// from the environment.
+func TestFromConfigReadsEnv(t *testing.T) {
+	var mc gen.ModelConfig
+	if err := mc.FromAnthropicModelConfig(gen.AnthropicModelConfig{Provider: gen.AnthropicModelConfigProviderAnthropic, Model: "claude-sonnet-4-5"}); err != nil {
+		t.Fatal(err)
+	}
 	s := newServer(t, ok(t, "finish_tool.json"))
 	t.Setenv(anthropic.EnvAPIKey, "sk-ant-from-env")
 	t.Setenv(anthropic.EnvBaseURL, s.srv.URL)
-	m, err := anthropic.NewFromEnv(anthropic.Config{Model: "claude-sonnet-4-5", HTTPClient: s.srv.Client()})
+	m, err := model.FromConfig(mc, model.Options{HTTPClient: s.srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory()); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.auth(0); got != "sk-ant-from-env" {
@@ -625,7 +625,32 @@ func TestNewFromEnv(t *testing.T) {
 	}
 	t.Setenv(anthropic.EnvAPIKey, "")
 	t.Setenv(anthropic.EnvBaseURL, "")
-	if _, err := anthropic.NewFromEnv(anthropic.Config{Model: "claude-sonnet-4-5"}); !errors.Is(err, anthropic.ErrNoAPIKey) {
+	if _, err := model.FromConfig(mc, model.Options{}); !errors.Is(err, anthropic.ErrNoAPIKey) {
 		t.Fatalf("err = %v, want ErrNoAPIKey", err)
+	}
+}
+
+// Tools a provider cannot be offered (one named like the finish tool, two
+// of one name) fail the request before anything is sent.
+func TestBadTools(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	m := newModel(t, s, nil)
+	specs := modeltest.Runtime(t).Specs()
+	for _, tt := range []struct {
+		tools []gen.ToolSpec
+		want  string
+	}{
+		{append(slices.Clone(specs), gen.ToolSpec{Name: "finish"}), "clashes with the finish tool"},
+		{append(slices.Clone(specs), specs[0]), "two tools are named"},
+	} {
+		req := modeltest.Request(t, agent.NewHistory())
+		req.Tools = tt.tools
+		if _, err := m.Next(context.Background(), req); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Fatalf("err = %v, want %q", err, tt.want)
+		}
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("%d requests sent, want none", n)
 	}
 }

@@ -31,7 +31,7 @@ func history50() agent.History {
 	return agent.NewHistory(items...)
 }
 
-func benchModel(b *testing.B, baseURL string, client *http.Client) *Model {
+func benchModel(b *testing.B, baseURL string, client *http.Client) (*Model, []gen.ToolSpec) {
 	b.Helper()
 	ws, err := tools.OpenWorkspace(b.TempDir())
 	if err != nil {
@@ -42,11 +42,11 @@ func benchModel(b *testing.B, baseURL string, client *http.Client) *Model {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := New(Config{Model: "claude-sonnet-4-5", BaseURL: baseURL, HTTPClient: client, Tools: rt.Specs()})
+	m, err := New(Config{Model: "claude-sonnet-4-5", BaseURL: baseURL, HTTPClient: client})
 	if err != nil {
 		b.Fatal(err)
 	}
-	return m
+	return m, rt.Specs()
 }
 
 // BenchmarkAdapterOverhead is the adapter's work per model call: build and
@@ -57,28 +57,31 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	m := benchModel(b, "http://127.0.0.1:1/v1", nil)
-	h := history50()
-	task := gen.Task{Prompt: "Find the bug in main.go and fix it."}
+	m, specs := benchModel(b, "http://127.0.0.1:1/v1", nil)
+	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
+	ts, _, err := m.params(req) // the run's toolset, as every step gets it from the cache
+	if err != nil {
+		b.Fatal(err)
+	}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := encode(m, task, h); err != nil {
+		if _, err := encode(m, req); err != nil {
 			b.Fatal(err)
 		}
 		var resp anthropic.Message
 		if err := json.Unmarshal(body, &resp); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := m.toolset.Turn(reply(&resp)); err != nil {
+		if _, err := ts.Turn(reply(&resp)); err != nil {
 			b.Fatal(err)
 		}
 	}
 }
 
-// BenchmarkNextActionHTTP is a whole NextAction with a 50-step history
+// BenchmarkNextHTTP is a whole Next with a 50-step history
 // against a local server that answers at once: the adapter, the SDK and
 // loopback HTTP.
-func BenchmarkNextActionHTTP(b *testing.B) {
+func BenchmarkNextHTTP(b *testing.B) {
 	body, err := os.ReadFile("testdata/tool_use.json")
 	if err != nil {
 		b.Fatal(err)
@@ -88,12 +91,11 @@ func BenchmarkNextActionHTTP(b *testing.B) {
 		_, _ = w.Write(body)
 	}))
 	defer srv.Close()
-	m := benchModel(b, srv.URL, srv.Client())
-	h := history50()
-	task := gen.Task{Prompt: "Find the bug in main.go and fix it."}
+	m, specs := benchModel(b, srv.URL, srv.Client())
+	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
 	b.ReportAllocs()
 	for b.Loop() {
-		if _, err := m.NextAction(context.Background(), task, h); err != nil {
+		if _, err := m.Next(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -35,10 +35,6 @@ func TestContextWindow(t *testing.T) {
 			t.Errorf("%s (override %d): window %d, want %d", tt.model, tt.override, got, tt.want)
 		}
 	}
-	window := 20_000
-	if cfg := anthropic.ConfigFromSpec(gen.AnthropicModelConfig{Model: "claude-sonnet-4-5", ContextWindow: &window}, nil); cfg.ContextWindow != window {
-		t.Fatalf("ConfigFromSpec: window %d, want the spec's %d", cfg.ContextWindow, window)
-	}
 }
 
 // TestContextLengthExceeded: an invalid request that is not "prompt is
@@ -46,14 +42,14 @@ func TestContextWindow(t *testing.T) {
 func TestContextLengthExceeded(t *testing.T) {
 	t.Parallel()
 	other := newServer(t, reply{status: http.StatusBadRequest, body: []byte(`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5"}}`)})
-	_, err := newModel(t, other, nil).NextTurn(context.Background(), modeltest.Task, agent.NewHistory())
+	_, err := newModel(t, other, nil).Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || errors.Is(err, agent.ErrContextLength) {
 		t.Fatalf("err = %v, want a ProviderError that is not over the window", err)
 	}
 }
 
-// TestSummarize: one call, NextTurn's request plus the instruction as the
+// TestSummarize: one call, Next's request plus the instruction as the
 // last user block, tool_choice none, the same cached prefix; the reply's
 // text and usage (cache reads counted) come back.
 func TestSummarize(t *testing.T) {
@@ -64,10 +60,13 @@ func TestSummarize(t *testing.T) {
 	s := newServer(t, ok(t, "finish_tool.json"), reply{status: http.StatusOK, body: []byte(summary)}, ok(t, "empty.json"))
 	m := newModel(t, s, nil)
 	h := modeltest.LongHistory(3, 50)
-	if _, err := m.NextTurn(context.Background(), modeltest.Task, h); err != nil {
+	if _, err := m.Next(context.Background(), modeltest.Request(t, h)); err != nil {
 		t.Fatal(err)
 	}
-	text, usage, err := m.Summarize(context.Background(), modeltest.Task, h)
+	sreq := modeltest.Request(t, h)
+	sreq.Summarize = true
+	got, err := m.Next(context.Background(), sreq)
+	text, usage := got.Summary, got.Usage
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,23 +78,23 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("tool_choice (-want +got):\n%s", diff)
 	}
 	if diff := cmp.Diff(turn["system"], sum["system"]); diff != "" {
-		t.Fatalf("system differs from NextTurn's:\n%s", diff)
+		t.Fatalf("system differs from Next's:\n%s", diff)
 	}
 	if diff := cmp.Diff(turn["tools"], sum["tools"]); diff != "" {
-		t.Fatalf("tools differ from NextTurn's:\n%s", diff)
+		t.Fatalf("tools differ from Next's:\n%s", diff)
 	}
 	// The history ends with a user message of tool results: the
 	// instruction joins it, as the API wants alternating roles.
 	tm, sm := messages(t, turn), messages(t, sum)
 	if len(sm) != len(tm) || roles(sm) != roles(tm)[:len(roles(tm))-1]+",text]" {
-		t.Fatalf("summary request = %s, NextTurn's = %s", roles(sm), roles(tm))
+		t.Fatalf("summary request = %s, Next's = %s", roles(sm), roles(tm))
 	}
 	blocks := sm[len(sm)-1]["content"].([]any)
 	if last := blocks[len(blocks)-1].(map[string]any); !strings.Contains(last["text"].(string), "Write a summary") {
 		t.Fatalf("last block = %v, want the instruction", last)
 	}
-	if _, _, err := m.Summarize(context.Background(), modeltest.Task, h); err == nil {
-		t.Fatal("Summarize of an empty reply succeeded")
+	if _, err := m.Next(context.Background(), sreq); err == nil {
+		t.Fatal("a summary request answered by an empty reply succeeded")
 	}
 }
 
@@ -105,7 +104,7 @@ func TestSummarize(t *testing.T) {
 func TestPrefixCached(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "finish_tool.json"))
-	if _, err := newModel(t, s, nil).NextTurn(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := newModel(t, s, nil).Next(context.Background(), modeltest.Request(t, agent.NewHistory())); err != nil {
 		t.Fatal(err)
 	}
 	var req struct {
@@ -139,10 +138,10 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 }
 
 var contextSuite = modeltest.ContextSuite{
-	New: func(t testing.TB, specs []gen.ToolSpec, window int, turns []modeltest.Turn) modeltest.StandIn {
+	New: func(t testing.TB, window int, turns []modeltest.Turn) modeltest.StandIn {
 		s := scripted(t, turns)
 		s.window = window
-		return modeltest.StandIn{Model: newModel(t, s, func(c *anthropic.Config) { c.Tools, c.ContextWindow = specs, window }), Sent: s.raw}
+		return modeltest.StandIn{Model: newModel(t, s, func(c *anthropic.Config) { c.ContextWindow = window }), Sent: s.raw}
 	},
 	// The tools and the system blocks (the API caches tools first).
 	Prefix: func(t testing.TB, body []byte) []byte {

@@ -27,22 +27,22 @@ const systemPlaceholder = "<the adapter's system prompt>"
 func TestRequestMatchesReference(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "finish_tool.json"))
+	weather := []gen.ToolSpec{{
+		Name:        "get_weather",
+		Description: "Get the current weather in a given location",
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"location": map[string]any{"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+				"unit":     map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}, "description": "The unit of temperature, either 'celsius' or 'fahrenheit'"},
+			},
+			"required": []any{"location"},
+		},
+	}}
 	temp := 0.2
 	m := newModel(t, s, func(c *anthropic.Config) {
 		c.Temperature = &temp
 		c.MaxOutputTokens = 1024
-		c.Tools = []gen.ToolSpec{{
-			Name:        "get_weather",
-			Description: "Get the current weather in a given location",
-			InputSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"location": map[string]any{"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
-					"unit":     map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}, "description": "The unit of temperature, either 'celsius' or 'fahrenheit'"},
-				},
-				"required": []any{"location"},
-			},
-		}}
 	})
 	sf, paris, tokyo := "toolu_01A09q90qw90lq917835lq9", "toolu_02B19r91rx91mr928946mr0", "toolu_03C29s92sy92ns939057ns1"
 	code := gen.ErrorCodeInvalidArguments
@@ -62,7 +62,7 @@ func TestRequestMatchesReference(t *testing.T) {
 		result(&tokyo, gen.Observation{Content: ""}),
 	)
 	task := gen.Task{Prompt: "What's the weather like in San Francisco, in Paris and in Tokyo?"}
-	if _, err := m.NextAction(context.Background(), task, history); err != nil {
+	if _, err := m.Next(context.Background(), &agent.Request{Task: task, History: history, Tools: weather}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -71,15 +71,11 @@ func TestRequestMatchesReference(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := s.requests()[0]
-	ts, err := adapt.NewToolset(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	system := want["system"].([]any)[0].(map[string]any)
 	if system["text"] != systemPlaceholder {
 		t.Fatalf("the fixture's system block is not the placeholder: %v", system)
 	}
-	system["text"] = ts.SystemPrompt("")
+	system["text"] = adapt.SystemPrompt("")
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("request (-reference +sent):\n%s", diff)
 	}

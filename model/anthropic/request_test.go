@@ -25,7 +25,7 @@ func TestRequestSettings(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			body, err := encode(m, gen.Task{Prompt: "p"}, agent.NewHistory())
+			body, err := encode(m, &agent.Request{Task: gen.Task{Prompt: "p"}})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -61,7 +61,7 @@ func FuzzRequest(f *testing.F) {
 			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator", Arguments: a}},
 			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: content, IsError: isError}},
 		)
-		body, err := encode(m, gen.Task{Prompt: prompt}, h)
+		body, err := encode(m, &agent.Request{Task: gen.Task{Prompt: prompt}, History: h})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -91,9 +91,12 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// encode is the body the SDK sends for the task and history: the params
+// encode is the body the SDK sends for req: the params
 // as the SDK marshals them.
-func encode(m *Model, task gen.Task, h agent.History) ([]byte, error) {
-	p := m.params(task, h)
+func encode(m *Model, req *agent.Request) ([]byte, error) {
+	_, p, err := m.params(req)
+	if err != nil {
+		return nil, err
+	}
 	return p.MarshalJSON()
 }

@@ -232,7 +232,6 @@ func newModel(t testing.TB, s *server, change func(*anthropic.Config)) *anthropi
 		BaseURL:    s.srv.URL,
 		APIKey:     apiKey,
 		HTTPClient: s.srv.Client(),
-		Tools:      modeltest.Runtime(t).Specs(),
 	}
 	if change != nil {
 		change(&cfg)

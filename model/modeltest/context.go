@@ -28,7 +28,7 @@ const StandInBytesPerToken = 4
 func StandInTokens(body []byte) int { return len(body) / StandInBytesPerToken }
 
 // SummaryInstruction is what marks a request as a model's summarization
-// call (agent.Summarizer) to a stand-in.
+// call (agent.Request.Summarize) to a stand-in.
 const SummaryInstruction = adapt.SummaryInstruction
 
 // Summary is a stand-in's answer to a summarization request.
@@ -47,14 +47,14 @@ type StandIn struct {
 
 // ContextSuite is what RunContext needs of an adapter.
 type ContextSuite struct {
-	// New returns a model offered specs, with a context window of window
-	// tokens when it is positive, talking to a stand-in that
+	// New returns a model with a context window of window tokens when it
+	// is positive, talking to a stand-in that
 	// answers with turns in order and, when window is positive, refuses a
 	// request of more than window tokens (StandInTokens) with the
 	// provider's real "context length exceeded" error. The stand-in
 	// answers a summarization request (one holding SummaryInstruction)
 	// with the text reply Turn{Text: Summary}, without using up a turn.
-	New func(tb testing.TB, specs []gen.ToolSpec, window int, turns []Turn) StandIn
+	New func(tb testing.TB, window int, turns []Turn) StandIn
 	// Prefix returns the part of a request body that must be the same in
 	// every request of a run (the system prompt and the tool definitions).
 	Prefix func(tb testing.TB, body []byte) []byte
@@ -70,10 +70,11 @@ type ContextSuite struct {
 func RunContext(t *testing.T, s ContextSuite) {
 	t.Run("RequestTokens", func(t *testing.T) {
 		for _, h := range []agent.History{agent.NewHistory(), LongHistory(3, 100), LongHistory(40, 2000)} {
-			si := s.New(t, Runtime(t).Specs(), 0, []Turn{Finish("84")})
+			si := s.New(t, 0, []Turn{Finish("84")})
 			sizer := contextSizer(t, si.Model)
-			est := sizer.RequestTokens(Task, h)
-			if _, err := si.Model.NextAction(context.Background(), Task, h); err != nil {
+			req := Request(t, h)
+			est := sizer.RequestTokens(req)
+			if _, err := si.Model.Next(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
 			body := si.Sent()[0]
@@ -86,8 +87,8 @@ func RunContext(t *testing.T, s ContextSuite) {
 		}
 	})
 	t.Run("OverWindow", func(t *testing.T) {
-		si := s.New(t, Runtime(t).Specs(), 1000, []Turn{Finish("84")})
-		_, err := si.Model.NextAction(context.Background(), Task, LongHistory(5, 1000))
+		si := s.New(t, 1000, []Turn{Finish("84")})
+		_, err := si.Model.Next(context.Background(), Request(t, LongHistory(5, 1000)))
 		if !errors.Is(err, agent.ErrContextLength) {
 			t.Fatalf("err = %v, want agent.ErrContextLength", err)
 		}
@@ -98,13 +99,13 @@ func RunContext(t *testing.T, s ContextSuite) {
 		if strings.Contains(err.Error(), "tokens") {
 			t.Fatalf("the error repeats the provider's message: %v", err)
 		}
-		if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
+		if _, err := si.Model.Next(context.Background(), Request(t, agent.NewHistory())); err != nil {
 			t.Fatalf("a request within the window: %v", err)
 		}
 	})
 	t.Run("PrefixStable", func(t *testing.T) {
 		turns := []Turn{multiply(), Parallel(multiply(), subtract()), Invalid(), Finish("4")}
-		si := s.New(t, Runtime(t).Specs(), 0, turns)
+		si := s.New(t, 0, turns)
 		if res, _ := run(t, si.Model, len(turns)); res.ExitReason != gen.ExitReasonFinished {
 			t.Fatalf("result = %+v", res)
 		}
@@ -148,7 +149,7 @@ func RunContext(t *testing.T, s ContextSuite) {
 			turns = append(turns, Call(readFile, map[string]any{"path": dataFile, "start_line": float64(start), "end_line": float64(start + 19)}))
 		}
 		turns = append(turns, Finish("read it all"))
-		si := s.New(t, rt.Specs(), window, turns)
+		si := s.New(t, window, turns)
 		var rec Recorder
 		res, err := agent.Run(context.Background(), Task, si.Model, agent.Options{MaxSteps: steps, Tools: rt, Trace: &rec})
 		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != steps {
@@ -174,8 +175,10 @@ func RunContext(t *testing.T, s ContextSuite) {
 		t.Logf("%d requests, %d compactions, %d summaries", len(si.Sent()), compacted, summarized)
 	})
 	t.Run("OverheadBudget", func(t *testing.T) {
-		si := s.New(t, AllTools(t), 0, []Turn{Finish("84")})
-		if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
+		si := s.New(t, 0, []Turn{Finish("84")})
+		req := Request(t, agent.NewHistory())
+		req.Tools = AllTools(t)
+		if _, err := si.Model.Next(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
 		if n := len(s.Prefix(t, si.Sent()[0])); n > MaxOverhead {
@@ -233,8 +236,10 @@ func AllTools(tb testing.TB) []gen.ToolSpec {
 // built-in tools (the Prefix of the request the stand-in receives) as
 // prefix-bytes; ns/op is only the time to extract it.
 func BenchmarkOverhead(b *testing.B, s ContextSuite) {
-	si := s.New(b, AllTools(b), 0, []Turn{Finish("84")})
-	if _, err := si.Model.NextAction(context.Background(), Task, agent.NewHistory()); err != nil {
+	si := s.New(b, 0, []Turn{Finish("84")})
+	req := Request(b, agent.NewHistory())
+	req.Tools = AllTools(b)
+	if _, err := si.Model.Next(context.Background(), req); err != nil {
 		b.Fatal(err)
 	}
 	body := si.Sent()[0]

@@ -10,9 +10,9 @@
 // *agent.InvalidOutputError that does not repeat the output, a cancelled
 // context is an error and not invalid output, and a whole run through
 // agent.Run with the real tools runtime reaches its answer and leaves a
-// replayable trace. For an agent.TurnModel it also checks turns: a reply of
-// several actions comes back whole and in order, and runs as one step whose
-// observations are tied to their calls' ids.
+// replayable trace. Unless the model is an agent.OneAction it also checks
+// turns: a reply of several actions comes back whole and in order, and runs
+// as one step whose observations are tied to their calls' ids.
 package modeltest
 
 import (
@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -112,8 +113,8 @@ func Invalid() Turn { return Turn{Invalid: true} }
 // possibly a finish.
 func Parallel(actions ...Turn) Turn { return Turn{Parallel: actions} }
 
-// Factory returns a new model whose successive NextAction (or NextTurn)
-// calls answer with turns, in order, for a run of Task.
+// Factory returns a new model whose successive Next calls answer with
+// turns, in order, for a run of Task.
 type Factory func(t *testing.T, turns []Turn) agent.Model
 
 // calculatorTool is the tool the suite calls; it needs no workspace.
@@ -138,14 +139,52 @@ func Runtime(t testing.TB) *tools.Runtime {
 	return rt
 }
 
+// Request returns the request for a call of Task with history h, offering
+// the tools of Runtime (the same slice every time, as in a run).
+func Request(tb testing.TB, h agent.History) *agent.Request {
+	tb.Helper()
+	specs, err := runtimeSpecs()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return &agent.Request{Task: Task, History: h, Tools: specs}
+}
+
+var runtimeSpecs = sync.OnceValues(func() ([]gen.ToolSpec, error) {
+	rt, err := tools.New(tools.Config{})
+	if err != nil {
+		return nil, err
+	}
+	return rt.Specs(), nil
+})
+
+// Ask asks m for the turn of task and history h, offering the tools of
+// Runtime, and returns its action with the turn's usage; a turn of another
+// number of actions fails tb.
+func Ask(tb testing.TB, ctx context.Context, m agent.Model, task gen.Task, h agent.History) (agent.Action, error) {
+	tb.Helper()
+	req := Request(tb, h)
+	req.Task = task
+	turn, err := m.Next(ctx, req)
+	if err != nil {
+		return agent.Action{}, err
+	}
+	if len(turn.Actions) != 1 {
+		tb.Fatalf("turn of %d actions, want 1: %+v", len(turn.Actions), turn)
+	}
+	a := turn.Actions[0]
+	a.Usage = turn.Usage
+	return a, nil
+}
+
 // Run runs the conformance suite against the models newModel builds.
 func Run(t *testing.T, newModel Factory) {
 	t.Run("ToolCall", func(t *testing.T) {
 		want := multiply()
 		m := newModel(t, []Turn{want})
-		a, err := m.NextAction(context.Background(), Task, agent.NewHistory())
+		a, err := Ask(t, context.Background(), m, Task, agent.NewHistory())
 		if err != nil {
-			t.Fatalf("NextAction: %v", err)
+			t.Fatalf("Next: %v", err)
 		}
 		if a.ToolCall == nil || a.Finish != nil {
 			t.Fatalf("want exactly a tool call, got %+v", a)
@@ -156,9 +195,9 @@ func Run(t *testing.T, newModel Factory) {
 	})
 	t.Run("Finish", func(t *testing.T) {
 		m := newModel(t, []Turn{Finish("12 x 7 = 84")})
-		a, err := m.NextAction(context.Background(), Task, agent.NewHistory())
+		a, err := Ask(t, context.Background(), m, Task, agent.NewHistory())
 		if err != nil {
-			t.Fatalf("NextAction: %v", err)
+			t.Fatalf("Next: %v", err)
 		}
 		if a.Finish == nil || a.ToolCall != nil {
 			t.Fatalf("want exactly a finish, got %+v", a)
@@ -171,7 +210,7 @@ func Run(t *testing.T, newModel Factory) {
 	})
 	t.Run("InvalidOutput", func(t *testing.T) {
 		m := newModel(t, []Turn{Invalid()})
-		_, err := m.NextAction(context.Background(), Task, agent.NewHistory())
+		_, err := m.Next(context.Background(), Request(t, agent.NewHistory()))
 		var inv *agent.InvalidOutputError
 		if !errors.As(err, &inv) {
 			t.Fatalf("want an *agent.InvalidOutputError, got %v", err)
@@ -188,9 +227,9 @@ func Run(t *testing.T, newModel Factory) {
 		m := newModel(t, []Turn{Finish("never")})
 		ctx, cancel := context.WithCancel(context.Background())
 		cancel()
-		_, err := m.NextAction(ctx, Task, agent.NewHistory())
+		_, err := m.Next(ctx, Request(t, agent.NewHistory()))
 		if err == nil {
-			t.Fatal("NextAction with a cancelled context succeeded")
+			t.Fatal("Next with a cancelled context succeeded")
 		}
 		if agent.IsInvalidOutput(err) {
 			t.Fatalf("a cancelled call is not invalid output: %v", err)
@@ -218,23 +257,16 @@ func Run(t *testing.T, newModel Factory) {
 		}
 		checkRecordedRaw(t, events)
 	})
-	// Every model specloop ships is a TurnModel (each asserts it at compile
-	// time); a one-action model of a user's passes the suite without these.
-	turnModel := func(t *testing.T, turns []Turn) (agent.Model, agent.TurnModel) {
-		m := newModel(t, turns)
-		tm, ok := m.(agent.TurnModel)
-		if !ok {
-			t.Fatal("the factory built a model that is not an agent.TurnModel, unlike its first")
-		}
-		return m, tm
-	}
-	if _, ok := newModel(t, []Turn{Finish("probe")}).(agent.TurnModel); ok {
+	// Every model specloop ships makes turns of several actions; a
+	// one-action model of a user's (agent.OneAction) passes the suite
+	// without these.
+	if _, ok := newModel(t, []Turn{Finish("probe")}).(agent.OneAction); !ok {
 		t.Run("Turn", func(t *testing.T) {
 			want := Parallel(multiply(), subtract(), Finish("4"))
-			_, m := turnModel(t, []Turn{want})
-			turn, err := m.NextTurn(context.Background(), Task, agent.NewHistory())
+			m := newModel(t, []Turn{want})
+			turn, err := m.Next(context.Background(), Request(t, agent.NewHistory()))
 			if err != nil {
-				t.Fatalf("NextTurn: %v", err)
+				t.Fatalf("Next: %v", err)
 			}
 			if len(turn.Actions) != 3 {
 				t.Fatalf("turn of %d actions, want 3: %+v", len(turn.Actions), turn)
@@ -255,8 +287,7 @@ func Run(t *testing.T, newModel Factory) {
 		})
 		t.Run("RunTurn", func(t *testing.T) {
 			turns := []Turn{Parallel(multiply(), subtract()), Finish("4")}
-			m, _ := turnModel(t, turns)
-			res, events := run(t, m, len(turns))
+			res, events := run(t, newModel(t, turns), len(turns))
 			if res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
 				t.Fatalf("result = %+v, want finished in 2 steps: a turn is one step", res)
 			}

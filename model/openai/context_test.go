@@ -39,11 +39,6 @@ func TestContextWindow(t *testing.T) {
 			t.Errorf("%s (override %d): window %d, want %d", tt.model, tt.override, got, tt.want)
 		}
 	}
-	window := 20_000
-	cfg := openai.ConfigFromSpec(gen.OpenAIModelConfig{Model: "gpt-4o", ContextWindow: &window}, nil)
-	if cfg.ContextWindow != window {
-		t.Fatalf("ConfigFromSpec: window %d, want the spec's %d", cfg.ContextWindow, window)
-	}
 }
 
 // TestContextLengthExceeded: besides OpenAI's own code (TestContext),
@@ -62,7 +57,7 @@ func TestContextLengthExceeded(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := newServer(t, reply{status: http.StatusBadRequest, body: []byte(tt.body)})
-			_, err := newModel(t, s, nil).NextTurn(context.Background(), modeltest.Task, agent.NewHistory())
+			_, err := newModel(t, s, nil).Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
 			var pe *model.ProviderError
 			if !errors.As(err, &pe) || errors.Is(err, agent.ErrContextLength) != tt.over {
 				t.Fatalf("err = %v, want a ProviderError that is over the window: %v", err, tt.over)
@@ -71,7 +66,7 @@ func TestContextLengthExceeded(t *testing.T) {
 	}
 }
 
-// TestSummarize: one call, NextTurn's request with its prefix unchanged,
+// TestSummarize: one call, Next's request with its prefix unchanged,
 // the instruction last and no tool allowed; the reply's text and usage come
 // back.
 func TestSummarize(t *testing.T) {
@@ -82,10 +77,13 @@ func TestSummarize(t *testing.T) {
 	s := newServer(t, ok(t, "finish_call.json"), reply{status: http.StatusOK, body: []byte(summary)}, ok(t, "text_only.json"))
 	m := newModel(t, s, nil)
 	h := modeltest.LongHistory(3, 50)
-	if _, err := m.NextTurn(context.Background(), modeltest.Task, h); err != nil {
+	if _, err := m.Next(context.Background(), modeltest.Request(t, h)); err != nil {
 		t.Fatal(err)
 	}
-	text, usage, err := m.Summarize(context.Background(), modeltest.Task, h)
+	sreq := modeltest.Request(t, h)
+	sreq.Summarize = true
+	got, err := m.Next(context.Background(), sreq)
+	text, usage := got.Summary, got.Usage
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,11 +96,11 @@ func TestSummarize(t *testing.T) {
 	}
 	turnMsgs, sumMsgs := messages(t, turn), messages(t, sum)
 	if len(sumMsgs) != len(turnMsgs)+1 {
-		t.Fatalf("the summary request has %d messages, want NextTurn's %d and the instruction", len(sumMsgs), len(turnMsgs))
+		t.Fatalf("the summary request has %d messages, want Next's %d and the instruction", len(sumMsgs), len(turnMsgs))
 	}
 	for i := range turnMsgs {
 		if a, b := mustJSON(t, turnMsgs[i]), mustJSON(t, sumMsgs[i]); a != b {
-			t.Fatalf("message %d differs from NextTurn's:\n%s\n%s", i, a, b)
+			t.Fatalf("message %d differs from Next's:\n%s\n%s", i, a, b)
 		}
 	}
 	last := sumMsgs[len(sumMsgs)-1]
@@ -110,13 +108,13 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("last message = %v, want the summary instruction", last)
 	}
 	if mustJSON(t, turn["tools"]) != mustJSON(t, sum["tools"]) {
-		t.Fatal("the summary request's tools differ from NextTurn's: the cached prefix is lost")
+		t.Fatal("the summary request's tools differ from Next's: the cached prefix is lost")
 	}
 	// A reply without text is no summary. (text_only.json has text; an
 	// empty reply has none.)
 	s2 := newServer(t, ok(t, "empty.json"))
-	if _, _, err := newModel(t, s2, nil).Summarize(context.Background(), modeltest.Task, h); err == nil {
-		t.Fatal("Summarize of an empty reply succeeded")
+	if _, err := newModel(t, s2, nil).Next(context.Background(), sreq); err == nil {
+		t.Fatal("a summary request answered by an empty reply succeeded")
 	}
 }
 
@@ -135,10 +133,10 @@ func TestSystemPrompt(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "finish_call.json"), ok(t, "finish_call.json"))
 	ctx := context.Background()
-	if _, err := newModel(t, s, nil).NextTurn(ctx, modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := newModel(t, s, nil).Next(ctx, modeltest.Request(t, agent.NewHistory())); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := newModel(t, s, func(c *openai.Config) { c.System = "Be brief. End with {{finish}}." }).NextTurn(ctx, modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := newModel(t, s, func(c *openai.Config) { c.System = "Be brief. End with {{finish}}." }).Next(ctx, modeltest.Request(t, agent.NewHistory())); err != nil {
 		t.Fatal(err)
 	}
 	def := messages(t, s.requests()[0])[0]["content"].(string)
@@ -168,10 +166,10 @@ func BenchmarkHarnessOverhead(b *testing.B) {
 }
 
 var contextSuite = modeltest.ContextSuite{
-	New: func(t testing.TB, specs []gen.ToolSpec, window int, turns []modeltest.Turn) modeltest.StandIn {
+	New: func(t testing.TB, window int, turns []modeltest.Turn) modeltest.StandIn {
 		s := scripted(t, turns)
 		s.window = window
-		return modeltest.StandIn{Model: newModel(t, s, func(c *openai.Config) { c.Tools, c.ContextWindow = specs, window }), Sent: s.raw}
+		return modeltest.StandIn{Model: newModel(t, s, func(c *openai.Config) { c.ContextWindow = window }), Sent: s.raw}
 	},
 	// The system message and the tools.
 	Prefix: func(t testing.TB, body []byte) []byte {

@@ -9,15 +9,15 @@
 // are not a JSON object, an unknown function, a refusal, a reply cut off at
 // the token limit even in the middle of a call, an empty reply, a finish
 // call before other calls) becomes invalid-output feedback that tells the
-// model what to do. A reply with parallel tool calls is one turn
-// (agent.TurnModel): one step whose calls run in order. The Model keeps no
-// state between calls; everything comes from the history.
+// model what to do. A reply with parallel tool calls is one turn: one step
+// whose calls run in order. The Model keeps no state between calls;
+// everything comes from the request, the tools too.
 //
 // The system prompt (Config.System, else the default prompt for code tasks)
 // and the tools are the same bytes in every request, so OpenAI's automatic
 // prompt caching applies. The Model is an agent.ContextSizer (its window
 // from Config.ContextWindow or its model family; a request estimate from
-// the serialized body) and an agent.Summarizer, and a 400
+// the serialized body) that answers summarization requests, and a 400
 // context_length_exceeded wraps agent.ErrContextLength.
 //
 // The history goes back as one assistant message per turn, with one tool
@@ -28,14 +28,13 @@
 // rejected is a finish call answered by an "ERROR: ..." tool message.
 //
 // 429 and 5xx responses are retried by the SDK with exponential backoff,
-// honouring Retry-After; when the retries are exhausted NextTurn returns a
+// honouring Retry-After; when the retries are exhausted Next returns a
 // *model.ProviderError, which ends the run with exit reason model_error.
 package openai
 
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"net/url"
 	"os"
@@ -45,11 +44,10 @@ import (
 	"github.com/openai/openai-go/v3"
 	"github.com/openai/openai-go/v3/option"
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
-// Environment variables NewFromEnv reads.
+// Environment variables WithEnv reads.
 const (
 	EnvAPIKey  = "OPENAI_API_KEY"
 	EnvBaseURL = "OPENAI_BASE_URL"
@@ -96,9 +94,6 @@ type Config struct {
 	MaxRetries int
 	// Timeout bounds one request attempt; 0 means DefaultTimeout.
 	Timeout time.Duration
-	// Tools are the model-visible tools, e.g. tools.Runtime.Specs(). The
-	// finish tool is added to them.
-	Tools []gen.ToolSpec
 	// System is the system prompt; empty means the default prompt for code
 	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
 	// it becomes the finish tool's name.
@@ -106,20 +101,6 @@ type Config struct {
 	// ContextWindow is the model's context window in tokens; 0 means the
 	// default for its family (see ContextWindow).
 	ContextWindow int
-}
-
-// ConfigFromSpec returns the Config for a run's model configuration (the
-// spec's OpenAIModelConfig) and tools. Key and base URL are not part of it:
-// add them with WithEnv or NewFromEnv.
-func ConfigFromSpec(mc gen.OpenAIModelConfig, tools []gen.ToolSpec) Config {
-	cfg := Config{Model: mc.Model, Temperature: mc.Temperature, Tools: tools}
-	if mc.MaxOutputTokens != nil {
-		cfg.MaxOutputTokens = int64(*mc.MaxOutputTokens)
-	}
-	if mc.ContextWindow != nil {
-		cfg.ContextWindow = *mc.ContextWindow
-	}
-	return cfg
 }
 
 // WithEnv returns c with APIKey set from OPENAI_API_KEY and, when c has no
@@ -135,31 +116,23 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 	return c
 }
 
-// NewFromEnv is New(cfg.WithEnv(os.Getenv)): the API key only ever comes
-// from the environment.
-func NewFromEnv(cfg Config) (*Model, error) { return New(cfg.WithEnv(nil)) }
-
-// Model is an agent.Model and agent.TurnModel over a Chat Completions API.
-// It is stateless and safe for concurrent use: runs may share one.
+// Model is an agent.Model and agent.ContextSizer over a Chat Completions
+// API. It is stateless and safe for concurrent use: runs may share one.
 type Model struct {
 	svc      openai.ChatCompletionService
 	cfg      Config
 	official bool // the base URL is OpenAI's own API
 	timeout  time.Duration
-	toolset  *adapt.Toolset
-	tools    []openai.ChatCompletionToolUnionParam // shared by every request
 	system   string
 }
 
 var (
 	_ agent.Model        = (*Model)(nil)
-	_ agent.TurnModel    = (*Model)(nil)
 	_ agent.ContextSizer = (*Model)(nil)
-	_ agent.Summarizer   = (*Model)(nil)
 )
 
 // New returns a Model for cfg. It never reads the environment (see
-// NewFromEnv).
+// WithEnv).
 func New(cfg Config) (*Model, error) {
 	if cfg.Model == "" {
 		return nil, errors.New("openai: no model name")
@@ -174,11 +147,7 @@ func New(cfg Config) (*Model, error) {
 	if official && cfg.APIKey == "" {
 		return nil, ErrNoAPIKey
 	}
-	ts, err := adapt.NewToolset(cfg.Tools)
-	if err != nil {
-		return nil, fmt.Errorf("openai: %w", err)
-	}
-	m := &Model{cfg: cfg, official: official, timeout: cfg.Timeout, toolset: ts, system: ts.SystemPrompt(cfg.System)}
+	m := &Model{cfg: cfg, official: official, timeout: cfg.Timeout, system: adapt.SystemPrompt(cfg.System)}
 	if m.timeout <= 0 {
 		m.timeout = DefaultTimeout
 	}
@@ -208,27 +177,32 @@ func New(cfg Config) (*Model, error) {
 	// The service, not openai.NewClient, so that nothing is read from the
 	// environment behind the Config's back.
 	m.svc = openai.NewChatCompletionService(opts...)
-	m.tools = toolParams(ts)
 	return m, nil
 }
 
 func sameURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
 
-// NextTurn asks the model for the next turn of the run: every tool call
-// of its reply, in order (agent.TurnModel).
-func (m *Model) NextTurn(ctx context.Context, task gen.Task, history agent.History) (agent.Turn, error) {
+// Next asks the model for the next turn of the run: every tool call of
+// its reply, in order. For a request with Summarize set it asks for a
+// summary of the history instead: the request is the same, with the same
+// system prompt and tools (so the provider's prompt cache applies), plus
+// adapt.SummaryInstruction as a last user message and tool_choice "none".
+func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
-	params, err := m.params(task, history)
+	ts, params, err := m.params(req)
 	if err != nil {
 		return agent.Turn{}, err
 	}
 	r, err := m.send(ctx, params)
+	if req.Summarize {
+		return adapt.Summary(r, err)
+	}
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	return m.toolset.Turn(r)
+	return ts.Turn(r)
 }
 
 // send makes one Chat Completions call and reduces its response to a
@@ -242,45 +216,20 @@ func (m *Model) send(ctx context.Context, params openai.ChatCompletionNewParams)
 	return reply(resp), nil
 }
 
-// NextAction asks the model for one action: a reply with several tool
-// calls is an *agent.InvalidOutputError asking for one call per reply.
-// agent.Run uses NextTurn instead.
-func (m *Model) NextAction(ctx context.Context, task gen.Task, history agent.History) (agent.Action, error) {
-	return adapt.OneAction(m.NextTurn(ctx, task, history))
-}
-
 // ContextWindow returns the model's context window in tokens: the
 // Config's, else the default of the model's family (adapt.ContextWindow:
 // gpt-4.1 1,047,576; gpt-4o 128,000; o1/o3/o4 200,000; gpt-5 272,000 of
 // input; claude-* 200,000; any other 32,768).
 func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
 
-// RequestTokens estimates the tokens of the request NextTurn would send
-// for task and history (adapt.RequestTokens).
-func (m *Model) RequestTokens(task gen.Task, history agent.History) int {
-	params, err := m.params(task, history)
+// RequestTokens estimates the tokens of the request Next would send for
+// req (adapt.RequestTokens).
+func (m *Model) RequestTokens(req *agent.Request) int {
+	_, params, err := m.params(req)
 	if err != nil {
 		return 0
 	}
 	return adapt.RequestTokens(params)
-}
-
-// Summarize asks the model, in one call, for a summary of history that
-// lets it continue the task without it (agent.Summarizer). The request is
-// NextTurn's, with the same system prompt and tools (so the provider's
-// prompt cache applies), plus adapt.SummaryInstruction as a last user
-// message and tool_choice "none".
-func (m *Model) Summarize(ctx context.Context, task gen.Task, history agent.History) (string, *gen.Usage, error) {
-	if err := ctx.Err(); err != nil {
-		return "", nil, err
-	}
-	params, err := m.params(task, history)
-	if err != nil {
-		return "", nil, err
-	}
-	params.Messages = append(params.Messages, openai.UserMessage(adapt.SummaryInstruction))
-	params.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
-	return adapt.Summary(m.send(ctx, params))
 }
 
 // How a server says a request is over the context window: OpenAI with

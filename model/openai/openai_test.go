@@ -122,7 +122,7 @@ func TestToolsDerivedFromSpec(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "finish_call.json"))
 	m := newModel(t, s, nil)
-	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory()); err != nil {
 		t.Fatal(err)
 	}
 	tools, _ := s.requests()[0]["tools"].([]any)
@@ -198,7 +198,7 @@ func TestHistoryRendering(t *testing.T) {
 		agent.Item{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "42"}},
 		agent.Item{Feedback: &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: checkMsg}},
 	)
-	if _, err := m.NextAction(context.Background(), modeltest.Task, history); err != nil {
+	if _, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, history); err != nil {
 		t.Fatal(err)
 	}
 	msgs := messages(t, s.requests()[0])
@@ -281,7 +281,7 @@ func TestInvalidReplies(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
 			s := newServer(t, ok(t, tt.file))
-			_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			_, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 			var inv *agent.InvalidOutputError
 			if !errors.As(err, &inv) {
 				t.Fatalf("err = %v, want invalid output", err)
@@ -324,7 +324,7 @@ func TestFinishTool(t *testing.T) {
 			msg["tool_calls"].([]any)[0].(map[string]any)["function"].(map[string]any)["arguments"] = tt.body
 			body, _ := json.Marshal(resp)
 			s := newServer(t, reply{status: http.StatusOK, body: body})
-			a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+			a, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 			if tt.invalid != "" {
 				var inv *agent.InvalidOutputError
 				if !errors.As(err, &inv) || !strings.Contains(inv.Message, tt.invalid) {
@@ -346,7 +346,7 @@ func TestFinishTool(t *testing.T) {
 func TestMissingUsage(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "no_usage.json"))
-	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	a, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -482,19 +482,18 @@ func TestMalformedCallAmongValidOnes(t *testing.T) {
 }
 
 // The Model keeps no state: asking twice with the same history asks the
-// provider twice, and NextAction refuses a reply of several calls.
+// provider twice, for the same turn.
 func TestStateless(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, ok(t, "parallel_tool_calls.json"), ok(t, "parallel_tool_calls.json"))
 	m := newModel(t, s, nil)
-	turn, err := m.NextTurn(context.Background(), modeltest.Task, agent.NewHistory())
+	turn, err := m.Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
 	if err != nil || len(turn.Actions) != 2 {
 		t.Fatalf("turn = %+v, %v", turn, err)
 	}
-	_, err = m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
-	var inv *agent.InvalidOutputError
-	if !errors.As(err, &inv) || inv.Usage == nil {
-		t.Fatalf("NextAction of a two-call reply: err = %v, want invalid output with usage", err)
+	again, err := m.Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
+	if err != nil || !cmp.Equal(again, turn) {
+		t.Fatalf("the second turn = %+v, %v; want the first again", again, err)
 	}
 	if n := s.count(); n != 2 {
 		t.Fatalf("%d requests, want 2", n)
@@ -507,7 +506,7 @@ func TestRateLimitThenSuccessHonoursRetryAfter(t *testing.T) {
 		reply{status: http.StatusTooManyRequests, header: map[string]string{"Retry-After": "1"}, body: testdata(t, "error_429.json")},
 		ok(t, "tool_call.json"),
 	)
-	a, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	a, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -553,7 +552,7 @@ func TestServerErrorsExhaustRetries(t *testing.T) {
 func TestClientErrorIsNotRetried(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, reply{status: http.StatusUnauthorized, body: testdata(t, "error_401.json")})
-	_, err := newModel(t, s, nil).NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	_, err := modeltest.Ask(t, context.Background(), newModel(t, s, nil), modeltest.Task, agent.NewHistory())
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.StatusCode != http.StatusUnauthorized || pe.Retries != 0 {
 		t.Fatalf("err = %v, want a provider error for 401", err)
@@ -595,7 +594,7 @@ func TestRequestTimeout(t *testing.T) {
 	t.Parallel()
 	s := newServer(t, reply{block: true})
 	m := newModel(t, s, func(c *openai.Config) { c.Timeout = 100 * time.Millisecond; c.MaxRetries = -1 })
-	_, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory())
+	_, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory())
 	var pe *model.ProviderError
 	if !errors.As(err, &pe) || pe.Timeout != 100*time.Millisecond {
 		t.Fatalf("err = %v, want a provider timeout", err)
@@ -622,7 +621,6 @@ func TestTokenBudgetEndsRun(t *testing.T) {
 
 func TestNewConfig(t *testing.T) {
 	t.Parallel()
-	specs := modeltest.Runtime(t).Specs()
 	tests := []struct {
 		name string
 		cfg  openai.Config
@@ -632,8 +630,6 @@ func TestNewConfig(t *testing.T) {
 		{"no key for OpenAI, explicit URL", openai.Config{Model: "gpt-4o-mini", BaseURL: "https://api.openai.com/v1/"}, "openai: no API key: set OPENAI_API_KEY"},
 		{"no model", openai.Config{APIKey: "k"}, "openai: no model name"},
 		{"relative base URL", openai.Config{Model: "m", BaseURL: "localhost:11434/v1"}, "openai: the base URL must be an absolute http or https URL"},
-		{"tool named finish", openai.Config{Model: "m", APIKey: "k", Tools: append(slices.Clone(specs), gen.ToolSpec{Name: "finish"})}, `clashes with the finish tool`},
-		{"duplicate tool", openai.Config{Model: "m", APIKey: "k", Tools: append(slices.Clone(specs), specs[0])}, `two tools are named`},
 		{"local server without key", openai.Config{Model: "llama3.1", BaseURL: "http://localhost:11434/v1"}, ""},
 	}
 	for _, tt := range tests {
@@ -663,11 +659,6 @@ func TestWithEnv(t *testing.T) {
 	got = openai.Config{Model: "m", BaseURL: "http://flag:8000/v1"}.WithEnv(getenv)
 	if got.BaseURL != "http://flag:8000/v1" {
 		t.Fatalf("an explicit base URL must win over %s: %q", openai.EnvBaseURL, got.BaseURL)
-	}
-	temp, maxOut := 0.5, 300
-	cfg := openai.ConfigFromSpec(gen.OpenAIModelConfig{Model: "gpt-4o-mini", Temperature: &temp, MaxOutputTokens: &maxOut}, nil)
-	if cfg.Model != "gpt-4o-mini" || *cfg.Temperature != 0.5 || cfg.MaxOutputTokens != 300 || cfg.APIKey != "" {
-		t.Fatalf("ConfigFromSpec = %+v", cfg)
 	}
 }
 
@@ -724,15 +715,21 @@ func TestConformance(t *testing.T) {
 	})
 }
 
-func TestNewFromEnv(t *testing.T) {
+// TestFromConfigReadsEnv: model.FromConfig takes the key and the base URL
+// from the environment.
+func TestFromConfigReadsEnv(t *testing.T) {
+	var mc gen.ModelConfig
+	if err := mc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: "gpt-4o-mini"}); err != nil {
+		t.Fatal(err)
+	}
 	s := newServer(t, ok(t, "finish_call.json"))
 	t.Setenv(openai.EnvAPIKey, "sk-from-env")
 	t.Setenv(openai.EnvBaseURL, s.srv.URL)
-	m, err := openai.NewFromEnv(openai.Config{Model: "gpt-4o-mini", HTTPClient: s.srv.Client()})
+	m, err := model.FromConfig(mc, model.Options{HTTPClient: s.srv.Client()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := m.NextAction(context.Background(), modeltest.Task, agent.NewHistory()); err != nil {
+	if _, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory()); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.auth(0); got != "Bearer sk-from-env" {
@@ -740,7 +737,32 @@ func TestNewFromEnv(t *testing.T) {
 	}
 	t.Setenv(openai.EnvAPIKey, "")
 	t.Setenv(openai.EnvBaseURL, "")
-	if _, err := openai.NewFromEnv(openai.Config{Model: "gpt-4o-mini"}); !errors.Is(err, openai.ErrNoAPIKey) {
+	if _, err := model.FromConfig(mc, model.Options{}); !errors.Is(err, openai.ErrNoAPIKey) {
 		t.Fatalf("err = %v, want ErrNoAPIKey", err)
+	}
+}
+
+// Tools a provider cannot be offered (one named like the finish tool, two
+// of one name) fail the request before anything is sent.
+func TestBadTools(t *testing.T) {
+	t.Parallel()
+	s := newServer(t)
+	m := newModel(t, s, nil)
+	specs := modeltest.Runtime(t).Specs()
+	for _, tt := range []struct {
+		tools []gen.ToolSpec
+		want  string
+	}{
+		{append(slices.Clone(specs), gen.ToolSpec{Name: "finish"}), "clashes with the finish tool"},
+		{append(slices.Clone(specs), specs[0]), "two tools are named"},
+	} {
+		req := modeltest.Request(t, agent.NewHistory())
+		req.Tools = tt.tools
+		if _, err := m.Next(context.Background(), req); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Fatalf("err = %v, want %q", err, tt.want)
+		}
+	}
+	if n := s.count(); n != 0 {
+		t.Fatalf("%d requests sent, want none", n)
 	}
 }

@@ -60,6 +60,18 @@ func TestRequestMatchesReference(t *testing.T) {
 	defer srv.Close()
 	u, _ := url.Parse(srv.URL)
 
+	weather := []gen.ToolSpec{{
+		Name:        "get_current_weather",
+		Description: "Get the current weather in a given location",
+		InputSchema: map[string]any{
+			"type": "object",
+			"properties": map[string]any{
+				"location": map[string]any{"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
+				"unit":     map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}},
+			},
+			"required": []any{"location"},
+		},
+	}}
 	temp := 0.2
 	m, err := openai.New(openai.Config{
 		Model:           "gpt-4o-mini",
@@ -67,18 +79,6 @@ func TestRequestMatchesReference(t *testing.T) {
 		HTTPClient:      &http.Client{Transport: toOpenAI{u}},
 		Temperature:     &temp,
 		MaxOutputTokens: 256,
-		Tools: []gen.ToolSpec{{
-			Name:        "get_current_weather",
-			Description: "Get the current weather in a given location",
-			InputSchema: map[string]any{
-				"type": "object",
-				"properties": map[string]any{
-					"location": map[string]any{"type": "string", "description": "The city and state, e.g. San Francisco, CA"},
-					"unit":     map[string]any{"type": "string", "enum": []any{"celsius", "fahrenheit"}},
-				},
-				"required": []any{"location"},
-			},
-		}},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -92,7 +92,7 @@ func TestRequestMatchesReference(t *testing.T) {
 		agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "get_current_weather", CallId: &paris, IsError: true, ErrorCode: &code, Content: "unit must be celsius or fahrenheit"}},
 	)
 	task := gen.Task{Prompt: "What's the weather like in Boston and in Paris today?"}
-	if _, err := m.NextAction(context.Background(), task, history); err != nil {
+	if _, err := m.Next(context.Background(), &agent.Request{Task: task, History: history, Tools: weather}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -105,15 +105,11 @@ func TestRequestMatchesReference(t *testing.T) {
 	if err := json.Unmarshal(sent, &got); err != nil {
 		t.Fatalf("the body is not JSON: %v\n%s", err, sent)
 	}
-	ts, err := adapt.NewToolset(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
 	system := want["messages"].([]any)[0].(map[string]any)
 	if system["content"] != systemPlaceholder {
 		t.Fatalf("the fixture's first message is not the system placeholder: %v", system)
 	}
-	system["content"] = ts.SystemPrompt("")
+	system["content"] = adapt.SystemPrompt("")
 	// Arguments are JSON text: compare them as values, not as spellings.
 	decodeArguments(t, want)
 	decodeArguments(t, got)

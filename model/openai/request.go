@@ -6,7 +6,6 @@ import (
 
 	"github.com/openai/openai-go/v3"
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
@@ -14,8 +13,9 @@ import (
 // ChatCompletionService.New, so the wire format is whatever the pinned SDK
 // writes (see testdata/request_reference.json and TestRequestMatchesReference).
 
-// toolParams converts the toolset to the SDK's function tools, once, at New.
-// Every request shares the result; the SDK only reads it.
+// toolParams converts the toolset to the SDK's function tools. (Each
+// request converts them again: about 60 µs, against a model call's
+// 0.1-30 s.)
 func toolParams(ts *adapt.Toolset) []openai.ChatCompletionToolUnionParam {
 	tools := make([]openai.ChatCompletionToolUnionParam, len(ts.Tools))
 	for i, t := range ts.Tools {
@@ -28,14 +28,20 @@ func toolParams(ts *adapt.Toolset) []openai.ChatCompletionToolUnionParam {
 	return tools
 }
 
-// params builds the Chat Completions request for the task and history:
-// the system prompt, the task as the first user message, then the history.
-// Consecutive tool calls share one assistant message, each answered by its
-// own tool message, as the API expects for parallel calls.
-func (m *Model) params(task gen.Task, history agent.History) (openai.ChatCompletionNewParams, error) {
-	turns := m.toolset.Render(history)
-	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(turns)+2)
-	msgs = append(msgs, openai.SystemMessage(m.system), openai.UserMessage(task.Prompt))
+// params builds the Chat Completions request for req, and returns the
+// toolset of its tools: the system prompt, the task as the first user
+// message, then the history (and the summary instruction when req asks
+// for a summary). Consecutive tool calls share one assistant message, each
+// answered by its own tool message, as the API expects for parallel calls.
+func (m *Model) params(req *agent.Request) (*adapt.Toolset, openai.ChatCompletionNewParams, error) {
+	ts, err := adapt.NewToolset(req.Tools)
+	if err != nil {
+		return nil, openai.ChatCompletionNewParams{}, fmt.Errorf("openai: %w", err)
+	}
+	tools := toolParams(ts)
+	turns := ts.Render(req.History)
+	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(turns)+3)
+	msgs = append(msgs, openai.SystemMessage(m.system), openai.UserMessage(req.Task.Prompt))
 	var open *openai.ChatCompletionAssistantMessageParam // the assistant message of the calls just rendered
 	for _, t := range turns {
 		if t.Kind != adapt.Call {
@@ -45,7 +51,7 @@ func (m *Model) params(task gen.Task, history agent.History) (openai.ChatComplet
 		case adapt.Call:
 			args, err := json.Marshal(orEmpty(t.Arguments))
 			if err != nil {
-				return openai.ChatCompletionNewParams{}, fmt.Errorf("openai: encode the arguments of a %s call: %w", t.Name, err)
+				return nil, openai.ChatCompletionNewParams{}, fmt.Errorf("openai: encode the arguments of a %s call: %w", t.Name, err)
 			}
 			call := openai.ChatCompletionMessageToolCallUnionParam{OfFunction: &openai.ChatCompletionMessageFunctionToolCallParam{
 				ID:       t.ID,
@@ -62,7 +68,11 @@ func (m *Model) params(task gen.Task, history agent.History) (openai.ChatComplet
 			msgs = append(msgs, openai.UserMessage(t.Text))
 		}
 	}
-	p := openai.ChatCompletionNewParams{Model: m.cfg.Model, Messages: msgs, Tools: m.tools}
+	p := openai.ChatCompletionNewParams{Model: m.cfg.Model, Messages: msgs, Tools: tools}
+	if req.Summarize {
+		p.Messages = append(p.Messages, openai.UserMessage(adapt.SummaryInstruction))
+		p.ToolChoice = openai.ChatCompletionToolChoiceOptionUnionParam{OfAuto: openai.String(string(openai.ChatCompletionToolChoiceOptionAutoNone))}
+	}
 	if m.cfg.Temperature != nil {
 		p.Temperature = openai.Float(*m.cfg.Temperature)
 	}
@@ -75,7 +85,7 @@ func (m *Model) params(task gen.Task, history agent.History) (openai.ChatComplet
 			p.MaxTokens = openai.Int(n)
 		}
 	}
-	return p, nil
+	return ts, p, nil
 }
 
 func orEmpty(args map[string]any) map[string]any {

@@ -224,7 +224,6 @@ func newModel(t testing.TB, s *server, change func(*openai.Config)) *openai.Mode
 		BaseURL:    s.srv.URL,
 		APIKey:     apiKey,
 		HTTPClient: s.srv.Client(),
-		Tools:      modeltest.Runtime(t).Specs(),
 	}
 	if change != nil {
 		change(&cfg)

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -179,27 +178,6 @@ func TestTurn(t *testing.T) {
 	}
 }
 
-func TestOneAction(t *testing.T) {
-	usage := &gen.Usage{InputTokens: 1}
-	call := agent.Action{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "calculator"}}
-	a, err := OneAction(agent.Turn{Actions: []agent.Action{call}, Usage: usage}, nil)
-	if err != nil || a.ToolCall == nil || a.Usage != usage {
-		t.Fatalf("one-action turn: %+v, %v", a, err)
-	}
-	_, err = OneAction(agent.Turn{Actions: []agent.Action{call, call}, Usage: usage}, nil)
-	var inv *agent.InvalidOutputError
-	if !errors.As(err, &inv) || !strings.Contains(inv.Message, "exactly one tool call") || inv.Usage != usage {
-		t.Fatalf("two-action turn: err = %v, want invalid output", err)
-	}
-	sentinel := errors.New("provider down")
-	if _, err := OneAction(agent.Turn{}, sentinel); err != sentinel {
-		t.Fatalf("err = %v, want the model's error", err)
-	}
-}
-
-// FuzzTurn feeds arbitrary provider output to Turn: it must never panic,
-// and must return either a valid turn whose actions' Raw parses back to
-// them or one invalid-output error.
 func FuzzTurn(f *testing.F) {
 	f.Add("calculator", `{"left":1,"operation":"add","right":2}`, "", "call_1")
 	f.Add("finish", `{"answer":"done"}`, "", "")
@@ -229,7 +207,7 @@ func FuzzTurn(f *testing.F) {
 		if (a.ToolCall == nil) == (a.Finish == nil) {
 			t.Fatalf("want exactly one of tool call and finish: %+v", a)
 		}
-		b, err := model.ParseAction(a.Raw)
+		b, err := ParseAction(a.Raw)
 		if err != nil {
 			t.Fatalf("Raw does not parse: %v", err)
 		}

@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/gen"
 )
 
 // BytesPerToken is the ratio RequestTokens estimates with: a request of n
@@ -96,15 +95,16 @@ const SummaryInstruction = "The conversation so far is about to be shortened to 
 // text (a model that called a tool anyway, or refused).
 var ErrNoSummary = errors.New("the summarization reply has no text")
 
-// Summary is what Summarize returns for the reply r of a summarization call
-// (and the error of making it): its text and usage.
-func Summary(r Reply, err error) (string, *gen.Usage, error) {
+// Summary is the turn that answers a summarization request
+// (agent.Request.Summarize) from its reply r (and the error of making
+// it): the reply's text as Turn.Summary, with the reply's usage.
+func Summary(r Reply, err error) (agent.Turn, error) {
 	if err != nil {
-		return "", nil, err
+		return agent.Turn{}, err
 	}
 	text := strings.TrimSpace(r.Text)
 	if text == "" || r.Refusal {
-		return "", r.Usage, ErrNoSummary
+		return agent.Turn{Usage: r.Usage}, ErrNoSummary
 	}
-	return text, r.Usage, nil
+	return agent.Turn{Summary: text, Usage: r.Usage}, nil
 }

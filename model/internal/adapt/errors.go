@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
 )
 
 // Attempts counts the HTTP attempts of one provider call, through an SDK
@@ -32,7 +31,7 @@ func (a *Attempts) Retries() int { return max(int(a.n.Load())-1, 0) }
 type Status func(err error) (code int, providerCode string, overWindow bool)
 
 // Fail turns the error of a provider call made with ctx into what
-// NextAction returns: ctx's error when the run was cancelled (the loop then
+// Next returns: ctx's error when the run was cancelled (the loop then
 // ends the run as cancelled), otherwise a *model.ProviderError naming the
 // provider (the loop ends the run with model_error), which wraps
 // agent.ErrContextLength as well when the provider refused the request as
@@ -41,7 +40,7 @@ func Fail(ctx context.Context, provider string, err error, a *Attempts, timeout 
 	if ctx.Err() != nil {
 		return fmt.Errorf("%s: %w", provider, context.Cause(ctx))
 	}
-	pe := &model.ProviderError{Provider: provider, Retries: a.Retries(), Err: err}
+	pe := &ProviderError{Provider: provider, Retries: a.Retries(), Err: err}
 	if code, providerCode, overWindow := status(err); code != 0 {
 		pe.StatusCode, pe.Code = code, providerCode
 		if overWindow {

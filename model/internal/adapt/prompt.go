@@ -3,6 +3,8 @@ package adapt
 import (
 	_ "embed"
 	"strings"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // defaultSystemPrompt is the system prompt for code tasks. It names no
@@ -22,11 +24,11 @@ func DefaultSystemPrompt() string { return defaultSystemPrompt }
 
 // SystemPrompt is the system prompt a provider gets: text (the default
 // prompt when empty) with every {{finish}} replaced by the finish tool's
-// name. The result depends on nothing but text and the toolset, so it is
-// the same for every step of a run, as provider prompt caching needs.
-func (ts *Toolset) SystemPrompt(text string) string {
+// name. The result depends on nothing but text, so it is the same for
+// every step of a run, as provider prompt caching needs.
+func SystemPrompt(text string) string {
 	if text == "" {
 		text = defaultSystemPrompt
 	}
-	return strings.ReplaceAll(strings.TrimSpace(text), finishPlaceholder, ts.Finish)
+	return strings.ReplaceAll(strings.TrimSpace(text), finishPlaceholder, string(gen.ActionTypeFinish))
 }

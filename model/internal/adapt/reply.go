@@ -10,7 +10,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/model"
 )
 
 // ReplyCall is one tool call in a provider's reply.
@@ -129,23 +128,6 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	return agent.Turn{Actions: actions, Usage: r.Usage}, nil
 }
 
-// OneAction is what an adapter's NextAction returns for the turn t (and
-// the error of asking for it): its action when it holds one, with the
-// turn's usage. A reply with several actions is an *agent.InvalidOutputError
-// asking for one call per reply, since a caller of NextAction takes one;
-// agent.Run asks adapters for whole turns (NextTurn) instead.
-func OneAction(t agent.Turn, err error) (agent.Action, error) {
-	if err != nil {
-		return agent.Action{}, err
-	}
-	if len(t.Actions) != 1 {
-		return agent.Action{}, &agent.InvalidOutputError{Message: fmt.Sprintf("the reply has %d actions; make exactly one tool call per reply", len(t.Actions)), Usage: t.Usage}
-	}
-	a := t.Actions[0]
-	a.Usage = t.Usage
-	return a, nil
-}
-
 // decodeArguments parses a call's arguments strictly; empty arguments are an
 // empty object (some servers send "" for a call without parameters).
 func decodeArguments(text string) (map[string]any, error) {
@@ -173,7 +155,7 @@ func wire(v any) (agent.Action, error) {
 	if err := enc.Encode(v); err != nil {
 		return agent.Action{}, fmt.Errorf("adapt: encode action: %w", err)
 	}
-	return model.ParseAction(string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
+	return ParseAction(string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
 }
 
 func asInvalid(err error, target **agent.InvalidOutputError) bool {

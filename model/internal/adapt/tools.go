@@ -3,8 +3,9 @@
 // spec's tool specs plus a finish tool derived from the spec's Finish schema;
 // the provider-neutral rendering of a run's history (a turn's calls in a
 // row, then their results); the conversion of a provider's reply into a
-// turn of the spec's Actions; and provider error reporting. Nothing here
-// keeps state between calls.
+// turn of the spec's Actions; provider error reporting (ProviderError);
+// and the JSON adapter (ParseAction, ParseTurn), which package model
+// exports. Nothing here keeps state between calls.
 //
 // Nothing here knows a provider's wire format, and nothing names a tool or a
 // JSON field: names come from the spec and the generated types.

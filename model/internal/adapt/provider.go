@@ -1,4 +1,4 @@
-package model
+package adapt
 
 import (
 	"net/http"

@@ -1,0 +1,77 @@
+package model
+
+import (
+	"errors"
+	"net/http"
+	"os"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model/anthropic"
+	"github.com/specloop/specloop/model/openai"
+)
+
+// ErrInvalidConfig is FromConfig's error for a configuration that is none
+// of the spec's model configurations.
+var ErrInvalidConfig = errors.New("the model configuration is invalid")
+
+// Options are what FromConfig takes from the program rather than from the
+// run's configuration. The zero value is the defaults.
+type Options struct {
+	// System is the system prompt of openai and anthropic models; empty
+	// means the adapters' default prompt for code tasks.
+	System string
+	// BaseURL is a provider's base URL; empty means the one of the
+	// environment (OPENAI_BASE_URL, ANTHROPIC_BASE_URL), else the
+	// provider's own API.
+	BaseURL string
+	// Getenv reads the provider's API key and base URL; nil means
+	// os.Getenv. The key only ever comes from the environment.
+	Getenv func(string) string
+	// HTTPClient makes the provider requests; nil means a default client.
+	HTTPClient *http.Client
+}
+
+// FromConfig returns the model of a run's model configuration (the spec's
+// ModelConfig): a Script of the responses, or the openai or anthropic
+// adapter. The run's tools come with each request (agent.Request.Tools),
+// so a run builds its model once. An error other than ErrInvalidConfig is
+// the adapter's (a missing API key, say); no error holds a secret.
+func FromConfig(cfg gen.ModelConfig, opts Options) (agent.Model, error) {
+	getenv := opts.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	v, err := cfg.ValueByDiscriminator()
+	if err != nil {
+		return nil, ErrInvalidConfig
+	}
+	switch mc := v.(type) {
+	case gen.ScriptModelConfig:
+		return NewScript(mc.Responses...), nil
+	case gen.OpenAIModelConfig:
+		c := openai.Config{Model: mc.Model, Temperature: mc.Temperature, BaseURL: opts.BaseURL, System: opts.System, HTTPClient: opts.HTTPClient}
+		c.MaxOutputTokens, c.ContextWindow = int64(deref(mc.MaxOutputTokens)), deref(mc.ContextWindow)
+		return orNil(openai.New(c.WithEnv(getenv)))
+	case gen.AnthropicModelConfig:
+		c := anthropic.Config{Model: mc.Model, Temperature: mc.Temperature, BaseURL: opts.BaseURL, System: opts.System, HTTPClient: opts.HTTPClient}
+		c.MaxOutputTokens, c.ContextWindow = int64(deref(mc.MaxOutputTokens)), deref(mc.ContextWindow)
+		return orNil(anthropic.New(c.WithEnv(getenv)))
+	}
+	return nil, ErrInvalidConfig
+}
+
+func deref(p *int) int {
+	if p == nil {
+		return 0
+	}
+	return *p
+}
+
+// orNil returns m as an agent.Model, or a nil one with err.
+func orNil[M agent.Model](m M, err error) (agent.Model, error) {
+	if err != nil {
+		return nil, err
+	}
+	return m, nil
+}

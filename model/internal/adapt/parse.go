@@ -1,0 +1,184 @@
+package adapt
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/specdoc"
+)
+
+// actionSchema is the spec's Action schema, compiled, and the name of its
+// discriminator property.
+type actionSchema struct {
+	validator     *schema.Validator
+	discriminator string
+}
+
+var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
+	s, v, err := compileComponent("Action")
+	if err != nil {
+		return nil, err
+	}
+	if s.Discriminator == nil {
+		return nil, fmt.Errorf("spec: Action has no discriminator")
+	}
+	return &actionSchema{validator: v, discriminator: s.Discriminator.PropertyName}, nil
+})
+
+// compileComponent returns the spec's schema component name and its
+// validator. Model output is neither a request nor a response, so readOnly
+// and writeOnly do not apply (schema.Neither).
+func compileComponent(name string) (*openapi3.Schema, *schema.Validator, error) {
+	doc, err := specdoc.Load()
+	if err != nil {
+		return nil, nil, err
+	}
+	ref, ok := doc.Components.Schemas[name]
+	if !ok || ref.Value == nil {
+		return nil, nil, fmt.Errorf("spec has no %s schema", name)
+	}
+	v, err := schema.CompileFor(ref.Value, schema.Neither)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ref.Value, v, nil
+}
+
+// ParseAction is model.ParseAction, the JSON adapter.
+func ParseAction(text string) (agent.Action, error) {
+	as, err := loadActionSchema()
+	if err != nil {
+		return agent.Action{}, err
+	}
+	body := unfence(text)
+	if strings.TrimSpace(body) == "" {
+		return agent.Action{}, invalid("the output is empty; expected one JSON action object", text)
+	}
+	value, err := schema.Decode([]byte(body))
+	if err == nil {
+		err = as.validator.Validate(value)
+	}
+	if err != nil {
+		return agent.Action{}, invalid(err.Error(), text)
+	}
+	obj := value.(map[string]any) // the schema says it is an object
+	if gen.ActionType(obj[as.discriminator].(string)) == gen.ActionTypeToolCall {
+		call := &gen.ToolCall{}
+		if err := schema.Bind(obj, call); err != nil {
+			return agent.Action{}, invalid(err.Error(), text)
+		}
+		return agent.Action{ToolCall: call, Raw: text}, nil
+	}
+	fin := &gen.Finish{}
+	if err := schema.Bind(obj, fin); err != nil {
+		return agent.Action{}, invalid(err.Error(), text)
+	}
+	return agent.Action{Finish: fin, Raw: text}, nil
+}
+
+func invalid(msg, raw string) error {
+	return &agent.InvalidOutputError{Message: msg, Raw: raw}
+}
+
+// unfence strips one Markdown code fence (```json ... ```) around the whole
+// text, which chat models often add.
+func unfence(text string) string {
+	t := strings.TrimSpace(text)
+	if !strings.HasPrefix(t, "```") || !strings.HasSuffix(t, "```") || len(t) < 6 {
+		return text
+	}
+	t = strings.TrimSuffix(t[3:], "```")
+	if nl := strings.IndexByte(t, '\n'); nl >= 0 && !strings.ContainsAny(t[:nl], "{[\"") {
+		t = t[nl+1:] // the info string, e.g. "json"
+	}
+	return t
+}
+
+// turnSchema is the spec's Turn schema, compiled, and the name of its one
+// property, the list of actions.
+type turnSchema struct {
+	validator *schema.Validator
+	actions   string
+}
+
+var loadTurnSchema = sync.OnceValues(func() (*turnSchema, error) {
+	s, v, err := compileComponent("Turn")
+	if err != nil {
+		return nil, err
+	}
+	if len(s.Required) != 1 {
+		return nil, fmt.Errorf("spec: Turn must have one required property")
+	}
+	return &turnSchema{validator: v, actions: s.Required[0]}, nil
+})
+
+// ParseTurn is model.ParseTurn: an Action, or a Turn of several.
+func ParseTurn(text string) (agent.Turn, error) {
+	ts, err := loadTurnSchema()
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	body := unfence(text)
+	if !strings.Contains(body, ts.actions) && !strings.Contains(body, `\u`) {
+		// No member can be named actions: not a Turn. (The common case,
+		// which this spares a second decoding.)
+		return oneAction(text)
+	}
+	value, err := schema.Decode([]byte(body))
+	obj, isObject := value.(map[string]any)
+	if _, isTurn := obj[ts.actions]; err != nil || !isObject || !isTurn {
+		return oneAction(text)
+	}
+	if err := ts.validator.Validate(value); err != nil {
+		return agent.Turn{}, invalid(err.Error(), text)
+	}
+	as, err := loadActionSchema()
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	items := obj[ts.actions].([]any) // the schema says it is an array of actions
+	turn := agent.Turn{Actions: make([]agent.Action, len(items))}
+	for i, item := range items {
+		m := item.(map[string]any)
+		a := &turn.Actions[i]
+		if gen.ActionType(m[as.discriminator].(string)) == gen.ActionTypeToolCall {
+			a.ToolCall = &gen.ToolCall{}
+			err = schema.Bind(m, a.ToolCall)
+		} else {
+			if i != len(items)-1 {
+				return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
+			}
+			a.Finish = &gen.Finish{}
+			err = schema.Bind(m, a.Finish)
+		}
+		if err != nil {
+			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", ts.actions, i, err), text)
+		}
+		// Each action's Raw is its own wire form, as a replay reads it.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(m); err != nil {
+			return agent.Turn{}, fmt.Errorf("encode a valid action: %w", err)
+		}
+		a.Raw = strings.TrimSuffix(buf.String(), "\n")
+	}
+	return turn, nil
+}
+
+// oneAction parses text that is not a Turn: an Action, or ParseAction says
+// what is wrong.
+func oneAction(text string) (agent.Turn, error) {
+	a, err := ParseAction(text)
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	return agent.Turn{Actions: []agent.Action{a}}, nil
+}

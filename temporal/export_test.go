@@ -1,0 +1,14 @@
+package temporal
+
+import "github.com/specloop/specloop/agent"
+
+// RequestTokens is the workflow's own estimate of req, without the model's
+// overhead: a test model whose estimate is this plus a constant is sized
+// alike by both engines.
+func RequestTokens(req *agent.Request) int {
+	items, err := wireHistory(req.History)
+	if err != nil {
+		panic(err)
+	}
+	return requestTokens(req.Task, items)
+}
