@@ -9,3 +9,4 @@ package gen
 //go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config types.cfg.yaml ../spec/agent.yaml
 //go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config server.cfg.yaml ../spec/agent.yaml
 //go:generate go run github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen -config client.cfg.yaml ../spec/agent.yaml
+//go:generate go run ./internal/specconst -spec ../spec/agent.yaml -o spec.gen.go
