@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // Model proposes the next action of a run from the task and the history so
@@ -27,7 +25,7 @@ type Model interface {
 // TurnModel for turns with NextTurn and never calls its NextAction; any
 // other Model makes one-action turns. The errors are NextAction's.
 //
-// A turn must hold between 1 and MaxTurnActions() actions, each with
+// A turn must hold between 1 and MaxTurnActions actions, each with
 // exactly one of ToolCall and Finish set, and a Finish may only be its
 // last action; a model that breaks this ends the run with internal_error
 // (output the model itself got wrong is an *InvalidOutputError instead).
@@ -45,18 +43,9 @@ type Turn struct {
 	Usage *gen.Usage
 }
 
-// MaxTurnActions returns the most actions a turn may hold: the maxItems of
-// the spec's Turn.actions.
-func MaxTurnActions() int { return maxTurnActions() }
-
-var maxTurnActions = sync.OnceValue(func() int {
-	doc := specdoc.MustLoad()
-	ref := doc.Components.Schemas["Turn"]
-	if ref == nil || ref.Value == nil || ref.Value.Properties["actions"] == nil || ref.Value.Properties["actions"].Value.MaxItems == nil {
-		panic("agent: the spec's Turn has no actions with maxItems")
-	}
-	return int(*ref.Value.Properties["actions"].Value.MaxItems)
-})
+// MaxTurnActions is the most actions a turn may hold: the maxItems of the
+// spec's Turn.actions.
+const MaxTurnActions = gen.MaxItemsTurnActions
 
 // checkTurn returns why t is not a well-formed turn, or nil.
 func checkTurn(t *Turn) error {
@@ -64,8 +53,8 @@ func checkTurn(t *Turn) error {
 	switch {
 	case n == 0:
 		return errors.New("the model returned a turn without actions")
-	case n > MaxTurnActions():
-		return fmt.Errorf("the model returned a turn of %d actions, more than %d", n, MaxTurnActions())
+	case n > MaxTurnActions:
+		return fmt.Errorf("the model returned a turn of %d actions, more than %d", n, MaxTurnActions)
 	}
 	for i := range t.Actions {
 		a := &t.Actions[i]

@@ -45,7 +45,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 	if err != nil {
 		return nil, err
 	}
-	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps(), check: check, ws: ws, events: &liveEvents{}}
+	j := &job{task: body.Task, model: m, modelConfig: body.Model, mcp: servers, maxSteps: agent.DefaultMaxSteps, check: check, ws: ws, events: &liveEvents{}}
 	if body.MaxSteps != nil {
 		j.maxSteps = *body.MaxSteps
 	}

@@ -237,7 +237,7 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 
 func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {
 	if ws := r.env.Workspace; ws != nil {
-		command, writes := t.handler.needs() == NeedsCommands, t.def.writes()
+		command, writes := t.handler.needs() == NeedsCommands, t.def.Spec.WritesFiles
 		if command || writes {
 			release, err := ws.acquire(ctx, writes)
 			if err != nil {
