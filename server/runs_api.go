@@ -6,12 +6,10 @@ import (
 	"net/http"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -132,14 +130,14 @@ func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.Get
 }
 
 // defaultPageSize is the runs in a page of listRuns when the request gives
-// no limit: the spec's default for the parameter, read on first use.
-var defaultPageSize = sync.OnceValue(func() int { return spec.IntDefault[gen.ListRunsParams]("Limit") })
+// no limit: the spec's default for the parameter.
+const defaultPageSize = gen.DefaultListRunsParamsLimit
 
 var errNoRun = &problemError{status: http.StatusNotFound, detail: "no run has this id"}
 
 // ListRuns returns one page of runs, newest first.
 func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
-	limit := defaultPageSize()
+	limit := defaultPageSize
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}

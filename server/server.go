@@ -63,7 +63,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/spec"
@@ -263,11 +262,7 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		s.tokenHash = h[:]
 	}
-	doc, err := specdoc.Load()
-	if err != nil {
-		return nil, err
-	}
-	s.public = publicOperations(doc)
+	s.public = publicOperations()
 	ws, err := openWorkspaces(cfg.WorkspaceRoot)
 	if err != nil {
 		return nil, fmt.Errorf("server: workspace root: %w", err)
