@@ -54,8 +54,8 @@ func TestErrorCodes(t *testing.T) {
 		t.Errorf("calculator codes (-want +got):\n%s", diff)
 	}
 	for name, edit := range map[string][2]string{
-		"undefined code":  {"x-error-codes: [division_by_zero, non_finite_result]", "x-error-codes: [division_by_zero, no_such_code]"},
-		"no codes":        {"x-error-codes: [division_by_zero, non_finite_result]", "x-error-codes: []"},
+		"undefined code": {"x-error-codes: [division_by_zero, non_finite_result]", "x-error-codes: [division_by_zero, no_such_code]"},
+		"no codes":       {"x-error-codes: [division_by_zero, non_finite_result]", "x-error-codes: []"},
 	} {
 		yaml := strings.Replace(string(spec.YAML()), edit[0], edit[1], 1)
 		if yaml == string(spec.YAML()) {
