@@ -25,11 +25,12 @@
 // A run's approval policy (Options.ApprovalPolicy, the spec's
 // ApprovalPolicy) says which tool calls wait for a person's decision before
 // they run; the Approver (Options.Approver) asks the person. Which tools
-// run commands or write to the workspace is read from the spec's tool
-// operations (x-specloop-command, x-specloop-writes), so a new tool
-// declares it there. A tool the spec does not declare — a custom tool (its
-// handler may be a command or an endpoint), an MCP server's tool — may do
-// anything, and is treated as one that runs commands.
+// run commands or write to the workspace is what the run's tool runtime
+// says in their specs (gen.ToolSpec's runs_commands and writes_files,
+// from the spec's tool operations: x-specloop-command, x-specloop-writes),
+// so a new tool declares it there. A tool the spec does not declare — a
+// custom tool (its handler may be a command or an endpoint), an MCP
+// server's tool — may do anything, and its runtime says it runs commands.
 //
 // What each policy asks about:
 //
