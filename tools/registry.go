@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -177,15 +176,13 @@ func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, 
 		input:           inV,
 		result:          outV,
 	}
-	if i := slices.IndexFunc(builtinTools, func(t gen.BuiltinTool) bool { return t.Name == name }); i >= 0 {
-		t := builtinTools[i]
-		def.Spec.WritesFiles, def.Spec.RunsCommands, def.Spec.Hints = t.WritesFiles, t.RunsCommands, t.Hints
+	for _, t := range gen.BuiltinTools() {
+		if t.Name == name {
+			def.Spec.WritesFiles, def.Spec.RunsCommands, def.Spec.Hints = t.WritesFiles, t.RunsCommands, t.Hints
+		}
 	}
 	return def, nil
 }
-
-// builtinTools is what the spec says each built-in tool does.
-var builtinTools = gen.BuiltinTools()
 
 // Defs returns every tool the spec defines, sorted by name.
 func (r *Registry) Defs() []*Def { return r.defs }
