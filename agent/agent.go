@@ -25,11 +25,12 @@
 // A run's approval policy (Options.ApprovalPolicy, the spec's
 // ApprovalPolicy) says which tool calls wait for a person's decision before
 // they run; the Approver (Options.Approver) asks the person. Which tools
-// run commands or write to the workspace is read from the spec's tool
-// operations (x-specloop-command, x-specloop-writes), so a new tool
-// declares it there. A tool the spec does not declare — a custom tool (its
-// handler may be a command or an endpoint), an MCP server's tool — may do
-// anything, and is treated as one that runs commands.
+// run commands or write to the workspace is what the run's tool runtime
+// says in their specs (gen.ToolSpec's runs_commands and writes_files,
+// from the spec's tool operations: x-specloop-command, x-specloop-writes),
+// so a new tool declares it there. A tool the spec does not declare — a
+// custom tool (its handler may be a command or an endpoint), an MCP
+// server's tool — may do anything, and its runtime says it runs commands.
 //
 // What each policy asks about:
 //
@@ -86,28 +87,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
 
-// DefaultMaxSteps returns the step budget when Options.MaxSteps is 0: the
+// DefaultMaxSteps is the step budget when Options.MaxSteps is 0: the
 // default the spec gives CreateRunRequest.max_steps.
-func DefaultMaxSteps() int { return runDefaults().maxSteps }
-
-// runDefaults are the spec's defaults of a run's budgets, read from the
-// embedded spec on first use rather than at package init, so that a program
-// importing agent parses no YAML until it runs something.
-var runDefaults = sync.OnceValue(func() struct{ maxSteps, obsBytes, obsLines int } {
-	return struct{ maxSteps, obsBytes, obsLines int }{
-		maxSteps: spec.IntDefault[gen.CreateRunRequest]("MaxSteps"),
-		obsBytes: spec.IntDefault[gen.CreateRunRequest]("MaxObservationBytes"),
-		obsLines: spec.IntDefault[gen.CreateRunRequest]("MaxObservationLines"),
-	}
-})
+const DefaultMaxSteps = gen.DefaultCreateRunRequestMaxSteps
 
 // ToolRuntime executes tool calls; *tools.Runtime is the implementation.
 // Call returns an error only when the runtime itself failed; every expected
@@ -230,6 +218,7 @@ type loop struct {
 	stuck   *stuckDetector // nil when detection is off
 	// the cap of an observation as the model sees it
 	obsBytes, obsLines int
+	hints              map[string]*gen.ToolHints // each offered tool's (hints.go)
 }
 
 func newLoop(task gen.Task, model Model, opts Options) *loop {
@@ -239,16 +228,16 @@ func newLoop(task gen.Task, model Model, opts Options) *loop {
 	l.stuck = newStuckDetector(opts.Stuck)
 	l.obsBytes, l.obsLines = opts.MaxObservationBytes, opts.MaxObservationLines
 	if l.obsBytes <= 0 {
-		l.obsBytes = DefaultMaxObservationBytes()
+		l.obsBytes = DefaultMaxObservationBytes
 	}
 	if l.obsLines <= 0 {
-		l.obsLines = DefaultMaxObservationLines()
+		l.obsLines = DefaultMaxObservationLines
 	}
 	if l.runID == "" {
 		l.runID = NewRunID()
 	}
 	if l.max <= 0 {
-		l.max = DefaultMaxSteps()
+		l.max = DefaultMaxSteps
 	}
 	return l
 }
@@ -272,11 +261,14 @@ type end struct {
 func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.start = l.now()
 	toolNames := []string{}
+	var specs []gen.ToolSpec
 	if l.opts.Tools != nil {
-		specs := l.opts.Tools.Specs()
+		specs = l.opts.Tools.Specs()
 		l.tools = specs
+		l.hints = make(map[string]*gen.ToolHints, len(specs))
 		for _, s := range specs {
 			toolNames = append(toolNames, s.Name)
+			l.hints[s.Name] = s.Hints
 		}
 		if l.tracing {
 			l.vocab = newVocabulary(specs)
@@ -285,7 +277,7 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.sandbox = l.sandboxInfo()
 	if st := l.opts.Resume; st != nil {
 		// run_started was traced before the pause.
-		if err := l.initApprovals(toolNames); err != nil {
+		if err := l.initApprovals(specs); err != nil {
 			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: st.StepsUsed})
 		}
 		l.restore(st)
@@ -299,7 +291,7 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	if err := l.emit(started); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
-	if err := l.initApprovals(toolNames); err != nil {
+	if err := l.initApprovals(specs); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
 	return l.finish(ctx, l.steps(ctx))
@@ -541,7 +533,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	}
 	rec.seen = *obs
 	seen := &rec.seen
-	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(call, obs))
+	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(l.hints[call.ToolName], call, obs))
 	if l.tracing {
 		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
 		ev := &se.TraceEvent

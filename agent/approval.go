@@ -4,12 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
-	"sync"
 	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -95,73 +92,31 @@ func TimeoutReason(d time.Duration) string {
 	return fmt.Sprintf("timeout: no decision within %s", d)
 }
 
-// Spec extensions that mark what a tool operation does.
-const (
-	commandMarker = "x-specloop-command"
-	writesMarker  = "x-specloop-writes"
-	toolPaths     = "/v1/tools/"
-)
-
-// toolKinds are the tools the spec declares, each with whether it runs
-// commands and whether it writes to the workspace.
-type toolKind struct{ command, writes bool }
-
-var toolKinds = sync.OnceValue(func() map[string]toolKind {
-	doc := specdoc.MustLoad()
-	kinds := map[string]toolKind{}
-	for path, item := range doc.Paths.Map() {
-		name, ok := strings.CutPrefix(path, toolPaths)
-		if !ok || item.Post == nil {
-			continue
-		}
-		ext := item.Post.Extensions
-		kinds[name] = toolKind{command: ext[commandMarker] == true, writes: ext[writesMarker] == true}
-	}
-	return kinds
-})
-
-// NeedsApproval reports whether policy makes a call of the tool named wait
-// for a decision (see the package comment): never (or ""): no call; commands:
-// tools the spec marks x-specloop-command and tools it does not declare
-// (custom and MCP tools, whose effects it cannot vouch for); writes: those
-// and tools it marks x-specloop-writes; always: every call. An
-// approve_for_run can spare a call the asking; NeedsApproval does not
-// know of one.
-func NeedsApproval(policy gen.ApprovalPolicy, tool string) bool {
+// NeedsApproval reports whether policy makes a call of tool (its spec, as
+// the run's tool runtime gives it) wait for a decision (see the package
+// comment): never (or ""): no call; commands: tools that run commands
+// (run_command, and custom and MCP tools, whose effects the runtime cannot
+// vouch for); writes: those and tools that write files; always: every
+// call. An approve_for_run can spare a call the asking; NeedsApproval does
+// not know of one.
+func NeedsApproval(policy gen.ApprovalPolicy, tool gen.ToolSpec) bool {
 	switch policy {
 	case gen.ApprovalPolicyAlways:
 		return true
 	case gen.ApprovalPolicyCommands:
-		k, declared := toolKinds()[tool]
-		return !declared || k.command
+		return tool.RunsCommands
 	case gen.ApprovalPolicyWrites:
-		k, declared := toolKinds()[tool]
-		return !declared || k.command || k.writes
+		return tool.RunsCommands || tool.WritesFiles
 	}
 	return false
 }
 
-// runsCommands reports whether a call of the tool named may run code the
-// workspace holds: the spec marks it x-specloop-command, or does not
-// declare it (a custom tool whose handler is a command, an MCP server's
-// tool: their effects are not the runtime's to vouch for).
-func runsCommands(tool string) bool {
-	k, declared := toolKinds()[tool]
-	return !declared || k.command
-}
-
-// writesFiles reports whether the spec marks the tool named
-// x-specloop-writes.
-func writesFiles(tool string) bool {
-	return toolKinds()[tool].writes
-}
-
 // approvals is a loop's approval state.
 type approvals struct {
-	offered  map[string]bool // the tools the run offers
-	approved map[string]bool // tools approved for the rest of the run
-	named    int             // call ids the loop gave
-	asked    map[string]bool // the call ids of the run's requests so far
+	offered  map[string]gen.ToolSpec // the tools the run offers
+	approved map[string]bool         // tools approved for the rest of the run
+	named    int                     // call ids the loop gave
+	asked    map[string]bool         // the call ids of the run's requests so far
 	// writes counts the calls of tools that write files that ran, and
 	// approvedAt holds, for each tool that runs commands and was
 	// approved, writes at its last approval: an approve_for_run of it
@@ -174,7 +129,7 @@ type approvals struct {
 // about): one of a tool that writes files changes what the next command
 // may run.
 func (a *approvals) ran(tool string) {
-	if a.offered != nil && writesFiles(tool) {
+	if a.offered[tool].WritesFiles {
 		a.writes++
 	}
 }
@@ -184,14 +139,14 @@ func (a *approvals) ran(tool string) {
 // was never approved in the run.
 func (a *approvals) changedSince(tool string) int {
 	at, ok := a.approvedAt[tool]
-	if !ok || !runsCommands(tool) {
+	if !ok || !a.offered[tool].RunsCommands {
 		return 0
 	}
 	return a.writes - at
 }
 
 // initApprovals checks the options' policy and approver.
-func (l *loop) initApprovals(toolNames []string) error {
+func (l *loop) initApprovals(specs []gen.ToolSpec) error {
 	p := l.opts.ApprovalPolicy
 	if p == "" || p == gen.ApprovalPolicyNever {
 		return nil
@@ -202,9 +157,9 @@ func (l *loop) initApprovals(toolNames []string) error {
 	if l.opts.Approver == nil {
 		return fmt.Errorf("approval policy %s needs an Approver to ask", p)
 	}
-	l.approvals.offered = map[string]bool{}
-	for _, n := range toolNames {
-		l.approvals.offered[n] = true
+	l.approvals.offered = map[string]gen.ToolSpec{}
+	for _, s := range specs {
+		l.approvals.offered[s.Name] = s
 	}
 	l.approvals.approved = map[string]bool{}
 	l.approvals.asked = map[string]bool{}
@@ -218,7 +173,7 @@ func (l *loop) initApprovals(toolNames []string) error {
 func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end) {
 	a := &l.approvals
 	name := rec.call.ToolName
-	if a.offered == nil || !a.offered[name] || !NeedsApproval(l.opts.ApprovalPolicy, name) {
+	if tool, ok := a.offered[name]; !ok || !NeedsApproval(l.opts.ApprovalPolicy, tool) {
 		return true, nil
 	}
 	changed := a.changedSince(name)
@@ -284,7 +239,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
-	if dec.Decision != gen.ApprovalDecisionDeny && runsCommands(name) {
+	if dec.Decision != gen.ApprovalDecisionDeny && a.offered[name].RunsCommands {
 		a.approvedAt[name] = a.writes
 	}
 	switch dec.Decision {

@@ -16,9 +16,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -73,26 +73,38 @@ func (s *scripted) callIDs() []string {
 	return ids
 }
 
-// The policies name the tools the spec marks: commands asks about
-// run_command, writes about it and the tools that write the workspace,
-// always about everything. A tool the spec does not declare (a custom tool
-// whose handler is a command, an MCP server's tool) may do anything, so
-// both commands and writes ask about it.
-func TestNeedsApprovalFollowsTheSpecsMarkers(t *testing.T) {
-	tools := []string{"calculator", "list_files", "read_file", "search", "edit_file", "write_file", "run_command", "some_mcp_tool"}
+// The policies follow what the run's tools say they do: commands asks
+// about run_command, writes about it and the tools that write the
+// workspace, always about everything. A tool the spec does not declare (a
+// custom tool whose handler is a command, an MCP server's tool) may do
+// anything: its runtime says it runs commands, so both commands and writes
+// ask about it.
+func TestNeedsApprovalFollowsTheToolSpecs(t *testing.T) {
+	reg, err := tools.NewRegistry(spec.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var specs []gen.ToolSpec
+	var names []string
+	for _, d := range reg.Defs() {
+		specs = append(specs, d.Spec)
+		names = append(names, d.Spec.Name)
+	}
+	specs = append(specs, gen.ToolSpec{Name: "some_mcp_tool", RunsCommands: true})
+	names = append(names, "some_mcp_tool")
 	want := map[gen.ApprovalPolicy][]string{
 		"":                          nil,
 		gen.ApprovalPolicyNever:     nil,
 		gen.ApprovalPolicyCommands:  {"run_command", "some_mcp_tool"},
-		gen.ApprovalPolicyWrites:    {"edit_file", "write_file", "run_command", "some_mcp_tool"},
-		gen.ApprovalPolicyAlways:    tools,
+		gen.ApprovalPolicyWrites:    {"apply_patch", "edit_file", "run_command", "write_file", "some_mcp_tool"},
+		gen.ApprovalPolicyAlways:    names,
 		gen.ApprovalPolicy("bogus"): nil,
 	}
 	for policy, w := range want {
 		var got []string
-		for _, tool := range tools {
-			if agent.NeedsApproval(policy, tool) {
-				got = append(got, tool)
+		for _, s := range specs {
+			if agent.NeedsApproval(policy, s) {
+				got = append(got, s.Name)
 			}
 		}
 		if diff := cmp.Diff(w, got); diff != "" {
@@ -421,33 +433,29 @@ func TestApprovalTraceHasNoArgumentValues(t *testing.T) {
 	}
 }
 
-// Every tool operation that may refuse to write a protected path writes
-// files (or runs commands, which may touch a git directory), and every one that may answer commands_disabled runs commands:
-// each must carry the spec's marker, or the writes and commands policies
-// would let it through without asking (a new apply_patch, say).
+// Every built-in tool that may refuse to write a protected path writes
+// files (or runs commands, which may touch a git directory), and every one
+// that may answer commands_disabled runs commands: each must carry the
+// spec's marker (x-specloop-writes, x-specloop-command, which its ToolSpec
+// says), or the writes and commands policies would let it through without
+// asking (a new apply_patch, say).
 func TestWritingToolsAreMarked(t *testing.T) {
-	doc := specdoc.MustLoad()
 	checked := 0
-	for path, item := range doc.Paths.Map() {
-		name, ok := strings.CutPrefix(path, "/v1/tools/")
-		if !ok || item.Post == nil || item.Post.Responses.Status(422) == nil {
-			continue
-		}
-		codes, _ := item.Post.Responses.Status(422).Value.Extensions["x-error-codes"].([]any)
-		for _, c := range codes {
+	for _, tool := range gen.BuiltinTools() {
+		spec := gen.ToolSpec{Name: tool.Name, WritesFiles: tool.WritesFiles, RunsCommands: tool.RunsCommands}
+		for _, c := range tool.ErrorCodes {
 			switch c {
-			case string(gen.ErrorCodeProtectedPath):
+			case gen.ErrorCodeProtectedPath:
 				checked++
 				// A command tool answers it when a command touched a git
 				// directory; the writes policy asks about commands too.
-				marked := item.Post.Extensions["x-specloop-writes"] == true || item.Post.Extensions["x-specloop-command"] == true
-				if !marked || !agent.NeedsApproval(gen.ApprovalPolicyWrites, name) {
-					t.Errorf("tool %s writes files (it lists protected_path) but is marked neither x-specloop-writes nor x-specloop-command", name)
+				if !agent.NeedsApproval(gen.ApprovalPolicyWrites, spec) {
+					t.Errorf("tool %s writes files (it lists protected_path) but is marked neither x-specloop-writes nor x-specloop-command", tool.Name)
 				}
-			case string(gen.ErrorCodeCommandsDisabled):
+			case gen.ErrorCodeCommandsDisabled:
 				checked++
-				if item.Post.Extensions["x-specloop-command"] != true || !agent.NeedsApproval(gen.ApprovalPolicyCommands, name) {
-					t.Errorf("tool %s runs commands (it lists commands_disabled) but is not marked x-specloop-command: true", name)
+				if !agent.NeedsApproval(gen.ApprovalPolicyCommands, spec) {
+					t.Errorf("tool %s runs commands (it lists commands_disabled) but is not marked x-specloop-command: true", tool.Name)
 				}
 			}
 		}

@@ -188,7 +188,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	}
 	out := make([]Item, len(items))
 	copy(out, items)
-	c.elided += elide(out[:cut], items)
+	c.elided += elide(out[:cut], items, l.hints)
 	measure := func() int {
 		if b.sizer == nil {
 			return 0
@@ -230,7 +230,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
 		// The kept turns are too large: keep only the last one whole.
 		last := starts[len(starts)-1]
-		c.elided += elide(out[:last], out)
+		c.elided += elide(out[:last], out, l.hints)
 		tokens = measure()
 	}
 	c.tokensAfter, c.bytesAfter = tokens, textBytes(out)
@@ -284,15 +284,21 @@ func turnStarts(items []Item) []int {
 
 // elide replaces, in dst, each observation longer than its stub by the
 // stub, and returns how many it replaced. calls holds the tool calls the
-// observations answer (dst's items or a copy with the same positions).
-func elide(dst []Item, calls []Item) int {
+// observations answer (dst's items or a copy with the same positions);
+// hints are the tools' hints by name.
+func elide(dst []Item, calls []Item, hints map[string]*gen.ToolHints) int {
 	n := 0
 	for i, it := range dst {
 		obs := it.Observation
 		if obs == nil {
 			continue
 		}
-		stub := elisionStub(callOf(calls, i), obs)
+		call := callOf(calls, i)
+		var h *gen.ToolHints
+		if call != nil {
+			h = hints[call.ToolName]
+		}
+		stub := elisionStub(h, call, obs)
 		if len(stub) >= len(obs.Content) {
 			continue
 		}

@@ -19,7 +19,7 @@ func TestDefaultMaxStepsIsTheSpecs(t *testing.T) {
 	if p == nil || p.Value.Default == nil {
 		t.Fatal("CreateRunRequest.max_steps has no default in the spec")
 	}
-	if want := p.Value.Default.(float64); float64(agent.DefaultMaxSteps()) != want {
-		t.Errorf("the default step budget is %d, the spec says %v", agent.DefaultMaxSteps(), want)
+	if want := p.Value.Default.(float64); float64(agent.DefaultMaxSteps) != want {
+		t.Errorf("the default step budget is %d, the spec says %v", agent.DefaultMaxSteps, want)
 	}
 }

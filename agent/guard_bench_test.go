@@ -25,10 +25,10 @@ func BenchmarkTruncateOutput(b *testing.B) {
 	b.SetBytes(int64(len(out)))
 	b.ReportAllocs()
 	for b.Loop() {
-		s, _ := agent.TruncateOutput(out, agent.DefaultMaxObservationBytes(), agent.DefaultMaxObservationLines(), func(omitted string) string {
+		s, _ := agent.TruncateOutput(out, agent.DefaultMaxObservationBytes, agent.DefaultMaxObservationLines, func(omitted string) string {
 			return fmt.Sprint(strings.Count(omitted, "\n"))
 		})
-		if len(s) > agent.DefaultMaxObservationBytes() {
+		if len(s) > agent.DefaultMaxObservationBytes {
 			b.Fatal(len(s))
 		}
 	}

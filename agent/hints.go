@@ -11,66 +11,31 @@ import (
 
 // How a model gets back what the loop cut from a tool's output (the
 // truncation marker's hint) or elided from the history (the stub of an
-// old observation). The hints know the built-in tools by name; a test
-// checks that each name is a tool of the spec. Any other tool gets a
+// old observation): the tool says, in its spec's hints (gen.ToolHints,
+// from the x-specloop-hints of its operation). A tool whose output is
+// numbered lines names the arguments of its line range, and the hint
+// names the lines to ask for; any other gives its texts, or gets a
 // generic hint.
-type toolHint struct {
-	// rest says how to see the part cut out of an output; omitted is that
-	// part.
-	rest func(args map[string]any, omitted string) string
-	// again says how to see an elided output again; content is it.
-	again func(args map[string]any, content string) string
-}
 
-var toolHints = map[string]toolHint{
-	"read_file": {
-		rest: func(args map[string]any, omitted string) string {
-			first, last := numberedRange(omitted)
-			if first == 0 {
-				return "call read_file on " + quoteArg(args, "path") + " with a narrower start_line and end_line to see the rest"
-			}
-			return fmt.Sprintf("call read_file on %s with start_line %d and end_line %d to see them", quoteArg(args, "path"), first, last)
-		},
-		again: func(args map[string]any, content string) string {
-			first, last := numberedRange(content)
-			if first == 0 {
-				return "call read_file on " + quoteArg(args, "path") + " again to see it"
-			}
-			return fmt.Sprintf("call read_file on %s with start_line %d and end_line %d to see it again", quoteArg(args, "path"), first, last)
-		},
-	},
-	"run_command": {
-		rest: func(map[string]any, string) string {
-			return "re-run the command narrowed (grep, head, tail, sed -n 'A,Bp'), or redirect its output to a file and read that with read_file and a line range, or search it"
-		},
-		again: func(map[string]any, string) string {
-			return "re-run the command (narrowed with grep, head or tail if its output was long) to see it again"
-		},
-	},
-	"search": {
-		rest: func(map[string]any, string) string {
-			return "refine the pattern, narrow the path or glob, or lower limit to see fewer matches"
-		},
-		again: func(map[string]any, string) string { return "run the search again to see it" },
-	},
-	"list_files": {
-		rest: func(map[string]any, string) string {
-			return "list a subdirectory or pass a glob to see fewer paths"
-		},
-		again: func(map[string]any, string) string { return "list the files again to see it" },
-	},
-}
-
-// restHint returns the truncation hint for obs, the answer to call. When
-// the tool itself already left bytes out (its structured result counts
-// them in properties named *_omitted_bytes, as run_command's
-// stdout_omitted_bytes), the hint says so: the cut the model sees is then
-// not all that is missing.
-func restHint(call *gen.ToolCall, obs *gen.Observation) func(string) string {
+// restHint returns the truncation hint for obs, the answer to call of a
+// tool with hints h (nil: none). When the tool itself already left bytes
+// out (its structured result counts them in properties named
+// *_omitted_bytes, as run_command's stdout_omitted_bytes), the hint says
+// so: the cut the model sees is then not all that is missing.
+func restHint(h *gen.ToolHints, call *gen.ToolCall, obs *gen.Observation) func(string) string {
 	return func(omitted string) string {
 		how := "call the tool with narrower arguments to see less at a time"
-		if h, ok := toolHints[call.ToolName]; ok {
-			how = h.rest(call.Arguments, omitted)
+		switch {
+		case h != nil && h.LineRange != nil:
+			r := h.LineRange
+			first, last := numberedRange(omitted)
+			if first == 0 {
+				how = fmt.Sprintf("call %s on %s with a narrower %s and %s to see the rest", call.ToolName, quoteArg(call.Arguments, r.Path), r.Start, r.End)
+			} else {
+				how = fmt.Sprintf("call %s on %s with %s %d and %s %d to see them", call.ToolName, quoteArg(call.Arguments, r.Path), r.Start, first, r.End, last)
+			}
+		case h != nil && h.Rest != nil:
+			how = *h.Rest
 		}
 		if n := omittedByTool(obs); n > 0 {
 			return fmt.Sprintf("the tool itself did not keep %d more bytes; %s", n, how)
@@ -103,13 +68,21 @@ func omittedByTool(obs *gen.Observation) int64 {
 }
 
 // elisionStub is the content that stands for obs (the answer to call,
-// which may be nil) once compaction elided it.
-func elisionStub(call *gen.ToolCall, obs *gen.Observation) string {
+// which may be nil, of a tool with hints h) once compaction elided it.
+func elisionStub(h *gen.ToolHints, call *gen.ToolCall, obs *gen.Observation) string {
 	how := "repeat the call to see it again"
-	if call != nil {
-		if h, ok := toolHints[call.ToolName]; ok {
-			how = h.again(call.Arguments, obs.Content)
+	switch {
+	case call == nil || h == nil:
+	case h.LineRange != nil:
+		r := h.LineRange
+		first, last := numberedRange(obs.Content)
+		if first == 0 {
+			how = fmt.Sprintf("call %s on %s again to see it", call.ToolName, quoteArg(call.Arguments, r.Path))
+		} else {
+			how = fmt.Sprintf("call %s on %s with %s %d and %s %d to see it again", call.ToolName, quoteArg(call.Arguments, r.Path), r.Start, first, r.End, last)
 		}
+	case h.Again != nil:
+		how = *h.Again
 	}
 	what := "output"
 	if obs.IsError {
@@ -129,7 +102,7 @@ func quoteArg(args map[string]any, name string) string {
 }
 
 // numberedRange returns the first and the last line number of text whose
-// lines read `N<TAB>text` (read_file's content), or 0, 0. A partial first
+// lines read `N<TAB>text` (the content of a tool with a line range), or 0, 0. A partial first
 // or last line is skipped.
 func numberedRange(text string) (first, last int) {
 	for line := range strings.Lines(text) {

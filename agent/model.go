@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // Model proposes the next turn of a run. The loop calls Next once per
@@ -22,7 +20,7 @@ import (
 // something that is not a valid turn (the loop turns it into feedback) and
 // any other error when the model could not be asked (the run ends with
 // model_error, or cancelled when ctx is done). A turn must hold between 1
-// and MaxTurnActions() actions, each with exactly one of ToolCall and
+// and MaxTurnActions actions, each with exactly one of ToolCall and
 // Finish set, and a Finish may only be its last action; a model that
 // breaks this ends the run with internal_error.
 //
@@ -71,18 +69,9 @@ type Turn struct {
 	Usage *gen.Usage
 }
 
-// MaxTurnActions returns the most actions a turn may hold: the maxItems of
-// the spec's Turn.actions.
-func MaxTurnActions() int { return maxTurnActions() }
-
-var maxTurnActions = sync.OnceValue(func() int {
-	doc := specdoc.MustLoad()
-	ref := doc.Components.Schemas["Turn"]
-	if ref == nil || ref.Value == nil || ref.Value.Properties["actions"] == nil || ref.Value.Properties["actions"].Value.MaxItems == nil {
-		panic("agent: the spec's Turn has no actions with maxItems")
-	}
-	return int(*ref.Value.Properties["actions"].Value.MaxItems)
-})
+// MaxTurnActions is the most actions a turn may hold: the maxItems of the
+// spec's Turn.actions.
+const MaxTurnActions = gen.MaxItemsTurnActions
 
 // checkTurn returns why t is not a well-formed turn, or nil.
 func checkTurn(t *Turn) error {
@@ -90,8 +79,8 @@ func checkTurn(t *Turn) error {
 	switch {
 	case n == 0:
 		return errors.New("the model returned a turn without actions")
-	case n > MaxTurnActions():
-		return fmt.Errorf("the model returned a turn of %d actions, more than %d", n, MaxTurnActions())
+	case n > MaxTurnActions:
+		return fmt.Errorf("the model returned a turn of %d actions, more than %d", n, MaxTurnActions)
 	}
 	for i := range t.Actions {
 		a := &t.Actions[i]

@@ -18,13 +18,21 @@ import (
 
 // fakeTools is a tool runtime with one tool, name, whose output is
 // out(call), held whole in its data, as a user's own tool may return it.
+// A fake of a built-in tool says what the spec says that tool does (its
+// hints among it), as the tools runtime would.
 type fakeTools struct {
 	name string
 	out  func(call *gen.ToolCall) string
 }
 
 func (f fakeTools) Specs() []gen.ToolSpec {
-	return []gen.ToolSpec{{Name: f.name, Description: "a fake", InputSchema: map[string]any{"type": "object"}}}
+	s := gen.ToolSpec{Name: f.name, Description: "a fake", InputSchema: map[string]any{"type": "object"}, RunsCommands: true}
+	for _, b := range gen.BuiltinTools() {
+		if b.Name == f.name {
+			s.WritesFiles, s.RunsCommands, s.Hints = b.WritesFiles, b.RunsCommands, b.Hints
+		}
+	}
+	return []gen.ToolSpec{s}
 }
 
 func (f fakeTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {

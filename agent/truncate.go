@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // The model-facing cap of a tool's output. The tools cap what they produce
@@ -17,15 +19,15 @@ import (
 // max_observation_lines): 10 KiB and 256 lines, as Codex caps command
 // output.
 
-// DefaultMaxObservationBytes returns the byte cap of a tool's output as the
+// DefaultMaxObservationBytes is the byte cap of a tool's output as the
 // model sees it when Options.MaxObservationBytes is 0: the spec's default of
 // CreateRunRequest.max_observation_bytes.
-func DefaultMaxObservationBytes() int { return runDefaults().obsBytes }
+const DefaultMaxObservationBytes = gen.DefaultCreateRunRequestMaxObservationBytes
 
-// DefaultMaxObservationLines returns the line cap of a tool's output as the
+// DefaultMaxObservationLines is the line cap of a tool's output as the
 // model sees it when Options.MaxObservationLines is 0: the spec's default of
 // CreateRunRequest.max_observation_lines.
-func DefaultMaxObservationLines() int { return runDefaults().obsLines }
+const DefaultMaxObservationLines = gen.DefaultCreateRunRequestMaxObservationLines
 
 // minObservationBytes is the smallest byte cap TruncateOutput honours: room
 // for the marker and a little of the head and the tail.

@@ -160,7 +160,7 @@ func TestBadTurnIsInternalError(t *testing.T) {
 		{"no actions", agent.Turn{}, "without actions"},
 		{"finish not last", agent.Turn{Actions: []agent.Action{fin, call}}, "not the last action"},
 		{"empty action", agent.Turn{Actions: []agent.Action{call, {}}}, "action (2 of 2) without exactly one"},
-		{"too many actions", agent.Turn{Actions: slices.Repeat([]agent.Action{call}, agent.MaxTurnActions()+1)}, "more than 64"},
+		{"too many actions", agent.Turn{Actions: slices.Repeat([]agent.Action{call}, agent.MaxTurnActions+1)}, "more than 64"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

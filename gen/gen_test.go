@@ -10,7 +10,8 @@ import (
 )
 
 // TestGeneratedCodeIsFresh regenerates gen/ from spec/agent.yaml with the
-// pinned generator and the checked-in configs, into a temporary directory,
+// pinned generator and the checked-in configs, and spec.gen.go with
+// gen/internal/specconst, into a temporary directory,
 // and fails when any committed file differs: gen/ is never edited by hand
 // and never stale.
 func TestGeneratedCodeIsFresh(t *testing.T) {
@@ -51,6 +52,15 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("generate with %s: %v\n%s", cfg, err, out)
 		}
+	}
+	// spec.gen.go: the constants and tables of the spec (gen/internal/specconst),
+	// whose source is read here for the same reason as the spec.
+	if _, err := os.ReadFile("internal/specconst/main.go"); err != nil {
+		t.Fatal(err)
+	}
+	consts := exec.Command("go", "run", "./internal/specconst", "-spec", specPath, "-o", filepath.Join(tmp, "spec.gen.go"))
+	if out, err := consts.CombinedOutput(); err != nil {
+		t.Fatalf("generate spec.gen.go: %v\n%s", err, out)
 	}
 	fresh, _ := filepath.Glob(filepath.Join(tmp, "*.gen.go"))
 	for _, path := range fresh {

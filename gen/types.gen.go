@@ -725,6 +725,18 @@ type HistoryItem struct {
 	union json.RawMessage
 }
 
+// LineRangeArguments The arguments of a tool whose output is numbered lines (`N<TAB>text`) that select a file and a line range; the loop's hints name the lines to ask for with them.
+type LineRangeArguments struct {
+	// End The argument that gives the last line.
+	End string `json:"end"`
+
+	// Path The argument that names the file.
+	Path string `json:"path"`
+
+	// Start The argument that gives the first line.
+	Start string `json:"start"`
+}
+
 // ListFilesInput Which files to list.
 type ListFilesInput struct {
 	// Glob Only files whose name (or path, when the glob contains a slash) matches this glob, e.g. `*.go` or `cmd/**/*.go`.
@@ -1133,6 +1145,18 @@ type ToolCall struct {
 // ToolCallType Always tool_call.
 type ToolCallType string
 
+// ToolHints How a model gets back what the loop left out of this tool's output (x-specloop-hints of its operation); a tool without them gets a generic hint.
+type ToolHints struct {
+	// Again What to do to see an output again that compaction elided from the history.
+	Again *string `json:"again,omitempty"`
+
+	// LineRange The arguments of a tool whose output is numbered lines (`N<TAB>text`) that select a file and a line range; the loop's hints name the lines to ask for with them.
+	LineRange *LineRangeArguments `json:"line_range,omitempty"`
+
+	// Rest What to do to see the part of an output the loop cut to fit max_observation_bytes or max_observation_lines.
+	Rest *string `json:"rest,omitempty"`
+}
+
 // ToolInput A tool's input; the tool's own input schema (ToolSpec input_schema) says what it holds.
 type ToolInput map[string]interface{}
 
@@ -1153,6 +1177,9 @@ type ToolSpec struct {
 	// ErrorDescription The failures the tool reports as error observations.
 	ErrorDescription string `json:"error_description"`
 
+	// Hints How a model gets back what the loop left out of this tool's output (x-specloop-hints of its operation); a tool without them gets a generic hint.
+	Hints *ToolHints `json:"hints,omitempty"`
+
 	// InputSchema The JSON Schema of the tool's arguments.
 	InputSchema map[string]interface{} `json:"input_schema"`
 
@@ -1164,6 +1191,12 @@ type ToolSpec struct {
 
 	// ResultSchema The JSON Schema of the structured result (Observation data).
 	ResultSchema *map[string]interface{} `json:"result_schema,omitempty"`
+
+	// RunsCommands A call may run code the workspace holds (the operation's x-specloop-command); true for custom and MCP tools, whose effects the runtime cannot vouch for. The commands and writes approval policies ask about it.
+	RunsCommands bool `json:"runs_commands"`
+
+	// WritesFiles A call may change the workspace's files (the operation's x-specloop-writes). The writes approval policy asks about it, and a call of it ends an approve_for_run of a tool that runs commands.
+	WritesFiles bool `json:"writes_files"`
 }
 
 // TraceEvent One line of a run's JSONL trace. Privacy-safe by default: texts appear as

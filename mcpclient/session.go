@@ -380,6 +380,10 @@ func (s *Session) bind(t *mcp.Tool) (*tool, error) {
 		InputSchema:       inMap,
 		OutputDescription: "The text the tool returns (from the MCP server " + s.server.Name + ").",
 		ErrorDescription:  "An error observation with code " + string(gen.ErrorCodeMcpToolError) + " when the tool reports an error, " + string(gen.ErrorCodeMcpUnavailable) + " when its server cannot answer.",
+		// An MCP server's tool may do anything: its effects are not the
+		// runtime's to vouch for, so the approval policies treat it as
+		// one that runs commands.
+		RunsCommands: true,
 	}}
 	if t.OutputSchema != nil {
 		out, outMap, err := compile(full, "output", t.OutputSchema)

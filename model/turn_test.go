@@ -59,7 +59,7 @@ func TestParseTurnValid(t *testing.T) {
 
 func TestParseTurnInvalid(t *testing.T) {
 	const marker = "do-not-echo-77"
-	many := strings.Repeat(turnCall+",", agent.MaxTurnActions()) + turnCall
+	many := strings.Repeat(turnCall+",", agent.MaxTurnActions) + turnCall
 	tests := []struct{ name, text, want string }{
 		{"no actions", `{"actions":[]}`, "/actions"},
 		{"too many actions", `{"actions":[` + many + `]}`, "/actions"},
@@ -106,7 +106,7 @@ func FuzzParseTurn(f *testing.F) {
 			return
 		}
 		n := len(turn.Actions)
-		if n == 0 || n > agent.MaxTurnActions() {
+		if n == 0 || n > agent.MaxTurnActions {
 			t.Fatalf("a turn of %d actions", n)
 		}
 		for i, a := range turn.Actions {

@@ -49,7 +49,7 @@ type Spec struct {
 // approver).
 func (sp *Spec) Options() agent.Options {
 	opts := agent.Options{
-		MaxSteps:  agent.DefaultMaxSteps(),
+		MaxSteps:  agent.DefaultMaxSteps,
 		RunID:     sp.ID,
 		RecordRaw: sp.RecordRaw,
 		Observer:  sp.Observer,

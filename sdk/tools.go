@@ -51,18 +51,3 @@ func (c *Client) CallToolIn(ctx context.Context, workspace, name string, input a
 	}
 	return data, nil
 }
-
-// InvokeTool is CallToolIn with the result decoded as a JSON object.
-//
-// Deprecated: use CallTool or CallToolIn.
-func (c *Client) InvokeTool(ctx context.Context, name string, args any, workspace string) (map[string]any, error) {
-	raw, err := c.CallToolIn(ctx, workspace, name, args)
-	if err != nil {
-		return nil, err
-	}
-	var out map[string]any
-	if err := json.Unmarshal(raw, &out); err != nil {
-		return nil, fmt.Errorf("sdk: decode the result of %s: %w", name, err)
-	}
-	return out, nil
-}

@@ -18,7 +18,7 @@ func TestDefaultPageSizeIsTheSpecs(t *testing.T) {
 	if p == nil || p.Schema.Value.Default == nil {
 		t.Fatal("listRuns has no limit parameter with a default")
 	}
-	if want := p.Schema.Value.Default.(float64); float64(defaultPageSize()) != want {
-		t.Errorf("listRuns pages %d runs by default, the spec says %v", defaultPageSize(), want)
+	if want := p.Schema.Value.Default.(float64); float64(defaultPageSize) != want {
+		t.Errorf("listRuns pages %d runs by default, the spec says %v", defaultPageSize, want)
 	}
 }

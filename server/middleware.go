@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	echomw "github.com/labstack/echo/v4/middleware"
 	oapimw "github.com/oapi-codegen/echo-middleware"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 )
@@ -89,13 +90,11 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 
 // publicOperations lists "METHOD /echo/path" of the operations whose
 // security is explicitly empty in the spec.
-func publicOperations(doc *openapi3.T) map[string]bool {
+func publicOperations() map[string]bool {
 	public := map[string]bool{}
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			if op.Security != nil && len(*op.Security) == 0 {
-				public[method+" "+echoPath(path)] = true
-			}
+	for _, op := range gen.Operations() {
+		if op.Public {
+			public[op.Method+" "+echoPath(op.Path)] = true
 		}
 	}
 	return public

@@ -6,22 +6,17 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/gen"
 )
 
 // queryParams is every query parameter name the spec declares, the names a
 // problem may repeat (any other name in a query is the client's text).
 var queryParams = sync.OnceValue(func() map[string]bool {
 	names := map[string]bool{}
-	for _, item := range specdoc.MustLoad().Paths.Map() {
-		for _, op := range item.Operations() {
-			for _, ref := range append(item.Parameters, op.Parameters...) {
-				if p := ref.Value; p != nil && p.In == openapi3.ParameterInQuery {
-					names[p.Name] = true
-				}
-			}
+	for _, op := range gen.Operations() {
+		for _, q := range op.Query {
+			names[q] = true
 		}
 	}
 	return names

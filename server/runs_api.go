@@ -6,12 +6,10 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
-	"github.com/specloop/specloop/spec"
 )
 
 // The run operations: each is its runner.Runner method, with the runner's
@@ -59,12 +57,12 @@ func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.Get
 }
 
 // defaultPageSize is the runs in a page of listRuns when the request gives
-// no limit: the spec's default for the parameter, read on first use.
-var defaultPageSize = sync.OnceValue(func() int { return spec.IntDefault[gen.ListRunsParams]("Limit") })
+// no limit: the spec's default for the parameter.
+const defaultPageSize = gen.DefaultListRunsParamsLimit
 
 // ListRuns returns one page of runs, newest first.
 func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
-	limit := defaultPageSize()
+	limit := defaultPageSize
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
 	}

@@ -29,7 +29,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/wiring"
@@ -128,11 +127,7 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		s.tokenHash = h[:]
 	}
-	doc, err := specdoc.Load()
-	if err != nil {
-		return nil, err
-	}
-	s.public = publicOperations(doc)
+	s.public = publicOperations()
 	rc := cfg.Config
 	rc.Logger = s.log
 	rn, err := runner.New(rc)

@@ -12,8 +12,8 @@ import (
 	"sync"
 
 	"github.com/labstack/echo/v4"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // strictJSON decodes every JSON request body with the decoder the model
@@ -84,15 +84,9 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 // request validation, which ignores them.
 var jsonBodies = sync.OnceValue(func() map[string]bool {
 	out := map[string]bool{}
-	doc, err := specdoc.Load()
-	if err != nil {
-		return out // the server cannot have started
-	}
-	for path, item := range doc.Paths.Map() {
-		for method, op := range item.Operations() {
-			if rb := op.RequestBody; rb != nil && rb.Value != nil && rb.Value.Content.Get("application/json") != nil {
-				out[method+" "+echoPath(path)] = true
-			}
+	for _, op := range gen.Operations() {
+		if op.JSONBody {
+			out[op.Method+" "+echoPath(op.Path)] = true
 		}
 	}
 	return out

@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/telemetry"
 	"go.opentelemetry.io/otel/propagation"
 )
@@ -29,10 +28,8 @@ func (s *Server) useTelemetry(e *echo.Echo) error {
 		return nil
 	}
 	ops := map[string]string{} // "METHOD /echo/path" → operationId
-	for path, item := range specdoc.MustLoad().Paths.Map() {
-		for method, op := range item.Operations() {
-			ops[method+" "+echoPath(path)] = op.OperationID
-		}
+	for _, op := range gen.Operations() {
+		ops[op.Method+" "+echoPath(op.Path)] = op.OperationID
 	}
 	if m := tel.Metrics; m != nil {
 		if err := m.RunStatuses(s.rn.Statuses); err != nil {

@@ -1,9 +1,11 @@
 // Package spec embeds spec/agent.yaml, the OpenAPI document that is the single
 // source of every action, observation, result, trace event and tool schema.
 //
-// Its exported API carries no kin-openapi type: code inside this module
-// reads the parsed document through internal/specdoc, which parses and
-// validates it once per process with kin-openapi.
+// Its exported API carries no kin-openapi type. Code that needs a
+// constant of the document (a default, a bound, an enum, what a tool
+// does) uses the ones `go generate ./gen` writes into gen/spec.gen.go;
+// the validators read the parsed document through internal/specdoc,
+// which parses it once per process, on first use.
 package spec
 
 import _ "embed"

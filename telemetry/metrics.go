@@ -50,10 +50,7 @@ const (
 // collectors, in a new registry. The label values it accepts come from the
 // embedded spec.
 func NewMetrics() (*Metrics, error) {
-	v, err := specVocabulary()
-	if err != nil {
-		return nil, err
-	}
+	v := specVocabulary()
 	m := &Metrics{reg: prometheus.NewRegistry(), vocab: v, toolLabels: map[string]bool{}}
 	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_runs_total",
 		Help: "Runs that ended, by exit reason (the spec's ExitReason)."}, []string{"exit_reason"})

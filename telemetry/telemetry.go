@@ -272,11 +272,7 @@ func (r *Run) modelAttributes() []attribute.KeyValue {
 }
 
 func (r *Run) providerName() string {
-	v, err := specVocabulary()
-	if err != nil {
-		return labelOther
-	}
-	return v.provider(r.info.Provider)
+	return specVocabulary().provider(r.info.Provider)
 }
 
 // chat records the model call that ended at ev's time after ms
@@ -330,10 +326,7 @@ func (r *Run) tool(ev *gen.TraceEvent) {
 		s.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(clip(cc.arguments)), semconv.GenAIToolCallResultKey.String(clip(cc.result)))
 	}
 	if ev.IsError != nil && *ev.IsError {
-		code := outcomeError
-		if v, err := specVocabulary(); err == nil {
-			code = v.toolOutcome(true, ev.ErrorCode)
-		}
+		code := specVocabulary().toolOutcome(true, ev.ErrorCode)
 		s.SetAttributes(semconv.ErrorTypeKey.String(code))
 		s.SetStatus(codes.Error, code)
 	}
@@ -361,10 +354,7 @@ func (r *Run) finished(ev *gen.TraceEvent) {
 	if reason == gen.ExitReasonModelError {
 		r.chatSpan(r.last, ev.Time, nil, string(gen.ExitReasonModelError))
 	}
-	label := labelOther
-	if v, err := specVocabulary(); err == nil {
-		label = v.exitReason(reason)
-	}
+	label := specVocabulary().exitReason(reason)
 	r.span.SetAttributes(attrExitReason.String(label))
 	if ev.StepsUsed != nil {
 		r.span.SetAttributes(attrStepsUsed.Int(*ev.StepsUsed))

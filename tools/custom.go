@@ -52,11 +52,7 @@ func LoadSpec(doc []byte) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: custom spec: %w", err)
 	}
-	builtin, err := embeddedRegistry()
-	if err != nil {
-		return nil, err
-	}
-	reg := &Registry{byName: map[string]*Def{}, meanings: builtin.meanings}
+	reg := &Registry{byName: map[string]*Def{}}
 	for _, path := range t.Paths.InMatchingOrder() {
 		item := t.Paths.Value(path)
 		name, ok := strings.CutPrefix(path, toolPathPrefix)
@@ -68,7 +64,7 @@ func LoadSpec(doc []byte) (*Spec, error) {
 				return nil, fmt.Errorf("tools: custom spec: tool %q: %s %s is not allowed: a tool is only a POST operation", name, method, path)
 			}
 		}
-		def, err := newCustomDef(name, item.Post, builtin.meanings)
+		def, err := newCustomDef(name, item.Post)
 		if err != nil {
 			return nil, fmt.Errorf("tools: custom spec: %w", err)
 		}
@@ -84,7 +80,7 @@ func LoadSpec(doc []byte) (*Spec, error) {
 
 // newCustomDef is newDef with a custom tool's looser rules: the result
 // schema and the 422 response are optional, the input must be an object.
-func newCustomDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]string) (*Def, error) {
+func newCustomDef(name string, op *openapi3.Operation) (*Def, error) {
 	switch {
 	case op.OperationID != name:
 		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, clip(op.OperationID, 64))
@@ -107,11 +103,11 @@ func newCustomDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCod
 	var codes []gen.ErrorCode
 	if failed := op.Responses.Status(422); failed != nil && failed.Value != nil {
 		var err error
-		if codes, err = operationCodes(name, failed.Value, meanings); err != nil {
+		if codes, err = operationCodes(name, failed.Value); err != nil {
 			return nil, err
 		}
 	}
-	return buildDef(name, op, in.Schema, resultSchemaRef(ok.Value), codes, meanings)
+	return buildDef(name, op, in.Schema, resultSchemaRef(ok.Value), codes)
 }
 
 // resultSchemaRef is a 200 response's JSON schema, or an open object when
@@ -294,7 +290,7 @@ func (s *Spec) unbound() []string {
 // handler, and a name or an input schema name a built-in tool or an
 // earlier document already has. reg and bound are not changed.
 func withExtra(reg *Registry, bound map[string]Handler, extra []*Spec) (*Registry, map[string]Handler, map[string]bool, error) {
-	merged := &Registry{byName: map[string]*Def{}, meanings: reg.meanings, defs: slices.Clone(reg.defs)}
+	merged := &Registry{byName: map[string]*Def{}, defs: slices.Clone(reg.defs)}
 	all := maps.Clone(bound)
 	builtinInputs := map[string]bool{}
 	for _, d := range reg.defs {

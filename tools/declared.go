@@ -104,7 +104,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 		for _, code := range codes {
 			if !slices.Contains(def.ErrorCodes, code) {
 				def.ErrorCodes = append(def.ErrorCodes, code)
-				def.Spec.ErrorDescription = errorDescription(def.ErrorCodes, s.reg.meanings)
+				def.Spec.ErrorDescription = errorDescription(def.ErrorCodes)
 			}
 		}
 	}

@@ -28,18 +28,18 @@ func TestDefaultsAreTheSpecs(t *testing.T) {
 		code  any
 		spec  any
 	}{
-		{"ListFilesInput.limit", float64(defaults().listLimit), def("ListFilesInput", "limit")},
-		{"ReadFileInput.start_line", float64(defaults().startLine), def("ReadFileInput", "start_line")},
-		{"SearchInput.limit", float64(defaults().searchLimit), def("SearchInput", "limit")},
-		{"SearchInput.regex", defaults().searchRegex, def("SearchInput", "regex")},
-		{"SearchInput.ignore_case", defaults().ignoreCase, def("SearchInput", "ignore_case")},
-		{"RunCommandInput.timeout_seconds", defaults().commandTimeout.Seconds(), def("RunCommandInput", "timeout_seconds")},
+		{"ListFilesInput.limit", float64(defaultListLimit), def("ListFilesInput", "limit")},
+		{"ReadFileInput.start_line", float64(defaultStartLine), def("ReadFileInput", "start_line")},
+		{"SearchInput.limit", float64(defaultSearchLimit), def("SearchInput", "limit")},
+		{"SearchInput.regex", defaultSearchRegex, def("SearchInput", "regex")},
+		{"SearchInput.ignore_case", defaultIgnoreCase, def("SearchInput", "ignore_case")},
+		{"RunCommandInput.timeout_seconds", defaultCommandTimeout.Seconds(), def("RunCommandInput", "timeout_seconds")},
 	} {
 		if tt.code != tt.spec {
 			t.Errorf("%s: the tool applies %v, the spec says %v", tt.field, tt.code, tt.spec)
 		}
 	}
-	if defaults().commandTimeout%time.Second != 0 {
-		t.Errorf("the command timeout %s is not whole seconds", defaults().commandTimeout)
+	if defaultCommandTimeout%time.Second != 0 {
+		t.Errorf("the command timeout %s is not whole seconds", defaultCommandTimeout)
 	}
 }

@@ -146,5 +146,5 @@ func listLimit(in *gen.ListFilesInput) int {
 	if in.Limit != nil {
 		return *in.Limit
 	}
-	return defaults().listLimit
+	return defaultListLimit
 }

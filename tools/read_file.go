@@ -29,7 +29,7 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	if err != nil {
 		return nil, err
 	}
-	start, end := orDefault(in.StartLine, defaults().startLine), -1
+	start, end := orDefault(in.StartLine, defaultStartLine), -1
 	if in.EndLine != nil {
 		end = *in.EndLine
 		if end < start {

@@ -37,17 +37,6 @@ type Def struct {
 	result    *schema.Validator
 }
 
-// writesKey marks the operation of a tool that changes the workspace's
-// files (the approval policy writes reads it too).
-const writesKey = "x-specloop-writes"
-
-// writes reports whether the spec marks the tool as one that writes the
-// workspace.
-func (d *Def) writes() bool {
-	w, _ := d.op.Extensions[writesKey].(bool)
-	return w
-}
-
 // ValidateInput checks arguments against the tool's input schema; a string
 // that is not UTF-8 (a Go caller's, JSON cannot carry one) is refused too.
 func (d *Def) ValidateInput(args map[string]any) error {
@@ -62,9 +51,8 @@ func (d *Def) ValidateResult(data map[string]any) error { return d.result.Valida
 
 // Registry is the set of tools an OpenAPI document defines, sorted by name.
 type Registry struct {
-	defs     []*Def
-	byName   map[string]*Def
-	meanings map[gen.ErrorCode]string
+	defs   []*Def
+	byName map[string]*Def
 }
 
 // NewRegistry derives every tool from the operations POST /v1/tools/NAME
@@ -95,17 +83,13 @@ func parseSpec(data []byte) (*openapi3.T, error) {
 }
 
 func newRegistry(doc *openapi3.T) (*Registry, error) {
-	meanings, err := errorMeanings(doc)
-	if err != nil {
-		return nil, err
-	}
-	r := &Registry{byName: map[string]*Def{}, meanings: meanings}
+	r := &Registry{byName: map[string]*Def{}}
 	for path, item := range doc.Paths.Map() {
 		name, ok := strings.CutPrefix(path, toolPathPrefix)
 		if !ok || !ValidToolName(name) {
 			continue
 		}
-		def, err := newDef(name, item.Post, meanings)
+		def, err := newDef(name, item.Post)
 		if err != nil {
 			return nil, fmt.Errorf("tools: %s %s: %w", "POST", path, err)
 		}
@@ -116,7 +100,7 @@ func newRegistry(doc *openapi3.T) (*Registry, error) {
 	return r, nil
 }
 
-func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]string) (*Def, error) {
+func newDef(name string, op *openapi3.Operation) (*Def, error) {
 	if op == nil {
 		return nil, fmt.Errorf("tool %q has no POST operation", name)
 	}
@@ -142,16 +126,19 @@ func newDef(name string, op *openapi3.Operation, meanings map[gen.ErrorCode]stri
 	if failed == nil || failed.Value == nil {
 		return nil, fmt.Errorf("tool %q has no 422 response (its error codes)", name)
 	}
-	codes, err := operationCodes(name, failed.Value, meanings)
+	codes, err := operationCodes(name, failed.Value)
 	if err != nil {
 		return nil, err
 	}
-	return buildDef(name, op, in.Schema, out.Schema, codes, meanings)
+	return buildDef(name, op, in.Schema, out.Schema, codes)
 }
 
 // buildDef is the Def of the tool name, whose operation op has the input
-// schema in, the result schema out and the error codes codes.
-func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, codes []gen.ErrorCode, meanings map[gen.ErrorCode]string) (*Def, error) {
+// schema in, the result schema out and the error codes codes. What a
+// built-in tool does (writes files, runs commands, its hints) is the
+// generated table's (gen.BuiltinTools); any other tool runs commands for
+// all the runtime can vouch for.
+func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, codes []gen.ErrorCode) (*Def, error) {
 	description := op.Description
 	if description == "" {
 		description = op.Summary
@@ -172,14 +159,15 @@ func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, 
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}
-	return &Def{
+	def := &Def{
 		Spec: gen.ToolSpec{
 			Name:              name,
 			Description:       description,
 			InputSchema:       inputSchema,
 			OutputDescription: *op.Responses.Status(200).Value.Description,
-			ErrorDescription:  errorDescription(codes, meanings),
+			ErrorDescription:  errorDescription(codes),
 			ResultSchema:      &resultSchema,
+			RunsCommands:      true,
 		},
 		InputSchemaName: refName(in.Ref),
 		inSchema:        in.Value,
@@ -188,7 +176,13 @@ func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, 
 		ErrorCodes:      codes,
 		input:           inV,
 		result:          outV,
-	}, nil
+	}
+	for _, t := range gen.BuiltinTools() {
+		if t.Name == name {
+			def.Spec.WritesFiles, def.Spec.RunsCommands, def.Spec.Hints = t.WritesFiles, t.RunsCommands, t.Hints
+		}
+	}
+	return def, nil
 }
 
 // Defs returns every tool the spec defines, sorted by name.

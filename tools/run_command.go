@@ -21,7 +21,7 @@ const (
 var runCommandHandler = Func(NeedsCommands, runCommand, renderRunCommand)
 
 func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.RunCommandResult, error) {
-	timeout := defaults().commandTimeout
+	timeout := defaultCommandTimeout
 	if in.TimeoutSeconds != nil {
 		timeout = time.Duration(*in.TimeoutSeconds) * time.Second
 	}
@@ -63,7 +63,7 @@ func renderRunCommand(in *gen.RunCommandInput, out *gen.RunCommandResult) string
 	secs := out.DurationMs / 1e3
 	switch {
 	case out.TimedOut:
-		timeout := defaults().commandTimeout
+		timeout := defaultCommandTimeout
 		if in.TimeoutSeconds != nil {
 			timeout = time.Duration(*in.TimeoutSeconds) * time.Second
 		}

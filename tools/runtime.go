@@ -264,7 +264,7 @@ func (r *Runtime) In(ws *Workspace) *Runtime {
 
 func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {
 	if ws := r.env.Workspace; ws != nil {
-		command, writes := t.handler.needs() == NeedsCommands, t.def.writes()
+		command, writes := t.handler.needs() == NeedsCommands, t.def.Spec.WritesFiles
 		if command || writes {
 			release, err := ws.acquire(ctx, writes)
 			if err != nil {

@@ -28,7 +28,7 @@ const (
 var searchHandler = Func(NeedsWorkspace, search, renderSearch)
 
 func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResult, error) {
-	m, err := linematch.Compile(in.Pattern, orDefault(in.Regex, defaults().searchRegex), orDefault(in.IgnoreCase, defaults().ignoreCase))
+	m, err := linematch.Compile(in.Pattern, orDefault(in.Regex, defaultSearchRegex), orDefault(in.IgnoreCase, defaultIgnoreCase))
 	if err != nil {
 		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
@@ -40,7 +40,7 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 	if err != nil {
 		return nil, err
 	}
-	limit := defaults().searchLimit
+	limit := defaultSearchLimit
 	if in.Limit != nil {
 		limit = *in.Limit
 	}
@@ -416,7 +416,7 @@ func clipAround(line []byte, col, n int) string {
 func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	var b strings.Builder
 	kind := "the string"
-	if orDefault(in.Regex, defaults().searchRegex) {
+	if orDefault(in.Regex, defaultSearchRegex) {
 		kind = "the regular expression"
 	}
 	switch {
@@ -424,7 +424,7 @@ func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 		fmt.Fprintf(&b, "no matches for %s %s\n", kind, quote(in.Pattern))
 	case out.Truncated:
 		why := "at the limit"
-		if in.Limit != nil && len(out.Matches) < *in.Limit || in.Limit == nil && len(out.Matches) < defaults().searchLimit {
+		if in.Limit != nil && len(out.Matches) < *in.Limit || in.Limit == nil && len(out.Matches) < defaultSearchLimit {
 			why = "where the walk stopped"
 		}
 		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", pluralES(len(out.Matches), "match"), why)

@@ -19,10 +19,9 @@ import (
 	"fmt"
 	"io/fs"
 	"net/http"
-	"slices"
 	"sync"
 
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/gen"
 )
 
 //go:embed assets
@@ -62,11 +61,7 @@ func Handler() http.Handler {
 			return
 		}
 		if r.URL.Path == SpecPath {
-			data, err := specJSON()
-			if err != nil {
-				http.Error(w, "the spec could not be read", http.StatusInternalServerError)
-				return
-			}
+			data := specJSON()
 			h.Set("Content-Type", "application/json")
 			_, _ = w.Write(data)
 			return
@@ -94,61 +89,19 @@ type Spec struct {
 	} `json:"max_steps"`
 }
 
-// LoadSpec reads the page's Spec from the embedded spec.
-func LoadSpec() (*Spec, error) {
-	doc, err := specdoc.Load()
-	if err != nil {
-		return nil, fmt.Errorf("webui: %w", err)
-	}
-	out := &Spec{Enums: map[string][]string{}, Meanings: map[string]map[string]string{}}
-	for name, ref := range doc.Components.Schemas {
-		s := ref.Value
-		if s == nil || !s.Type.Is("string") || len(s.Enum) == 0 {
-			continue
-		}
-		for _, v := range s.Enum {
-			if str, ok := v.(string); ok {
-				out.Enums[name] = append(out.Enums[name], str)
-			}
-		}
-		if m, ok := s.Extensions["x-meanings"].(map[string]any); ok {
-			out.Meanings[name] = map[string]string{}
-			for k, v := range m {
-				if str, ok := v.(string); ok {
-					out.Meanings[name][k] = str
-				}
-			}
-		}
-	}
-	mc := doc.Components.Schemas["ModelConfig"]
-	if mc == nil || mc.Value == nil || mc.Value.Discriminator == nil {
-		return nil, fmt.Errorf("webui: the spec's ModelConfig has no discriminator")
-	}
-	for p := range mc.Value.Discriminator.Mapping {
-		out.Providers = append(out.Providers, p)
-	}
-	slices.Sort(out.Providers)
-	req := doc.Components.Schemas["CreateRunRequest"]
-	if req == nil || req.Value == nil || req.Value.Properties["max_steps"] == nil || req.Value.Properties["max_steps"].Value == nil {
-		return nil, fmt.Errorf("webui: the spec's CreateRunRequest has no max_steps")
-	}
-	ms := req.Value.Properties["max_steps"].Value
-	if d, ok := ms.Default.(float64); ok {
-		out.MaxSteps.Default = d
-	}
-	if ms.Min != nil {
-		out.MaxSteps.Min = *ms.Min
-	}
-	if ms.Max != nil {
-		out.MaxSteps.Max = *ms.Max
-	}
-	return out, nil
+// LoadSpec returns the page's Spec, from the spec's generated tables.
+func LoadSpec() *Spec {
+	out := &Spec{Enums: gen.Enums(), Meanings: gen.EnumMeanings(), Providers: gen.ModelProviders()}
+	out.MaxSteps.Default = gen.DefaultCreateRunRequestMaxSteps
+	out.MaxSteps.Min = gen.MinCreateRunRequestMaxSteps
+	out.MaxSteps.Max = gen.MaxCreateRunRequestMaxSteps
+	return out
 }
 
-var specJSON = sync.OnceValues(func() ([]byte, error) {
-	s, err := LoadSpec()
+var specJSON = sync.OnceValue(func() []byte {
+	data, err := json.Marshal(LoadSpec())
 	if err != nil {
-		return nil, err
+		panic(err) // maps of strings and numbers always encode
 	}
-	return json.Marshal(s)
+	return data
 })

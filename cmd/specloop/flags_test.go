@@ -169,7 +169,7 @@ func TestRunPromptFile(t *testing.T) {
 		{"both", "", []string{"--prompt-file", pf, "p"}, "not both"},
 		{"missing file", "", []string{"--prompt-file", filepath.Join(tmp, "nope")}, "no such file"},
 		{"empty stdin", "  \n", []string{"--prompt-file", "-"}, "empty"},
-		{"too long", strings.Repeat("x", maxPromptChars()+1), []string{"--prompt-file", "-"}, "longer than"},
+		{"too long", strings.Repeat("x", maxPromptChars+1), []string{"--prompt-file", "-"}, "longer than"},
 		{"neither", "", nil, "PROMPT"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -114,7 +114,7 @@ func openReplay(f *runFlags, name string) (agent.Model, error) {
 	}
 	// Left at its default, the step budget is the recorded run's, so the
 	// replay ends where the recording did.
-	if f.maxSteps == agent.DefaultMaxSteps() && r.MaxSteps() > 0 {
+	if f.maxSteps == agent.DefaultMaxSteps && r.MaxSteps() > 0 {
 		f.maxSteps = r.MaxSteps()
 	}
 	return r, nil

@@ -9,16 +9,13 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"strings"
-	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
@@ -58,7 +55,7 @@ type runFlags struct {
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter (each line an Action or a Turn of several)")
 	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
-	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps(), "the step budget: model calls, including ones that produced invalid output")
+	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
 	f.telemetry.register(fs, false)
@@ -73,8 +70,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
 	fs.StringVar(&f.systemFile, "system-file", "", systemFileUsage)
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
-	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes(), "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
-	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines(), "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
+	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
+	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.register(fs)
@@ -92,15 +89,19 @@ func (f *runFlags) validate() error {
 	}
 	// The bounds of the API's context_window, so that a local run and a
 	// --remote one accept the same values.
-	if lo, hi := schemaBounds("OpenAIModelConfig", "context_window"); f.contextWindow != 0 && (float64(f.contextWindow) < lo || float64(f.contextWindow) > hi) {
-		return fmt.Errorf("--context-window must be 0 (the model family's default) or between %.0f and %.0f", lo, hi)
+	if lo, hi := gen.MinOpenAIModelConfigContextWindow, gen.MaxOpenAIModelConfigContextWindow; f.contextWindow != 0 && (f.contextWindow < lo || f.contextWindow > hi) {
+		return fmt.Errorf("--context-window must be 0 (the model family's default) or between %d and %d", lo, hi)
 	}
 	for _, c := range []struct {
-		flag, prop string
-		v          int
-	}{{"--max-observation-bytes", "max_observation_bytes", f.obsBytes}, {"--max-observation-lines", "max_observation_lines", f.obsLines}} {
-		if lo, hi := requestBounds(c.prop); float64(c.v) < lo || float64(c.v) > hi {
-			return fmt.Errorf("%s must be between %.0f and %.0f", c.flag, lo, hi)
+		flag   string
+		v      int
+		lo, hi int
+	}{
+		{"--max-observation-bytes", f.obsBytes, gen.MinCreateRunRequestMaxObservationBytes, gen.MaxCreateRunRequestMaxObservationBytes},
+		{"--max-observation-lines", f.obsLines, gen.MinCreateRunRequestMaxObservationLines, gen.MaxCreateRunRequestMaxObservationLines},
+	} {
+		if c.v < c.lo || c.v > c.hi {
+			return fmt.Errorf("%s must be between %d and %d", c.flag, c.lo, c.hi)
 		}
 	}
 	if (f.script == "") == (f.model == "") {
@@ -280,31 +281,7 @@ var errNoPrompt = errors.New("the task PROMPT is required (or --prompt-file FILE
 
 // maxPromptChars is the longest prompt the spec's Task allows, in
 // characters.
-var maxPromptChars = sync.OnceValue(func() int {
-	if s := specdoc.MustLoad().Components.Schemas["Task"].Value.Properties["prompt"].Value; s.MaxLength != nil {
-		return int(*s.MaxLength)
-	}
-	return 1 << 20
-})
-
-// requestBounds returns the minimum and maximum the spec gives the
-// integer property prop of CreateRunRequest, so that a flag and a field of
-// a remote run's request accept the same values.
-func requestBounds(prop string) (lo, hi float64) { return schemaBounds("CreateRunRequest", prop) }
-
-// schemaBounds returns the bounds the spec gives the integer property prop
-// of the component schema name.
-func schemaBounds(name, prop string) (lo, hi float64) {
-	s := specdoc.MustLoad().Components.Schemas[name].Value.Properties[prop].Value
-	lo, hi = 0, math.MaxInt32
-	if s.Min != nil {
-		lo = *s.Min
-	}
-	if s.Max != nil {
-		hi = *s.Max
-	}
-	return lo, hi
-}
+const maxPromptChars = gen.MaxLengthTaskPrompt
 
 // readPrompt returns the task: the PROMPT argument, or the text of
 // --prompt-file (standard input for "-"), which avoids the shell's limit on
@@ -336,14 +313,14 @@ func readPrompt(env *cmdEnv, file, arg string) (string, error) {
 	}
 	// A character is at most 4 bytes: read no more than the longest
 	// prompt allowed could take, plus one byte to notice a longer one.
-	limit := int64(maxPromptChars())*utf8.UTFMax + 1
+	limit := int64(maxPromptChars)*utf8.UTFMax + 1
 	data, err := io.ReadAll(io.LimitReader(r, limit))
 	if err != nil {
 		return "", fmt.Errorf("--prompt-file: %w", err)
 	}
 	switch {
-	case int64(len(data)) == limit || utf8.RuneCount(data) > maxPromptChars():
-		return "", fmt.Errorf("--prompt-file: the prompt is longer than %d characters", maxPromptChars())
+	case int64(len(data)) == limit || utf8.RuneCount(data) > maxPromptChars:
+		return "", fmt.Errorf("--prompt-file: the prompt is longer than %d characters", maxPromptChars)
 	case !utf8.Valid(data):
 		return "", errors.New("--prompt-file: the prompt is not valid UTF-8")
 	case len(bytes.TrimSpace(data)) == 0:

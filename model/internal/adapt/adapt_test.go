@@ -165,7 +165,7 @@ func TestTurn(t *testing.T) {
 		{"arguments that are not JSON spoil the whole turn", []ReplyCall{calc("a", add), calc("b", `{"left":`)}, "tool call 2 (calculator)"},
 		{"an unknown tool spoils the whole turn", []ReplyCall{calc("a", add), {ID: "b", Name: "nope", Arguments: `{}`}}, "tool call 2 names a tool that does not exist"},
 		{"a finish must come last", []ReplyCall{{ID: "a", Name: "finish", Arguments: `{"answer":"3"}`}, calc("b", add)}, "call finish last"},
-		{"a turn holds at most MaxTurnActions calls", slices.Repeat([]ReplyCall{calc("a", add)}, agent.MaxTurnActions()+1), "more than the 64"},
+		{"a turn holds at most MaxTurnActions calls", slices.Repeat([]ReplyCall{calc("a", add)}, agent.MaxTurnActions+1), "more than the 64"},
 	}
 	for _, tt := range invalid {
 		t.Run(tt.name, func(t *testing.T) {

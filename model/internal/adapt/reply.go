@@ -71,7 +71,7 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	case len(r.Calls) == 0:
 		return agent.Turn{}, invalid(r.Text, "the reply has text but no tool call, and only tool calls are acted on; call a tool to go on, or call %s with your final answer as its argument", ts.Finish)
 	}
-	if n, most := len(r.Calls), agent.MaxTurnActions(); n > most {
+	if n, most := len(r.Calls), agent.MaxTurnActions; n > most {
 		return agent.Turn{}, invalid("", "the reply has %d tool calls, more than the %d a reply may hold; make fewer calls at once", n, most)
 	}
 	actions := make([]agent.Action, 0, len(r.Calls))
