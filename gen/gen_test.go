@@ -2,6 +2,8 @@ package gen_test
 
 import (
 	"bytes"
+	"go/parser"
+	"go/token"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -37,6 +39,20 @@ func TestGeneratedCodeIsFresh(t *testing.T) {
 	configs, err := filepath.Glob("*.cfg.yaml")
 	if err != nil || len(configs) == 0 {
 		t.Fatalf("no generator configs in gen/: %v", err)
+	}
+	// The configs name their user templates by path, relative to gen/.
+	templates, err := filepath.Glob("*.tmpl")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range templates {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			t.Fatal(err)
+		}
 	}
 	generated := map[string]bool{}
 	for _, cfg := range configs {
@@ -92,4 +108,26 @@ func firstDiffLine(a, b []byte) int {
 		}
 	}
 	return min(len(la), len(lb)) + 1
+}
+
+// TestPackageCommentIsTheProjects: only doc.go says what package gen is,
+// so that `go doc ./gen` opens with the project's words rather than a
+// generator's.
+func TestPackageCommentIsTheProjects(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range files {
+		if name == "doc.go" || strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, parser.PackageClauseOnly|parser.ParseComments)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Doc != nil {
+			t.Errorf("%s has a package comment (%q): gen/doc.go's is the package's", name, f.Doc.Text())
+		}
+	}
 }
