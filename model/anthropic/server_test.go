@@ -193,3 +193,9 @@ func roles(msgs []map[string]any) string {
 func block(msgs []map[string]any, i, j int) map[string]any {
 	return msgs[i]["content"].([]any)[j].(map[string]any)
 }
+
+// BenchmarkNextHTTP is a whole Next with a 50-step history against a local
+// server that answers at once: the adapter, the SDK and loopback HTTP.
+func BenchmarkNextHTTP(b *testing.B) {
+	modeltest.BenchmarkNext(b, provider, modeltest.Testdata(b, "tool_use.json"))
+}

@@ -232,3 +232,37 @@ func BenchmarkOverhead(b *testing.B, p Provider) {
 	}
 	b.ReportMetric(float64(n), "prefix-bytes")
 }
+
+// BenchHistory is a 50-step history for the adapters' benchmarks: 50
+// read_file calls, each with an observation of a few hundred bytes.
+func BenchHistory() agent.History {
+	var items []agent.Item
+	content := strings.Repeat("12\tfunc main() { fmt.Println(\"hello\") }\n", 6)
+	for i := range 50 {
+		id := "call_" + strconv.Itoa(i)
+		items = append(items,
+			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: readFile, CallId: &id, Arguments: map[string]any{"path": "main.go", "start_line": float64(i + 1)}}},
+			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: readFile, CallId: &id, Content: content}},
+		)
+	}
+	return agent.NewHistory(items...)
+}
+
+// BenchRequest is the request of the adapters' benchmarks: BenchHistory
+// with all built-in tools.
+func BenchRequest(b *testing.B) *agent.Request {
+	return &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: BenchHistory(), Tools: AllTools(b)}
+}
+
+// BenchmarkNext is a whole Next of BenchRequest against a local server
+// that answers at once with reply: the adapter, the SDK and loopback HTTP.
+func BenchmarkNext(b *testing.B, p Provider, reply []byte) {
+	m := p.New(b, Forever(b, p.Codec, reply), Config{})
+	req := BenchRequest(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Next(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

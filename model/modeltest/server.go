@@ -149,6 +149,9 @@ type Server struct {
 	// summary makes the server answer every summarization request (one
 	// holding SummaryInstruction) with Summary, without using a response.
 	summary bool
+	// forever answers every request with the one response, recording
+	// nothing (for benchmarks).
+	forever bool
 	arrived chan struct{}
 
 	mu     sync.Mutex
@@ -181,10 +184,23 @@ func Scripted(tb testing.TB, codec Codec, window int, turns []Turn) *Server {
 	return s
 }
 
+// Forever returns a server answering every request with a 200 of body,
+// recording nothing: a stand-in for benchmarks.
+func Forever(tb testing.TB, codec Codec, body []byte) *Server {
+	s := NewServer(tb, codec, OK(body))
+	s.forever = true
+	return s
+}
+
 func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	body, err := io.ReadAll(r.Body)
 	if err != nil {
 		s.tb.Errorf("read request: %v", err)
+	}
+	if s.forever {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write(s.queue[0].Body)
+		return
 	}
 	if r.Method != http.MethodPost || r.URL.Path != s.codec.Path {
 		s.tb.Errorf("request %s %s, want POST %s", r.Method, r.URL.Path, s.codec.Path)
