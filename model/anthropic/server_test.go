@@ -85,7 +85,7 @@ var provider = modeltest.Provider{
 	Codec: codec,
 	New: func(tb testing.TB, s *modeltest.Server, cfg modeltest.Config) agent.Model {
 		return newModel(tb, s, func(c *anthropic.Config) {
-			c.MaxRetries, c.Timeout, c.ContextWindow = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow
+			c.MaxRetries, c.Timeout, c.ContextWindow, c.System = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow, cfg.System
 		})
 	},
 	DefaultWindow: 200_000, // claude-sonnet-4-5
@@ -96,6 +96,18 @@ var provider = modeltest.Provider{
 			t.Fatal(err)
 		}
 		return append(append([]byte(nil), req.Tools...), req.System...)
+	},
+	// The system text blocks.
+	System: func(t testing.TB, body []byte) string {
+		var req struct{ System []struct{ Type, Text string } }
+		if err := json.Unmarshal(body, &req); err != nil || len(req.System) == 0 {
+			t.Fatalf("the request has no system blocks (%v)", err)
+		}
+		var text strings.Builder
+		for _, b := range req.System {
+			text.WriteString(b.Text)
+		}
+		return text.String()
 	},
 	Tools: func(t testing.TB, body []byte) []modeltest.ToolDef {
 		var req struct {

@@ -31,6 +31,8 @@ type Config struct {
 	Timeout time.Duration
 	// ContextWindow: 0 the default of the model's family.
 	ContextWindow int
+	// System is the system prompt; empty the adapter's default.
+	System string
 }
 
 // Provider is a provider adapter under the shared tests of RunProvider.
@@ -49,6 +51,8 @@ type Provider struct {
 	Prefix func(tb testing.TB, body []byte) []byte
 	// Tools returns the tool definitions of a request body, in order.
 	Tools func(tb testing.TB, body []byte) []ToolDef
+	// System returns the system prompt of a request body.
+	System func(tb testing.TB, body []byte) string
 }
 
 // ToolDef is a tool definition as a request carries it.
@@ -222,6 +226,28 @@ func RunProvider(t *testing.T, p Provider) {
 		checkTools(t, p.Tools(t, s.Bodies()[0]))
 		if key := s.Key(0); key != APIKey {
 			t.Fatalf("API key sent = %q, want %q", key, APIKey)
+		}
+	})
+	// The default system prompt is the code-task prompt with the finish
+	// tool named; Config.System replaces it, the finish tool named too.
+	t.Run("SystemPrompt", func(t *testing.T) {
+		s := Scripted(t, p.Codec, 0, []Turn{Finish("84"), Finish("84")})
+		for _, system := range []string{"", "Be brief. End with {{finish}}."} {
+			if _, err := p.New(t, s, Config{System: system}).Next(context.Background(), Request(t, agent.NewHistory())); err != nil {
+				t.Fatal(err)
+			}
+		}
+		def := p.System(t, s.Bodies()[0])
+		for _, want := range []string{"call finish with a short summary", "[… 120 lines, 8450 bytes omitted; … …]", "relative to the workspace root", "completion check"} {
+			if !strings.Contains(def, want) {
+				t.Errorf("the default system prompt lacks %q", want)
+			}
+		}
+		if strings.Contains(def, "{{") {
+			t.Errorf("the default system prompt has a placeholder left: %q", def)
+		}
+		if got := p.System(t, s.Bodies()[1]); got != "Be brief. End with finish." {
+			t.Fatalf("system prompt = %q, want the Config's with the finish tool named", got)
 		}
 	})
 	// Tools a provider cannot be offered (one named like the finish tool,

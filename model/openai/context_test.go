@@ -6,10 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/modeltest"
-	"github.com/specloop/specloop/model/openai"
 )
 
 // TestSummarize: one call, Next's request with its prefix unchanged,
@@ -71,30 +69,4 @@ func mustJSON(t *testing.T, v any) string {
 		t.Fatal(err)
 	}
 	return string(b)
-}
-
-// TestSystemPrompt: the default prompt is the code-task prompt with the
-// finish tool named; Config.System replaces it.
-func TestSystemPrompt(t *testing.T) {
-	t.Parallel()
-	s := modeltest.NewServer(t, codec, ok(t, "finish_call.json"), ok(t, "finish_call.json"))
-	ctx := context.Background()
-	if _, err := newModel(t, s, nil).Next(ctx, modeltest.Request(t, agent.NewHistory())); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := newModel(t, s, func(c *openai.Config) { c.System = "Be brief. End with {{finish}}." }).Next(ctx, modeltest.Request(t, agent.NewHistory())); err != nil {
-		t.Fatal(err)
-	}
-	def := messages(t, s.Requests()[0])[0]["content"].(string)
-	for _, want := range []string{"call finish with a short summary", "[… 120 lines, 8450 bytes omitted; … …]", "relative to the workspace root", "completion check"} {
-		if !strings.Contains(def, want) {
-			t.Errorf("the default system prompt lacks %q", want)
-		}
-	}
-	if strings.Contains(def, "{{") {
-		t.Errorf("the default system prompt has a placeholder left: %q", def)
-	}
-	if got := messages(t, s.Requests()[1])[0]["content"]; got != "Be brief. End with finish." {
-		t.Fatalf("system prompt = %q, want the Config's with the finish tool named", got)
-	}
 }

@@ -18,7 +18,12 @@ import (
 // bodies show it (TestCodecMatchesTestdata).
 var codec = modeltest.Codec{
 	Path: "/chat/completions",
-	Key:  func(r *http.Request) string { return strings.TrimPrefix(r.Header.Get("Authorization"), "Bearer ") },
+	Key: func(r *http.Request) string {
+		if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			return key
+		}
+		return "" // a key anywhere else is not the bearer token the API wants
+	},
 	Reply: func(turn modeltest.Turn, n int, usage *gen.Usage) []byte {
 		msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
 		finish := "tool_calls"
@@ -76,7 +81,7 @@ var provider = modeltest.Provider{
 	Codec: codec,
 	New: func(tb testing.TB, s *modeltest.Server, cfg modeltest.Config) agent.Model {
 		return newModel(tb, s, func(c *openai.Config) {
-			c.MaxRetries, c.Timeout, c.ContextWindow = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow
+			c.MaxRetries, c.Timeout, c.ContextWindow, c.System = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow, cfg.System
 		})
 	},
 	DefaultWindow: 128_000, // gpt-4o-mini
@@ -93,6 +98,16 @@ var provider = modeltest.Provider{
 			t.Fatalf("the request does not start with the system prompt: %s", req.Messages[0])
 		}
 		return append(append([]byte(nil), req.Messages[0]...), req.Tools...)
+	},
+	// The first message's content.
+	System: func(t testing.TB, body []byte) string {
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 || req.Messages[0].Role != "system" {
+			t.Fatalf("the request does not start with a system message (%v)", err)
+		}
+		return req.Messages[0].Content
 	},
 	Tools: func(t testing.TB, body []byte) []modeltest.ToolDef {
 		var req struct {
