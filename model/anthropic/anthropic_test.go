@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/modeltest"
 )
@@ -198,22 +197,5 @@ func TestFromConfigReadsEnv(t *testing.T) {
 	if err := mc.FromAnthropicModelConfig(gen.AnthropicModelConfig{Provider: gen.AnthropicModelConfigProviderAnthropic, Model: "claude-sonnet-4-5"}); err != nil {
 		t.Fatal(err)
 	}
-	s := modeltest.NewServer(t, codec, ok(t, "finish_tool.json"))
-	t.Setenv(anthropic.EnvAPIKey, "sk-ant-from-env")
-	t.Setenv(anthropic.EnvBaseURL, s.URL)
-	m, err := model.FromConfig(mc, model.Options{HTTPClient: s.Client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory()); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Key(0); got != "sk-ant-from-env" {
-		t.Fatalf("API key sent = %q", got)
-	}
-	t.Setenv(anthropic.EnvAPIKey, "")
-	t.Setenv(anthropic.EnvBaseURL, "")
-	if _, err := model.FromConfig(mc, model.Options{}); !errors.Is(err, anthropic.ErrNoAPIKey) {
-		t.Fatalf("err = %v, want ErrNoAPIKey", err)
-	}
+	modeltest.RunFromConfig(t, provider, modeltest.Env{Config: mc, APIKey: anthropic.EnvAPIKey, BaseURL: anthropic.EnvBaseURL, ErrNoAPIKey: anthropic.ErrNoAPIKey})
 }

@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -248,6 +249,35 @@ func RunProvider(t *testing.T, p Provider) {
 		}
 		if got := p.System(t, s.Bodies()[1]); got != "Be brief. End with finish." {
 			t.Fatalf("system prompt = %q, want the Config's with the finish tool named", got)
+		}
+	})
+	// A summarization request is Next's request, its prefix unchanged,
+	// plus SummaryInstruction; the reply's text, trimmed, and usage come
+	// back; a reply without text is no summary.
+	t.Run("Summarize", func(t *testing.T) {
+		u := &gen.Usage{InputTokens: 900, OutputTokens: 40}
+		s := NewServer(t, p.Codec, Answer(Finish("84")),
+			OK(p.Codec.Reply(Turn{Text: "  " + Summary + "\n"}, 1, u)), OK(p.Codec.Reply(Turn{Text: " "}, 2, u)))
+		m := p.New(t, s, Config{})
+		h := LongHistory(3, 50)
+		if _, err := m.Next(context.Background(), Request(t, h)); err != nil {
+			t.Fatal(err)
+		}
+		req := Request(t, h)
+		req.Summarize = true
+		got, err := m.Next(context.Background(), req)
+		if err != nil || got.Summary != Summary || !cmp.Equal(got.Usage, u) || len(got.Actions) != 0 {
+			t.Fatalf("summary turn %+v, %v; want the summary and its usage", got, err)
+		}
+		bodies := s.Bodies()
+		if !bytes.Equal(p.Prefix(t, bodies[0]), p.Prefix(t, bodies[1])) {
+			t.Fatal("the summary request's prefix differs from Next's: the cached prefix is lost")
+		}
+		if bytes.Contains(bodies[0], []byte(SummaryInstruction)) || !bytes.Contains(bodies[1], []byte(SummaryInstruction)) {
+			t.Fatal("the instruction is not in the summary request only")
+		}
+		if _, err := m.Next(context.Background(), req); err == nil {
+			t.Fatal("a summary request answered without text succeeded")
 		}
 	})
 	// Tools a provider cannot be offered (one named like the finish tool,
@@ -572,5 +602,42 @@ func JSONEqual(tb testing.TB, what, got, want string) {
 	}
 	if diff := cmp.Diff(w, g); diff != "" {
 		tb.Fatalf("%s (-want +got):\n%s", what, diff)
+	}
+}
+
+// Env is how model.FromConfig builds a provider's model from the
+// environment.
+type Env struct {
+	// Config is a configuration of the provider's model, without key or
+	// base URL.
+	Config gen.ModelConfig
+	// APIKey and BaseURL name the environment variables.
+	APIKey, BaseURL string
+	// ErrNoAPIKey is the error without a key.
+	ErrNoAPIKey error
+}
+
+// RunFromConfig checks that model.FromConfig builds p's model with the key
+// and the base URL of the environment, and fails with e.ErrNoAPIKey
+// without them. It sets environment variables: call it from a test that
+// is not parallel.
+func RunFromConfig(t *testing.T, p Provider, e Env) {
+	s := Scripted(t, p.Codec, 0, []Turn{Finish("84")})
+	t.Setenv(e.APIKey, "sk-from-env")
+	t.Setenv(e.BaseURL, s.URL)
+	m, err := model.FromConfig(e.Config, model.Options{HTTPClient: s.Client})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Ask(t, context.Background(), m, Task, agent.NewHistory()); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.Key(0); got != "sk-from-env" {
+		t.Fatalf("API key sent = %q, want the environment's", got)
+	}
+	t.Setenv(e.APIKey, "")
+	t.Setenv(e.BaseURL, "")
+	if _, err := model.FromConfig(e.Config, model.Options{}); !errors.Is(err, e.ErrNoAPIKey) {
+		t.Fatalf("err = %v, want %v", err, e.ErrNoAPIKey)
 	}
 }

@@ -9,7 +9,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/modeltest"
 	"github.com/specloop/specloop/model/openai"
 )
@@ -208,22 +207,5 @@ func TestFromConfigReadsEnv(t *testing.T) {
 	if err := mc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: "gpt-4o-mini"}); err != nil {
 		t.Fatal(err)
 	}
-	s := modeltest.NewServer(t, codec, ok(t, "finish_call.json"))
-	t.Setenv(openai.EnvAPIKey, "sk-from-env")
-	t.Setenv(openai.EnvBaseURL, s.URL)
-	m, err := model.FromConfig(mc, model.Options{HTTPClient: s.Client})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := modeltest.Ask(t, context.Background(), m, modeltest.Task, agent.NewHistory()); err != nil {
-		t.Fatal(err)
-	}
-	if got := s.Key(0); got != "sk-from-env" {
-		t.Fatalf("Authorization = %q", got)
-	}
-	t.Setenv(openai.EnvAPIKey, "")
-	t.Setenv(openai.EnvBaseURL, "")
-	if _, err := model.FromConfig(mc, model.Options{}); !errors.Is(err, openai.ErrNoAPIKey) {
-		t.Fatalf("err = %v, want ErrNoAPIKey", err)
-	}
+	modeltest.RunFromConfig(t, provider, modeltest.Env{Config: mc, APIKey: openai.EnvAPIKey, BaseURL: openai.EnvBaseURL, ErrNoAPIKey: openai.ErrNoAPIKey})
 }
