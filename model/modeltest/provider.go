@@ -73,12 +73,16 @@ func RunProvider(t *testing.T, p Provider) {
 		return p.New(t, s, cfg), s
 	}
 	t.Run("Conformance", func(t *testing.T) {
+		t.Parallel()
 		Run(t, func(t *testing.T, turns []Turn) agent.Model {
 			m, _ := scripted(t, Config{}, turns...)
 			return m
 		})
 	})
-	t.Run("Context", func(t *testing.T) { RunContext(t, p) })
+	t.Run("Context", func(t *testing.T) {
+		t.Parallel()
+		RunContext(t, p)
+	})
 
 	// A rate limit is retried as late as Retry-After asks (a lower bound
 	// only, the one wait of these tests).
@@ -156,6 +160,7 @@ func RunProvider(t *testing.T, p Provider) {
 		})
 	}
 	t.Run("Timeout", func(t *testing.T) {
+		t.Parallel()
 		s := NewServer(t, p.Codec, Blocked())
 		_, err := Ask(t, context.Background(), p.New(t, s, Config{Timeout: 100 * time.Millisecond, MaxRetries: -1}), Task, agent.NewHistory())
 		var pe *model.ProviderError
@@ -169,6 +174,7 @@ func RunProvider(t *testing.T, p Provider) {
 	// Cancelled mid-request: Next returns the context's error, no provider
 	// error, and a run ends as cancelled.
 	t.Run("CancelMidRequest", func(t *testing.T) {
+		t.Parallel()
 		s := NewServer(t, p.Codec, Blocked(), Blocked())
 		m := p.New(t, s, Config{})
 		cancelled := func() context.Context {
