@@ -1,10 +1,7 @@
 package anthropic
 
 import (
-	"context"
 	"encoding/json"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"strconv"
 	"strings"
@@ -31,7 +28,7 @@ func history50() agent.History {
 	return agent.NewHistory(items...)
 }
 
-func benchModel(b *testing.B, baseURL string, client *http.Client) (*Model, []gen.ToolSpec) {
+func benchModel(b *testing.B, baseURL string) (*Model, []gen.ToolSpec) {
 	b.Helper()
 	ws, err := tools.OpenWorkspace(b.TempDir())
 	if err != nil {
@@ -42,7 +39,7 @@ func benchModel(b *testing.B, baseURL string, client *http.Client) (*Model, []ge
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, err := New(Config{Model: "claude-sonnet-4-5", BaseURL: baseURL, HTTPClient: client})
+	m, err := New(Config{Model: "claude-sonnet-4-5", BaseURL: baseURL})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -51,13 +48,15 @@ func benchModel(b *testing.B, baseURL string, client *http.Client) (*Model, []ge
 
 // BenchmarkAdapterOverhead is the adapter's work per model call: build and
 // encode the request for a 50-step history, decode a response (with the
-// SDK's type) and turn it into an action.
+// SDK's type) and turn it into an action. (BenchmarkNextHTTP adds the SDK's
+// transport and loopback HTTP; history50 is modeltest.BenchHistory, which
+// this package's own tests cannot import.)
 func BenchmarkAdapterOverhead(b *testing.B) {
 	body, err := os.ReadFile("testdata/tool_use.json")
 	if err != nil {
 		b.Fatal(err)
 	}
-	m, specs := benchModel(b, "http://127.0.0.1:1/v1", nil)
+	m, specs := benchModel(b, "http://127.0.0.1:1/v1")
 	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
 	ts, _, err := m.params(req) // the run's toolset, as every step gets it from the cache
 	if err != nil {
@@ -73,29 +72,6 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 			b.Fatal(err)
 		}
 		if _, err := ts.Turn(reply(&resp)); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
-// BenchmarkNextHTTP is a whole Next with a 50-step history
-// against a local server that answers at once: the adapter, the SDK and
-// loopback HTTP.
-func BenchmarkNextHTTP(b *testing.B) {
-	body, err := os.ReadFile("testdata/tool_use.json")
-	if err != nil {
-		b.Fatal(err)
-	}
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(body)
-	}))
-	defer srv.Close()
-	m, specs := benchModel(b, srv.URL, srv.Client())
-	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := m.Next(context.Background(), req); err != nil {
 			b.Fatal(err)
 		}
 	}

@@ -4,84 +4,36 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/modeltest"
 )
 
-func TestContextWindow(t *testing.T) {
-	t.Parallel()
-	s := newServer(t)
-	for _, tt := range []struct {
-		model    string
-		override int
-		want     int
-	}{
-		{"claude-sonnet-4-5", 0, 200_000},
-		{"claude-3-5-haiku-latest", 0, 200_000},
-		{"some-proxy-model", 0, 32_768},
-		{"claude-opus-4-1", 50_000, 50_000},
-	} {
-		m := newModel(t, s, func(c *anthropic.Config) { c.Model, c.ContextWindow = tt.model, tt.override })
-		if got := m.ContextWindow(); got != tt.want {
-			t.Errorf("%s (override %d): window %d, want %d", tt.model, tt.override, got, tt.want)
-		}
-	}
-}
-
-// TestContextLengthExceeded: an invalid request that is not "prompt is
-// too long" (TestContext) does not wrap agent.ErrContextLength.
-func TestContextLengthExceeded(t *testing.T) {
-	t.Parallel()
-	other := newServer(t, reply{status: http.StatusBadRequest, body: []byte(`{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5"}}`)})
-	_, err := newModel(t, other, nil).Next(context.Background(), modeltest.Request(t, agent.NewHistory()))
-	var pe *model.ProviderError
-	if !errors.As(err, &pe) || errors.Is(err, agent.ErrContextLength) {
-		t.Fatalf("err = %v, want a ProviderError that is not over the window", err)
-	}
-}
-
-// TestSummarize: one call, Next's request plus the instruction as the
-// last user block, tool_choice none, the same cached prefix; the reply's
-// text and usage (cache reads counted) come back.
+// TestSummarize: on the wire (the rest is modeltest's Summarize), the
+// instruction joins the last user message, tool_choice is none, and the
+// usage counts cache reads.
 func TestSummarize(t *testing.T) {
 	t.Parallel()
 	summary := `{"id":"msg_S","type":"message","role":"assistant","model":"claude-sonnet-4-5",
 "content":[{"type":"text","text":"The task: compute 12 x 7. Done: 3 additions."}],"stop_reason":"end_turn","stop_sequence":null,
 "usage":{"input_tokens":100,"cache_read_input_tokens":800,"output_tokens":30}}`
-	s := newServer(t, ok(t, "finish_tool.json"), reply{status: http.StatusOK, body: []byte(summary)}, ok(t, "empty.json"))
+	s := modeltest.NewServer(t, codec, ok(t, "finish_tool.json"), modeltest.OK([]byte(summary)))
 	m := newModel(t, s, nil)
-	h := modeltest.LongHistory(3, 50)
-	if _, err := m.Next(context.Background(), modeltest.Request(t, h)); err != nil {
+	req := modeltest.Request(t, modeltest.LongHistory(3, 50))
+	if _, err := m.Next(context.Background(), req); err != nil {
 		t.Fatal(err)
 	}
-	sreq := modeltest.Request(t, h)
-	sreq.Summarize = true
-	got, err := m.Next(context.Background(), sreq)
-	text, usage := got.Summary, got.Usage
-	if err != nil {
-		t.Fatal(err)
+	req.Summarize = true
+	got, err := m.Next(context.Background(), req)
+	if err != nil || got.Usage == nil || *got.Usage != (gen.Usage{InputTokens: 900, OutputTokens: 30}) {
+		t.Fatalf("summary turn %+v, %v; want 900 input tokens, cache reads counted", got, err)
 	}
-	if text != "The task: compute 12 x 7. Done: 3 additions." || usage == nil || *usage != (gen.Usage{InputTokens: 900, OutputTokens: 30}) {
-		t.Fatalf("summary %q, usage %+v", text, usage)
-	}
-	turn, sum := s.requests()[0], s.requests()[1]
+	turn, sum := s.Requests()[0], s.Requests()[1]
 	if diff := cmp.Diff(map[string]any{"type": "none"}, sum["tool_choice"]); diff != "" {
 		t.Fatalf("tool_choice (-want +got):\n%s", diff)
-	}
-	if diff := cmp.Diff(turn["system"], sum["system"]); diff != "" {
-		t.Fatalf("system differs from Next's:\n%s", diff)
-	}
-	if diff := cmp.Diff(turn["tools"], sum["tools"]); diff != "" {
-		t.Fatalf("tools differ from Next's:\n%s", diff)
 	}
 	// The history ends with a user message of tool results: the
 	// instruction joins it, as the API wants alternating roles.
@@ -90,11 +42,8 @@ func TestSummarize(t *testing.T) {
 		t.Fatalf("summary request = %s, Next's = %s", roles(sm), roles(tm))
 	}
 	blocks := sm[len(sm)-1]["content"].([]any)
-	if last := blocks[len(blocks)-1].(map[string]any); !strings.Contains(last["text"].(string), "Write a summary") {
+	if last := blocks[len(blocks)-1].(map[string]any); last["text"] != modeltest.SummaryInstruction {
 		t.Fatalf("last block = %v, want the instruction", last)
-	}
-	if _, err := m.Next(context.Background(), sreq); err == nil {
-		t.Fatal("a summary request answered by an empty reply succeeded")
 	}
 }
 
@@ -103,7 +52,7 @@ func TestSummarize(t *testing.T) {
 // (TestContext), is read from the prompt cache.
 func TestPrefixCached(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "finish_tool.json"))
+	s := modeltest.NewServer(t, codec, ok(t, "finish_tool.json"))
 	if _, err := newModel(t, s, nil).Next(context.Background(), modeltest.Request(t, agent.NewHistory())); err != nil {
 		t.Fatal(err)
 	}
@@ -111,7 +60,7 @@ func TestPrefixCached(t *testing.T) {
 		System []map[string]any `json:"system"`
 		Tools  []map[string]any `json:"tools"`
 	}
-	if err := json.Unmarshal(s.raw()[0], &req); err != nil {
+	if err := json.Unmarshal(s.Bodies()[0], &req); err != nil {
 		t.Fatal(err)
 	}
 	ephemeral := map[string]any{"type": "ephemeral"}
@@ -125,50 +74,22 @@ func TestPrefixCached(t *testing.T) {
 	}
 }
 
-func TestContext(t *testing.T) {
-	t.Parallel()
-	modeltest.RunContext(t, contextSuite)
-}
-
-// BenchmarkHarnessOverhead reports the harness every request carries, the
-// system prompt and the tool definitions with all built-in tools, as
-// prefix-bytes (ns/op is only the time to extract it).
-func BenchmarkHarnessOverhead(b *testing.B) {
-	modeltest.BenchmarkOverhead(b, contextSuite)
-}
-
-var contextSuite = modeltest.ContextSuite{
-	New: func(t testing.TB, window int, turns []modeltest.Turn) modeltest.StandIn {
-		s := scripted(t, turns)
-		s.window = window
-		return modeltest.StandIn{Model: newModel(t, s, func(c *anthropic.Config) { c.ContextWindow = window }), Sent: s.raw}
-	},
-	// The tools and the system blocks (the API caches tools first).
-	Prefix: func(t testing.TB, body []byte) []byte {
-		var req struct{ System, Tools json.RawMessage }
-		if err := json.Unmarshal(body, &req); err != nil {
-			t.Fatal(err)
-		}
-		return append(append([]byte(nil), req.Tools...), req.System...)
-	},
-}
-
 // TestThinkingPassedBack: thinking and redacted_thinking blocks come back
 // in the next request unchanged, first in the assistant message of the
 // tool_use they came with, as the API requires with extended thinking;
 // they never reach the trace.
 func TestThinkingPassedBack(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "thinking_tool_use.json"), ok(t, "finish_tool.json"))
-	res, events, err := runTask(t, newModel(t, s, nil), agent.Options{})
+	s := modeltest.NewServer(t, codec, ok(t, "thinking_tool_use.json"), ok(t, "finish_tool.json"))
+	res, events, err := modeltest.RunTask(t, newModel(t, s, nil), agent.Options{})
 	if err != nil || res.ExitReason != gen.ExitReasonFinished {
 		t.Fatalf("run: %+v, %v", res, err)
 	}
 	var reply struct{ Content []map[string]any }
-	if err := json.Unmarshal(testdata(t, "thinking_tool_use.json"), &reply); err != nil {
+	if err := json.Unmarshal(modeltest.Testdata(t, "thinking_tool_use.json"), &reply); err != nil {
 		t.Fatal(err)
 	}
-	msgs := messages(t, s.requests()[1])
+	msgs := messages(t, s.Requests()[1])
 	if got := roles(msgs); got != "user[text] assistant[thinking,redacted_thinking,tool_use] user[tool_result]" {
 		t.Fatalf("second request = %s", got)
 	}

@@ -10,6 +10,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/internal/adapt"
+	"github.com/specloop/specloop/model/modeltest"
 )
 
 // systemPlaceholder stands for the adapter's system prompt in the reference
@@ -26,7 +27,7 @@ const systemPlaceholder = "<the adapter's system prompt>"
 // empty text blocks.
 func TestRequestMatchesReference(t *testing.T) {
 	t.Parallel()
-	s := newServer(t, ok(t, "finish_tool.json"))
+	s := modeltest.NewServer(t, codec, ok(t, "finish_tool.json"))
 	weather := []gen.ToolSpec{{
 		Name:        "get_weather",
 		Description: "Get the current weather in a given location",
@@ -67,10 +68,10 @@ func TestRequestMatchesReference(t *testing.T) {
 	}
 
 	var want map[string]any
-	if err := json.Unmarshal(testdata(t, "request_reference.json"), &want); err != nil {
+	if err := json.Unmarshal(modeltest.Testdata(t, "request_reference.json"), &want); err != nil {
 		t.Fatal(err)
 	}
-	got := s.requests()[0]
+	got := s.Requests()[0]
 	system := want["system"].([]any)[0].(map[string]any)
 	if system["text"] != systemPlaceholder {
 		t.Fatalf("the fixture's system block is not the placeholder: %v", system)

@@ -1,238 +1,163 @@
 package anthropic_test
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/modeltest"
 )
 
-const apiKey = "sk-test-key"
-
-// reply is one canned HTTP response of the fake provider.
-type reply struct {
-	status int
-	header map[string]string
-	body   []byte
-	// block holds the response until the client goes away.
-	block bool
-}
-
-// ok is a 200 with a testdata body.
-func ok(t testing.TB, name string) reply {
-	return reply{status: http.StatusOK, body: testdata(t, name)}
-}
-
-func testdata(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// server is a fake Messages endpoint that answers with canned
-// replies in order and records every request.
-type server struct {
-	t   testing.TB
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	replies  []reply
-	bodies   [][]byte
-	times    []time.Time
-	arrived  chan struct{} // receives once per request, when it arrives
-	authSeen []string
-	// window, when positive, is the context window the stand-in enforces:
-	// a request of more tokens (modeltest.StandInTokens) is refused with
-	// Anthropic's 400 "prompt is too long", and takes no reply.
-	window int
-	// summary, when set, answers every summarization request (one holding
-	// modeltest.SummaryInstruction), which then takes no reply.
-	summary []byte
-	// countUsage makes every reply report the request's real input
-	// tokens (modeltest.StandInTokens), as a provider does, in place of
-	// the canned reply's.
-	countUsage bool
-}
-
-func newServer(t testing.TB, replies ...reply) *server {
-	s := &server{t: t, replies: replies, arrived: make(chan struct{}, 100)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *server) handle(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		s.t.Errorf("read request: %v", err)
-	}
-	s.mu.Lock()
-	s.bodies = append(s.bodies, body)
-	s.times = append(s.times, time.Now())
+// codec is the Messages wire format, as testdata's recorded bodies show it
+// (TestCodecMatchesTestdata).
+var codec = modeltest.Codec{
+	Path: "/v1/messages",
 	// The SDK sends the key as a bearer token; the API also takes x-api-key.
-	key := r.Header.Get("X-Api-Key")
-	if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-		key = bearer
-	}
-	s.authSeen = append(s.authSeen, key)
-	if r.Method != http.MethodPost || r.URL.Path != "/v1/messages" {
-		s.t.Errorf("request %s %s, want POST /v1/messages", r.Method, r.URL.Path)
-	}
-	if r.Header.Get("Anthropic-Version") == "" {
-		s.t.Errorf("request without anthropic-version")
-	}
-	tokens := modeltest.StandInTokens(body)
-	if s.window > 0 && tokens > s.window {
-		s.mu.Unlock()
-		s.arrive()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: %d tokens > %d maximum"},"request_id":"req_011CWAgPbMohjStFaYrkLZCm"}`, tokens, s.window)
-		return
-	}
-	if s.summary != nil && bytes.Contains(body, []byte(modeltest.SummaryInstruction)) {
-		s.mu.Unlock()
-		s.arrive()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(s.usage(s.summary, tokens))
-		return
-	}
-	if len(s.replies) == 0 {
-		s.mu.Unlock()
-		s.t.Errorf("unexpected request %d", len(s.bodies))
-		http.Error(w, `{"error":{"message":"no reply left","type":"test"}}`, http.StatusTeapot)
-		return
-	}
-	rep := s.replies[0]
-	s.replies = s.replies[1:]
-	s.mu.Unlock()
-	s.arrive()
-	if rep.block {
-		<-r.Context().Done()
-		return
-	}
-	for k, v := range rep.header {
-		w.Header().Set(k, v)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(rep.status)
-	if rep.status == http.StatusOK {
-		rep.body = s.usage(rep.body, tokens)
-	}
-	_, _ = w.Write(rep.body)
-}
-
-// usage returns body with its usage's input_tokens set to tokens, when the
-// stand-in counts usage.
-func (s *server) usage(body []byte, tokens int) []byte {
-	if !s.countUsage {
-		return body
-	}
-	var v map[string]any
-	if err := json.Unmarshal(body, &v); err != nil {
-		s.t.Errorf("a canned reply is not JSON: %v", err)
-		return body
-	}
-	u, _ := v["usage"].(map[string]any)
-	if u == nil {
-		u = map[string]any{}
-	}
-	u["input_tokens"] = tokens
-	v["usage"] = u
-	out, err := json.Marshal(v)
-	if err != nil {
-		s.t.Errorf("re-encode a reply: %v", err)
-		return body
-	}
-	return out
-}
-
-// scripted returns a stand-in that answers with the conformance suite's
-// turns, in order.
-func scripted(t testing.TB, turns []modeltest.Turn) *server {
-	replies := make([]reply, len(turns))
-	for i, turn := range turns {
-		replies[i] = reply{status: http.StatusOK, body: message(turn, i)}
-	}
-	s := newServer(t, replies...)
-	s.countUsage = true
-	s.summary = message(modeltest.Turn{Text: modeltest.Summary}, len(turns))
-	return s
-}
-
-// arrive signals a request's arrival to a test that waits for it; with
-// nobody waiting (a long run), the signal is dropped.
-func (s *server) arrive() {
-	select {
-	case s.arrived <- struct{}{}:
-	default:
-	}
-}
-
-// raw returns the request bodies so far, as sent.
-func (s *server) raw() [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([][]byte(nil), s.bodies...)
-}
-
-// requests returns the decoded request bodies so far.
-func (s *server) requests() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]map[string]any, len(s.bodies))
-	for i, b := range s.bodies {
-		if err := json.Unmarshal(b, &out[i]); err != nil {
-			s.t.Fatalf("request %d is not JSON: %v", i, err)
+	Key: func(r *http.Request) string {
+		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			return bearer
 		}
+		return r.Header.Get("X-Api-Key")
+	},
+	Check: func(r *http.Request) string {
+		if r.Header.Get("Anthropic-Version") == "" {
+			return "no anthropic-version header"
+		}
+		return ""
+	},
+	Reply: func(turn modeltest.Turn, n int, usage *gen.Usage) []byte {
+		var content []any
+		stop := "tool_use"
+		for k, c := range turn.Calls() {
+			input := json.RawMessage(c.Arguments)
+			if c.Invalid {
+				input, _ = json.Marshal(c.Arguments) // input that is a string, not an object
+			}
+			content = append(content, map[string]any{"type": "tool_use", "id": fmt.Sprintf("toolu_%d_%d", n, k), "name": c.Name, "input": input})
+		}
+		if content == nil {
+			content, stop = []any{map[string]any{"type": "text", "text": turn.Text}}, "end_turn"
+		}
+		resp := map[string]any{
+			"id": fmt.Sprintf("msg_%d", n), "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+			"content": content, "stop_reason": stop, "stop_sequence": nil,
+		}
+		if usage != nil {
+			resp["usage"] = map[string]any{"input_tokens": usage.InputTokens, "output_tokens": usage.OutputTokens}
+		}
+		body, _ := json.Marshal(resp)
+		return body
+	},
+	OverWindow: func(tokens, window int) []byte {
+		return fmt.Appendf(nil, `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: %d tokens > %d maximum"},"request_id":"req_011CWAgPbMohjStFaYrkLZCm"}`, tokens, window)
+	},
+	Errors: []modeltest.ErrorReply{
+		{Status: http.StatusTooManyRequests, File: "error_429.json", Code: "rate_limit_error"},
+		{Status: http.StatusInternalServerError, File: "error_500.json", Code: "api_error"},
+		{Status: 529, File: "error_529.json", Code: "overloaded_error"},
+		{Status: http.StatusUnauthorized, File: "error_401.json", Code: "authentication_error"},
+	},
+	BadRequests: []modeltest.BadRequest{
+		{Name: "other 400", Body: `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5"}}`},
+	},
+	Invalid: []modeltest.InvalidReply{
+		{File: "empty.json", Message: "neither a tool call nor text", InputTokens: 472},
+		{File: "refusal.json", Message: "the model refused", Raw: "I can't help with that.", InputTokens: 472},
+		{File: "max_tokens.json", Message: "output token limit", Raw: "To compute 12 x 7, I will first", InputTokens: 472},
+		{File: "unknown_tool.json", Message: "names a tool that does not exist; the tools are: calculator, finish", Raw: "get_weather", InputTokens: 472},
+		{File: "malformed_input.json", Message: "the arguments are not a JSON object", Raw: `"{\"left\": 12, \"operation\": \"multiply\""`, InputTokens: 472},
+		// Text is no action: a model thinking aloud must not end the run.
+		{File: "text_only.json", Message: "text but no tool call, and only tool calls are acted on; call a tool to go on, or call finish", Raw: "12 x 7 = 84.", InputTokens: 472},
+		// A tool_use cut off by max_tokens holds a partial input that may
+		// still be an object: it must never run.
+		{File: "max_tokens_tool_use.json", Message: "output token limit in the middle of a tool call, so no call of it was run; make smaller calls", InputTokens: 472},
+		{File: "context_window_stop.json", Message: "output token limit", Raw: "The answer so far is", InputTokens: 472},
+	},
+}
+
+var provider = modeltest.Provider{
+	Name:  "anthropic",
+	Codec: codec,
+	New: func(tb testing.TB, s *modeltest.Server, cfg modeltest.Config) agent.Model {
+		return newModel(tb, s, func(c *anthropic.Config) {
+			c.MaxRetries, c.Timeout, c.ContextWindow, c.System = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow, cfg.System
+		})
+	},
+	DefaultWindow: 200_000, // claude-sonnet-4-5
+	// The tools and the system blocks (the API caches tools first).
+	Prefix: func(t testing.TB, body []byte) []byte {
+		var req struct{ System, Tools json.RawMessage }
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		return append(append([]byte(nil), req.Tools...), req.System...)
+	},
+	// The system text blocks.
+	System: func(t testing.TB, body []byte) string {
+		var req struct{ System []struct{ Type, Text string } }
+		if err := json.Unmarshal(body, &req); err != nil || len(req.System) == 0 {
+			t.Fatalf("the request has no system blocks (%v)", err)
+		}
+		var text strings.Builder
+		for _, b := range req.System {
+			text.WriteString(b.Text)
+		}
+		return text.String()
+	},
+	Tools: func(t testing.TB, body []byte) []modeltest.ToolDef {
+		var req struct {
+			Tools []struct {
+				Name, Description string
+				InputSchema       map[string]any `json:"input_schema"`
+			}
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		var out []modeltest.ToolDef
+		for _, tool := range req.Tools {
+			out = append(out, modeltest.ToolDef{Name: tool.Name, Description: tool.Description, Schema: tool.InputSchema})
+		}
+		return out
+	},
+}
+
+func TestProvider(t *testing.T) {
+	t.Parallel()
+	modeltest.RunProvider(t, provider)
+}
+
+// BenchmarkHarnessOverhead reports the harness every request carries, the
+// tool definitions and the system prompt with all built-in tools, as
+// prefix-bytes (ns/op is only the time to extract it).
+func BenchmarkHarnessOverhead(b *testing.B) {
+	modeltest.BenchmarkOverhead(b, provider)
+}
+
+// TestCodecMatchesTestdata: what the fake server renders has the shape of
+// the recorded bodies.
+func TestCodecMatchesTestdata(t *testing.T) {
+	t.Parallel()
+	u := &gen.Usage{InputTokens: 472, OutputTokens: 91}
+	for file, body := range map[string][]byte{
+		"tool_use.json":          codec.Reply(modeltest.Call("calculator", map[string]any{"left": 12.0}), 0, u),
+		"parallel_tool_use.json": codec.Reply(modeltest.Parallel(modeltest.Call("calculator", nil), modeltest.Call("calculator", nil)), 0, u),
+		"malformed_input.json":   codec.Reply(modeltest.Invalid(), 0, u),
+		"text_only.json":         codec.Reply(modeltest.Turn{Text: "12 x 7 = 84."}, 0, u),
+	} {
+		t.Run(file, func(t *testing.T) { modeltest.SameShape(t, body, modeltest.Testdata(t, file)) })
 	}
-	return out
 }
 
-// arrivals returns when each request arrived.
-func (s *server) arrivals() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.times...)
-}
-
-// auth returns the Authorization header of request i.
-func (s *server) auth(i int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.authSeen[i]
-}
-
-func (s *server) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-// newModel returns a model talking to s with the suite's tools runtime;
-// change adjusts the config.
-func newModel(t testing.TB, s *server, change func(*anthropic.Config)) *anthropic.Model {
+// newModel returns a model talking to s; change adjusts the config.
+func newModel(t testing.TB, s *modeltest.Server, change func(*anthropic.Config)) *anthropic.Model {
 	t.Helper()
-	cfg := anthropic.Config{
-		Model:      "claude-sonnet-4-5",
-		BaseURL:    s.srv.URL,
-		APIKey:     apiKey,
-		HTTPClient: s.srv.Client(),
-	}
+	cfg := anthropic.Config{Model: "claude-sonnet-4-5", BaseURL: s.URL, APIKey: modeltest.APIKey, HTTPClient: s.Client}
 	if change != nil {
 		change(&cfg)
 	}
@@ -241,6 +166,11 @@ func newModel(t testing.TB, s *server, change func(*anthropic.Config)) *anthropi
 		t.Fatal(err)
 	}
 	return m
+}
+
+// ok is a 200 with a testdata body.
+func ok(t testing.TB, name string) modeltest.Response {
+	return modeltest.OK(modeltest.Testdata(t, name))
 }
 
 // messages returns the messages of a decoded request.
@@ -274,4 +204,10 @@ func roles(msgs []map[string]any) string {
 // block returns block j of message i.
 func block(msgs []map[string]any, i, j int) map[string]any {
 	return msgs[i]["content"].([]any)[j].(map[string]any)
+}
+
+// BenchmarkNextHTTP is a whole Next with a 50-step history against a local
+// server that answers at once: the adapter, the SDK and loopback HTTP.
+func BenchmarkNextHTTP(b *testing.B) {
+	modeltest.BenchmarkNext(b, provider, modeltest.Testdata(b, "tool_use.json"))
 }

@@ -38,28 +38,6 @@ const Summary = "The task: read data.txt in parts. Done so far: the parts before
 // the system prompt and the tool definitions, with all built-in tools.
 const MaxOverhead = 12 << 10
 
-// StandIn is a model talking to an httptest stand-in of its provider.
-type StandIn struct {
-	Model agent.Model
-	// Sent returns the request bodies the stand-in received so far.
-	Sent func() [][]byte
-}
-
-// ContextSuite is what RunContext needs of an adapter.
-type ContextSuite struct {
-	// New returns a model with a context window of window tokens when it
-	// is positive, talking to a stand-in that
-	// answers with turns in order and, when window is positive, refuses a
-	// request of more than window tokens (StandInTokens) with the
-	// provider's real "context length exceeded" error. The stand-in
-	// answers a summarization request (one holding SummaryInstruction)
-	// with the text reply Turn{Text: Summary}, without using up a turn.
-	New func(tb testing.TB, window int, turns []Turn) StandIn
-	// Prefix returns the part of a request body that must be the same in
-	// every request of a run (the system prompt and the tool definitions).
-	Prefix func(tb testing.TB, body []byte) []byte
-}
-
 // RunContext checks an adapter's side of context management over its
 // stand-in: RequestTokens estimates the very request sent, conservatively;
 // a refusal as over the window wraps agent.ErrContextLength and is not
@@ -67,17 +45,21 @@ type ContextSuite struct {
 // 200-step run against a 16k-token window (agent.Run compacting the
 // history) never sends a request over it; and the prefix with all built-in
 // tools stays within MaxOverhead.
-func RunContext(t *testing.T, s ContextSuite) {
+func RunContext(t *testing.T, p Provider) {
+	standIn := func(tb testing.TB, window int, turns []Turn) (agent.Model, *Server) {
+		s := Scripted(tb, p.Codec, window, turns)
+		return p.New(tb, s, Config{ContextWindow: window}), s
+	}
 	t.Run("RequestTokens", func(t *testing.T) {
 		for _, h := range []agent.History{agent.NewHistory(), LongHistory(3, 100), LongHistory(40, 2000)} {
-			si := s.New(t, 0, []Turn{Finish("84")})
-			sizer := contextSizer(t, si.Model)
+			m, srv := standIn(t, 0, []Turn{Finish("84")})
+			sizer := contextSizer(t, m)
 			req := Request(t, h)
 			est := sizer.RequestTokens(req)
-			if _, err := si.Model.Next(context.Background(), req); err != nil {
+			if _, err := m.Next(context.Background(), req); err != nil {
 				t.Fatal(err)
 			}
-			body := si.Sent()[0]
+			body := srv.Bodies()[0]
 			if want := adapt.EstimateTokens(body); est != want {
 				t.Fatalf("history of %d items: estimate %d tokens, want %d, the sent body's (%d bytes)", h.Len(), est, want, len(body))
 			}
@@ -87,32 +69,32 @@ func RunContext(t *testing.T, s ContextSuite) {
 		}
 	})
 	t.Run("OverWindow", func(t *testing.T) {
-		si := s.New(t, 1000, []Turn{Finish("84")})
-		_, err := si.Model.Next(context.Background(), Request(t, LongHistory(5, 1000)))
+		m, srv := standIn(t, 1000, []Turn{Finish("84")})
+		_, err := m.Next(context.Background(), Request(t, LongHistory(5, 1000)))
 		if !errors.Is(err, agent.ErrContextLength) {
 			t.Fatalf("err = %v, want agent.ErrContextLength", err)
 		}
 		var pe *model.ProviderError
-		if !errors.As(err, &pe) || pe.StatusCode != 400 || pe.Retries != 0 || len(si.Sent()) != 1 {
-			t.Fatalf("err = %v after %d requests, want one 400 ProviderError", err, len(si.Sent()))
+		if !errors.As(err, &pe) || pe.StatusCode != 400 || pe.Retries != 0 || len(srv.Bodies()) != 1 {
+			t.Fatalf("err = %v after %d requests, want one 400 ProviderError", err, len(srv.Bodies()))
 		}
 		if strings.Contains(err.Error(), "tokens") {
 			t.Fatalf("the error repeats the provider's message: %v", err)
 		}
-		if _, err := si.Model.Next(context.Background(), Request(t, agent.NewHistory())); err != nil {
+		if _, err := m.Next(context.Background(), Request(t, agent.NewHistory())); err != nil {
 			t.Fatalf("a request within the window: %v", err)
 		}
 	})
 	t.Run("PrefixStable", func(t *testing.T) {
 		turns := []Turn{multiply(), Parallel(multiply(), subtract()), Invalid(), Finish("4")}
-		si := s.New(t, 0, turns)
-		if res, _ := run(t, si.Model, len(turns)); res.ExitReason != gen.ExitReasonFinished {
+		m, srv := standIn(t, 0, turns)
+		if res, _ := run(t, m, len(turns)); res.ExitReason != gen.ExitReasonFinished {
 			t.Fatalf("result = %+v", res)
 		}
-		bodies := si.Sent()
-		first := s.Prefix(t, bodies[0])
+		bodies := srv.Bodies()
+		first := p.Prefix(t, bodies[0])
 		for i, body := range bodies[1:] {
-			if !bytes.Equal(s.Prefix(t, body), first) {
+			if !bytes.Equal(p.Prefix(t, body), first) {
 				t.Fatalf("request %d: the system prompt and tools differ from request 1's, which defeats prompt caching", i+2)
 			}
 		}
@@ -149,9 +131,9 @@ func RunContext(t *testing.T, s ContextSuite) {
 			turns = append(turns, Call(readFile, map[string]any{"path": dataFile, "start_line": float64(start), "end_line": float64(start + 19)}))
 		}
 		turns = append(turns, Finish("read it all"))
-		si := s.New(t, window, turns)
+		m, srv := standIn(t, window, turns)
 		var rec Recorder
-		res, err := agent.Run(context.Background(), Task, si.Model, agent.Options{MaxSteps: steps, Tools: rt, Trace: &rec})
+		res, err := agent.Run(context.Background(), Task, m, agent.Options{MaxSteps: steps, Tools: rt, Trace: &rec})
 		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != steps {
 			t.Fatalf("result %+v, err %v; want finished in %d steps", res, err, steps)
 		}
@@ -161,7 +143,7 @@ func RunContext(t *testing.T, s ContextSuite) {
 				compacted++
 			}
 		}
-		for i, body := range si.Sent() {
+		for i, body := range srv.Bodies() {
 			if n := StandInTokens(body); n > window {
 				t.Fatalf("request %d has %d tokens, over the %d window", i+1, n, window)
 			}
@@ -172,16 +154,16 @@ func RunContext(t *testing.T, s ContextSuite) {
 		if compacted == 0 || summarized == 0 {
 			t.Fatalf("%d history_compacted events and %d summarization requests, want at least one of each", compacted, summarized)
 		}
-		t.Logf("%d requests, %d compactions, %d summaries", len(si.Sent()), compacted, summarized)
+		t.Logf("%d requests, %d compactions, %d summaries", len(srv.Bodies()), compacted, summarized)
 	})
 	t.Run("OverheadBudget", func(t *testing.T) {
-		si := s.New(t, 0, []Turn{Finish("84")})
+		m, srv := standIn(t, 0, []Turn{Finish("84")})
 		req := Request(t, agent.NewHistory())
 		req.Tools = AllTools(t)
-		if _, err := si.Model.Next(context.Background(), req); err != nil {
+		if _, err := m.Next(context.Background(), req); err != nil {
 			t.Fatal(err)
 		}
-		if n := len(s.Prefix(t, si.Sent()[0])); n > MaxOverhead {
+		if n := len(p.Prefix(t, srv.Bodies()[0])); n > MaxOverhead {
 			t.Fatalf("system prompt + tools = %d bytes, more than %d", n, MaxOverhead)
 		}
 	})
@@ -235,17 +217,52 @@ func AllTools(tb testing.TB) []gen.ToolSpec {
 // BenchmarkOverhead reports the harness a request carries with all
 // built-in tools (the Prefix of the request the stand-in receives) as
 // prefix-bytes; ns/op is only the time to extract it.
-func BenchmarkOverhead(b *testing.B, s ContextSuite) {
-	si := s.New(b, 0, []Turn{Finish("84")})
+func BenchmarkOverhead(b *testing.B, p Provider) {
+	srv := Scripted(b, p.Codec, 0, []Turn{Finish("84")})
+	m := p.New(b, srv, Config{})
 	req := Request(b, agent.NewHistory())
 	req.Tools = AllTools(b)
-	if _, err := si.Model.Next(context.Background(), req); err != nil {
+	if _, err := m.Next(context.Background(), req); err != nil {
 		b.Fatal(err)
 	}
-	body := si.Sent()[0]
+	body := srv.Bodies()[0]
 	var n int
 	for b.Loop() {
-		n = len(s.Prefix(b, body))
+		n = len(p.Prefix(b, body))
 	}
 	b.ReportMetric(float64(n), "prefix-bytes")
+}
+
+// BenchHistory is a 50-step history for the adapters' benchmarks: 50
+// read_file calls, each with an observation of a few hundred bytes.
+func BenchHistory() agent.History {
+	var items []agent.Item
+	content := strings.Repeat("12\tfunc main() { fmt.Println(\"hello\") }\n", 6)
+	for i := range 50 {
+		id := "call_" + strconv.Itoa(i)
+		items = append(items,
+			agent.Item{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: readFile, CallId: &id, Arguments: map[string]any{"path": "main.go", "start_line": float64(i + 1)}}},
+			agent.Item{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: readFile, CallId: &id, Content: content}},
+		)
+	}
+	return agent.NewHistory(items...)
+}
+
+// BenchRequest is the request of the adapters' benchmarks: BenchHistory
+// with all built-in tools.
+func BenchRequest(b *testing.B) *agent.Request {
+	return &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: BenchHistory(), Tools: AllTools(b)}
+}
+
+// BenchmarkNext is a whole Next of BenchRequest against a local server
+// that answers at once with reply: the adapter, the SDK and loopback HTTP.
+func BenchmarkNext(b *testing.B, p Provider, reply []byte) {
+	m := p.New(b, Forever(b, p.Codec, reply), Config{})
+	req := BenchRequest(b)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := m.Next(context.Background(), req); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

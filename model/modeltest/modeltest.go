@@ -13,6 +13,13 @@
 // replayable trace. Unless the model is an agent.OneAction it also checks
 // turns: a reply of several actions comes back whole and in order, and runs
 // as one step whose observations are tied to their calls' ids.
+//
+// The provider adapters share more: RunProvider runs, for a Provider (its
+// constructor and the Codec of its wire format, which a fake Server
+// speaks), Run and RunContext over a scripted stand-in, then the tables of
+// retries, timeouts, cancellation, provider errors, over-window refusals,
+// tool rendering, usage and invalid output. What is one provider's own
+// (its wire details, its recorded bodies) stays in its package's tests.
 package modeltest
 
 import (

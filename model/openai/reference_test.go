@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/internal/adapt"
+	"github.com/specloop/specloop/model/modeltest"
 	"github.com/specloop/specloop/model/openai"
 )
 
@@ -45,7 +46,7 @@ func TestRequestMatchesReference(t *testing.T) {
 		mu   sync.Mutex
 		sent []byte
 	)
-	answer := testdata(t, "finish_call.json")
+	answer := modeltest.Testdata(t, "finish_call.json")
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		mu.Lock()
@@ -75,7 +76,7 @@ func TestRequestMatchesReference(t *testing.T) {
 	temp := 0.2
 	m, err := openai.New(openai.Config{
 		Model:           "gpt-4o-mini",
-		APIKey:          apiKey,
+		APIKey:          modeltest.APIKey,
 		HTTPClient:      &http.Client{Transport: toOpenAI{u}},
 		Temperature:     &temp,
 		MaxOutputTokens: 256,
@@ -97,7 +98,7 @@ func TestRequestMatchesReference(t *testing.T) {
 	}
 
 	var want, got map[string]any
-	if err := json.Unmarshal(testdata(t, "request_reference.json"), &want); err != nil {
+	if err := json.Unmarshal(modeltest.Testdata(t, "request_reference.json"), &want); err != nil {
 		t.Fatal(err)
 	}
 	mu.Lock()

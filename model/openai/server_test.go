@@ -4,227 +4,166 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
-	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/modeltest"
 	"github.com/specloop/specloop/model/openai"
 )
 
-const apiKey = "sk-test-key"
-
-// reply is one canned HTTP response of the fake provider.
-type reply struct {
-	status int
-	header map[string]string
-	body   []byte
-	// block holds the response until the client goes away.
-	block bool
-}
-
-// ok is a 200 with a testdata body.
-func ok(t testing.TB, name string) reply {
-	return reply{status: http.StatusOK, body: testdata(t, name)}
-}
-
-func testdata(t testing.TB, name string) []byte {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return data
-}
-
-// server is a fake Chat Completions endpoint that answers with canned
-// replies in order and records every request.
-type server struct {
-	t   testing.TB
-	srv *httptest.Server
-
-	mu       sync.Mutex
-	replies  []reply
-	bodies   [][]byte
-	times    []time.Time
-	arrived  chan struct{} // receives once per request, when it arrives
-	authSeen []string
-	// window, when positive, is the context window the stand-in enforces:
-	// a request of more tokens (modeltest.StandInTokens) is refused with
-	// OpenAI's 400 context_length_exceeded, and takes no reply.
-	window int
-	// summary, when set, answers every summarization request (one holding
-	// modeltest.SummaryInstruction), which then takes no reply.
-	summary []byte
-	// countUsage makes every reply report the request's real input
-	// tokens (modeltest.StandInTokens), as a provider does, in place of
-	// the canned reply's.
-	countUsage bool
-}
-
-func newServer(t testing.TB, replies ...reply) *server {
-	s := &server{t: t, replies: replies, arrived: make(chan struct{}, 100)}
-	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
-	t.Cleanup(s.srv.Close)
-	return s
-}
-
-func (s *server) handle(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
-		s.t.Errorf("read request: %v", err)
-	}
-	s.mu.Lock()
-	s.bodies = append(s.bodies, body)
-	s.times = append(s.times, time.Now())
-	s.authSeen = append(s.authSeen, r.Header.Get("Authorization"))
-	if r.Method != http.MethodPost || r.URL.Path != "/chat/completions" {
-		s.t.Errorf("request %s %s, want POST /chat/completions", r.Method, r.URL.Path)
-	}
-	tokens := modeltest.StandInTokens(body)
-	if s.window > 0 && tokens > s.window {
-		s.mu.Unlock()
-		s.arrive()
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = fmt.Fprintf(w, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, s.window, tokens)
-		return
-	}
-	if s.summary != nil && bytes.Contains(body, []byte(modeltest.SummaryInstruction)) {
-		s.mu.Unlock()
-		s.arrive()
-		w.Header().Set("Content-Type", "application/json")
-		_, _ = w.Write(s.usage(s.summary, tokens))
-		return
-	}
-	if len(s.replies) == 0 {
-		s.mu.Unlock()
-		s.t.Errorf("unexpected request %d", len(s.bodies))
-		http.Error(w, `{"error":{"message":"no reply left","type":"test"}}`, http.StatusTeapot)
-		return
-	}
-	rep := s.replies[0]
-	s.replies = s.replies[1:]
-	s.mu.Unlock()
-	s.arrive()
-	if rep.block {
-		<-r.Context().Done()
-		return
-	}
-	for k, v := range rep.header {
-		w.Header().Set(k, v)
-	}
-	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(rep.status)
-	if rep.status == http.StatusOK {
-		rep.body = s.usage(rep.body, tokens)
-	}
-	_, _ = w.Write(rep.body)
-}
-
-// usage returns body with its usage's prompt_tokens set to tokens, when the
-// stand-in counts usage.
-func (s *server) usage(body []byte, tokens int) []byte {
-	if !s.countUsage {
-		return body
-	}
-	var v map[string]any
-	if err := json.Unmarshal(body, &v); err != nil {
-		s.t.Errorf("a canned reply is not JSON: %v", err)
-		return body
-	}
-	u, _ := v["usage"].(map[string]any)
-	if u == nil {
-		u = map[string]any{}
-	}
-	u["prompt_tokens"] = tokens
-	v["usage"] = u
-	out, err := json.Marshal(v)
-	if err != nil {
-		s.t.Errorf("re-encode a reply: %v", err)
-		return body
-	}
-	return out
-}
-
-// scripted returns a stand-in that answers with the conformance suite's
-// turns, in order.
-func scripted(t testing.TB, turns []modeltest.Turn) *server {
-	replies := make([]reply, len(turns))
-	for i, turn := range turns {
-		replies[i] = reply{status: http.StatusOK, body: completion(turn, i)}
-	}
-	s := newServer(t, replies...)
-	s.countUsage = true
-	s.summary = completion(modeltest.Turn{Text: modeltest.Summary}, len(turns))
-	return s
-}
-
-// arrive signals a request's arrival to a test that waits for it; with
-// nobody waiting (a long run), the signal is dropped.
-func (s *server) arrive() {
-	select {
-	case s.arrived <- struct{}{}:
-	default:
-	}
-}
-
-// raw returns the request bodies so far, as sent.
-func (s *server) raw() [][]byte {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([][]byte(nil), s.bodies...)
-}
-
-// requests returns the decoded request bodies so far.
-func (s *server) requests() []map[string]any {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	out := make([]map[string]any, len(s.bodies))
-	for i, b := range s.bodies {
-		if err := json.Unmarshal(b, &out[i]); err != nil {
-			s.t.Fatalf("request %d is not JSON: %v", i, err)
+// codec is the Chat Completions wire format, as testdata's recorded
+// bodies show it (TestCodecMatchesTestdata).
+var codec = modeltest.Codec{
+	Path: "/chat/completions",
+	Key: func(r *http.Request) string {
+		if key, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+			return key
 		}
+		return "" // a key anywhere else is not the bearer token the API wants
+	},
+	Reply: func(turn modeltest.Turn, n int, usage *gen.Usage) []byte {
+		msg := map[string]any{"role": "assistant", "content": nil, "refusal": nil}
+		finish := "tool_calls"
+		var calls []any
+		for k, c := range turn.Calls() {
+			calls = append(calls, map[string]any{
+				"id": fmt.Sprintf("call_%d_%d", n, k), "type": "function",
+				"function": map[string]any{"name": c.Name, "arguments": c.Arguments},
+			})
+		}
+		if calls != nil {
+			msg["tool_calls"] = calls
+		} else {
+			msg["content"], finish = turn.Text, "stop"
+		}
+		resp := map[string]any{
+			"id": fmt.Sprintf("chatcmpl-%d", n), "object": "chat.completion", "created": 1741570283, "model": "gpt-4o-mini",
+			"choices": []any{map[string]any{"index": 0, "message": msg, "logprobs": nil, "finish_reason": finish}},
+		}
+		if usage != nil {
+			resp["usage"] = map[string]any{"prompt_tokens": usage.InputTokens, "completion_tokens": usage.OutputTokens, "total_tokens": usage.InputTokens + usage.OutputTokens}
+		}
+		body, _ := json.Marshal(resp)
+		return body
+	},
+	OverWindow: func(tokens, window int) []byte {
+		return fmt.Appendf(nil, `{"error":{"message":"This model's maximum context length is %d tokens. However, your messages resulted in %d tokens. Please reduce the length of the messages.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}`, window, tokens)
+	},
+	Errors: []modeltest.ErrorReply{
+		{Status: http.StatusTooManyRequests, File: "error_429.json", Code: "rate_limit_exceeded"},
+		{Status: http.StatusInternalServerError, File: "error_500.json", Code: "server_error"},
+		{Status: http.StatusUnauthorized, File: "error_401.json", Code: "invalid_api_key"},
+	},
+	BadRequests: []modeltest.BadRequest{
+		// vLLM, DeepSeek and other compatible servers say it only in the message.
+		{Name: "compatible server", Body: `{"error":{"message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (36000 in the messages, 4000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}}`, Over: true},
+		{Name: "other 400", Body: `{"error":{"message":"Invalid value for 'temperature'.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`, Over: false},
+	},
+	Invalid: []modeltest.InvalidReply{
+		{File: "empty.json", Message: "neither a tool call nor text", Raw: "", InputTokens: 82},
+		{File: "refusal.json", Message: "the model refused", Raw: "I'm sorry, I can't assist with that request.", InputTokens: 82},
+		{File: "truncated.json", Message: "output token limit", Raw: "To compute 12 x 7, I will first", InputTokens: 82},
+		{File: "unknown_tool.json", Message: "names a tool that does not exist; the tools are: calculator, finish", Raw: "get_current_weather", InputTokens: 82},
+		{File: "malformed_arguments.json", Message: "the arguments are not a JSON object", Raw: `{"left":12,"operation":"multiply","right":`, InputTokens: 82},
+		// Text is no action: a model thinking aloud must not end the run.
+		{File: "text_only.json", Message: "text but no tool call, and only tool calls are acted on; call a tool to go on, or call finish", Raw: "12 x 7 = 84.", InputTokens: 82},
+		// Arguments cut off by the token limit: the model must learn why,
+		// not just that they are not JSON (it would repeat the call).
+		{File: "length_tool_call.json", Message: "output token limit in the middle of a tool call, so no call of it was run; make smaller calls", Raw: "", InputTokens: 82},
+	},
+}
+
+var provider = modeltest.Provider{
+	Name:  "openai",
+	Codec: codec,
+	New: func(tb testing.TB, s *modeltest.Server, cfg modeltest.Config) agent.Model {
+		return newModel(tb, s, func(c *openai.Config) {
+			c.MaxRetries, c.Timeout, c.ContextWindow, c.System = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow, cfg.System
+		})
+	},
+	DefaultWindow: 128_000, // gpt-4o-mini
+	// The system message and the tools.
+	Prefix: func(t testing.TB, body []byte) []byte {
+		var req struct {
+			Messages []json.RawMessage `json:"messages"`
+			Tools    json.RawMessage   `json:"tools"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Contains(req.Messages[0], []byte(`"role":"system"`)) {
+			t.Fatalf("the request does not start with the system prompt: %s", req.Messages[0])
+		}
+		return append(append([]byte(nil), req.Messages[0]...), req.Tools...)
+	},
+	// The first message's content.
+	System: func(t testing.TB, body []byte) string {
+		var req struct {
+			Messages []struct{ Role, Content string }
+		}
+		if err := json.Unmarshal(body, &req); err != nil || len(req.Messages) == 0 || req.Messages[0].Role != "system" {
+			t.Fatalf("the request does not start with a system message (%v)", err)
+		}
+		return req.Messages[0].Content
+	},
+	Tools: func(t testing.TB, body []byte) []modeltest.ToolDef {
+		var req struct {
+			Tools []struct {
+				Type     string
+				Function struct {
+					Name, Description string
+					Parameters        map[string]any
+				}
+			}
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			t.Fatal(err)
+		}
+		var out []modeltest.ToolDef
+		for _, tool := range req.Tools {
+			if tool.Type != "function" {
+				t.Fatalf("tool %s of type %q, want function", tool.Function.Name, tool.Type)
+			}
+			out = append(out, modeltest.ToolDef{Name: tool.Function.Name, Description: tool.Function.Description, Schema: tool.Function.Parameters})
+		}
+		return out
+	},
+}
+
+func TestProvider(t *testing.T) {
+	t.Parallel()
+	modeltest.RunProvider(t, provider)
+}
+
+// BenchmarkHarnessOverhead reports the harness every request carries, the
+// system prompt and the tool definitions with all built-in tools, as
+// prefix-bytes (ns/op is only the time to extract it).
+func BenchmarkHarnessOverhead(b *testing.B) {
+	modeltest.BenchmarkOverhead(b, provider)
+}
+
+// TestCodecMatchesTestdata: what the fake server renders has the shape of
+// the recorded bodies.
+func TestCodecMatchesTestdata(t *testing.T) {
+	t.Parallel()
+	u := &gen.Usage{InputTokens: 82, OutputTokens: 17}
+	for file, body := range map[string][]byte{
+		"tool_call.json":           codec.Reply(modeltest.Call("calculator", map[string]any{"left": 12.0}), 0, u),
+		"parallel_tool_calls.json": codec.Reply(modeltest.Parallel(modeltest.Call("calculator", nil), modeltest.Call("calculator", nil)), 0, u),
+		"text_only.json":           codec.Reply(modeltest.Turn{Text: "12 x 7 = 84."}, 0, u),
+		"finish_call.json":         codec.Reply(modeltest.Finish("84"), 0, nil),
+	} {
+		t.Run(file, func(t *testing.T) { modeltest.SameShape(t, body, modeltest.Testdata(t, file)) })
 	}
-	return out
 }
 
-// arrivals returns when each request arrived.
-func (s *server) arrivals() []time.Time {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]time.Time(nil), s.times...)
-}
-
-// auth returns the Authorization header of request i.
-func (s *server) auth(i int) string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.authSeen[i]
-}
-
-func (s *server) count() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return len(s.bodies)
-}
-
-// newModel returns a model talking to s with the suite's tools runtime;
-// change adjusts the config.
-func newModel(t testing.TB, s *server, change func(*openai.Config)) *openai.Model {
+// newModel returns a model talking to s; change adjusts the config.
+func newModel(t testing.TB, s *modeltest.Server, change func(*openai.Config)) *openai.Model {
 	t.Helper()
-	cfg := openai.Config{
-		Model:      "gpt-4o-mini",
-		BaseURL:    s.srv.URL,
-		APIKey:     apiKey,
-		HTTPClient: s.srv.Client(),
-	}
+	cfg := openai.Config{Model: "gpt-4o-mini", BaseURL: s.URL, APIKey: modeltest.APIKey, HTTPClient: s.Client}
 	if change != nil {
 		change(&cfg)
 	}
@@ -233,6 +172,11 @@ func newModel(t testing.TB, s *server, change func(*openai.Config)) *openai.Mode
 		t.Fatal(err)
 	}
 	return m
+}
+
+// ok is a 200 with a testdata body.
+func ok(t testing.TB, name string) modeltest.Response {
+	return modeltest.OK(modeltest.Testdata(t, name))
 }
 
 // messages returns the messages of a decoded request.
@@ -258,4 +202,10 @@ func roles(msgs []map[string]any) string {
 		parts = append(parts, r)
 	}
 	return strings.Join(parts, " ")
+}
+
+// BenchmarkNextHTTP is a whole Next with a 50-step history against a local
+// server that answers at once: the adapter, the SDK and loopback HTTP.
+func BenchmarkNextHTTP(b *testing.B) {
+	modeltest.BenchmarkNext(b, provider, modeltest.Testdata(b, "tool_call.json"))
 }
