@@ -172,6 +172,9 @@ type browser struct {
 
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("drives a browser: runs without -short (go test ./webui, and .ci/run's go test ./...)")
+	}
 	opts := append(chromedp.DefaultExecAllocatorOptions[:],
 		chromedp.ExecPath(chromiumPath(t)),
 		chromedp.NoSandbox, // the tests run as root
