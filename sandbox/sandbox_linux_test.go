@@ -512,10 +512,11 @@ func killAll(m string) []int {
 	return left
 }
 
-// survivors waits (up to 5 s, for the kernel to deliver kills) until no
-// process carries m, and returns those still there; they are killed.
+// survivors waits (up to 30 s, a hang guard: the kernel delivers kills
+// asynchronously) until no process carries m, and returns those still
+// there; they are killed.
 func survivors(m string) []int {
-	deadline := time.Now().Add(5 * time.Second)
+	deadline := time.Now().Add(30 * time.Second)
 	for {
 		left := procsWith(m)
 		if len(left) == 0 || time.Now().After(deadline) {

@@ -135,9 +135,14 @@ func TestGuardTrustedPaths(t *testing.T) {
 			return ""
 		}, func(m string) string { return "printf '[core]\\n\\tfsmonitor = touch " + m + "\\n' >> cfg/team.cfg" }, "cfg/team.cfg"},
 	}
-	for _, tt := range tests {
+	conf := confining(t)
+	for i, tt := range tests {
 		for _, b := range withControl(t) {
 			t.Run(tt.name+"/"+string(b), func(t *testing.T) {
+				if testing.Short() && b != conf[i%len(conf)] && (b != sandbox.None || i > 0) {
+					t.Skip("-short runs each case under one confining backend, in turn, and the control once; every backend runs every case without -short")
+				}
+				t.Parallel()
 				ws := filepath.Join(t.TempDir(), "ws")
 				if err := os.Mkdir(ws, 0o755); err != nil {
 					t.Fatal(err)
