@@ -139,9 +139,7 @@ func TestGuardTrustedPaths(t *testing.T) {
 	for i, tt := range tests {
 		for _, b := range withControl(t) {
 			t.Run(tt.name+"/"+string(b), func(t *testing.T) {
-				if testing.Short() && b != conf[i%len(conf)] && (b != sandbox.None || i > 0) {
-					t.Skip("-short runs each case under one confining backend, in turn, and the control once; every backend runs every case without -short")
-				}
+				shortTurn(t, i, b, conf)
 				t.Parallel()
 				ws := filepath.Join(t.TempDir(), "ws")
 				if err := os.Mkdir(ws, 0o755); err != nil {
