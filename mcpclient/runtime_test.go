@@ -325,6 +325,7 @@ func TestNameClashRefused(t *testing.T) {
 // A stdio server that never answers the handshake fails Connect within
 // the connect timeout, and is stopped.
 func TestConnectTimeoutStopsTheServer(t *testing.T) {
+	t.Parallel() // it waits for the server to be stopped, beside the schema-budget tests' work
 	if _, err := os.Stat("/proc/self/cmdline"); err != nil {
 		t.Skip("needs /proc")
 	}
