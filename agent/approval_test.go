@@ -21,7 +21,6 @@ import (
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
-	"github.com/specloop/specloop/wiring"
 )
 
 // writeCall is a write_file call of path with content, as a script model
@@ -37,12 +36,16 @@ func writeCall(id, path, content string) string {
 func fileRuntime(t *testing.T) (*tools.Runtime, string) {
 	t.Helper()
 	dir := t.TempDir()
-	setup, err := wiring.Open(wiring.Config{Dir: dir, DisableCommands: true})
+	ws, err := tools.OpenWorkspace(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { setup.Close() })
-	return setup.Runtime, dir
+	t.Cleanup(func() { ws.Close() })
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rt, dir
 }
 
 // scripted is an Approver that answers from a list and records what it

@@ -233,6 +233,7 @@ func anyOfSchema(cost int) string {
 // is the chain at the first length over the budget, and the one below it
 // is offered and checks a call.
 func TestSchemaCostBudget(t *testing.T) {
+	t.Parallel()
 	if err := openErr(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, rawTool{name: "fits", schema: anyOfSchema(mcpclient.MaxSchemaCost)})}); err != nil {
 		t.Fatalf("at the budget: %v", err)
 	}
@@ -251,6 +252,7 @@ func TestSchemaCostBudget(t *testing.T) {
 // A server's tools may add MaxServerBytes to every model request, not
 // more: 16 schemas of 64 KiB fit, one more tool does not.
 func TestServerBytesCap(t *testing.T) {
+	t.Parallel()
 	n := mcpclient.MaxServerBytes / mcpclient.MaxSchemaBytes
 	tools := make([]rawTool, n, n+1)
 	for i := range tools {

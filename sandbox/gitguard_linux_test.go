@@ -103,9 +103,12 @@ func TestCommandsBuildNoGitDirectory(t *testing.T) {
 			return "mkdir -p meta/d/objects meta/d/refs && echo 'ref: refs/heads/main' > meta/d/HEAD && printf '" + fsmonitorConfig(m, false) + "' > meta/d/config && echo 'gitdir: ../meta/d' > app/.git"
 		}, nil},
 	}
+	conf := confining(t)
 	for _, b := range withControl(t) {
-		for _, a := range attacks {
+		for i, a := range attacks {
 			t.Run(string(b)+"/"+a.name, func(t *testing.T) {
+				shortTurn(t, i, b, conf)
+				t.Parallel()
 				ws, gitDir := a.setup(t)
 				kept := map[string][]byte{}
 				for _, p := range a.kept {
@@ -260,6 +263,7 @@ func TestGuardDeepTrees(t *testing.T) {
 	}
 	for _, b := range confining(t) {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
 			ws := t.TempDir()
 			marker := filepath.Join(t.TempDir(), "PWNED")
 			deep := strings.Repeat("a/", 300) + "x"

@@ -135,9 +135,12 @@ func TestGuardTrustedPaths(t *testing.T) {
 			return ""
 		}, func(m string) string { return "printf '[core]\\n\\tfsmonitor = touch " + m + "\\n' >> cfg/team.cfg" }, "cfg/team.cfg"},
 	}
-	for _, tt := range tests {
+	conf := confining(t)
+	for i, tt := range tests {
 		for _, b := range withControl(t) {
 			t.Run(tt.name+"/"+string(b), func(t *testing.T) {
+				shortTurn(t, i, b, conf)
+				t.Parallel()
 				ws := filepath.Join(t.TempDir(), "ws")
 				if err := os.Mkdir(ws, 0o755); err != nil {
 					t.Fatal(err)

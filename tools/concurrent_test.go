@@ -18,10 +18,10 @@ import (
 // symbolic link to .git, before the patch's last file, sub/hooks/..., is
 // written.
 func TestCommandCannotSwapAPathDuringAWrite(t *testing.T) {
-	t.Run("one runtime", func(t *testing.T) { commandSwapsDuringWrite(t, false) })
+	t.Run("one runtime", func(t *testing.T) { t.Parallel(); commandSwapsDuringWrite(t, false) })
 	// The server opens a workspace per /v1/tools call, next to a run's and
 	// /mcp's on the same directory: they must order their calls too.
-	t.Run("two runtimes on one directory", func(t *testing.T) { commandSwapsDuringWrite(t, true) })
+	t.Run("two runtimes on one directory", func(t *testing.T) { t.Parallel(); commandSwapsDuringWrite(t, true) })
 }
 
 func commandSwapsDuringWrite(t *testing.T, twoRuntimes bool) {
@@ -44,7 +44,9 @@ func commandSwapsDuringWrite(t *testing.T, twoRuntimes bool) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		callTool(t, rt, "run_command", map[string]any{"timeout_seconds": 2,
+		// Ordered, the command waits for its timeout (the shortest the
+		// spec allows) before the patch writes anything.
+		callTool(t, rt, "run_command", map[string]any{"timeout_seconds": 1,
 			"command": "touch started; while [ ! -e trigger ]; do sleep 0.001; done; rm -r sub && ln -s .git sub"})
 	}()
 	for {

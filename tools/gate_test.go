@@ -117,8 +117,11 @@ func TestCompletionGate(t *testing.T) {
 }
 
 func TestCommandCheckTimeout(t *testing.T) {
+	t.Parallel() // it waits out its timeout
 	check := tools.NewCommandCheck(mustWorkspace(t, t.TempDir()), "echo waiting; sleep 300")
-	check.Timeout = 200 * time.Millisecond
+	// Long enough for a loaded machine to start the shell and print
+	// "waiting" (200 ms left it little room), short enough to wait.
+	check.Timeout = time.Second
 	res, err := check.Check(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -100,6 +100,7 @@ func TestPatchRunsNothingTheWorkspaceControls(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // the cases share nothing; the parent's environment holds until they end
 			ws := t.TempDir()
 			bin, markers := t.TempDir(), t.TempDir()
 			writeFiles(t, ws, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n"})

@@ -75,6 +75,10 @@ func TestWriteToolsRefuseTrustedPaths(t *testing.T) {
 					continue
 				}
 				t.Run(tool+"/"+p, func(t *testing.T) {
+					if testing.Short() && (dir != "" || hook != "pre-commit") {
+						t.Skip("-short writes each tool's pre-commit at the top; the nested repository and the new hook run without -short")
+					}
+					t.Parallel()
 					ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
 					body := huskyRepo(t, ws, marker)
 					before := snapshot(t, ws)
@@ -175,6 +179,10 @@ func TestCommandsCannotChangeTrustedPaths(t *testing.T) {
 	for _, b := range backends(t) {
 		for _, hook := range []string{"pre-commit", "post-checkout"} {
 			t.Run(string(b)+"/"+hook, func(t *testing.T) {
+				if testing.Short() && hook != "pre-commit" {
+					t.Skip("-short plants pre-commit under each backend; post-checkout runs without -short")
+				}
+				t.Parallel()
 				ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
 				huskyRepo(t, ws, marker)
 				before := snapshot(t, ws)

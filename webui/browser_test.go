@@ -170,17 +170,48 @@ type browser struct {
 	problems []string
 }
 
+// shared is the one Chromium the package's tests open their tabs in
+// (starting a browser per test cost a second each); TestMain stops it.
+var shared struct {
+	once sync.Once
+	ctx  context.Context
+	err  error
+	stop func()
+}
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if shared.stop != nil {
+		shared.stop()
+	}
+	os.Exit(code)
+}
+
 func newBrowser(t *testing.T) *browser {
 	t.Helper()
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath(t)),
-		chromedp.NoSandbox, // the tests run as root
-		chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 900),
-	)
-	actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancel := chromedp.NewContext(actx)
-	t.Cleanup(func() { cancel(); cancelAlloc() })
+	if testing.Short() {
+		t.Skip("drives a browser: runs without -short (go test ./webui, and .ci/run's go test ./...)")
+	}
+	exe := chromiumPath(t)
+	shared.once.Do(func() {
+		opts := append(chromedp.DefaultExecAllocatorOptions[:],
+			chromedp.ExecPath(exe),
+			chromedp.NoSandbox, // the tests run as root
+			chromedp.DisableGPU,
+			chromedp.WindowSize(1280, 900),
+		)
+		actx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
+		ctx, cancel := chromedp.NewContext(actx)
+		shared.stop = func() { cancel(); cancelAlloc() }
+		shared.ctx, shared.err = ctx, chromedp.Do(ctx)
+	})
+	if shared.err != nil {
+		t.Fatalf("start chromium: %v", shared.err)
+	}
+	// A tab of its own: sessionStorage (the token) is per tab, and every
+	// test serves its own origin.
+	ctx, cancel := chromedp.NewContext(shared.ctx)
+	t.Cleanup(cancel)
 	b := &browser{ctx: ctx}
 	err := chromedp.Listen(ctx, func(ev any) {
 		b.mu.Lock()

@@ -106,30 +106,51 @@ func TestReadmeGoExamples(t *testing.T) {
 		t.Fatalf("the README's Go examples do not build (go vet):\n%s", out)
 	}
 
+	// The SDK's examples talk to the address `specloop serve` uses by
+	// default; point them at one test server instead. Every program that
+	// runs is built by one go command (the links share its parallelism)
+	// rather than one `go run` each.
+	const token = "readme-token"
+	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	defer func() { _ = srv.Shutdown(context.Background()); hs.Close() }()
+	bin := t.TempDir()
+	build := []string{"build", "-ldflags=-s -w", "-o", bin + string(filepath.Separator)}
+	runs := map[string]bool{}
+	for _, p := range progs {
+		if strings.Contains(p.src, `"github.com/specloop/specloop/model/openai"`) ||
+			strings.Contains(p.src, `"github.com/specloop/specloop/model/anthropic"`) {
+			continue
+		}
+		if strings.Contains(p.src, `"github.com/specloop/specloop/sdk"`) {
+			write(t, filepath.Join(dir, p.name, "main.go"), strings.ReplaceAll(p.src, "http://127.0.0.1:8080", hs.URL))
+		}
+		build = append(build, "./"+p.name)
+		runs[p.name] = true
+	}
+	if len(runs) > 0 {
+		if out, err := goCmd(t.Context(), build...).CombinedOutput(); err != nil {
+			t.Fatalf("the README's Go examples do not build (go build):\n%s", out)
+		}
+	}
+
 	for _, p := range progs {
 		t.Run(p.name, func(t *testing.T) {
-			if strings.Contains(p.src, `"github.com/specloop/specloop/model/openai"`) ||
-				strings.Contains(p.src, `"github.com/specloop/specloop/model/anthropic"`) {
+			if !runs[p.name] {
 				t.Skipf("README.md:%d needs a provider (built, not run)", p.line)
 			}
-			cmd := goCmd(t.Context(), "run", "./"+p.name)
+			cmd := exec.CommandContext(t.Context(), filepath.Join(bin, p.name))
+			cmd.Dir = dir
+			cmd.Env = env
 			if strings.Contains(p.src, `"github.com/specloop/specloop/sdk"`) {
-				const token = "readme-token"
-				srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
-				if err != nil {
-					t.Fatal(err)
-				}
-				hs := httptest.NewServer(srv.Handler())
-				defer func() { _ = srv.Shutdown(context.Background()); hs.Close() }()
-				// The example talks to the address `specloop serve` uses by
-				// default; point it at the test server instead.
-				src := strings.ReplaceAll(p.src, "http://127.0.0.1:8080", hs.URL)
-				write(t, filepath.Join(dir, p.name, "main.go"), src)
 				cmd.Env = append(slices.Clip(env), "SPECLOOP_TOKEN="+token)
 			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("README.md:%d: go run: %v\n%s", p.line, err, out)
+				t.Fatalf("README.md:%d: %v\n%s", p.line, err, out)
 			}
 			if strings.Contains(string(out), "panic:") {
 				t.Fatalf("README.md:%d panicked:\n%s", p.line, out)

@@ -22,6 +22,7 @@ func TestDemoUnderEachSandbox(t *testing.T) {
 	}
 	for _, b := range []sandbox.Backend{sandbox.Landlock, sandbox.Bwrap, sandbox.None} {
 		t.Run(string(b), func(t *testing.T) {
+			t.Parallel() // each demo has its own workspace; most of its time is its check's go test
 			if err := sandbox.Available(b); err != nil {
 				if os.Getenv("CI") == "true" {
 					t.Fatalf("backend %s must be available on CI: %v", b, err)
