@@ -109,7 +109,7 @@ func (t *toolSet) close() error {
 }
 
 // ListTools returns exactly the tools callTool serves.
-func (s *Server) ListTools(ctx context.Context, _ gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
+func (s api) ListTools(ctx context.Context, _ gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
 	rt, err := s.toolRuntime(ctx)
 	if err != nil {
 		return nil, err
