@@ -90,6 +90,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -517,7 +518,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		// rec.obs is the denial.
 	} else if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", textclip.Clip(call.ToolName, 64)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 		l.approvals.ran(call.ToolName)

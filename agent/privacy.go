@@ -3,11 +3,11 @@ package agent
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/internal/secretshape"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -109,11 +109,7 @@ func ClipMessage(msg string) string {
 		return msg
 	}
 	note := " … [message clipped: " + strconv.Itoa(len(msg)) + " bytes in all]"
-	n := MaxMessageBytes - len(note)
-	for n > 0 && !utf8.RuneStart(msg[n]) {
-		n--
-	}
-	return msg[:n] + note
+	return textclip.Head(msg, MaxMessageBytes-len(note)) + note
 }
 
 // clipTail returns the last MaxCheckOutputBytes of out, saying so when
@@ -123,22 +119,5 @@ func clipTail(out string) string {
 		return out
 	}
 	note := "[output clipped: the last " + strconv.Itoa(MaxCheckOutputBytes) + " of " + strconv.Itoa(len(out)) + " bytes follow]\n"
-	i := len(out) - MaxCheckOutputBytes + len(note)
-	for i < len(out) && !utf8.RuneStart(out[i]) {
-		i++
-	}
-	return note + out[i:]
-}
-
-// clipName shortens a tool name for a message to the model.
-func clipName(name string) string {
-	const n = 64
-	if len(name) <= n {
-		return name
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(name[i]) {
-		i--
-	}
-	return name[:i] + "…"
+	return note + textclip.Tail(out, MaxCheckOutputBytes-len(note))
 }
