@@ -23,16 +23,16 @@ const (
 	None     Backend = "none"
 )
 
-// Backends lists the names ParseBackend accepts, in the order of the
+// backends lists the names ParseBackend accepts, in the order of the
 // --sandbox flag's help.
-var Backends = []Backend{Auto, Landlock, Bwrap, None}
+var backends = []Backend{Auto, Landlock, Bwrap, None}
 
 // ParseBackend checks a backend name ("" means Auto).
 func ParseBackend(s string) (Backend, error) {
 	if s == "" {
 		return Auto, nil
 	}
-	for _, b := range Backends {
+	for _, b := range backends {
 		if string(b) == s {
 			return b, nil
 		}
