@@ -666,7 +666,7 @@ func (l *loop) traceAction(step int, turn *Turn, i int, rec *toolStep, modelMs f
 		se.actionType = gen.ActionTypeToolCall
 		ev.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
 		ev.CallId = traceCallID(call.CallId, &se.callID)
-		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], call.ToolName, call.Arguments)
+		se.keys = l.vocab.argumentKeys(call.ToolName, call.Arguments)
 		ev.ArgumentKeys = &se.keys
 		return l.emitDetail(Progress{Event: ev, ToolCall: call})
 	}
@@ -714,7 +714,6 @@ type stepEvent struct {
 	modelMs    float64
 	toolMs     float64
 	keys       []string
-	keyRoom    [4]string // the argument keys of small calls
 }
 
 func (l *loop) stepEvent(step int, typ gen.TraceEventType, now time.Time) *stepEvent {

@@ -208,7 +208,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	var se *stepEvent
 	if l.tracing {
 		se = l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
-		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], name, req.Call.Arguments)
+		se.keys = l.vocab.argumentKeys(name, req.Call.Arguments)
 		se.ArgumentKeys = &se.keys
 		if err := l.emitDetail(Progress{Event: &se.TraceEvent, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}

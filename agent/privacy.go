@@ -55,11 +55,12 @@ func (v vocabulary) toolName(name, room *string) *string {
 	return room
 }
 
-// argumentKeys appends the keys of the arguments of a call of tool to
-// keys, each verbatim when the tool's input schema names it and else as
-// its summary, and sorts them.
-func (v vocabulary) argumentKeys(keys []string, tool string, args map[string]any) []string {
+// argumentKeys returns the keys of the arguments of a call of tool, sorted,
+// each verbatim when the tool's input schema names it and else as its
+// summary.
+func (v vocabulary) argumentKeys(tool string, args map[string]any) []string {
 	props := v[tool]
+	keys := make([]string, 0, len(args))
 	for k := range args {
 		if !props[k] {
 			k = trace.Summary(k)
