@@ -303,7 +303,7 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	return out, nil
 }
 
-// buildModel builds the run's buildModel. A script buildModel is stateful (its position
+// buildModel builds the run's model. A script model is stateful (its position
 // in the responses): it is moved past the responses the run's earlier
 // calls took.
 func (a *Activities) buildModel(ctx context.Context, in modelInput) (agent.Model, error) {

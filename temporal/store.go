@@ -29,8 +29,8 @@ import (
 //
 // Run ids become path components only in the spec's shape
 // (ErrInvalidRunID otherwise), and a blob is checked against its sha256
-// on every read (corruptBlobError). The directory must not be reachable
-// from runs: keep it outside every workspace root.
+// on every read (a changed blob fails its run). The directory must not be
+// reachable from runs: keep it outside every workspace root.
 type Store struct {
 	dir string
 }
