@@ -90,6 +90,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -517,7 +518,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		// rec.obs is the denial.
 	} else if l.opts.Tools == nil {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
-			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", clipName(call.ToolName)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
+			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", textclip.Clip(call.ToolName, 64)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 		l.approvals.ran(call.ToolName)
@@ -665,7 +666,7 @@ func (l *loop) traceAction(step int, turn *Turn, i int, rec *toolStep, modelMs f
 		se.actionType = gen.ActionTypeToolCall
 		ev.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
 		ev.CallId = traceCallID(call.CallId, &se.callID)
-		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], call.ToolName, call.Arguments)
+		se.keys = l.vocab.argumentKeys(call.ToolName, call.Arguments)
 		ev.ArgumentKeys = &se.keys
 		return l.emitDetail(Progress{Event: ev, ToolCall: call})
 	}
@@ -713,7 +714,6 @@ type stepEvent struct {
 	modelMs    float64
 	toolMs     float64
 	keys       []string
-	keyRoom    [4]string // the argument keys of small calls
 }
 
 func (l *loop) stepEvent(step int, typ gen.TraceEventType, now time.Time) *stepEvent {

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -152,7 +153,7 @@ func (l *loop) initApprovals(specs []gen.ToolSpec) error {
 		return nil
 	}
 	if !p.Valid() {
-		return fmt.Errorf("approval policy %q is not one of the spec's ApprovalPolicy values", clipName(string(p)))
+		return fmt.Errorf("approval policy %q is not one of the spec's ApprovalPolicy values", textclip.Clip(string(p), 64))
 	}
 	if l.opts.Approver == nil {
 		return fmt.Errorf("approval policy %s needs an Approver to ask", p)
@@ -187,7 +188,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		// build.sh of now.
 		delete(a.approved, name)
 		req.Reason = fmt.Sprintf("files in the workspace changed since %s was last approved in this run: %d %s of tools that write files ran since",
-			clipName(name), changed, plural(changed, "call", "calls"))
+			textclip.Clip(name, 64), changed, plural(changed, "call", "calls"))
 	}
 	// A decision is addressed by call id, and the model writes the ids:
 	// one an earlier request had would let a decision meant for that call
@@ -207,7 +208,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	var se *stepEvent
 	if l.tracing {
 		se = l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
-		se.keys = l.vocab.argumentKeys(se.keyRoom[:0], name, req.Call.Arguments)
+		se.keys = l.vocab.argumentKeys(name, req.Call.Arguments)
 		se.ArgumentKeys = &se.keys
 		if err := l.emitDetail(Progress{Event: &se.TraceEvent, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
@@ -216,7 +217,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	dec, err := l.opts.Approver.Approve(ctx, req)
 	switch {
 	case err == nil && !dec.Decision.Valid():
-		err = fmt.Errorf("approval: the approver's decision %q is not one of the spec's ApprovalDecision values", clipName(string(dec.Decision)))
+		err = fmt.Errorf("approval: the approver's decision %q is not one of the spec's ApprovalDecision values", textclip.Clip(string(dec.Decision), 64))
 	case errors.Is(err, ErrInterrupted):
 		return false, &end{reason: gen.ExitReasonInterrupted, err: err, steps: step}
 	case err != nil && ctx.Err() != nil:
@@ -246,7 +247,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	case gen.ApprovalDecisionApproveForRun:
 		a.approved[name] = true
 	case gen.ApprovalDecisionDeny:
-		msg := "error: a person denied this call of " + clipName(name) + "; it was not run"
+		msg := "error: a person denied this call of " + textclip.Clip(name, 64) + "; it was not run"
 		if reason != "" {
 			msg += ". Reason: " + reason
 		}

@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // How a model gets back what the loop cut from a tool's output (the
@@ -98,7 +99,7 @@ func quoteArg(args map[string]any, name string) string {
 	if !ok || !utf8.ValidString(s) {
 		return "the same path"
 	}
-	return strconv.Quote(clipTo(s, 200))
+	return strconv.Quote(textclip.Head(s, 200))
 }
 
 // numberedRange returns the first and the last line number of text whose

@@ -3,11 +3,11 @@ package agent
 import (
 	"slices"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/internal/secretshape"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -55,11 +55,12 @@ func (v vocabulary) toolName(name, room *string) *string {
 	return room
 }
 
-// argumentKeys appends the keys of the arguments of a call of tool to
-// keys, each verbatim when the tool's input schema names it and else as
-// its summary, and sorts them.
-func (v vocabulary) argumentKeys(keys []string, tool string, args map[string]any) []string {
+// argumentKeys returns the keys of the arguments of a call of tool, sorted,
+// each verbatim when the tool's input schema names it and else as its
+// summary.
+func (v vocabulary) argumentKeys(tool string, args map[string]any) []string {
 	props := v[tool]
+	keys := make([]string, 0, len(args))
 	for k := range args {
 		if !props[k] {
 			k = trace.Summary(k)
@@ -109,11 +110,7 @@ func ClipMessage(msg string) string {
 		return msg
 	}
 	note := " … [message clipped: " + strconv.Itoa(len(msg)) + " bytes in all]"
-	n := MaxMessageBytes - len(note)
-	for n > 0 && !utf8.RuneStart(msg[n]) {
-		n--
-	}
-	return msg[:n] + note
+	return textclip.Head(msg, MaxMessageBytes-len(note)) + note
 }
 
 // clipTail returns the last MaxCheckOutputBytes of out, saying so when
@@ -123,22 +120,5 @@ func clipTail(out string) string {
 		return out
 	}
 	note := "[output clipped: the last " + strconv.Itoa(MaxCheckOutputBytes) + " of " + strconv.Itoa(len(out)) + " bytes follow]\n"
-	i := len(out) - MaxCheckOutputBytes + len(note)
-	for i < len(out) && !utf8.RuneStart(out[i]) {
-		i++
-	}
-	return note + out[i:]
-}
-
-// clipName shortens a tool name for a message to the model.
-func clipName(name string) string {
-	const n = 64
-	if len(name) <= n {
-		return name
-	}
-	i := n
-	for i > 0 && !utf8.RuneStart(name[i]) {
-		i--
-	}
-	return name[:i] + "…"
+	return note + textclip.Tail(out, MaxCheckOutputBytes-len(note))
 }

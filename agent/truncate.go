@@ -3,9 +3,9 @@ package agent
 import (
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // The model-facing cap of a tool's output. The tools cap what they produce
@@ -66,7 +66,7 @@ func TruncateOutput(s string, maxBytes, maxLines int, hint func(omitted string) 
 	t := Truncation{OmittedBytes: len(mid), OmittedLines: lineCount(mid)}
 	h := ""
 	if hint != nil {
-		h = clipTo(strings.ReplaceAll(hint(mid), "\n", " "), hintRoom)
+		h = textclip.Head(strings.ReplaceAll(hint(mid), "\n", " "), hintRoom)
 	}
 	var b strings.Builder
 	b.Grow(len(head) + len(tail) + 64 + len(h))
@@ -112,7 +112,7 @@ func headCut(s string, maxBytes, maxLines int) string {
 		}
 		if next > maxBytes {
 			if n == 0 { // a first line longer than the room: cut it
-				return s[:runeStartBefore(s, maxBytes)]
+				return textclip.Head(s, maxBytes)
 			}
 			break
 		}
@@ -133,49 +133,11 @@ func tailCut(s string, maxBytes, maxLines int) string {
 		prev := strings.LastIndexByte(s[:start-1], '\n') + 1
 		if len(s)-prev > maxBytes {
 			if n == 0 { // a last line longer than the room: cut it
-				return s[runeStartAfter(s, len(s)-maxBytes):]
+				return textclip.Tail(s, maxBytes)
 			}
 			break
 		}
 		start = prev
 	}
 	return s[start:]
-}
-
-// runeStartBefore returns the largest i <= n that does not split a UTF-8
-// sequence of s.
-func runeStartBefore(s string, n int) int {
-	if n >= len(s) {
-		return len(s)
-	}
-	i := n
-	for i > 0 && i > n-utf8.UTFMax && !utf8.RuneStart(s[i]) {
-		i--
-	}
-	if !utf8.RuneStart(s[i]) {
-		return n // not UTF-8 here: nothing to keep whole
-	}
-	return i
-}
-
-// runeStartAfter returns the smallest i >= n that does not split a UTF-8
-// sequence of s.
-func runeStartAfter(s string, n int) int {
-	n = max(n, 0)
-	i := n
-	for i < len(s) && i < n+utf8.UTFMax && !utf8.RuneStart(s[i]) {
-		i++
-	}
-	if i < len(s) && !utf8.RuneStart(s[i]) {
-		return n
-	}
-	return i
-}
-
-// clipTo returns s cut to at most n bytes on a character boundary.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:runeStartBefore(s, n)]
 }

@@ -47,7 +47,7 @@ func ParseServer(s string) (Server, error) {
 		srv.URL = value
 		return srv, nil
 	}
-	argv, err := Split(value)
+	argv, err := split(value)
 	if err != nil {
 		return Server{}, fmt.Errorf("server %q: %w", name, err)
 	}
@@ -86,12 +86,12 @@ func checkName(name string) error {
 	return nil
 }
 
-// Split splits a command line into words like a POSIX shell, without
+// split splits a command line into words like a POSIX shell, without
 // running one and without expanding anything: words are separated by
 // blanks; '…' quotes everything literally; "…" quotes everything but \\,
 // \", \$ and \` (backslash escapes); outside quotes a backslash escapes the
 // next character. $VAR, ~, globs, pipes and redirections are plain text.
-func Split(s string) ([]string, error) {
+func split(s string) ([]string, error) {
 	var words []string
 	var w strings.Builder
 	inWord := false

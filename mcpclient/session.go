@@ -24,6 +24,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/buildinfo"
 	"github.com/specloop/specloop/internal/redirect"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -412,11 +413,7 @@ func clipDescription(d string) (_ string, clipped bool) {
 	if len(d) <= MaxDescriptionBytes {
 		return d, false
 	}
-	n := MaxDescriptionBytes
-	for n > 0 && !utf8.RuneStart(d[n]) {
-		n--
-	}
-	return d[:n] + fmt.Sprintf("\n[description clipped by specloop: the server's was %d bytes]", len(d)), true
+	return textclip.Head(d, MaxDescriptionBytes) + fmt.Sprintf("\n[description clipped by specloop: the server's was %d bytes]", len(d)), true
 }
 
 // compile compiles a tool's JSON Schema (draft 2020-12 unless it says

@@ -57,7 +57,7 @@ func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
 	}
 	s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: cfg.Logger})
 	for _, spec := range rt.Specs() {
-		tool, err := Tool(spec)
+		tool, err := toolOf(spec)
 		if err != nil {
 			return nil, err
 		}
@@ -66,9 +66,9 @@ func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
 	return s, nil
 }
 
-// Tool returns the MCP tool of a tool spec: its name and description, its
+// toolOf returns the MCP tool of a tool spec: its name and description, its
 // input schema and (when the spec has one) its result schema as raw JSON.
-func Tool(spec gen.ToolSpec) (*mcp.Tool, error) {
+func toolOf(spec gen.ToolSpec) (*mcp.Tool, error) {
 	if t, _ := spec.InputSchema["type"].(string); t != "object" {
 		// AddTool would panic: MCP requires object input schemas.
 		return nil, fmt.Errorf("mcpserver: tool %q: the input schema is not of type object", spec.Name)
@@ -111,7 +111,7 @@ func handler(rt agent.ToolRuntime, name string, logger *slog.Logger) mcp.ToolHan
 		call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: name}
 		if raw := bytes.TrimSpace(req.Params.Arguments); len(raw) > 0 && !bytes.Equal(raw, []byte("null")) {
 			if err := json.Unmarshal(raw, &call.Arguments); err != nil {
-				return Result(notAnObject(name)), nil
+				return result(notAnObject(name)), nil
 			}
 		}
 		obs, err := rt.Call(ctx, call)
@@ -123,7 +123,7 @@ func handler(rt agent.ToolRuntime, name string, logger *slog.Logger) mcp.ToolHan
 			}
 			return nil, errRuntimeFailed
 		}
-		return Result(obs), nil
+		return result(obs), nil
 	}
 }
 
@@ -140,11 +140,11 @@ func notAnObject(name string) gen.Observation {
 	}
 }
 
-// Result turns an Observation into a CallToolResult: its content as text;
+// result turns an Observation into a CallToolResult: its content as text;
 // for a success its data as structuredContent, for a failure isError and
 // the Observation itself as structuredContent, which carries the error
 // code.
-func Result(obs gen.Observation) *mcp.CallToolResult {
+func result(obs gen.Observation) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: obs.Content}}, IsError: obs.IsError}
 	switch {
 	case obs.IsError:

@@ -8,6 +8,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -28,7 +29,7 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	}
 	m, err := s.cfg.Models(body.Model)
 	if err != nil {
-		return gen.Run{}, badField("/model/provider", "%s", clip(err.Error(), 300))
+		return gen.Run{}, badField("/model/provider", "%s", textclip.Clip(err.Error(), 300))
 	}
 	wsName, ws, err := s.holdWorkspace(body.Workspace)
 	if err != nil {

@@ -1,9 +1,6 @@
 package runner
 
-import (
-	"fmt"
-	"strings"
-)
+import "fmt"
 
 // Error is a request the runner refuses: Kind says why, for the caller to
 // answer with (the HTTP API maps it to a status), Field names the request
@@ -38,15 +35,4 @@ func (e *Error) Error() string {
 // badField is an Invalid Error naming field.
 func badField(field, format string, args ...any) *Error {
 	return &Error{Kind: Invalid, Field: field, Detail: fmt.Sprintf(format, args...)}
-}
-
-// clip shortens s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return strings.Clone(s[:n]) + "…"
 }

@@ -46,7 +46,6 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/telemetry"
@@ -130,8 +129,6 @@ type Runner struct {
 	sched  *scheduler
 	ws     *workspaces
 
-	runTools  []gen.ToolSpec // the tools a run offers a model
-	registry  *tools.Registry
 	closing   atomic.Bool
 	attached  []*run // runs an Engine executes, to follow once the runner is up
 	stopOnce  sync.Once
@@ -210,8 +207,7 @@ func New(cfg Config) (*Runner, error) {
 	return s, nil
 }
 
-// initTools learns the tools a run offers from a runtime on the workspace
-// root.
+// initTools checks that a run's tools open on the workspace root.
 func (s *Runner) initTools() error {
 	cfg := s.Host()
 	cfg.Root = s.ws.root
@@ -223,9 +219,7 @@ func (s *Runner) initTools() error {
 	if err != nil {
 		return fmt.Errorf("runner: tools: %w", err)
 	}
-	defer setup.Close()
-	s.runTools = setup.Runtime.Specs()
-	s.registry = setup.Runtime.Registry()
+	setup.Close()
 	return nil
 }
 
@@ -235,12 +229,6 @@ func (s *Runner) initTools() error {
 func (s *Runner) Host() wiring.Config {
 	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
 }
-
-// Tools returns the tools a run offers its model, and their registry.
-func (s *Runner) Tools() ([]gen.ToolSpec, *tools.Registry) { return s.runTools, s.registry }
-
-// AllowsCommands reports whether runs and tool calls may run commands.
-func (s *Runner) AllowsCommands() bool { return s.cfg.AllowCommands }
 
 // OpenWorkspace opens the directory workspace name resolves to now, for a
 // tool call that then uses it alone; field names the request field for

@@ -10,6 +10,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/wiring"
 )
@@ -138,11 +139,11 @@ func pickMCP(names []string, available []mcpclient.Server) ([]mcpclient.Server, 
 	for i, name := range names {
 		field := fmt.Sprintf("/mcp_servers/%d", i)
 		if slices.Index(names[:i], name) >= 0 {
-			return nil, badField(field, "the MCP server %q is named twice", clip(name, 64))
+			return nil, badField(field, "the MCP server %q is named twice", textclip.Clip(name, 64))
 		}
 		j := slices.IndexFunc(available, func(s mcpclient.Server) bool { return s.Name == name })
 		if j < 0 {
-			return nil, badField(field, "unknown MCP server %q; this server is configured with: %s", clip(name, 64), mcpNames(available))
+			return nil, badField(field, "unknown MCP server %q; this server is configured with: %s", textclip.Clip(name, 64), mcpNames(available))
 		}
 		out = append(out, available[j])
 	}

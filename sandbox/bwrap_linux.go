@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // bwrapPath is where Debian's bubblewrap package installs bwrap.
@@ -32,7 +34,7 @@ func bwrapUsable() error {
 		out, err := exec.Command(p, "--die-with-parent", "--unshare-pid", "--unshare-net", "--new-session", "--cap-drop", "ALL",
 			"--ro-bind", "/", "/", "--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp", "true").CombinedOutput()
 		if err != nil {
-			bwrapErr = fmt.Errorf("bwrap cannot create its namespaces here: %s", strings.TrimSpace(clip(string(out))))
+			bwrapErr = fmt.Errorf("bwrap cannot create its namespaces here: %s", strings.TrimSpace(textclip.Clip(string(out), 40)))
 		}
 	})
 	return bwrapErr

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/internal/gitshape"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // GitError is a command that made or changed what git would take for a
@@ -58,7 +59,7 @@ func listPaths(ps []string) string {
 			q = append(q, fmt.Sprintf("and %d more", len(ps)-show))
 			break
 		}
-		q = append(q, fmt.Sprintf("%q", clipTo(p, 200)))
+		q = append(q, fmt.Sprintf("%q", textclip.Clip(p, 200)))
 	}
 	return strings.Join(q, ", ")
 }

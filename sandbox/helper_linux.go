@@ -12,6 +12,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/specloop/specloop/internal/textclip"
 	"golang.org/x/sys/unix"
 )
 
@@ -167,7 +168,7 @@ func confineAndStart(cfg *helperConfig) (int, error) {
 		Sys:   &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL},
 	})
 	if err != nil {
-		return 0, fmt.Errorf("sandbox helper: start %s: %w", clip(cfg.Args[0]), err)
+		return 0, fmt.Errorf("sandbox helper: start %s: %w", textclip.Clip(cfg.Args[0], 40), err)
 	}
 	return pid, nil
 }

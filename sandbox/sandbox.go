@@ -8,7 +8,8 @@ import (
 	"os"
 	"strings"
 	"time"
-	"unicode/utf8"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // Backend names a way of confining commands.
@@ -22,21 +23,21 @@ const (
 	None     Backend = "none"
 )
 
-// Backends lists the names ParseBackend accepts, in the order of the
+// backends lists the names ParseBackend accepts, in the order of the
 // --sandbox flag's help.
-var Backends = []Backend{Auto, Landlock, Bwrap, None}
+var backends = []Backend{Auto, Landlock, Bwrap, None}
 
 // ParseBackend checks a backend name ("" means Auto).
 func ParseBackend(s string) (Backend, error) {
 	if s == "" {
 		return Auto, nil
 	}
-	for _, b := range Backends {
+	for _, b := range backends {
 		if string(b) == s {
 			return b, nil
 		}
 	}
-	return "", fmt.Errorf("unknown sandbox %q: want one of auto, landlock, bwrap, none", clip(s))
+	return "", fmt.Errorf("unknown sandbox %q: want one of auto, landlock, bwrap, none", textclip.Clip(s, 40))
 }
 
 // Policy says how commands are confined. The zero value is Auto with no
@@ -89,7 +90,7 @@ func New(p Policy) (*Sandbox, error) {
 	p.Backend = b
 	for _, name := range p.PassEnv {
 		if name == "" || strings.ContainsAny(name, "=\x00") {
-			return nil, fmt.Errorf("pass-env: invalid variable name %q", clip(name))
+			return nil, fmt.Errorf("pass-env: invalid variable name %q", textclip.Clip(name, 40))
 		}
 	}
 	info, err := resolve(p)
@@ -271,19 +272,4 @@ func removeVar(env []string, name string) []string {
 		}
 	}
 	return out
-}
-
-// clip shortens an untrusted value for an error message.
-func clip(s string) string { return clipTo(s, 40) }
-
-// clipTo cuts s to at most n bytes on a character boundary, marking the
-// cut.
-func clipTo(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
 }

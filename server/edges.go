@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // Defaults of the server's edges, for a zero Config field.
@@ -117,7 +118,7 @@ func edgeDefaults(cfg *Config) (map[string]bool, error) {
 	for _, h := range cfg.AllowedHosts {
 		name := hostName(h)
 		if name == "" || strings.ContainsAny(name, "/ \t\r\n@?#*") {
-			return nil, fmt.Errorf("server: allowed host %q is not a host name", clip(h, 100))
+			return nil, fmt.Errorf("server: allowed host %q is not a host name", textclip.Clip(h, 100))
 		}
 		allowed[name] = true
 	}

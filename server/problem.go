@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -147,7 +148,7 @@ func (s *Server) fromHTTPError(he *echo.HTTPError, c echo.Context) *problemError
 		if msg, ok := he.Message.(string); ok {
 			if rest, ok := strings.CutPrefix(msg, "Invalid format for parameter "); ok {
 				name, _, _ := strings.Cut(rest, ":")
-				name = clip(name, 64)
+				name = textclip.Clip(name, 64)
 				return badField(name, "parameter %q: has an invalid format", name)
 			}
 		}
@@ -242,7 +243,7 @@ func schemaReason(se *openapi3.SchemaError) string {
 		}
 		return "has a property that is not allowed"
 	}
-	return clip(strings.TrimPrefix(r, "value "), 200)
+	return textclip.Clip(strings.TrimPrefix(r, "value "), 200)
 }
 
 // pointer renders reference tokens as an RFC 6901 JSON pointer.
@@ -253,18 +254,7 @@ func pointer(tokens []string) string {
 		t = strings.ReplaceAll(t, "~", "~0")
 		b.WriteString(strings.ReplaceAll(t, "/", "~1"))
 	}
-	return clip(b.String(), 512)
-}
-
-// clip shortens s to at most n bytes on a rune boundary.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return textclip.Clip(b.String(), 512)
 }
 
 // toolErrorDetail is the detail of a tool's 422: what the spec's ErrorCode

@@ -36,7 +36,7 @@ func runProblem(err error) error {
 
 // CreateRun accepts a run (runner.Runner.Create). The 202 is sent only
 // once the run is on disk.
-func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) (gen.CreateRunResponseObject, error) {
+func (s api) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) (gen.CreateRunResponseObject, error) {
 	if req.Body == nil {
 		return nil, problemf(http.StatusBadRequest, "the request body is required")
 	}
@@ -48,7 +48,7 @@ func (s *Server) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) 
 }
 
 // GetRun returns a run with its result once finished.
-func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.GetRunResponseObject, error) {
+func (s api) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.GetRunResponseObject, error) {
 	v, err := s.rn.Get(req.RunId)
 	if err != nil {
 		return nil, runProblem(err)
@@ -61,7 +61,7 @@ func (s *Server) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.Get
 const defaultPageSize = gen.DefaultListRunsParamsLimit
 
 // ListRuns returns one page of runs, newest first.
-func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
+func (s api) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
 	limit := defaultPageSize
 	if req.Params.Limit != nil {
 		limit = *req.Params.Limit
@@ -83,7 +83,7 @@ func (s *Server) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen
 
 // CancelRun cancels a queued run at once, or asks a running run to stop; it
 // then ends with exit reason cancelled. A finished run cannot be cancelled.
-func (s *Server) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.CancelRunResponseObject, error) {
+func (s api) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.CancelRunResponseObject, error) {
 	v, err := s.rn.Cancel(req.RunId)
 	if err != nil {
 		return nil, runProblem(err)
@@ -94,7 +94,7 @@ func (s *Server) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (g
 // GetRunEvents streams the run's trace events as Server-Sent Events: live
 // while it runs, ending after run_finished, resuming after the position
 // given by ?after (which wins) or Last-Event-ID.
-func (s *Server) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject) (gen.GetRunEventsResponseObject, error) {
+func (s api) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject) (gen.GetRunEventsResponseObject, error) {
 	if _, err := s.rn.Get(req.RunId); err != nil {
 		return nil, runProblem(err)
 	}
@@ -118,7 +118,7 @@ func (s *Server) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestOb
 
 // ListApprovals returns the run's tool calls waiting for a decision, with
 // their arguments.
-func (s *Server) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
+func (s api) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
 	list, err := s.rn.Approvals(req.RunId)
 	if err != nil {
 		return nil, runProblem(err)
@@ -127,7 +127,7 @@ func (s *Server) ListApprovals(_ context.Context, req gen.ListApprovalsRequestOb
 }
 
 // DecideApproval approves or denies the run's pending call call_id.
-func (s *Server) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
+func (s api) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
 	if req.Body == nil {
 		return nil, problemf(http.StatusBadRequest, "the request body is required")
 	}

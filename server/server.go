@@ -1,7 +1,6 @@
 // Package server is specloop's HTTP API for remote runs: the echo server
-// generated from spec/agent.yaml (it implements gen.StrictServerInterface)
-// over a runner.Runner, which schedules, records and executes the runs,
-// and the remote tool runtime.
+// generated from spec/agent.yaml over a runner.Runner, which schedules,
+// records and executes the runs, and the remote tool runtime.
 //
 // Serve the API with HTTPServer on Listener(ln): they apply the server's
 // edges (read, idle and per-write timeouts, the connection cap), which
@@ -106,7 +105,11 @@ type Server struct {
 	conns        *ConnLimit
 }
 
-var _ gen.StrictServerInterface = (*Server)(nil)
+// api is the Server's implementation of the generated interface: the
+// operations' handlers, which only the generated router calls.
+type api struct{ *Server }
+
+var _ gen.StrictServerInterface = api{}
 
 // New opens the runner (the data directory, every run recorded in it)
 // and returns a Server ready to serve.
@@ -166,7 +169,7 @@ func (s *Server) initEcho() error {
 		return err
 	}
 	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
-	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(s, nil), gen.RegisterHandlersOptions{
+	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(api{s}, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})
 	e.POST(toolRoute, s.callTool)
@@ -204,19 +207,13 @@ func (s *Server) Shutdown(ctx context.Context) error {
 }
 
 // GetHealth reports that the server is up.
-func (s *Server) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
+func (s api) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHealthResponseObject, error) {
 	return gen.GetHealth200JSONResponse{Status: gen.HealthStatusOk}, nil
 }
 
 // GetSpec returns the OpenAPI document the server implements.
-func (s *Server) GetSpec(context.Context, gen.GetSpecRequestObject) (gen.GetSpecResponseObject, error) {
+func (s api) GetSpec(context.Context, gen.GetSpecRequestObject) (gen.GetSpecResponseObject, error) {
 	return gen.GetSpec200ApplicationyamlResponse{Body: bytes.NewReader(s.specYAML), ContentLength: int64(len(s.specYAML))}, nil
-}
-
-// runTools are the tools a run offers a model.
-func (s *Server) runTools() []gen.ToolSpec {
-	specs, _ := s.rn.Tools()
-	return specs
 }
 
 // openTools opens a workspace's directory for a tool call: the directory

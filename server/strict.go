@@ -14,6 +14,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // strictJSON decodes every JSON request body with the decoder the model
@@ -58,7 +59,7 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			var se *schema.SyntaxError
 			if errors.As(err, &se) {
-				return &problemError{status: http.StatusBadRequest, field: clip(se.Pointer, schema.MaxPointer), detail: "the request body is not valid JSON: " + se.Error()}
+				return &problemError{status: http.StatusBadRequest, field: textclip.Clip(se.Pointer, schema.MaxPointer), detail: "the request body is not valid JSON: " + se.Error()}
 			}
 			return problemf(http.StatusBadRequest, "the request body is not valid JSON")
 		}
@@ -131,5 +132,5 @@ func bindProblem(err error) error {
 		return err
 	}
 	ptr := "/" + strings.ReplaceAll(te.Field, ".", "/")
-	return badField(clip(ptr, 512), "field %q: does not fit its type (a number out of range?)", clip(ptr, 512))
+	return badField(textclip.Clip(ptr, 512), "field %q: does not fit its type (a number out of range?)", textclip.Clip(ptr, 512))
 }

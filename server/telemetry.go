@@ -75,7 +75,7 @@ func (st *streamSlots) open() int {
 }
 
 // GetMetrics returns the metrics in the Prometheus text format.
-func (s *Server) GetMetrics(context.Context, gen.GetMetricsRequestObject) (gen.GetMetricsResponseObject, error) {
+func (s api) GetMetrics(context.Context, gen.GetMetricsRequestObject) (gen.GetMetricsResponseObject, error) {
 	tel := s.cfg.Telemetry
 	if tel == nil || tel.Metrics == nil {
 		return nil, errNoMetrics

@@ -15,6 +15,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/wiring"
@@ -109,7 +110,7 @@ func (t *toolSet) close() error {
 }
 
 // ListTools returns exactly the tools callTool serves.
-func (s *Server) ListTools(ctx context.Context, _ gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
+func (s api) ListTools(ctx context.Context, _ gen.ListToolsRequestObject) (gen.ListToolsResponseObject, error) {
 	rt, err := s.toolRuntime(ctx)
 	if err != nil {
 		return nil, err
@@ -252,7 +253,7 @@ func invalidInput(e *schema.Error, def *tools.Def) error {
 			reason += " (allowed: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
 		}
 	}
-	ptr = clip(ptr, schema.MaxPointer)
+	ptr = textclip.Clip(ptr, schema.MaxPointer)
 	if ptr == "" {
 		return problemf(http.StatusBadRequest, "the input %s", reason)
 	}

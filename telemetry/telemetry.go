@@ -27,11 +27,11 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
@@ -323,7 +323,7 @@ func (r *Run) tool(ev *gen.TraceEvent) {
 	_, s := r.t.Tracer.Start(r.ctx, semconv.GenAIOperationNameExecuteTool.Value.AsString()+" "+name,
 		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
 	if cc != nil && r.t.Content {
-		s.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(clip(cc.arguments)), semconv.GenAIToolCallResultKey.String(clip(cc.result)))
+		s.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(textclip.Head(cc.arguments, contentMaxLength)), semconv.GenAIToolCallResultKey.String(textclip.Head(cc.result, contentMaxLength)))
 	}
 	if ev.IsError != nil && *ev.IsError {
 		code := specVocabulary().toolOutcome(true, ev.ErrorCode)
@@ -368,12 +368,4 @@ func (r *Run) finished(ev *gen.TraceEvent) {
 	}
 	r.span.End(trace.WithTimestamp(ev.Time))
 	r.span = nil
-}
-
-// clip cuts content attributes to a size a collector accepts.
-func clip(s string) string {
-	if len(s) <= contentMaxLength {
-		return s
-	}
-	return strings.ToValidUTF8(s[:contentMaxLength], "")
 }

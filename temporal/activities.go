@@ -20,9 +20,9 @@ import (
 	"github.com/specloop/specloop/wiring"
 )
 
-// RunRef names a run and what its worker needs to open it again after a
+// runRef names a run and what its worker needs to open it again after a
 // restart.
-type RunRef struct {
+type runRef struct {
 	RunID     string
 	Workspace string
 	Check     string
@@ -31,23 +31,23 @@ type RunRef struct {
 	MCPServers []string `json:",omitempty"`
 }
 
-// EventBatch is trace lines for the store: lines From, From+1, … of the
+// eventBatch is trace lines for the store: lines From, From+1, … of the
 // run's trace.
-type EventBatch struct {
+type eventBatch struct {
 	From  int
 	Lines [][]byte
 }
 
-// OpenInput is a run to open: where it runs, and its task and model, whose
+// openInput is a run to open: where it runs, and its task and model, whose
 // context window the Open activity reports.
-type OpenInput struct {
-	Run   RunRef
+type openInput struct {
+	Run   runRef
 	Task  gen.Task
 	Model gen.ModelConfig
 }
 
-// OpenOutput is what the Open activity learnt about the run's setup.
-type OpenOutput struct {
+// openOutput is what the Open activity learnt about the run's setup.
+type openOutput struct {
 	// HostQueue is the task queue of the workers that hold the workspace.
 	HostQueue    string
 	Tools        []gen.ToolSpec
@@ -64,9 +64,9 @@ type OpenOutput struct {
 	RequestOverhead int `json:",omitempty"`
 }
 
-// ModelInput is one model call: the history so far goes by value (the
+// modelInput is one model call: the history so far goes by value (the
 // DataConverter stores it out of the workflow's history when it is large).
-type ModelInput struct {
+type modelInput struct {
 	RunID     string
 	Task      gen.Task
 	Model     gen.ModelConfig
@@ -76,57 +76,57 @@ type ModelInput struct {
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
-	Events    EventBatch
+	Events    eventBatch
 }
 
-// ModelOutput is a model turn, the summary asked for, or the model's
+// modelOutput is a model turn, the summary asked for, or the model's
 // invalid output.
-type ModelOutput struct {
-	Actions []WireAction
+type modelOutput struct {
+	Actions []wireAction
 	Summary string `json:",omitempty"`
 	Usage   *gen.Usage
-	Invalid *InvalidOutput
+	Invalid *invalidOutput
 	// RequestTokens is the model's own estimate of the request (0 when
 	// the model is no agent.ContextSizer).
 	RequestTokens int `json:",omitempty"`
 }
 
-// WireAction is an agent.Action as an activity returns it.
-type WireAction struct {
+// wireAction is an agent.Action as an activity returns it.
+type wireAction struct {
 	ToolCall *gen.ToolCall
 	Finish   *gen.Finish
 	Raw      string
 }
 
-// InvalidOutput is an agent.InvalidOutputError as an activity returns it.
-type InvalidOutput struct {
+// invalidOutput is an agent.InvalidOutputError as an activity returns it.
+type invalidOutput struct {
 	Message string
 	Raw     string
 	Usage   *gen.Usage
 }
 
 // ToolInput is tool call Seq (0-based, in the run's order) of a run.
-type ToolInput struct {
-	Run    RunRef
+type toolInput struct {
+	Run    runRef
 	Seq    int
 	Call   gen.ToolCall
-	Events EventBatch
+	Events eventBatch
 }
 
-// CheckInput, PatchInput and CloseInput name the run of a check, a patch
+// checkInput, patchInput and closeInput name the run of a check, a patch
 // and the end of a run.
 type (
-	CheckInput struct {
-		Run    RunRef
-		Events EventBatch
+	checkInput struct {
+		Run    runRef
+		Events eventBatch
 	}
-	PatchInput struct {
-		Run    RunRef
-		Events EventBatch
+	patchInput struct {
+		Run    runRef
+		Events eventBatch
 	}
-	CloseInput struct {
-		Run    RunRef
-		Events EventBatch
+	closeInput struct {
+		Run    runRef
+		Events eventBatch
 	}
 )
 
@@ -168,7 +168,7 @@ func (o *openRun) Close() error { return errors.Join(o.Setup.Close(), o.dir.Clos
 
 // setup returns run's open setup, opening it on first use (and after a
 // worker restart).
-func (a *Activities) setup(run RunRef) (*openRun, error) {
+func (a *Activities) setup(run runRef) (*openRun, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s := a.runs[run.RunID]; s != nil {
@@ -222,23 +222,23 @@ func (a *Activities) setup(run RunRef) (*openRun, error) {
 
 // begin writes the trace lines an activity carries and returns the run's
 // setup.
-func (a *Activities) begin(run RunRef, b EventBatch) (*openRun, error) {
+func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 	if err := a.Store.appendEvents(run.RunID, b.From, b.Lines); err != nil {
 		return nil, storeError("write the trace", err)
 	}
 	return a.setup(run)
 }
 
-// Open opens the run's workspace on this host and returns the host's
+// open opens the run's workspace on this host and returns the host's
 // queue, the tools, the confinement of commands and the model's context
 // window. A model that cannot be built is the Model activity's error to
 // report.
-func (a *Activities) Open(ctx context.Context, in OpenInput) (OpenOutput, error) {
+func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error) {
 	s, err := a.setup(in.Run)
 	if err != nil {
-		return OpenOutput{}, err
+		return openOutput{}, err
 	}
-	out := OpenOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
+	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
 	if s.Options.Tools != nil {
 		out.Tools = s.Options.Tools.Specs()
 		if sb, ok := s.Options.Tools.(agent.Sandboxed); ok {
@@ -260,19 +260,19 @@ func (a *Activities) Open(ctx context.Context, in OpenInput) (OpenOutput, error)
 	return out, nil
 }
 
-// Model asks the run's model for its next turn.
-func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, error) {
+// model asks the run's model for its next turn.
+func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, error) {
 	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return ModelOutput{}, storeError("write the trace", err)
+		return modelOutput{}, storeError("write the trace", err)
 	}
-	m, err := a.model(ctx, in)
+	m, err := a.buildModel(ctx, in)
 	if err != nil {
-		return ModelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
+		return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
 	}
 	items := make([]agent.Item, len(in.History))
 	for i := range in.History {
 		if items[i], err = item(in.History[i]); err != nil {
-			return ModelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
+			return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
 		}
 	}
 	defer heartbeat(ctx)()
@@ -285,17 +285,17 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, err
 	var invalid *agent.InvalidOutputError
 	switch {
 	case errors.As(err, &invalid):
-		out := &InvalidOutput{Message: invalid.Message, Usage: invalid.Usage}
+		out := &invalidOutput{Message: invalid.Message, Usage: invalid.Usage}
 		if in.RecordRaw {
 			out.Raw = invalid.Raw
 		}
-		return ModelOutput{Invalid: out, RequestTokens: tokens}, nil
+		return modelOutput{Invalid: out, RequestTokens: tokens}, nil
 	case err != nil:
-		return ModelOutput{}, modelError(err)
+		return modelOutput{}, modelError(err)
 	}
-	out := ModelOutput{Actions: make([]WireAction, len(turn.Actions)), Summary: turn.Summary, Usage: turn.Usage, RequestTokens: tokens}
+	out := modelOutput{Actions: make([]wireAction, len(turn.Actions)), Summary: turn.Summary, Usage: turn.Usage, RequestTokens: tokens}
 	for i, act := range turn.Actions {
-		out.Actions[i] = WireAction{ToolCall: act.ToolCall, Finish: act.Finish}
+		out.Actions[i] = wireAction{ToolCall: act.ToolCall, Finish: act.Finish}
 		if in.RecordRaw {
 			out.Actions[i].Raw = act.Raw
 		}
@@ -303,10 +303,10 @@ func (a *Activities) Model(ctx context.Context, in ModelInput) (ModelOutput, err
 	return out, nil
 }
 
-// model builds the run's model. A script model is stateful (its position
+// buildModel builds the run's model. A script model is stateful (its position
 // in the responses): it is moved past the responses the run's earlier
 // calls took.
-func (a *Activities) model(ctx context.Context, in ModelInput) (agent.Model, error) {
+func (a *Activities) buildModel(ctx context.Context, in modelInput) (agent.Model, error) {
 	if a.Models == nil {
 		return nil, errors.New("this worker has no models")
 	}
@@ -384,7 +384,7 @@ func (f *modelFailure) rebuild(msg string) error {
 // requestTokens is the workflow's estimate of a request's task and
 // history, in tokens: their bytes in the spec's wire form at three bytes a
 // token, as the adapters count. The model's own estimate adds its
-// overhead (OpenOutput.RequestOverhead).
+// overhead (openOutput.RequestOverhead).
 func requestTokens(task gen.Task, items []gen.HistoryItem) int {
 	n := len(task.Prompt)
 	for i := range items {
@@ -394,10 +394,10 @@ func requestTokens(task gen.Task, items []gen.HistoryItem) int {
 	return (n + 2) / 3
 }
 
-// Tool executes tool call in.Seq of the run once: a retried attempt (the
+// tool executes tool call in.Seq of the run once: a retried attempt (the
 // first one's worker died after the call) returns the recorded
 // observation.
-func (a *Activities) Tool(ctx context.Context, in ToolInput) (gen.Observation, error) {
+func (a *Activities) tool(ctx context.Context, in toolInput) (gen.Observation, error) {
 	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
 		return gen.Observation{}, storeError("write the trace", err)
 	}
@@ -425,8 +425,8 @@ func (a *Activities) Tool(ctx context.Context, in ToolInput) (gen.Observation, e
 	return obs, nil
 }
 
-// Check runs the run's completion check.
-func (a *Activities) Check(ctx context.Context, in CheckInput) (gen.CheckResult, error) {
+// check runs the run's completion check.
+func (a *Activities) check(ctx context.Context, in checkInput) (gen.CheckResult, error) {
 	s, err := a.begin(in.Run, in.Events)
 	if err != nil {
 		return gen.CheckResult{}, err
@@ -442,8 +442,8 @@ func (a *Activities) Check(ctx context.Context, in CheckInput) (gen.CheckResult,
 	return res, nil
 }
 
-// Patch returns the changes the run made to its workspace.
-func (a *Activities) Patch(ctx context.Context, in PatchInput) (string, error) {
+// patch returns the changes the run made to its workspace.
+func (a *Activities) patch(ctx context.Context, in patchInput) (string, error) {
 	s, err := a.begin(in.Run, in.Events)
 	if err != nil {
 		return "", err
@@ -459,23 +459,23 @@ func (a *Activities) Patch(ctx context.Context, in PatchInput) (string, error) {
 	return patch, nil
 }
 
-// EventsInput is trace lines of a run to write now: the events before a
+// eventsInput is trace lines of a run to write now: the events before a
 // wait, so that they are visible while the run waits.
-type EventsInput struct {
+type eventsInput struct {
 	RunID  string
-	Events EventBatch
+	Events eventBatch
 }
 
-// Events writes trace lines of a run.
-func (a *Activities) Events(ctx context.Context, in EventsInput) error {
+// events writes trace lines of a run.
+func (a *Activities) events(ctx context.Context, in eventsInput) error {
 	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
 		return storeError("write the trace", err)
 	}
 	return nil
 }
 
-// Close writes the end of the run's trace and releases its workspace.
-func (a *Activities) Close(ctx context.Context, in CloseInput) error {
+// close writes the end of the run's trace and releases its workspace.
+func (a *Activities) close(ctx context.Context, in closeInput) error {
 	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
 		return storeError("write the trace", err)
 	}

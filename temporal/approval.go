@@ -10,24 +10,24 @@ import (
 	"github.com/specloop/specloop/runner"
 )
 
-// ApprovalSignal is the signal that carries a person's decision on a tool
-// call of a run waiting for approval (an ApprovalDecision).
-const ApprovalSignal = "specloop.approval"
+// approvalSignal is the signal that carries a person's decision on a tool
+// call of a run waiting for approval (an approvalDecision).
+const approvalSignal = "specloop.approval"
 
-// PendingQuery is the workflow query that returns the tool call the run
+// pendingQuery is the workflow query that returns the tool call the run
 // waits on for approval, with its arguments and when the wait times out
 // (a *runner.EnginePendingCall), nil when it waits for none.
-const PendingQuery = "specloop.pending"
+const pendingQuery = "specloop.pending"
 
-// ApprovalDecision is the payload of ApprovalSignal: the decision on the
+// approvalDecision is the payload of approvalSignal: the decision on the
 // call with id CallID.
-type ApprovalDecision struct {
+type approvalDecision struct {
 	CallID   string
 	Approval agent.Approval
 }
 
 // wfApprover is the run's agent.Approver inside the workflow: a durable
-// wait for ApprovalSignal, with a durable timer for the timeout. The wait
+// wait for approvalSignal, with a durable timer for the timeout. The wait
 // is workflow state, so it survives every worker and server restart, for
 // as long as the timeout allows.
 type wfApprover wfRun
@@ -38,21 +38,21 @@ func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agen
 	if timeout <= 0 {
 		timeout = agent.DefaultApprovalTimeout
 	}
-	// The call is answered by PendingQuery from before its events are
+	// The call is answered by pendingQuery from before its events are
 	// written, so that whoever sees them can list it.
 	r.waiting = &runner.EnginePendingCall{Call: req.Call, Expires: workflow.Now(r.wctx).Add(timeout)}
 	defer func() { r.waiting = nil }()
 	// The request's events are written before the wait, so that whoever
 	// decides sees them.
 	b := r.batch()
-	if err := r.exec(r.shared, EventsActivity, EventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, eventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
 		return agent.Approval{}, activityError(err)
 	}
 	r.waiting.Expires = workflow.Now(r.wctx).Add(timeout) // when the timer fires
 	tctx, cancelTimer := workflow.WithCancel(r.wctx)
 	defer cancelTimer()
 	timer := workflow.NewTimer(tctx, timeout)
-	signals := workflow.GetSignalChannel(r.wctx, ApprovalSignal)
+	signals := workflow.GetSignalChannel(r.wctx, approvalSignal)
 	var (
 		got      *agent.Approval
 		timedOut bool
@@ -60,7 +60,7 @@ func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agen
 	sel := workflow.NewSelector(r.wctx)
 	sel.AddFuture(timer, func(workflow.Future) { timedOut = true })
 	sel.AddReceive(signals, func(c workflow.ReceiveChannel, _ bool) {
-		var d ApprovalDecision
+		var d approvalDecision
 		c.Receive(r.wctx, &d)
 		// A decision on another call (one that timed out before) is
 		// dropped.

@@ -29,7 +29,8 @@ type Engine struct {
 	TaskQueue string
 	// Store is the storage shared with the workers.
 	Store *Store
-	// HeartbeatTimeout goes to RunInput; 0 means the default.
+	// HeartbeatTimeout goes to each run's workflow; 0 means
+	// DefaultHeartbeatTimeout.
 	HeartbeatTimeout time.Duration
 	// Poll is how often a run's events are looked for; 0 means 50 ms.
 	Poll time.Duration
@@ -37,8 +38,8 @@ type Engine struct {
 
 var _ runner.Engine = (*Engine)(nil)
 
-// WorkflowID is the workflow id of run id.
-func WorkflowID(runID string) string { return "specloop-run-" + runID }
+// workflowID is the workflow id of run id.
+func workflowID(runID string) string { return "specloop-run-" + runID }
 
 // Execute starts run sp's workflow, hands its events to event as they
 // reach the store, and returns its result. A client's cancellation cancels
@@ -47,8 +48,8 @@ func (e *Engine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.Tr
 	if err := checkRunID(sp.ID); err != nil {
 		return failed(sp.ID, err)
 	}
-	in := RunInput{Spec: sp, HeartbeatTimeout: e.HeartbeatTimeout}
-	wf, err := e.Client.ExecuteWorkflow(context.WithoutCancel(ctx), client.StartWorkflowOptions{ID: WorkflowID(sp.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
+	in := runInput{Spec: sp, HeartbeatTimeout: e.HeartbeatTimeout}
+	wf, err := e.Client.ExecuteWorkflow(context.WithoutCancel(ctx), client.StartWorkflowOptions{ID: workflowID(sp.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
 	if err != nil {
 		return failed(sp.ID, fmt.Errorf("start the workflow: %w", err))
 	}
@@ -62,7 +63,7 @@ func (e *Engine) Follow(ctx context.Context, id string, seen int, event func(*ge
 		return failed(id, err)
 	}
 	bg := context.WithoutCancel(ctx)
-	_, err := e.Client.DescribeWorkflow(bg, WorkflowID(id), "")
+	_, err := e.Client.DescribeWorkflow(bg, workflowID(id), "")
 	var nf *serviceerror.NotFound
 	if errors.As(err, &nf) {
 		return failed(id, fmt.Errorf("follow the workflow: %w", runner.ErrNoEngineRun))
@@ -70,7 +71,7 @@ func (e *Engine) Follow(ctx context.Context, id string, seen int, event func(*ge
 	if err != nil {
 		return failed(id, fmt.Errorf("describe the workflow: %w", err))
 	}
-	return e.follow(ctx, id, seen, e.Client.GetWorkflow(bg, WorkflowID(id), ""), event)
+	return e.follow(ctx, id, seen, e.Client.GetWorkflow(bg, workflowID(id), ""), event)
 }
 
 // failed is the result of a run the engine could not execute or follow.
@@ -181,14 +182,14 @@ func (f *follower) read() error {
 
 // Decide signals run runID's workflow with the decision on call callID.
 func (e *Engine) Decide(ctx context.Context, runID, callID string, a agent.Approval) error {
-	return e.Client.SignalWorkflow(ctx, WorkflowID(runID), "", ApprovalSignal, ApprovalDecision{CallID: callID, Approval: a})
+	return e.Client.SignalWorkflow(ctx, workflowID(runID), "", approvalSignal, approvalDecision{CallID: callID, Approval: a})
 }
 
 // PendingCall returns the call run runID's workflow waits on for
 // approval, with its arguments and expiry (a workflow query: the arguments
 // never go to the trace).
 func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (runner.EnginePendingCall, error) {
-	v, err := e.Client.QueryWorkflow(ctx, WorkflowID(runID), "", PendingQuery)
+	v, err := e.Client.QueryWorkflow(ctx, workflowID(runID), "", pendingQuery)
 	if err != nil {
 		return runner.EnginePendingCall{}, fmt.Errorf("query the workflow: %w", err)
 	}

@@ -12,3 +12,23 @@ func RequestTokens(req *agent.Request) int {
 	}
 	return requestTokens(req.Task, items)
 }
+
+// The workflow's and activities' wire names and types, for the tests that
+// drive them through Temporal's test environment.
+type (
+	RunInput         = runInput
+	RunRef           = runRef
+	ToolInput        = toolInput
+	ApprovalDecision = approvalDecision
+)
+
+const (
+	ToolActivity   = toolActivity
+	ApprovalSignal = approvalSignal
+	PendingQuery   = pendingQuery
+)
+
+var (
+	RunWorkflow        = runWorkflow
+	RegisterActivities = registerActivities
+)

@@ -29,8 +29,8 @@ import (
 //
 // Run ids become path components only in the spec's shape
 // (ErrInvalidRunID otherwise), and a blob is checked against its sha256
-// on every read (CorruptBlobError). The directory must not be reachable
-// from runs: keep it outside every workspace root.
+// on every read (a changed blob fails its run). The directory must not be
+// reachable from runs: keep it outside every workspace root.
 type Store struct {
 	dir string
 }
@@ -243,7 +243,7 @@ func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 			return nil, fmt.Errorf("load a payload: %w", err)
 		}
 		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != key {
-			return nil, &CorruptBlobError{Key: key}
+			return nil, &corruptBlobError{Key: key}
 		}
 		var q commonpb.Payload
 		if err := proto.Unmarshal(data, &q); err != nil {
@@ -256,14 +256,14 @@ func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 
 var _ converter.PayloadCodec = (*blobCodec)(nil)
 
-// CorruptBlobError is the error of decoding a payload whose blob in the
+// corruptBlobError is the error of decoding a payload whose blob in the
 // store does not hash to its key: it was changed (or damaged) after it was
 // written. The run whose payload it is fails with an internal error; the
 // blob is never decoded.
-type CorruptBlobError struct {
+type corruptBlobError struct {
 	Key string // the blob's name: the sha256 its content should have
 }
 
-func (e *CorruptBlobError) Error() string {
+func (e *corruptBlobError) Error() string {
 	return "the stored payload " + e.Key + " does not match its sha256: the store's blob was changed or damaged"
 }

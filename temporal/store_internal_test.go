@@ -92,7 +92,7 @@ func TestBlobChecked(t *testing.T) {
 	}
 	var got string
 	err = dc.FromPayload(p, &got)
-	var ce *CorruptBlobError
+	var ce *corruptBlobError
 	if !errors.As(err, &ce) || ce.Key != key {
 		t.Fatalf("decoding a changed blob: %v (decoded %d bytes), want a CorruptBlobError", err, len(got))
 	}

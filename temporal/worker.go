@@ -9,15 +9,20 @@ import (
 
 // Register registers the run workflow and a's activities with w.
 func Register(w worker.Registry, a *Activities) {
-	w.RegisterWorkflowWithOptions(RunWorkflow, workflow.RegisterOptions{Name: WorkflowName})
-	RegisterActivities(w, a)
+	w.RegisterWorkflowWithOptions(runWorkflow, workflow.RegisterOptions{Name: WorkflowName})
+	registerActivities(w, a)
 }
 
-// RegisterActivities registers a's activities with w under their names.
-func RegisterActivities(w interface {
+// registerActivities registers a's activities with w under their names.
+func registerActivities(w interface {
 	RegisterActivityWithOptions(a any, options activity.RegisterOptions)
 }, a *Activities) {
-	w.RegisterActivityWithOptions(a, activity.RegisterOptions{Name: ActivityPrefix})
+	for name, fn := range map[string]any{
+		openActivity: a.open, modelActivity: a.model, toolActivity: a.tool, checkActivity: a.check,
+		patchActivity: a.patch, eventsActivity: a.events, closeActivity: a.close,
+	} {
+		w.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name})
+	}
 }
 
 // NewWorkers returns the two workers of a host: one on the shared task
@@ -28,6 +33,6 @@ func NewWorkers(c client.Client, queue string, a *Activities, opts worker.Option
 	shared = worker.New(c, queue, opts)
 	Register(shared, a)
 	host = worker.New(c, a.HostQueue, opts)
-	RegisterActivities(host, a)
+	registerActivities(host, a)
 	return shared, host
 }

@@ -19,62 +19,64 @@ import (
 // WorkflowName is the name the run workflow is registered under.
 const WorkflowName = "specloop.Run"
 
-// RunInput is a run as the workflow receives it: the run's spec as the
+// runInput is a run as the workflow receives it: the run's spec as the
 // runner accepted it (its Model is built by the worker's Models; its
 // Workspace is relative to the workers' workspace root) and how to run it.
-type RunInput struct {
+type runInput struct {
 	runner.Spec
 	// HeartbeatTimeout is how long a worker may go silent during a tool
 	// call or check before the call moves to another worker of the host;
 	// 0 means DefaultHeartbeatTimeout.
 	HeartbeatTimeout time.Duration
 	// ContinueAsNewSteps is how many steps one workflow execution takes
-	// before it continues as new (0: DefaultContinueAsNewSteps), so that
+	// before it continues as new (0: defaultContinueAsNewSteps), so that
 	// a long run's workflow history stays short.
 	ContinueAsNewSteps int `json:",omitempty"`
 	// Continued is set in the input of a continued execution.
-	Continued *Continued `json:",omitempty"`
+	Continued *continued `json:",omitempty"`
 }
 
-// DefaultHeartbeatTimeout is RunInput.HeartbeatTimeout's default.
+// DefaultHeartbeatTimeout is Engine.HeartbeatTimeout's default: how long
+// a worker may go silent in a tool call or check before the call moves to
+// another worker of its host.
 const DefaultHeartbeatTimeout = 20 * time.Second
 
-// DefaultContinueAsNewSteps is RunInput.ContinueAsNewSteps's default.
-const DefaultContinueAsNewSteps = 500
+// defaultContinueAsNewSteps is runInput.ContinueAsNewSteps's default.
+const defaultContinueAsNewSteps = 500
 
-// Continued is what a run's execution hands the next one when it continues
+// continued is what a run's execution hands the next one when it continues
 // as new: the loop's paused state (its history goes by reference through
 // the store when it is large, as every large payload does), the run's
 // setup on its host, and the counters that number its activities and
 // trace lines.
-type Continued struct {
+type continued struct {
 	State      agent.State
-	Opened     OpenOutput
+	Opened     openOutput
 	ModelCalls int
 	ToolCalls  int
 	Written    int
 }
 
 // The names of the activities: Activities' methods, registered with the
-// prefix ActivityPrefix (Register does it).
+// prefix activityPrefix (Register does it).
 const (
-	ActivityPrefix = "specloop."
-	OpenActivity   = ActivityPrefix + "Open"
-	ModelActivity  = ActivityPrefix + "Model"
-	ToolActivity   = ActivityPrefix + "Tool"
-	CheckActivity  = ActivityPrefix + "Check"
-	PatchActivity  = ActivityPrefix + "Patch"
-	CloseActivity  = ActivityPrefix + "Close"
-	EventsActivity = ActivityPrefix + "Events"
+	activityPrefix = "specloop."
+	openActivity   = activityPrefix + "Open"
+	modelActivity  = activityPrefix + "Model"
+	toolActivity   = activityPrefix + "Tool"
+	checkActivity  = activityPrefix + "Check"
+	patchActivity  = activityPrefix + "Patch"
+	closeActivity  = activityPrefix + "Close"
+	eventsActivity = activityPrefix + "Events"
 )
 
-// RunWorkflow runs one run: agent.Run with the model, the tools, the check
+// runWorkflow runs one run: agent.Run with the model, the tools, the check
 // and the trace behind activities. Its result is the run's RunResult, also
 // for runs that failed (exit reason internal_error or model_error); a
 // workflow error means the workflow itself could not run.
-func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
+func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	r := &wfRun{wctx: wctx, in: in}
-	if err := workflow.SetQueryHandler(wctx, PendingQuery, func() (*runner.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
+	if err := workflow.SetQueryHandler(wctx, pendingQuery, func() (*runner.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
 	}
 	hb := in.HeartbeatTimeout
@@ -92,9 +94,9 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	if c := in.Continued; c != nil {
 		r.opened, r.modelCalls, r.toolCalls, r.written = c.Opened, c.ModelCalls, c.ToolCalls, c.Written
 	} else {
-		var opened OpenOutput
-		open := OpenInput{Run: r.ref(), Task: in.Task, Model: in.Model}
-		if err := workflow.ExecuteActivity(r.shared, OpenActivity, open).Get(wctx, &opened); err != nil {
+		var opened openOutput
+		open := openInput{Run: r.ref(), Task: in.Task, Model: in.Model}
+		if err := workflow.ExecuteActivity(r.shared, openActivity, open).Get(wctx, &opened); err != nil {
 			msg := agent.ClipMessage("open the run: " + activityMessage(err))
 			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 		}
@@ -117,7 +119,7 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	opts.Clock = func() time.Time { return workflow.Now(wctx) }
 	opts.PauseAfter = in.ContinueAsNewSteps
 	if opts.PauseAfter <= 0 {
-		opts.PauseAfter = DefaultContinueAsNewSteps
+		opts.PauseAfter = defaultContinueAsNewSteps
 	}
 	if in.Continued != nil {
 		opts.Resume = &in.Continued.State
@@ -139,7 +141,7 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 	// when the run was cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	b := r.batch()
-	if err := r.exec(dctx, CloseActivity, CloseInput{Run: r.ref(), Events: b}, b, nil); err != nil {
+	if err := r.exec(dctx, closeActivity, closeInput{Run: r.ref(), Events: b}, b, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
 	return res, nil
@@ -149,11 +151,11 @@ func RunWorkflow(wctx workflow.Context, in RunInput) (gen.RunResult, error) {
 // as a new execution from st.
 func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
 	b := r.batch()
-	if err := r.exec(r.shared, EventsActivity, EventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, eventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
 		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
 	}
 	next := r.in
-	next.Continued = &Continued{State: st, Opened: r.opened, ModelCalls: r.modelCalls, ToolCalls: r.toolCalls, Written: r.written}
+	next.Continued = &continued{State: st, Opened: r.opened, ModelCalls: r.modelCalls, ToolCalls: r.toolCalls, Written: r.written}
 	return gen.RunResult{}, workflow.NewContinueAsNewError(r.wctx, WorkflowName, next)
 }
 
@@ -161,9 +163,9 @@ func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
 // activity-backed implementations of the loop's interfaces.
 type wfRun struct {
 	wctx         workflow.Context
-	in           RunInput
+	in           runInput
 	shared, host workflow.Context
-	opened       OpenOutput
+	opened       openOutput
 	modelCalls   int
 	toolCalls    int
 	pending      [][]byte                  // trace lines not yet in the store
@@ -171,12 +173,12 @@ type wfRun struct {
 	written      int                       // trace lines in the store
 }
 
-func (r *wfRun) ref() RunRef {
+func (r *wfRun) ref() runRef {
 	ws := ""
 	if r.in.Workspace != nil {
 		ws = *r.in.Workspace
 	}
-	return RunRef{RunID: r.in.ID, Workspace: ws, Check: r.in.CheckCommand(), MCPServers: r.in.MCPNames()}
+	return runRef{RunID: r.in.ID, Workspace: ws, Check: r.in.CheckCommand(), MCPServers: r.in.MCPNames()}
 }
 
 // Emit queues a trace event; the next activity appends the queue to the
@@ -193,13 +195,13 @@ func (r *wfRun) Emit(ev *gen.TraceEvent) error {
 }
 
 // batch returns the queued trace lines, for the next activity to write.
-func (r *wfRun) batch() EventBatch { return EventBatch{From: r.written, Lines: r.pending} }
+func (r *wfRun) batch() eventBatch { return eventBatch{From: r.written, Lines: r.pending} }
 
 // exec runs activity fn with input in, which carries batch b, and decodes
 // its result into out; once it succeeded, b is in the store. After a
 // failure the lines stay queued for the next activity (the store skips
 // those an earlier attempt wrote).
-func (r *wfRun) exec(ctx workflow.Context, fn, in any, b EventBatch, out any) error {
+func (r *wfRun) exec(ctx workflow.Context, fn, in any, b eventBatch, out any) error {
 	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
 		return err
 	}
@@ -252,11 +254,11 @@ func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error
 		return agent.Turn{}, err
 	}
 	b := r.batch()
-	in := ModelInput{RunID: r.in.ID, Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
+	in := modelInput{RunID: r.in.ID, Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
 		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize, Events: b}
 	r.modelCalls++
-	var out ModelOutput
-	if err := r.exec(r.shared, ModelActivity, in, b, &out); err != nil {
+	var out modelOutput
+	if err := r.exec(r.shared, modelActivity, in, b, &out); err != nil {
 		return agent.Turn{}, modelCallError(err)
 	}
 	if out.RequestTokens > 0 && !req.Summarize {
@@ -284,10 +286,10 @@ func (t *wfTools) Specs() []gen.ToolSpec { return t.opened.Tools }
 func (t *wfTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
 	r := (*wfRun)(t)
 	b := r.batch()
-	in := ToolInput{Run: r.ref(), Seq: r.toolCalls, Call: *call, Events: b}
+	in := toolInput{Run: r.ref(), Seq: r.toolCalls, Call: *call, Events: b}
 	r.toolCalls++
 	var obs gen.Observation
-	if err := r.exec(r.host, ToolActivity, in, b, &obs); err != nil {
+	if err := r.exec(r.host, toolActivity, in, b, &obs); err != nil {
 		return gen.Observation{}, activityError(err)
 	}
 	return obs, nil
@@ -299,7 +301,7 @@ func (t *wfTools) Patch(context.Context) (string, error) {
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	var patch string
 	b := r.batch()
-	if err := r.exec(dctx, PatchActivity, PatchInput{Run: r.ref(), Events: b}, b, &patch); err != nil {
+	if err := r.exec(dctx, patchActivity, patchInput{Run: r.ref(), Events: b}, b, &patch); err != nil {
 		return "", activityError(err)
 	}
 	return patch, nil
@@ -314,7 +316,7 @@ func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
 	r := (*wfRun)(c)
 	var res gen.CheckResult
 	b := r.batch()
-	if err := r.exec(r.host, CheckActivity, CheckInput{Run: r.ref(), Events: b}, b, &res); err != nil {
+	if err := r.exec(r.host, checkActivity, checkInput{Run: r.ref(), Events: b}, b, &res); err != nil {
 		return gen.CheckResult{}, activityError(err)
 	}
 	return res, nil

@@ -9,18 +9,8 @@ import (
 )
 
 var calculatorHandler = Func(NeedsNothing, calculate, func(_ *gen.CalculatorInput, out *gen.CalculatorResult) string {
-	return formatNumber(out.Value)
+	return strconv.FormatFloat(out.Value, 'g', -1, 64)
 })
-
-// formatNumber renders v as strconv.FormatFloat(v, 'g', -1, 64) does. An
-// integer of less than seven digits, the usual result, takes the shorter
-// way through FormatInt: 'g' writes such numbers as their plain digits.
-func formatNumber(v float64) string {
-	if i := int64(v); float64(i) == v && i > -1e6 && i < 1e6 && (i != 0 || !math.Signbit(v)) {
-		return strconv.FormatInt(i, 10)
-	}
-	return strconv.FormatFloat(v, 'g', -1, 64)
-}
 
 func calculate(_ context.Context, _ *Env, in *gen.CalculatorInput) (*gen.CalculatorResult, error) {
 	var v float64

@@ -97,5 +97,5 @@ func (c *CommandCheck) SandboxInfo() *gen.SandboxInfo {
 		}
 		c.Sandbox = sb
 	}
-	return SandboxInfo(c.Sandbox.Info())
+	return sandboxInfo(c.Sandbox.Info())
 }

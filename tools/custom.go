@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -57,7 +58,7 @@ func LoadSpec(doc []byte) (*Spec, error) {
 		item := t.Paths.Value(path)
 		name, ok := strings.CutPrefix(path, toolPathPrefix)
 		if !ok || !ValidToolName(name) {
-			return nil, fmt.Errorf("tools: custom spec: path %s is not a tool: a custom tool document holds only operations POST %s{name}, the name of letters, digits, _ and - (at most 64)", clip(path, 200), toolPathPrefix)
+			return nil, fmt.Errorf("tools: custom spec: path %s is not a tool: a custom tool document holds only operations POST %s{name}, the name of letters, digits, _ and - (at most 64)", textclip.Clip(path, 200), toolPathPrefix)
 		}
 		for method := range item.Operations() {
 			if method != "POST" {
@@ -83,7 +84,7 @@ func LoadSpec(doc []byte) (*Spec, error) {
 func newCustomDef(name string, op *openapi3.Operation) (*Def, error) {
 	switch {
 	case op.OperationID != name:
-		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, clip(op.OperationID, 64))
+		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, textclip.Clip(op.OperationID, 64))
 	case strings.TrimSpace(op.Description) == "" && strings.TrimSpace(op.Summary) == "":
 		return nil, fmt.Errorf("tool %q has no description or summary (it is what the model is told)", name)
 	case op.RequestBody == nil || op.RequestBody.Value == nil || op.RequestBody.Value.Content.Get("application/json") == nil:
@@ -133,10 +134,10 @@ func checkRefs(doc []byte) error {
 		case map[string]any:
 			if ref, ok := v["$ref"].(string); ok {
 				if !strings.HasPrefix(ref, "#/") {
-					return fmt.Errorf("%s: $ref %q is not a local reference (#/components/...); a custom tool document must be self-contained", where(at), clip(ref, 200))
+					return fmt.Errorf("%s: $ref %q is not a local reference (#/components/...); a custom tool document must be self-contained", where(at), textclip.Clip(ref, 200))
 				}
 				if _, ok := lookupPointer(root, ref[2:]); !ok {
-					return fmt.Errorf("%s: $ref %q points to nothing in the document", where(at), clip(ref, 200))
+					return fmt.Errorf("%s: $ref %q points to nothing in the document", where(at), textclip.Clip(ref, 200))
 				}
 			}
 			keys := make([]string, 0, len(v))
@@ -165,10 +166,10 @@ func checkRefs(doc []byte) error {
 func where(at []string) string {
 	if len(at) >= 2 && at[0] == "paths" {
 		if name, ok := strings.CutPrefix(at[1], toolPathPrefix); ok {
-			return fmt.Sprintf("tool %q", clip(name, 64))
+			return fmt.Sprintf("tool %q", textclip.Clip(name, 64))
 		}
 	}
-	return clip(strings.Join(at, "/"), 200)
+	return textclip.Clip(strings.Join(at, "/"), 200)
 }
 
 // lookupPointer resolves a JSON pointer (without its leading "#/") in a

@@ -1,8 +1,6 @@
 package tools
 
 import (
-	"math"
-	"strconv"
 	"testing"
 	"time"
 
@@ -40,24 +38,4 @@ func TestToDataIsTheResultsJSON(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Fatalf("(-want +got):\n%s", diff)
 	}
-}
-
-func TestFormatNumberMatchesFormatFloat(t *testing.T) {
-	for _, v := range []float64{0, math.Copysign(0, -1), 1, -1, 84, 99, 100, 999999, -999999, 1e6, -1e6, 123456.5, 0.1 + 0.2,
-		1e-5, 1e21, 1e300, math.MaxInt64, math.MinInt64, 9007199254740993, -0.5} {
-		if got, want := formatNumber(v), strconv.FormatFloat(v, 'g', -1, 64); got != want {
-			t.Errorf("formatNumber(%v) = %q, want %q", v, got, want)
-		}
-	}
-}
-
-func FuzzFormatNumber(f *testing.F) {
-	f.Add(84.0)
-	f.Add(-123456.0)
-	f.Add(1e6)
-	f.Fuzz(func(t *testing.T, v float64) {
-		if got, want := formatNumber(v), strconv.FormatFloat(v, 'g', -1, 64); got != want {
-			t.Fatalf("formatNumber(%v) = %q, want %q", v, got, want)
-		}
-	})
 }

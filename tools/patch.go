@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 const (
@@ -567,7 +569,7 @@ func (g *shadowGit) git(ctx context.Context, in io.Reader, out io.Writer, altern
 	cmd.Stdout, cmd.Stderr = out, &errOut
 	if err := cmd.Run(); err != nil {
 		if msg := strings.TrimSpace(errOut.String()); msg != "" {
-			return fmt.Errorf("git %s: %w: %s", args[0], err, clip(msg, 300))
+			return fmt.Errorf("git %s: %w: %s", args[0], err, textclip.Clip(msg, 300))
 		}
 		return fmt.Errorf("git %s: %w", args[0], err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/sandbox"
 )
 
@@ -208,7 +209,7 @@ func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observ
 	obs := gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId}
 	t, ok := r.enabled[call.ToolName]
 	if !ok {
-		return fail(obs, gen.ErrorCodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", clip(call.ToolName, 64), r.names)), nil, nil
+		return fail(obs, gen.ErrorCodeUnknownTool, fmt.Sprintf("unknown tool %q; available tools: %s", textclip.Clip(call.ToolName, 64), r.names)), nil, nil
 	}
 	args := call.Arguments
 	if args == nil {
@@ -229,7 +230,7 @@ func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observ
 		case te != nil:
 			// A code outside the spec's enum is a handler's bug; recorded
 			// as it is, it would make the observation and the trace invalid.
-			return obs, nil, &InternalError{Tool: call.ToolName, Err: fmt.Errorf("the handler returned the error code %q, which is not in the spec's ErrorCode enum", clip(string(te.Code), 64))}
+			return obs, nil, &InternalError{Tool: call.ToolName, Err: fmt.Errorf("the handler returned the error code %q, which is not in the spec's ErrorCode enum", textclip.Clip(string(te.Code), 64))}
 		case ctx.Err() != nil && errors.Is(err, ctx.Err()):
 			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil, nil
 		}
@@ -287,16 +288,3 @@ func fail(obs gen.Observation, code gen.ErrorCode, message string) gen.Observati
 	obs.Content = "error: " + message
 	return obs
 }
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8RuneStart(s[n]) {
-		n--
-	}
-	return s[:n] + "…"
-}
-
-func utf8RuneStart(b byte) bool { return b&0xC0 != 0x80 }

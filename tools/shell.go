@@ -48,8 +48,8 @@ func gitGuardMessage(err error) (string, bool) {
 	return ge.Error() + "; git directories and the hooks and configuration they take from the work tree are the person's, never a command's to make or change", true
 }
 
-// SandboxInfo converts the confinement in effect to its spec form.
-func SandboxInfo(info sandbox.Info) *gen.SandboxInfo {
+// sandboxInfo converts the confinement in effect to its spec form.
+func sandboxInfo(info sandbox.Info) *gen.SandboxInfo {
 	return &gen.SandboxInfo{
 		Backend:     gen.SandboxInfoBackend(info.Backend),
 		LandlockAbi: info.LandlockABI,
@@ -64,5 +64,5 @@ func (r *Runtime) SandboxInfo() *gen.SandboxInfo {
 	if r.env.Sandbox == nil || r.enabled["run_command"] == nil {
 		return nil
 	}
-	return SandboxInfo(r.env.Sandbox.Info())
+	return sandboxInfo(r.env.Sandbox.Info())
 }

@@ -6,6 +6,8 @@ import (
 	"encoding/hex"
 	"fmt"
 	"unicode/utf8"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // binarySniffLen is how much of a file decides whether it is binary.
@@ -26,10 +28,8 @@ func clipLine(line []byte, n int) string {
 	if len(line) <= n {
 		return string(line)
 	}
-	for n > 0 && !utf8.RuneStart(line[n]) {
-		n--
-	}
-	return string(line[:n]) + fmt.Sprintf("… [%d more bytes]", len(line)-n)
+	head := textclip.Head(line, n)
+	return string(head) + fmt.Sprintf("… [%d more bytes]", len(line)-len(head))
 }
 
 // plural renders n and a noun, pluralized with s.

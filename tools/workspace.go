@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/specloop/specloop/gen"
 	"io"
 	"io/fs"
 	"os"
@@ -15,7 +14,10 @@ import (
 	"sync"
 	"syscall"
 
+	"github.com/specloop/specloop/gen"
+
 	"github.com/specloop/specloop/internal/gitshape"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/sandbox"
 	"golang.org/x/sync/semaphore"
 )
@@ -212,7 +214,7 @@ func fsError(err error, rel string, notFound gen.ErrorCode) error {
 
 // quote quotes a path for a message, shortened when long. Paths are
 // workspace content the model already has, never secrets.
-func quote(p string) string { return fmt.Sprintf("%q", clip(p, 200)) }
+func quote(p string) string { return fmt.Sprintf("%q", textclip.Clip(p, 200)) }
 
 // openRegular opens rel for reading when it is a regular file. It never
 // blocks on a FIFO or device: the file is opened non-blocking and checked
@@ -613,7 +615,7 @@ func (w *Workspace) writeAtomic(rel string, data []byte, perm fs.FileMode) error
 		err error
 	)
 	for range 10 {
-		tmp = path.Join(dir, "."+clip(base, 100)+".specloop-"+randomSuffix())
+		tmp = path.Join(dir, "."+textclip.Clip(base, 100)+".specloop-"+randomSuffix())
 		f, err = w.root.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, perm)
 		if !errors.Is(err, fs.ErrExist) {
 			break

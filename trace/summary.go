@@ -26,14 +26,7 @@ import (
 // so two runs can be compared without their contents.
 func Summary(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	var buf [len("chars=") + 20 + len(";sha256=") + 2*sha256.Size]byte
-	b := append(buf[:0], "chars="...)
-	b = strconv.AppendInt(b, int64(utf8.RuneCountInString(s)), 10)
-	b = append(b, ";sha256="...)
-	n := len(b)
-	b = b[:n+2*sha256.Size]
-	hex.Encode(b[n:], sum[:])
-	return string(b)
+	return "chars=" + strconv.Itoa(utf8.RuneCountInString(s)) + ";sha256=" + hex.EncodeToString(sum[:])
 }
 
 // Names reports whether recorded, a tool name or an argument key as a

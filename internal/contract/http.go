@@ -18,6 +18,7 @@ import (
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // HTTP validates exchanges with a server against the spec with
@@ -146,11 +147,11 @@ func concise(err error) error {
 			inner = qe.Err
 		}
 		if inner != nil {
-			return fmt.Errorf("%s: %s", prefix, clipText(inner.Error(), 300))
+			return fmt.Errorf("%s: %s", prefix, textclip.Clip(inner.Error(), 300))
 		}
 		return errors.New(prefix)
 	}
-	return errors.New(clipText(err.Error(), 300))
+	return errors.New(textclip.Clip(err.Error(), 300))
 }
 
 var registerOnce sync.Once

@@ -12,6 +12,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -208,7 +209,7 @@ func judge(def *tools.Def, output *openapi3.Schema, result string, obsSchema *op
 	if obs.ErrorCode != nil {
 		code = *obs.ErrorCode
 	}
-	detail := clipText(strings.TrimPrefix(obs.Content, "error: "), 200)
+	detail := textclip.Clip(strings.TrimPrefix(obs.Content, "error: "), 200)
 	if invalid != nil {
 		if !obs.IsError || code != gen.ErrorCodeInvalidArguments {
 			what := "succeeded"
@@ -344,15 +345,4 @@ func operationByID(doc *openapi3.T, id string) *openapi3.Operation {
 		}
 	}
 	return nil
-}
-
-// clipText shortens s to at most n bytes on a rune boundary.
-func clipText(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
 }

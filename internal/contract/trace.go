@@ -13,6 +13,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // maxReported is how many bad lines or events one error lists.
@@ -163,7 +164,7 @@ func ValidateEventStream(body []byte) ([]StreamEvent, error) {
 				data = append(data, v)
 			case "retry":
 			default:
-				fail(i+1, "unknown field %q", clipText(k, 32))
+				fail(i+1, "unknown field %q", textclip.Clip(k, 32))
 			}
 		}
 		if data == nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // Direction says which side of an exchange a value is on, which decides
@@ -230,7 +231,7 @@ func reasonOf(se *openapi3.SchemaError, tokens *[]string) string {
 	if r == "" {
 		r = "does not match the schema (" + se.SchemaField + ")"
 	}
-	return clip(r, 200)
+	return textclip.Clip(r, 200)
 }
 
 // typeNames says which types a schema allows: "a string", "an integer or
@@ -284,16 +285,5 @@ func quotePointer(p string) string {
 	if len(p) <= MaxPointer {
 		return strconv.Quote(p)
 	}
-	return strconv.Quote(clip(p, MaxPointer)) + " (clipped, " + strconv.Itoa(len(p)) + " bytes in all)"
-}
-
-// clip shortens s to at most n bytes on a rune boundary, marking the cut.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && s[n]&0xC0 == 0x80 {
-		n--
-	}
-	return s[:n] + "…"
+	return strconv.Quote(textclip.Clip(p, MaxPointer)) + " (clipped, " + strconv.Itoa(len(p)) + " bytes in all)"
 }

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // MaxSeekWork bounds the line comparisons one Budget allows (one Apply,
@@ -88,7 +90,7 @@ func (b *Budget) Apply(content string, hunks []Hunk) (string, error) {
 		if h.HasContext {
 			at, ok := s.seek([]string{h.Context}, next, false)
 			if !ok {
-				return "", conflict("its @@ line %q does not occur%s", clip(h.Context, 120), s.after(next))
+				return "", conflict("its @@ line %q does not occur%s", textclip.Clip(h.Context, 120), s.after(next))
 			}
 			next = at + 1
 		}
@@ -231,7 +233,7 @@ func (s *seeker) missMessage(h Hunk, from int) string {
 		}
 	}
 	if len(at) == 0 {
-		return msg + fmt.Sprintf("; no line of the file is %q (its first non-blank line); read the file and copy the lines exactly", clip(first, 120))
+		return msg + fmt.Sprintf("; no line of the file is %q (its first non-blank line); read the file and copy the lines exactly", textclip.Clip(first, 120))
 	}
 	return msg + fmt.Sprintf("; its first non-blank line occurs at line %s, followed by different lines; read the file and copy the lines exactly", strings.Join(at, ", "))
 }

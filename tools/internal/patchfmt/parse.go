@@ -24,6 +24,8 @@ package patchfmt
 import (
 	"fmt"
 	"strings"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // The markers of the format.
@@ -169,7 +171,7 @@ func (p *parser) op() (Op, error) {
 	}
 	path, ok := strings.CutPrefix(header, updateMarker)
 	if !ok {
-		return Op{}, syntaxErr(line, "%q is not a file operation: expected *** Add File: PATH, *** Delete File: PATH or *** Update File: PATH", clip(header, 80))
+		return Op{}, syntaxErr(line, "%q is not a file operation: expected *** Add File: PATH, *** Delete File: PATH or *** Update File: PATH", textclip.Clip(header, 80))
 	}
 	op := Op{Kind: Update, Path: strings.TrimSpace(path), Line: line}
 	if err := checkPath(op.Path, line); err != nil {
@@ -200,7 +202,7 @@ func (p *parser) op() (Op, error) {
 		op.Hunks = append(op.Hunks, h)
 	}
 	if len(op.Hunks) == 0 {
-		return Op{}, syntaxErr(line, "*** Update File: %s has no hunk", clip(op.Path, 200))
+		return Op{}, syntaxErr(line, "*** Update File: %s has no hunk", textclip.Clip(op.Path, 200))
 	}
 	return op, nil
 }
@@ -228,7 +230,7 @@ func (p *parser) hunk(first bool) (Hunk, error) {
 		h.HasContext = true
 		p.at++
 	case !first:
-		return Hunk{}, syntaxErr(p.at+1, "expected a hunk starting with @@, got %q", clip(p.lines[p.at], 80))
+		return Hunk{}, syntaxErr(p.at+1, "expected a hunk starting with @@, got %q", textclip.Clip(p.lines[p.at], 80))
 	}
 	n := 0
 	for ; p.at < len(p.lines); p.at++ {
@@ -259,7 +261,7 @@ func (p *parser) hunk(first bool) (Hunk, error) {
 			h.Kept = append(h.Kept, -1)
 		default:
 			if n == 0 {
-				return Hunk{}, syntaxErr(p.at+1, "unexpected line %q in a hunk: every line of a hunk starts with ' ' (context), '-' (removed) or '+' (added)", clip(l, 80))
+				return Hunk{}, syntaxErr(p.at+1, "unexpected line %q in a hunk: every line of a hunk starts with ' ' (context), '-' (removed) or '+' (added)", textclip.Clip(l, 80))
 			}
 			return h, nil // the next hunk or operation
 		}
@@ -278,12 +280,4 @@ func checkPath(path string, line int) error {
 		return syntaxErr(line, "the file operation names no path")
 	}
 	return nil
-}
-
-// clip shortens s for a message, dropping a rune the cut splits.
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return strings.ToValidUTF8(s[:n], "") + "…"
 }
