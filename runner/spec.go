@@ -44,10 +44,10 @@ type Spec struct {
 
 // Options returns the loop's options that the spec alone decides: the
 // budgets, the caps of what the model sees of a tool's output, the run id,
-// the raw record and the approvals (the spec's Approver, bounded by its
-// timeout). It is deterministic, so the Temporal workflow builds its
-// options with it too (adding its activity-backed tools, check, trace and
-// approver).
+// the raw record and the approval policy. It is deterministic, so the
+// Temporal workflow builds its options with it too (adding its
+// activity-backed tools, check, trace and approver); Open adds the spec's
+// Approver, bounded by its timeout.
 func (sp *Spec) Options() agent.Options {
 	opts := agent.Options{
 		MaxSteps:  agent.DefaultMaxSteps,
@@ -69,9 +69,6 @@ func (sp *Spec) Options() agent.Options {
 	}
 	if p := sp.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
 		opts.ApprovalPolicy = *p
-		if sp.Approver != nil {
-			opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.approvalTimeout())
-		}
 	}
 	return opts
 }
@@ -126,6 +123,9 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 	}
 	opts := sp.Options()
 	opts.Tools, opts.Check, opts.Trace = setup.Options.Tools, setup.Options.Check, setup.Options.Trace
+	if opts.ApprovalPolicy != "" && sp.Approver != nil {
+		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.approvalTimeout())
+	}
 	setup.Options = opts
 	return setup, nil
 }
