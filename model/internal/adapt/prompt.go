@@ -17,11 +17,6 @@ var defaultSystemPrompt string
 // finishPlaceholder stands for the finish tool's name in a system prompt.
 const finishPlaceholder = "{{finish}}"
 
-// DefaultSystemPrompt returns the default system prompt for code tasks
-// (system_prompt.md), with the placeholder {{finish}} left in: pass it, or
-// a user's own prompt, to SystemPrompt.
-func DefaultSystemPrompt() string { return defaultSystemPrompt }
-
 // SystemPrompt is the system prompt a provider gets: text (the default
 // prompt when empty) with every {{finish}} replaced by the finish tool's
 // name. The result depends on nothing but text, so it is the same for
