@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/specloop/specloop/gen"
@@ -105,12 +106,29 @@ func NeedsApproval(policy gen.ApprovalPolicy, tool gen.ToolSpec) bool {
 	case gen.ApprovalPolicyAlways:
 		return true
 	case gen.ApprovalPolicyCommands:
-		return tool.RunsCommands
+		return runsCommands(tool)
 	case gen.ApprovalPolicyWrites:
-		return tool.RunsCommands || tool.WritesFiles
+		return runsCommands(tool) || tool.WritesFiles
 	}
 	return false
 }
+
+// runsCommands reports whether a call of tool may run code: its spec says
+// so, or it is not one of the spec's built-in tools, whose traits the
+// spec declares. A tool of any other runtime (a Go program's own, whose
+// spec may leave the traits unset) may do anything.
+func runsCommands(tool gen.ToolSpec) bool {
+	return tool.RunsCommands || !builtinTools()[tool.Name]
+}
+
+// builtinTools is the set of the spec's built-in tools' names.
+var builtinTools = sync.OnceValue(func() map[string]bool {
+	set := map[string]bool{}
+	for _, t := range gen.BuiltinTools() {
+		set[t.Name] = true
+	}
+	return set
+})
 
 // approvals is a loop's approval state.
 type approvals struct {
@@ -140,7 +158,7 @@ func (a *approvals) ran(tool string) {
 // was never approved in the run.
 func (a *approvals) changedSince(tool string) int {
 	at, ok := a.approvedAt[tool]
-	if !ok || !a.offered[tool].RunsCommands {
+	if !ok || !runsCommands(a.offered[tool]) {
 		return 0
 	}
 	return a.writes - at
@@ -240,7 +258,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
-	if dec.Decision != gen.ApprovalDecisionDeny && a.offered[name].RunsCommands {
+	if dec.Decision != gen.ApprovalDecisionDeny && runsCommands(a.offered[name]) {
 		a.approvedAt[name] = a.writes
 	}
 	switch dec.Decision {

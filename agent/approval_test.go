@@ -95,11 +95,16 @@ func TestNeedsApprovalFollowsTheToolSpecs(t *testing.T) {
 	}
 	specs = append(specs, gen.ToolSpec{Name: "some_mcp_tool", RunsCommands: true})
 	names = append(names, "some_mcp_tool")
+	// A tool of a Go program's own runtime whose spec says nothing of
+	// its traits may do anything: it is asked about as one that runs
+	// commands, not let through.
+	specs = append(specs, gen.ToolSpec{Name: "deploy"})
+	names = append(names, "deploy")
 	want := map[gen.ApprovalPolicy][]string{
 		"":                          nil,
 		gen.ApprovalPolicyNever:     nil,
-		gen.ApprovalPolicyCommands:  {"run_command", "some_mcp_tool"},
-		gen.ApprovalPolicyWrites:    {"apply_patch", "edit_file", "run_command", "write_file", "some_mcp_tool"},
+		gen.ApprovalPolicyCommands:  {"run_command", "some_mcp_tool", "deploy"},
+		gen.ApprovalPolicyWrites:    {"apply_patch", "edit_file", "run_command", "write_file", "some_mcp_tool", "deploy"},
 		gen.ApprovalPolicyAlways:    names,
 		gen.ApprovalPolicy("bogus"): nil,
 	}
