@@ -67,13 +67,6 @@ func landlockUsable(p Policy) (int, error) {
 	return abi, nil
 }
 
-// Available reports whether backend b can run commands on this machine
-// (nil when it can).
-func Available(b Backend) error {
-	_, err := resolve(Policy{Backend: b})
-	return err
-}
-
 func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
 	tc := goToolchain()
 	var (

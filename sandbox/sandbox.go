@@ -73,6 +73,13 @@ type Info struct {
 // machine.
 var ErrUnavailable = errors.New("sandbox unavailable")
 
+// Available reports whether backend b can run commands on this machine
+// (nil when it can).
+func Available(b Backend) error {
+	_, err := resolve(Policy{Backend: b})
+	return err
+}
+
 // Sandbox runs commands under one resolved Policy. It is safe for
 // concurrent use.
 type Sandbox struct {
