@@ -16,13 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// helperArg is the first argument of the re-exec helper; helperEnv marks
-// the helper's environment so that a program given "sandbox-exec" as an
-// argument by a user is not mistaken for it.
-const (
-	helperArg = "sandbox-exec"
-	helperEnv = "SPECLOOP_SANDBOX_EXEC"
-)
+// helperEnv marks the helper's environment so that a program given
+// "sandbox-exec" (helperArg) as an argument by a user is not mistaken for
+// it.
+const helperEnv = "SPECLOOP_SANDBOX_EXEC"
 
 // The helper's inherited descriptors.
 const (
@@ -58,20 +55,6 @@ type helperStatus struct {
 func init() {
 	if len(os.Args) >= 3 && os.Args[1] == helperArg && os.Getenv(helperEnv) == "1" {
 		os.Exit(helperMain(os.Args[2]))
-	}
-}
-
-// Main runs the sandbox helper when the program was started as one and
-// returns otherwise. The helper normally runs from this package's init,
-// before main, in every program that imports it; Main is for a command
-// dispatcher that names "sandbox-exec" (it then reports misuse).
-func Main() {
-	if len(os.Args) >= 3 && os.Args[1] == helperArg && os.Getenv(helperEnv) == "1" {
-		os.Exit(helperMain(os.Args[2]))
-	}
-	if len(os.Args) >= 2 && os.Args[1] == helperArg {
-		fmt.Fprintln(os.Stderr, "sandbox-exec is internal: specloop starts it to run a command in a sandbox")
-		os.Exit(2)
 	}
 }
 

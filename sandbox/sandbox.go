@@ -40,6 +40,19 @@ func ParseBackend(s string) (Backend, error) {
 	return "", fmt.Errorf("unknown sandbox %q: want one of auto, landlock, bwrap, none", textclip.Clip(s, 40))
 }
 
+// helperArg is the first argument of the re-exec helper (Linux only).
+const helperArg = "sandbox-exec"
+
+// Main reports misuse of the internal sandbox-exec command, for a command
+// dispatcher that names it. The helper itself runs from this package's
+// init, before main, in every program that imports the package.
+func Main() {
+	if len(os.Args) >= 2 && os.Args[1] == helperArg {
+		fmt.Fprintln(os.Stderr, "sandbox-exec is internal: specloop starts it to run a command in a sandbox")
+		os.Exit(2)
+	}
+}
+
 // Policy says how commands are confined. The zero value is Auto with no
 // network, a read-only .git and the default environment.
 type Policy struct {
