@@ -32,7 +32,7 @@ func resolve(p Policy) (Info, error) {
 	case None:
 		return Info{Backend: None}, nil
 	case Bwrap:
-		if err := bwrapUsable(); err != nil {
+		if _, err := bwrapUsable(); err != nil {
 			return Info{}, fmt.Errorf("%w: bwrap: %v", ErrUnavailable, err)
 		}
 		return Info{Backend: Bwrap}, nil
@@ -43,7 +43,7 @@ func resolve(p Policy) (Info, error) {
 		}
 		return Info{Backend: Landlock, LandlockABI: abi}, nil
 	default: // Auto
-		if bwrapUsable() == nil {
+		if _, err := bwrapUsable(); err == nil {
 			return Info{Backend: Bwrap}, nil
 		}
 		if abi, err := landlockUsable(p); err == nil {
@@ -195,7 +195,8 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 		args = append(args, "--ro-bind", exe, inside, "--chdir", c.DirPath)
 		arg, _ := json.Marshal(cfg)
 		args = append(args, "--", inside, helperArg, string(arg))
-		cmd = exec.Command(bwrapPath, args...)
+		bwrap, _ := bwrapUsable() // resolve found it usable
+		cmd = exec.Command(bwrap, args...)
 		// bwrap hands its own environment, the allowlist, to the helper.
 		cmd.Env = append(s.environment("/tmp", c.DirPath, tc, c.Env), helperEnv+"=1")
 	}
