@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -255,17 +256,10 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 	add("HOME", scratch)
 	add("TMPDIR", scratch)
 	add("PWD", pwd)
-	if tc.goroot != "" {
-		add("GOROOT", tc.goroot)
-	}
-	if tc.gopath != "" {
-		add("GOPATH", tc.gopath)
-	}
-	if tc.gomodcache != "" {
-		add("GOMODCACHE", tc.gomodcache)
-	}
-	if tc.gocache != "" {
-		add("GOCACHE", tc.gocache)
+	for _, v := range [][2]string{{"GOROOT", tc.goroot}, {"GOPATH", tc.gopath}, {"GOMODCACHE", tc.gomodcache}, {"GOCACHE", tc.gocache}} {
+		if v[1] != "" {
+			add(v[0], v[1])
+		}
 	}
 	for _, name := range s.policy.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
@@ -275,21 +269,10 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 	// extra overrides: later entries win for the programs that read the
 	// environment (the last definition of a name is the one getenv finds
 	// in Go; the shell takes the last too).
-	out := env[:len(env):len(env)]
 	for _, kv := range extra {
 		name, _, _ := strings.Cut(kv, "=")
-		out = removeVar(out, name)
-		out = append(out, kv)
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		env = append(env, kv)
 	}
-	return out
-}
-
-func removeVar(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if n, _, _ := strings.Cut(kv, "="); n != name {
-			out = append(out, kv)
-		}
-	}
-	return out
+	return env
 }
