@@ -199,20 +199,7 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	if c.Stderr == nil {
 		c.Stderr = c.Stdout
 	}
-	if s.info.Backend == None {
-		return s.run(ctx, c) // unconfined: it could write any repository anyway
-	}
-	g, key, root, err := startGuard(c)
-	if err != nil {
-		return Result{}, &StartError{err}
-	}
-	res, err := s.run(ctx, c)
-	// Every process of the command has ended (the helper is a subreaper
-	// and kills what is left): what it did to git directories is undone.
-	if gerr := g.finish(key, root, s.policy.AllowGitWrites); gerr != nil && err == nil {
-		return res, gerr
-	}
-	return res, err
+	return s.run(ctx, c)
 }
 
 // Warning returns the warning to show users when the sandbox does not
@@ -275,4 +262,50 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 		env = append(env, kv)
 	}
 	return env
+}
+
+// GitError is a command that made or changed what git would take for a
+// repository in its directory tree: a new .git entry, a directory that
+// now looks like a git directory (see internal/gitshape), a changed
+// configuration, hook, HEAD, commondir or gitdir file of a git directory,
+// or a new or changed file in the work tree that a repository's
+// configuration trusts (a hook in the directory core.hooksPath names, a
+// file include.path or includeIf.*.path names: see gitshape.Trusted),
+// nested repositories and the one the directory sits in included. Run
+// undid every change it names before it returned; Unchecked lists what it
+// could not undo or not look at.
+type GitError struct {
+	// Paths are the undone changes, relative to the command's directory,
+	// slash-separated and sorted.
+	Paths []string
+	// Unchecked are paths the guard could not undo or read, with why.
+	Unchecked []string
+}
+
+func (e *GitError) Error() string {
+	var b strings.Builder
+	b.WriteString("the command made or changed git directories, or hooks and configuration files a repository's configuration takes from the work tree (core.hooksPath, include.path), which git runs or reads for whoever uses git there")
+	if len(e.Paths) > 0 {
+		b.WriteString("; undone: ")
+		b.WriteString(listPaths(e.Paths))
+	}
+	if len(e.Unchecked) > 0 {
+		b.WriteString("; not undone: ")
+		b.WriteString(listPaths(e.Unchecked))
+	}
+	return b.String()
+}
+
+// listPaths joins paths for a message, at most ten of them.
+func listPaths(ps []string) string {
+	const show = 10
+	var q []string
+	for i, p := range ps {
+		if i == show {
+			q = append(q, fmt.Sprintf("and %d more", len(ps)-show))
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", textclip.Clip(p, 200)))
+	}
+	return strings.Join(q, ", ")
 }
