@@ -93,8 +93,7 @@ func (s *Sandbox) start(ctx context.Context, c Command) (Result, error) {
 		status  *os.File // the helper's report, nil for None
 		cleanup = func() {}
 	)
-	switch s.info.Backend {
-	case None:
+	if s.info.Backend == None {
 		scratch, err := os.MkdirTemp("", "specloop-cmd-")
 		if err != nil {
 			return Result{}, &StartError{err}
@@ -105,24 +104,19 @@ func (s *Sandbox) start(ctx context.Context, c Command) (Result, error) {
 		cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd()))
 		cmd.Env = s.environment(scratch, c.DirPath, tc, c.Env)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	case Landlock, Bwrap:
+	} else {
 		var err error
-		cmd, status, cleanup, err = s.helperCommand(tctx, c, tc)
-		if err != nil {
+		if cmd, status, cleanup, err = s.helperCommand(tctx, c, tc); err != nil {
 			return Result{}, &StartError{err}
 		}
-	default:
-		return Result{}, fmt.Errorf("sandbox: backend %q cannot run commands", s.info.Backend)
 	}
 	defer cleanup()
-	if status != nil {
-		defer status.Close()
-	}
 	return s.execute(ctx, cmd, status, c)
 }
 
 // helperCommand builds the command that starts the helper, directly
-// (Landlock) or inside bwrap, and the read end of its status pipe.
+// (Landlock) or inside bwrap, and the read end of its status pipe, which
+// cleanup closes.
 func (s *Sandbox) helperCommand(ctx context.Context, c Command, tc toolchain) (*exec.Cmd, *os.File, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -135,6 +129,7 @@ func (s *Sandbox) helperCommand(ctx context.Context, c Command, tc toolchain) (*
 	files := []*os.File{statusW, c.Dir}
 	var closers []*os.File
 	cleanup := func() {
+		statusR.Close()
 		statusW.Close()
 		for _, f := range closers {
 			f.Close()
@@ -142,7 +137,6 @@ func (s *Sandbox) helperCommand(ctx context.Context, c Command, tc toolchain) (*
 	}
 	fail := func(err error) (*exec.Cmd, *os.File, func(), error) {
 		cleanup()
-		statusR.Close()
 		return nil, nil, nil, err
 	}
 	cfg := helperConfig{Backend: s.info.Backend, Args: c.Args, ParentPID: os.Getpid()}
