@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -92,7 +93,7 @@ func guardTrust(dirPath string, st *gitState) []gitshape.Rel {
 	if top := gitshape.Enclosing(dirPath); top != "" {
 		tops = append(tops, top)
 	}
-	for _, p := range sortedKeys(st.dotGit) {
+	for _, p := range slices.Sorted(maps.Keys(st.dotGit)) {
 		if d := path.Dir(p); d != "." && len(tops) < maxGuardRepos {
 			tops = append(tops, filepath.Join(dirPath, filepath.FromSlash(d)))
 		}
@@ -394,7 +395,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	// A tree deeper than the guard walks that the command made could
 	// hold a git directory no walk sees: it goes whole, since nothing of
 	// it was there before (a deep tree that was is reported, below).
-	for _, d := range sortedKeys(now.tooDeep) {
+	for _, d := range slices.Sorted(maps.Keys(now.tooDeep)) {
 		if !before.tooDeep[d] {
 			remove(d)
 		} else {
@@ -407,14 +408,14 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		}
 	}
 	// New .git entries, nested ones included.
-	for _, p := range sortedKeys(now.dotGit) {
+	for _, p := range slices.Sorted(maps.Keys(now.dotGit)) {
 		if typ, ok := before.dotGit[p]; !ok || typ != now.dotGit[p] {
 			remove(p)
 		}
 	}
 	// Directories that look like git directories now and did not: the
 	// marker entries the command added go (never what was there before).
-	for _, d := range sortedKeys(now.gitDirs) {
+	for _, d := range slices.Sorted(maps.Keys(now.gitDirs)) {
 		if before.gitDirs[d] || gone(d) {
 			continue
 		}
@@ -428,7 +429,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	// Git directories that were there before: a marker entry turned into
 	// a symbolic link (hooks/ to a directory of the command's scripts), or
 	// one whose target changed, goes.
-	for _, p := range sortedKeys(now.linkTarget) {
+	for _, p := range slices.Sorted(maps.Keys(now.linkTarget)) {
 		if before.gitDirs[path.Dir(p)] {
 			if old, ok := before.linkTarget[p]; !ok || old != now.linkTarget[p] {
 				remove(p)
@@ -441,7 +442,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	exempt := func(p string) bool {
 		return allowGitWrites && strings.HasPrefix(p, ".git/") && strings.EqualFold(path.Base(p), "HEAD")
 	}
-	for _, p := range sortedKeys(now.files) {
+	for _, p := range slices.Sorted(maps.Keys(now.files)) {
 		f := now.files[p]
 		if gone(p) || exempt(p) {
 			continue
@@ -457,7 +458,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 			}
 		}
 	}
-	for _, p := range sortedKeys(before.files) {
+	for _, p := range slices.Sorted(maps.Keys(before.files)) {
 		old := before.files[p]
 		if _, ok := now.files[p]; ok || !old.held || exempt(p) {
 			continue
@@ -522,15 +523,6 @@ func errText(err error) string {
 		return pe.Err.Error()
 	}
 	return err.Error()
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // noFollow makes an open fail on a symbolic link, and not block on a FIFO.
