@@ -290,33 +290,40 @@ func (st *gitState) record(r *os.Root, name, p, owner string) {
 // at present started: they all are checked against it, so a command that
 // starts while another runs cannot make the other's changes its baseline.
 type gitGuard struct {
+	key    dirKey
 	mu     sync.Mutex    // one check at a time
 	ready  chan struct{} // closed once before is taken
 	before *gitState
 	users  int
 }
 
+// dirKey identifies a directory whatever path it is reached by.
+type dirKey struct{ dev, ino uint64 }
+
 var gitGuards = struct {
 	sync.Mutex
 	m map[dirKey]*gitGuard
 }{m: map[dirKey]*gitGuard{}}
 
-// startGuard takes (or shares) the baseline of the directory of c.
-func startGuard(c Command) (*gitGuard, dirKey, *os.Root, error) {
-	root, err := openDirRoot(c)
+// startGuard takes (or shares) the baseline of the directory of c, which
+// it opens as an os.Root through the descriptor held open, never its path
+// looked up again.
+func startGuard(c Command) (*gitGuard, *os.Root, error) {
+	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd())))
 	if err != nil {
-		return nil, dirKey{}, nil, fmt.Errorf("open the command's directory: %w", err)
+		return nil, nil, fmt.Errorf("open the command's directory: %w", err)
 	}
-	key, err := keyOf(c.Dir)
-	if err != nil {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(c.Dir.Fd()), &st); err != nil {
 		root.Close()
-		return nil, dirKey{}, nil, err
+		return nil, nil, err
 	}
+	key := dirKey{uint64(st.Dev), st.Ino}
 	gitGuards.Lock()
 	g := gitGuards.m[key]
 	first := g == nil
 	if first {
-		g = &gitGuard{ready: make(chan struct{})}
+		g = &gitGuard{key: key, ready: make(chan struct{})}
 		gitGuards.m[key] = g
 	}
 	g.users++
@@ -329,18 +336,18 @@ func startGuard(c Command) (*gitGuard, dirKey, *os.Root, error) {
 	} else {
 		<-g.ready
 	}
-	return g, key, root, nil
+	return g, root, nil
 }
 
 // finish checks the tree against the baseline, undoes what changed and
 // lets go of the baseline. allowGitWrites exempts the HEAD files of the
 // top-level .git (a checkout or commit moves them).
-func (g *gitGuard) finish(key dirKey, root *os.Root, allowGitWrites bool) *GitError {
+func (g *gitGuard) finish(root *os.Root, allowGitWrites bool) *GitError {
 	defer root.Close()
 	defer func() {
 		gitGuards.Lock()
 		if g.users--; g.users == 0 {
-			delete(gitGuards.m, key)
+			delete(gitGuards.m, g.key)
 		}
 		gitGuards.Unlock()
 	}()
@@ -531,23 +538,6 @@ const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
 // nonblock makes an open not block on a FIFO (reading one as a directory
 // then fails).
 const nonblock = unix.O_NONBLOCK
-
-// dirKey identifies a directory whatever path it is reached by.
-type dirKey struct{ dev, ino uint64 }
-
-func keyOf(dir *os.File) (dirKey, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
-		return dirKey{}, err
-	}
-	return dirKey{uint64(st.Dev), st.Ino}, nil
-}
-
-// openDirRoot opens the command's directory as an os.Root through the
-// descriptor held open, never its path looked up again.
-func openDirRoot(c Command) (*os.Root, error) {
-	return os.OpenRoot("/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd())))
-}
 
 // readDir lists the directory d (opened in an os.Root) and closes it. It
 // reads the entries' types from the directory itself, through a

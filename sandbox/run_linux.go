@@ -70,14 +70,14 @@ func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
 	if s.info.Backend == None {
 		return s.start(ctx, c) // unconfined: it could write any repository anyway
 	}
-	g, key, root, err := startGuard(c)
+	g, root, err := startGuard(c)
 	if err != nil {
 		return Result{}, &StartError{err}
 	}
 	res, err := s.start(ctx, c)
 	// Every process of the command has ended (the helper is a subreaper
 	// and kills what is left): what it did to git directories is undone.
-	if gerr := g.finish(key, root, s.policy.AllowGitWrites); gerr != nil && err == nil {
+	if gerr := g.finish(root, s.policy.AllowGitWrites); gerr != nil && err == nil {
 		return res, gerr
 	}
 	return res, err
