@@ -116,9 +116,6 @@ func (w *Writer) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// Unwrap returns the underlying writer.
-func (w *Writer) Unwrap() io.Writer { return w.w }
-
 // Needed reports whether text written to w may reach a terminal and so
 // should pass the sanitiser: w is a terminal, or a pipe or socket (which
 // usually end in one: `| tee log`, `| less -R`, which passes colour
