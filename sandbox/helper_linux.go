@@ -35,14 +35,12 @@ type helperConfig struct {
 	Args      []string `json:"args"`
 	ParentPID int      `json:"parent_pid"`
 	// Landlock only.
-	RODirs   []string `json:"ro_dirs,omitempty"`
-	RWDirs   []string `json:"rw_dirs,omitempty"`
-	ROFiles  []string `json:"ro_files,omitempty"`
-	RWFiles  []string `json:"rw_files,omitempty"`
-	Network  bool     `json:"network,omitempty"`
-	GitRO    bool     `json:"git_ro,omitempty"`
-	Seccomp  bool     `json:"seccomp,omitempty"`
-	DropCaps bool     `json:"drop_caps,omitempty"`
+	RODirs []string `json:"ro_dirs,omitempty"`
+	RWDirs []string `json:"rw_dirs,omitempty"`
+	// Network: no Landlock network rules and no seccomp socket filter.
+	Network  bool `json:"network,omitempty"`
+	GitRO    bool `json:"git_ro,omitempty"`
+	DropCaps bool `json:"drop_caps,omitempty"`
 }
 
 // helperStatus is how the command ended, or why it could not start.

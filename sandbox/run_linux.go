@@ -153,10 +153,7 @@ func (s *Sandbox) helperCommand(ctx context.Context, c Command, tc toolchain) (*
 		cleanup = func() { prev(); os.RemoveAll(scratch) }
 		cfg.RODirs = append(append([]string{}, systemRODirs...), nonEmpty(tc.goroot, tc.gomodcache)...)
 		cfg.RWDirs = append([]string{scratch}, nonEmpty(tc.gocache)...)
-		cfg.RWFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
-		cfg.ROFiles = []string{"/dev/random", "/dev/urandom"}
 		cfg.Network = s.policy.AllowNetwork
-		cfg.Seccomp = !s.policy.AllowNetwork
 		cfg.GitRO = gitRO
 		cfg.DropCaps = os.Geteuid() == 0
 		// Without root, the read-only .git needs a user namespace that
