@@ -49,10 +49,9 @@ func (f guardedFile) same(g guardedFile) bool {
 
 // gitState is what the guard saw of a directory tree.
 type gitState struct {
-	markers    map[string]gitshape.Entries // every directory with a marker entry
+	markers    map[string]gitshape.Entries // every directory with a marker entry (Looks: a git directory)
 	names      map[string][]string         // the marker entries' names, by directory
 	linkTarget map[string]string           // marker entries that are symbolic links, of git directories
-	gitDirs    map[string]bool             // the directories that look like git directories
 	dotGit     map[string]fs.FileMode      // every .git entry (any case), by path
 	files      map[string]guardedFile      // guarded files, by path
 	unreadable map[string]bool
@@ -171,7 +170,7 @@ const maxGuardDepth = 256
 func walkGit(root *os.Root) *gitState {
 	st := &gitState{
 		markers: map[string]gitshape.Entries{}, names: map[string][]string{}, linkTarget: map[string]string{},
-		gitDirs: map[string]bool{}, dotGit: map[string]fs.FileMode{}, files: map[string]guardedFile{}, unreadable: map[string]bool{},
+		dotGit: map[string]fs.FileMode{}, files: map[string]guardedFile{}, unreadable: map[string]bool{},
 		tooDeep: map[string]bool{},
 	}
 	var visit func(r *os.Root, rel, hooksOf string, depth int)
@@ -197,9 +196,6 @@ func walkGit(root *os.Root) *gitState {
 			st.markers[rel] = e
 		}
 		looks := e.Looks()
-		if looks {
-			st.gitDirs[rel] = true
-		}
 		for _, de := range entries {
 			name, typ := de.Name(), de.Type()
 			p := path.Join(rel, name)
@@ -422,11 +418,11 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	}
 	// Directories that look like git directories now and did not: the
 	// marker entries the command added go (never what was there before).
-	for _, d := range slices.Sorted(maps.Keys(now.gitDirs)) {
-		if before.gitDirs[d] || gone(d) {
+	for _, d := range slices.Sorted(maps.Keys(now.markers)) {
+		had := before.markers[d]
+		if !now.markers[d].Looks() || had.Looks() || gone(d) {
 			continue
 		}
-		had := before.markers[d]
 		for _, name := range now.names[d] {
 			if m := gitshape.Marker(name, typeOf(root, path.Join(d, name))); m != 0 && had&m == 0 {
 				remove(path.Join(d, name))
@@ -437,7 +433,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	// a symbolic link (hooks/ to a directory of the command's scripts), or
 	// one whose target changed, goes.
 	for _, p := range slices.Sorted(maps.Keys(now.linkTarget)) {
-		if before.gitDirs[path.Dir(p)] {
+		if before.markers[path.Dir(p)].Looks() {
 			if old, ok := before.linkTarget[p]; !ok || old != now.linkTarget[p] {
 				remove(p)
 			}
@@ -456,7 +452,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		}
 		old, ok := before.files[p]
 		switch {
-		case !ok && f.owner != "" && before.gitDirs[f.owner], !ok && f.trusted:
+		case !ok && f.owner != "" && before.markers[f.owner].Looks(), !ok && f.trusted:
 			remove(p)
 		case ok && !old.same(f):
 			remove(p)
@@ -470,7 +466,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		if _, ok := now.files[p]; ok || !old.held || exempt(p) {
 			continue
 		}
-		if old.owner == "" || now.gitDirs[old.owner] {
+		if old.owner == "" || now.markers[old.owner].Looks() {
 			if _, err := root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
 				restore(root, p, old, e)
 				e.Paths = append(e.Paths, p)
