@@ -111,7 +111,8 @@ func guardTrust(dirPath string, st *gitState) []gitshape.Rel {
 // which follows symbolic links inside the tree as git would: what is
 // compared is what git would run or read at the path.
 func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
-	mark := func(p string) {
+	record := func(p string) {
+		st.record(root, p, p, "")
 		if f, ok := st.files[p]; ok {
 			f.trusted = true
 			st.files[p] = f
@@ -121,8 +122,7 @@ func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
 		p := t.Rel
 		if !t.Dir {
 			if p != "." {
-				st.record(root, p, p, "")
-				mark(p)
+				record(p)
 			}
 			continue
 		}
@@ -131,8 +131,7 @@ func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
 			continue
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			st.record(root, p, p, "")
-			mark(p)
+			record(p)
 		}
 		// Opened without blocking: a command may have put a FIFO there
 		// (following a link is fine, the root keeps it inside).
@@ -149,9 +148,7 @@ func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
 		}
 		for _, de := range entries {
 			if !de.IsDir() {
-				q := path.Join(p, de.Name())
-				st.record(root, q, q, "")
-				mark(q)
+				record(path.Join(p, de.Name()))
 			}
 		}
 	}
