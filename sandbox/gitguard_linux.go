@@ -374,12 +374,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	e := &GitError{}
 	var removed []string
 	gone := func(p string) bool {
-		for _, r := range removed {
-			if p == r || strings.HasPrefix(p, r+"/") {
-				return true
-			}
-		}
-		return false
+		return slices.ContainsFunc(removed, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
 	}
 	remove := func(p string) {
 		if gone(p) {
@@ -482,26 +477,24 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 // restore writes a guarded file back as it was: a new file (never through
 // what is at its path now, which is gone), or the symbolic link.
 func restore(root *os.Root, p string, f guardedFile, e *GitError) {
+	var err error
 	if dir := path.Dir(p); dir != "." {
-		if err := root.MkdirAll(dir, 0o755); err != nil {
-			e.Unchecked = append(e.Unchecked, p+" (not restored: "+errText(err)+")")
-			return
-		}
+		err = root.MkdirAll(dir, 0o755)
 	}
-	if f.mode&fs.ModeSymlink != 0 {
-		if err := root.Symlink(f.link, p); err != nil {
-			e.Unchecked = append(e.Unchecked, p+" (not restored: "+errText(err)+")")
-		}
-		return
-	}
-	w, err := root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, f.mode.Perm())
-	if err == nil {
-		_, err = w.Write(f.content)
-		if err2 := w.Chmod(f.mode.Perm()); err == nil {
-			err = err2
-		}
-		if err2 := w.Close(); err == nil {
-			err = err2
+	switch {
+	case err != nil:
+	case f.mode&fs.ModeSymlink != 0:
+		err = root.Symlink(f.link, p)
+	default:
+		var w *os.File
+		if w, err = root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, f.mode.Perm()); err == nil {
+			_, err = w.Write(f.content)
+			if err2 := w.Chmod(f.mode.Perm()); err == nil {
+				err = err2
+			}
+			if err2 := w.Close(); err == nil {
+				err = err2
+			}
 		}
 	}
 	if err != nil {
