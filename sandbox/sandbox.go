@@ -24,19 +24,13 @@ const (
 	None     Backend = "none"
 )
 
-// backends lists the names ParseBackend accepts, in the order of the
-// --sandbox flag's help.
-var backends = []Backend{Auto, Landlock, Bwrap, None}
-
 // ParseBackend checks a backend name ("" means Auto).
 func ParseBackend(s string) (Backend, error) {
 	if s == "" {
 		return Auto, nil
 	}
-	for _, b := range backends {
-		if string(b) == s {
-			return b, nil
-		}
+	if b := Backend(s); slices.Contains([]Backend{Auto, Landlock, Bwrap, None}, b) {
+		return b, nil
 	}
 	return "", fmt.Errorf("unknown sandbox %q: want one of auto, landlock, bwrap, none", textclip.Clip(s, 40))
 }
