@@ -43,11 +43,11 @@ type helperConfig struct {
 	DropCaps bool `json:"drop_caps,omitempty"`
 }
 
-// helperStatus is how the command ended, or why it could not start.
+// helperStatus is how the command ended (Exit is nil when a signal killed
+// it), or why it could not start.
 type helperStatus struct {
-	Exit   *int   `json:"exit,omitempty"`
-	Signal int    `json:"signal,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Exit  *int   `json:"exit,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 func init() {
@@ -113,8 +113,7 @@ func helperMain(cfgJSON string) int {
 				_ = unix.Kill(p, unix.SIGKILL)
 			}
 		}
-		st := <-done
-		return report(st)
+		return report(<-done)
 	}
 }
 
@@ -167,7 +166,7 @@ func waitFor(pid int) helperStatus {
 		case wpid != pid:
 			continue // an orphan that was reparented to us
 		case ws.Signaled():
-			return helperStatus{Signal: int(ws.Signal())}
+			return helperStatus{}
 		default:
 			code := ws.ExitStatus()
 			return helperStatus{Exit: &code}
