@@ -3,7 +3,6 @@ package model
 import (
 	"errors"
 	"net/http"
-	"os"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -38,10 +37,6 @@ type Options struct {
 // so a run builds its model once. An error other than ErrInvalidConfig is
 // the adapter's (a missing API key, say); no error holds a secret.
 func FromConfig(cfg gen.ModelConfig, opts Options) (agent.Model, error) {
-	getenv := opts.Getenv
-	if getenv == nil {
-		getenv = os.Getenv
-	}
 	v, err := cfg.ValueByDiscriminator()
 	if err != nil {
 		return nil, ErrInvalidConfig
@@ -52,11 +47,11 @@ func FromConfig(cfg gen.ModelConfig, opts Options) (agent.Model, error) {
 	case gen.OpenAIModelConfig:
 		c := openai.Config{Model: mc.Model, Temperature: mc.Temperature, BaseURL: opts.BaseURL, System: opts.System, HTTPClient: opts.HTTPClient}
 		c.MaxOutputTokens, c.ContextWindow = int64(deref(mc.MaxOutputTokens)), deref(mc.ContextWindow)
-		return orNil(openai.New(c.WithEnv(getenv)))
+		return orNil(openai.New(c.WithEnv(opts.Getenv)))
 	case gen.AnthropicModelConfig:
 		c := anthropic.Config{Model: mc.Model, Temperature: mc.Temperature, BaseURL: opts.BaseURL, System: opts.System, HTTPClient: opts.HTTPClient}
 		c.MaxOutputTokens, c.ContextWindow = int64(deref(mc.MaxOutputTokens)), deref(mc.ContextWindow)
-		return orNil(anthropic.New(c.WithEnv(getenv)))
+		return orNil(anthropic.New(c.WithEnv(opts.Getenv)))
 	}
 	return nil, ErrInvalidConfig
 }

@@ -47,7 +47,6 @@ type ReplayConfig struct {
 // A Replay serves one run; it is safe for concurrent use.
 type Replay struct {
 	mu       sync.Mutex
-	runID    string
 	task     string // the recorded task summary, when recorded
 	maxSteps int
 	steps    []replayStep
@@ -94,7 +93,7 @@ func NewReplay(events []gen.TraceEvent, cfg ReplayConfig) (*Replay, error) {
 			return nil, errors.New("replay: the trace has no events")
 		}
 	}
-	r := &Replay{runID: runID}
+	r := &Replay{}
 	found := false
 	for _, ev := range events {
 		if ev.RunId != runID {
@@ -136,19 +135,9 @@ func NewReplay(events []gen.TraceEvent, cfg ReplayConfig) (*Replay, error) {
 	return r, nil
 }
 
-// RunID returns the id of the run being replayed.
-func (r *Replay) RunID() string { return r.runID }
-
 // MaxSteps returns the recorded run's step budget (0 when not recorded); a
 // replay should run with the same budget.
 func (r *Replay) MaxSteps() int { return r.maxSteps }
-
-// Remaining returns how many recorded responses have not been replayed.
-func (r *Replay) Remaining() int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return len(r.steps) - r.next
-}
 
 var _ agent.Model = (*Replay)(nil)
 

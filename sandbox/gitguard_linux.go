@@ -1,12 +1,522 @@
 package sandbox
 
 import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"fmt"
+	"io"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
+	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
+	"sync"
 
+	"github.com/specloop/specloop/internal/gitshape"
 	"golang.org/x/sys/unix"
 )
+
+// Caps of what the guard keeps of a guarded file: its content up to
+// maxHeldFile (restored when a command changes it), up to maxHeld in
+// all; past that a hash, and past maxHashedFile only its size and
+// modification time.
+const (
+	maxHeldFile   = 256 << 10
+	maxHeld       = 16 << 20
+	maxHashedFile = 16 << 20
+)
+
+// guardedFile is a guarded file as the guard saw it.
+type guardedFile struct {
+	owner   string      // the git directory it belongs to ("" for a .git file)
+	mode    fs.FileMode // type and permissions
+	sum     [32]byte
+	size    int64
+	mtime   int64 // only for files too large to hash
+	link    string
+	content []byte
+	held    bool
+	trusted bool // a file the configuration trusts (see gitshape.Trusted)
+}
+
+func (f guardedFile) same(g guardedFile) bool {
+	return f.mode == g.mode && f.sum == g.sum && f.size == g.size && f.mtime == g.mtime && f.link == g.link
+}
+
+// gitState is what the guard saw of a directory tree.
+type gitState struct {
+	markers    map[string]gitshape.Entries // every directory with a marker entry (Looks: a git directory)
+	names      map[string][]string         // the marker entries' names, by directory
+	linkTarget map[string]string           // marker entries that are symbolic links, of git directories
+	dotGit     map[string]fs.FileMode      // every .git entry (any case), by path
+	files      map[string]guardedFile      // guarded files, by path
+	unreadable map[string]bool
+	tooDeep    map[string]bool // directories at maxGuardDepth, not walked (also unreadable)
+	held       int
+	trust      []gitshape.Rel // the trusted paths of the repositories (see guardTrust)
+}
+
+// maxGuardRepos bounds the repositories (the enclosing one and nested
+// ones) whose configuration the guard reads for trusted paths.
+const maxGuardRepos = 4096
+
+// snapshotGit records the git state of the tree under root, the command's
+// directory at dirPath, before a command: walkGit, and the files of the
+// paths the repositories' configuration trusts.
+func snapshotGit(root *os.Root, dirPath string) *gitState {
+	st := walkGit(root)
+	st.trust = guardTrust(dirPath, st)
+	st.recordTrusted(root, st.trust)
+	return st
+}
+
+// walkAgain records the state after a command, with the trusted paths of
+// before.
+func walkAgain(root *os.Root, before *gitState) *gitState {
+	st := walkGit(root)
+	st.trust = before.trust
+	st.recordTrusted(root, st.trust)
+	return st
+}
+
+// guardTrust returns the trusted paths inside dirPath of the repository
+// dirPath is in and of every repository nested in it (each .git entry
+// st saw), read from their configuration without running git.
+func guardTrust(dirPath string, st *gitState) []gitshape.Rel {
+	dirPath = filepath.Clean(dirPath)
+	var tops []string
+	if top := gitshape.Enclosing(dirPath); top != "" {
+		tops = append(tops, top)
+	}
+	for _, p := range slices.Sorted(maps.Keys(st.dotGit)) {
+		if d := path.Dir(p); d != "." && len(tops) < maxGuardRepos {
+			tops = append(tops, filepath.Join(dirPath, filepath.FromSlash(d)))
+		}
+	}
+	var out []gitshape.Rel
+	person := gitshape.PersonConfigs()
+	for _, top := range tops {
+		out = append(out, gitshape.InWorkspace(dirPath, top, person)...)
+	}
+	return out
+}
+
+// recordTrusted records the trusted files: every file in a trusted hooks
+// directory (and the directory's entry when it is a symbolic link), and
+// each trusted configuration file. Paths are looked up through os.Root,
+// which follows symbolic links inside the tree as git would: what is
+// compared is what git would run or read at the path.
+func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
+	record := func(p string) {
+		st.record(root, p, p, "")
+		if f, ok := st.files[p]; ok {
+			f.trusted = true
+			st.files[p] = f
+		}
+	}
+	for _, t := range trust {
+		p := t.Rel
+		if !t.Dir {
+			if p != "." {
+				record(p)
+			}
+			continue
+		}
+		fi, err := root.Lstat(p)
+		if err != nil {
+			continue
+		}
+		if fi.Mode()&fs.ModeSymlink != 0 {
+			record(p)
+		}
+		// Opened without blocking: a command may have put a FIFO there
+		// (following a link is fine, the root keeps it inside).
+		d, err := root.OpenFile(p, os.O_RDONLY|nonblock, 0)
+		var entries []fs.DirEntry
+		if err == nil {
+			entries, err = readDir(d)
+		}
+		if err != nil {
+			if fi.Mode()&fs.ModeSymlink == 0 {
+				st.unreadable[p] = true
+			}
+			continue
+		}
+		for _, de := range entries {
+			if !de.IsDir() {
+				record(path.Join(p, de.Name()))
+			}
+		}
+	}
+}
+
+// maxGuardDepth bounds the directory levels the guard walks. A deeper
+// directory a command made is removed whole (it could hide a git
+// directory no walk sees); one that was there before the command fails
+// the call, since the guard cannot vouch for it.
+const maxGuardDepth = 256
+
+// walkGit records the git state of the tree under root. It never follows
+// a symbolic link, and skips the inside of the objects/ and refs/ of git
+// directories. Each directory is opened from its parent's handle by one
+// name.
+func walkGit(root *os.Root) *gitState {
+	st := &gitState{
+		markers: map[string]gitshape.Entries{}, names: map[string][]string{}, linkTarget: map[string]string{},
+		dotGit: map[string]fs.FileMode{}, files: map[string]guardedFile{}, unreadable: map[string]bool{},
+		tooDeep: map[string]bool{},
+	}
+	var visit func(r *os.Root, rel, hooksOf string, depth int)
+	visit = func(r *os.Root, rel, hooksOf string, depth int) {
+		d, err := r.OpenFile(".", os.O_RDONLY|noFollow, 0)
+		if err != nil {
+			st.unreadable[rel] = true
+			return
+		}
+		entries, err := readDir(d)
+		if err != nil {
+			st.unreadable[rel] = true
+			return
+		}
+		var e gitshape.Entries
+		for _, de := range entries {
+			if m := gitshape.Marker(de.Name(), de.Type()); m != 0 {
+				e |= m
+				st.names[rel] = append(st.names[rel], de.Name())
+			}
+		}
+		if e != 0 {
+			st.markers[rel] = e
+		}
+		looks := e.Looks()
+		for _, de := range entries {
+			name, typ := de.Name(), de.Type()
+			p := path.Join(rel, name)
+			switch {
+			case gitshape.IsGitName(name):
+				st.dotGit[p] = typ
+				if !typ.IsDir() {
+					st.record(r, name, p, "")
+				}
+			case hooksOf != "" && !typ.IsDir():
+				st.record(r, name, p, hooksOf)
+			case looks && gitshape.Guarded(name) && !typ.IsDir():
+				st.record(r, name, p, rel)
+			}
+			if looks && typ&fs.ModeSymlink != 0 && gitshape.Marker(name, typ) != 0 {
+				st.linkTarget[p], _ = r.Readlink(name)
+			}
+			if !typ.IsDir() {
+				continue
+			}
+			m := gitshape.Marker(name, typ)
+			if looks && (m == gitshape.Objects || m == gitshape.Refs) {
+				continue
+			}
+			if depth >= maxGuardDepth {
+				st.unreadable[p], st.tooDeep[p] = true, true
+				continue
+			}
+			sub, err := r.OpenRoot(name)
+			if err != nil {
+				st.unreadable[p] = true
+				continue
+			}
+			if looks && m == gitshape.Hooks {
+				visit(sub, p, rel, depth+1)
+			} else {
+				visit(sub, p, hooksOf, depth+1)
+			}
+			sub.Close()
+		}
+	}
+	visit(root, ".", "", 0)
+	return st
+}
+
+// record reads the guarded file name of the directory r, at p, of the git
+// directory owner.
+func (st *gitState) record(r *os.Root, name, p, owner string) {
+	fi, err := r.Lstat(name)
+	if err != nil {
+		return
+	}
+	f := guardedFile{owner: owner, mode: fi.Mode(), size: fi.Size()}
+	switch {
+	case fi.Mode()&fs.ModeSymlink != 0:
+		f.link, _ = r.Readlink(name)
+	case !fi.Mode().IsRegular():
+	case fi.Size() > maxHashedFile:
+		f.mtime = fi.ModTime().UnixNano()
+	default:
+		fr, err := r.OpenFile(name, os.O_RDONLY|noFollow, 0)
+		if err != nil {
+			return
+		}
+		var buf bytes.Buffer
+		h := sha256.New()
+		hold := fi.Size() <= maxHeldFile && st.held+int(fi.Size()) <= maxHeld
+		w := io.Writer(h)
+		if hold {
+			w = io.MultiWriter(h, &buf)
+		}
+		n, err := io.Copy(w, io.LimitReader(fr, maxHashedFile+1))
+		fr.Close()
+		if err != nil {
+			return
+		}
+		f.size = n
+		copy(f.sum[:], h.Sum(nil))
+		if hold && n <= maxHeldFile {
+			f.content, f.held = buf.Bytes(), true
+			st.held += int(n)
+		}
+	}
+	st.files[p] = f
+}
+
+// gitGuard is the state a directory had before the commands running in it
+// at present started: they all are checked against it, so a command that
+// starts while another runs cannot make the other's changes its baseline.
+type gitGuard struct {
+	key    dirKey
+	mu     sync.Mutex    // one check at a time
+	ready  chan struct{} // closed once before is taken
+	before *gitState
+	users  int
+}
+
+// dirKey identifies a directory whatever path it is reached by.
+type dirKey struct{ dev, ino uint64 }
+
+var gitGuards = struct {
+	sync.Mutex
+	m map[dirKey]*gitGuard
+}{m: map[dirKey]*gitGuard{}}
+
+// startGuard takes (or shares) the baseline of the directory of c, which
+// it opens as an os.Root through the descriptor held open, never its path
+// looked up again.
+func startGuard(c Command) (*gitGuard, *os.Root, error) {
+	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd())))
+	if err != nil {
+		return nil, nil, fmt.Errorf("open the command's directory: %w", err)
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(int(c.Dir.Fd()), &st); err != nil {
+		root.Close()
+		return nil, nil, err
+	}
+	key := dirKey{uint64(st.Dev), st.Ino}
+	gitGuards.Lock()
+	g := gitGuards.m[key]
+	first := g == nil
+	if first {
+		g = &gitGuard{key: key, ready: make(chan struct{})}
+		gitGuards.m[key] = g
+	}
+	g.users++
+	gitGuards.Unlock()
+	// The walk runs outside the lock of all directories; commands in this
+	// one wait for it and share it.
+	if first {
+		g.before = snapshotGit(root, c.DirPath)
+		close(g.ready)
+	} else {
+		<-g.ready
+	}
+	return g, root, nil
+}
+
+// finish checks the tree against the baseline, undoes what changed and
+// lets go of the baseline. allowGitWrites exempts the HEAD files of the
+// top-level .git (a checkout or commit moves them).
+func (g *gitGuard) finish(root *os.Root, allowGitWrites bool) *GitError {
+	defer root.Close()
+	defer func() {
+		gitGuards.Lock()
+		if g.users--; g.users == 0 {
+			delete(gitGuards.m, g.key)
+		}
+		gitGuards.Unlock()
+	}()
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return undoGit(root, g.before, allowGitWrites)
+}
+
+// undoGit walks the tree, compares it with before and undoes every change
+// that adds or alters a git directory; it returns nil when there was none.
+func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
+	now := walkAgain(root, before)
+	// A directory a command made unreadable could hide a git directory:
+	// it is made readable to its owner again.
+	for range 3 {
+		fixed := false
+		for d := range now.unreadable {
+			if !before.unreadable[d] && d != "." && !now.tooDeep[d] {
+				if fi, err := root.Lstat(d); err == nil && fi.IsDir() {
+					if root.Chmod(d, fi.Mode().Perm()|0o700) == nil {
+						fixed = true
+					}
+				}
+			}
+		}
+		if !fixed {
+			break
+		}
+		now = walkAgain(root, before)
+	}
+	e := &GitError{}
+	var removed []string
+	gone := func(p string) bool {
+		return slices.ContainsFunc(removed, func(r string) bool { return p == r || strings.HasPrefix(p, r+"/") })
+	}
+	remove := func(p string) {
+		if gone(p) {
+			return
+		}
+		if err := root.RemoveAll(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			e.Unchecked = append(e.Unchecked, p+" ("+errText(err)+")")
+			return
+		}
+		removed = append(removed, p)
+		e.Paths = append(e.Paths, p)
+	}
+	// A tree deeper than the guard walks that the command made could
+	// hold a git directory no walk sees: it goes whole, since nothing of
+	// it was there before (a deep tree that was is reported, below).
+	for _, d := range slices.Sorted(maps.Keys(now.tooDeep)) {
+		if !before.tooDeep[d] {
+			remove(d)
+		} else {
+			e.Unchecked = append(e.Unchecked, d+" (deeper than the guard walks, so what a command does inside it is not checked)")
+		}
+	}
+	for d := range now.unreadable {
+		if !before.unreadable[d] && !gone(d) && !now.tooDeep[d] {
+			e.Unchecked = append(e.Unchecked, d+" (unreadable)")
+		}
+	}
+	// New .git entries, nested ones included.
+	for _, p := range slices.Sorted(maps.Keys(now.dotGit)) {
+		if typ, ok := before.dotGit[p]; !ok || typ != now.dotGit[p] {
+			remove(p)
+		}
+	}
+	// Directories that look like git directories now and did not: the
+	// marker entries the command added go (never what was there before).
+	for _, d := range slices.Sorted(maps.Keys(now.markers)) {
+		had := before.markers[d]
+		if !now.markers[d].Looks() || had.Looks() || gone(d) {
+			continue
+		}
+		for _, name := range now.names[d] {
+			if m := gitshape.Marker(name, typeOf(root, path.Join(d, name))); m != 0 && had&m == 0 {
+				remove(path.Join(d, name))
+			}
+		}
+	}
+	// Git directories that were there before: a marker entry turned into
+	// a symbolic link (hooks/ to a directory of the command's scripts), or
+	// one whose target changed, goes.
+	for _, p := range slices.Sorted(maps.Keys(now.linkTarget)) {
+		if before.markers[path.Dir(p)].Looks() {
+			if old, ok := before.linkTarget[p]; !ok || old != now.linkTarget[p] {
+				remove(p)
+			}
+		}
+	}
+	// Guarded files: new ones in a git directory that was there go,
+	// changed ones are restored (or go, when too large to have been kept),
+	// removed ones come back.
+	exempt := func(p string) bool {
+		return allowGitWrites && strings.HasPrefix(p, ".git/") && strings.EqualFold(path.Base(p), "HEAD")
+	}
+	for _, p := range slices.Sorted(maps.Keys(now.files)) {
+		f := now.files[p]
+		if gone(p) || exempt(p) {
+			continue
+		}
+		old, ok := before.files[p]
+		switch {
+		case !ok && f.owner != "" && before.markers[f.owner].Looks(), !ok && f.trusted:
+			remove(p)
+		case ok && !old.same(f):
+			remove(p)
+			if old.held && gone(p) {
+				restore(root, p, old, e)
+			}
+		}
+	}
+	for _, p := range slices.Sorted(maps.Keys(before.files)) {
+		old := before.files[p]
+		if _, ok := now.files[p]; ok || !old.held || exempt(p) {
+			continue
+		}
+		if old.owner == "" || now.markers[old.owner].Looks() {
+			if _, err := root.Lstat(p); errors.Is(err, fs.ErrNotExist) {
+				restore(root, p, old, e)
+				e.Paths = append(e.Paths, p)
+			}
+		}
+	}
+	if len(e.Paths) == 0 && len(e.Unchecked) == 0 {
+		return nil
+	}
+	slices.Sort(e.Paths)
+	e.Paths = slices.Compact(e.Paths)
+	slices.Sort(e.Unchecked)
+	return e
+}
+
+// restore writes a guarded file back as it was: a new file (never through
+// what is at its path now, which is gone), or the symbolic link.
+func restore(root *os.Root, p string, f guardedFile, e *GitError) {
+	var err error
+	if dir := path.Dir(p); dir != "." {
+		err = root.MkdirAll(dir, 0o755)
+	}
+	switch {
+	case err != nil:
+	case f.mode&fs.ModeSymlink != 0:
+		err = root.Symlink(f.link, p)
+	default:
+		var w *os.File
+		if w, err = root.OpenFile(p, os.O_WRONLY|os.O_CREATE|os.O_EXCL|noFollow, f.mode.Perm()); err == nil {
+			_, err = w.Write(f.content)
+			if err2 := w.Chmod(f.mode.Perm()); err == nil {
+				err = err2
+			}
+			if err2 := w.Close(); err == nil {
+				err = err2
+			}
+		}
+	}
+	if err != nil {
+		e.Unchecked = append(e.Unchecked, p+" (not restored: "+errText(err)+")")
+	}
+}
+
+func typeOf(root *os.Root, p string) fs.FileMode {
+	fi, err := root.Lstat(p)
+	if err != nil {
+		return fs.ModeIrregular
+	}
+	return fi.Mode().Type()
+}
+
+func errText(err error) string {
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		return pe.Err.Error()
+	}
+	return err.Error()
+}
 
 // noFollow makes an open fail on a symbolic link, and not block on a FIFO.
 const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
@@ -14,23 +524,6 @@ const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
 // nonblock makes an open not block on a FIFO (reading one as a directory
 // then fails).
 const nonblock = unix.O_NONBLOCK
-
-// dirKey identifies a directory whatever path it is reached by.
-type dirKey struct{ dev, ino uint64 }
-
-func keyOf(dir *os.File) (dirKey, error) {
-	var st unix.Stat_t
-	if err := unix.Fstat(int(dir.Fd()), &st); err != nil {
-		return dirKey{}, err
-	}
-	return dirKey{uint64(st.Dev), st.Ino}, nil
-}
-
-// openDirRoot opens the command's directory as an os.Root through the
-// descriptor held open, never its path looked up again.
-func openDirRoot(c Command) (*os.Root, error) {
-	return os.OpenRoot("/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd())))
-}
 
 // readDir lists the directory d (opened in an os.Root) and closes it. It
 // reads the entries' types from the directory itself, through a

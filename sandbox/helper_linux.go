@@ -16,13 +16,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// helperArg is the first argument of the re-exec helper; helperEnv marks
-// the helper's environment so that a program given "sandbox-exec" as an
-// argument by a user is not mistaken for it.
-const (
-	helperArg = "sandbox-exec"
-	helperEnv = "SPECLOOP_SANDBOX_EXEC"
-)
+// helperEnv marks the helper's environment so that a program given
+// "sandbox-exec" (helperArg) as an argument by a user is not mistaken for
+// it.
+const helperEnv = "SPECLOOP_SANDBOX_EXEC"
 
 // The helper's inherited descriptors.
 const (
@@ -38,40 +35,24 @@ type helperConfig struct {
 	Args      []string `json:"args"`
 	ParentPID int      `json:"parent_pid"`
 	// Landlock only.
-	RODirs   []string `json:"ro_dirs,omitempty"`
-	RWDirs   []string `json:"rw_dirs,omitempty"`
-	ROFiles  []string `json:"ro_files,omitempty"`
-	RWFiles  []string `json:"rw_files,omitempty"`
-	Network  bool     `json:"network,omitempty"`
-	GitRO    bool     `json:"git_ro,omitempty"`
-	Seccomp  bool     `json:"seccomp,omitempty"`
-	DropCaps bool     `json:"drop_caps,omitempty"`
+	RODirs []string `json:"ro_dirs,omitempty"`
+	RWDirs []string `json:"rw_dirs,omitempty"`
+	// Network: no Landlock network rules and no seccomp socket filter.
+	Network  bool `json:"network,omitempty"`
+	GitRO    bool `json:"git_ro,omitempty"`
+	DropCaps bool `json:"drop_caps,omitempty"`
 }
 
-// helperStatus is how the command ended, or why it could not start.
+// helperStatus is how the command ended (Exit is nil when a signal killed
+// it), or why it could not start.
 type helperStatus struct {
-	Exit   *int   `json:"exit,omitempty"`
-	Signal int    `json:"signal,omitempty"`
-	Error  string `json:"error,omitempty"`
+	Exit  *int   `json:"exit,omitempty"`
+	Error string `json:"error,omitempty"`
 }
 
 func init() {
 	if len(os.Args) >= 3 && os.Args[1] == helperArg && os.Getenv(helperEnv) == "1" {
 		os.Exit(helperMain(os.Args[2]))
-	}
-}
-
-// Main runs the sandbox helper when the program was started as one and
-// returns otherwise. The helper normally runs from this package's init,
-// before main, in every program that imports it; Main is for a command
-// dispatcher that names "sandbox-exec" (it then reports misuse).
-func Main() {
-	if len(os.Args) >= 3 && os.Args[1] == helperArg && os.Getenv(helperEnv) == "1" {
-		os.Exit(helperMain(os.Args[2]))
-	}
-	if len(os.Args) >= 2 && os.Args[1] == helperArg {
-		fmt.Fprintln(os.Stderr, "sandbox-exec is internal: specloop starts it to run a command in a sandbox")
-		os.Exit(2)
 	}
 }
 
@@ -132,8 +113,7 @@ func helperMain(cfgJSON string) int {
 				_ = unix.Kill(p, unix.SIGKILL)
 			}
 		}
-		st := <-done
-		return report(st)
+		return report(<-done)
 	}
 }
 
@@ -186,7 +166,7 @@ func waitFor(pid int) helperStatus {
 		case wpid != pid:
 			continue // an orphan that was reparented to us
 		case ws.Signaled():
-			return helperStatus{Signal: int(ws.Signal())}
+			return helperStatus{}
 		default:
 			code := ws.ExitStatus()
 			return helperStatus{Exit: &code}

@@ -48,8 +48,8 @@ func confineLandlock(cfg *helperConfig) error {
 	rules := []landlock.Rule{
 		landlock.RODirs(cfg.RODirs...).IgnoreIfMissing(),
 		landlock.RWDirs(cfg.RWDirs...).WithRefer().IgnoreIfMissing(),
-		landlock.ROFiles(cfg.ROFiles...).IgnoreIfMissing(),
-		landlock.RWFiles(cfg.RWFiles...).IgnoreIfMissing(),
+		landlock.ROFiles("/dev/random", "/dev/urandom").IgnoreIfMissing(),
+		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
 	}
 	fd, flags, err := want.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
@@ -78,7 +78,7 @@ func confineLandlock(cfg *helperConfig) error {
 	if err := llsys.LandlockRestrictSelf(fd, flags); err != nil {
 		return fmt.Errorf("sandbox helper: landlock: %w", err)
 	}
-	if cfg.Seccomp {
+	if !cfg.Network {
 		if err := denySockets(); err != nil {
 			return err
 		}

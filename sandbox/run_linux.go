@@ -11,20 +11,17 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"sync"
 	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// pipeGrace is how long output is still read after a command ended, for
-// processes that escaped the kill (only possible with None).
-const pipeGrace = 2 * time.Second
-
-// termGrace is how long the helper has to kill its tree after SIGTERM
-// before its process group is killed.
-const termGrace = 2 * time.Second
+// grace is how long the Landlock helper has to kill its tree after
+// SIGTERM before it is killed, and how long output is still read after a
+// command ended, from processes that escaped the kill (only possible with
+// None).
+const grace = 2 * time.Second
 
 // resolve picks the backend for p on this machine.
 func resolve(p Policy) (Info, error) {
@@ -32,7 +29,7 @@ func resolve(p Policy) (Info, error) {
 	case None:
 		return Info{Backend: None}, nil
 	case Bwrap:
-		if err := bwrapUsable(); err != nil {
+		if _, err := bwrapUsable(); err != nil {
 			return Info{}, fmt.Errorf("%w: bwrap: %v", ErrUnavailable, err)
 		}
 		return Info{Backend: Bwrap}, nil
@@ -43,7 +40,7 @@ func resolve(p Policy) (Info, error) {
 		}
 		return Info{Backend: Landlock, LandlockABI: abi}, nil
 	default: // Auto
-		if bwrapUsable() == nil {
+		if _, err := bwrapUsable(); err == nil {
 			return Info{Backend: Bwrap}, nil
 		}
 		if abi, err := landlockUsable(p); err == nil {
@@ -67,51 +64,60 @@ func landlockUsable(p Policy) (int, error) {
 	return abi, nil
 }
 
-// Available reports whether backend b can run commands on this machine
-// (nil when it can).
-func Available(b Backend) error {
-	_, err := resolve(Policy{Backend: b})
-	return err
+// run runs c; under a confining backend, inside the guard of git
+// directories (see Run).
+func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
+	if s.info.Backend == None {
+		return s.start(ctx, c) // unconfined: it could write any repository anyway
+	}
+	g, root, err := startGuard(c)
+	if err != nil {
+		return Result{}, &StartError{err}
+	}
+	res, err := s.start(ctx, c)
+	// Every process of the command has ended (the helper is a subreaper
+	// and kills what is left): what it did to git directories is undone.
+	if gerr := g.finish(root, s.policy.AllowGitWrites); gerr != nil && err == nil {
+		return res, gerr
+	}
+	return res, err
 }
 
-func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
+// start starts c under the sandbox's backend and waits for it.
+func (s *Sandbox) start(ctx context.Context, c Command) (Result, error) {
+	tctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
 	tc := goToolchain()
 	var (
 		cmd     *exec.Cmd
 		status  *os.File // the helper's report, nil for None
 		cleanup = func() {}
 	)
-	switch s.info.Backend {
-	case None:
+	if s.info.Backend == None {
 		scratch, err := os.MkdirTemp("", "specloop-cmd-")
 		if err != nil {
 			return Result{}, &StartError{err}
 		}
 		cleanup = func() { os.RemoveAll(scratch) }
-		cmd = exec.Command(c.Args[0], c.Args[1:]...)
+		cmd = exec.CommandContext(tctx, c.Args[0], c.Args[1:]...)
 		// The child enters the directory through its descriptor.
 		cmd.Dir = "/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd()))
 		cmd.Env = s.environment(scratch, c.DirPath, tc, c.Env)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	case Landlock, Bwrap:
+	} else {
 		var err error
-		cmd, status, cleanup, err = s.helperCommand(c, tc)
-		if err != nil {
+		if cmd, status, cleanup, err = s.helperCommand(tctx, c, tc); err != nil {
 			return Result{}, &StartError{err}
 		}
-	default:
-		return Result{}, fmt.Errorf("sandbox: backend %q cannot run commands", s.info.Backend)
 	}
 	defer cleanup()
-	if status != nil {
-		defer status.Close()
-	}
 	return s.execute(ctx, cmd, status, c)
 }
 
 // helperCommand builds the command that starts the helper, directly
-// (Landlock) or inside bwrap, and the read end of its status pipe.
-func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, func(), error) {
+// (Landlock) or inside bwrap, and the read end of its status pipe, which
+// cleanup closes.
+func (s *Sandbox) helperCommand(ctx context.Context, c Command, tc toolchain) (*exec.Cmd, *os.File, func(), error) {
 	exe, err := os.Executable()
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("the helper executable: %w", err)
@@ -123,6 +129,7 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 	files := []*os.File{statusW, c.Dir}
 	var closers []*os.File
 	cleanup := func() {
+		statusR.Close()
 		statusW.Close()
 		for _, f := range closers {
 			f.Close()
@@ -130,7 +137,6 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 	}
 	fail := func(err error) (*exec.Cmd, *os.File, func(), error) {
 		cleanup()
-		statusR.Close()
 		return nil, nil, nil, err
 	}
 	cfg := helperConfig{Backend: s.info.Backend, Args: c.Args, ParentPID: os.Getpid()}
@@ -147,10 +153,7 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 		cleanup = func() { prev(); os.RemoveAll(scratch) }
 		cfg.RODirs = append(append([]string{}, systemRODirs...), nonEmpty(tc.goroot, tc.gomodcache)...)
 		cfg.RWDirs = append([]string{scratch}, nonEmpty(tc.gocache)...)
-		cfg.RWFiles = []string{"/dev/null", "/dev/zero", "/dev/full"}
-		cfg.ROFiles = []string{"/dev/random", "/dev/urandom"}
 		cfg.Network = s.policy.AllowNetwork
-		cfg.Seccomp = !s.policy.AllowNetwork
 		cfg.GitRO = gitRO
 		cfg.DropCaps = os.Geteuid() == 0
 		// Without root, the read-only .git needs a user namespace that
@@ -163,7 +166,7 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 			}
 		}
 		arg, _ := json.Marshal(cfg)
-		cmd = exec.Command(exe, helperArg, string(arg))
+		cmd = exec.CommandContext(ctx, exe, helperArg, string(arg))
 		cmd.Env = append(s.environment(scratch, c.DirPath, tc, c.Env), helperEnv+"=1")
 	case Bwrap:
 		const inside = "/.specloop-sandbox-exec"
@@ -202,7 +205,8 @@ func (s *Sandbox) helperCommand(c Command, tc toolchain) (*exec.Cmd, *os.File, f
 		args = append(args, "--ro-bind", exe, inside, "--chdir", c.DirPath)
 		arg, _ := json.Marshal(cfg)
 		args = append(args, "--", inside, helperArg, string(arg))
-		cmd = exec.Command(bwrapPath, args...)
+		bwrap, _ := bwrapUsable() // resolve found it usable
+		cmd = exec.CommandContext(ctx, bwrap, args...)
 		// bwrap hands its own environment, the allowlist, to the helper.
 		cmd.Env = append(s.environment("/tmp", c.DirPath, tc, c.Env), helperEnv+"=1")
 	}
@@ -262,96 +266,42 @@ func nonEmpty(ss ...string) []string {
 	return out
 }
 
-// execute starts cmd, copies its output, enforces the timeout and ctx, and
-// reads the helper's status (when status is set).
+// execute runs cmd, made with exec.CommandContext of a context with c's
+// timeout, and reads the helper's status (when status is set).
 func (s *Sandbox) execute(ctx context.Context, cmd *exec.Cmd, status *os.File, c Command) (Result, error) {
-	var readers []*os.File
-	var copying sync.WaitGroup
-	pipe := func(w io.Writer) (*os.File, error) {
-		r, wf, err := os.Pipe()
-		if err != nil {
-			return nil, err
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	killGroup := func() { _ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
+	// The timeout or ctx ends the command and everything it started: the
+	// Landlock helper kills its tree on SIGTERM (its process is killed
+	// grace later); bwrap's namespace dies with it.
+	stopped := false
+	cmd.Cancel = func() error {
+		stopped = true
+		if s.info.Backend == Landlock {
+			return cmd.Process.Signal(syscall.SIGTERM)
 		}
-		readers = append(readers, r)
-		copying.Add(1)
-		go func() {
-			defer copying.Done()
-			_, _ = io.Copy(w, r)
-		}()
-		return wf, nil
+		killGroup()
+		return nil
 	}
-	closeReaders := func() {
-		for _, r := range readers {
-			r.Close()
-		}
-	}
-	outW, err := pipe(c.Stdout)
-	if err != nil {
-		return Result{}, err
-	}
-	errW := outW
-	if c.Stderr != c.Stdout {
-		if errW, err = pipe(c.Stderr); err != nil {
-			outW.Close()
-			closeReaders()
-			return Result{}, err
-		}
-	}
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, outW, errW
-
+	cmd.WaitDelay = grace
 	t0 := time.Now()
-	err = cmd.Start()
-	outW.Close()
-	errW.Close()
+	err := cmd.Start()
 	if len(cmd.ExtraFiles) > 0 {
 		cmd.ExtraFiles[0].Close() // the status pipe's write end
 	}
 	if err != nil {
-		closeReaders()
-		copying.Wait()
 		return Result{}, &StartError{err}
 	}
-	pgid := cmd.Process.Pid
-	killGroup := func() { _ = syscall.Kill(-pgid, syscall.SIGKILL) }
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	// stop ends the command and everything it started: the helper kills
-	// its tree on SIGTERM (bwrap's namespace dies with it).
-	stop := func() error {
-		if s.info.Backend != Landlock {
-			killGroup()
-			return <-exited
-		}
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		select {
-		case err := <-exited:
-			return err
-		case <-time.After(termGrace):
-			killGroup()
-			return <-exited
-		}
-	}
-	timer := time.NewTimer(c.Timeout)
-	defer timer.Stop()
-	var res Result
-	var waitErr error
-	select {
-	case waitErr = <-exited:
-	case <-timer.C:
-		res.TimedOut = true
-		waitErr = stop()
-	case <-ctx.Done():
-		stop()
-		killGroup()
-		finishPipes(&copying, closeReaders)
+	waitErr := cmd.Wait()
+	res := Result{Duration: time.Since(t0), TimedOut: stopped}
+	killGroup() // what is left in the group (None: the background)
+	if stopped && ctx.Err() != nil {
 		return Result{}, ctx.Err()
 	}
-	res.Duration = time.Since(t0)
-	killGroup() // what is left in the group (None: the background)
-	finishPipes(&copying, closeReaders)
-
+	// Not failures: a command that ended with an error status or a signal,
+	// or exited 0 once stopped or leaving its output open past grace.
 	var ee *exec.ExitError
-	if waitErr != nil && !errors.As(waitErr, &ee) {
+	if waitErr != nil && !errors.As(waitErr, &ee) && !stopped && !errors.Is(waitErr, exec.ErrWaitDelay) {
 		return res, fmt.Errorf("wait for the command: %w", waitErr)
 	}
 	res.ExitCode = cmd.ProcessState.ExitCode()
@@ -385,20 +335,4 @@ func readStatus(f *os.File) (helperStatus, bool) {
 		return helperStatus{}, false
 	}
 	return st, true
-}
-
-// finishPipes waits for the output to be read to its end, but no longer than
-// pipeGrace: a process that escaped may hold the pipes open.
-func finishPipes(copying *sync.WaitGroup, closeReaders func()) {
-	done := make(chan struct{})
-	go func() {
-		copying.Wait()
-		close(done)
-	}()
-	select {
-	case <-done:
-	case <-time.After(pipeGrace):
-	}
-	closeReaders()
-	<-done
 }

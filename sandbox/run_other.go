@@ -22,21 +22,6 @@ func resolve(p Policy) (Info, error) {
 	return Info{}, fmt.Errorf("%w: sandboxes need Linux (landlock or bwrap); pass --sandbox none to run commands unconfined", ErrUnavailable)
 }
 
-// Available reports whether backend b can run commands on this machine.
-func Available(b Backend) error {
-	_, err := resolve(Policy{Backend: b})
-	return err
-}
-
-// Main reports misuse of the internal sandbox-exec command; there is no
-// helper outside Linux.
-func Main() {
-	if len(os.Args) >= 2 && os.Args[1] == "sandbox-exec" {
-		fmt.Fprintln(os.Stderr, "sandbox-exec is internal and needs Linux")
-		os.Exit(2)
-	}
-}
-
 func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) {
 	scratch, err := os.MkdirTemp("", "specloop-cmd-")
 	if err != nil {

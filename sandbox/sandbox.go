@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,21 +24,28 @@ const (
 	None     Backend = "none"
 )
 
-// backends lists the names ParseBackend accepts, in the order of the
-// --sandbox flag's help.
-var backends = []Backend{Auto, Landlock, Bwrap, None}
-
 // ParseBackend checks a backend name ("" means Auto).
 func ParseBackend(s string) (Backend, error) {
 	if s == "" {
 		return Auto, nil
 	}
-	for _, b := range backends {
-		if string(b) == s {
-			return b, nil
-		}
+	if b := Backend(s); slices.Contains([]Backend{Auto, Landlock, Bwrap, None}, b) {
+		return b, nil
 	}
 	return "", fmt.Errorf("unknown sandbox %q: want one of auto, landlock, bwrap, none", textclip.Clip(s, 40))
+}
+
+// helperArg is the first argument of the re-exec helper (Linux only).
+const helperArg = "sandbox-exec"
+
+// Main reports misuse of the internal sandbox-exec command, for a command
+// dispatcher that names it. The helper itself runs from this package's
+// init, before main, in every program that imports the package.
+func Main() {
+	if len(os.Args) >= 2 && os.Args[1] == helperArg {
+		fmt.Fprintln(os.Stderr, "sandbox-exec is internal: specloop starts it to run a command in a sandbox")
+		os.Exit(2)
+	}
 }
 
 // Policy says how commands are confined. The zero value is Auto with no
@@ -72,6 +80,13 @@ type Info struct {
 // ErrUnavailable is returned when the backend asked for cannot run on this
 // machine.
 var ErrUnavailable = errors.New("sandbox unavailable")
+
+// Available reports whether backend b can run commands on this machine
+// (nil when it can).
+func Available(b Backend) error {
+	_, err := resolve(Policy{Backend: b})
+	return err
+}
 
 // Sandbox runs commands under one resolved Policy. It is safe for
 // concurrent use.
@@ -178,20 +193,7 @@ func (s *Sandbox) Run(ctx context.Context, c Command) (Result, error) {
 	if c.Stderr == nil {
 		c.Stderr = c.Stdout
 	}
-	if s.info.Backend == None {
-		return s.run(ctx, c) // unconfined: it could write any repository anyway
-	}
-	g, key, root, err := startGuard(c)
-	if err != nil {
-		return Result{}, &StartError{err}
-	}
-	res, err := s.run(ctx, c)
-	// Every process of the command has ended (the helper is a subreaper
-	// and kills what is left): what it did to git directories is undone.
-	if gerr := g.finish(key, root, s.policy.AllowGitWrites); gerr != nil && err == nil {
-		return res, gerr
-	}
-	return res, err
+	return s.run(ctx, c)
 }
 
 // Warning returns the warning to show users when the sandbox does not
@@ -235,17 +237,10 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 	add("HOME", scratch)
 	add("TMPDIR", scratch)
 	add("PWD", pwd)
-	if tc.goroot != "" {
-		add("GOROOT", tc.goroot)
-	}
-	if tc.gopath != "" {
-		add("GOPATH", tc.gopath)
-	}
-	if tc.gomodcache != "" {
-		add("GOMODCACHE", tc.gomodcache)
-	}
-	if tc.gocache != "" {
-		add("GOCACHE", tc.gocache)
+	for _, v := range [][2]string{{"GOROOT", tc.goroot}, {"GOPATH", tc.gopath}, {"GOMODCACHE", tc.gomodcache}, {"GOCACHE", tc.gocache}} {
+		if v[1] != "" {
+			add(v[0], v[1])
+		}
 	}
 	for _, name := range s.policy.PassEnv {
 		if v, ok := os.LookupEnv(name); ok {
@@ -255,21 +250,56 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 	// extra overrides: later entries win for the programs that read the
 	// environment (the last definition of a name is the one getenv finds
 	// in Go; the shell takes the last too).
-	out := env[:len(env):len(env)]
 	for _, kv := range extra {
 		name, _, _ := strings.Cut(kv, "=")
-		out = removeVar(out, name)
-		out = append(out, kv)
+		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
+		env = append(env, kv)
 	}
-	return out
+	return env
 }
 
-func removeVar(env []string, name string) []string {
-	out := env[:0:0]
-	for _, kv := range env {
-		if n, _, _ := strings.Cut(kv, "="); n != name {
-			out = append(out, kv)
-		}
+// GitError is a command that made or changed what git would take for a
+// repository in its directory tree: a new .git entry, a directory that
+// now looks like a git directory (see internal/gitshape), a changed
+// configuration, hook, HEAD, commondir or gitdir file of a git directory,
+// or a new or changed file in the work tree that a repository's
+// configuration trusts (a hook in the directory core.hooksPath names, a
+// file include.path or includeIf.*.path names: see gitshape.Trusted),
+// nested repositories and the one the directory sits in included. Run
+// undid every change it names before it returned; Unchecked lists what it
+// could not undo or not look at.
+type GitError struct {
+	// Paths are the undone changes, relative to the command's directory,
+	// slash-separated and sorted.
+	Paths []string
+	// Unchecked are paths the guard could not undo or read, with why.
+	Unchecked []string
+}
+
+func (e *GitError) Error() string {
+	var b strings.Builder
+	b.WriteString("the command made or changed git directories, or hooks and configuration files a repository's configuration takes from the work tree (core.hooksPath, include.path), which git runs or reads for whoever uses git there")
+	if len(e.Paths) > 0 {
+		b.WriteString("; undone: ")
+		b.WriteString(listPaths(e.Paths))
 	}
-	return out
+	if len(e.Unchecked) > 0 {
+		b.WriteString("; not undone: ")
+		b.WriteString(listPaths(e.Unchecked))
+	}
+	return b.String()
+}
+
+// listPaths joins paths for a message, at most ten of them.
+func listPaths(ps []string) string {
+	const show = 10
+	var q []string
+	for i, p := range ps {
+		if i == show {
+			q = append(q, fmt.Sprintf("and %d more", len(ps)-show))
+			break
+		}
+		q = append(q, fmt.Sprintf("%q", textclip.Clip(p, 200)))
+	}
+	return strings.Join(q, ", ")
 }

@@ -3,6 +3,7 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
@@ -565,6 +566,47 @@ func TestNoSurvivors(t *testing.T) {
 			}
 			if left := survivors(m); len(left) != 0 {
 				t.Fatalf("survivors %v after the timeout", left)
+			}
+		})
+	}
+}
+
+// A cancelled context ends a command and everything it started, and Run
+// returns the context's error.
+func TestCancelEndsTree(t *testing.T) {
+	for _, b := range confining(t) {
+		t.Run(string(b), func(t *testing.T) {
+			t.Parallel()
+			dir, m := t.TempDir(), marker()
+			sb, err := sandbox.New(sandbox.Policy{Backend: b})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, err := os.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer d.Close()
+			ctx, cancel := context.WithCancel(context.Background())
+			go func() {
+				defer cancel()
+				for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+					g1, _ := os.ReadFile(filepath.Join(dir, "g1"))
+					g2, _ := os.ReadFile(filepath.Join(dir, "g2"))
+					if len(g1) > 0 && len(g2) > 0 {
+						return
+					}
+				}
+			}()
+			_, err = sb.Run(ctx, sandbox.Command{
+				Args: []string{"/bin/sh", "-c", grandchildren(m) + "; sleep 300"}, Dir: d, DirPath: dir,
+				Timeout: time.Minute,
+			})
+			if !errors.Is(err, context.Canceled) {
+				t.Fatalf("err = %v, want context.Canceled", err)
+			}
+			if left := survivors(m); len(left) != 0 {
+				t.Fatalf("survivors %v of the cancellation", left)
 			}
 		})
 	}

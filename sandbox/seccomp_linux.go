@@ -3,6 +3,7 @@ package sandbox
 import (
 	"errors"
 	"fmt"
+	"runtime"
 	"unsafe"
 
 	"golang.org/x/net/bpf"
@@ -10,7 +11,22 @@ import (
 )
 
 // seccompSupported reports whether denySockets knows this architecture.
-const seccompSupported = auditArch != 0
+const seccompSupported = runtime.GOARCH == "amd64" || runtime.GOARCH == "arm64"
+
+// auditArch is the architecture a seccomp filter checks syscalls are of.
+func auditArch() uint32 {
+	switch runtime.GOARCH {
+	case "amd64":
+		return unix.AUDIT_ARCH_X86_64
+	case "arm64":
+		return unix.AUDIT_ARCH_AARCH64
+	}
+	return 0
+}
+
+// x32Bit is set in the syscall numbers of amd64's x32 ABI; no arm64
+// syscall number has it.
+const x32Bit = 0x40000000
 
 // denySockets installs a seccomp filter on the calling thread (inherited
 // by the command) that refuses every socket but AF_UNIX ones and io_uring
@@ -31,7 +47,7 @@ func denySockets() error {
 	prog := []bpf.Instruction{
 		// [0] arch
 		bpf.LoadAbsolute{Off: 4, Size: 4},
-		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch, SkipTrue: 1},
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: auditArch(), SkipTrue: 1},
 		deny(unix.EPERM),
 		// [3] syscall number; x32 numbers have bit 30 set
 		bpf.LoadAbsolute{Off: 0, Size: 4},

@@ -21,45 +21,37 @@ type toolchain struct {
 	goroot, gopath, gomodcache, gocache string
 }
 
-var (
-	toolchainOnce sync.Once
-	toolchainVal  toolchain
-)
-
 // goToolchain asks the go command once where its files are.
-func goToolchain() toolchain {
-	toolchainOnce.Do(func() {
-		gobin, err := exec.LookPath("go")
-		if err != nil {
-			return
+var goToolchain = sync.OnceValue(func() toolchain {
+	gobin, err := exec.LookPath("go")
+	if err != nil {
+		return toolchain{}
+	}
+	// Asked from "/", with the local toolchain: run from a workspace, a
+	// go.mod or go.work there could make the go command switch to
+	// (and download) another toolchain before it answered.
+	cmd := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE")
+	cmd.Dir = "/"
+	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off")
+	out, err := cmd.Output()
+	if err != nil {
+		return toolchain{}
+	}
+	var v struct{ GOROOT, GOPATH, GOMODCACHE string }
+	if json.Unmarshal(out, &v) != nil {
+		return toolchain{}
+	}
+	clean := func(p string) string {
+		if p == "" || p == "off" || !filepath.IsAbs(p) {
+			return ""
 		}
-		// Asked from "/", with the local toolchain: run from a workspace, a
-		// go.mod or go.work there could make the go command switch to
-		// (and download) another toolchain before it answered.
-		cmd := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE")
-		cmd.Dir = "/"
-		cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off")
-		out, err := cmd.Output()
-		if err != nil {
-			return
+		if r, err := filepath.EvalSymlinks(p); err == nil {
+			return r
 		}
-		var v struct{ GOROOT, GOPATH, GOMODCACHE string }
-		if json.Unmarshal(out, &v) != nil {
-			return
-		}
-		clean := func(p string) string {
-			if p == "" || p == "off" || !filepath.IsAbs(p) {
-				return ""
-			}
-			if r, err := filepath.EvalSymlinks(p); err == nil {
-				return r
-			}
-			return filepath.Clean(p)
-		}
-		toolchainVal = toolchain{goroot: clean(v.GOROOT), gopath: v.GOPATH, gomodcache: clean(v.GOMODCACHE), gocache: sandboxGoCache()}
-	})
-	return toolchainVal
-}
+		return filepath.Clean(p)
+	}
+	return toolchain{goroot: clean(v.GOROOT), gopath: v.GOPATH, gomodcache: clean(v.GOMODCACHE), gocache: sandboxGoCache()}
+})
 
 // sandboxGoCache is the build cache sandboxed commands share, created
 // private to the user; "" when there is no user cache directory.

@@ -11,7 +11,6 @@ package demo
 
 import (
 	"embed"
-	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -55,25 +54,12 @@ func Script() []string {
 // WriteModule writes the module into dir, which must not exist yet or be
 // empty.
 func WriteModule(dir string) error {
-	return fs.WalkDir(module, "_module", func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel := strings.TrimPrefix(strings.TrimPrefix(p, "_module"), "/")
-		if rel == "go.mod.txt" {
-			rel = "go.mod"
-		}
-		target := filepath.Join(dir, filepath.FromSlash(rel))
-		if d.IsDir() {
-			return os.MkdirAll(target, 0o755)
-		}
-		data, err := module.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.WriteFile(target, data, 0o644); err != nil {
-			return fmt.Errorf("demo: %w", err)
-		}
-		return nil
-	})
+	sub, err := fs.Sub(module, "_module")
+	if err == nil {
+		err = os.CopyFS(dir, sub)
+	}
+	if err != nil {
+		return err
+	}
+	return os.Rename(filepath.Join(dir, "go.mod.txt"), filepath.Join(dir, "go.mod"))
 }

@@ -15,18 +15,6 @@ type Var struct {
 	HasSubsection, Bool             bool
 }
 
-// Name is the variable's name as git config --list spells it:
-// section.subsection.key, or section.key.
-func (v Var) Name() string {
-	if v.HasSubsection {
-		return v.Section + "." + v.Subsection + "." + v.Key
-	}
-	if v.Section == "" { // a variable before any section: git takes it too
-		return v.Key
-	}
-	return v.Section + "." + v.Key
-}
-
 // ParseConfig reads the variables of a git configuration file the way
 // git's own parser does (config.c: sections "[s]", "[s "sub"]" and the
 // old "[s.sub]", "key = value" with quotes, escapes, comments and

@@ -18,9 +18,9 @@
 package termsafe
 
 import (
+	"fmt"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -38,8 +38,6 @@ func Text(s string) string { return escape(s, false) }
 // Line is Text for a text shown on one line: newline, tab and every
 // carriage return are escaped too (`\n`, `\t`, `\r`).
 func Line(s string) string { return escape(s, true) }
-
-const hexDigits = "0123456789abcdef"
 
 func escape(s string, oneLine bool) string {
 	var b strings.Builder
@@ -67,16 +65,15 @@ func escape(s string, oneLine bool) string {
 			}
 			esc = `\r`
 		case c < utf8.RuneSelf: // the other C0 controls and DEL
-			esc = `\x` + string(hexDigits[c>>4]) + string(hexDigits[c&0xf])
+			esc = fmt.Sprintf(`\x%02x`, c)
 		default:
 			var r rune
 			r, size = utf8.DecodeRuneInString(s[i:])
 			switch {
 			case r == utf8.RuneError && size == 1: // not UTF-8, like a raw 0x9B
-				esc = `\x` + string(hexDigits[c>>4]) + string(hexDigits[c&0xf])
+				esc = fmt.Sprintf(`\x%02x`, c)
 			case unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r): // C1, bidi
-				q := strconv.FormatInt(int64(r), 16)
-				esc = `\u` + strings.Repeat("0", 4-len(q)) + q
+				esc = fmt.Sprintf(`\u%04x`, r)
 			default:
 				i += size
 				continue
@@ -115,9 +112,6 @@ func (w *Writer) Write(p []byte) (int, error) {
 	}
 	return len(p), nil
 }
-
-// Unwrap returns the underlying writer.
-func (w *Writer) Unwrap() io.Writer { return w.w }
 
 // Needed reports whether text written to w may reach a terminal and so
 // should pass the sanitiser: w is a terminal, or a pipe or socket (which

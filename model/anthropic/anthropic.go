@@ -34,6 +34,7 @@
 package anthropic
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -122,10 +123,8 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // Model is an agent.Model and agent.ContextSizer over the Messages API. It
 // is stateless and safe for concurrent use: runs may share one.
 type Model struct {
-	client  anthropic.Client
-	cfg     Config
-	timeout time.Duration
-	system  string
+	client anthropic.Client
+	cfg    Config // with its defaults and the system prompt settled
 }
 
 var (
@@ -152,27 +151,17 @@ func New(cfg Config) (*Model, error) {
 	if cfg.MaxOutputTokens <= 0 {
 		cfg.MaxOutputTokens = DefaultMaxOutputTokens
 	}
-	m := &Model{cfg: cfg, timeout: cfg.Timeout, system: adapt.SystemPrompt(cfg.System)}
-	if m.timeout <= 0 {
-		m.timeout = DefaultTimeout
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
+	cfg.System = adapt.SystemPrompt(cfg.System)
+	m := &Model{cfg: cfg}
 	opts := []option.RequestOption{
 		// Nothing from the environment behind the Config's back.
 		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(client),
-		option.WithMaxRetries(retries),
-		option.WithRequestTimeout(m.timeout),
+		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
+		option.WithMaxRetries(max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0)),
+		option.WithRequestTimeout(cfg.Timeout),
 	}
 	if !official {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -212,7 +201,7 @@ func (m *Model) send(ctx context.Context, params anthropic.MessageNewParams) (ad
 	var attempts adapt.Attempts
 	resp, err := m.client.Messages.New(ctx, params, option.WithMiddleware(attempts.Middleware))
 	if err != nil {
-		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.cfg.Timeout, status)
 	}
 	return reply(resp), nil
 }

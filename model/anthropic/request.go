@@ -116,7 +116,7 @@ func (m *Model) params(req *agent.Request) (*adapt.Toolset, anthropic.MessageNew
 	p := anthropic.MessageNewParams{
 		Model:     anthropic.Model(m.cfg.Model),
 		MaxTokens: m.cfg.MaxOutputTokens,
-		System:    []anthropic.TextBlockParam{{Text: m.system, CacheControl: anthropic.NewCacheControlEphemeralParam()}},
+		System:    []anthropic.TextBlockParam{{Text: m.cfg.System, CacheControl: anthropic.NewCacheControlEphemeralParam()}},
 		Messages:  msgs,
 		Tools:     tools,
 	}

@@ -33,6 +33,7 @@
 package openai
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"net/http"
@@ -120,10 +121,8 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // API. It is stateless and safe for concurrent use: runs may share one.
 type Model struct {
 	svc      openai.ChatCompletionService
-	cfg      Config
-	official bool // the base URL is OpenAI's own API
-	timeout  time.Duration
-	system   string
+	cfg      Config // with its defaults and the system prompt settled
+	official bool   // the base URL is OpenAI's own API
 }
 
 var (
@@ -147,26 +146,16 @@ func New(cfg Config) (*Model, error) {
 	if official && cfg.APIKey == "" {
 		return nil, ErrNoAPIKey
 	}
-	m := &Model{cfg: cfg, official: official, timeout: cfg.Timeout, system: adapt.SystemPrompt(cfg.System)}
-	if m.timeout <= 0 {
-		m.timeout = DefaultTimeout
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
 	}
-	retries := cfg.MaxRetries
-	switch {
-	case retries == 0:
-		retries = DefaultMaxRetries
-	case retries < 0:
-		retries = 0
-	}
-	client := cfg.HTTPClient
-	if client == nil {
-		client = &http.Client{}
-	}
+	cfg.System = adapt.SystemPrompt(cfg.System)
+	m := &Model{cfg: cfg, official: official}
 	opts := []option.RequestOption{
 		option.WithEnvironmentProduction(),
-		option.WithHTTPClient(client),
-		option.WithMaxRetries(retries),
-		option.WithRequestTimeout(m.timeout),
+		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
+		option.WithMaxRetries(max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0)),
+		option.WithRequestTimeout(cfg.Timeout),
 	}
 	if !official {
 		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
@@ -211,7 +200,7 @@ func (m *Model) send(ctx context.Context, params openai.ChatCompletionNewParams)
 	var attempts adapt.Attempts
 	resp, err := m.svc.New(ctx, params, option.WithMiddleware(attempts.Middleware))
 	if err != nil {
-		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.timeout, status)
+		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.cfg.Timeout, status)
 	}
 	return reply(resp), nil
 }

@@ -41,7 +41,7 @@ func (m *Model) params(req *agent.Request) (*adapt.Toolset, openai.ChatCompletio
 	tools := toolParams(ts)
 	turns := ts.Render(req.History)
 	msgs := make([]openai.ChatCompletionMessageParamUnion, 0, len(turns)+3)
-	msgs = append(msgs, openai.SystemMessage(m.system), openai.UserMessage(req.Task.Prompt))
+	msgs = append(msgs, openai.SystemMessage(m.cfg.System), openai.UserMessage(req.Task.Prompt))
 	var open *openai.ChatCompletionAssistantMessageParam // the assistant message of the calls just rendered
 	for _, t := range turns {
 		if t.Kind != adapt.Call {
