@@ -18,8 +18,8 @@ import (
 	"github.com/specloop/specloop/runner"
 )
 
-// Engine is the runner.Engine that runs each run as a workflow: `specloop
-// serve --engine temporal`. The events come from the Store the workers
+// Engine is the runner.Engine that runs each run as a workflow:
+// `specloop-temporal serve`. The events come from the Store the workers
 // write, followed as they arrive.
 type Engine struct {
 	// Client is the Temporal client; its DataConverter must be the
