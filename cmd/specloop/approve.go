@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -151,12 +152,7 @@ const maxArgumentLines = 40
 // Control characters, which could drive the terminal, show as visible
 // escapes (`\x1b`).
 func describeArguments(w io.Writer, args map[string]any) {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		text, ok := args[k].(string)
 		if !ok {
 			text = compactJSON(args[k])

@@ -20,11 +20,11 @@ const replayProvider = "replay"
 // ANTHROPIC_BASE_URL. Every error is a usage error.
 func openModel(f *runFlags) (agent.Model, error) {
 	if f.script != "" {
-		m, err := loadScript(f.script)
+		lines, err := readScriptLines(f.script)
 		if err != nil {
 			return nil, fmt.Errorf("--script: %w", err)
 		}
-		return m, nil
+		return model.NewScript(lines...), nil
 	}
 	provider, name, ok := strings.Cut(f.model, ":")
 	if !ok || name == "" {

@@ -18,7 +18,6 @@ import (
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/termsafe"
-	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -191,8 +190,7 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	defer setup.Close()
-	opts := setup.Options
-	res, runErr := agent.Run(ctx, sp.Task, m, opts)
+	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
 }
 
@@ -216,16 +214,6 @@ func report(env *cli.Env, res *gen.RunResult, runErr error, asJSON bool, tracePa
 		env.Errorf("%v", runErr)
 	}
 	return exitCodeFor(res.ExitReason)
-}
-
-// loadScript reads a script file: one raw model response per line; empty
-// lines are skipped.
-func loadScript(path string) (*model.Script, error) {
-	lines, err := readScriptLines(path)
-	if err != nil {
-		return nil, err
-	}
-	return model.NewScript(lines...), nil
 }
 
 // readScriptLines reads the raw model responses of a script file, one per
