@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/specloop/specloop/cmd/internal/cli"
@@ -47,11 +46,7 @@ func mcpCmd(ctx context.Context, env *cli.Env, args []string) int {
 		env.Errorf("mcp: %v", err)
 		return exitInternal
 	}
-	in := env.Stdin
-	if in == nil {
-		in = strings.NewReader("")
-	}
-	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(in), Writer: nopWriteCloser{env.Stdout}})
+	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
 		env.Errorf("mcp: %v", err)
 		return exitInternal

@@ -286,13 +286,8 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 	if arg != "" {
 		return "", errors.New("give the task as PROMPT or with --prompt-file, not both")
 	}
-	var r io.Reader
-	if file == "-" {
-		r = env.Stdin
-		if r == nil {
-			r = strings.NewReader("")
-		}
-	} else {
+	r := env.Stdin
+	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
 			return "", fmt.Errorf("--prompt-file: %w", err)

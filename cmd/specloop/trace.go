@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
@@ -43,12 +42,7 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 		return exitInternal
 	}
 	if rerr != nil {
-		var le *trace.LineError
-		if errors.As(rerr, &le) {
-			env.Errorf("%s: %v", fs.Arg(0), rerr)
-			return exitInternal
-		}
-		env.Errorf("%v", rerr)
+		env.Errorf("%s: %v", fs.Arg(0), rerr)
 		return exitInternal
 	}
 	return exitOK

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/signal"
 	"slices"
+	"strings"
 	"syscall"
 
 	"github.com/specloop/specloop/sandbox"
@@ -96,8 +97,11 @@ func Main(run func(ctx context.Context, args []string, stdin io.Reader, stdout, 
 	os.Exit(run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
-// Run runs the subcommand args name.
+// Run runs the subcommand args name; a nil stdin reads as empty.
 func (p *Program) Run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	if stdin == nil {
+		stdin = strings.NewReader("")
+	}
 	env := &Env{Prog: p.Name, Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	if len(args) == 0 {
 		p.usage(stderr)
