@@ -113,22 +113,12 @@ type toolInput struct {
 	Events eventBatch
 }
 
-// checkInput, patchInput and closeInput name the run of a check, a patch
-// and the end of a run.
-type (
-	checkInput struct {
-		Run    runRef
-		Events eventBatch
-	}
-	patchInput struct {
-		Run    runRef
-		Events eventBatch
-	}
-	closeInput struct {
-		Run    runRef
-		Events eventBatch
-	}
-)
+// runEvents is the input of the Check, Patch and Close activities: the
+// run, and the trace lines to write first.
+type runEvents struct {
+	Run    runRef
+	Events eventBatch
+}
 
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
@@ -265,9 +255,17 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
 		return modelOutput{}, storeError("write the trace", err)
 	}
-	m, err := a.buildModel(ctx, in)
+	if a.Models == nil {
+		return modelOutput{}, temporal.NewNonRetryableApplicationError("this worker has no models", "model", nil)
+	}
+	m, err := a.Models(in.Model)
 	if err != nil {
 		return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
+	}
+	// A script model is stateful (its position in the responses): it is
+	// moved past the responses the run's earlier calls took.
+	if s, ok := m.(*model.Script); ok {
+		s.Skip(in.Calls)
 	}
 	items := make([]agent.Item, len(in.History))
 	for i := range in.History {
@@ -301,23 +299,6 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 		}
 	}
 	return out, nil
-}
-
-// buildModel builds the run's model. A script model is stateful (its position
-// in the responses): it is moved past the responses the run's earlier
-// calls took.
-func (a *Activities) buildModel(ctx context.Context, in modelInput) (agent.Model, error) {
-	if a.Models == nil {
-		return nil, errors.New("this worker has no models")
-	}
-	m, err := a.Models(in.Model)
-	if err != nil {
-		return nil, err
-	}
-	if s, ok := m.(*model.Script); ok {
-		s.Skip(in.Calls)
-	}
-	return m, nil
 }
 
 // modelErrorType is the ApplicationError type of a model call's error.
@@ -426,7 +407,7 @@ func (a *Activities) tool(ctx context.Context, in toolInput) (gen.Observation, e
 }
 
 // check runs the run's completion check.
-func (a *Activities) check(ctx context.Context, in checkInput) (gen.CheckResult, error) {
+func (a *Activities) check(ctx context.Context, in runEvents) (gen.CheckResult, error) {
 	s, err := a.begin(in.Run, in.Events)
 	if err != nil {
 		return gen.CheckResult{}, err
@@ -443,7 +424,7 @@ func (a *Activities) check(ctx context.Context, in checkInput) (gen.CheckResult,
 }
 
 // patch returns the changes the run made to its workspace.
-func (a *Activities) patch(ctx context.Context, in patchInput) (string, error) {
+func (a *Activities) patch(ctx context.Context, in runEvents) (string, error) {
 	s, err := a.begin(in.Run, in.Events)
 	if err != nil {
 		return "", err
@@ -475,7 +456,7 @@ func (a *Activities) events(ctx context.Context, in eventsInput) error {
 }
 
 // close writes the end of the run's trace and releases its workspace.
-func (a *Activities) close(ctx context.Context, in closeInput) error {
+func (a *Activities) close(ctx context.Context, in runEvents) error {
 	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
 		return storeError("write the trace", err)
 	}

@@ -18,8 +18,8 @@ import (
 	"github.com/specloop/specloop/runner"
 )
 
-// Engine is the runner.Engine that runs each run as a workflow: `specloop
-// serve --engine temporal`. The events come from the Store the workers
+// Engine is the runner.Engine that runs each run as a workflow:
+// `specloop-temporal serve`. The events come from the Store the workers
 // write, followed as they arrive.
 type Engine struct {
 	// Client is the Temporal client; its DataConverter must be the
@@ -84,7 +84,6 @@ func failed(id string, err error) (gen.RunResult, error) {
 // to event until it ends, and returns its result.
 func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.WorkflowRun, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
 	bg := context.WithoutCancel(ctx)
-	fail := func(err error) (gen.RunResult, error) { return failed(id, err) }
 	type outcome struct {
 		res gen.RunResult
 		err error
@@ -103,7 +102,7 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 	defer tick.Stop()
 	path, err := e.Store.EventsPath(id)
 	if err != nil {
-		return fail(err)
+		return failed(id, err)
 	}
 	f := follower{path: path, skip: seen, event: event}
 	cancelled := ctx.Done()
@@ -111,7 +110,7 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 		select {
 		case <-tick.C:
 			if err := f.read(); err != nil {
-				return fail(err)
+				return failed(id, err)
 			}
 		case <-cancelled:
 			cancelled = nil
@@ -120,14 +119,14 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 				return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
 			}
 			if err := e.Client.CancelWorkflow(bg, wf.GetID(), ""); err != nil {
-				return fail(fmt.Errorf("cancel the workflow: %w", err))
+				return failed(id, fmt.Errorf("cancel the workflow: %w", err))
 			}
 		case o := <-done:
 			if err := f.read(); err != nil {
-				return fail(err)
+				return failed(id, err)
 			}
 			if o.err != nil {
-				return fail(fmt.Errorf("the workflow failed: %w", o.err))
+				return failed(id, fmt.Errorf("the workflow failed: %w", o.err))
 			}
 			o.res.RunId = &id
 			return o.res, nil

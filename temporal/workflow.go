@@ -141,7 +141,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	// when the run was cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	b := r.batch()
-	if err := r.exec(dctx, closeActivity, closeInput{Run: r.ref(), Events: b}, b, nil); err != nil {
+	if err := r.exec(dctx, closeActivity, runEvents{Run: r.ref(), Events: b}, b, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
 	return res, nil
@@ -301,7 +301,7 @@ func (t *wfTools) Patch(context.Context) (string, error) {
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	var patch string
 	b := r.batch()
-	if err := r.exec(dctx, patchActivity, patchInput{Run: r.ref(), Events: b}, b, &patch); err != nil {
+	if err := r.exec(dctx, patchActivity, runEvents{Run: r.ref(), Events: b}, b, &patch); err != nil {
 		return "", activityError(err)
 	}
 	return patch, nil
@@ -316,7 +316,7 @@ func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
 	r := (*wfRun)(c)
 	var res gen.CheckResult
 	b := r.batch()
-	if err := r.exec(r.host, checkActivity, checkInput{Run: r.ref(), Events: b}, b, &res); err != nil {
+	if err := r.exec(r.host, checkActivity, runEvents{Run: r.ref(), Events: b}, b, &res); err != nil {
 		return gen.CheckResult{}, activityError(err)
 	}
 	return res, nil

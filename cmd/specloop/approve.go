@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"slices"
 	"strings"
@@ -14,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/sdk"
@@ -35,7 +37,7 @@ func (f *approvalFlags) register(fs *flag.FlagSet) {
 // open checks the flags and returns the policy and, when it asks, the
 // terminal approver. A policy that asks needs standard input to be a
 // terminal: without one the run would wait for an answer nobody can give.
-func (f *approvalFlags) open(env *cmdEnv) (gen.ApprovalPolicy, *terminalApprover, error) {
+func (f *approvalFlags) open(env *cli.Env) (gen.ApprovalPolicy, *terminalApprover, error) {
 	p := gen.ApprovalPolicy(f.policy)
 	if !p.Valid() {
 		return "", nil, fmt.Errorf("--approval must be one of never, commands, writes and always")
@@ -46,11 +48,11 @@ func (f *approvalFlags) open(env *cmdEnv) (gen.ApprovalPolicy, *terminalApprover
 	if p == gen.ApprovalPolicyNever {
 		return p, nil, nil
 	}
-	in, ok := env.stdin.(*os.File)
+	in, ok := env.Stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {
 		return "", nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
 	}
-	return p, &terminalApprover{in: in, out: env.stderr}, nil
+	return p, &terminalApprover{in: in, out: env.Stderr}, nil
 }
 
 // terminalApprover asks a person on the terminal: it shows the tool and
@@ -150,12 +152,7 @@ const maxArgumentLines = 40
 // Control characters, which could drive the terminal, show as visible
 // escapes (`\x1b`).
 func describeArguments(w io.Writer, args map[string]any) {
-	keys := make([]string, 0, len(args))
-	for k := range args {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	for _, k := range keys {
+	for _, k := range slices.Sorted(maps.Keys(args)) {
 		text, ok := args[k].(string)
 		if !ok {
 			text = compactJSON(args[k])
@@ -196,7 +193,7 @@ var errNotWaiting = errors.New("the call no longer waits")
 // ends unanswered when anything happens in the run meanwhile (the server
 // timed the call out, someone else decided it, the run was cancelled or
 // the server stopped).
-func askRemote(ctx context.Context, env *cmdEnv, c *sdk.Client, runID string, after int, a *terminalApprover, seen map[string]bool) error {
+func askRemote(ctx context.Context, env *cli.Env, c *sdk.Client, runID string, after int, a *terminalApprover, seen map[string]bool) error {
 	pending, err := c.PendingApprovals(ctx, runID)
 	if err != nil {
 		return err
@@ -234,7 +231,7 @@ func askRemote(ctx context.Context, env *cmdEnv, c *sdk.Client, runID string, af
 			_, err = c.Deny(ctx, runID, p.CallId, dec.Reason)
 		}
 		if errors.Is(err, sdk.ErrConflict) {
-			env.errorf("run: call %s was decided before your answer arrived (it timed out, or the run ended)", oneLine(p.CallId, maxNameChars))
+			env.Errorf("run: call %s was decided before your answer arrived (it timed out, or the run ended)", oneLine(p.CallId, maxNameChars))
 			continue
 		}
 		if err != nil {

@@ -270,12 +270,12 @@ func TestApprovalNeedsATerminal(t *testing.T) {
 		{"run", "--script", script, "--workspace", t.TempDir(), "--approval", "commands", "write"},
 		{"run", "--remote", "http://127.0.0.1:1", "--script", script, "--approval", "writes", "write"},
 	} {
-		code, stdout, stderr := cli(t, args...)
+		code, stdout, stderr := specloop(t, args...)
 		if code != exitUsage || !strings.Contains(stderr, "standard input is not a terminal") || stdout != "" {
 			t.Errorf("%v: exit %d, stderr %q, stdout %q", args, code, stderr, stdout)
 		}
 	}
-	code, _, stderr := cli(t, "run", "--script", script, "--approval", "sometimes", "write")
+	code, _, stderr := specloop(t, "run", "--script", script, "--approval", "sometimes", "write")
 	if code != exitUsage || !strings.Contains(stderr, "--approval must be one of never, commands, writes and always") {
 		t.Errorf("an unknown policy: exit %d, %q", code, stderr)
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/demo"
 	"github.com/specloop/specloop/model"
@@ -19,38 +20,38 @@ import (
 // demoCmd runs the built-in demo: the real loop, tools and completion gate,
 // with a scripted model, on a copy of an embedded Go module whose test
 // fails.
-func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
-	env = env.runText()
-	fs := newFlagSet(env, "demo", "[flags]",
+func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
+	env = runText(env)
+	fs := env.FlagSet("demo", "[flags]",
 		"Copies a small Go module whose test fails into a temporary workspace and runs a scripted agent on it:\n"+
 			"search, read_file, edit_file, run_command `go test ./...`, finish, with the completion check\n"+
 			"`go test ./...`. Prints each step, the patch, the result and the trace's path. Needs only Go, no network.")
 	keep := fs.Bool("keep", false, "keep the temporary workspace (its path is printed)")
 	asJSON := fs.Bool("json", false, "print only the RunResult as JSON")
 	tracePath := fs.String("trace", "", "write the trace to this file (default: specloop-demo-RUNID.jsonl in the temporary directory)")
-	var sbFlags sandboxFlags
-	sbFlags.register(fs)
-	if code, done := parseFlags(fs, args); done {
+	var sbFlags cli.SandboxFlags
+	sbFlags.Register(fs)
+	if code, done := cli.ParseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
-		env.errorf("demo: unexpected argument %q", fs.Arg(0))
+		env.Errorf("demo: unexpected argument %q", fs.Arg(0))
 		fs.Usage()
 		return exitUsage
 	}
-	sbPolicy, err := sbFlags.policy()
+	sbPolicy, err := sbFlags.Policy()
 	if err != nil {
-		env.errorf("demo: %v", err)
+		env.Errorf("demo: %v", err)
 		return exitUsage
 	}
 	if _, err := exec.LookPath("go"); err != nil {
-		env.errorf("demo: the demo runs `go test`, and no go command is on PATH")
+		env.Errorf("demo: the demo runs `go test`, and no go command is on PATH")
 		return exitInternal
 	}
 
 	base, err := os.MkdirTemp("", "specloop-demo-*")
 	if err != nil {
-		env.errorf("demo: %v", err)
+		env.Errorf("demo: %v", err)
 		return exitInternal
 	}
 	if !*keep {
@@ -58,7 +59,7 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	}
 	dir := filepath.Join(base, demo.ModuleName)
 	if err := demo.WriteModule(dir); err != nil {
-		env.errorf("demo: %v", err)
+		env.Errorf("demo: %v", err)
 		return exitInternal
 	}
 	runID := agent.NewRunID()
@@ -75,7 +76,7 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	defer setup.Close()
 	opts := setup.Options
 	if !*asJSON {
-		w := env.stdout
+		w := env.Stdout
 		fmt.Fprintln(w, "specloop demo: a scripted model fixes a failing Go test with the code tools.")
 		fmt.Fprintf(w, "workspace: %s (a copy of an embedded module whose test fails)\n", dir)
 		fmt.Fprintf(w, "task:      %s\n", demo.Task)
@@ -83,23 +84,23 @@ func demoCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		fmt.Fprintln(w, "note:      the first `go test` compiles the module and the standard library packages it")
 		fmt.Fprintln(w, "           needs; on a cold build cache that can take a minute.")
 		fmt.Fprintln(w)
-		observe, stop := demoObserver(w, env.clockFor(w), demo.Check)
+		observe, stop := demoObserver(w, realClock(w), demo.Check)
 		defer stop()
 		opts.Observer = observe
 	}
-	start := env.clockFor(env.stdout).now()
+	start := realClock(env.Stdout).now()
 	res, runErr := agent.Run(ctx, sp.Task, model.NewScript(demo.Script()...), opts)
 	if err := setup.Trace.Close(); err != nil && runErr == nil {
-		env.errorf("demo: trace: %v", err)
+		env.Errorf("demo: trace: %v", err)
 	}
 	code = report(env, &res, runErr, *asJSON, *tracePath)
 	if !*asJSON {
-		fmt.Fprintf(env.stdout, "time:   %s\n", roundElapsed(env.clockFor(env.stdout).now().Sub(start)))
+		fmt.Fprintf(env.Stdout, "time:   %s\n", roundElapsed(realClock(env.Stdout).now().Sub(start)))
 	}
 	if *keep {
-		w := env.stdout
+		w := env.Stdout
 		if *asJSON {
-			w = env.stderr // stdout holds only the JSON
+			w = env.Stderr // stdout holds only the JSON
 		}
 		fmt.Fprintf(w, "kept:   %s\n", dir)
 	}

@@ -21,7 +21,7 @@ func TestDemo(t *testing.T) {
 		t.Skip("no go command")
 	}
 	tracePath := filepath.Join(t.TempDir(), "demo.jsonl")
-	code, stdout, stderr := cli(t, "demo", "--trace", tracePath)
+	code, stdout, stderr := specloop(t, "demo", "--trace", tracePath)
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 	}

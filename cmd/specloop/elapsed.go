@@ -9,6 +9,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/termsafe"
 )
 
 // noticeInterval is how often a slow step's elapsed time is printed to a
@@ -23,11 +24,12 @@ type clock struct {
 	ticker func(d time.Duration) (<-chan time.Time, func())
 }
 
-// realClock is the wall clock; interval lines only when w is a terminal,
-// so that logs and pipes get no noise.
+// realClock is the wall clock; interval lines only when w (or the writer
+// termsafe.Guard wrapped) is a terminal, so that logs and pipes get no
+// noise.
 func realClock(w io.Writer) clock {
 	c := clock{now: time.Now}
-	if f, ok := w.(*os.File); ok {
+	if f, ok := termsafe.Exact(w).(*os.File); ok {
 		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
 			c.ticker = func(d time.Duration) (<-chan time.Time, func()) {
 				t := time.NewTicker(d)

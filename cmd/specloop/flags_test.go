@@ -44,7 +44,7 @@ func TestNonsenseFlagValuesAreRefused(t *testing.T) {
 			} else {
 				args = append(args, "--workspace", t.TempDir())
 			}
-			code, stdout, stderr := cli(t, args...)
+			code, stdout, stderr := specloop(t, args...)
 			if code != exitUsage {
 				t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitUsage, stdout, stderr)
 			}
@@ -67,7 +67,7 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 	if err := os.WriteFile(foreign, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", foreign, prompt)
+	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", foreign, prompt)
 	if code != exitUsage || !strings.Contains(stderr, "not a specloop trace") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -77,17 +77,17 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 	// A one-line file without a newline that is not a trace either.
 	oneLine := filepath.Join(tmp, "notes.txt")
 	os.WriteFile(oneLine, []byte(`{"hello":"world"}`), 0o644)
-	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", oneLine, prompt); code != exitUsage {
+	if code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", oneLine, prompt); code != exitUsage {
 		t.Fatalf("a JSON line that is not a trace event: exit %d, stderr %q", code, stderr)
 	}
 	// The demo's --trace is refused the same way (before it runs anything).
-	if code, _, stderr := cli(t, "demo", "--trace", foreign); code != exitUsage || !strings.Contains(stderr, "not a specloop trace") {
+	if code, _, stderr := specloop(t, "demo", "--trace", foreign); code != exitUsage || !strings.Contains(stderr, "not a specloop trace") {
 		t.Fatalf("demo: exit %d, stderr %q", code, stderr)
 	}
 
 	// A device is written as it is (and never read: that would block on a
 	// terminal).
-	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", os.DevNull, "--sync", "none", prompt); code != exitOK {
+	if code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", os.DevNull, "--sync", "none", prompt); code != exitOK {
 		t.Fatalf("--trace %s: exit %d: %s", os.DevNull, code, stderr)
 	}
 
@@ -95,7 +95,7 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 	tr := filepath.Join(tmp, "run.jsonl")
 	os.WriteFile(tr, nil, 0o644)
 	for i := range 2 {
-		code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", tr, prompt)
+		code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", tr, prompt)
 		if code != exitOK {
 			t.Fatalf("run %d: exit %d: %s", i, code, stderr)
 		}
@@ -110,31 +110,31 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 // suggest that --script is required.
 func TestHelpForEveryCommand(t *testing.T) {
 	for _, c := range commands() {
-		t.Run(c.name, func(t *testing.T) {
-			code, stdout, stderr := cli(t, "help", c.name)
+		t.Run(c.Name, func(t *testing.T) {
+			code, stdout, stderr := specloop(t, "help", c.Name)
 			if code != exitOK {
-				t.Fatalf("help %s: exit %d: %s", c.name, code, stderr)
+				t.Fatalf("help %s: exit %d: %s", c.Name, code, stderr)
 			}
-			if !strings.Contains(stdout, "Usage: specloop "+c.name) {
-				t.Fatalf("help %s printed:\n%s", c.name, stdout)
+			if !strings.Contains(stdout, "Usage: specloop "+c.Name) {
+				t.Fatalf("help %s printed:\n%s", c.Name, stdout)
 			}
-			code, _, stderr = cli(t, c.name, "--help")
-			if code != exitOK || !strings.Contains(stderr, "Usage: specloop "+c.name) {
-				t.Fatalf("%s --help: exit %d:\n%s", c.name, code, stderr)
+			code, _, stderr = specloop(t, c.Name, "--help")
+			if code != exitOK || !strings.Contains(stderr, "Usage: specloop "+c.Name) {
+				t.Fatalf("%s --help: exit %d:\n%s", c.Name, code, stderr)
 			}
 		})
 	}
-	if code, _, stderr := cli(t, "help", "fly"); code != exitUsage || !strings.Contains(stderr, `unknown command "fly"`) {
+	if code, _, stderr := specloop(t, "help", "fly"); code != exitUsage || !strings.Contains(stderr, `unknown command "fly"`) {
 		t.Fatalf("help fly: exit %d: %s", code, stderr)
 	}
-	_, stdout, _ := cli(t, "help", "run")
+	_, stdout, _ := specloop(t, "help", "run")
 	if !strings.Contains(stdout, "Usage: specloop run (--script FILE | --model PROVIDER:NAME)") {
 		t.Fatalf("run's usage line must offer --script or --model:\n%s", stdout)
 	}
-	if code, _, _ := cli(t, "trace", "show", "-h"); code != exitOK {
+	if code, _, _ := specloop(t, "trace", "show", "-h"); code != exitOK {
 		t.Fatalf("trace show -h: exit %d", code)
 	}
-	if code, _, _ := cli(t, "trace", "bogus"); code != exitUsage {
+	if code, _, _ := specloop(t, "trace", "bogus"); code != exitUsage {
 		t.Fatalf("trace bogus: exit %d", code)
 	}
 }
@@ -149,7 +149,7 @@ func TestRunPromptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := filepath.Join(tmp, "t.jsonl")
-	code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", tr, "--prompt-file", pf)
+	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", tr, "--prompt-file", pf)
 	if code != exitOK {
 		t.Fatalf("--prompt-file: exit %d: %s", code, stderr)
 	}
@@ -188,7 +188,7 @@ func TestProgressDoesNotEscapeHTML(t *testing.T) {
 	script := filepath.Join(tmp, "s.script")
 	os.WriteFile(script, []byte(`{"type":"tool_call","tool_name":"search","arguments":{"pattern":"a && b <c>"}}`+"\n"+
 		`{"type":"finish","answer":"x < y && y > z"}`+"\n"), 0o644)
-	code, stdout, stderr := cli(t, "run", "--script", script, "--workspace", tmp, "p")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--workspace", tmp, "p")
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -21,8 +21,8 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 
 const prompt = "Compute 12 x 7 and say whether it is greater than 80."
 
-// cli runs the command in-process and returns its exit status and output.
-func cli(t *testing.T, args ...string) (int, string, string) {
+// specloop runs the command in-process and returns its exit status and output.
+func specloop(t *testing.T, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)
@@ -69,7 +69,7 @@ func golden(t *testing.T, name, got string) {
 func TestRunCalculatorJSON(t *testing.T) {
 	tmp := t.TempDir()
 	tracePath := filepath.Join(tmp, "run.jsonl")
-	code, stdout, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--trace", tracePath, "--json", "--workspace", tmp, prompt)
+	code, stdout, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", tracePath, "--json", "--workspace", tmp, prompt)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -98,7 +98,7 @@ func TestRunCalculatorJSON(t *testing.T) {
 		t.Fatalf("trace events: %s", got)
 	}
 
-	code, stdout, _ = cli(t, "trace", "show", tracePath)
+	code, stdout, _ = specloop(t, "trace", "show", tracePath)
 	if code != 0 {
 		t.Fatalf("trace show exit %d", code)
 	}
@@ -107,7 +107,7 @@ func TestRunCalculatorJSON(t *testing.T) {
 
 func TestRunProgressOutput(t *testing.T) {
 	tmp := t.TempDir()
-	code, stdout, stderr := cli(t, "run", "--script", "testdata/feedback.script", "--workspace", tmp, prompt)
+	code, stdout, stderr := specloop(t, "run", "--script", "testdata/feedback.script", "--workspace", tmp, prompt)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -151,7 +151,7 @@ func TestRunExitStatuses(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			code, _, stderr := cli(t, append(tt.args[:len(tt.args):len(tt.args)], []string{}...)...)
+			code, _, stderr := specloop(t, append(tt.args[:len(tt.args):len(tt.args)], []string{}...)...)
 			if code != tt.code {
 				t.Fatalf("exit %d, want %d; stderr: %s", code, tt.code, stderr)
 			}
@@ -163,18 +163,18 @@ func TestRunExitStatuses(t *testing.T) {
 }
 
 func TestHelp(t *testing.T) {
-	code, stdout, _ := cli(t, "help")
+	code, stdout, _ := specloop(t, "help")
 	if code != 0 || !strings.Contains(stdout, "run ") || !strings.Contains(stdout, "Exit status") {
 		t.Fatalf("help: %d %s", code, stdout)
 	}
-	code, _, stderr := cli(t, "run", "-h")
+	code, _, stderr := specloop(t, "run", "-h")
 	if code != 0 || !strings.Contains(stderr, "--script") && !strings.Contains(stderr, "-script") {
 		t.Fatalf("run -h: %d %s", code, stderr)
 	}
 }
 
 func TestToolsAndSpec(t *testing.T) {
-	code, stdout, _ := cli(t, "tools", "--json", "--workspace", t.TempDir())
+	code, stdout, _ := specloop(t, "tools", "--json", "--workspace", t.TempDir())
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -183,7 +183,7 @@ func TestToolsAndSpec(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &list); err != nil || len(list.Tools) == 0 {
 		t.Fatalf("tools --json: %v", err)
 	}
-	code, stdout, _ = cli(t, "spec")
+	code, stdout, _ = specloop(t, "spec")
 	if code != 0 || stdout != string(spec.YAML()) {
 		t.Fatal("spec must print the embedded document unchanged")
 	}

@@ -127,7 +127,7 @@ func TestRunWithMCPServer(t *testing.T) {
 	tracePath := filepath.Join(dir, "trace.jsonl")
 	ws := t.TempDir()
 	server := "self='" + exe + "' mcp --no-commands --workspace '" + ws + "'"
-	code, stdout, stderr := cli(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", tracePath, "--json", "--mcp", server, "multiply")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", tracePath, "--json", "--mcp", server, "multiply")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -153,12 +153,12 @@ func TestRunWithMCPServer(t *testing.T) {
 
 func TestRunMCPFlagErrors(t *testing.T) {
 	for _, value := range []string{"noname", "a__b=cmd", "x='unterminated"} {
-		code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--no-commands", "--mcp", value, "p")
+		code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--no-commands", "--mcp", value, "p")
 		if code != exitUsage || !strings.Contains(stderr, "--mcp") {
 			t.Errorf("--mcp %s: exit %d, %s", value, code, stderr)
 		}
 	}
-	code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--no-commands", "--mcp", "gone=/nonexistent/server", "p")
+	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--no-commands", "--mcp", "gone=/nonexistent/server", "p")
 	if code != exitUsage || !strings.Contains(stderr, `--mcp: mcp server "gone"`) {
 		t.Errorf("a server that cannot start: exit %d, %s", code, stderr)
 	}
@@ -169,11 +169,11 @@ func TestRunMCPFlagErrors(t *testing.T) {
 // named), never a command.
 func TestRemoteRunMCPNames(t *testing.T) {
 	url := remoteURL(t)
-	code, _, stderr := cli(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather", "p")
+	code, _, stderr := specloop(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather", "p")
 	if code == exitOK || !strings.Contains(stderr, "weather") || !strings.Contains(stderr, "mcp_servers") {
 		t.Fatalf("an unknown remote MCP server: exit %d, %s", code, stderr)
 	}
-	code, _, stderr = cli(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather=weather-mcp", "p")
+	code, _, stderr = specloop(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--mcp", "weather=weather-mcp", "p")
 	if code != exitUsage || !strings.Contains(stderr, "--mcp weather") {
 		t.Fatalf("a command with --remote: exit %d, %s", code, stderr)
 	}
@@ -183,7 +183,7 @@ func TestRemoteRunMCPNames(t *testing.T) {
 func TestRunModelErrorStartsNoMCPServer(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "")
 	marker := filepath.Join(t.TempDir(), "started")
-	code, _, stderr := cli(t, "run", "--model", "openai:gpt-4.1", "--no-commands", "--mcp", "m=touch "+marker, "p")
+	code, _, stderr := specloop(t, "run", "--model", "openai:gpt-4.1", "--no-commands", "--mcp", "m=touch "+marker, "p")
 	if code != exitUsage {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

@@ -3,10 +3,10 @@ package main
 import (
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 )
@@ -20,11 +20,11 @@ const replayProvider = "replay"
 // ANTHROPIC_BASE_URL. Every error is a usage error.
 func openModel(f *runFlags) (agent.Model, error) {
 	if f.script != "" {
-		m, err := loadScript(f.script)
+		lines, err := readScriptLines(f.script)
 		if err != nil {
 			return nil, fmt.Errorf("--script: %w", err)
 		}
-		return m, nil
+		return model.NewScript(lines...), nil
 	}
 	provider, name, ok := strings.Cut(f.model, ":")
 	if !ok || name == "" {
@@ -37,7 +37,7 @@ func openModel(f *runFlags) (agent.Model, error) {
 	if err != nil {
 		return nil, err
 	}
-	system, err := readSystemFile(f.systemFile)
+	system, err := cli.ReadSystemFile(f.systemFile)
 	if err != nil {
 		return nil, fmt.Errorf("--system-file: %w", err)
 	}
@@ -71,31 +71,6 @@ func providerConfig(f *runFlags) (gen.ModelConfig, error) {
 		return mc, fmt.Errorf("--model: %w", err)
 	}
 	return mc, nil
-}
-
-// systemFileUsage describes --system-file.
-const systemFileUsage = "a file holding the system prompt for openai and anthropic models (default: the built-in prompt for code tasks); {{finish}} in it names the finish tool"
-
-// maxSystemFile is the largest --system-file: a system prompt goes with
-// every request, so anything near this is already far too large.
-const maxSystemFile = 256 << 10
-
-// readSystemFile returns the system prompt in the file at path, or "" (the
-// default prompt) when path is empty.
-func readSystemFile(path string) (string, error) {
-	if path == "" {
-		return "", nil
-	}
-	data, err := os.ReadFile(path)
-	switch {
-	case err != nil:
-		return "", err
-	case len(data) > maxSystemFile:
-		return "", fmt.Errorf("%s is larger than %d bytes", path, maxSystemFile)
-	case strings.TrimSpace(string(data)) == "":
-		return "", fmt.Errorf("%s is empty", path)
-	}
-	return string(data), nil
 }
 
 // openReplay returns the replay model of --model replay:TRACE_FILE.

@@ -134,7 +134,7 @@ func TestRunProviderModels(t *testing.T) {
 			} else {
 				t.Setenv("OPENAI_BASE_URL", url)
 			}
-			code, stdout, stderr := cli(t, append(args, prompt)...)
+			code, stdout, stderr := specloop(t, append(args, prompt)...)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -174,7 +174,7 @@ func TestRunSystemFile(t *testing.T) {
 			clearProviderEnv(t)
 			p := &provider{bodies: []string{tt.call, tt.answer}}
 			url := p.serve(t, tt.path)
-			code, _, stderr := cli(t, "run", "--model", tt.model, "--base-url", url, "--system-file", file, "--context-window", "50000", "--workspace", tmp, "--no-commands", "--json", prompt)
+			code, _, stderr := specloop(t, "run", "--model", tt.model, "--base-url", url, "--system-file", file, "--context-window", "50000", "--workspace", tmp, "--no-commands", "--json", prompt)
 			if code != exitOK {
 				t.Fatalf("exit %d: %s", code, stderr)
 			}
@@ -190,7 +190,7 @@ func TestRunProviderErrorIsModelError(t *testing.T) {
 	t.Setenv("OPENAI_API_KEY", "sk-env")
 	p := &provider{bodies: []string{openaiError, openaiError, openaiError, openaiError}, status: []int{500, 500, 500, 500}}
 	url := p.serve(t, "/chat/completions")
-	code, stdout, stderr := cli(t, "run", "--model", "openai:gpt-4o-mini", "--base-url", url, "--workspace", t.TempDir(), "--json", prompt)
+	code, stdout, stderr := specloop(t, "run", "--model", "openai:gpt-4o-mini", "--base-url", url, "--workspace", t.TempDir(), "--json", prompt)
 	if code != exitModelError {
 		t.Fatalf("exit %d, want %d (model_error): %s", code, exitModelError, stderr)
 	}
@@ -208,7 +208,7 @@ func TestRunModelUsageErrors(t *testing.T) {
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--trace", noRaw, "--workspace", tmp, "--json", prompt); code != exitOK {
+	if code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", noRaw, "--workspace", tmp, "--json", prompt); code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
 	tests := []struct {
@@ -234,7 +234,7 @@ func TestRunModelUsageErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := append([]string{"run", "--workspace", tmp}, tt.args...)
-			code, _, stderr := cli(t, append(args, prompt)...)
+			code, _, stderr := specloop(t, append(args, prompt)...)
 			if code != exitUsage || !strings.Contains(stderr, tt.want) {
 				t.Fatalf("exit %d, stderr %q; want usage error with %q", code, stderr, tt.want)
 			}
@@ -245,11 +245,11 @@ func TestRunModelUsageErrors(t *testing.T) {
 func TestRunReplay(t *testing.T) {
 	tmp := t.TempDir()
 	tracePath := filepath.Join(tmp, "run.jsonl")
-	code, recorded, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--record-raw", "--max-steps", "3", "--trace", tracePath, "--workspace", tmp, "--json", prompt)
+	code, recorded, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--record-raw", "--max-steps", "3", "--trace", tracePath, "--workspace", tmp, "--json", prompt)
 	if code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
-	code, replayed, stderr := cli(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", prompt)
+	code, replayed, stderr := specloop(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", prompt)
 	if code != exitOK {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
@@ -264,7 +264,7 @@ func TestRunReplay(t *testing.T) {
 		t.Fatalf("replayed %+v, recorded %+v", b, a)
 	}
 	// Another task is a divergence: a model error that says so.
-	code, stdout, _ := cli(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", "another task")
+	code, stdout, _ := specloop(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", "another task")
 	if code != exitModelError || !strings.Contains(stdout, "replay diverged from the recorded run: the task differs") {
 		t.Fatalf("exit %d, result %s", code, stdout)
 	}

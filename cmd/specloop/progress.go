@@ -30,10 +30,8 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 			fmt.Fprintf(p.w, "step %-3d → finish %s\n", ev.Step, oneLine(pr.Finish.Answer, 100))
 		case ev.ToolName != nil: // a remote run: the trace has the argument keys only
 			var keys []string
-			if ev.ArgumentKeys != nil {
-				for _, k := range *ev.ArgumentKeys {
-					keys = append(keys, oneLine(k, maxNameChars))
-				}
+			for _, k := range deref(ev.ArgumentKeys) {
+				keys = append(keys, oneLine(k, maxNameChars))
 			}
 			fmt.Fprintf(p.w, "step %-3d → %s [%s]\n", ev.Step, oneLine(*ev.ToolName, maxNameChars), oneLine(strings.Join(keys, ","), 200))
 		default:
@@ -41,7 +39,7 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 		}
 	case gen.TraceEventTypeObservation:
 		mark := "←"
-		if ev.IsError != nil && *ev.IsError {
+		if deref(ev.IsError) {
 			mark = "✗"
 		}
 		text := deref(ev.Output)
@@ -61,16 +59,12 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 		fmt.Fprintf(p.w, "step %-3d ✗ %s: %s\n", ev.Step, what, oneLine(text, 120))
 	case gen.TraceEventTypeHistoryCompacted:
 		how := ""
-		if ev.Summarized != nil && *ev.Summarized {
+		if deref(ev.Summarized) {
 			how = ", older turns summarized"
 		}
-		fmt.Fprintf(p.w, "step %-3d ⇣ history compacted: %d outputs elided%s, %d → %d bytes\n", ev.Step, derefInt(ev.ItemsElided), how, derefInt(ev.BytesBefore), derefInt(ev.BytesAfter))
+		fmt.Fprintf(p.w, "step %-3d ⇣ history compacted: %d outputs elided%s, %d → %d bytes\n", ev.Step, deref(ev.ItemsElided), how, deref(ev.BytesBefore), deref(ev.BytesAfter))
 	case gen.TraceEventTypeFinishRejected:
-		code := 0
-		if ev.ExitCode != nil {
-			code = *ev.ExitCode
-		}
-		fmt.Fprintf(p.w, "step %-3d ✗ finish rejected: the check exited %d (%s)\n", ev.Step, code, msText(ev.ToolDurationMs))
+		fmt.Fprintf(p.w, "step %-3d ✗ finish rejected: the check exited %d (%s)\n", ev.Step, deref(ev.ExitCode), msText(ev.ToolDurationMs))
 	}
 }
 
@@ -134,16 +128,10 @@ func msText(v *float64) string {
 	return fmt.Sprintf("%.2f ms", *v)
 }
 
-func deref[T ~string](p *T) string {
-	if p == nil {
-		return ""
+// deref is *p, or T's zero value when p is nil.
+func deref[T any](p *T) (v T) {
+	if p != nil {
+		v = *p
 	}
-	return string(*p)
-}
-
-func derefInt(p *int) int {
-	if p == nil {
-		return 0
-	}
-	return *p
+	return v
 }

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/cmd/internal/cli"
+	"github.com/specloop/specloop/cmd/internal/readmetest"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
@@ -20,36 +22,6 @@ import (
 // written. These tests read README.md at the repository root.
 
 const readmePath = "../../README.md"
-
-// fence is one fenced code block of the README.
-type fence struct {
-	lang string
-	line int // of the opening fence, 1-based
-	body string
-}
-
-func readmeFences(t *testing.T) []fence {
-	t.Helper()
-	data, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []fence
-	lines := strings.Split(string(data), "\n")
-	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], "```") {
-			continue
-		}
-		f := fence{lang: strings.TrimSpace(strings.TrimPrefix(lines[i], "```")), line: i + 1}
-		var body []string
-		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
-			body = append(body, lines[i])
-		}
-		f.body = strings.Join(body, "\n") + "\n"
-		out = append(out, f)
-	}
-	return out
-}
 
 // Every Go example is a complete program that builds against the module
 // through a replace line, exactly as the README tells a user to set it up;
@@ -80,15 +52,15 @@ func TestReadmeGoExamples(t *testing.T) {
 		src  string
 	}
 	var progs []program
-	for _, f := range readmeFences(t) {
-		if f.lang != "go" {
+	for _, f := range readmetest.Fences(t, readmePath) {
+		if f.Lang != "go" {
 			continue
 		}
-		if !strings.HasPrefix(f.body, "package main\n") {
-			t.Errorf("README.md:%d: a Go example must be a complete program (start it with package main) so that it runs when copied", f.line)
+		if !strings.HasPrefix(f.Body, "package main\n") {
+			t.Errorf("README.md:%d: a Go example must be a complete program (start it with package main) so that it runs when copied", f.Line)
 			continue
 		}
-		p := program{name: fmt.Sprintf("line%d", f.line), line: f.line, src: f.body}
+		p := program{name: fmt.Sprintf("line%d", f.Line), line: f.Line, src: f.Body}
 		write(t, filepath.Join(dir, p.name, "main.go"), p.src)
 		progs = append(progs, p)
 	}
@@ -170,119 +142,6 @@ func write(t *testing.T, path, body string) {
 	}
 }
 
-// shellWords splits a command line like sh does for the simple commands of
-// the README: quotes, backslashes, comments. Variables and substitutions
-// are kept as written. complete is false while a quote is open.
-func shellWords(s string) (words []string, complete bool) {
-	var cur strings.Builder
-	inWord := false
-	var quote byte
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		switch {
-		case quote == '\'':
-			if c == '\'' {
-				quote = 0
-			} else {
-				cur.WriteByte(c)
-			}
-		case quote == '"':
-			switch {
-			case c == '"':
-				quote = 0
-			case c == '\\' && i+1 < len(s) && strings.IndexByte("\"\\$`", s[i+1]) >= 0:
-				i++
-				cur.WriteByte(s[i])
-			default:
-				cur.WriteByte(c)
-			}
-		case c == '\'' || c == '"':
-			quote, inWord = c, true
-		case c == '\\' && i+1 < len(s):
-			i++
-			if s[i] != '\n' {
-				cur.WriteByte(s[i])
-				inWord = true
-			}
-		case c == ' ' || c == '\t' || c == '\n':
-			if inWord {
-				words = append(words, cur.String())
-				cur.Reset()
-				inWord = false
-			}
-		case c == '#' && !inWord:
-			for i < len(s) && s[i] != '\n' {
-				i++
-			}
-		default:
-			cur.WriteByte(c)
-			inWord = true
-		}
-	}
-	if inWord {
-		words = append(words, cur.String())
-	}
-	return words, quote == 0
-}
-
-// shellCommand is one command of a README shell block.
-type shellCommand struct {
-	line    int
-	words   []string
-	heredoc string // the body of a `cat > FILE <<'END'` command
-	output  string // in a session, the lines shown after the command
-}
-
-// shellCommands returns the commands of a shell block: in a session (lines
-// starting with "$ "), only those lines and their continuations; otherwise
-// every line that is not a comment.
-func shellCommands(f fence) []shellCommand {
-	lines := strings.Split(strings.TrimRight(f.body, "\n"), "\n")
-	session := slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, "$ ") })
-	var out []shellCommand
-	for i := 0; i < len(lines); i++ {
-		l := lines[i]
-		if session {
-			if !strings.HasPrefix(l, "$ ") {
-				continue
-			}
-			l = strings.TrimPrefix(l, "$ ")
-		}
-		if strings.TrimSpace(l) == "" || strings.HasPrefix(strings.TrimSpace(l), "#") {
-			continue
-		}
-		start := i
-		text := l
-		for {
-			words, complete := shellWords(text)
-			if (complete && !strings.HasSuffix(strings.TrimRight(text, " "), "\\")) || i+1 >= len(lines) {
-				c := shellCommand{line: f.line + 1 + start, words: words}
-				if m := regexp.MustCompile(`<<'?(\w+)'?$`).FindStringSubmatch(strings.TrimSpace(text)); m != nil {
-					var body []string
-					for i++; i < len(lines) && lines[i] != m[1]; i++ {
-						body = append(body, lines[i])
-					}
-					c.heredoc = strings.Join(body, "\n") + "\n"
-					c.words = c.words[:len(c.words)-1]
-				}
-				if session {
-					var shown []string
-					for i+1 < len(lines) && !strings.HasPrefix(lines[i+1], "$ ") {
-						i++
-						shown = append(shown, lines[i])
-					}
-					c.output = strings.TrimSpace(strings.Join(shown, "\n"))
-				}
-				out = append(out, c)
-				break
-			}
-			i++
-			text += "\n" + lines[i]
-		}
-	}
-	return out
-}
-
 // Every shell example runs as written from the repository root: specloop
 // commands that need no provider are run (in a directory that mirrors the
 // repository root, so files they create go elsewhere; `run --remote`
@@ -308,22 +167,17 @@ func TestReadmeShellExamples(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var cmds []shellCommand
-	for _, f := range readmeFences(t) {
-		if f.lang == "sh" {
-			cmds = append(cmds, shellCommands(f)...)
-		}
-	}
+	cmds := readmetest.ShellBlocks(t, readmePath)
 	t.Chdir(sandbox)
 	// curl commands quoted inline in the text count too.
 	for _, m := range regexp.MustCompile("`(curl [^`]+)`").FindAllStringSubmatchIndex(string(data), -1) {
-		words, _ := shellWords(string(data[m[2]:m[3]]))
-		cmds = append(cmds, shellCommand{line: 1 + strings.Count(string(data[:m[0]]), "\n"), words: words})
+		words, _ := readmetest.ShellWords(string(data[m[2]:m[3]]))
+		cmds = append(cmds, readmetest.Command{Line: 1 + strings.Count(string(data[:m[0]]), "\n"), Words: words})
 	}
 
 	ran, parsed, curls := 0, 0, 0
 	for _, c := range cmds {
-		w := c.words
+		w := c.Words
 		stdin := ""
 		// `echo TEXT | specloop ...` feeds TEXT to standard input.
 		if i := slices.Index(w, "|"); i > 0 && w[0] == "echo" {
@@ -331,8 +185,8 @@ func TestReadmeShellExamples(t *testing.T) {
 			w = w[i+1:]
 		}
 		switch {
-		case len(w) >= 2 && w[0] == "cat" && w[1] == ">" && c.heredoc != "":
-			write(t, filepath.Join(sandbox, w[2]), c.heredoc)
+		case len(w) >= 2 && w[0] == "cat" && w[1] == ">" && c.Heredoc != "":
+			write(t, filepath.Join(sandbox, w[2]), c.Heredoc)
 			continue
 		case len(w) >= 3 && w[0] == "go" && w[1] == "run" && w[2] == "./cmd/specloop":
 			w = w[3:]
@@ -340,12 +194,12 @@ func TestReadmeShellExamples(t *testing.T) {
 			w = w[1:]
 		case len(w) >= 1 && w[0] == "curl":
 			curls++
-			checkCurl(t, c.line, w)
+			checkCurl(t, c.Line, w)
 			continue
 		default:
 			continue // go test, exports and other tools
 		}
-		name := fmt.Sprintf("README.md:%d: specloop %s", c.line, strings.Join(w, " "))
+		name := fmt.Sprintf("README.md:%d: specloop %s", c.Line, strings.Join(w, " "))
 		if len(w) == 0 {
 			t.Errorf("%s: no command", name)
 			continue
@@ -379,8 +233,8 @@ func TestReadmeShellExamples(t *testing.T) {
 			t.Errorf("%s: exit %d\nstdout: %s\nstderr: %s", name, code, stdout, stderr)
 		}
 		// What a session shows is what the command prints, durations aside.
-		if local && c.output != "" {
-			if got, want := normalize(strings.TrimSpace(stdout), sandbox), normalize(c.output, sandbox); got != want {
+		if local && c.Output != "" {
+			if got, want := normalize(strings.TrimSpace(stdout), sandbox), normalize(c.Output, sandbox); got != want {
 				t.Errorf("%s: the README shows\n%s\nbut the command printed\n%s", name, want, got)
 			}
 		}
@@ -396,7 +250,7 @@ func TestReadmeShellExamples(t *testing.T) {
 func remoteURL(t *testing.T) string {
 	t.Helper()
 	const token = "readme-token"
-	t.Setenv(tokenEnv, token)
+	t.Setenv(cli.TokenEnv, token)
 	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
 	if err != nil {
 		t.Fatal(err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/trace"
@@ -26,7 +27,7 @@ const remoteGrace = 30 * time.Second
 // names a directory under the server's workspace root ("." is the root);
 // --trace writes the streamed events to a local file. An interrupt cancels
 // the run on the server.
-func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int {
+func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string) int {
 	for _, bad := range []struct {
 		set  bool
 		flag string
@@ -35,45 +36,45 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 		{f.systemFile != "", "--system-file"},
 	} {
 		if bad.set {
-			env.errorf("run: %s is not available with --remote (the server decides)", bad.flag)
+			env.Errorf("run: %s is not available with --remote (the server decides)", bad.flag)
 			return exitUsage
 		}
 	}
-	token, err := readToken(f.tokenFile)
+	token, err := cli.ReadToken(f.tokenFile)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	c, err := sdk.New(f.remote, sdk.Config{Token: token})
 	if err != nil {
-		env.errorf("run: --remote: %v", err)
+		env.Errorf("run: --remote: %v", err)
 		return exitUsage
 	}
 	approvals, asker, err := f.approval.open(env)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
-	names, err := f.mcp.names()
+	names, err := f.mcp.Names()
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	// The request a local run makes of the same flags.
 	req := f.request(prompt, names, approvals, asker != nil)
 	if req.Model, err = remoteModel(f); err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
 		policy, err := trace.ParseSyncPolicy(f.syncPolicy)
 		if err != nil {
-			env.errorf("run: --sync: %v", err)
+			env.Errorf("run: --sync: %v", err)
 			return exitUsage
 		}
 		if tw, err = wiring.CreateTrace(f.tracePath, policy); err != nil {
-			env.errorf("run: --trace: %v", err)
+			env.Errorf("run: --trace: %v", err)
 			return exitUsage
 		}
 		defer tw.Close()
@@ -81,15 +82,15 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 
 	run, err := c.CreateRun(ctx, req)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		var apiErr *sdk.APIError
 		if errors.As(err, &apiErr) && apiErr.Status < 500 && apiErr.Status != http.StatusTooManyRequests {
 			return exitUsage
 		}
 		return exitInternal
 	}
-	env.errorf("remote run %s on %s", run.Id, f.remote)
-	printer := &progressPrinter{w: env.stdout}
+	env.Errorf("remote run %s on %s", run.Id, f.remote)
+	printer := &progressPrinter{w: env.Stdout}
 	var streamErr error
 	asked := map[string]bool{}
 	seen := 0 // events
@@ -107,7 +108,7 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 		}
 		if tw != nil {
 			if err := tw.Emit(&ev); err != nil {
-				env.errorf("run: --trace: %v", err)
+				env.Errorf("run: --trace: %v", err)
 				tw = nil
 			}
 		}
@@ -123,14 +124,14 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
 		defer cancel()
 		if _, err := c.Cancel(wctx, run.Id); err != nil && !errors.Is(err, sdk.ErrConflict) {
-			env.errorf("run: cancel run %s: %v", run.Id, err)
+			env.Errorf("run: cancel run %s: %v", run.Id, err)
 		}
 	} else if streamErr != nil {
-		env.errorf("run: event stream: %v (waiting for the result)", streamErr)
+		env.Errorf("run: event stream: %v (waiting for the result)", streamErr)
 	}
 	final, err := c.Wait(wctx, run.Id)
 	if err != nil || final.Result == nil {
-		env.errorf("run: run %s: %v", run.Id, err)
+		env.Errorf("run: run %s: %v", run.Id, err)
 		return exitInternal
 	}
 	return report(env, final.Result, nil, f.asJSON, f.tracePath)

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/trace"
 )
@@ -27,7 +28,7 @@ func TestRunRemote(t *testing.T) {
 	url, logs := startServe(t, "--token-file", tokenFile)
 
 	tracePath := filepath.Join(t.TempDir(), "remote.jsonl")
-	code, stdout, stderr := cli(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--trace", tracePath, prompt)
+	code, stdout, stderr := specloop(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--trace", tracePath, prompt)
 	if code != exitOK {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
 	}
@@ -55,28 +56,28 @@ func TestRunRemote(t *testing.T) {
 	}
 
 	// --json prints the RunResult alone, as locally.
-	code, stdout, _ = cli(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--json", prompt)
+	code, stdout, _ = specloop(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--json", prompt)
 	var res gen.RunResult
 	if code != exitOK || json.Unmarshal([]byte(stdout), &res) != nil || res.Answer == nil || *res.Answer != "12 * 7 = 84, and 84 > 80." {
 		t.Fatalf("--json: exit %d: %s", code, stdout)
 	}
 
 	// A run that ends otherwise exits with its status.
-	code, stdout, _ = cli(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--max-steps", "1", prompt)
+	code, stdout, _ = specloop(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--max-steps", "1", prompt)
 	if code != exitMaxSteps || !strings.Contains(stdout, "result: max_steps_exceeded after 1 steps") {
 		t.Errorf("max steps: exit %d:\n%s", code, stdout)
 	}
 
 	// Errors: a wrong token, a workspace the server does not have.
-	code, _, stderr = cli(t, "run", "--remote", url, "--script", "testdata/calculator.script", prompt)
+	code, _, stderr = specloop(t, "run", "--remote", url, "--script", "testdata/calculator.script", prompt)
 	if code != exitUsage || !strings.Contains(stderr, "401") {
 		t.Errorf("without the token: exit %d: %s", code, stderr)
 	}
-	code, _, stderr = cli(t, "run", "--remote", url, "--token-file", tokenFile, "--workspace", "no-such-dir", "--script", "testdata/calculator.script", prompt)
+	code, _, stderr = specloop(t, "run", "--remote", url, "--token-file", tokenFile, "--workspace", "no-such-dir", "--script", "testdata/calculator.script", prompt)
 	if code != exitUsage || !strings.Contains(stderr, "workspace") {
 		t.Errorf("unknown workspace: exit %d: %s", code, stderr)
 	}
-	code, _, stderr = cli(t, "run", "--remote", url, "--token-file", tokenFile, "--record-raw", "--script", "testdata/calculator.script", prompt)
+	code, _, stderr = specloop(t, "run", "--remote", url, "--token-file", tokenFile, "--record-raw", "--script", "testdata/calculator.script", prompt)
 	if code != exitUsage || !strings.Contains(stderr, "--record-raw") {
 		t.Errorf("--record-raw: exit %d: %s", code, stderr)
 	}
@@ -88,7 +89,7 @@ func TestRunRemote(t *testing.T) {
 // TestRunRemoteInterrupted: an interrupt cancels the run on the server and
 // reports it cancelled, with exit status 130, like a local run.
 func TestRunRemoteInterrupted(t *testing.T) {
-	t.Setenv(tokenEnv, "")
+	t.Setenv(cli.TokenEnv, "")
 	url, _ := startServe(t, "--allow-commands")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

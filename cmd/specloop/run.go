@@ -15,9 +15,9 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/termsafe"
-	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/wiring"
@@ -29,7 +29,7 @@ type runFlags struct {
 	promptFile string
 	maxSteps   int
 	tracePath  string
-	telemetry  telemetryFlags // see telemetry.go
+	telemetry  cli.TelemetryFlags // see telemetry.go
 	syncPolicy string
 	asJSON     bool
 	workspace  string
@@ -47,9 +47,9 @@ type runFlags struct {
 	obsLines      int
 	remote        string
 	tokenFile     string
-	sandbox       sandboxFlags
-	mcp           mcpFlags
-	toolsSpec     toolsSpecFlags
+	sandbox       cli.SandboxFlags
+	mcp           cli.MCPFlags
+	toolsSpec     cli.ToolsSpecFlags
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -58,7 +58,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
-	f.telemetry.register(fs, false)
+	f.telemetry.Register(fs, false)
 	fs.BoolVar(&f.asJSON, "json", false, "print only the RunResult as JSON")
 	fs.StringVar(&f.workspace, "workspace", ".", "the directory the file tools and commands are confined to (with --remote: a directory under the server's workspace root)")
 	fs.BoolVar(&f.noCommands, "no-commands", false, "do not offer run_command to the model")
@@ -68,15 +68,15 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
 	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
-	fs.StringVar(&f.systemFile, "system-file", "", systemFileUsage)
+	fs.StringVar(&f.systemFile, "system-file", "", cli.SystemFileUsage)
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
 	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
 	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
-	f.sandbox.register(fs)
-	f.mcp.register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
-	f.toolsSpec.register(fs)
+	f.sandbox.Register(fs)
+	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
+	f.toolsSpec.Register(fs)
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -107,16 +107,16 @@ func (f *runFlags) validate() error {
 	if (f.script == "") == (f.model == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
 	}
-	if f.remote != "" && len(f.toolsSpec.files) > 0 {
+	if f.remote != "" && len(f.toolsSpec.Files) > 0 {
 		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
 	}
 	return nil
 }
 
-func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
-	env = env.runText()
+func runCmd(ctx context.Context, env *cli.Env, args []string) int {
+	env = runText(env)
 	var f runFlags
-	fs := newFlagSet(env, "run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
+	fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
 		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
 			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
 			"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
@@ -129,33 +129,33 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	}
 	prompt, err := readPrompt(env, f.promptFile, prompt)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		if errors.Is(err, errNoPrompt) {
 			fs.Usage()
 		}
 		return exitUsage
 	}
 	if err := f.validate(); err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	if f.remote != "" {
 		return runRemote(ctx, env, &f, prompt)
 	}
-	tr, err := f.telemetry.open(ctx, false)
+	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
-	defer tr.closeAfterRun(ctx, env)
+	defer closeAfterRun(ctx, env, tr)
 	approvals, asker, err := f.approval.open(env)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	policy, err := trace.ParseSyncPolicy(f.syncPolicy)
 	if err != nil {
-		env.errorf("run: --sync: %v", err)
+		env.Errorf("run: --sync: %v", err)
 		return exitUsage
 	}
 	// The model is built before anything is opened or started (MCP
@@ -163,12 +163,12 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 	// come with each request.
 	m, err := openModel(&f)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
-	host, err := f.host(policy)
+	host, err := f.host(policy, tr)
 	if err != nil {
-		env.errorf("run: %v", err)
+		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	// The run names every server of --mcp.
@@ -177,21 +177,20 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 		mcpNames = append(mcpNames, s.Name)
 	}
 	req := f.request(prompt, mcpNames, approvals, asker != nil)
-	host.MCP = f.mcp.config(env.stderr)
+	host.MCP = f.mcp.Config(env.Stderr)
 	sp := &runner.Spec{CreateRunRequest: req, RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
 	if asker != nil {
 		sp.Approver = asker
 	}
 	if !f.asJSON {
-		sp.Observer = (&progressPrinter{w: env.stdout}).observe
+		sp.Observer = (&progressPrinter{w: env.Stdout}).observe
 	}
 	setup, code := openSetup(env, "run", sp, host, true)
 	if setup == nil {
 		return code
 	}
 	defer setup.Close()
-	opts := setup.Options
-	res, runErr := agent.Run(ctx, sp.Task, m, opts)
+	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
 	return report(env, &res, runErr, f.asJSON, f.tracePath)
 }
 
@@ -199,32 +198,22 @@ func runCmd(ctx context.Context, env *cmdEnv, args []string) int {
 // JSON exactly as encoding/json writes it (which escapes C0 controls, ESC
 // among them, but leaves C1 controls and bidi overrides as they are), or
 // for a person, through env's sanitiser on a terminal (see runText).
-func report(env *cmdEnv, res *gen.RunResult, runErr error, asJSON bool, tracePath string) int {
+func report(env *cli.Env, res *gen.RunResult, runErr error, asJSON bool, tracePath string) int {
 	if asJSON {
-		enc := json.NewEncoder(termsafe.Exact(env.stdout))
+		enc := json.NewEncoder(termsafe.Exact(env.Stdout))
 		enc.SetIndent("", "  ")
 		enc.SetEscapeHTML(false)
 		if err := enc.Encode(res); err != nil {
-			env.errorf("%v", err)
+			env.Errorf("%v", err)
 			return exitInternal
 		}
 	} else {
-		printResult(env.stdout, res, tracePath)
+		printResult(env.Stdout, res, tracePath)
 	}
 	if runErr != nil {
-		env.errorf("%v", runErr)
+		env.Errorf("%v", runErr)
 	}
 	return exitCodeFor(res.ExitReason)
-}
-
-// loadScript reads a script file: one raw model response per line; empty
-// lines are skipped.
-func loadScript(path string) (*model.Script, error) {
-	lines, err := readScriptLines(path)
-	if err != nil {
-		return nil, err
-	}
-	return model.NewScript(lines...), nil
 }
 
 // readScriptLines reads the raw model responses of a script file, one per
@@ -257,7 +246,7 @@ func readScriptLines(path string) ([]string, error) {
 func parseWithPositional(fs *flag.FlagSet, args []string) (positional string, code int, done bool) {
 	var rest []string
 	for {
-		if code, done := parseFlags(fs, args); done {
+		if code, done := cli.ParseFlags(fs, args); done {
 			return "", code, true
 		}
 		if fs.NArg() == 0 {
@@ -287,7 +276,7 @@ const maxPromptChars = gen.MaxLengthTaskPrompt
 // --prompt-file (standard input for "-"), which avoids the shell's limit on
 // argument length. Exactly one of the two must be given, and the prompt
 // must fit the spec's limit.
-func readPrompt(env *cmdEnv, file, arg string) (string, error) {
+func readPrompt(env *cli.Env, file, arg string) (string, error) {
 	if file == "" {
 		if arg == "" {
 			return "", errNoPrompt
@@ -297,13 +286,8 @@ func readPrompt(env *cmdEnv, file, arg string) (string, error) {
 	if arg != "" {
 		return "", errors.New("give the task as PROMPT or with --prompt-file, not both")
 	}
-	var r io.Reader
-	if file == "-" {
-		r = env.stdin
-		if r == nil {
-			r = strings.NewReader("")
-		}
-	} else {
+	r := env.Stdin
+	if file != "-" {
 		f, err := os.Open(file)
 		if err != nil {
 			return "", fmt.Errorf("--prompt-file: %w", err)
@@ -363,17 +347,18 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 }
 
 // host maps the flags that say where and how a local run works (not what
-// it does: that is its request) to its host's setup.
-func (f *runFlags) host(policy trace.SyncPolicy) (wiring.Config, error) {
-	sb, err := f.sandbox.policy()
+// it does: that is its request) to its host's setup; tr is the telemetry
+// the run opened.
+func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Config, error) {
+	sb, err := f.sandbox.Policy()
 	if err != nil {
 		return wiring.Config{}, err
 	}
-	servers, err := f.mcp.servers()
+	servers, err := f.mcp.Servers()
 	if err != nil {
 		return wiring.Config{}, err
 	}
-	specs, err := f.toolsSpec.load()
+	specs, err := f.toolsSpec.Load()
 	if err != nil {
 		return wiring.Config{}, err
 	}
@@ -383,7 +368,7 @@ func (f *runFlags) host(policy trace.SyncPolicy) (wiring.Config, error) {
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
 		TraceSync:       policy,
-		Telemetry:       f.telemetry.tel,
+		Telemetry:       tr.Tel,
 		TelemetryRun:    runInfo(f),
 	}, nil
 }
@@ -394,7 +379,7 @@ func (f *runFlags) host(policy trace.SyncPolicy) (wiring.Config, error) {
 // nil and the exit status: a usage error for a workspace the user named
 // (userWorkspace), a sandbox this machine cannot provide or a trace file
 // that cannot be written. It prints the warning of an unconfined sandbox.
-func openSetup(env *cmdEnv, name string, sp *runner.Spec, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
+func openSetup(env *cli.Env, name string, sp *runner.Spec, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
 	var setup *wiring.Setup
 	var err error
 	if sp != nil {
@@ -406,30 +391,30 @@ func openSetup(env *cmdEnv, name string, sp *runner.Spec, cfg wiring.Config, use
 	switch {
 	case err == nil:
 	case errors.As(err, &we) && we.Part == wiring.PartWorkspace && userWorkspace:
-		env.errorf("%s: --workspace: %v", name, we.Err)
+		env.Errorf("%s: --workspace: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartSandbox:
-		env.errorf("%s: %v", name, we.Err)
+		env.Errorf("%s: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
-		env.errorf("%s: --trace: %v", name, we.Err)
+		env.Errorf("%s: --trace: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartMCP, errors.As(err, new(*runner.Error)):
-		env.errorf("%s: --mcp: %v", name, we.Err)
+		env.Errorf("%s: --mcp: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.Tools) > 0:
-		env.errorf("%s: --tools-spec: %v", name, we.Err)
+		env.Errorf("%s: --tools-spec: %v", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we):
-		env.errorf("%s: %v", name, we.Err)
+		env.Errorf("%s: %v", name, we.Err)
 		return nil, exitInternal
 	default:
-		env.errorf("%s: %v", name, err)
+		env.Errorf("%s: %v", name, err)
 		return nil, exitInternal
 	}
 	if setup.Sandbox != nil {
 		if w := setup.Sandbox.Warning(); w != "" {
-			fmt.Fprintln(env.stderr, "specloop: "+w)
+			fmt.Fprintln(env.Stderr, "specloop: "+w)
 		}
 	}
 	return setup, 0

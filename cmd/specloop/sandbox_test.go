@@ -30,7 +30,7 @@ func TestDemoUnderEachSandbox(t *testing.T) {
 				t.Skipf("backend %s: %v", b, err)
 			}
 			tracePath := filepath.Join(t.TempDir(), "demo.jsonl")
-			code, stdout, stderr := cli(t, "demo", "--json", "--sandbox", string(b), "--trace", tracePath)
+			code, stdout, stderr := specloop(t, "demo", "--json", "--sandbox", string(b), "--trace", tracePath)
 			if code != exitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
 			}
@@ -65,24 +65,11 @@ func TestDemoUnderEachSandbox(t *testing.T) {
 }
 
 func TestSandboxFlags(t *testing.T) {
-	code, _, stderr := cli(t, "demo", "--sandbox", "chroot")
+	code, _, stderr := specloop(t, "demo", "--sandbox", "chroot")
 	if code != exitUsage || !strings.Contains(stderr, "unknown sandbox") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
-	var f sandboxFlags
-	fs := newFlagSet(&cmdEnv{stdout: os.Stdout, stderr: os.Stderr}, "x", "", "")
-	f.register(fs)
-	if err := fs.Parse([]string{"--pass-env", "A", "--pass-env", "B", "--allow-network", "--allow-git-writes", "--sandbox", "bwrap"}); err != nil {
-		t.Fatal(err)
-	}
-	p, err := f.policy()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if p.Backend != sandbox.Bwrap || !p.AllowNetwork || !p.AllowGitWrites || strings.Join(p.PassEnv, ",") != "A,B" {
-		t.Fatalf("policy %+v", p)
-	}
-	code, _, stderr = cli(t, "sandbox-exec", "{}")
+	code, _, stderr = specloop(t, "sandbox-exec", "{}")
 	if code != exitUsage || !strings.Contains(stderr, "internal") {
 		t.Fatalf("sandbox-exec by hand: exit %d: %s", code, stderr)
 	}

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/specloop/specloop/cmd/internal/cli"
 )
 
 // startServe runs `specloop serve` in-process on a free loopback port and
@@ -86,7 +88,7 @@ func (l *logTail) lock() {
 func (l *logTail) unlock() { <-l.mu }
 
 func TestServeHelp(t *testing.T) {
-	code, _, stderr := cli(t, "serve", "-h")
+	code, _, stderr := specloop(t, "serve", "-h")
 	if code != 0 {
 		t.Fatalf("exit %d", code)
 	}
@@ -101,51 +103,10 @@ func TestServeHelp(t *testing.T) {
 // TestServeRefusesOpenAddress: no token on a non-loopback address is a
 // usage error unless --insecure is given.
 func TestServeRefusesOpenAddress(t *testing.T) {
-	t.Setenv(tokenEnv, "")
-	code, _, stderr := cli(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	t.Setenv(cli.TokenEnv, "")
+	code, _, stderr := specloop(t, "serve", "--addr", "0.0.0.0:0", "--data", t.TempDir(), "--workspace-root", t.TempDir())
 	if code != exitUsage || !strings.Contains(stderr, "refusing") {
 		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, tt := range []struct {
-		addr string
-		want bool
-	}{
-		{"127.0.0.1:8080", true}, {"[::1]:80", true}, {"localhost:1", true}, {"127.8.9.10:1", true},
-		{"0.0.0.0:8080", false}, {":8080", false}, {"[::]:80", false}, {"192.168.1.2:80", false}, {"example.com:80", false}, {"nonsense", false},
-	} {
-		if got := isLoopback(tt.addr); got != tt.want {
-			t.Errorf("isLoopback(%q) = %v", tt.addr, got)
-		}
-	}
-}
-
-func TestReadToken(t *testing.T) {
-	dir := t.TempDir()
-	write := func(name, content string) string {
-		p := filepath.Join(dir, name)
-		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
-	t.Setenv(tokenEnv, " from-env \n")
-	for _, tt := range []struct {
-		name, path, want string
-		fails            bool
-	}{
-		{"environment", "", "from-env", false},
-		{"file", write("t", "from-file\n"), "from-file", false},
-		{"empty file", write("e", "\n"), "", true},
-		{"two lines", write("two", "a\nb\n"), "", true},
-		{"missing file", filepath.Join(dir, "absent"), "", true},
-	} {
-		got, err := readToken(tt.path)
-		if (err != nil) != tt.fails || got != tt.want {
-			t.Errorf("%s: %q %v", tt.name, got, err)
-		}
-		if err != nil && strings.Contains(err.Error(), "from-") {
-			t.Errorf("%s: the error shows the token", tt.name)
-		}
 	}
 }
 
@@ -153,7 +114,7 @@ func TestReadToken(t *testing.T) {
 // the --allowed-host names only, so a page cannot reach it by DNS
 // rebinding; a malformed name is a usage error.
 func TestServeAllowedHost(t *testing.T) {
-	t.Setenv(tokenEnv, "")
+	t.Setenv(cli.TokenEnv, "")
 	url, _ := startServe(t, "--allowed-host", "agent.internal", "--allowed-host", "Second.Example", "--max-streams", "8")
 	for host, want := range map[string]int{
 		"localhost":           http.StatusOK,
@@ -175,7 +136,7 @@ func TestServeAllowedHost(t *testing.T) {
 			t.Errorf("Host %s: %d, want %d", host, resp.StatusCode, want)
 		}
 	}
-	code, _, stderr := cli(t, "serve", "--allowed-host", "a/b", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	code, _, stderr := specloop(t, "serve", "--allowed-host", "a/b", "--data", t.TempDir(), "--workspace-root", t.TempDir())
 	if code != exitUsage || !strings.Contains(stderr, "allowed-host") {
 		t.Fatalf("a malformed --allowed-host: exit %d: %s", code, stderr)
 	}
@@ -184,8 +145,8 @@ func TestServeAllowedHost(t *testing.T) {
 // TestServeSystemFile: a --system-file the server cannot use stops it
 // before it listens.
 func TestServeSystemFile(t *testing.T) {
-	t.Setenv(tokenEnv, "")
-	code, _, stderr := cli(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir(), "--system-file", filepath.Join(t.TempDir(), "none.md"))
+	t.Setenv(cli.TokenEnv, "")
+	code, _, stderr := specloop(t, "serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir(), "--system-file", filepath.Join(t.TempDir(), "none.md"))
 	if code != exitUsage || !strings.Contains(stderr, "--system-file") {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -246,12 +207,9 @@ func TestRecordsInWorkspaceRootRefused(t *testing.T) {
 		{"serve --data is the root", []string{"serve", "--addr", "127.0.0.1:0", "--data", root, "--workspace-root", root}, "--data"},
 		{"serve --data contains the root", []string{"serve", "--addr", "127.0.0.1:0", "--data", filepath.Dir(root), "--workspace-root", root}, "--data"},
 		{"serve default --data inside", []string{"serve", "--addr", "127.0.0.1:0", "--workspace-root", root}, "--data"},
-		{"serve --store inside", []string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", root, "--engine", "temporal", "--store", filepath.Join(root, "s")}, "--store"},
-		{"worker --store inside", []string{"worker", "--workspace-root", root, "--store", filepath.Join(root, "specloop-store")}, "--store"},
-		{"worker default --store inside", []string{"worker", "--workspace-root", root}, "--store"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := cli(t, tc.args...)
+			code, _, stderr := specloop(t, tc.args...)
 			if code != exitUsage || !strings.Contains(stderr, tc.flag+" ") || !strings.Contains(stderr, "--workspace-root") || !strings.Contains(stderr, "outside") {
 				t.Fatalf("exit %d, stderr:\n%s", code, stderr)
 			}
@@ -259,5 +217,35 @@ func TestRecordsInWorkspaceRootRefused(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
 		t.Errorf("a refused directory was created: %v %v", entries, err)
+	}
+}
+
+// TestTemporalPointsToItsCommand: the Temporal engine is specloop-temporal's;
+// what used to start it here is a one-line usage error that names the
+// command to run instead, not an unknown flag or command. serve keeps
+// --engine embedded.
+func TestTemporalPointsToItsCommand(t *testing.T) {
+	for _, args := range [][]string{
+		{"worker", "--temporal-address", "127.0.0.1:7233", "--workspace-root", "."},
+		{"worker"},
+		{"help", "worker"},
+		{"serve", "--engine", "temporal", "--temporal-address", "127.0.0.1:7233", "--store", "/shared/store"},
+		{"serve", "--addr", "127.0.0.1:0", "-engine=temporal"},
+	} {
+		code, stdout, stderr := specloop(t, args...)
+		want := "specloop-temporal " + args[0]
+		if args[0] == "help" {
+			want = "specloop-temporal worker"
+		}
+		if code != exitUsage || stdout != "" || strings.Count(stderr, "\n") != 1 || !strings.Contains(stderr, "`"+want+"`") ||
+			!strings.Contains(stderr, "go install github.com/specloop/specloop/cmd/specloop-temporal@latest") {
+			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, stdout, stderr)
+		}
+	}
+	if code, _, stderr := specloop(t, "serve", "--engine", "embedded", "-h"); code != exitOK || !strings.Contains(stderr, "specloop-temporal serve") {
+		t.Errorf("serve --engine embedded -h: exit %d: %s", code, stderr)
+	}
+	if code, _, stderr := specloop(t, "serve", "--engine", "elsewhere"); code != exitUsage || !strings.Contains(stderr, "the engine must be embedded") {
+		t.Errorf("serve --engine elsewhere: exit %d: %s", code, stderr)
 	}
 }

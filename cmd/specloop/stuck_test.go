@@ -16,7 +16,7 @@ func TestRunStuck(t *testing.T) {
 	if err := os.WriteFile(script, []byte(strings.Repeat(call, 10)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := cli(t, "run", "--script", script, "--max-steps", "10", "--workspace", dir, "--no-commands", "divide")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--max-steps", "10", "--workspace", dir, "--no-commands", "divide")
 	if code != exitStuck {
 		t.Fatalf("exit %d, want %d\nstdout: %s\nstderr: %s", code, exitStuck, stdout, stderr)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specloop/specloop/cmd/internal/cli"
 	coltrace "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	"google.golang.org/protobuf/proto"
 )
@@ -186,7 +187,7 @@ func TestMetricsAddrIdleSockets(t *testing.T) {
 	if m == nil {
 		t.Fatalf("no metrics address logged:\n%s", stderr)
 	}
-	const n = maxMetricsConns + 4
+	const n = cli.MaxMetricsConns + 4
 	var idle []net.Conn
 	for range n {
 		c, err := net.DialTimeout("tcp", m[1], 10*time.Second)
@@ -203,7 +204,7 @@ func TestMetricsAddrIdleSockets(t *testing.T) {
 		t0 := time.Now()
 		resp, err := c.Get("http://" + m[1] + "/metrics")
 		if err != nil {
-			t.Fatalf("scrape %d with %d idle sockets open: %v", i, maxMetricsConns+4, err)
+			t.Fatalf("scrape %d with %d idle sockets open: %v", i, cli.MaxMetricsConns+4, err)
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()

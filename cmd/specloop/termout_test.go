@@ -110,7 +110,7 @@ func TestRunToFileKeepsThePatchExact(t *testing.T) {
 		t.Skip("no git")
 	}
 	script := hostileScript(t)
-	code, stdout, stderr := cli(t, "run", "--script", script, "--workspace", t.TempDir(), "--no-commands", "--json", "write it")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--workspace", t.TempDir(), "--no-commands", "--json", "write it")
 	if code != exitOK {
 		t.Fatalf("--json: exit %d: %s", code, stderr)
 	}
@@ -201,7 +201,7 @@ func TestRunJSONOnTerminalIsExact(t *testing.T) {
 // hostile run id, on a terminal.
 func TestTraceShowOnTerminal(t *testing.T) {
 	tracePath := filepath.Join(t.TempDir(), "run.jsonl")
-	if code, _, stderr := cli(t, "run", "--script", "testdata/calculator.script", "--trace", tracePath, "--workspace", t.TempDir(), prompt); code != 0 {
+	if code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", tracePath, "--workspace", t.TempDir(), prompt); code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	data, err := os.ReadFile(tracePath)

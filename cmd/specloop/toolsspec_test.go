@@ -63,7 +63,7 @@ func TestRunToolsSpecCommand(t *testing.T) {
 	script := writeTemp(t, "run.script", `{"type":"tool_call","tool_name":"shout","arguments":{"text":""}}`+"\n"+
 		`{"type":"tool_call","tool_name":"shout","arguments":{"text":"hello"}}`+"\n"+
 		`{"type":"finish","answer":"done"}`+"\n")
-	code, stdout, stderr := cli(t, "run", "--script", script, "--tools-spec", doc, "--workspace", t.TempDir(), "shout hello")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--tools-spec", doc, "--workspace", t.TempDir(), "shout hello")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -105,7 +105,7 @@ func TestToolsSpecRefusedAtStart(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code, _, stderr := cli(t, tc.args...)
+			code, _, stderr := specloop(t, tc.args...)
 			if code != exitUsage || !strings.Contains(stderr, tc.want) {
 				t.Fatalf("exit %d, stderr %q; want exit %d and %q", code, stderr, exitUsage, tc.want)
 			}

@@ -2,29 +2,29 @@ package main
 
 import (
 	"context"
-	"errors"
 	"os"
 
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/trace"
 )
 
-func traceCmd(_ context.Context, env *cmdEnv, args []string) int {
-	env = env.runText()
-	fs := newFlagSet(env, "trace show", "FILE",
+func traceCmd(_ context.Context, env *cli.Env, args []string) int {
+	env = runText(env)
+	fs := env.FlagSet("trace show", "FILE",
 		"Prints a JSONL trace for a person, one event a line, in file order. It only reads the file.\n"+
 			"A torn last line (a crash mid-write) is reported after the events before it.")
 	if len(args) == 0 || args[0] != "show" {
 		// `trace -h` is a request for help; anything else a usage error.
-		code, done := parseFlags(fs, args)
+		code, done := cli.ParseFlags(fs, args)
 		if done && code == exitOK {
 			return exitOK
 		}
 		if !done {
-			env.errorf("usage: specloop trace show FILE")
+			env.Errorf("usage: specloop trace show FILE")
 		}
 		return exitUsage
 	}
-	if code, done := parseFlags(fs, args[1:]); done {
+	if code, done := cli.ParseFlags(fs, args[1:]); done {
 		return code
 	}
 	if fs.NArg() != 1 {
@@ -33,21 +33,16 @@ func traceCmd(_ context.Context, env *cmdEnv, args []string) int {
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {
-		env.errorf("%v", err)
+		env.Errorf("%v", err)
 		return exitUsage
 	}
 	defer f.Close()
 	log, rerr := trace.Read(f)
-	if err := trace.Show(env.stdout, log); err != nil {
+	if err := trace.Show(env.Stdout, log); err != nil {
 		return exitInternal
 	}
 	if rerr != nil {
-		var le *trace.LineError
-		if errors.As(rerr, &le) {
-			env.errorf("%s: %v", fs.Arg(0), rerr)
-			return exitInternal
-		}
-		env.errorf("%v", rerr)
+		env.Errorf("%s: %v", fs.Arg(0), rerr)
 		return exitInternal
 	}
 	return exitOK

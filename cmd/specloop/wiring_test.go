@@ -21,7 +21,7 @@ func TestLocalAndServerRunsAreSetUpAlike(t *testing.T) {
 
 	localTrace := filepath.Join(t.TempDir(), "local.jsonl")
 	args := append([]string{"run", "--workspace", t.TempDir(), "--trace", localTrace}, sandboxFlags...)
-	code, stdout, stderr := cli(t, append(append(args, runFlags...), prompt)...)
+	code, stdout, stderr := specloop(t, append(append(args, runFlags...), prompt)...)
 	if code != exitOK {
 		t.Fatalf("local: exit %d: %s\n%s", code, stderr, stdout)
 	}
@@ -30,7 +30,7 @@ func TestLocalAndServerRunsAreSetUpAlike(t *testing.T) {
 	url, _ := startServe(t, append([]string{"--allow-commands"}, sandboxFlags...)...)
 	remoteTrace := filepath.Join(t.TempDir(), "remote.jsonl")
 	args = []string{"run", "--remote", url, "--trace", remoteTrace}
-	code, stdout, stderr = cli(t, append(append(args, runFlags...), prompt)...)
+	code, stdout, stderr = specloop(t, append(append(args, runFlags...), prompt)...)
 	if code != exitOK {
 		t.Fatalf("remote: exit %d: %s\n%s", code, stderr, stdout)
 	}

@@ -1,7 +1,7 @@
-// Package itest tests `specloop serve --engine temporal` and `specloop
+// Package itest tests `specloop-temporal serve` and `specloop-temporal
 // worker` against a real Temporal server (go.temporal.io/server's
-// temporaltest, on SQLite in memory), with real worker processes of the
-// built specloop binary. It is a module of its own so that the server's
+// temporaltest, on SQLite in memory), with real processes of the built
+// specloop-temporal binary. It is a module of its own so that the server's
 // weight stays out of specloop's default build and test run:
 //
 //	cd temporal/itest && go test ./...

@@ -45,11 +45,11 @@ const taskQueue = "itest"
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
 	c := &cluster{t: t, dir: t.TempDir()}
-	c.bin = filepath.Join(c.dir, "specloop")
-	build := exec.Command("go", "build", "-o", c.bin, "./cmd/specloop")
+	c.bin = filepath.Join(c.dir, "specloop-temporal")
+	build := exec.Command("go", "build", "-o", c.bin, "./cmd/specloop-temporal")
 	build.Dir = "../.."
 	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build specloop: %v\n%s", err, out)
+		t.Fatalf("build specloop-temporal: %v\n%s", err, out)
 	}
 	ts := temporaltest.NewServer(temporaltest.WithT(t))
 	c.address, c.ns = ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
@@ -62,7 +62,7 @@ func newCluster(t *testing.T) *cluster {
 		c.workers = append(c.workers, c.start("worker", "--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"))
 	}
 	port := freePort(t)
-	c.apiArgs = []string{"serve", "--engine", "temporal", "--addr", "127.0.0.1:" + port, "--data", filepath.Join(c.dir, "data"),
+	c.apiArgs = []string{"serve", "--addr", "127.0.0.1:" + port, "--data", filepath.Join(c.dir, "data"),
 		"--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"}
 	c.url = "http://127.0.0.1:" + port
 	c.startAPI()
@@ -88,8 +88,8 @@ func (c *cluster) startAPI() {
 	}
 }
 
-// start starts a specloop process with the cluster's Temporal flags; the
-// test kills it at its end.
+// start starts a specloop-temporal process with the cluster's Temporal
+// flags; the test kills it at its end.
 func (c *cluster) start(args ...string) *exec.Cmd {
 	c.t.Helper()
 	args = append(args, "--temporal-address", c.address, "--namespace", c.ns, "--task-queue", taskQueue, "--store", filepath.Join(c.dir, "store"),

@@ -1,0 +1,385 @@
+package cli
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/wiring"
+)
+
+// TokenEnv is the environment variable that holds the bearer token of
+// `serve` (and of `run --remote`) when no token file is given.
+const TokenEnv = "SPECLOOP_TOKEN"
+
+// shutdownTimeout bounds a graceful shutdown: running runs get this long
+// to end cancelled.
+const shutdownTimeout = 30 * time.Second
+
+// Engine is where the runs of Serve execute.
+type Engine interface {
+	// Register adds the engine's flags.
+	Register(fs *flag.FlagSet)
+	// About is the paragraph of serve's help on where runs execute and
+	// what a shutdown does to them.
+	About() string
+	// Open starts the engine (nil: the embedded one) for the runs under
+	// root, the workspace root, and returns the func that releases it.
+	// The error is a usage error and names the flag at fault.
+	Open(root string, logger *slog.Logger) (runner.Engine, func(), error)
+}
+
+// Serve is the command `serve` with the runs on engine: it serves the HTTP
+// API for remote runs until ctx ends.
+func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
+	fs := env.FlagSet("serve", "[flags]",
+		"Serves the HTTP API for remote runs (see /openapi.yaml): runs execute in the background, at most\n"+
+			"--max-concurrent at a time and one at a time per workspace; --queue more may wait (then 429).\n"+
+			"Workspaces are directories under --workspace-root named by a relative path; a run without one\n"+
+			"works in the root itself, and a run may read and write all of the root. Every run's trace is\n"+
+			"DATA/traces/ID.jsonl, and DATA/runs.jsonl records each run (fsynced before it is acknowledged)\n"+
+			"and its result, so a restarted server lists every run. DATA holds run results verbatim (answers,\n"+
+			"patches, check output): it is made 0700, and defaults to the user's state directory:\n"+
+			StateDirUsage("server")+". A --data inside --workspace-root, or containing it,\n"+
+			"is refused: runs could read and forge the records.\n\n"+
+			"Auth: the bearer token is read from --token-file, or else from $"+TokenEnv+". Without a token the\n"+
+			"server only listens on a loopback address, unless --insecure is given, and only answers requests\n"+
+			"whose Host header is a loopback name or address (localhost, 127.0.0.0/8, [::1]) or an --allowed-host\n"+
+			"name (403 otherwise): a web page cannot reach it through DNS rebinding. A state-changing request\n"+
+			"(any method but GET, HEAD, OPTIONS) that a browser sends for another site's page (Sec-Fetch-Site\n"+
+			"other than same-origin, or a foreign Origin) gets 403, with or without a token.\n\n"+
+			"Edges: a request must arrive within --read-timeout (headers within 10 s); a response write that\n"+
+			"stalls for 30 s ends it; at most --max-connections connections are open at once (at the cap a new\n"+
+			"one closes the one idle the longest; it waits only when all are busy), and at most --max-streams\n"+
+			"event streams are open (--max-streams-per-client from one address; 429 beyond), never more than\n"+
+			"--max-connections less a reserve of an eighth (1 to 64) kept for every other request.\n\n"+
+			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
+			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
+			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
+			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
+			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n\n"+
+			engine.About())
+	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
+	data := fs.String("data", "", "the data directory: the run log and every run's trace; it must lie outside --workspace-root (default: "+StateDirUsage("server")+")")
+	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use; runs may read and write all of it")
+	maxConcurrent := fs.Int("max-concurrent", runner.DefaultMaxConcurrent, "the most runs executing at once")
+	queue := fs.Int("queue", runner.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
+	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+TokenEnv+")")
+	var toolsSpec ToolsSpecFlags
+	toolsSpec.Register(fs)
+	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
+	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without a token (anyone who can connect can run agents)")
+	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
+	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
+	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
+	systemFile := fs.String("system-file", "", SystemFileUsage)
+	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
+	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
+	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
+	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
+	var telFlags TelemetryFlags // see telemetry.go
+	telFlags.Register(fs, true)
+	var allowedHosts []string
+	fs.Func("allowed-host", "without a token, also answer requests whose Host header is this name (repeatable; default: loopback names only)", func(v string) error {
+		if v == "" || strings.ContainsAny(v, "/ \t@?#*") {
+			return errors.New("not a host name")
+		}
+		allowedHosts = append(allowedHosts, v)
+		return nil
+	})
+	approvalTimeout := fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
+	var sbFlags SandboxFlags
+	sbFlags.Register(fs)
+	engine.Register(fs)
+	var mcpf MCPFlags
+	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
+	if code, done := ParseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		env.Errorf("serve: unexpected argument %q", fs.Arg(0))
+		fs.Usage()
+		return ExitUsage
+	}
+	for _, pos := range []struct {
+		name  string
+		value int64
+	}{{"--max-concurrent", int64(*maxConcurrent)}, {"--queue", int64(*queue)}, {"--body-limit", *bodyLimit},
+		{"--max-connections", int64(*maxConns)}, {"--max-streams", int64(*maxStreams)}, {"--max-streams-per-client", int64(*maxStreamsPerClient)}} {
+		if pos.value < 1 {
+			env.Errorf("serve: %s must be at least 1", pos.name)
+			return ExitUsage
+		}
+	}
+	policy, err := trace.ParseSyncPolicy(*syncPolicy)
+	if err != nil {
+		env.Errorf("serve: --sync: %v", err)
+		return ExitUsage
+	}
+	sbPolicy, err := sbFlags.Policy()
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	mcpServers, err := mcpf.Servers()
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	specs, err := toolsSpec.Load()
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	token, err := ReadToken(*tokenFile)
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	system, err := ReadSystemFile(*systemFile)
+	if err != nil {
+		env.Errorf("serve: --system-file: %v", err)
+		return ExitUsage
+	}
+	if *data, err = RecordsDir("--data", *data, "server", *root); err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	level := slog.LevelInfo
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	tel, err := telFlags.Open(ctx, true)
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	if !isLoopback(*addr) {
+		switch {
+		case token == "" && !*insecure:
+			env.Errorf("serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, TokenEnv)
+			return ExitUsage
+		case token == "":
+			fmt.Fprintf(env.Stderr, "\n"+
+				"  ************************************************************************\n"+
+				"  WARNING: --insecure: serving on %s WITHOUT A TOKEN.\n"+
+				"  Anyone who can reach this address can start agent runs%s\n"+
+				"  in %s. Use a token ($%s or --token-file) instead.\n"+
+				"  Clients must send a loopback or --allowed-host name as the Host.\n"+
+				"  ************************************************************************\n\n",
+				*addr, commandsNote(*allowCommands), *root, TokenEnv)
+		default:
+			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
+		}
+	}
+	eng, closeEngine, err := engine.Open(*root, logger)
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitUsage
+	}
+	defer closeEngine()
+	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: *root, DisableCommands: !*allowCommands, Sandbox: sbPolicy}, logger)
+	if err != nil {
+		env.Errorf("serve: /mcp: %v", err)
+		return ExitUsage
+	}
+	defer mcpSetup.Close()
+	defer mcpStop()
+	srv, err := server.New(server.Config{
+		Config: runner.Config{
+			Engine:        eng,
+			DataDir:       *data,
+			WorkspaceRoot: *root,
+			MaxConcurrent: *maxConcurrent,
+			QueueSize:     *queue,
+			AllowCommands: *allowCommands,
+			ToolSpecs:     specs,
+			Sandbox:       sbPolicy,
+			Telemetry:     tel.Tel,
+			TraceSync:     policy,
+			Logger:        logger,
+			// Approval waits are in memory: a server that stops ends the
+			// waiting runs interrupted.
+			ApprovalTimeout: *approvalTimeout,
+			MCPServers:      mcpServers,
+			MCP:             mcpf.Config(env.Stderr),
+			Models:          runner.ModelsWithSystem(system),
+		},
+		Token:               token,
+		BodyLimit:           *bodyLimit,
+		ReadTimeout:         *readTimeout,
+		MaxConnections:      *maxConns,
+		MaxStreams:          *maxStreams,
+		MaxStreamsPerClient: *maxStreamsPerClient,
+		AllowedHosts:        allowedHosts,
+		MCPHandler:          mcpH,
+	})
+	var we *wiring.Error
+	if errors.As(err, &we) && we.Part == wiring.PartTools && len(specs) > 0 {
+		env.Errorf("serve: --tools-spec: %v", we.Err)
+		return ExitUsage
+	}
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		return ExitInternal
+	}
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		env.Errorf("serve: %v", err)
+		_ = srv.Shutdown(context.Background())
+		return ExitUsage
+	}
+	if telFlags.metricsAddr != "" {
+		if err := tel.serveMetrics(telFlags.metricsAddr, srv.LocalHost, logger); err != nil {
+			env.Errorf("serve: %v", err)
+			_ = srv.Shutdown(context.Background())
+			return ExitUsage
+		}
+	}
+	hs := srv.HTTPServer()
+	hs.RegisterOnShutdown(mcpStop)
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(srv.Listener(ln)) }()
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
+		"max_concurrent", *maxConcurrent, "queue", *queue, "commands", *allowCommands, "auth", token != "")
+	logger.Info("web page", "url", "http://"+ln.Addr().String()+server.UIPath)
+
+	code := ExitOK
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down: refusing new runs, cancelling the running ones")
+	case err := <-served:
+		logger.Error("the HTTP server stopped", "err", err)
+		code = ExitInternal
+	}
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if err := srv.Shutdown(sctx); err != nil {
+		logger.Error("shutdown", "err", err)
+		code = ExitInternal
+	}
+	if err := hs.Shutdown(sctx); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		logger.Error("shutdown", "err", err)
+		code = ExitInternal
+	}
+	if err := tel.Close(sctx); err != nil {
+		logger.Error("shutdown", "err", err)
+		code = ExitInternal
+	}
+	logger.Info("stopped")
+	return code
+}
+
+func commandsNote(allowed bool) string {
+	if allowed {
+		return " and shell commands"
+	}
+	return ""
+}
+
+// ReadToken returns the token from path, or from $SPECLOOP_TOKEN when path
+// is empty. The token is never printed.
+func ReadToken(path string) (string, error) {
+	if path == "" {
+		return strings.TrimSpace(os.Getenv(TokenEnv)), nil
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--token-file: %w", err)
+	}
+	token := strings.TrimSpace(string(data))
+	if token == "" {
+		return "", errors.New("--token-file: the file is empty")
+	}
+	if strings.ContainsAny(token, "\r\n") {
+		return "", errors.New("--token-file: the token must be one line")
+	}
+	return token, nil
+}
+
+// isLoopback reports whether addr (host:port) listens on loopback only.
+func isLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return false
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip, err := netip.ParseAddr(host)
+	return err == nil && ip.IsLoopback()
+}
+
+// stateHomeEnv names the XDG base directory of a user's state files.
+const stateHomeEnv = "XDG_STATE_HOME"
+
+// StateDirUsage describes the default of a directory of run records, sub
+// of specloop's state directory, for help texts.
+func StateDirUsage(sub string) string {
+	return "$" + stateHomeEnv + "/specloop/" + sub + ", or ~/.local/state/specloop/" + sub
+}
+
+// stateDir returns sub of specloop's directory in the user's state
+// directory: $XDG_STATE_HOME/specloop (an absolute $XDG_STATE_HOME only,
+// as the XDG specification says), else ~/.local/state/specloop (on
+// Windows, %LocalAppData%\specloop).
+func stateDir(sub string) (string, error) {
+	if d := os.Getenv(stateHomeEnv); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "specloop", sub), nil
+	}
+	if runtime.GOOS == "windows" {
+		d, err := os.UserCacheDir() // %LocalAppData%
+		if err != nil {
+			return "", err
+		}
+		return filepath.Join(d, "specloop", sub), nil
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(home, ".local", "state", "specloop", sub), nil
+}
+
+// RecordsDir returns the directory of run records that flag names (dir,
+// or by default sub of the user's state directory, created 0700), after
+// checking that runs cannot reach it: it must lie outside root, the
+// workspace root, and must not contain it.
+func RecordsDir(flag, dir, sub, root string) (string, error) {
+	if _, err := os.Stat(root); err != nil {
+		return "", fmt.Errorf("--workspace-root: %w", err)
+	}
+	if dir == "" {
+		d, err := stateDir(sub)
+		if err != nil {
+			return "", fmt.Errorf("%s: no default (set $%s or $HOME, or give %s): %w", flag, stateHomeEnv, flag, err)
+		}
+		dir = d
+	}
+	if err := runner.CheckRecordsDir(dir, root); err != nil {
+		if errors.Is(err, runner.ErrRecordsInWorkspace) {
+			return "", fmt.Errorf("%s %s must lie outside --workspace-root %s, and not contain it: runs may read and write the whole workspace root, so they could read and forge the run records; give a %s elsewhere (by default: %s)",
+				flag, dir, root, flag, StateDirUsage(sub))
+		}
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return "", fmt.Errorf("%s: %w", flag, err)
+	}
+	return dir, nil
+}
