@@ -11,18 +11,34 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
 
-// The README is the first thing a newcomer runs: its examples must work as
-// written. These tests read README.md at the repository root.
+// The README and the pages of docs/ are the first things a newcomer runs:
+// their examples must work as written. These tests read README.md and
+// docs/*.md at the repository root.
 
-const readmePath = "../../README.md"
+// docFiles are the documents whose code blocks are tested, as paths from
+// the repository root.
+func docFiles(t *testing.T) []string {
+	t.Helper()
+	pages, err := filepath.Glob("../../docs/*.md")
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages in docs/ (%v)", err)
+	}
+	files := []string{"README.md"}
+	for _, p := range pages {
+		files = append(files, "docs/"+filepath.Base(p))
+	}
+	return files
+}
 
-// fence is one fenced code block of the README.
+// fence is one fenced code block of a document.
 type fence struct {
+	file string // from the repository root
 	lang string
 	line int // of the opening fence, 1-based
 	body string
@@ -30,23 +46,25 @@ type fence struct {
 
 func readmeFences(t *testing.T) []fence {
 	t.Helper()
-	data, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out []fence
-	lines := strings.Split(string(data), "\n")
-	for i := 0; i < len(lines); i++ {
-		if !strings.HasPrefix(lines[i], "```") {
-			continue
+	for _, file := range docFiles(t) {
+		data, err := os.ReadFile(filepath.Join("../..", file))
+		if err != nil {
+			t.Fatal(err)
 		}
-		f := fence{lang: strings.TrimSpace(strings.TrimPrefix(lines[i], "```")), line: i + 1}
-		var body []string
-		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
-			body = append(body, lines[i])
+		lines := strings.Split(string(data), "\n")
+		for i := 0; i < len(lines); i++ {
+			if !strings.HasPrefix(lines[i], "```") {
+				continue
+			}
+			f := fence{file: file, lang: strings.TrimSpace(strings.TrimPrefix(lines[i], "```")), line: i + 1}
+			var body []string
+			for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
+				body = append(body, lines[i])
+			}
+			f.body = strings.Join(body, "\n") + "\n"
+			out = append(out, f)
 		}
-		f.body = strings.Join(body, "\n") + "\n"
-		out = append(out, f)
 	}
 	return out
 }
@@ -76,7 +94,7 @@ func TestReadmeGoExamples(t *testing.T) {
 
 	type program struct {
 		name string
-		line int
+		at   string // file:line
 		src  string
 	}
 	var progs []program
@@ -85,10 +103,10 @@ func TestReadmeGoExamples(t *testing.T) {
 			continue
 		}
 		if !strings.HasPrefix(f.body, "package main\n") {
-			t.Errorf("README.md:%d: a Go example must be a complete program (start it with package main) so that it runs when copied", f.line)
+			t.Errorf("%s:%d: a Go example must be a complete program (start it with package main) so that it runs when copied", f.file, f.line)
 			continue
 		}
-		p := program{name: fmt.Sprintf("line%d", f.line), line: f.line, src: f.body}
+		p := program{name: fmt.Sprintf("prog%d", len(progs)), at: fmt.Sprintf("%s:%d", f.file, f.line), src: f.body}
 		write(t, filepath.Join(dir, p.name, "main.go"), p.src)
 		progs = append(progs, p)
 	}
@@ -138,9 +156,9 @@ func TestReadmeGoExamples(t *testing.T) {
 	}
 
 	for _, p := range progs {
-		t.Run(p.name, func(t *testing.T) {
+		t.Run(strings.ReplaceAll(p.at, "/", "_"), func(t *testing.T) {
 			if !runs[p.name] {
-				t.Skipf("README.md:%d needs a provider (built, not run)", p.line)
+				t.Skipf("%s needs a provider (built, not run)", p.at)
 			}
 			cmd := exec.CommandContext(t.Context(), filepath.Join(bin, p.name))
 			cmd.Dir = dir
@@ -150,12 +168,12 @@ func TestReadmeGoExamples(t *testing.T) {
 			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("README.md:%d: %v\n%s", p.line, err, out)
+				t.Fatalf("%s: %v\n%s", p.at, err, out)
 			}
 			if strings.Contains(string(out), "panic:") {
-				t.Fatalf("README.md:%d panicked:\n%s", p.line, out)
+				t.Fatalf("%s panicked:\n%s", p.at, out)
 			}
-			t.Logf("README.md:%d printed:\n%s", p.line, out)
+			t.Logf("%s printed:\n%s", p.at, out)
 		})
 	}
 }
@@ -227,7 +245,7 @@ func shellWords(s string) (words []string, complete bool) {
 
 // shellCommand is one command of a README shell block.
 type shellCommand struct {
-	line    int
+	at      string // file:line
 	words   []string
 	heredoc string // the body of a `cat > FILE <<'END'` command
 	output  string // in a session, the lines shown after the command
@@ -256,7 +274,7 @@ func shellCommands(f fence) []shellCommand {
 		for {
 			words, complete := shellWords(text)
 			if (complete && !strings.HasSuffix(strings.TrimRight(text, " "), "\\")) || i+1 >= len(lines) {
-				c := shellCommand{line: f.line + 1 + start, words: words}
+				c := shellCommand{at: fmt.Sprintf("%s:%d", f.file, f.line+1+start), words: words}
 				if m := regexp.MustCompile(`<<'?(\w+)'?$`).FindStringSubmatch(strings.TrimSpace(text)); m != nil {
 					var body []string
 					for i++; i < len(lines) && lines[i] != m[1]; i++ {
@@ -304,22 +322,24 @@ func TestReadmeShellExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var cmds []shellCommand
 	for _, f := range readmeFences(t) {
 		if f.lang == "sh" {
 			cmds = append(cmds, shellCommands(f)...)
 		}
 	}
-	t.Chdir(sandbox)
 	// curl commands quoted inline in the text count too.
-	for _, m := range regexp.MustCompile("`(curl [^`]+)`").FindAllStringSubmatchIndex(string(data), -1) {
-		words, _ := shellWords(string(data[m[2]:m[3]]))
-		cmds = append(cmds, shellCommand{line: 1 + strings.Count(string(data[:m[0]]), "\n"), words: words})
+	for _, file := range docFiles(t) {
+		data, err := os.ReadFile(filepath.Join(root, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range regexp.MustCompile("`(curl [^`]+)`").FindAllStringSubmatchIndex(string(data), -1) {
+			words, _ := shellWords(string(data[m[2]:m[3]]))
+			cmds = append(cmds, shellCommand{at: fmt.Sprintf("%s:%d", file, 1+strings.Count(string(data[:m[0]]), "\n")), words: words})
+		}
 	}
+	t.Chdir(sandbox)
 
 	ran, parsed, curls := 0, 0, 0
 	for _, c := range cmds {
@@ -340,12 +360,12 @@ func TestReadmeShellExamples(t *testing.T) {
 			w = w[1:]
 		case len(w) >= 1 && w[0] == "curl":
 			curls++
-			checkCurl(t, c.line, w)
+			checkCurl(t, c.at, w)
 			continue
 		default:
 			continue // go test, exports and other tools
 		}
-		name := fmt.Sprintf("README.md:%d: specloop %s", c.line, strings.Join(w, " "))
+		name := fmt.Sprintf("%s: specloop %s", c.at, strings.Join(w, " "))
 		if len(w) == 0 {
 			t.Errorf("%s: no command", name)
 			continue
@@ -408,7 +428,7 @@ func remoteURL(t *testing.T) string {
 
 // checkCurl checks what a request to the API needs: a JSON body is labelled
 // as JSON, and every /v1/ request carries the bearer token.
-func checkCurl(t *testing.T, line int, w []string) {
+func checkCurl(t *testing.T, at string, w []string) {
 	t.Helper()
 	var headers []string
 	body, v1 := false, false
@@ -426,9 +446,82 @@ func checkCurl(t *testing.T, line int, w []string) {
 		return slices.ContainsFunc(headers, func(h string) bool { return strings.HasPrefix(h, prefix) })
 	}
 	if body && !has("content-type: application/json") && !slices.Contains(w, "--json") {
-		t.Errorf("README.md:%d: curl sends a body without -H 'Content-Type: application/json'", line)
+		t.Errorf("%s: curl sends a body without -H 'Content-Type: application/json'", at)
 	}
 	if v1 && !has("authorization: bearer ") {
-		t.Errorf("README.md:%d: curl calls the API without -H \"Authorization: Bearer $SPECLOOP_TOKEN\"", line)
+		t.Errorf("%s: curl calls the API without -H \"Authorization: Bearer $SPECLOOP_TOKEN\"", at)
 	}
+}
+
+// Every relative link of the documents names a file that exists and, with
+// a #fragment, a heading of that file (GitHub's anchors: lower case,
+// punctuation dropped, spaces as -), so moving a section breaks a test, not
+// a reader's link.
+func TestDocLinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile("(?m)^#{1,6} (.+)$")
+	anchors := map[string]map[string]bool{} // by path from the repository root
+	anchorsOf := func(file string) map[string]bool {
+		if a, ok := anchors[file]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		if data, err := os.ReadFile(filepath.Join("../..", file)); err == nil {
+			inFence := false
+			for _, l := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(l, "```") {
+					inFence = !inFence
+				}
+				if m := heading.FindStringSubmatch(l); m != nil && !inFence {
+					a[githubAnchor(m[1])] = true
+				}
+			}
+		}
+		anchors[file] = a
+		return a
+	}
+	checked := 0
+	for _, file := range docFiles(t) {
+		data, err := os.ReadFile(filepath.Join("../..", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatchIndex(string(data), -1) {
+			target := string(data[m[2]:m[3]])
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			at := fmt.Sprintf("%s:%d", file, 1+strings.Count(string(data[:m[0]]), "\n"))
+			path, frag, _ := strings.Cut(target, "#")
+			dest := file
+			if path != "" {
+				dest = filepath.ToSlash(filepath.Join(filepath.Dir(file), path))
+				if _, err := os.Stat(filepath.Join("../..", dest)); err != nil {
+					t.Errorf("%s: link to %s: no such file", at, target)
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(dest, ".md") && !anchorsOf(dest)[frag] {
+				t.Errorf("%s: link to %s: %s has no heading with that anchor", at, target, dest)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked only %d links: did the documents' link form change?", checked)
+	}
+}
+
+// githubAnchor is the fragment GitHub gives a heading.
+func githubAnchor(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }
