@@ -80,7 +80,11 @@ func TestStoreInWorkspaceRootRefused(t *testing.T) {
 // as written (every flag known, every value valid).
 func TestReadmeShellExamples(t *testing.T) {
 	n := 0
-	for _, c := range readmetest.ShellBlocks(t, "../../README.md") {
+	var cmds []readmetest.Command
+	for _, doc := range readmetest.Docs(t, "../..") {
+		cmds = append(cmds, readmetest.ShellBlocks(t, doc)...)
+	}
+	for _, c := range cmds {
 		w := c.Words
 		switch {
 		case len(w) >= 3 && w[0] == "go" && w[1] == "run" && w[2] == "./cmd/specloop-temporal":
@@ -92,10 +96,10 @@ func TestReadmeShellExamples(t *testing.T) {
 		}
 		n++
 		if code, stdout, stderr := specloopTemporal(t, append(slices.Clip(w), "-h")...); code != 0 {
-			t.Errorf("README.md:%d: specloop-temporal %s: exit %d\nstdout: %s\nstderr: %s", c.Line, strings.Join(w, " "), code, stdout, stderr)
+			t.Errorf("%s: specloop-temporal %s: exit %d\nstdout: %s\nstderr: %s", c.At(), strings.Join(w, " "), code, stdout, stderr)
 		}
 	}
 	if n < 2 {
-		t.Fatalf("the README shows %d specloop-temporal commands, want its worker and its serve", n)
+		t.Fatalf("the docs show %d specloop-temporal commands, want its worker and its serve", n)
 	}
 }

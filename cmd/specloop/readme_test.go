@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"unicode"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/cmd/internal/readmetest"
@@ -18,10 +19,11 @@ import (
 	"github.com/specloop/specloop/server"
 )
 
-// The README is the first thing a newcomer runs: its examples must work as
-// written. These tests read README.md at the repository root.
+// The README and the pages of docs/ are the first things a newcomer runs:
+// their examples must work as written. These tests read them at the
+// repository root.
 
-const readmePath = "../../README.md"
+const repoRoot = "../.."
 
 // Every Go example is a complete program that builds against the module
 // through a replace line, exactly as the README tells a user to set it up;
@@ -48,19 +50,23 @@ func TestReadmeGoExamples(t *testing.T) {
 
 	type program struct {
 		name string
-		line int
+		at   string // file:line
 		src  string
 	}
 	var progs []program
-	for _, f := range readmetest.Fences(t, readmePath) {
+	var fences []readmetest.Fence
+	for _, doc := range readmetest.Docs(t, repoRoot) {
+		fences = append(fences, readmetest.Fences(t, doc)...)
+	}
+	for _, f := range fences {
 		if f.Lang != "go" {
 			continue
 		}
 		if !strings.HasPrefix(f.Body, "package main\n") {
-			t.Errorf("README.md:%d: a Go example must be a complete program (start it with package main) so that it runs when copied", f.Line)
+			t.Errorf("%s: a Go example must be a complete program (start it with package main) so that it runs when copied", f.At())
 			continue
 		}
-		p := program{name: fmt.Sprintf("line%d", f.Line), line: f.Line, src: f.Body}
+		p := program{name: fmt.Sprintf("prog%d", len(progs)), at: f.At(), src: f.Body}
 		write(t, filepath.Join(dir, p.name, "main.go"), p.src)
 		progs = append(progs, p)
 	}
@@ -110,9 +116,9 @@ func TestReadmeGoExamples(t *testing.T) {
 	}
 
 	for _, p := range progs {
-		t.Run(p.name, func(t *testing.T) {
+		t.Run(strings.ReplaceAll(p.at, "/", "_"), func(t *testing.T) {
 			if !runs[p.name] {
-				t.Skipf("README.md:%d needs a provider (built, not run)", p.line)
+				t.Skipf("%s needs a provider (built, not run)", p.at)
 			}
 			cmd := exec.CommandContext(t.Context(), filepath.Join(bin, p.name))
 			cmd.Dir = dir
@@ -122,12 +128,12 @@ func TestReadmeGoExamples(t *testing.T) {
 			}
 			out, err := cmd.CombinedOutput()
 			if err != nil {
-				t.Fatalf("README.md:%d: %v\n%s", p.line, err, out)
+				t.Fatalf("%s: %v\n%s", p.at, err, out)
 			}
 			if strings.Contains(string(out), "panic:") {
-				t.Fatalf("README.md:%d panicked:\n%s", p.line, out)
+				t.Fatalf("%s panicked:\n%s", p.at, out)
 			}
-			t.Logf("README.md:%d printed:\n%s", p.line, out)
+			t.Logf("%s printed:\n%s", p.at, out)
 		})
 	}
 }
@@ -163,17 +169,20 @@ func TestReadmeShellExamples(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	data, err := os.ReadFile(readmePath)
-	if err != nil {
-		t.Fatal(err)
+	var cmds []readmetest.Command
+	for _, doc := range readmetest.Docs(t, repoRoot) {
+		cmds = append(cmds, readmetest.ShellBlocks(t, doc)...)
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// curl commands quoted inline in the text count too.
+		for _, m := range regexp.MustCompile("`(curl [^`]+)`").FindAllStringSubmatchIndex(string(data), -1) {
+			words, _ := readmetest.ShellWords(string(data[m[2]:m[3]]))
+			cmds = append(cmds, readmetest.Command{File: doc, Line: 1 + strings.Count(string(data[:m[0]]), "\n"), Words: words})
+		}
 	}
-	cmds := readmetest.ShellBlocks(t, readmePath)
 	t.Chdir(sandbox)
-	// curl commands quoted inline in the text count too.
-	for _, m := range regexp.MustCompile("`(curl [^`]+)`").FindAllStringSubmatchIndex(string(data), -1) {
-		words, _ := readmetest.ShellWords(string(data[m[2]:m[3]]))
-		cmds = append(cmds, readmetest.Command{Line: 1 + strings.Count(string(data[:m[0]]), "\n"), Words: words})
-	}
 
 	ran, parsed, curls := 0, 0, 0
 	for _, c := range cmds {
@@ -194,12 +203,12 @@ func TestReadmeShellExamples(t *testing.T) {
 			w = w[1:]
 		case len(w) >= 1 && w[0] == "curl":
 			curls++
-			checkCurl(t, c.Line, w)
+			checkCurl(t, c.At(), w)
 			continue
 		default:
 			continue // go test, exports and other tools
 		}
-		name := fmt.Sprintf("README.md:%d: specloop %s", c.Line, strings.Join(w, " "))
+		name := fmt.Sprintf("%s: specloop %s", c.At(), strings.Join(w, " "))
 		if len(w) == 0 {
 			t.Errorf("%s: no command", name)
 			continue
@@ -262,7 +271,7 @@ func remoteURL(t *testing.T) string {
 
 // checkCurl checks what a request to the API needs: a JSON body is labelled
 // as JSON, and every /v1/ request carries the bearer token.
-func checkCurl(t *testing.T, line int, w []string) {
+func checkCurl(t *testing.T, at string, w []string) {
 	t.Helper()
 	var headers []string
 	body, v1 := false, false
@@ -280,9 +289,84 @@ func checkCurl(t *testing.T, line int, w []string) {
 		return slices.ContainsFunc(headers, func(h string) bool { return strings.HasPrefix(h, prefix) })
 	}
 	if body && !has("content-type: application/json") && !slices.Contains(w, "--json") {
-		t.Errorf("README.md:%d: curl sends a body without -H 'Content-Type: application/json'", line)
+		t.Errorf("%s: curl sends a body without -H 'Content-Type: application/json'", at)
 	}
 	if v1 && !has("authorization: bearer ") {
-		t.Errorf("README.md:%d: curl calls the API without -H \"Authorization: Bearer $SPECLOOP_TOKEN\"", line)
+		t.Errorf("%s: curl calls the API without -H \"Authorization: Bearer $SPECLOOP_TOKEN\"", at)
 	}
+}
+
+// Every relative link of the documents names a file that exists and, with
+// a #fragment, a heading of that file (GitHub's anchors: lower case,
+// punctuation dropped, spaces as -), so moving a section breaks a test, not
+// a reader's link.
+func TestDocLinks(t *testing.T) {
+	link := regexp.MustCompile(`\]\(([^)\s]+)\)`)
+	heading := regexp.MustCompile("(?m)^#{1,6} (.+)$")
+	anchors := map[string]map[string]bool{} // by path from the repository root
+	anchorsOf := func(file string) map[string]bool {
+		if a, ok := anchors[file]; ok {
+			return a
+		}
+		a := map[string]bool{}
+		if data, err := os.ReadFile(filepath.Join(repoRoot, file)); err == nil {
+			inFence := false
+			for _, l := range strings.Split(string(data), "\n") {
+				if strings.HasPrefix(l, "```") {
+					inFence = !inFence
+				}
+				if m := heading.FindStringSubmatch(l); m != nil && !inFence {
+					a[githubAnchor(m[1])] = true
+				}
+			}
+		}
+		anchors[file] = a
+		return a
+	}
+	checked := 0
+	for _, doc := range readmetest.Docs(t, repoRoot) {
+		file, _ := filepath.Rel(repoRoot, doc)
+		file = filepath.ToSlash(file)
+		data, err := os.ReadFile(doc)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range link.FindAllStringSubmatchIndex(string(data), -1) {
+			target := string(data[m[2]:m[3]])
+			if strings.Contains(target, "://") || strings.HasPrefix(target, "mailto:") {
+				continue
+			}
+			at := fmt.Sprintf("%s:%d", file, 1+strings.Count(string(data[:m[0]]), "\n"))
+			path, frag, _ := strings.Cut(target, "#")
+			dest := file
+			if path != "" {
+				dest = filepath.ToSlash(filepath.Join(filepath.Dir(file), path))
+				if _, err := os.Stat(filepath.Join(repoRoot, dest)); err != nil {
+					t.Errorf("%s: link to %s: no such file", at, target)
+					continue
+				}
+			}
+			if frag != "" && strings.HasSuffix(dest, ".md") && !anchorsOf(dest)[frag] {
+				t.Errorf("%s: link to %s: %s has no heading with that anchor", at, target, dest)
+			}
+			checked++
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("checked only %d links: did the documents' link form change?", checked)
+	}
+}
+
+// githubAnchor is the fragment GitHub gives a heading.
+func githubAnchor(h string) string {
+	var b strings.Builder
+	for _, r := range strings.ToLower(strings.TrimSpace(h)) {
+		switch {
+		case r == ' ':
+			b.WriteByte('-')
+		case r == '-' || r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r):
+			b.WriteRune(r)
+		}
+	}
+	return b.String()
 }

@@ -1,23 +1,50 @@
-// Package readmetest reads the README's code blocks for the tests that run
-// its examples (cmd/specloop's and cmd/specloop-temporal's).
+// Package readmetest reads the code blocks of the README and of the pages
+// of docs/ for the tests that run their examples (cmd/specloop's and
+// cmd/specloop-temporal's).
 package readmetest
 
 import (
+	"fmt"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 )
 
-// Fence is one fenced code block of the README.
+// Docs are the documents whose examples are tested: README.md and the
+// pages of docs/ under the repository root root.
+func Docs(t *testing.T, root string) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no pages in %s (%v)", filepath.Join(root, "docs"), err)
+	}
+	return append([]string{filepath.Join(root, "README.md")}, pages...)
+}
+
+// At names a line of a document as a reader finds it: its path from the
+// repository root, and the line.
+func At(path string, line int) string {
+	for strings.HasPrefix(path, "../") {
+		path = path[len("../"):]
+	}
+	return fmt.Sprintf("%s:%d", filepath.ToSlash(path), line)
+}
+
+// Fence is one fenced code block of a document.
 type Fence struct {
+	File string // the document's path, as given to Fences
 	Lang string
 	Line int // of the opening fence, 1-based
 	Body string
 }
 
-// Fences returns the fenced code blocks of the README at path.
+// At names the fence's line.
+func (f Fence) At() string { return At(f.File, f.Line) }
+
+// Fences returns the fenced code blocks of the document at path.
 func Fences(t *testing.T, path string) []Fence {
 	t.Helper()
 	data, err := os.ReadFile(path)
@@ -30,7 +57,7 @@ func Fences(t *testing.T, path string) []Fence {
 		if !strings.HasPrefix(lines[i], "```") {
 			continue
 		}
-		f := Fence{Lang: strings.TrimSpace(strings.TrimPrefix(lines[i], "```")), Line: i + 1}
+		f := Fence{File: path, Lang: strings.TrimSpace(strings.TrimPrefix(lines[i], "```")), Line: i + 1}
 		var body []string
 		for i++; i < len(lines) && !strings.HasPrefix(lines[i], "```"); i++ {
 			body = append(body, lines[i])
@@ -96,13 +123,17 @@ func ShellWords(s string) (words []string, complete bool) {
 	return words, quote == 0
 }
 
-// Command is one command of a README shell block.
+// Command is one command of a document's shell block.
 type Command struct {
+	File    string
 	Line    int
 	Words   []string
 	Heredoc string // the body of a `cat > FILE <<'END'` command
 	Output  string // in a session, the lines shown after the command
 }
+
+// At names the command's line.
+func (c Command) At() string { return At(c.File, c.Line) }
 
 // ShellCommands returns the commands of a shell block: in a session (lines
 // starting with "$ "), only those lines and their continuations; otherwise
@@ -127,7 +158,7 @@ func ShellCommands(f Fence) []Command {
 		for {
 			words, complete := ShellWords(text)
 			if (complete && !strings.HasSuffix(strings.TrimRight(text, " "), "\\")) || i+1 >= len(lines) {
-				c := Command{Line: f.Line + 1 + start, Words: words}
+				c := Command{File: f.File, Line: f.Line + 1 + start, Words: words}
 				if m := regexp.MustCompile(`<<'?(\w+)'?$`).FindStringSubmatch(strings.TrimSpace(text)); m != nil {
 					var body []string
 					for i++; i < len(lines) && lines[i] != m[1]; i++ {
