@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -148,8 +147,7 @@ func (s *Runner) executeOn(e Engine, r *run) {
 		// The engine goes on with the run: leave its record and trace
 		// open, for the next server to follow it (reattach), and end only
 		// this server's streams.
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := j.events.publish(&ev, true); err != nil {
 			s.log.Error("publish an event", "run", r.id, "err", err)
 		}
@@ -159,8 +157,7 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	if finished == nil {
 		// No run_finished came back: record the result anyway and end
 		// the trace and the live stream with the event they lack.
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 			s.log.Error("trace a run's end", "run", r.id, "err", err)
 		}
@@ -178,23 +175,12 @@ func (s *Runner) executeOn(e Engine, r *run) {
 // server stopped before it logged the result) is not attached: recoverRun
 // settles it.
 func (s *Runner) reattach(r *run) (bool, error) {
-	path := s.store.tracePath(r.id)
-	evs, cut, newline, err := readTraceForRecovery(path)
+	evs, err := s.recoverTrace(r.id)
 	if err != nil {
-		return false, fmt.Errorf("run %s: %w", r.id, err)
+		return false, err
 	}
 	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
 		return false, nil
-	}
-	if cut >= 0 {
-		if err := os.Truncate(path, cut); err != nil {
-			return false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
-		}
-	}
-	if newline {
-		if err := appendBytes(path, []byte("\n")); err != nil {
-			return false, fmt.Errorf("run %s: %w", r.id, err)
-		}
 	}
 	j := &job{attached: true, seen: len(evs), events: &liveEvents{}}
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())

@@ -236,7 +236,7 @@ func (s *Runner) streamFile(id string, final gen.Run, after int, pw *io.PipeWrit
 	}
 	if n := len(evs); n == 0 || evs[n-1].EventType != gen.TraceEventTypeRunFinished {
 		if final.Result != nil {
-			evs = append(evs, finishedEvent(id, final.FinishedAt, final.Result))
+			evs = append(evs, finishedEvent(id, deref(final.FinishedAt), final.Result))
 		}
 	}
 	// Encoded as trace.Writer encodes, so the data is the trace's line.
@@ -275,12 +275,9 @@ func readTrace(path string) ([]gen.TraceEvent, error) {
 	return log.Events, nil
 }
 
-// finishedEvent builds a run_finished event from a result.
-func finishedEvent(id string, at *time.Time, res *gen.RunResult) gen.TraceEvent {
-	ev := gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished}
-	if at != nil {
-		ev.Time = *at
-	}
+// finishedEvent builds the run_finished event at time at from a result.
+func finishedEvent(id string, at time.Time, res *gen.RunResult) gen.TraceEvent {
+	ev := gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished, Time: at}
 	reason := res.ExitReason
 	steps := res.StepsUsed
 	ev.ExitReason = &reason

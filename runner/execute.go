@@ -55,8 +55,7 @@ func (s *Runner) execute(r *run) {
 	if !finalized {
 		// run_finished could not be traced: record the result anyway and
 		// end the live stream with the event the trace lacks.
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		finish(res, &ev, nil)
 	}
 }
@@ -173,8 +172,7 @@ func (s *Runner) cancelQueued(r *run, cause error) {
 	j.cancel(cause)
 	msg := cause.Error()
 	res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonCancelled, StepsUsed: 0, Error: &msg}
-	ev := finishedEvent(r.id, nil, &res)
-	ev.Time = time.Now().UTC()
+	ev := finishedEvent(r.id, time.Now().UTC(), &res)
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
@@ -287,10 +285,9 @@ func (s *Runner) recover(entries []entry) error {
 // run_finished if it has one, or as interrupted, appending run_finished to
 // the trace so that its event stream ends.
 func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
-	path := s.store.tracePath(r.id)
-	evs, cut, newline, err := readTraceForRecovery(path)
+	evs, err := s.recoverTrace(r.id)
 	if err != nil {
-		return nil, false, fmt.Errorf("run %s: %w", r.id, err)
+		return nil, false, err
 	}
 	if n := len(evs); n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
 		r.started = evs[0].Time.UTC()
@@ -309,18 +306,7 @@ func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 		}
 		msg := interruptedError
 		res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, StepsUsed: steps, Error: &msg}
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
-		if cut >= 0 {
-			if err := os.Truncate(path, cut); err != nil {
-				return nil, false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
-			}
-		}
-		if newline {
-			if err := appendBytes(path, []byte("\n")); err != nil {
-				return nil, false, fmt.Errorf("run %s: %w", r.id, err)
-			}
-		}
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := s.appendEvent(r.id, &ev, trace.SyncEveryEvent); err != nil {
 			return nil, false, fmt.Errorf("run %s: %w", r.id, err)
 		}
@@ -335,43 +321,53 @@ func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 	return e, interrupted, nil
 }
 
-// readTraceForRecovery reads a trace with trace.Read and says how to make
-// it appendable: cut is the length to truncate it to when it ends in a torn
-// line (or, after damage, an invalid one), -1 when it is whole; newline is
-// set when its last line is whole but lacks the final newline.
-func readTraceForRecovery(path string) (evs []gen.TraceEvent, cut int64, newline bool, err error) {
+// recoverTrace reads run id's trace with trace.Read and, unless it ends
+// with run_finished, makes it appendable: a torn last line (or, after
+// damage, everything from the first invalid line on) is cut, and a last
+// line that lacks its newline gets one.
+func (s *Runner) recoverTrace(id string) ([]gen.TraceEvent, error) {
+	path := s.store.tracePath(id)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, -1, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, 0, false, err
+		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
-	log, rerr := trace.Read(bytes.NewReader(data))
+	log, err := trace.Read(bytes.NewReader(data))
 	var le *trace.LineError
+	bad := 0 // the first line to cut, 1-based
 	switch {
-	case rerr == nil && log.Torn == nil:
-		return log.Events, -1, len(data) > 0 && data[len(data)-1] != '\n', nil
-	case rerr == nil:
-		return log.Events, lineStart(data, log.Torn.Line), false, nil
-	case errors.As(rerr, &le):
-		// Everything from the first invalid line on is dropped.
-		return log.Events, lineStart(data, le.Line), false, nil
+	case errors.As(err, &le):
+		bad = le.Line
+	case err != nil:
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	case log.Torn != nil:
+		bad = log.Torn.Line
 	}
-	return nil, 0, false, rerr
-}
-
-// lineStart is the offset of 1-based line n of data.
-func lineStart(data []byte, n int) int64 {
-	var off int
-	for range n - 1 {
-		i := bytes.IndexByte(data[off:], '\n')
-		if i < 0 {
-			return int64(len(data))
+	evs := log.Events
+	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
+		return evs, nil
+	}
+	keep := len(data)
+	if bad > 0 {
+		keep = 0
+		for range bad - 1 {
+			keep += bytes.IndexByte(data[keep:], '\n') + 1
 		}
-		off += i + 1
 	}
-	return int64(off)
+	f, err := os.OpenFile(path, os.O_WRONLY, 0o600)
+	if err == nil {
+		err = f.Truncate(int64(keep))
+		if err == nil && keep > 0 && data[keep-1] != '\n' {
+			_, err = f.WriteAt([]byte("\n"), int64(keep))
+		}
+		err = errors.Join(err, f.Close())
+	}
+	if err != nil {
+		return nil, fmt.Errorf("run %s: make the trace appendable: %w", id, err)
+	}
+	return evs, nil
 }
 
 func deref[T any](p *T) T {
@@ -380,13 +376,4 @@ func deref[T any](p *T) T {
 		return zero
 	}
 	return *p
-}
-
-func appendBytes(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(b)
-	return errors.Join(err, f.Close())
 }
