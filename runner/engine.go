@@ -39,20 +39,14 @@ type Engine interface {
 // run it never started; the server ends the run interrupted.
 var ErrNoEngineRun = errors.New("the engine has no such run")
 
-// EngineApprovals is an optional ability of an Engine: it hands a
-// decision on a run's tool call waiting for approval to the run. With it,
-// the approvals API (GET and POST /v1/runs/{id}/approvals) works for the
-// engine's runs. The call's arguments are listed only when the engine
-// also implements EngineApprovalCalls (the trace the engine hands back
-// does not hold them).
+// EngineApprovals is an optional ability of an Engine: with it, the
+// approvals API (GET and POST /v1/runs/{id}/approvals) works for the
+// engine's runs. Decide hands a decision on a run's tool call waiting for
+// approval to the run; PendingCall returns the tool call, with its
+// arguments (which the trace the engine hands back does not hold), that
+// run runID waits on, which must be the call callID.
 type EngineApprovals interface {
 	Decide(ctx context.Context, runID, callID string, a agent.Approval) error
-}
-
-// EngineApprovalCalls is an optional ability of an Engine with
-// EngineApprovals: it returns the tool call, with its arguments, that run
-// runID waits on for approval, which must be the call callID.
-type EngineApprovalCalls interface {
 	PendingCall(ctx context.Context, runID, callID string) (EnginePendingCall, error)
 }
 
@@ -270,18 +264,16 @@ func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
 	var expires time.Time
-	if ec, ok := e.(EngineApprovalCalls); ok {
-		// The arguments come from the engine, not the trace. Without them
-		// the call is still listed and can be decided.
-		ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
-		p, err := ec.PendingCall(ctx, r.id, *ev.CallId)
-		cancel()
-		switch {
-		case err != nil:
-			s.log.Error("ask the engine for a call waiting for approval", "run", r.id, "err", err)
-		case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
-			call.Arguments, expires = p.Call.Arguments, p.Expires
-		}
+	// The arguments come from the engine, not the trace. Without them the
+	// call is still listed and can be decided.
+	ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
+	p, err := ea.PendingCall(ctx, r.id, *ev.CallId)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.Error("ask the engine for a call waiting for approval", "run", r.id, "err", err)
+	case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
+		call.Arguments, expires = p.Call.Arguments, p.Expires
 	}
 	j.gate.requested(ev.Step, &call, "")
 	if !expires.IsZero() {
