@@ -90,7 +90,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	host := s.Host()
 	host.Root = j.ws.root
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
-	s.instrumentRun(&host, j)
+	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
 	setup, err := Open(j.ctx, &sp, host)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
@@ -100,8 +100,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		return fail(err)
 	}
 	defer setup.Close()
-	opts := setup.Options
-	return agent.Run(j.ctx, sp.Task, j.model, opts)
+	return agent.Run(j.ctx, sp.Task, j.model, setup.Options)
 }
 
 // finalize records a run's end durably, then shows it: the record turns
@@ -176,7 +175,9 @@ func (s *Runner) cancelQueued(r *run, cause error) {
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
-	s.runEnded(&ev)
+	if tel := s.cfg.Telemetry; tel != nil && tel.Metrics != nil {
+		tel.Metrics.RunEnded(&ev) // a run that ended without its loop
+	}
 	s.finalize(r, j, time.Time{}, res, &ev, nil)
 }
 
@@ -199,54 +200,42 @@ const interruptedError = "the server stopped while the run was in flight"
 // recover rebuilds the runs from the run log; runs without a result get
 // one from their trace's run_finished, or end interrupted.
 func (s *Runner) recover(entries []entry) error {
-	type rec struct {
-		r    *run
-		done bool
-	}
-	byID := map[string]*rec{}
-	var order []*rec
+	byID := map[string]*run{}
+	var runs []*run
 	for i := range entries {
 		e := &entries[i]
-		switch e.Op {
-		case opCreated:
-			if byID[e.ID] != nil || !ident.Plain(e.ID) {
-				continue
-			}
-			rc := &rec{r: &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}}
-			byID[e.ID] = rc
-			order = append(order, rc)
-		case opFinished:
-			rc := byID[e.ID]
-			if rc == nil || rc.done || e.Result == nil {
-				continue
-			}
-			rc.done = true
-			rc.r.status = gen.RunStatusFinished
-			rc.r.finished = e.Time.UTC()
+		switch r := byID[e.ID]; {
+		case e.Op == opCreated && r == nil && ident.Plain(e.ID):
+			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}
+			byID[e.ID] = r
+			runs = append(runs, r)
+		case e.Op == opFinished && r != nil && r.status != gen.RunStatusFinished && e.Result != nil:
+			r.status = gen.RunStatusFinished
+			r.finished = e.Time.UTC()
 			if e.Started != nil {
-				rc.r.started = e.Started.UTC()
+				r.started = e.Started.UTC()
 			}
-			rc.r.result = e.Result
+			r.result = e.Result
 		}
 	}
 	var fixes []byte
 	var interrupted int
-	for _, rc := range order {
-		if rc.done {
+	for _, r := range runs {
+		if r.status == gen.RunStatusFinished {
 			continue
 		}
 		if s.cfg.Engine != nil {
 			// The engine may still be executing it: follow it again.
-			attached, err := s.reattach(rc.r)
+			attached, err := s.reattach(r)
 			if err != nil {
 				return err
 			}
 			if attached {
-				s.attached = append(s.attached, rc.r)
+				s.attached = append(s.attached, r)
 				continue
 			}
 		}
-		e, wasInterrupted, err := s.recoverRun(rc.r)
+		e, wasInterrupted, err := s.recoverRun(r)
 		if err != nil {
 			return err
 		}
@@ -264,18 +253,12 @@ func (s *Runner) recover(entries []entry) error {
 			return err
 		}
 	}
-	runs := make([]*run, len(order))
-	for i, rc := range order {
-		runs[i] = rc.r
-	}
 	slices.SortFunc(runs, compareRuns)
 	for _, r := range runs {
 		s.runs.add(r)
 	}
 	if n := len(runs); n > 0 {
 		s.runs.last = runs[n-1].created
-	}
-	if len(runs) > 0 {
 		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted, "attached", len(s.attached))
 	}
 	return nil

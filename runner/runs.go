@@ -13,6 +13,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/telemetry"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -36,7 +37,7 @@ type job struct {
 	spec Spec          // the run, as accepted (its ID, workspace and approval timeout resolved)
 	gate *approvalGate // nil when the policy asks no one
 
-	telemetry runTelemetryInfo // what the run's telemetry knows besides its events (telemetry.go)
+	telemetry telemetry.RunInfo // what the run's telemetry knows besides its events (telemetry.go)
 
 	model  agent.Model
 	ws     *heldWorkspace // the workspace, held open until the run ends

@@ -73,13 +73,6 @@ func (sp *Spec) Options() agent.Options {
 	return opts
 }
 
-func (sp *Spec) approvalTimeout() time.Duration {
-	if sp.ApprovalTimeout > 0 {
-		return sp.ApprovalTimeout
-	}
-	return agent.DefaultApprovalTimeout
-}
-
 // CheckCommand is the completion check's command line; "" means none.
 func (sp *Spec) CheckCommand() string {
 	if sp.Check == nil {
@@ -124,7 +117,7 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 	opts := sp.Options()
 	opts.Tools, opts.Check, opts.Trace = setup.Options.Tools, setup.Options.Check, setup.Options.Trace
 	if opts.ApprovalPolicy != "" && sp.Approver != nil {
-		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.approvalTimeout())
+		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.ApprovalTimeout)
 	}
 	setup.Options = opts
 	return setup, nil
