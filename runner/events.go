@@ -188,12 +188,8 @@ func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.
 	}
 	var buf []byte
 	pos := after
-	var keepAlive *time.Ticker // started on the first wait
-	defer func() {
-		if keepAlive != nil {
-			keepAlive.Stop()
-		}
-	}()
+	keepAlive := time.NewTicker(keepAliveEvery)
+	defer keepAlive.Stop()
 	for {
 		var done bool
 		var wake <-chan struct{}
@@ -205,9 +201,6 @@ func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.
 		}
 		if done {
 			return nil
-		}
-		if keepAlive == nil {
-			keepAlive = time.NewTicker(keepAliveEvery)
 		}
 		select {
 		case <-wake:

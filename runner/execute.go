@@ -352,11 +352,3 @@ func (s *Runner) recoverTrace(id string) ([]gen.TraceEvent, error) {
 	}
 	return evs, nil
 }
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
