@@ -223,12 +223,10 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		req.Call.CallId = &name
 	}
 	a.asked[*req.Call.CallId] = true
-	var se *stepEvent
 	if l.tracing {
-		se = l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
-		se.keys = l.vocab.argumentKeys(name, req.Call.Arguments)
-		se.ArgumentKeys = &se.keys
-		if err := l.emitDetail(Progress{Event: &se.TraceEvent, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
+		ev := l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
+		ev.ArgumentKeys = ptr(l.vocab.argumentKeys(name, req.Call.Arguments))
+		if err := l.emitDetail(Progress{Event: ev, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
@@ -248,13 +246,12 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	}
 	reason := ClipMessage(dec.Reason)
 	if l.tracing {
-		se = l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
-		se.Decision = &dec.Decision
+		ev := l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
+		ev.Decision = &dec.Decision
 		if reason != "" {
-			se.output = trace.Summary(reason)
-			se.Output = &se.output
+			ev.Output = ptr(trace.Summary(reason))
 		}
-		if err := l.emitDetail(Progress{Event: &se.TraceEvent}); err != nil {
+		if err := l.emitDetail(Progress{Event: ev}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
@@ -285,9 +282,9 @@ func plural(n int, one, many string) string {
 
 // approvalEvent is an approval event of call, its tool name and call id
 // recorded as the trace records them.
-func (l *loop) approvalEvent(step int, typ gen.TraceEventType, call *gen.ToolCall) *stepEvent {
-	se := l.stepEvent(step, typ, l.now())
-	se.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
-	se.CallId = traceCallID(call.CallId, &se.callID)
-	return se
+func (l *loop) approvalEvent(step int, typ gen.TraceEventType, call *gen.ToolCall) *gen.TraceEvent {
+	ev := l.event(step, typ)
+	ev.ToolName = l.vocab.toolName(&call.ToolName)
+	ev.CallId = traceCallID(call.CallId)
+	return ev
 }
