@@ -374,13 +374,17 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		// The turn's tool calls and their observations are recorded
 		// together, in one allocation; the calls are copied so the model
-		// cannot change them.
+		// cannot change them. The history holds the turn as the model
+		// gave it, then the results in the same order, so that adapters
+		// send the turn back as one reply with several calls.
 		recs := make([]toolStep, len(turn.Actions))
 		for i, a := range turn.Actions {
 			if a.ToolCall != nil {
 				recs[i].call = *a.ToolCall
+				l.history.add(Item{ToolCall: &recs[i].call})
 			} else {
 				recs[i].fin = *a.Finish
+				l.history.add(Item{Finish: &recs[i].fin})
 			}
 		}
 		if l.tracing {
@@ -392,16 +396,6 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		if err := l.addUsage(turn.Usage); err != nil {
 			return end{reason: gen.ExitReasonTokenBudgetExceeded, err: err, steps: step}
-		}
-		// The history holds the turn as the model gave it, then the
-		// results in the same order, so that adapters send the turn back
-		// as one reply with several calls.
-		for i := range recs {
-			if turn.Actions[i].ToolCall != nil {
-				l.history.add(Item{ToolCall: &recs[i].call})
-			} else {
-				l.history.add(Item{Finish: &recs[i].fin})
-			}
 		}
 		stuck := "" // the first pattern of repeats the turn's calls formed
 		for i := range recs {
