@@ -126,7 +126,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 // spec; anything else, such as "" for a path the spec does not have, is
 // counted as other) answered with status after d.
 func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
-	op := m.vocab.operation(operation)
+	op := label(m.vocab.operations, operation)
 	m.httpRequests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(op).Observe(d.Seconds())
 }
@@ -176,7 +176,7 @@ func (m *Metrics) RunEnded(ev *gen.TraceEvent) {
 	if ev.EventType != gen.TraceEventTypeRunFinished || ev.ExitReason == nil {
 		return
 	}
-	m.runs.WithLabelValues(m.vocab.exitReason(*ev.ExitReason)).Inc()
+	m.runs.WithLabelValues(label(m.vocab.exitReasons, *ev.ExitReason)).Inc()
 	if ev.DurationMs != nil {
 		m.runDuration.Observe(*ev.DurationMs / 1e3)
 	}
@@ -194,7 +194,7 @@ type runMetrics struct {
 }
 
 func (m *Metrics) forRun(provider string) *runMetrics {
-	return &runMetrics{m: m, provider: m.vocab.provider(provider), tools: map[string]string{}}
+	return &runMetrics{m: m, provider: label(m.vocab.providers, provider), tools: map[string]string{}}
 }
 
 // toolLabel is the metric label of a tool the run offers (other already

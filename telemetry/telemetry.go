@@ -243,13 +243,15 @@ func (r *Run) spanEvent(ev *gen.TraceEvent) {
 			trace.WithAttributes(r.modelAttributes()...))
 		r.last = ev.Time
 		return
-	case gen.TraceEventTypeModelAction:
-		if ev.ModelDurationMs != nil {
-			r.chat(ev, *ev.ModelDurationMs, "")
-		}
-	case gen.TraceEventTypeModelFeedback:
-		if ev.ModelDurationMs != nil {
-			r.chat(ev, *ev.ModelDurationMs, string(gen.FeedbackKindInvalidModelOutput))
+	case gen.TraceEventTypeModelAction, gen.TraceEventTypeModelFeedback:
+		// The model call that ended at the event (the turn's first action,
+		// or invalid output) after ModelDurationMs.
+		if ms := ev.ModelDurationMs; ms != nil && r.span != nil {
+			failure := ""
+			if ev.EventType == gen.TraceEventTypeModelFeedback {
+				failure = string(gen.FeedbackKindInvalidModelOutput)
+			}
+			r.chatSpan(ev.Time.Add(-time.Duration(*ms*float64(time.Millisecond))), ev.Time, ev.Usage, failure)
 		}
 	case gen.TraceEventTypeObservation:
 		r.tool(ev)
@@ -264,28 +266,15 @@ func (r *Run) spanEvent(ev *gen.TraceEvent) {
 
 // modelAttributes are the provider and model of the run's model.
 func (r *Run) modelAttributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{semconv.GenAIProviderNameKey.String(r.providerName())}
+	attrs := []attribute.KeyValue{semconv.GenAIProviderNameKey.String(label(specVocabulary().providers, r.info.Provider))}
 	if r.info.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.info.Model))
 	}
 	return attrs
 }
 
-func (r *Run) providerName() string {
-	return specVocabulary().provider(r.info.Provider)
-}
-
-// chat records the model call that ended at ev's time after ms
-// milliseconds; failure, when set, is why it failed.
-func (r *Run) chat(ev *gen.TraceEvent, ms float64, failure string) {
-	if r.span == nil {
-		return
-	}
-	end := ev.Time
-	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
-	r.chatSpan(start, end, ev.Usage, failure)
-}
-
+// chatSpan records a model call from start to end; failure, when set, is
+// why it failed.
 func (r *Run) chatSpan(start, end time.Time, u *gen.Usage, failure string) {
 	name := semconv.GenAIOperationNameChat.Value.AsString()
 	if r.info.Model != "" {
@@ -354,8 +343,8 @@ func (r *Run) finished(ev *gen.TraceEvent) {
 	if reason == gen.ExitReasonModelError {
 		r.chatSpan(r.last, ev.Time, nil, string(gen.ExitReasonModelError))
 	}
-	label := specVocabulary().exitReason(reason)
-	r.span.SetAttributes(attrExitReason.String(label))
+	exit := label(specVocabulary().exitReasons, reason)
+	r.span.SetAttributes(attrExitReason.String(exit))
 	if ev.StepsUsed != nil {
 		r.span.SetAttributes(attrStepsUsed.Int(*ev.StepsUsed))
 	}
@@ -363,8 +352,8 @@ func (r *Run) finished(ev *gen.TraceEvent) {
 		r.span.SetAttributes(semconv.GenAIUsageInputTokens(int(ev.Usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(ev.Usage.OutputTokens)))
 	}
 	if reason != gen.ExitReasonFinished {
-		r.span.SetAttributes(semconv.ErrorTypeKey.String(label))
-		r.span.SetStatus(codes.Error, label)
+		r.span.SetAttributes(semconv.ErrorTypeKey.String(exit))
+		r.span.SetStatus(codes.Error, exit)
 	}
 	r.span.End(trace.WithTimestamp(ev.Time))
 	r.span = nil
