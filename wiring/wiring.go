@@ -9,11 +9,8 @@
 package wiring
 
 import (
-	"bufio"
-	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"time"
@@ -59,7 +56,7 @@ type Config struct {
 	// TelemetryRun names the run's model and its parent span.
 	Telemetry    *telemetry.Telemetry
 	TelemetryRun telemetry.RunInfo
-	// TracePath appends the trace to this file (see CreateTrace). It wins
+	// TracePath appends the trace to this file (see trace.Create). It wins
 	// over TraceWriter.
 	TracePath string
 	// TraceWriter receives the trace when TracePath is empty; Close does
@@ -194,7 +191,7 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 	}
 	switch {
 	case cfg.TracePath != "":
-		tw, err := CreateTrace(cfg.TracePath, cfg.TraceSync)
+		tw, err := trace.Create(cfg.TracePath, cfg.TraceSync)
 		if err != nil {
 			return &Error{PartTrace, err}
 		}
@@ -232,49 +229,4 @@ func (s *Setup) Close() error {
 		s.closeWorkspace = false
 	}
 	return errors.Join(errs...)
-}
-
-// CreateTrace opens path to append a trace to it, like trace.Create, but
-// refuses a regular file that already holds something other than a
-// specloop trace, so a mistyped trace path never appends JSON lines to
-// someone's source file: the first line of a non-empty file must be a trace
-// event. Devices and pipes (/dev/stderr) are written as they are.
-func CreateTrace(path string, policy trace.SyncPolicy) (*trace.Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.Mode().IsRegular() && st.Size() > 0 {
-		if err := checkTraceFile(path); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return trace.NewWriter(f, policy), nil
-}
-
-// checkTraceFile reports whether the first line of the file at path is a
-// trace event.
-func checkTraceFile(path string) error {
-	r, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
-	}
-	defer r.Close()
-	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
-	if err != nil && err != io.EOF {
-		line = nil // a read error, or a first line longer than any trace event
-	}
-	if len(line) == 0 {
-		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
-	}
-	if _, err := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
-		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
-	}
-	return nil
 }

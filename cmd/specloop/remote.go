@@ -12,7 +12,6 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/trace"
-	"github.com/specloop/specloop/wiring"
 )
 
 // remoteGrace bounds how long an interrupted `run --remote` waits for the
@@ -72,7 +71,7 @@ func runRemote(ctx context.Context, env *cmdEnv, f *runFlags, prompt string) int
 			env.errorf("run: --sync: %v", err)
 			return exitUsage
 		}
-		if tw, err = wiring.CreateTrace(f.tracePath, policy); err != nil {
+		if tw, err = trace.Create(f.tracePath, policy); err != nil {
 			env.errorf("run: --trace: %v", err)
 			return exitUsage
 		}
