@@ -9,11 +9,11 @@
 package wiring
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
 	"os"
-	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/mcpclient"
@@ -28,14 +28,11 @@ import (
 // available, no check and no trace.
 type Config struct {
 	// Dir is the workspace directory; "" means the current directory. It
-	// is ignored when Root or Workspace is set.
+	// is ignored when Root is set.
 	Dir string
 	// Root is an already-open workspace directory to use instead of Dir
 	// (a server's held directory); it stays open.
 	Root *os.Root
-	// Workspace is an already-opened workspace to use instead of Dir;
-	// Setup.Close leaves it open (its opener closes it).
-	Workspace *tools.Workspace
 	// DisableCommands leaves run_command out of the tools offered.
 	DisableCommands bool
 	// Tools are documents of custom tools offered besides the built-in
@@ -46,8 +43,6 @@ type Config struct {
 	Sandbox sandbox.Policy
 	// Check is the completion check's command line; "" means no check.
 	Check string
-	// CheckTimeout bounds the check; zero means tools.DefaultCheckTimeout.
-	CheckTimeout time.Duration
 	// CheckEnv adds NAME=value variables to the check's environment.
 	CheckEnv []string
 	// Telemetry, when set, observes the run: Options.Trace, Options.Check
@@ -120,8 +115,8 @@ type Setup struct {
 	// wraps with Telemetry set; nil without a trace.
 	Trace *trace.Writer
 
-	closeWorkspace bool
-	closeTrace     bool
+	workspaceClosed bool
+	closeTrace      bool
 }
 
 // Open builds the setup cfg describes. A failure is an *Error naming the
@@ -131,7 +126,7 @@ func Open(cfg Config) (*Setup, error) { return OpenContext(context.Background(),
 // OpenContext is Open with a context, which bounds starting the MCP
 // servers.
 func OpenContext(ctx context.Context, cfg Config) (*Setup, error) {
-	s := &Setup{Workspace: cfg.Workspace}
+	s := &Setup{}
 	if err := s.open(ctx, cfg); err != nil {
 		s.Close()
 		return nil, err
@@ -140,23 +135,14 @@ func OpenContext(ctx context.Context, cfg Config) (*Setup, error) {
 }
 
 func (s *Setup) open(ctx context.Context, cfg Config) error {
-	if s.Workspace == nil && cfg.Root != nil {
-		ws, err := tools.OpenWorkspaceIn(cfg.Root, ".")
-		if err != nil {
-			return &Error{PartWorkspace, err}
-		}
-		s.Workspace, s.closeWorkspace = ws, true
+	var err error
+	if cfg.Root != nil {
+		s.Workspace, err = tools.OpenWorkspaceIn(cfg.Root, ".")
+	} else {
+		s.Workspace, err = tools.OpenWorkspace(cmp.Or(cfg.Dir, "."))
 	}
-	if s.Workspace == nil {
-		dir := cfg.Dir
-		if dir == "" {
-			dir = "."
-		}
-		ws, err := tools.OpenWorkspace(dir)
-		if err != nil {
-			return &Error{PartWorkspace, err}
-		}
-		s.Workspace, s.closeWorkspace = ws, true
+	if err != nil {
+		return &Error{PartWorkspace, err}
 	}
 	policy := cfg.Sandbox
 	if !cfg.DisableCommands || cfg.Check != "" {
@@ -184,7 +170,6 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Check != "" {
 		c := tools.NewCommandCheck(s.Workspace, cfg.Check)
-		c.Timeout = cfg.CheckTimeout
 		c.Env = cfg.CheckEnv
 		c.Sandbox = s.Sandbox
 		s.Check, s.Options.Check = c, c
@@ -212,8 +197,8 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 }
 
 // Close stops the MCP servers and closes the trace file and the workspace
-// Open opened (not those the Config handed in). It may be called more
-// than once.
+// Open opened (not the Config's Root or TraceWriter). It may be called
+// more than once.
 func (s *Setup) Close() error {
 	var errs []error
 	if s.MCP != nil {
@@ -224,9 +209,9 @@ func (s *Setup) Close() error {
 		errs = append(errs, s.Trace.Close())
 		s.closeTrace = false
 	}
-	if s.closeWorkspace && s.Workspace != nil {
+	if s.Workspace != nil && !s.workspaceClosed {
 		errs = append(errs, s.Workspace.Close())
-		s.closeWorkspace = false
+		s.workspaceClosed = true
 	}
 	return errors.Join(errs...)
 }
