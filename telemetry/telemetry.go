@@ -129,14 +129,11 @@ func (r *Run) Emit(ev *gen.TraceEvent) error {
 }
 
 // Check wraps a completion check so that the Run sees each result and how
-// long the check took. It keeps the check's agent.Sandboxed ability. A nil
-// check stays nil.
+// long the check took. The wrapper passes the check's agent.Sandboxed
+// ability on (nil for a check without one). A nil check stays nil.
 func (r *Run) Check(c agent.Checker) agent.Checker {
 	if c == nil || r.t == nil || (r.metrics == nil && r.t.Tracer == nil) {
 		return c
-	}
-	if s, ok := c.(agent.Sandboxed); ok {
-		return sandboxedCheck{timedCheck{r, c}, s}
 	}
 	return timedCheck{r, c}
 }
@@ -163,12 +160,12 @@ func (c timedCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	return res, err
 }
 
-type sandboxedCheck struct {
-	timedCheck
-	s agent.Sandboxed
+func (c timedCheck) SandboxInfo() *gen.SandboxInfo {
+	if s, ok := c.c.(agent.Sandboxed); ok {
+		return s.SandboxInfo()
+	}
+	return nil
 }
-
-func (c sandboxedCheck) SandboxInfo() *gen.SandboxInfo { return c.s.SandboxInfo() }
 
 // contentTools records each call's arguments and result for the span of
 // its observation, which the loop emits right after the call.
