@@ -262,38 +262,37 @@ type end struct {
 func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.start = l.now()
 	toolNames := []string{}
-	var specs []gen.ToolSpec
 	if l.opts.Tools != nil {
-		specs = l.opts.Tools.Specs()
-		l.tools = specs
-		l.hints = make(map[string]*gen.ToolHints, len(specs))
-		for _, s := range specs {
+		l.tools = l.opts.Tools.Specs()
+		l.hints = make(map[string]*gen.ToolHints, len(l.tools))
+		for _, s := range l.tools {
 			toolNames = append(toolNames, s.Name)
 			l.hints[s.Name] = s.Hints
 		}
 		if l.tracing {
-			l.vocab = newVocabulary(specs)
+			l.vocab = newVocabulary(l.tools)
 		}
 	}
 	l.sandbox = l.sandboxInfo()
-	if st := l.opts.Resume; st != nil {
-		// run_started was traced before the pause.
-		if err := l.initApprovals(specs); err != nil {
-			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: st.StepsUsed})
+	st := l.opts.Resume
+	steps := 0
+	if st != nil {
+		steps = st.StepsUsed // run_started was traced before the pause
+	} else {
+		started := l.event(0, gen.TraceEventTypeRunStarted)
+		started.InputSummary = ptr(trace.Summary(l.task.Prompt))
+		started.MaxSteps = &l.max
+		started.ToolNames = &toolNames
+		started.Sandbox = l.sandbox
+		if err := l.emit(started); err != nil {
+			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 		}
+	}
+	if err := l.initApprovals(l.tools); err != nil {
+		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: steps})
+	}
+	if st != nil {
 		l.restore(st)
-		return l.finish(ctx, l.steps(ctx))
-	}
-	started := l.event(0, gen.TraceEventTypeRunStarted)
-	started.InputSummary = ptr(trace.Summary(l.task.Prompt))
-	started.MaxSteps = &l.max
-	started.ToolNames = &toolNames
-	started.Sandbox = l.sandbox
-	if err := l.emit(started); err != nil {
-		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
-	}
-	if err := l.initApprovals(specs); err != nil {
-		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
 	return l.finish(ctx, l.steps(ctx))
 }
