@@ -145,23 +145,18 @@ func (g *registry) list(status *gen.RunStatus, limit int, cursor string) (runs [
 		}
 		end, _ = slices.BinarySearchFunc(g.sorted, &run{created: t, id: id}, compareRuns)
 	}
+	listed := func(r *run) bool { return status == nil || r.status == *status }
 	runs = make([]gen.Run, 0, min(limit, end))
 	i := end - 1
 	for ; i >= 0 && len(runs) < limit; i-- {
-		r := g.sorted[i]
-		if status == nil || r.status == *status {
+		if r := g.sorted[i]; listed(r) {
 			runs = append(runs, r.view())
 		}
 	}
-	if len(runs) == limit {
-		// Offer a next page only when there is one.
-		for j := i; j >= 0; j-- {
-			if status == nil || g.sorted[j].status == *status {
-				last := runs[len(runs)-1]
-				next = makeCursor(last.CreatedAt, last.Id)
-				break
-			}
-		}
+	// Offer a next page only when there is one.
+	if len(runs) == limit && slices.ContainsFunc(g.sorted[:i+1], listed) {
+		last := runs[len(runs)-1]
+		next = makeCursor(last.CreatedAt, last.Id)
 	}
 	return runs, next, nil
 }
