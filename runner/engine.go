@@ -88,16 +88,6 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	var res gen.RunResult
 	if err == nil {
-		if ea, ok := e.(EngineApprovals); ok && j.waiting != nil {
-			// reattach listed the call the run waits on: hand its
-			// decision to the engine.
-			j.gate.mu.Lock()
-			p := j.gate.pending
-			j.gate.mu.Unlock()
-			if p != nil {
-				s.awaitDecision(ea, r, j, p.step, p.call)
-			}
-		}
 		event := func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)
@@ -164,7 +154,8 @@ func (s *Runner) executeOn(e Engine, r *run) {
 // reattach makes r, a run without a result in the run log, an in-flight
 // run again that the engine is still executing: its trace is made
 // appendable (a torn last line cut), its events are served again, and an
-// approval it was waiting for is listed again. followAttached follows it
+// approval it was waiting for is listed again, its decision handed to the
+// engine. followAttached follows it
 // once the server is up. A run whose trace has its run_finished (the
 // server stopped before it logged the result) is not attached: recoverRun
 // settles it.
@@ -181,6 +172,7 @@ func (s *Runner) reattach(r *run) (bool, error) {
 	// Whether the run asks for approvals is the engine's to know: every
 	// attached run takes decisions.
 	j.gate = newApprovalGate(s, r, s.cfg.ApprovalTimeout)
+	var waiting *gen.TraceEvent // the approval request still waiting for a decision
 	for i := range evs {
 		ev := &evs[i]
 		line, err := json.Marshal(ev)
@@ -190,9 +182,9 @@ func (s *Runner) reattach(r *run) (bool, error) {
 		j.events.publishJSON(ev.EventType, line, false)
 		switch {
 		case ev.EventType == gen.TraceEventTypeApprovalRequested && ev.CallId != nil && ev.ToolName != nil:
-			j.waiting = ev
-		case ev.EventType == gen.TraceEventTypeApprovalDecided && j.waiting != nil && ev.CallId != nil && *ev.CallId == *j.waiting.CallId:
-			j.waiting = nil
+			waiting = ev
+		case ev.EventType == gen.TraceEventTypeApprovalDecided && waiting != nil && ev.CallId != nil && *ev.CallId == *waiting.CallId:
+			waiting = nil
 		}
 	}
 	r.status, r.job = gen.RunStatusRunning, j
@@ -201,11 +193,11 @@ func (s *Runner) reattach(r *run) (bool, error) {
 	} else {
 		r.started = time.Now().UTC()
 	}
-	if j.waiting != nil {
+	if waiting != nil {
 		// Before the server serves: the run is waiting_for_approval and
 		// lists the call with the engine's arguments the moment it is
 		// listed at all, not once the goroutine that follows it ran.
-		s.listApproval(s.cfg.Engine, r, j, j.waiting)
+		s.forwardApproval(s.cfg.Engine, r, j, waiting)
 	}
 	return true, nil
 }

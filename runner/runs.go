@@ -46,11 +46,9 @@ type job struct {
 	events *liveEvents
 
 	// A run an Engine was executing when this server started (reattach in
-	// engine.go): the events its trace held, and the approval request
-	// among them still waiting for a decision.
+	// engine.go), and the events its trace held.
 	attached bool
 	seen     int
-	waiting  *gen.TraceEvent
 }
 
 // Causes of a cancellation, which become the run's error.
