@@ -272,8 +272,8 @@ func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 		// The engine's timer decides, not the gate's timeout (which an
 		// attached run does not know).
 		j.gate.mu.Lock()
-		if p := j.gate.pending; p != nil && *p.call.CallId == *call.CallId {
-			p.expires = expires.UTC()
+		if p := j.gate.pending; p != nil && p.CallId == *call.CallId {
+			p.ExpiresAt = ptr(expires.UTC())
 		}
 		j.gate.mu.Unlock()
 	}
