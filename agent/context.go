@@ -80,7 +80,6 @@ type contextBudget struct {
 	window    int
 	threshold float64
 	keep      int
-	disabled  bool
 	// base is the usage (input + output tokens) the provider reported for
 	// the last request that reported one, and baseEst the sizer's
 	// estimate of that request: ground truth plus the estimate of what
@@ -91,7 +90,7 @@ type contextBudget struct {
 }
 
 func newContextBudget(m Model, c Compaction) contextBudget {
-	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns, disabled: c.Disabled}
+	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns}
 	if s, ok := m.(ContextSizer); ok && s.ContextWindow() > 0 {
 		b.sizer, b.window = s, s.ContextWindow()
 	}
@@ -145,7 +144,7 @@ func (l *loop) beforeCall(ctx context.Context, step int) *end {
 		return nil
 	}
 	tokens, raw := b.estimate(l.request(l.history.view()))
-	if b.over(tokens) && !b.disabled {
+	if b.over(tokens) && !l.opts.Compaction.Disabled {
 		var e *end
 		if tokens, e = l.compact(ctx, step, tokens, false); e != nil {
 			return e
