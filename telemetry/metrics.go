@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -137,12 +138,7 @@ func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
 // count when scraped. count returns the number of runs in each status; it
 // must be safe to call from any goroutine.
 func (m *Metrics) RunStatuses(count func() map[gen.RunStatus]int) error {
-	var live []gen.RunStatus
-	for _, s := range m.vocab.statuses {
-		if s != gen.RunStatusFinished {
-			live = append(live, s)
-		}
-	}
+	live := slices.DeleteFunc(slices.Clone(m.vocab.statuses), func(s gen.RunStatus) bool { return s == gen.RunStatusFinished })
 	return m.reg.Register(&statusCollector{live: live, count: count,
 		desc: prometheus.NewDesc("specloop_runs", "Runs not finished yet, by status (the spec's RunStatus).", []string{"status"}, nil)})
 }
