@@ -25,14 +25,7 @@ func (s *Runner) execute(r *run) {
 	}
 	j, started := s.start(r)
 
-	finalized := false
-	finish := func(res gen.RunResult, ev *gen.TraceEvent, data []byte) {
-		if finalized {
-			return
-		}
-		finalized = true
-		s.finalize(r, j, started, res, ev, data)
-	}
+	finalized := false // the run_finished the loop traced was recorded
 	var tf *traceFile
 	res, err := s.runAgent(r, j, &tf, func(p agent.Progress) {
 		// The observer runs right after the event was written: tf.last is
@@ -41,7 +34,8 @@ func (s *Runner) execute(r *run) {
 			if err := tf.ended(); err != nil {
 				s.log.Error("sync a trace", "run", r.id, "err", err)
 			}
-			finish(*p.Result, p.Event, tf.last)
+			finalized = true
+			s.finalize(r, j, started, *p.Result, p.Event, tf.last)
 			return
 		}
 		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
@@ -56,7 +50,7 @@ func (s *Runner) execute(r *run) {
 		// run_finished could not be traced: record the result anyway and
 		// end the live stream with the event the trace lacks.
 		ev := finishedEvent(r.id, time.Now().UTC(), &res)
-		finish(res, &ev, nil)
+		s.finalize(r, j, started, res, &ev, nil)
 	}
 }
 
