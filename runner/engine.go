@@ -127,26 +127,25 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	if err != nil {
 		s.log.Error("run failed in its engine", "run", r.id, "err", err)
 	}
-	if finished == nil && errors.Is(context.Cause(j.ctx), errShuttingDown) && res.ExitReason == gen.ExitReasonInterrupted {
-		// The engine goes on with the run: leave its record and trace
-		// open, for the next server to follow it (reattach), and end only
-		// this server's streams.
-		ev := finishedEvent(r.id, time.Now().UTC(), &res)
-		if err := j.events.publish(&ev, true); err != nil {
-			s.log.Error("publish an event", "run", r.id, "err", err)
-		}
-		s.releaseWorkspace(j.ws)
-		return
-	}
 	if finished == nil {
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
+		if errors.Is(context.Cause(j.ctx), errShuttingDown) && res.ExitReason == gen.ExitReasonInterrupted {
+			// The engine goes on with the run: leave its record and trace
+			// open, for the next server to follow it (reattach), and end
+			// only this server's streams.
+			if err := j.events.publish(&ev, true); err != nil {
+				s.log.Error("publish an event", "run", r.id, "err", err)
+			}
+			s.releaseWorkspace(j.ws)
+			return
+		}
 		// No run_finished came back: record the result anyway and end
 		// the trace and the live stream with the event they lack.
-		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 			s.log.Error("trace a run's end", "run", r.id, "err", err)
 		}
 		_ = obs.Emit(&ev)
-		finished, finishedLine = &ev, nil
+		finished = &ev
 	}
 	s.finalize(r, j, started, res, finished, finishedLine)
 }
@@ -155,8 +154,7 @@ func (s *Runner) executeOn(e Engine, r *run) {
 // run again that the engine is still executing: its trace is made
 // appendable (a torn last line cut), its events are served again, and an
 // approval it was waiting for is listed again, its decision handed to the
-// engine. followAttached follows it
-// once the server is up. A run whose trace has its run_finished (the
+// engine. followAttached follows it once the server is up. A run whose trace has its run_finished (the
 // server stopped before it logged the result) is not attached: recoverRun
 // settles it.
 func (s *Runner) reattach(r *run) (bool, error) {
