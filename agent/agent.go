@@ -433,15 +433,13 @@ func (l *loop) steps(ctx context.Context) end {
 			}
 			l.stuck.warned = true
 			fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindStuckWarning, Message: stuckMessage(stuck)}
+			var ev *gen.TraceEvent
 			if l.tracing {
-				ev := l.event(step, gen.TraceEventTypeModelFeedback)
-				ev.FeedbackKind = &fb.Kind
-				ev.Output = ptr(trace.Summary(fb.Message))
-				if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
-					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-				}
+				ev = l.event(step, gen.TraceEventTypeModelFeedback)
 			}
-			l.history.add(Item{Feedback: fb})
+			if e := l.tellModel(step, ev, fb); e != nil {
+				return *e
+			}
 		}
 	}
 	switch lastFeedback {
@@ -471,15 +469,26 @@ type toolStep struct {
 // non-nil end stops the run.
 func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, now time.Time) *end {
 	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: ClipMessage(invalid.Message)}
+	var ev *gen.TraceEvent
 	if l.tracing {
-		ev := l.eventAt(step, gen.TraceEventTypeModelFeedback, now)
-		ev.FeedbackKind = &fb.Kind
-		ev.Output = ptr(trace.Summary(fb.Message))
+		ev = l.eventAt(step, gen.TraceEventTypeModelFeedback, now)
 		ev.ModelDurationMs = &modelMs
 		ev.Usage = invalid.Usage
 		if l.opts.RecordRaw {
 			ev.RawResponse = &invalid.Raw
 		}
+	}
+	return l.tellModel(step, ev, fb)
+}
+
+// tellModel gives fb to the model: it traces ev (fb's model_feedback or
+// finish_rejected event; nil records nothing) with fb's kind and summary,
+// shows fb to the observer, and adds it to the history. A non-nil end
+// stops the run.
+func (l *loop) tellModel(step int, ev *gen.TraceEvent, fb *gen.ModelFeedback) *end {
+	if ev != nil {
+		ev.FeedbackKind = &fb.Kind
+		ev.Output = ptr(trace.Summary(fb.Message))
 		if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
@@ -557,17 +566,11 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	if res.OutputTail != nil && *res.OutputTail != "" {
 		msg += "\nEnd of the check's output:\n" + clipTail(*res.OutputTail)
 	}
-	fb := gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
+	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
 	ev := l.event(step, gen.TraceEventTypeFinishRejected)
-	ev.FeedbackKind = &fb.Kind
 	ev.ExitCode = &res.ExitCode
-	ev.Output = ptr(trace.Summary(msg))
 	ev.ToolDurationMs = &checkMs
-	if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
-		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-	}
-	l.history.add(Item{Feedback: &fb})
-	return false, nil
+	return false, l.tellModel(step, ev, fb)
 }
 
 func (l *loop) addUsage(u *gen.Usage) error {
