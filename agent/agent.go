@@ -262,38 +262,37 @@ type end struct {
 func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	l.start = l.now()
 	toolNames := []string{}
-	var specs []gen.ToolSpec
 	if l.opts.Tools != nil {
-		specs = l.opts.Tools.Specs()
-		l.tools = specs
-		l.hints = make(map[string]*gen.ToolHints, len(specs))
-		for _, s := range specs {
+		l.tools = l.opts.Tools.Specs()
+		l.hints = make(map[string]*gen.ToolHints, len(l.tools))
+		for _, s := range l.tools {
 			toolNames = append(toolNames, s.Name)
 			l.hints[s.Name] = s.Hints
 		}
 		if l.tracing {
-			l.vocab = newVocabulary(specs)
+			l.vocab = newVocabulary(l.tools)
 		}
 	}
 	l.sandbox = l.sandboxInfo()
-	if st := l.opts.Resume; st != nil {
-		// run_started was traced before the pause.
-		if err := l.initApprovals(specs); err != nil {
-			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: st.StepsUsed})
+	st := l.opts.Resume
+	steps := 0
+	if st != nil {
+		steps = st.StepsUsed // run_started was traced before the pause
+	} else {
+		started := l.event(0, gen.TraceEventTypeRunStarted)
+		started.InputSummary = ptr(trace.Summary(l.task.Prompt))
+		started.MaxSteps = &l.max
+		started.ToolNames = &toolNames
+		started.Sandbox = l.sandbox
+		if err := l.emit(started); err != nil {
+			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 		}
+	}
+	if err := l.initApprovals(l.tools); err != nil {
+		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: steps})
+	}
+	if st != nil {
 		l.restore(st)
-		return l.finish(ctx, l.steps(ctx))
-	}
-	started := l.event(0, gen.TraceEventTypeRunStarted)
-	started.InputSummary = ptr(trace.Summary(l.task.Prompt))
-	started.MaxSteps = &l.max
-	started.ToolNames = &toolNames
-	started.Sandbox = l.sandbox
-	if err := l.emit(started); err != nil {
-		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
-	}
-	if err := l.initApprovals(specs); err != nil {
-		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 	}
 	return l.finish(ctx, l.steps(ctx))
 }
@@ -331,8 +330,8 @@ func (l *loop) steps(ctx context.Context) end {
 		if e := l.beforeCall(ctx, step); e != nil {
 			return *e
 		}
-		t0 := l.clock()
-		turn, err := l.next(ctx)
+		t0 := l.now()
+		turn, err := l.model.Next(ctx, l.request(l.history.view()))
 		modelMs, now := l.lap(t0)
 		if err != nil {
 			var invalid *InvalidOutputError
@@ -374,13 +373,17 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		// The turn's tool calls and their observations are recorded
 		// together, in one allocation; the calls are copied so the model
-		// cannot change them.
+		// cannot change them. The history holds the turn as the model
+		// gave it, then the results in the same order, so that adapters
+		// send the turn back as one reply with several calls.
 		recs := make([]toolStep, len(turn.Actions))
 		for i, a := range turn.Actions {
 			if a.ToolCall != nil {
 				recs[i].call = *a.ToolCall
+				l.history.add(Item{ToolCall: &recs[i].call})
 			} else {
 				recs[i].fin = *a.Finish
+				l.history.add(Item{Finish: &recs[i].fin})
 			}
 		}
 		if l.tracing {
@@ -392,16 +395,6 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		if err := l.addUsage(turn.Usage); err != nil {
 			return end{reason: gen.ExitReasonTokenBudgetExceeded, err: err, steps: step}
-		}
-		// The history holds the turn as the model gave it, then the
-		// results in the same order, so that adapters send the turn back
-		// as one reply with several calls.
-		for i := range recs {
-			if turn.Actions[i].ToolCall != nil {
-				l.history.add(Item{ToolCall: &recs[i].call})
-			} else {
-				l.history.add(Item{Finish: &recs[i].fin})
-			}
 		}
 		stuck := "" // the first pattern of repeats the turn's calls formed
 		for i := range recs {
@@ -440,15 +433,13 @@ func (l *loop) steps(ctx context.Context) end {
 			}
 			l.stuck.warned = true
 			fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindStuckWarning, Message: stuckMessage(stuck)}
+			var ev *gen.TraceEvent
 			if l.tracing {
-				ev := l.event(step, gen.TraceEventTypeModelFeedback)
-				ev.FeedbackKind = &fb.Kind
-				ev.Output = ptr(trace.Summary(fb.Message))
-				if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
-					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-				}
+				ev = l.event(step, gen.TraceEventTypeModelFeedback)
 			}
-			l.history.add(Item{Feedback: fb})
+			if e := l.tellModel(step, ev, fb); e != nil {
+				return *e
+			}
 		}
 	}
 	switch lastFeedback {
@@ -458,11 +449,6 @@ func (l *loop) steps(ctx context.Context) end {
 		return end{reason: gen.ExitReasonCheckFailed, err: fmt.Errorf("the step budget of %d ran out with the finish rejected by the completion check", l.max), steps: l.max}
 	}
 	return end{reason: gen.ExitReasonMaxStepsExceeded, err: fmt.Errorf("the step budget of %d ran out", l.max), steps: l.max}
-}
-
-// next asks the model for the step's turn.
-func (l *loop) next(ctx context.Context) (Turn, error) {
-	return l.model.Next(ctx, l.request(l.history.view()))
 }
 
 // request is the request of the run for history h.
@@ -483,18 +469,26 @@ type toolStep struct {
 // non-nil end stops the run.
 func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, now time.Time) *end {
 	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: ClipMessage(invalid.Message)}
+	var ev *gen.TraceEvent
 	if l.tracing {
-		se := l.stepEvent(step, gen.TraceEventTypeModelFeedback, now)
-		ev := &se.TraceEvent
-		ev.FeedbackKind = &fb.Kind
-		se.output = trace.Summary(fb.Message)
-		ev.Output = &se.output
-		se.modelMs = modelMs
-		ev.ModelDurationMs = &se.modelMs
+		ev = l.eventAt(step, gen.TraceEventTypeModelFeedback, now)
+		ev.ModelDurationMs = &modelMs
 		ev.Usage = invalid.Usage
 		if l.opts.RecordRaw {
 			ev.RawResponse = &invalid.Raw
 		}
+	}
+	return l.tellModel(step, ev, fb)
+}
+
+// tellModel gives fb to the model: it traces ev (fb's model_feedback or
+// finish_rejected event; nil records nothing) with fb's kind and summary,
+// shows fb to the observer, and adds it to the history. A non-nil end
+// stops the run.
+func (l *loop) tellModel(step int, ev *gen.TraceEvent, fb *gen.ModelFeedback) *end {
+	if ev != nil {
+		ev.FeedbackKind = &fb.Kind
+		ev.Output = ptr(trace.Summary(fb.Message))
 		if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
@@ -513,7 +507,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	if e != nil {
 		return e
 	}
-	t0 := l.clock()
+	t0 := l.now()
 	if !run {
 		// rec.obs is the denial.
 	} else if l.opts.Tools == nil {
@@ -536,16 +530,13 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	seen := &rec.seen
 	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(l.hints[call.ToolName], call, obs))
 	if l.tracing {
-		se := l.stepEvent(step, gen.TraceEventTypeObservation, now)
-		ev := &se.TraceEvent
-		ev.ToolName = l.vocab.toolName(&obs.ToolName, &se.toolName)
-		ev.CallId = traceCallID(obs.CallId, &se.callID)
-		se.output = trace.Summary(seen.Content) // what the model saw, as replay compares it
-		ev.Output = &se.output
+		ev := l.eventAt(step, gen.TraceEventTypeObservation, now)
+		ev.ToolName = l.vocab.toolName(&obs.ToolName)
+		ev.CallId = traceCallID(obs.CallId)
+		ev.Output = ptr(trace.Summary(seen.Content)) // what the model saw, as replay compares it
 		ev.IsError = &obs.IsError
 		ev.ErrorCode = obs.ErrorCode
-		se.toolMs = toolMs
-		ev.ToolDurationMs = &se.toolMs
+		ev.ToolDurationMs = &toolMs
 		if err := l.emitDetail(Progress{Event: ev, Observation: obs}); err != nil {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
@@ -575,17 +566,11 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	if res.OutputTail != nil && *res.OutputTail != "" {
 		msg += "\nEnd of the check's output:\n" + clipTail(*res.OutputTail)
 	}
-	fb := gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
+	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
 	ev := l.event(step, gen.TraceEventTypeFinishRejected)
-	ev.FeedbackKind = &fb.Kind
 	ev.ExitCode = &res.ExitCode
-	ev.Output = ptr(trace.Summary(msg))
 	ev.ToolDurationMs = &checkMs
-	if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
-		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-	}
-	l.history.add(Item{Feedback: &fb})
-	return false, nil
+	return false, l.tellModel(step, ev, fb)
 }
 
 func (l *loop) addUsage(u *gen.Usage) error {
@@ -649,77 +634,41 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 // call's duration and usage.
 func (l *loop) traceAction(step int, turn *Turn, i int, rec *toolStep, modelMs float64, now time.Time) error {
 	action := &turn.Actions[i]
-	se := l.stepEvent(step, gen.TraceEventTypeModelAction, now)
-	ev := &se.TraceEvent
+	ev := l.eventAt(step, gen.TraceEventTypeModelAction, now)
 	if i == 0 {
-		se.modelMs = modelMs
-		ev.ModelDurationMs = &se.modelMs
+		ev.ModelDurationMs = &modelMs
 		ev.Usage = turn.Usage
 	}
 	if l.opts.RecordRaw {
-		se.raw = action.Raw
-		ev.RawResponse = &se.raw
+		ev.RawResponse = ptr(action.Raw)
 	}
-	ev.ActionType = &se.actionType
 	if action.ToolCall != nil {
 		call := &rec.call
-		se.actionType = gen.ActionTypeToolCall
-		ev.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
-		ev.CallId = traceCallID(call.CallId, &se.callID)
-		se.keys = l.vocab.argumentKeys(call.ToolName, call.Arguments)
-		ev.ArgumentKeys = &se.keys
+		ev.ActionType = ptr(gen.ActionTypeToolCall)
+		ev.ToolName = l.vocab.toolName(&call.ToolName)
+		ev.CallId = traceCallID(call.CallId)
+		ev.ArgumentKeys = ptr(l.vocab.argumentKeys(call.ToolName, call.Arguments))
 		return l.emitDetail(Progress{Event: ev, ToolCall: call})
 	}
-	se.actionType = gen.ActionTypeFinish
-	se.output = trace.Summary(rec.fin.Answer)
-	ev.Output = &se.output
+	ev.ActionType = ptr(gen.ActionTypeFinish)
+	ev.Output = ptr(trace.Summary(rec.fin.Answer))
 	return l.emitDetail(Progress{Event: ev, Finish: &rec.fin})
 }
 
-// Durations and times only appear in events, so a loop that does not
-// trace does not read the clock in its steps.
-
-// clock returns the current time when the loop traces, else the zero time.
-func (l *loop) clock() time.Time {
-	if !l.tracing {
-		return time.Time{}
-	}
-	return l.now()
-}
-
-// lap returns, when the loop traces, the time since t0 (from clock) in
-// milliseconds and the current time, for the event that records the lap.
+// lap returns the time since t0 in milliseconds and the current time, for
+// the event that records the lap.
 func (l *loop) lap(t0 time.Time) (float64, time.Time) {
-	if !l.tracing {
-		return 0, time.Time{}
-	}
 	now := l.now()
 	return ms(now.Sub(t0)), now
 }
 
 func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
-	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: l.now().UTC()}
+	return l.eventAt(step, typ, l.now())
 }
 
-// stepEvent is a trace event of a step together with the values its
-// optional fields point to, so that an event costs one allocation. The
-// values are the event's own.
-type stepEvent struct {
-	gen.TraceEvent
-	actionType gen.ActionType
-	toolName   string // the summary of a tool name not in the tool list
-	callID     string // the summary of a call id that is not a plain id
-	output     string
-	raw        string
-	modelMs    float64
-	toolMs     float64
-	keys       []string
-}
-
-func (l *loop) stepEvent(step int, typ gen.TraceEventType, now time.Time) *stepEvent {
-	se := new(stepEvent)
-	se.RunId, se.Step, se.EventType, se.Time = l.runID, step, typ, now.UTC()
-	return se
+// eventAt is a new event of the run at time now.
+func (l *loop) eventAt(step int, typ gen.TraceEventType, now time.Time) *gen.TraceEvent {
+	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: now.UTC()}
 }
 
 func (l *loop) emit(ev *gen.TraceEvent) error { return l.emitDetail(Progress{Event: ev}) }

@@ -166,6 +166,8 @@ func (a *approvals) changedSince(tool string) int {
 
 // initApprovals checks the options' policy and approver.
 func (l *loop) initApprovals(specs []gen.ToolSpec) error {
+	a := &l.approvals
+	a.approved, a.asked, a.approvedAt = map[string]bool{}, map[string]bool{}, map[string]int{}
 	p := l.opts.ApprovalPolicy
 	if p == "" || p == gen.ApprovalPolicyNever {
 		return nil
@@ -176,13 +178,10 @@ func (l *loop) initApprovals(specs []gen.ToolSpec) error {
 	if l.opts.Approver == nil {
 		return fmt.Errorf("approval policy %s needs an Approver to ask", p)
 	}
-	l.approvals.offered = map[string]gen.ToolSpec{}
+	a.offered = map[string]gen.ToolSpec{}
 	for _, s := range specs {
-		l.approvals.offered[s.Name] = s
+		a.offered[s.Name] = s
 	}
-	l.approvals.approved = map[string]bool{}
-	l.approvals.asked = map[string]bool{}
-	l.approvals.approvedAt = map[string]int{}
 	return nil
 }
 
@@ -205,8 +204,12 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		// since: a person who let `sh build.sh` run did not see the
 		// build.sh of now.
 		delete(a.approved, name)
+		calls := "calls"
+		if changed == 1 {
+			calls = "call"
+		}
 		req.Reason = fmt.Sprintf("files in the workspace changed since %s was last approved in this run: %d %s of tools that write files ran since",
-			textclip.Clip(name, 64), changed, plural(changed, "call", "calls"))
+			textclip.Clip(name, 64), changed, calls)
 	}
 	// A decision is addressed by call id, and the model writes the ids:
 	// one an earlier request had would let a decision meant for that call
@@ -223,12 +226,10 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		req.Call.CallId = &name
 	}
 	a.asked[*req.Call.CallId] = true
-	var se *stepEvent
 	if l.tracing {
-		se = l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
-		se.keys = l.vocab.argumentKeys(name, req.Call.Arguments)
-		se.ArgumentKeys = &se.keys
-		if err := l.emitDetail(Progress{Event: &se.TraceEvent, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
+		ev := l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
+		ev.ArgumentKeys = ptr(l.vocab.argumentKeys(name, req.Call.Arguments))
+		if err := l.emitDetail(Progress{Event: ev, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
@@ -248,13 +249,12 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	}
 	reason := ClipMessage(dec.Reason)
 	if l.tracing {
-		se = l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
-		se.Decision = &dec.Decision
+		ev := l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
+		ev.Decision = &dec.Decision
 		if reason != "" {
-			se.output = trace.Summary(reason)
-			se.Output = &se.output
+			ev.Output = ptr(trace.Summary(reason))
 		}
-		if err := l.emitDetail(Progress{Event: &se.TraceEvent}); err != nil {
+		if err := l.emitDetail(Progress{Event: ev}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
@@ -276,18 +276,11 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 	return true, nil
 }
 
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
-
 // approvalEvent is an approval event of call, its tool name and call id
 // recorded as the trace records them.
-func (l *loop) approvalEvent(step int, typ gen.TraceEventType, call *gen.ToolCall) *stepEvent {
-	se := l.stepEvent(step, typ, l.now())
-	se.ToolName = l.vocab.toolName(&call.ToolName, &se.toolName)
-	se.CallId = traceCallID(call.CallId, &se.callID)
-	return se
+func (l *loop) approvalEvent(step int, typ gen.TraceEventType, call *gen.ToolCall) *gen.TraceEvent {
+	ev := l.event(step, typ)
+	ev.ToolName = l.vocab.toolName(&call.ToolName)
+	ev.CallId = traceCallID(call.CallId)
+	return ev
 }

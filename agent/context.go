@@ -80,7 +80,6 @@ type contextBudget struct {
 	window    int
 	threshold float64
 	keep      int
-	disabled  bool
 	// base is the usage (input + output tokens) the provider reported for
 	// the last request that reported one, and baseEst the sizer's
 	// estimate of that request: ground truth plus the estimate of what
@@ -91,7 +90,7 @@ type contextBudget struct {
 }
 
 func newContextBudget(m Model, c Compaction) contextBudget {
-	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns, disabled: c.Disabled}
+	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns}
 	if s, ok := m.(ContextSizer); ok && s.ContextWindow() > 0 {
 		b.sizer, b.window = s, s.ContextWindow()
 	}
@@ -145,7 +144,7 @@ func (l *loop) beforeCall(ctx context.Context, step int) *end {
 		return nil
 	}
 	tokens, raw := b.estimate(l.request(l.history.view()))
-	if b.over(tokens) && !b.disabled {
+	if b.over(tokens) && !l.opts.Compaction.Disabled {
 		var e *end
 		if tokens, e = l.compact(ctx, step, tokens, false); e != nil {
 			return e
@@ -160,15 +159,6 @@ func (l *loop) beforeCall(ctx context.Context, step int) *end {
 	return nil
 }
 
-// compacted is what one compaction did, for its trace event.
-type compacted struct {
-	elided                    int
-	bytesBefore, bytesAfter   int
-	tokensBefore, tokensAfter int
-	summarized                bool
-	usage                     *gen.Usage
-}
-
 // compact rebuilds the history smaller (see Compaction) and records a
 // history_compacted event; it returns the estimated tokens of the next
 // request (0 without a sizer). force, after the provider refused a
@@ -180,7 +170,10 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	if force && b.sizer != nil {
 		tokens, _ = b.estimate(l.request(l.history.view()))
 	}
-	c := compacted{tokensBefore: tokens, bytesBefore: textBytes(items)}
+	// What the compaction did, for its event.
+	tokensBefore, bytesBefore := tokens, textBytes(items)
+	elided, summarized := 0, false
+	var usage *gen.Usage
 	starts := turnStarts(items)
 	cut := 0 // the first item of the turns kept whole
 	if len(starts) > b.keep {
@@ -188,7 +181,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	}
 	out := make([]Item, len(items))
 	copy(out, items)
-	c.elided += elide(out[:cut], items, l.hints)
+	elided += elide(out[:cut], items, l.hints)
 	measure := func() int {
 		if b.sizer == nil {
 			return 0
@@ -204,11 +197,11 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		// one the provider refuses as too long is done without.
 		if b.sizer == nil || b.sizer.RequestTokens(req) <= b.window {
 			turn, err := l.model.Next(ctx, req)
-			summary, usage := turn.Summary, turn.Usage
+			summary := turn.Summary
+			usage = turn.Usage
 			if err == nil && summary == "" {
 				err = errors.New("the model answered without a summary")
 			}
-			c.usage = usage
 			if e := l.addUsage(usage); e != nil {
 				return 0, &end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step - 1}
 			}
@@ -221,7 +214,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 			default:
 				fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: summaryPreface + summary}
 				out = append([]Item{{Feedback: fb}}, out[cut:]...)
-				c.summarized = true
+				summarized = true
 				tokens = measure()
 				starts = turnStarts(out)
 			}
@@ -230,11 +223,10 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
 		// The kept turns are too large: keep only the last one whole.
 		last := starts[len(starts)-1]
-		c.elided += elide(out[:last], out, l.hints)
+		elided += elide(out[:last], out, l.hints)
 		tokens = measure()
 	}
-	c.tokensAfter, c.bytesAfter = tokens, textBytes(out)
-	if c.elided == 0 && !c.summarized && c.usage == nil {
+	if elided == 0 && !summarized && usage == nil {
 		// Nothing to compact: no event, and the history stays.
 		if force {
 			return tokens, &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
@@ -242,8 +234,14 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		}
 		return tokens, nil
 	}
-	if err := l.traceCompaction(step, &c); err != nil {
-		return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
+	if l.tracing {
+		ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
+		ev.ItemsElided, ev.Summarized, ev.Usage = &elided, &summarized, usage
+		ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
+		ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
+		if err := l.emit(ev); err != nil {
+			return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
+		}
 	}
 	l.history = historyLog{items: out}
 	return tokens, nil
@@ -251,19 +249,6 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 
 // summaryPreface starts the message of a history_summary.
 const summaryPreface = "The earlier part of this run was compacted to save context; this is its summary. Outputs from then are no longer shown: call the tools again for what you need.\n\n"
-
-func (l *loop) traceCompaction(step int, c *compacted) error {
-	if !l.tracing {
-		return nil
-	}
-	ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
-	ev.ItemsElided = &c.elided
-	ev.BytesBefore, ev.BytesAfter = &c.bytesBefore, &c.bytesAfter
-	ev.TokensBefore, ev.TokensAfter = &c.tokensBefore, &c.tokensAfter
-	ev.Summarized = &c.summarized
-	ev.Usage = c.usage
-	return l.emit(ev)
-}
 
 // turnStarts returns the index of the first item of each model turn of
 // items: a turn starts with its first action (a tool call or a finish) and

@@ -1,7 +1,6 @@
 package agent
 
 import (
-	"fmt"
 	"iter"
 	"maps"
 	"slices"
@@ -51,13 +50,9 @@ func NewHistory(items ...Item) History {
 // Len returns the number of items.
 func (h History) Len() int { return len(h.items) }
 
-// At returns a copy of item i.
-func (h History) At(i int) Item {
-	if i < 0 || i >= len(h.items) {
-		panic(fmt.Sprintf("agent: History.At(%d) out of range [0:%d]", i, len(h.items)))
-	}
-	return h.items[i].clone()
-}
+// At returns a copy of item i; it panics, as indexing does, when i is
+// out of range.
+func (h History) At(i int) Item { return h.items[i].clone() }
 
 // All iterates over copies of the items in order.
 func (h History) All() iter.Seq2[int, Item] {

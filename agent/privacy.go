@@ -45,14 +45,12 @@ func newVocabulary(specs []gen.ToolSpec) vocabulary {
 	return v
 }
 
-// toolName returns name when the tool is known, else its summary, stored
-// in room.
-func (v vocabulary) toolName(name, room *string) *string {
+// toolName returns name when the tool is known, else its summary.
+func (v vocabulary) toolName(name *string) *string {
 	if _, ok := v[*name]; ok {
 		return name
 	}
-	*room = trace.Summary(*name)
-	return room
+	return ptr(trace.Summary(*name))
 }
 
 // argumentKeys returns the keys of the arguments of a call of tool, sorted,
@@ -73,17 +71,13 @@ func (v vocabulary) argumentKeys(tool string, args map[string]any) []string {
 
 // traceCallID returns a call id as the trace records it: nil for none, the
 // id itself when it is a plain id (letters, digits, _ and -, as providers
-// make them) without a credential's shape, else its summary, stored in
-// room. A model may write anything in a call id.
-func traceCallID(id, room *string) *string {
-	if id == nil {
-		return nil
-	}
-	if verbatimID(*id) {
+// make them) without a credential's shape, else its summary. A model may
+// write anything in a call id.
+func traceCallID(id *string) *string {
+	if id == nil || verbatimID(*id) {
 		return id
 	}
-	*room = trace.Summary(*id)
-	return room
+	return ptr(trace.Summary(*id))
 }
 
 // verbatimID reports whether the trace records call id verbatim.

@@ -68,20 +68,14 @@ type State struct {
 
 // state snapshots the loop after step steps.
 func (l *loop) state(steps int) State {
-	items := make([]Item, len(l.history.items))
-	for i, it := range l.history.items {
-		items[i] = it.clone()
-	}
-	st := State{History: items, StepsUsed: steps, Usage: l.usage, Counted: l.counted, Started: l.start,
-		Check: l.check, CallIDs: l.approvals.named,
+	a := &l.approvals
+	st := State{History: l.history.view().Items(), StepsUsed: steps, Usage: l.usage, Counted: l.counted, Started: l.start,
+		Check: l.check, CallIDs: a.named, Writes: a.writes,
 		ContextBase: l.ctxb.base, ContextBaseEstimate: l.ctxb.baseEst, ContextKnown: l.ctxb.known}
-	st.Approved = slices.Sorted(maps.Keys(l.approvals.approved))
-	if len(l.approvals.asked) > 0 {
-		st.Asked = slices.Sorted(maps.Keys(l.approvals.asked))
-	}
-	st.Writes = l.approvals.writes
-	if len(l.approvals.approvedAt) > 0 {
-		st.ApprovedAt = maps.Clone(l.approvals.approvedAt)
+	st.Approved = slices.Sorted(maps.Keys(a.approved))
+	st.Asked = slices.Sorted(maps.Keys(a.asked))
+	if len(a.approvedAt) > 0 {
+		st.ApprovedAt = maps.Clone(a.approvedAt)
 	}
 	return st
 }
@@ -92,25 +86,14 @@ func (l *loop) restore(st *State) {
 		l.history.add(it.clone())
 	}
 	l.usage, l.counted, l.start, l.check = st.Usage, st.Counted, st.Started, st.Check
-	l.approvals.named = st.CallIDs
+	a := &l.approvals
+	a.named, a.writes = st.CallIDs, st.Writes
 	for _, id := range st.Asked {
-		if l.approvals.asked == nil {
-			l.approvals.asked = map[string]bool{}
-		}
-		l.approvals.asked[id] = true
+		a.asked[id] = true
 	}
-	l.approvals.writes = st.Writes
-	for name, at := range st.ApprovedAt {
-		if l.approvals.approvedAt == nil {
-			l.approvals.approvedAt = map[string]int{}
-		}
-		l.approvals.approvedAt[name] = at
-	}
+	maps.Copy(a.approvedAt, st.ApprovedAt)
 	for _, name := range st.Approved {
-		if l.approvals.approved == nil {
-			l.approvals.approved = map[string]bool{}
-		}
-		l.approvals.approved[name] = true
+		a.approved[name] = true
 	}
 	l.ctxb.base, l.ctxb.baseEst, l.ctxb.known = st.ContextBase, st.ContextBaseEstimate, st.ContextKnown
 }

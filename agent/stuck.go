@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/specloop/specloop/gen"
@@ -100,17 +101,9 @@ func (d *stuckDetector) pattern() string {
 	case same >= d.cfg.SameResult:
 		return fmt.Sprintf("the same call returned the same result %d times in a row", same)
 	}
-	if n := d.cfg.Alternating; len(r) >= n && r[len(r)-2] != last {
-		alt := true
-		for i := len(r) - n; i < len(r)-2; i++ {
-			if r[i] != r[i+2] {
-				alt = false
-				break
-			}
-		}
-		if alt {
-			return fmt.Sprintf("the same two calls alternated with the same results over %d calls", n)
-		}
+	// Alternating: the last n signatures equal themselves shifted by two.
+	if n := d.cfg.Alternating; len(r) >= n && r[len(r)-2] != last && slices.Equal(r[len(r)-n:len(r)-2], r[len(r)-n+2:]) {
+		return fmt.Sprintf("the same two calls alternated with the same results over %d calls", n)
 	}
 	seen := 0
 	for _, s := range r[max(0, len(r)-d.cfg.Window):] {

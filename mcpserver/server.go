@@ -31,13 +31,10 @@ import (
 	"github.com/specloop/specloop/internal/buildinfo"
 )
 
-// Config configures a server. The zero value names the server "specloop"
-// with the module's version and logs nothing.
+// Config configures a server; the zero value logs nothing. The server
+// introduces itself to clients as "specloop" with the main module's
+// version.
 type Config struct {
-	// Name and Version identify the server to clients; "" means
-	// "specloop" and the main module's version.
-	Name    string
-	Version string
 	// Logger receives the SDK's log and the errors of calls the runtime
 	// failed internally (the client is told only to see the log); nil
 	// discards them.
@@ -48,13 +45,7 @@ type Config struct {
 // *tools.Runtime; its Call must be safe for concurrent use, since clients
 // may call tools concurrently.
 func New(rt agent.ToolRuntime, cfg Config) (*mcp.Server, error) {
-	impl := &mcp.Implementation{Name: cfg.Name, Version: cfg.Version}
-	if impl.Name == "" {
-		impl.Name = "specloop"
-	}
-	if impl.Version == "" {
-		impl.Version = buildinfo.Version()
-	}
+	impl := &mcp.Implementation{Name: "specloop", Version: buildinfo.Version()}
 	s := mcp.NewServer(impl, &mcp.ServerOptions{Logger: cfg.Logger})
 	for _, spec := range rt.Specs() {
 		tool, err := toolOf(spec)

@@ -33,16 +33,14 @@ type approvalGate struct {
 	decided map[string]bool // call ids decided or timed out
 }
 
-// pendingCall is a call waiting for a decision. done is closed once it is
-// decided (answer is then set) or no longer waits.
+// pendingCall is a call waiting for a decision, as the list shows it
+// (what its pointers point to never changes: a new expiry is a new
+// pointer). done is closed once it is decided (answer is then set) or no
+// longer waits.
 type pendingCall struct {
-	call      gen.ToolCall
-	step      int
-	requested time.Time
-	expires   time.Time
-	reason    string // why it is asked beyond the policy (agent.ApprovalRequest.Reason)
-	answer    *agent.Approval
-	done      chan struct{}
+	gen.PendingApproval
+	answer *agent.Approval
+	done   chan struct{}
 }
 
 func newApprovalGate(s *Runner, r *run, timeout time.Duration) *approvalGate {
@@ -54,8 +52,15 @@ func newApprovalGate(s *Runner, r *run, timeout time.Duration) *approvalGate {
 // call in the list.
 func (g *approvalGate) requested(step int, call *gen.ToolCall, reason string) {
 	now := time.Now().UTC()
+	// The arguments are the loop's copy for the request, which nothing
+	// changes.
+	p := &pendingCall{PendingApproval: gen.PendingApproval{CallId: *call.CallId, ToolName: call.ToolName, Arguments: call.Arguments,
+		Step: step, RequestedAt: now, ExpiresAt: ptr(now.Add(g.timeout))}, done: make(chan struct{})}
+	if reason != "" {
+		p.Reason = &reason
+	}
 	g.mu.Lock()
-	g.pending = &pendingCall{call: *call, step: step, requested: now, expires: now.Add(g.timeout), reason: reason, done: make(chan struct{})}
+	g.pending = p
 	g.mu.Unlock()
 	g.setStatus(gen.RunStatusRunning, gen.RunStatusWaitingForApproval)
 }
@@ -65,7 +70,7 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 	id := *req.Call.CallId
 	g.mu.Lock()
 	p := g.pending
-	if p == nil || *p.call.CallId != id {
+	if p == nil || p.CallId != id {
 		// The run traces nothing (it always does on a server) or the
 		// event did not reach the observer: register the call now.
 		g.mu.Unlock()
@@ -74,7 +79,7 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 		p = g.pending
 	}
 	if d, ok := ctx.Deadline(); ok {
-		p.expires = d.UTC()
+		p.ExpiresAt = ptr(d.UTC())
 	}
 	g.mu.Unlock()
 	var answer *agent.Approval
@@ -114,15 +119,7 @@ func (g *approvalGate) list() []gen.PendingApproval {
 	defer g.mu.Unlock()
 	out := []gen.PendingApproval{}
 	if p := g.pending; p != nil && p.answer == nil {
-		// The arguments are the loop's copy for the request, which
-		// nothing changes.
-		exp := p.expires
-		pa := gen.PendingApproval{CallId: *p.call.CallId, ToolName: p.call.ToolName, Arguments: p.call.Arguments, Step: p.step,
-			RequestedAt: p.requested, ExpiresAt: &exp}
-		if p.reason != "" {
-			pa.Reason = &p.reason
-		}
-		out = append(out, pa)
+		out = append(out, p.PendingApproval)
 	}
 	return out
 }
@@ -140,11 +137,11 @@ func (g *approvalGate) decide(id string, a agent.Approval) error {
 	defer g.mu.Unlock()
 	p := g.pending
 	switch {
-	case p != nil && *p.call.CallId == id && p.answer == nil:
+	case p != nil && p.CallId == id && p.answer == nil:
 		p.answer = &a
 		close(p.done)
 		return nil
-	case g.decided[id] || p != nil && *p.call.CallId == id:
+	case g.decided[id] || p != nil && p.CallId == id:
 		return errAlreadyDecided
 	}
 	return errNoPendingCall

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -40,20 +39,14 @@ type Engine interface {
 // run it never started; the server ends the run interrupted.
 var ErrNoEngineRun = errors.New("the engine has no such run")
 
-// EngineApprovals is an optional ability of an Engine: it hands a
-// decision on a run's tool call waiting for approval to the run. With it,
-// the approvals API (GET and POST /v1/runs/{id}/approvals) works for the
-// engine's runs. The call's arguments are listed only when the engine
-// also implements EngineApprovalCalls (the trace the engine hands back
-// does not hold them).
+// EngineApprovals is an optional ability of an Engine: with it, the
+// approvals API (GET and POST /v1/runs/{id}/approvals) works for the
+// engine's runs. Decide hands a decision on a run's tool call waiting for
+// approval to the run; PendingCall returns the tool call, with its
+// arguments (which the trace the engine hands back does not hold), that
+// run runID waits on, which must be the call callID.
 type EngineApprovals interface {
 	Decide(ctx context.Context, runID, callID string, a agent.Approval) error
-}
-
-// EngineApprovalCalls is an optional ability of an Engine with
-// EngineApprovals: it returns the tool call, with its arguments, that run
-// runID waits on for approval, which must be the call callID.
-type EngineApprovalCalls interface {
 	PendingCall(ctx context.Context, runID, callID string) (EnginePendingCall, error)
 }
 
@@ -95,16 +88,6 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	var res gen.RunResult
 	if err == nil {
-		if ea, ok := e.(EngineApprovals); ok && j.waiting != nil {
-			// reattach listed the call the run waits on: hand its
-			// decision to the engine.
-			j.gate.mu.Lock()
-			p := j.gate.pending
-			j.gate.mu.Unlock()
-			if p != nil {
-				s.awaitDecision(ea, r, j, p.step, p.call)
-			}
-		}
 		event := func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)
@@ -144,28 +127,25 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	if err != nil {
 		s.log.Error("run failed in its engine", "run", r.id, "err", err)
 	}
-	if finished == nil && errors.Is(context.Cause(j.ctx), errShuttingDown) && res.ExitReason == gen.ExitReasonInterrupted {
-		// The engine goes on with the run: leave its record and trace
-		// open, for the next server to follow it (reattach), and end only
-		// this server's streams.
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
-		if err := j.events.publish(&ev, true); err != nil {
-			s.log.Error("publish an event", "run", r.id, "err", err)
-		}
-		s.releaseWorkspace(j.ws)
-		return
-	}
 	if finished == nil {
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
+		if errors.Is(context.Cause(j.ctx), errShuttingDown) && res.ExitReason == gen.ExitReasonInterrupted {
+			// The engine goes on with the run: leave its record and trace
+			// open, for the next server to follow it (reattach), and end
+			// only this server's streams.
+			if err := j.events.publish(&ev, true); err != nil {
+				s.log.Error("publish an event", "run", r.id, "err", err)
+			}
+			s.releaseWorkspace(j.ws)
+			return
+		}
 		// No run_finished came back: record the result anyway and end
 		// the trace and the live stream with the event they lack.
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
 		if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 			s.log.Error("trace a run's end", "run", r.id, "err", err)
 		}
 		_ = obs.Emit(&ev)
-		finished, finishedLine = &ev, nil
+		finished = &ev
 	}
 	s.finalize(r, j, started, res, finished, finishedLine)
 }
@@ -173,34 +153,24 @@ func (s *Runner) executeOn(e Engine, r *run) {
 // reattach makes r, a run without a result in the run log, an in-flight
 // run again that the engine is still executing: its trace is made
 // appendable (a torn last line cut), its events are served again, and an
-// approval it was waiting for is listed again. followAttached follows it
-// once the server is up. A run whose trace has its run_finished (the
+// approval it was waiting for is listed again, its decision handed to the
+// engine. followAttached follows it once the server is up. A run whose trace has its run_finished (the
 // server stopped before it logged the result) is not attached: recoverRun
 // settles it.
 func (s *Runner) reattach(r *run) (bool, error) {
-	path := s.store.tracePath(r.id)
-	evs, cut, newline, err := readTraceForRecovery(path)
+	evs, err := s.recoverTrace(r.id)
 	if err != nil {
-		return false, fmt.Errorf("run %s: %w", r.id, err)
+		return false, err
 	}
 	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
 		return false, nil
-	}
-	if cut >= 0 {
-		if err := os.Truncate(path, cut); err != nil {
-			return false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
-		}
-	}
-	if newline {
-		if err := appendBytes(path, []byte("\n")); err != nil {
-			return false, fmt.Errorf("run %s: %w", r.id, err)
-		}
 	}
 	j := &job{attached: true, seen: len(evs), events: &liveEvents{}}
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	// Whether the run asks for approvals is the engine's to know: every
 	// attached run takes decisions.
 	j.gate = newApprovalGate(s, r, s.cfg.ApprovalTimeout)
+	var waiting *gen.TraceEvent // the approval request still waiting for a decision
 	for i := range evs {
 		ev := &evs[i]
 		line, err := json.Marshal(ev)
@@ -210,9 +180,9 @@ func (s *Runner) reattach(r *run) (bool, error) {
 		j.events.publishJSON(ev.EventType, line, false)
 		switch {
 		case ev.EventType == gen.TraceEventTypeApprovalRequested && ev.CallId != nil && ev.ToolName != nil:
-			j.waiting = ev
-		case ev.EventType == gen.TraceEventTypeApprovalDecided && j.waiting != nil && ev.CallId != nil && *ev.CallId == *j.waiting.CallId:
-			j.waiting = nil
+			waiting = ev
+		case ev.EventType == gen.TraceEventTypeApprovalDecided && waiting != nil && ev.CallId != nil && *ev.CallId == *waiting.CallId:
+			waiting = nil
 		}
 	}
 	r.status, r.job = gen.RunStatusRunning, j
@@ -221,11 +191,11 @@ func (s *Runner) reattach(r *run) (bool, error) {
 	} else {
 		r.started = time.Now().UTC()
 	}
-	if j.waiting != nil {
+	if waiting != nil {
 		// Before the server serves: the run is waiting_for_approval and
 		// lists the call with the engine's arguments the moment it is
 		// listed at all, not once the goroutine that follows it ran.
-		s.listApproval(s.cfg.Engine, r, j, j.waiting)
+		s.forwardApproval(s.cfg.Engine, r, j, waiting)
 	}
 	return true, nil
 }
@@ -284,26 +254,24 @@ func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
 	var expires time.Time
-	if ec, ok := e.(EngineApprovalCalls); ok {
-		// The arguments come from the engine, not the trace. Without them
-		// the call is still listed and can be decided.
-		ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
-		p, err := ec.PendingCall(ctx, r.id, *ev.CallId)
-		cancel()
-		switch {
-		case err != nil:
-			s.log.Error("ask the engine for a call waiting for approval", "run", r.id, "err", err)
-		case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
-			call.Arguments, expires = p.Call.Arguments, p.Expires
-		}
+	// The arguments come from the engine, not the trace. Without them the
+	// call is still listed and can be decided.
+	ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
+	p, err := ea.PendingCall(ctx, r.id, *ev.CallId)
+	cancel()
+	switch {
+	case err != nil:
+		s.log.Error("ask the engine for a call waiting for approval", "run", r.id, "err", err)
+	case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
+		call.Arguments, expires = p.Call.Arguments, p.Expires
 	}
 	j.gate.requested(ev.Step, &call, "")
 	if !expires.IsZero() {
 		// The engine's timer decides, not the gate's timeout (which an
 		// attached run does not know).
 		j.gate.mu.Lock()
-		if p := j.gate.pending; p != nil && *p.call.CallId == *call.CallId {
-			p.expires = expires.UTC()
+		if p := j.gate.pending; p != nil && p.CallId == *call.CallId {
+			p.ExpiresAt = ptr(expires.UTC())
 		}
 		j.gate.mu.Unlock()
 	}

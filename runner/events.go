@@ -188,12 +188,8 @@ func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.
 	}
 	var buf []byte
 	pos := after
-	var keepAlive *time.Ticker // started on the first wait
-	defer func() {
-		if keepAlive != nil {
-			keepAlive.Stop()
-		}
-	}()
+	keepAlive := time.NewTicker(keepAliveEvery)
+	defer keepAlive.Stop()
 	for {
 		var done bool
 		var wake <-chan struct{}
@@ -205,9 +201,6 @@ func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.
 		}
 		if done {
 			return nil
-		}
-		if keepAlive == nil {
-			keepAlive = time.NewTicker(keepAliveEvery)
 		}
 		select {
 		case <-wake:
@@ -236,7 +229,7 @@ func (s *Runner) streamFile(id string, final gen.Run, after int, pw *io.PipeWrit
 	}
 	if n := len(evs); n == 0 || evs[n-1].EventType != gen.TraceEventTypeRunFinished {
 		if final.Result != nil {
-			evs = append(evs, finishedEvent(id, final.FinishedAt, final.Result))
+			evs = append(evs, finishedEvent(id, deref(final.FinishedAt), final.Result))
 		}
 	}
 	// Encoded as trace.Writer encodes, so the data is the trace's line.
@@ -275,12 +268,9 @@ func readTrace(path string) ([]gen.TraceEvent, error) {
 	return log.Events, nil
 }
 
-// finishedEvent builds a run_finished event from a result.
-func finishedEvent(id string, at *time.Time, res *gen.RunResult) gen.TraceEvent {
-	ev := gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished}
-	if at != nil {
-		ev.Time = *at
-	}
+// finishedEvent builds the run_finished event at time at from a result.
+func finishedEvent(id string, at time.Time, res *gen.RunResult) gen.TraceEvent {
+	ev := gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished, Time: at}
 	reason := res.ExitReason
 	steps := res.StepsUsed
 	ev.ExitReason = &reason

@@ -25,14 +25,7 @@ func (s *Runner) execute(r *run) {
 	}
 	j, started := s.start(r)
 
-	finalized := false
-	finish := func(res gen.RunResult, ev *gen.TraceEvent, data []byte) {
-		if finalized {
-			return
-		}
-		finalized = true
-		s.finalize(r, j, started, res, ev, data)
-	}
+	finalized := false // the run_finished the loop traced was recorded
 	var tf *traceFile
 	res, err := s.runAgent(r, j, &tf, func(p agent.Progress) {
 		// The observer runs right after the event was written: tf.last is
@@ -41,7 +34,8 @@ func (s *Runner) execute(r *run) {
 			if err := tf.ended(); err != nil {
 				s.log.Error("sync a trace", "run", r.id, "err", err)
 			}
-			finish(*p.Result, p.Event, tf.last)
+			finalized = true
+			s.finalize(r, j, started, *p.Result, p.Event, tf.last)
 			return
 		}
 		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
@@ -55,9 +49,8 @@ func (s *Runner) execute(r *run) {
 	if !finalized {
 		// run_finished could not be traced: record the result anyway and
 		// end the live stream with the event the trace lacks.
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
-		finish(res, &ev, nil)
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
+		s.finalize(r, j, started, res, &ev, nil)
 	}
 }
 
@@ -91,7 +84,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	host := s.Host()
 	host.Root = j.ws.root
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
-	s.instrumentRun(&host, j)
+	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
 	setup, err := Open(j.ctx, &sp, host)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
@@ -101,8 +94,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		return fail(err)
 	}
 	defer setup.Close()
-	opts := setup.Options
-	return agent.Run(j.ctx, sp.Task, j.model, opts)
+	return agent.Run(j.ctx, sp.Task, j.model, setup.Options)
 }
 
 // finalize records a run's end durably, then shows it: the record turns
@@ -173,12 +165,13 @@ func (s *Runner) cancelQueued(r *run, cause error) {
 	j.cancel(cause)
 	msg := cause.Error()
 	res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonCancelled, StepsUsed: 0, Error: &msg}
-	ev := finishedEvent(r.id, nil, &res)
-	ev.Time = time.Now().UTC()
+	ev := finishedEvent(r.id, time.Now().UTC(), &res)
 	if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
 		s.log.Error("trace a cancelled run", "run", r.id, "err", err)
 	}
-	s.runEnded(&ev)
+	if tel := s.cfg.Telemetry; tel != nil && tel.Metrics != nil {
+		tel.Metrics.RunEnded(&ev) // a run that ended without its loop
+	}
 	s.finalize(r, j, time.Time{}, res, &ev, nil)
 }
 
@@ -201,54 +194,42 @@ const interruptedError = "the server stopped while the run was in flight"
 // recover rebuilds the runs from the run log; runs without a result get
 // one from their trace's run_finished, or end interrupted.
 func (s *Runner) recover(entries []entry) error {
-	type rec struct {
-		r    *run
-		done bool
-	}
-	byID := map[string]*rec{}
-	var order []*rec
+	byID := map[string]*run{}
+	var runs []*run
 	for i := range entries {
 		e := &entries[i]
-		switch e.Op {
-		case opCreated:
-			if byID[e.ID] != nil || !ident.Plain(e.ID) {
-				continue
-			}
-			rc := &rec{r: &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}}
-			byID[e.ID] = rc
-			order = append(order, rc)
-		case opFinished:
-			rc := byID[e.ID]
-			if rc == nil || rc.done || e.Result == nil {
-				continue
-			}
-			rc.done = true
-			rc.r.status = gen.RunStatusFinished
-			rc.r.finished = e.Time.UTC()
+		switch r := byID[e.ID]; {
+		case e.Op == opCreated && r == nil && ident.Plain(e.ID):
+			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}
+			byID[e.ID] = r
+			runs = append(runs, r)
+		case e.Op == opFinished && r != nil && r.status != gen.RunStatusFinished && e.Result != nil:
+			r.status = gen.RunStatusFinished
+			r.finished = e.Time.UTC()
 			if e.Started != nil {
-				rc.r.started = e.Started.UTC()
+				r.started = e.Started.UTC()
 			}
-			rc.r.result = e.Result
+			r.result = e.Result
 		}
 	}
 	var fixes []byte
 	var interrupted int
-	for _, rc := range order {
-		if rc.done {
+	for _, r := range runs {
+		if r.status == gen.RunStatusFinished {
 			continue
 		}
 		if s.cfg.Engine != nil {
 			// The engine may still be executing it: follow it again.
-			attached, err := s.reattach(rc.r)
+			attached, err := s.reattach(r)
 			if err != nil {
 				return err
 			}
 			if attached {
-				s.attached = append(s.attached, rc.r)
+				s.attached = append(s.attached, r)
 				continue
 			}
 		}
-		e, wasInterrupted, err := s.recoverRun(rc.r)
+		e, wasInterrupted, err := s.recoverRun(r)
 		if err != nil {
 			return err
 		}
@@ -266,18 +247,12 @@ func (s *Runner) recover(entries []entry) error {
 			return err
 		}
 	}
-	runs := make([]*run, len(order))
-	for i, rc := range order {
-		runs[i] = rc.r
-	}
 	slices.SortFunc(runs, compareRuns)
 	for _, r := range runs {
 		s.runs.add(r)
 	}
 	if n := len(runs); n > 0 {
 		s.runs.last = runs[n-1].created
-	}
-	if len(runs) > 0 {
 		s.log.Info("recovered runs", "runs", len(runs), "interrupted", interrupted, "attached", len(s.attached))
 	}
 	return nil
@@ -287,10 +262,9 @@ func (s *Runner) recover(entries []entry) error {
 // run_finished if it has one, or as interrupted, appending run_finished to
 // the trace so that its event stream ends.
 func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
-	path := s.store.tracePath(r.id)
-	evs, cut, newline, err := readTraceForRecovery(path)
+	evs, err := s.recoverTrace(r.id)
 	if err != nil {
-		return nil, false, fmt.Errorf("run %s: %w", r.id, err)
+		return nil, false, err
 	}
 	if n := len(evs); n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
 		r.started = evs[0].Time.UTC()
@@ -309,18 +283,7 @@ func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 		}
 		msg := interruptedError
 		res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, StepsUsed: steps, Error: &msg}
-		ev := finishedEvent(r.id, nil, &res)
-		ev.Time = time.Now().UTC()
-		if cut >= 0 {
-			if err := os.Truncate(path, cut); err != nil {
-				return nil, false, fmt.Errorf("run %s: cut the torn trace line: %w", r.id, err)
-			}
-		}
-		if newline {
-			if err := appendBytes(path, []byte("\n")); err != nil {
-				return nil, false, fmt.Errorf("run %s: %w", r.id, err)
-			}
-		}
+		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := s.appendEvent(r.id, &ev, trace.SyncEveryEvent); err != nil {
 			return nil, false, fmt.Errorf("run %s: %w", r.id, err)
 		}
@@ -335,58 +298,51 @@ func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 	return e, interrupted, nil
 }
 
-// readTraceForRecovery reads a trace with trace.Read and says how to make
-// it appendable: cut is the length to truncate it to when it ends in a torn
-// line (or, after damage, an invalid one), -1 when it is whole; newline is
-// set when its last line is whole but lacks the final newline.
-func readTraceForRecovery(path string) (evs []gen.TraceEvent, cut int64, newline bool, err error) {
+// recoverTrace reads run id's trace with trace.Read and, unless it ends
+// with run_finished, makes it appendable: a torn last line (or, after
+// damage, everything from the first invalid line on) is cut, and a last
+// line that lacks its newline gets one.
+func (s *Runner) recoverTrace(id string) ([]gen.TraceEvent, error) {
+	path := s.store.tracePath(id)
 	data, err := os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, -1, false, nil
+		return nil, nil
 	}
 	if err != nil {
-		return nil, 0, false, err
+		return nil, fmt.Errorf("run %s: %w", id, err)
 	}
-	log, rerr := trace.Read(bytes.NewReader(data))
+	log, err := trace.Read(bytes.NewReader(data))
 	var le *trace.LineError
+	bad := 0 // the first line to cut, 1-based
 	switch {
-	case rerr == nil && log.Torn == nil:
-		return log.Events, -1, len(data) > 0 && data[len(data)-1] != '\n', nil
-	case rerr == nil:
-		return log.Events, lineStart(data, log.Torn.Line), false, nil
-	case errors.As(rerr, &le):
-		// Everything from the first invalid line on is dropped.
-		return log.Events, lineStart(data, le.Line), false, nil
+	case errors.As(err, &le):
+		bad = le.Line
+	case err != nil:
+		return nil, fmt.Errorf("run %s: %w", id, err)
+	case log.Torn != nil:
+		bad = log.Torn.Line
 	}
-	return nil, 0, false, rerr
-}
-
-// lineStart is the offset of 1-based line n of data.
-func lineStart(data []byte, n int) int64 {
-	var off int
-	for range n - 1 {
-		i := bytes.IndexByte(data[off:], '\n')
-		if i < 0 {
-			return int64(len(data))
+	evs := log.Events
+	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
+		return evs, nil
+	}
+	keep := len(data)
+	if bad > 0 {
+		keep = 0
+		for range bad - 1 {
+			keep += bytes.IndexByte(data[keep:], '\n') + 1
 		}
-		off += i + 1
 	}
-	return int64(off)
-}
-
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
+	f, err := os.OpenFile(path, os.O_WRONLY, 0o600)
+	if err == nil {
+		err = f.Truncate(int64(keep))
+		if err == nil && keep > 0 && data[keep-1] != '\n' {
+			_, err = f.WriteAt([]byte("\n"), int64(keep))
+		}
+		err = errors.Join(err, f.Close())
 	}
-	return *p
-}
-
-func appendBytes(path string, b []byte) error {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
-		return err
+		return nil, fmt.Errorf("run %s: make the trace appendable: %w", id, err)
 	}
-	_, err = f.Write(b)
-	return errors.Join(err, f.Close())
+	return evs, nil
 }

@@ -42,11 +42,7 @@ type unavailableError struct {
 }
 
 func (e *unavailableError) Error() string {
-	msg := "provider " + e.provider + " is not available on this server"
-	if e.err != nil {
-		msg += ": " + e.err.Error()
-	}
-	return msg
+	return "provider " + e.provider + " is not available on this server: " + e.err.Error()
 }
 
 func (e *unavailableError) Unwrap() error { return e.err }

@@ -161,19 +161,6 @@ func New(cfg Config) (*Runner, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	if cfg.AllowCommands {
-		sb, err := sandbox.New(cfg.Sandbox)
-		if err != nil {
-			return nil, fmt.Errorf("runner: commands are allowed but cannot be sandboxed (choose a sandbox, or none explicitly): %w", err)
-		}
-		if w := sb.Warning(); w != "" {
-			s.log.Warn(w)
-		}
-		// Every runtime and check (set up on Host) uses the backend
-		// resolved here.
-		s.cfg.Sandbox = sb.Policy()
-		s.cfg.Sandbox.Backend = sb.Info().Backend
-	}
 	ws, err := openWorkspaces(cfg.WorkspaceRoot)
 	if err != nil {
 		return nil, fmt.Errorf("runner: workspace root: %w", err)
@@ -207,19 +194,30 @@ func New(cfg Config) (*Runner, error) {
 	return s, nil
 }
 
-// initTools checks that a run's tools open on the workspace root.
+// initTools checks that a run's tools open on the workspace root, and
+// resolves the sandbox that every runtime and check (set up on Host) then
+// uses when commands are allowed.
 func (s *Runner) initTools() error {
 	cfg := s.Host()
 	cfg.Root = s.ws.root
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
-	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
+	switch {
+	case errors.As(err, &we) && we.Part == wiring.PartWorkspace:
 		return fmt.Errorf("runner: workspace root: %w", we.Err)
-	}
-	if err != nil {
+	case errors.As(err, &we) && we.Part == wiring.PartSandbox:
+		return fmt.Errorf("runner: commands are allowed but cannot be sandboxed (choose a sandbox, or none explicitly): %w", we.Err)
+	case err != nil:
 		return fmt.Errorf("runner: tools: %w", err)
 	}
-	setup.Close()
+	defer setup.Close()
+	if sb := setup.Sandbox; sb != nil {
+		if w := sb.Warning(); w != "" {
+			s.log.Warn(w)
+		}
+		s.cfg.Sandbox = sb.Policy()
+		s.cfg.Sandbox.Backend = sb.Info().Backend
+	}
 	return nil
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/telemetry"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -36,7 +37,7 @@ type job struct {
 	spec Spec          // the run, as accepted (its ID, workspace and approval timeout resolved)
 	gate *approvalGate // nil when the policy asks no one
 
-	telemetry runTelemetryInfo // what the run's telemetry knows besides its events (telemetry.go)
+	telemetry telemetry.RunInfo // what the run's telemetry knows besides its events (telemetry.go)
 
 	model  agent.Model
 	ws     *heldWorkspace // the workspace, held open until the run ends
@@ -45,11 +46,9 @@ type job struct {
 	events *liveEvents
 
 	// A run an Engine was executing when this server started (reattach in
-	// engine.go): the events its trace held, and the approval request
-	// among them still waiting for a decision.
+	// engine.go), and the events its trace held.
 	attached bool
 	seen     int
-	waiting  *gen.TraceEvent
 }
 
 // Causes of a cancellation, which become the run's error.
@@ -144,23 +143,18 @@ func (g *registry) list(status *gen.RunStatus, limit int, cursor string) (runs [
 		}
 		end, _ = slices.BinarySearchFunc(g.sorted, &run{created: t, id: id}, compareRuns)
 	}
+	listed := func(r *run) bool { return status == nil || r.status == *status }
 	runs = make([]gen.Run, 0, min(limit, end))
 	i := end - 1
 	for ; i >= 0 && len(runs) < limit; i-- {
-		r := g.sorted[i]
-		if status == nil || r.status == *status {
+		if r := g.sorted[i]; listed(r) {
 			runs = append(runs, r.view())
 		}
 	}
-	if len(runs) == limit {
-		// Offer a next page only when there is one.
-		for j := i; j >= 0; j-- {
-			if status == nil || g.sorted[j].status == *status {
-				last := runs[len(runs)-1]
-				next = makeCursor(last.CreatedAt, last.Id)
-				break
-			}
-		}
+	// Offer a next page only when there is one.
+	if len(runs) == limit && slices.ContainsFunc(g.sorted[:i+1], listed) {
+		last := runs[len(runs)-1]
+		next = makeCursor(last.CreatedAt, last.Id)
 	}
 	return runs, next, nil
 }

@@ -50,22 +50,16 @@ type Spec struct {
 // Approver, bounded by its timeout.
 func (sp *Spec) Options() agent.Options {
 	opts := agent.Options{
-		MaxSteps:  agent.DefaultMaxSteps,
-		RunID:     sp.ID,
-		RecordRaw: sp.RecordRaw,
-		Observer:  sp.Observer,
+		MaxSteps:            agent.DefaultMaxSteps,
+		TokenBudget:         deref(sp.TokenBudget),
+		MaxObservationBytes: deref(sp.MaxObservationBytes),
+		MaxObservationLines: deref(sp.MaxObservationLines),
+		RunID:               sp.ID,
+		RecordRaw:           sp.RecordRaw,
+		Observer:            sp.Observer,
 	}
 	if sp.MaxSteps != nil {
 		opts.MaxSteps = *sp.MaxSteps
-	}
-	if sp.TokenBudget != nil {
-		opts.TokenBudget = *sp.TokenBudget
-	}
-	if sp.MaxObservationBytes != nil {
-		opts.MaxObservationBytes = *sp.MaxObservationBytes
-	}
-	if sp.MaxObservationLines != nil {
-		opts.MaxObservationLines = *sp.MaxObservationLines
 	}
 	if p := sp.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
 		opts.ApprovalPolicy = *p
@@ -73,28 +67,11 @@ func (sp *Spec) Options() agent.Options {
 	return opts
 }
 
-func (sp *Spec) approvalTimeout() time.Duration {
-	if sp.ApprovalTimeout > 0 {
-		return sp.ApprovalTimeout
-	}
-	return agent.DefaultApprovalTimeout
-}
-
 // CheckCommand is the completion check's command line; "" means none.
-func (sp *Spec) CheckCommand() string {
-	if sp.Check == nil {
-		return ""
-	}
-	return *sp.Check
-}
+func (sp *Spec) CheckCommand() string { return deref(sp.Check) }
 
 // MCPNames are the names of the run's MCP servers.
-func (sp *Spec) MCPNames() []string {
-	if sp.McpServers == nil {
-		return nil
-	}
-	return *sp.McpServers
-}
+func (sp *Spec) MCPNames() []string { return deref(sp.McpServers) }
 
 // Open sets run sp up on a host: host says where and how runs work there
 // (Root or Dir, commands, custom tools, sandbox, check timeout and
@@ -124,7 +101,7 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 	opts := sp.Options()
 	opts.Tools, opts.Check, opts.Trace = setup.Options.Tools, setup.Options.Check, setup.Options.Trace
 	if opts.ApprovalPolicy != "" && sp.Approver != nil {
-		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.approvalTimeout())
+		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.ApprovalTimeout)
 	}
 	setup.Options = opts
 	return setup, nil
@@ -161,3 +138,14 @@ func mcpNames(servers []mcpclient.Server) string {
 	}
 	return strings.Join(names, ", ")
 }
+
+// deref is *p, or the zero value when p is nil.
+func deref[T any](p *T) T {
+	if p == nil {
+		var zero T
+		return zero
+	}
+	return *p
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"slices"
 	"testing"
-	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -46,7 +45,7 @@ func TestOpenMapsEveryField(t *testing.T) {
 			return agent.Approval{Decision: gen.ApprovalDecisionApprove}, nil
 		}),
 	}
-	s, err := runner.Open(context.Background(), sp, wiring.Config{Sandbox: none, CheckTimeout: time.Minute, CheckEnv: []string{"A=b"}, TraceSync: trace.SyncNone})
+	s, err := runner.Open(context.Background(), sp, wiring.Config{Sandbox: none, CheckEnv: []string{"A=b"}, TraceSync: trace.SyncNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -65,7 +64,7 @@ func TestOpenMapsEveryField(t *testing.T) {
 	if !slices.Contains(toolNames(s.Runtime), "run_command") {
 		t.Errorf("commands are on but not offered: %v", toolNames(s.Runtime))
 	}
-	if s.Check.Command() != "true" || s.Check.Timeout != time.Minute || !slices.Equal(s.Check.Env, []string{"A=b"}) {
+	if s.Check.Command() != "true" || !slices.Equal(s.Check.Env, []string{"A=b"}) {
 		t.Errorf("check: %+v", s.Check)
 	}
 	// Unconfined, commands can reach the network and write .git.

@@ -17,7 +17,6 @@ import (
 // symbolic link to somewhere else, say) between a request's resolution
 // and its use, or while a run waits in the queue, changes nothing.
 type workspaces struct {
-	dir  string   // the root, absolute with symlinks resolved
 	root *os.Root // confines lookups to the root
 
 	mu   sync.Mutex
@@ -34,19 +33,11 @@ type heldWorkspace struct {
 }
 
 func openWorkspaces(dir string) (*workspaces, error) {
-	abs, err := filepath.Abs(dir)
+	root, err := os.OpenRoot(dir)
 	if err != nil {
 		return nil, err
 	}
-	real, err := filepath.EvalSymlinks(abs)
-	if err != nil {
-		return nil, err
-	}
-	root, err := os.OpenRoot(real)
-	if err != nil {
-		return nil, err
-	}
-	return &workspaces{dir: real, root: root, held: map[string]*heldWorkspace{}}, nil
+	return &workspaces{root: root, held: map[string]*heldWorkspace{}}, nil
 }
 
 // close closes the root and every handle still held.
@@ -152,9 +143,6 @@ func (w *workspaces) hold(name *string, field string) (string, *heldWorkspace, e
 
 // release drops a run's hold on its workspace; the last one closes it.
 func (w *workspaces) release(h *heldWorkspace) {
-	if h == nil {
-		return
-	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h.refs--; h.refs > 0 {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"iter"
+	"net/http"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -33,27 +34,16 @@ func (c *Client) decide(ctx context.Context, runID, callID string, d gen.Approva
 	if reason != "" {
 		body.Reason = &reason
 	}
-	resp, err := c.api.DecideApprovalWithResponse(ctx, runID, callID, body)
-	if err != nil {
-		return gen.Run{}, fmt.Errorf("sdk: %s: %w", d, err)
-	}
-	if resp.JSON200 == nil {
-		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
-	}
-	return *resp.JSON200, nil
+	resp, err := c.raw.DecideApproval(ctx, runID, callID, body)
+	return decode[gen.Run](string(d), http.StatusOK, resp, err)
 }
 
 // PendingApprovals returns the run's tool calls waiting for a decision now,
 // with their full arguments.
 func (c *Client) PendingApprovals(ctx context.Context, runID string) ([]gen.PendingApproval, error) {
-	resp, err := c.api.ListApprovalsWithResponse(ctx, runID)
-	if err != nil {
-		return nil, fmt.Errorf("sdk: list approvals: %w", err)
-	}
-	if resp.JSON200 == nil {
-		return nil, apiError(resp.HTTPResponse, resp.Body)
-	}
-	return resp.JSON200.Approvals, nil
+	resp, err := c.raw.ListApprovals(ctx, runID)
+	list, err := decode[gen.ApprovalList]("list approvals", http.StatusOK, resp, err)
+	return list.Approvals, err
 }
 
 // Approvals iterates over the run's requests for approval as they come,

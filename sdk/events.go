@@ -11,7 +11,6 @@ import (
 	"iter"
 	"net/http"
 	"strconv"
-	"sync"
 	"time"
 
 	"github.com/specloop/specloop/gen"
@@ -115,33 +114,15 @@ func (c *Client) follow(ctx context.Context, id string, after int, fn func(event
 	}
 }
 
-// readers are the buffered readers of event streams; a line longer than
-// the buffer is collected in pieces.
-var readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 16<<10) }}
-
 // readEvents reads a text/event-stream, calling fn for each event and
 // advancing pos to its id; end reports that run_finished was read. An
 // error of fn ends the reading and is returned.
 func readEvents(r io.Reader, pos *int, fn func(event, data []byte) error) (n int, end bool, err error) {
-	br := readers.Get().(*bufio.Reader)
-	br.Reset(r)
-	defer func() {
-		br.Reset(nil)
-		readers.Put(br)
-	}()
+	br := bufio.NewReader(r)
 	var id, name, data []byte
 	hasData := false
 	for {
-		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			// A long line: collect it whole.
-			buf := append([]byte(nil), line...)
-			for errors.Is(err, bufio.ErrBufferFull) {
-				line, err = br.ReadSlice('\n')
-				buf = append(buf, line...)
-			}
-			line = buf
-		}
+		line, err := br.ReadBytes('\n')
 		if err != nil {
 			return n, false, err
 		}

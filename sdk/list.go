@@ -2,8 +2,8 @@ package sdk
 
 import (
 	"context"
-	"fmt"
 	"iter"
+	"net/http"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -31,21 +31,18 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) iter.Seq2[gen.R
 			params.Limit = &size
 		}
 		for {
-			resp, err := c.api.ListRunsWithResponse(ctx, params)
+			resp, err := c.raw.ListRuns(ctx, params)
+			page, err := decode[gen.RunList]("list runs", http.StatusOK, resp, err)
 			if err != nil {
-				yield(gen.Run{}, fmt.Errorf("sdk: list runs: %w", err))
+				yield(gen.Run{}, err)
 				return
 			}
-			if resp.JSON200 == nil {
-				yield(gen.Run{}, apiError(resp.HTTPResponse, resp.Body))
-				return
-			}
-			for _, r := range resp.JSON200.Runs {
+			for _, r := range page.Runs {
 				if !yield(r, nil) {
 					return
 				}
 			}
-			next := resp.JSON200.NextCursor
+			next := page.NextCursor
 			if next == nil || *next == "" {
 				return
 			}

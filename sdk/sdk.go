@@ -24,8 +24,10 @@ package sdk
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"time"
@@ -47,7 +49,6 @@ type Config struct {
 // Client talks to one specloop server. It is safe for concurrent use.
 type Client struct {
 	raw *gen.Client
-	api *gen.ClientWithResponses
 }
 
 var defaultHTTPClient = func() *http.Client {
@@ -80,7 +81,7 @@ func New(baseURL string, cfg Config) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sdk: %w", err)
 	}
-	return &Client{raw: raw, api: &gen.ClientWithResponses{ClientInterface: raw}}, nil
+	return &Client{raw: raw}, nil
 }
 
 // ScriptModel is the model configuration of a scripted run: the server
@@ -100,39 +101,21 @@ func (c *Client) CreateRun(ctx context.Context, req gen.CreateRunRequest) (gen.R
 	if err := checkModel(req.Model); err != nil {
 		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)
 	}
-	resp, err := c.api.CreateRunWithResponse(ctx, req)
-	if err != nil {
-		return gen.Run{}, fmt.Errorf("sdk: create run: %w", err)
-	}
-	if resp.JSON202 == nil {
-		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
-	}
-	return *resp.JSON202, nil
+	resp, err := c.raw.CreateRun(ctx, req)
+	return decode[gen.Run]("create run", http.StatusAccepted, resp, err)
 }
 
 // GetRun returns a run; Result is set once it finished.
 func (c *Client) GetRun(ctx context.Context, id string) (gen.Run, error) {
-	resp, err := c.api.GetRunWithResponse(ctx, id)
-	if err != nil {
-		return gen.Run{}, fmt.Errorf("sdk: get run: %w", err)
-	}
-	if resp.JSON200 == nil {
-		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
-	}
-	return *resp.JSON200, nil
+	resp, err := c.raw.GetRun(ctx, id)
+	return decode[gen.Run]("get run", http.StatusOK, resp, err)
 }
 
 // Cancel cancels a queued or running run; it ends with exit reason
 // cancelled. Cancelling a finished run is an error matching ErrConflict.
 func (c *Client) Cancel(ctx context.Context, id string) (gen.Run, error) {
-	resp, err := c.api.CancelRunWithResponse(ctx, id)
-	if err != nil {
-		return gen.Run{}, fmt.Errorf("sdk: cancel run: %w", err)
-	}
-	if resp.JSON202 == nil {
-		return gen.Run{}, apiError(resp.HTTPResponse, resp.Body)
-	}
-	return *resp.JSON202, nil
+	resp, err := c.raw.CancelRun(ctx, id)
+	return decode[gen.Run]("cancel run", http.StatusAccepted, resp, err)
 }
 
 // Wait blocks until the run has finished and returns it with its result.
@@ -162,24 +145,35 @@ func (c *Client) Wait(ctx context.Context, id string) (gen.Run, error) {
 
 // Tools returns the tools a run on the server offers a model.
 func (c *Client) Tools(ctx context.Context) ([]gen.ToolSpec, error) {
-	resp, err := c.api.ListToolsWithResponse(ctx)
-	if err != nil {
-		return nil, fmt.Errorf("sdk: list tools: %w", err)
-	}
-	if resp.JSON200 == nil {
-		return nil, apiError(resp.HTTPResponse, resp.Body)
-	}
-	return resp.JSON200.Tools, nil
+	resp, err := c.raw.ListTools(ctx)
+	list, err := decode[gen.ToolList]("list tools", http.StatusOK, resp, err)
+	return list.Tools, err
 }
 
 // Health returns nil when the server answers its health check.
 func (c *Client) Health(ctx context.Context) error {
-	resp, err := c.api.GetHealthWithResponse(ctx)
+	resp, err := c.raw.GetHealth(ctx)
+	_, err = decode[gen.Health]("health", http.StatusOK, resp, err)
+	return err
+}
+
+// decode is the body of a response of status want as a T, or the error
+// of the request, or the server's problem.
+func decode[T any](op string, want int, resp *http.Response, err error) (T, error) {
+	var v T
 	if err != nil {
-		return fmt.Errorf("sdk: health: %w", err)
+		return v, fmt.Errorf("sdk: %s: %w", op, err)
 	}
-	if resp.JSON200 == nil {
-		return apiError(resp.HTTPResponse, resp.Body)
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+	switch {
+	case err != nil:
+		return v, fmt.Errorf("sdk: %s: %w", op, err)
+	case resp.StatusCode != want:
+		return v, apiError(resp, body)
 	}
-	return nil
+	if err := json.Unmarshal(body, &v); err != nil {
+		return v, fmt.Errorf("sdk: %s: the answer is not the expected JSON: %w", op, err)
+	}
+	return v, nil
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 
 	"github.com/specloop/specloop/gen"
@@ -35,19 +34,5 @@ func (c *Client) CallToolIn(ctx context.Context, workspace, name string, input a
 		params.Workspace = &workspace
 	}
 	resp, err := c.raw.CallToolWithBody(ctx, name, &params, "application/json", bytes.NewReader(body))
-	if err != nil {
-		return nil, fmt.Errorf("sdk: call tool %s: %w", name, err)
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return nil, fmt.Errorf("sdk: call tool %s: %w", name, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, apiError(resp, data)
-	}
-	if !json.Valid(data) {
-		return nil, fmt.Errorf("sdk: call tool %s: the result is not JSON", name)
-	}
-	return data, nil
+	return decode[json.RawMessage]("call tool "+name, http.StatusOK, resp, err)
 }

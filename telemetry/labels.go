@@ -59,18 +59,12 @@ var specVocabulary = sync.OnceValue(func() *vocabulary {
 	return v
 })
 
-// provider is the label of a model provider name.
-func (v *vocabulary) provider(p string) string {
-	if slices.Contains(v.providers, p) {
-		return p
-	}
-	return labelOther
-}
-
-// exitReason is the label of an exit reason.
-func (v *vocabulary) exitReason(r gen.ExitReason) string {
-	if slices.Contains(v.exitReasons, r) {
-		return string(r)
+// label is the label of value v: v when it is one of allowed, other for
+// anything else (a model provider, an exit reason or an operationId
+// outside the spec).
+func label[T ~string](allowed []T, v T) string {
+	if slices.Contains(allowed, v) {
+		return string(v)
 	}
 	return labelOther
 }
@@ -90,15 +84,6 @@ func (v *vocabulary) toolOutcome(isError bool, code *gen.ErrorCode) string {
 // denied reports whether code says the confinement refused the call.
 func (v *vocabulary) denied(code *gen.ErrorCode) bool {
 	return code != nil && slices.Contains(v.denials, *code)
-}
-
-// operation is the label of a request's operation: an operationId of the
-// spec, or other for anything else.
-func (v *vocabulary) operation(id string) string {
-	if slices.Contains(v.operations, id) {
-		return id
-	}
-	return labelOther
 }
 
 // isBuiltin reports whether name is a built-in tool of the spec.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"sync"
 	"time"
@@ -126,7 +127,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 // spec; anything else, such as "" for a path the spec does not have, is
 // counted as other) answered with status after d.
 func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
-	op := m.vocab.operation(operation)
+	op := label(m.vocab.operations, operation)
 	m.httpRequests.WithLabelValues(op, strconv.Itoa(status)).Inc()
 	m.httpDuration.WithLabelValues(op).Observe(d.Seconds())
 }
@@ -137,12 +138,7 @@ func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
 // count when scraped. count returns the number of runs in each status; it
 // must be safe to call from any goroutine.
 func (m *Metrics) RunStatuses(count func() map[gen.RunStatus]int) error {
-	var live []gen.RunStatus
-	for _, s := range m.vocab.statuses {
-		if s != gen.RunStatusFinished {
-			live = append(live, s)
-		}
-	}
+	live := slices.DeleteFunc(slices.Clone(m.vocab.statuses), func(s gen.RunStatus) bool { return s == gen.RunStatusFinished })
 	return m.reg.Register(&statusCollector{live: live, count: count,
 		desc: prometheus.NewDesc("specloop_runs", "Runs not finished yet, by status (the spec's RunStatus).", []string{"status"}, nil)})
 }
@@ -176,7 +172,7 @@ func (m *Metrics) RunEnded(ev *gen.TraceEvent) {
 	if ev.EventType != gen.TraceEventTypeRunFinished || ev.ExitReason == nil {
 		return
 	}
-	m.runs.WithLabelValues(m.vocab.exitReason(*ev.ExitReason)).Inc()
+	m.runs.WithLabelValues(label(m.vocab.exitReasons, *ev.ExitReason)).Inc()
 	if ev.DurationMs != nil {
 		m.runDuration.Observe(*ev.DurationMs / 1e3)
 	}
@@ -194,7 +190,7 @@ type runMetrics struct {
 }
 
 func (m *Metrics) forRun(provider string) *runMetrics {
-	return &runMetrics{m: m, provider: m.vocab.provider(provider), tools: map[string]string{}}
+	return &runMetrics{m: m, provider: label(m.vocab.providers, provider), tools: map[string]string{}}
 }
 
 // toolLabel is the metric label of a tool the run offers (other already

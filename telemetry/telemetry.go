@@ -129,14 +129,11 @@ func (r *Run) Emit(ev *gen.TraceEvent) error {
 }
 
 // Check wraps a completion check so that the Run sees each result and how
-// long the check took. It keeps the check's agent.Sandboxed ability. A nil
-// check stays nil.
+// long the check took. The wrapper passes the check's agent.Sandboxed
+// ability on (nil for a check without one). A nil check stays nil.
 func (r *Run) Check(c agent.Checker) agent.Checker {
 	if c == nil || r.t == nil || (r.metrics == nil && r.t.Tracer == nil) {
 		return c
-	}
-	if s, ok := c.(agent.Sandboxed); ok {
-		return sandboxedCheck{timedCheck{r, c}, s}
 	}
 	return timedCheck{r, c}
 }
@@ -163,12 +160,12 @@ func (c timedCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	return res, err
 }
 
-type sandboxedCheck struct {
-	timedCheck
-	s agent.Sandboxed
+func (c timedCheck) SandboxInfo() *gen.SandboxInfo {
+	if s, ok := c.c.(agent.Sandboxed); ok {
+		return s.SandboxInfo()
+	}
+	return nil
 }
-
-func (c sandboxedCheck) SandboxInfo() *gen.SandboxInfo { return c.s.SandboxInfo() }
 
 // contentTools records each call's arguments and result for the span of
 // its observation, which the loop emits right after the call.
@@ -243,13 +240,15 @@ func (r *Run) spanEvent(ev *gen.TraceEvent) {
 			trace.WithAttributes(r.modelAttributes()...))
 		r.last = ev.Time
 		return
-	case gen.TraceEventTypeModelAction:
-		if ev.ModelDurationMs != nil {
-			r.chat(ev, *ev.ModelDurationMs, "")
-		}
-	case gen.TraceEventTypeModelFeedback:
-		if ev.ModelDurationMs != nil {
-			r.chat(ev, *ev.ModelDurationMs, string(gen.FeedbackKindInvalidModelOutput))
+	case gen.TraceEventTypeModelAction, gen.TraceEventTypeModelFeedback:
+		// The model call that ended at the event (the turn's first action,
+		// or invalid output) after ModelDurationMs.
+		if ms := ev.ModelDurationMs; ms != nil && r.span != nil {
+			failure := ""
+			if ev.EventType == gen.TraceEventTypeModelFeedback {
+				failure = string(gen.FeedbackKindInvalidModelOutput)
+			}
+			r.chatSpan(ev.Time.Add(-time.Duration(*ms*float64(time.Millisecond))), ev.Time, ev.Usage, failure)
 		}
 	case gen.TraceEventTypeObservation:
 		r.tool(ev)
@@ -264,28 +263,15 @@ func (r *Run) spanEvent(ev *gen.TraceEvent) {
 
 // modelAttributes are the provider and model of the run's model.
 func (r *Run) modelAttributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{semconv.GenAIProviderNameKey.String(r.providerName())}
+	attrs := []attribute.KeyValue{semconv.GenAIProviderNameKey.String(label(specVocabulary().providers, r.info.Provider))}
 	if r.info.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.info.Model))
 	}
 	return attrs
 }
 
-func (r *Run) providerName() string {
-	return specVocabulary().provider(r.info.Provider)
-}
-
-// chat records the model call that ended at ev's time after ms
-// milliseconds; failure, when set, is why it failed.
-func (r *Run) chat(ev *gen.TraceEvent, ms float64, failure string) {
-	if r.span == nil {
-		return
-	}
-	end := ev.Time
-	start := end.Add(-time.Duration(ms * float64(time.Millisecond)))
-	r.chatSpan(start, end, ev.Usage, failure)
-}
-
+// chatSpan records a model call from start to end; failure, when set, is
+// why it failed.
 func (r *Run) chatSpan(start, end time.Time, u *gen.Usage, failure string) {
 	name := semconv.GenAIOperationNameChat.Value.AsString()
 	if r.info.Model != "" {
@@ -354,8 +340,8 @@ func (r *Run) finished(ev *gen.TraceEvent) {
 	if reason == gen.ExitReasonModelError {
 		r.chatSpan(r.last, ev.Time, nil, string(gen.ExitReasonModelError))
 	}
-	label := specVocabulary().exitReason(reason)
-	r.span.SetAttributes(attrExitReason.String(label))
+	exit := label(specVocabulary().exitReasons, reason)
+	r.span.SetAttributes(attrExitReason.String(exit))
 	if ev.StepsUsed != nil {
 		r.span.SetAttributes(attrStepsUsed.Int(*ev.StepsUsed))
 	}
@@ -363,8 +349,8 @@ func (r *Run) finished(ev *gen.TraceEvent) {
 		r.span.SetAttributes(semconv.GenAIUsageInputTokens(int(ev.Usage.InputTokens)), semconv.GenAIUsageOutputTokens(int(ev.Usage.OutputTokens)))
 	}
 	if reason != gen.ExitReasonFinished {
-		r.span.SetAttributes(semconv.ErrorTypeKey.String(label))
-		r.span.SetStatus(codes.Error, label)
+		r.span.SetAttributes(semconv.ErrorTypeKey.String(exit))
+		r.span.SetStatus(codes.Error, exit)
 	}
 	r.span.End(trace.WithTimestamp(ev.Time))
 	r.span = nil

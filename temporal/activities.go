@@ -190,7 +190,7 @@ func (a *Activities) setup(run runRef) (*openRun, error) {
 	}
 	host := a.Setup
 	host.Root = ws
-	host.Workspace, host.TracePath, host.TraceWriter = nil, "", nil
+	host.TracePath, host.TraceWriter = "", nil
 	host.MCPServers, host.MCP = a.MCPServers, a.MCP
 	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {

@@ -202,7 +202,4 @@ func (e *Engine) PendingCall(ctx context.Context, runID, callID string) (runner.
 	return *p, nil
 }
 
-var (
-	_ runner.EngineApprovals     = (*Engine)(nil)
-	_ runner.EngineApprovalCalls = (*Engine)(nil)
-)
+var _ runner.EngineApprovals = (*Engine)(nil)

@@ -31,15 +31,9 @@ func Format(ev *gen.TraceEvent) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "%s  run=%s  step=%-3d %-15s", ev.Time.Format("15:04:05.000"), shown(ev.RunId), ev.Step, shown(string(ev.EventType)))
 	add := func(k, v string) { b.WriteString("  " + k + "=" + v) }
-	if ev.ActionType != nil {
-		add("action", shown(string(*ev.ActionType)))
-	}
-	if ev.ToolName != nil {
-		add("tool", shown(*ev.ToolName))
-	}
-	if ev.CallId != nil {
-		add("call", shown(*ev.CallId))
-	}
+	addShown(add, "action", ev.ActionType)
+	addShown(add, "tool", ev.ToolName)
+	addShown(add, "call", ev.CallId)
 	if ev.ArgumentKeys != nil {
 		keys := make([]string, len(*ev.ArgumentKeys))
 		for i, k := range *ev.ArgumentKeys {
@@ -50,30 +44,18 @@ func Format(ev *gen.TraceEvent) string {
 	if ev.IsError != nil && *ev.IsError {
 		add("error", "yes")
 	}
-	if ev.ErrorCode != nil {
-		add("code", shown(string(*ev.ErrorCode)))
-	}
-	if ev.FeedbackKind != nil {
-		add("feedback", shown(string(*ev.FeedbackKind)))
-	}
-	if ev.Decision != nil {
-		add("decision", shown(string(*ev.Decision)))
-	}
+	addShown(add, "code", ev.ErrorCode)
+	addShown(add, "feedback", ev.FeedbackKind)
+	addShown(add, "decision", ev.Decision)
 	if ev.ExitCode != nil {
 		add("exit_code", strconv.Itoa(*ev.ExitCode))
 	}
-	if ev.ExitReason != nil {
-		add("exit", shown(string(*ev.ExitReason)))
-	}
+	addShown(add, "exit", ev.ExitReason)
 	if ev.StepsUsed != nil {
 		add("steps", strconv.Itoa(*ev.StepsUsed))
 	}
-	if ev.InputSummary != nil {
-		add("input", shown(*ev.InputSummary))
-	}
-	if ev.Output != nil {
-		add("output", shown(*ev.Output))
-	}
+	addShown(add, "input", ev.InputSummary)
+	addShown(add, "output", ev.Output)
 	if ev.ItemsElided != nil {
 		add("elided", strconv.Itoa(*ev.ItemsElided))
 	}
@@ -101,6 +83,13 @@ func Format(ev *gen.TraceEvent) string {
 		add("error", strconv.Quote(*ev.Error))
 	}
 	return b.String()
+}
+
+// addShown adds the field k, shown, when v is set.
+func addShown[T ~string](add func(k, v string), k string, v *T) {
+	if v != nil {
+		add(k, shown(string(*v)))
+	}
 }
 
 // maxShown bounds a name or summary in a line of Show: a summary

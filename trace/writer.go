@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -72,14 +73,47 @@ func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
 	return tw
 }
 
-// Create opens path for appending (creating it with mode 0600) and returns a
-// Writer on it. Close closes the file.
+// Create opens path for appending (creating it with mode 0600) and returns
+// a Writer on it; Close closes the file. It refuses a regular file that
+// already holds something other than a specloop trace, so a mistyped trace
+// path never appends JSON lines to someone's source file: the first line
+// of a non-empty file must be a trace event. Devices and pipes
+// (/dev/stderr) are written as they are.
 func Create(path string, policy SyncPolicy) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
-		return nil, fmt.Errorf("trace: %w", err)
+		return nil, err
+	}
+	st, err := f.Stat()
+	if err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		err = checkTraceFile(path)
+	}
+	if err != nil {
+		f.Close()
+		return nil, err
 	}
 	return NewWriter(f, policy), nil
+}
+
+// checkTraceFile reports whether the first line of the file at path is a
+// trace event.
+func checkTraceFile(path string) error {
+	r, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
+	}
+	defer r.Close()
+	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
+	if err != nil && err != io.EOF {
+		line = nil // a read error, or a first line longer than any trace event
+	}
+	if len(line) == 0 {
+		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
+	}
+	if _, err := ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
+		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
+	}
+	return nil
 }
 
 // Emit appends one event as a line. After a write error every later Emit

@@ -9,14 +9,11 @@
 package wiring
 
 import (
-	"bufio"
-	"bytes"
+	"cmp"
 	"context"
 	"errors"
-	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/mcpclient"
@@ -31,14 +28,11 @@ import (
 // available, no check and no trace.
 type Config struct {
 	// Dir is the workspace directory; "" means the current directory. It
-	// is ignored when Root or Workspace is set.
+	// is ignored when Root is set.
 	Dir string
 	// Root is an already-open workspace directory to use instead of Dir
 	// (a server's held directory); it stays open.
 	Root *os.Root
-	// Workspace is an already-opened workspace to use instead of Dir;
-	// Setup.Close leaves it open (its opener closes it).
-	Workspace *tools.Workspace
 	// DisableCommands leaves run_command out of the tools offered.
 	DisableCommands bool
 	// Tools are documents of custom tools offered besides the built-in
@@ -49,8 +43,6 @@ type Config struct {
 	Sandbox sandbox.Policy
 	// Check is the completion check's command line; "" means no check.
 	Check string
-	// CheckTimeout bounds the check; zero means tools.DefaultCheckTimeout.
-	CheckTimeout time.Duration
 	// CheckEnv adds NAME=value variables to the check's environment.
 	CheckEnv []string
 	// Telemetry, when set, observes the run: Options.Trace, Options.Check
@@ -59,7 +51,7 @@ type Config struct {
 	// TelemetryRun names the run's model and its parent span.
 	Telemetry    *telemetry.Telemetry
 	TelemetryRun telemetry.RunInfo
-	// TracePath appends the trace to this file (see CreateTrace). It wins
+	// TracePath appends the trace to this file (see trace.Create). It wins
 	// over TraceWriter.
 	TracePath string
 	// TraceWriter receives the trace when TracePath is empty; Close does
@@ -123,8 +115,8 @@ type Setup struct {
 	// wraps with Telemetry set; nil without a trace.
 	Trace *trace.Writer
 
-	closeWorkspace bool
-	closeTrace     bool
+	workspaceClosed bool
+	closeTrace      bool
 }
 
 // Open builds the setup cfg describes. A failure is an *Error naming the
@@ -134,7 +126,7 @@ func Open(cfg Config) (*Setup, error) { return OpenContext(context.Background(),
 // OpenContext is Open with a context, which bounds starting the MCP
 // servers.
 func OpenContext(ctx context.Context, cfg Config) (*Setup, error) {
-	s := &Setup{Workspace: cfg.Workspace}
+	s := &Setup{}
 	if err := s.open(ctx, cfg); err != nil {
 		s.Close()
 		return nil, err
@@ -143,23 +135,14 @@ func OpenContext(ctx context.Context, cfg Config) (*Setup, error) {
 }
 
 func (s *Setup) open(ctx context.Context, cfg Config) error {
-	if s.Workspace == nil && cfg.Root != nil {
-		ws, err := tools.OpenWorkspaceIn(cfg.Root, ".")
-		if err != nil {
-			return &Error{PartWorkspace, err}
-		}
-		s.Workspace, s.closeWorkspace = ws, true
+	var err error
+	if cfg.Root != nil {
+		s.Workspace, err = tools.OpenWorkspaceIn(cfg.Root, ".")
+	} else {
+		s.Workspace, err = tools.OpenWorkspace(cmp.Or(cfg.Dir, "."))
 	}
-	if s.Workspace == nil {
-		dir := cfg.Dir
-		if dir == "" {
-			dir = "."
-		}
-		ws, err := tools.OpenWorkspace(dir)
-		if err != nil {
-			return &Error{PartWorkspace, err}
-		}
-		s.Workspace, s.closeWorkspace = ws, true
+	if err != nil {
+		return &Error{PartWorkspace, err}
 	}
 	policy := cfg.Sandbox
 	if !cfg.DisableCommands || cfg.Check != "" {
@@ -187,14 +170,13 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 	}
 	if cfg.Check != "" {
 		c := tools.NewCommandCheck(s.Workspace, cfg.Check)
-		c.Timeout = cfg.CheckTimeout
 		c.Env = cfg.CheckEnv
 		c.Sandbox = s.Sandbox
 		s.Check, s.Options.Check = c, c
 	}
 	switch {
 	case cfg.TracePath != "":
-		tw, err := CreateTrace(cfg.TracePath, cfg.TraceSync)
+		tw, err := trace.Create(cfg.TracePath, cfg.TraceSync)
 		if err != nil {
 			return &Error{PartTrace, err}
 		}
@@ -215,8 +197,8 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 }
 
 // Close stops the MCP servers and closes the trace file and the workspace
-// Open opened (not those the Config handed in). It may be called more
-// than once.
+// Open opened (not the Config's Root or TraceWriter). It may be called
+// more than once.
 func (s *Setup) Close() error {
 	var errs []error
 	if s.MCP != nil {
@@ -227,54 +209,9 @@ func (s *Setup) Close() error {
 		errs = append(errs, s.Trace.Close())
 		s.closeTrace = false
 	}
-	if s.closeWorkspace && s.Workspace != nil {
+	if s.Workspace != nil && !s.workspaceClosed {
 		errs = append(errs, s.Workspace.Close())
-		s.closeWorkspace = false
+		s.workspaceClosed = true
 	}
 	return errors.Join(errs...)
-}
-
-// CreateTrace opens path to append a trace to it, like trace.Create, but
-// refuses a regular file that already holds something other than a
-// specloop trace, so a mistyped trace path never appends JSON lines to
-// someone's source file: the first line of a non-empty file must be a trace
-// event. Devices and pipes (/dev/stderr) are written as they are.
-func CreateTrace(path string, policy trace.SyncPolicy) (*trace.Writer, error) {
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
-	if err != nil {
-		return nil, err
-	}
-	st, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, err
-	}
-	if st.Mode().IsRegular() && st.Size() > 0 {
-		if err := checkTraceFile(path); err != nil {
-			f.Close()
-			return nil, err
-		}
-	}
-	return trace.NewWriter(f, policy), nil
-}
-
-// checkTraceFile reports whether the first line of the file at path is a
-// trace event.
-func checkTraceFile(path string) error {
-	r, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("%s is not empty and cannot be read to check that it is a specloop trace: %w", path, err)
-	}
-	defer r.Close()
-	line, err := bufio.NewReaderSize(r, 64<<10).ReadSlice('\n')
-	if err != nil && err != io.EOF {
-		line = nil // a read error, or a first line longer than any trace event
-	}
-	if len(line) == 0 {
-		return fmt.Errorf("%s is not empty and is not a specloop trace: choose another file", path)
-	}
-	if _, err := trace.ParseEvent(bytes.TrimRight(line, "\r\n")); err != nil {
-		return fmt.Errorf("%s is not empty and is not a specloop trace (its first line is not a trace event): choose another file", path)
-	}
-	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/trace"
-	"github.com/specloop/specloop/wiring"
 )
 
 // remoteGrace bounds how long an interrupted `run --remote` waits for the
@@ -73,7 +72,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string) in
 			env.Errorf("run: --sync: %v", err)
 			return exitUsage
 		}
-		if tw, err = wiring.CreateTrace(f.tracePath, policy); err != nil {
+		if tw, err = trace.Create(f.tracePath, policy); err != nil {
 			env.Errorf("run: --trace: %v", err)
 			return exitUsage
 		}
