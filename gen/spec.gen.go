@@ -144,6 +144,14 @@ const (
 	MinTraceEventTokensBefore                  = 0
 	MaxTraceEventTokensBefore                  = 9007199254740991
 	MinTraceEventToolDurationMs                = 0.0
+	MinTranscriptEntryOutputTruncatedBytes     = 0
+	MaxTranscriptEntryOutputTruncatedBytes     = 9007199254740991
+	MinTranscriptEntryRedacted                 = 0
+	MaxTranscriptEntryRedacted                 = 9007199254740991
+	MinTranscriptEntrySeq                      = 1
+	MaxTranscriptEntrySeq                      = 9007199254740991
+	MinTranscriptEntryStep                     = 0
+	MaxTranscriptEntryStep                     = 9007199254740991
 	MinItemsTurnActions                        = 1
 	MaxItemsTurnActions                        = 64
 	MinUsageInputTokens                        = 0
