@@ -1363,7 +1363,7 @@ type TranscriptEntry struct {
 	// OutputTruncatedBytes observation. Bytes of the tool's output cut from output by max_output_bytes.
 	OutputTruncatedBytes *int `json:"output_truncated_bytes,omitempty"`
 
-	// Reason approval_decided. The decision's reason.
+	// Reason approval_requested. Why the call is asked about beyond the policy; approval_decided. The decision's reason.
 	Reason *string `json:"reason,omitempty"`
 
 	// Redacted How many secrets were replaced by [REDACTED] in this entry.
