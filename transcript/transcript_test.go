@@ -2,6 +2,7 @@ package transcript_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"os"
@@ -306,5 +307,36 @@ func BenchmarkWrite(b *testing.B) {
 				b.Fatal(err)
 			}
 		}
+	}
+}
+
+func TestFollowSeesEntriesAsTheyAreWritten(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r1", transcript.FileName)
+	es := entries()
+	got := make(chan gen.TranscriptEntry)
+	done := make(chan error, 1)
+	go func() {
+		done <- transcript.Follow(context.Background(), path, func(e gen.TranscriptEntry) error { got <- e; return nil })
+	}()
+	w, err := transcript.Open(path, transcript.NewRedactor(nil), trace.SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	for i, e := range es {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+		if f := <-got; f.Seq != i+1 || f.EventType != e.EventType {
+			t.Fatalf("followed entry %d: seq %d, %s; want %d, %s", i, f.Seq, f.EventType, i+1, e.EventType)
+		}
+	}
+	if err := <-done; err != nil {
+		t.Fatalf("Follow after run_finished: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := transcript.Follow(ctx, filepath.Join(t.TempDir(), "none.jsonl"), nil); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Follow of a transcript never written, cancelled: %v", err)
 	}
 }
