@@ -15,9 +15,9 @@ import (
 // the run ended, with its patch. It writes what the entries hold; a caller
 // that writes to a terminal guards the writer (termsafe.Guard).
 func Render(w io.Writer, log *Log) error {
-	r := &renderer{w: w}
+	r := NewRenderer(w)
 	for i := range log.Entries {
-		r.entry(&log.Entries[i])
+		r.Entry(&log.Entries[i])
 	}
 	if log.Torn > 0 {
 		r.printf("(line %d was cut short: the run's process stopped while writing it)\n", log.Torn)
@@ -25,20 +25,31 @@ func Render(w io.Writer, log *Log) error {
 	return r.err
 }
 
-type renderer struct {
+// Renderer renders entries one at a time, as Render does, for a reader
+// that follows a live run.
+type Renderer struct {
 	w    io.Writer
 	step int
 	err  error
 }
 
-func (r *renderer) printf(format string, args ...any) {
+// NewRenderer renders to w.
+func NewRenderer(w io.Writer) *Renderer { return &Renderer{w: w} }
+
+// Entry renders e; it returns the first error writing to w.
+func (r *Renderer) Entry(e *gen.TranscriptEntry) error {
+	r.entry(e)
+	return r.err
+}
+
+func (r *Renderer) printf(format string, args ...any) {
 	if r.err == nil {
 		_, r.err = fmt.Fprintf(r.w, format, args...)
 	}
 }
 
 // block prints text under a label, indented, each line of it.
-func (r *renderer) block(label, text string) {
+func (r *Renderer) block(label, text string) {
 	text = strings.TrimRight(text, "\n")
 	if !strings.Contains(text, "\n") && len(label)+len(text) < 100 {
 		r.printf("  %s %s\n", label, text)
@@ -50,7 +61,7 @@ func (r *renderer) block(label, text string) {
 	}
 }
 
-func (r *renderer) entry(e *gen.TranscriptEntry) {
+func (r *Renderer) entry(e *gen.TranscriptEntry) {
 	if e.Step > r.step {
 		r.step = e.Step
 		r.printf("\nstep %d\n", e.Step)
@@ -115,7 +126,7 @@ func (r *renderer) entry(e *gen.TranscriptEntry) {
 	}
 }
 
-func (r *renderer) action(a *gen.Action) {
+func (r *Renderer) action(a *gen.Action) {
 	v, err := a.ValueByDiscriminator()
 	if err != nil {
 		r.printf("  → (an action of an unknown type)\n")
@@ -129,7 +140,7 @@ func (r *renderer) action(a *gen.Action) {
 	}
 }
 
-func (r *renderer) check(label string, c *gen.CheckResult) {
+func (r *Renderer) check(label string, c *gen.CheckResult) {
 	if c == nil {
 		return
 	}
@@ -144,7 +155,7 @@ func (r *renderer) check(label string, c *gen.CheckResult) {
 	}
 }
 
-func (r *renderer) finished(e *gen.TranscriptEntry) {
+func (r *Renderer) finished(e *gen.TranscriptEntry) {
 	res := e.Result
 	if res == nil {
 		r.printf("\nthe run ended\n")
