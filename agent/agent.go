@@ -581,7 +581,7 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	ev.ExitCode = &res.ExitCode
 	ev.Output = ptr(trace.Summary(msg))
 	ev.ToolDurationMs = &checkMs
-	if err := l.emitDetail(Progress{Event: ev, Feedback: &fb}); err != nil {
+	if err := l.emitDetail(Progress{Event: ev, Feedback: &fb, Check: &res}); err != nil {
 		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
 	l.history.add(Item{Feedback: &fb})
@@ -751,6 +751,7 @@ type Progress struct {
 	Observation *gen.Observation   // observation
 	Feedback    *gen.ModelFeedback // model_feedback and finish_rejected
 	Result      *gen.RunResult     // run_finished
+	Check       *gen.CheckResult   // finish_rejected: the check that failed
 	// ApprovalReason is the approval_requested call's ApprovalRequest.Reason
 	// (why it is asked beyond the policy), known before the Approver is.
 	ApprovalReason string

@@ -48,13 +48,7 @@ func (r *Recorder) Observe(p agent.Progress) {
 	case gen.TraceEventTypeModelFeedback:
 		e.Feedback = p.Feedback
 	case gen.TraceEventTypeFinishRejected:
-		e.Feedback = p.Feedback
-		if ev.ExitCode != nil {
-			e.Check = &gen.CheckResult{ExitCode: *ev.ExitCode}
-			if p.Feedback != nil {
-				e.Check.OutputTail = &p.Feedback.Message
-			}
-		}
+		e.Feedback, e.Check = p.Feedback, p.Check
 	case gen.TraceEventTypeApprovalRequested:
 		e.ToolName, e.CallId = ev.ToolName, ev.CallId
 		if p.ToolCall != nil {
