@@ -37,6 +37,7 @@ const (
 	MaxItemsCreateRunRequestMcpServers         = 64
 	MinCreateRunRequestTokenBudget             = 1
 	MaxCreateRunRequestTokenBudget             = 9007199254740991
+	DefaultCreateRunRequestTranscript          = true
 	MaxLengthCreateRunRequestWorkspace         = 4096
 	MinLengthDecideApprovalParamsCallId        = 1
 	MaxLengthDecideApprovalParamsCallId        = 256

@@ -648,6 +648,9 @@ type CreateRunRequest struct {
 	// TokenBudget The most tokens the run may use in all; unlimited when absent.
 	TokenBudget *int64 `json:"token_budget,omitempty"`
 
+	// Transcript Keep the run's transcript (TranscriptEntry lines - the task, the model's actions with their arguments, what the tools returned, the result - redacted of secrets), outside the workspace: the server in its data directory, specloop run in the user's state directory. false keeps the trace only.
+	Transcript *bool `json:"transcript,omitempty"`
+
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
 	Workspace *string `json:"workspace,omitempty"`
 }

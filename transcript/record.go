@@ -1,8 +1,6 @@
 package transcript
 
 import (
-	"sync"
-
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 )
@@ -13,17 +11,15 @@ import (
 type Recorder struct {
 	w    *Writer
 	task string
-
-	mu  sync.Mutex
-	err error
 }
 
 // NewRecorder records into w the run of the task prompt (the progress of
 // run_started carries only its summary).
 func NewRecorder(w *Writer, task string) *Recorder { return &Recorder{w: w, task: task} }
 
-// Observe records one event. A failed write is kept for Err, and the
-// entries after it are dropped: the run goes on.
+// Observe records one event. A failed write does not stop the run: the
+// Writer keeps the error, drops the entries after it and returns it from
+// Close.
 func (r *Recorder) Observe(p agent.Progress) {
 	if p.Event == nil {
 		return
@@ -62,16 +58,5 @@ func (r *Recorder) Observe(p agent.Progress) {
 	case gen.TraceEventTypeRunFinished:
 		e.Result = p.Result
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.err == nil {
-		r.err = r.w.Write(e)
-	}
-}
-
-// Err is the first write that failed, or nil.
-func (r *Recorder) Err() error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.err
+	_ = r.w.Write(e)
 }

@@ -37,10 +37,9 @@ func TestRecorderWritesARunsTranscript(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := rec.Err(); err != nil {
+	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	w.Close()
 	f, err := os.Open(path)
 	if err != nil {
 		t.Fatal(err)

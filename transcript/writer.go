@@ -115,11 +115,11 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 	return nil
 }
 
-// Close closes the file.
+// Close closes the file; it returns the first failed write, if any.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.f.Close()
+	return errors.Join(w.err, w.f.Close())
 }
 
 func (w *Writer) maxOutput() int {

@@ -106,6 +106,7 @@ func commands() []command {
 		{"serve", "serve the HTTP API for remote runs (specloop run --remote)", serveCmd},
 		{"worker", "execute the runs of serve --engine temporal", workerCmd},
 		{"mcp", "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", mcpCmd},
+		{"show", "print what a run said and did (show RUN_ID)", showCmd},
 		{"trace", "read traces (trace show FILE)", traceCmd},
 		{"tools", "list the tools a model can call", toolsCmd},
 		{"spec", "print the OpenAPI document everything is generated from", specCmd},
