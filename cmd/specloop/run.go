@@ -27,19 +27,19 @@ import (
 
 // runFlags are the flags of `specloop run`.
 type runFlags struct {
-	script     string
-	promptFile string
-	maxSteps   int
-	tracePath  string
-	telemetry  telemetryFlags // see telemetry.go
-	syncPolicy string
-	asJSON     bool
-	workspace  string
-	noCommands bool
-	check      string
-	recordRaw  bool
+	script       string
+	promptFile   string
+	maxSteps     int
+	tracePath    string
+	telemetry    telemetryFlags // see telemetry.go
+	syncPolicy   string
+	asJSON       bool
+	workspace    string
+	noCommands   bool
+	check        string
+	recordRaw    bool
 	noTranscript bool
-	approval   approvalFlags // see approve.go
+	approval     approvalFlags // see approve.go
 	// model selection (see models.go) and remote runs (see remote.go)
 	model         string
 	baseURL       string
