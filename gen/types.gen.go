@@ -1321,6 +1321,15 @@ type TraceEvent struct {
 // TraceEventType The kind of a trace event.
 type TraceEventType string
 
+// Transcript A run's transcript, or the part of it after a seq.
+type Transcript struct {
+	// Entries The entries, in seq order.
+	Entries []TranscriptEntry `json:"entries"`
+
+	// RunId The run's id.
+	RunId string `json:"run_id"`
+}
+
 // TranscriptEntry One line of a run's JSONL transcript: what a person reads of the run, in full where the
 // trace keeps summaries. Its events are the trace's (event_type, run_id, step and time
 // mean the same), with their content: the task's text, the model's own text, each action
@@ -1508,6 +1517,12 @@ type GetRunEventsParams struct {
 
 	// LastEventID The id of the last event received; the stream resumes after it.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// GetRunTranscriptParams defines parameters for GetRunTranscript.
+type GetRunTranscriptParams struct {
+	// After Return only the entries whose seq is greater than this.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // CallToolParams defines parameters for CallTool.

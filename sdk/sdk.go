@@ -122,6 +122,21 @@ func (c *Client) GetRun(ctx context.Context, id string) (gen.Run, error) {
 	return *resp.JSON200, nil
 }
 
+// Transcript returns run id's transcript so far: the task, the model's
+// actions with their arguments, what the tools returned and the result,
+// redacted of secrets. A run that keeps none is an error matching
+// ErrNotFound.
+func (c *Client) Transcript(ctx context.Context, id string) ([]gen.TranscriptEntry, error) {
+	resp, err := c.api.GetRunTranscriptWithResponse(ctx, id, nil)
+	if err != nil {
+		return nil, fmt.Errorf("sdk: get transcript: %w", err)
+	}
+	if resp.JSON200 == nil {
+		return nil, apiError(resp.HTTPResponse, resp.Body)
+	}
+	return resp.JSON200.Entries, nil
+}
+
 // Cancel cancels a queued or running run; it ends with exit reason
 // cancelled. Cancelling a finished run is an error matching ErrConflict.
 func (c *Client) Cancel(ctx context.Context, id string) (gen.Run, error) {
