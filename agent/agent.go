@@ -437,7 +437,7 @@ func (l *loop) steps(ctx context.Context) end {
 			if l.tracing {
 				ev = l.event(step, gen.TraceEventTypeModelFeedback)
 			}
-			if e := l.tellModel(step, ev, fb); e != nil {
+			if e := l.tellModel(step, Progress{Event: ev, Feedback: fb}); e != nil {
 				return *e
 			}
 		}
@@ -478,18 +478,20 @@ func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, 
 			ev.RawResponse = &invalid.Raw
 		}
 	}
-	return l.tellModel(step, ev, fb)
+	return l.tellModel(step, Progress{Event: ev, Feedback: fb})
 }
 
-// tellModel gives fb to the model: it traces ev (fb's model_feedback or
-// finish_rejected event; nil records nothing) with fb's kind and summary,
-// shows fb to the observer, and adds it to the history. A non-nil end
+// tellModel gives p.Feedback to the model: it traces p.Event (its
+// model_feedback or finish_rejected event; nil records nothing) with the
+// feedback's kind and summary, shows p to the observer, and adds the
+// feedback to the history. A non-nil end
 // stops the run.
-func (l *loop) tellModel(step int, ev *gen.TraceEvent, fb *gen.ModelFeedback) *end {
-	if ev != nil {
+func (l *loop) tellModel(step int, p Progress) *end {
+	fb := p.Feedback
+	if ev := p.Event; ev != nil {
 		ev.FeedbackKind = &fb.Kind
 		ev.Output = ptr(trace.Summary(fb.Message))
-		if err := l.emitDetail(Progress{Event: ev, Feedback: fb}); err != nil {
+		if err := l.emitDetail(p); err != nil {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
@@ -570,7 +572,7 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	ev := l.event(step, gen.TraceEventTypeFinishRejected)
 	ev.ExitCode = &res.ExitCode
 	ev.ToolDurationMs = &checkMs
-	return false, l.tellModel(step, ev, fb)
+	return false, l.tellModel(step, Progress{Event: ev, Feedback: fb, Check: &res})
 }
 
 func (l *loop) addUsage(u *gen.Usage) error {
@@ -700,6 +702,7 @@ type Progress struct {
 	Observation *gen.Observation   // observation
 	Feedback    *gen.ModelFeedback // model_feedback and finish_rejected
 	Result      *gen.RunResult     // run_finished
+	Check       *gen.CheckResult   // finish_rejected: the check that failed
 	// ApprovalReason is the approval_requested call's ApprovalRequest.Reason
 	// (why it is asked beyond the policy), known before the Approver is.
 	ApprovalReason string

@@ -186,6 +186,16 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetRunTranscript Get a run's transcript, what a person reads of it.
+	//
+	// The run's TranscriptEntry lines so far, in order: the task, the model's actions with their
+	// arguments, what each tool returned, feedback, approvals, the check and the result, redacted
+	// of secrets when they were written. A live run's transcript grows; after gives the entries
+	// past a seq already read. 404 when the run kept none (its transcript was false).
+	//
+	// Corresponds with GET /v1/runs/{run_id}/transcript (the `GetRunTranscript` operationId).
+	GetRunTranscript(ctx context.Context, runId RunID, params *GetRunTranscriptParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListTools List the tools the server serves, as a model is told of them.
 	//
 	// Exactly the tools callTool serves - the built-in ones the server offers, its custom tools and the tools of its MCP servers (as SERVER__tool), sorted as a run offers them.
@@ -417,6 +427,26 @@ func (c *Client) CancelRun(ctx context.Context, runId RunID, reqEditors ...Reque
 // Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 func (c *Client) GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRunEventsRequest(c.Server, runId, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetRunTranscript Get a run's transcript, what a person reads of it.
+//
+// The run's TranscriptEntry lines so far, in order: the task, the model's actions with their
+// arguments, what each tool returned, feedback, approvals, the check and the result, redacted
+// of secrets when they were written. A live run's transcript grows; after gives the entries
+// past a seq already read. 404 when the run kept none (its transcript was false).
+//
+// Corresponds with GET /v1/runs/{run_id}/transcript (the `GetRunTranscript` operationId).
+func (c *Client) GetRunTranscript(ctx context.Context, runId RunID, params *GetRunTranscriptParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRunTranscriptRequest(c.Server, runId, params)
 	if err != nil {
 		return nil, err
 	}
@@ -913,6 +943,67 @@ func NewGetRunEventsRequest(server string, runId RunID, params *GetRunEventsPara
 	return req, nil
 }
 
+// NewGetRunTranscriptRequest constructs an http.Request for the GetRunTranscript method
+func NewGetRunTranscriptRequest(server string, runId RunID, params *GetRunTranscriptParams) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/transcript", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+		// queryValues collects non-styled parameters (passthrough, JSON)
+		// that are safe to round-trip through url.Values.Encode().
+		queryValues := queryURL.Query()
+		// rawQueryFragments collects pre-encoded query fragments from
+		// styled parameters, preserving literal commas as delimiters
+		// per the OpenAPI spec (e.g. "color=blue,black,brown").
+		var rawQueryFragments []string
+
+		if params.After != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "after", *params.After, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
+		if encoded := queryValues.Encode(); encoded != "" {
+			rawQueryFragments = append(rawQueryFragments, encoded)
+		}
+		queryURL.RawQuery = strings.Join(rawQueryFragments, "&")
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
 // NewListToolsRequest constructs an http.Request for the ListTools method
 func NewListToolsRequest(server string) (*http.Request, error) {
 	var err error
@@ -1168,6 +1259,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEventsWithResponse(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*GetRunEventsResponse, error)
+
+	// GetRunTranscriptWithResponse Get a run's transcript, what a person reads of it.
+	//
+	// The run's TranscriptEntry lines so far, in order: the task, the model's actions with their
+	// arguments, what each tool returned, feedback, approvals, the check and the result, redacted
+	// of secrets when they were written. A live run's transcript grows; after gives the entries
+	// past a seq already read. 404 when the run kept none (its transcript was false).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/runs/{run_id}/transcript (the `GetRunTranscript` operationId).
+	GetRunTranscriptWithResponse(ctx context.Context, runId RunID, params *GetRunTranscriptParams, reqEditors ...RequestEditorFn) (*GetRunTranscriptResponse, error)
 
 	// ListToolsWithResponse List the tools the server serves, as a model is told of them.
 	//
@@ -1936,6 +2039,82 @@ func (r GetRunEventsResponse) ContentType() string {
 	return ""
 }
 
+type GetRunTranscriptResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Transcript
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetRunTranscriptResponse) GetJSON200() *Transcript {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetRunTranscriptResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetRunTranscriptResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetRunTranscriptResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetRunTranscriptResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetRunTranscriptResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetRunTranscriptResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetRunTranscriptResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetRunTranscriptResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetRunTranscriptResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type ListToolsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2269,6 +2448,24 @@ func (c *ClientWithResponses) GetRunEventsWithResponse(ctx context.Context, runI
 		return nil, err
 	}
 	return ParseGetRunEventsResponse(rsp)
+}
+
+// GetRunTranscriptWithResponse Get a run's transcript, what a person reads of it.
+//
+// The run's TranscriptEntry lines so far, in order: the task, the model's actions with their
+// arguments, what each tool returned, feedback, approvals, the check and the result, redacted
+// of secrets when they were written. A live run's transcript grows; after gives the entries
+// past a seq already read. 404 when the run kept none (its transcript was false).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/runs/{run_id}/transcript (the `GetRunTranscript` operationId).
+func (c *ClientWithResponses) GetRunTranscriptWithResponse(ctx context.Context, runId RunID, params *GetRunTranscriptParams, reqEditors ...RequestEditorFn) (*GetRunTranscriptResponse, error) {
+	rsp, err := c.GetRunTranscript(ctx, runId, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetRunTranscriptResponse(rsp)
 }
 
 // ListToolsWithResponse List the tools the server serves, as a model is told of them.
@@ -2892,6 +3089,67 @@ func ParseGetRunEventsResponse(rsp *http.Response) (*GetRunEventsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetRunTranscriptResponse parses an HTTP response from a GetRunTranscriptWithResponse call
+func ParseGetRunTranscriptResponse(rsp *http.Response) (*GetRunTranscriptResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetRunTranscriptResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Transcript
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError

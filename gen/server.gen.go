@@ -46,6 +46,9 @@ type ServerInterface interface {
 	// GetRunEvents Stream a run's trace events as Server-Sent Events.
 	// (GET /v1/runs/{run_id}/events)
 	GetRunEvents(ctx echo.Context, runId RunID, params GetRunEventsParams) error
+	// GetRunTranscript Get a run's transcript, what a person reads of it.
+	// (GET /v1/runs/{run_id}/transcript)
+	GetRunTranscript(ctx echo.Context, runId RunID, params GetRunTranscriptParams) error
 	// ListTools List the tools the server serves, as a model is told of them.
 	// (GET /v1/tools)
 	ListTools(ctx echo.Context) error
@@ -238,6 +241,31 @@ func (w *ServerInterfaceWrapper) GetRunEvents(ctx echo.Context) error {
 	return err
 }
 
+// GetRunTranscript converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRunTranscript(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runId RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRunTranscriptParams
+	// ------------- Optional query parameter "after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "after", ctx.QueryParams(), &params.After, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRunTranscript(ctx, runId, params)
+	return err
+}
+
 // ListTools converts echo context to params.
 func (w *ServerInterfaceWrapper) ListTools(ctx echo.Context) error {
 	var err error
@@ -302,6 +330,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/v1/runs", wrapper.CreateRun, options.OperationMiddlewares["createRun"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id", wrapper.GetRun, options.OperationMiddlewares["getRun"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/events", wrapper.GetRunEvents, options.OperationMiddlewares["getRunEvents"]...)
+	router.GET(options.BaseURL+"/v1/runs/:run_id/transcript", wrapper.GetRunTranscript, options.OperationMiddlewares["getRunTranscript"]...)
 	router.GET(options.BaseURL+"/v1/runs/:run_id/approvals", wrapper.ListApprovals, options.OperationMiddlewares["listApprovals"]...)
 	router.POST(options.BaseURL+"/v1/runs/:run_id/approvals/:call_id", wrapper.DecideApproval, options.OperationMiddlewares["decideApproval"]...)
 	router.POST(options.BaseURL+"/v1/runs/:run_id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
@@ -1360,6 +1389,109 @@ func (response GetRunEvents500ApplicationProblemPlusJSONResponse) VisitGetRunEve
 	return err
 }
 
+type GetRunTranscriptRequestObject struct {
+	RunId  RunID `json:"run_id"`
+	Params GetRunTranscriptParams
+}
+
+type GetRunTranscriptResponseObject interface {
+	VisitGetRunTranscriptResponse(w http.ResponseWriter) error
+}
+
+type GetRunTranscript200JSONResponse Transcript
+
+func (response GetRunTranscript200JSONResponse) VisitGetRunTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTranscript400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTranscript400ApplicationProblemPlusJSONResponse) VisitGetRunTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTranscript401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTranscript401ApplicationProblemPlusJSONResponse) VisitGetRunTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTranscript403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTranscript403ApplicationProblemPlusJSONResponse) VisitGetRunTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTranscript404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTranscript404ApplicationProblemPlusJSONResponse) VisitGetRunTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRunTranscript500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetRunTranscript500ApplicationProblemPlusJSONResponse) VisitGetRunTranscriptResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListToolsRequestObject struct {
 }
 
@@ -1461,6 +1593,9 @@ type StrictServerInterface interface {
 	// GetRunEvents Stream a run's trace events as Server-Sent Events.
 	// (GET /v1/runs/{run_id}/events)
 	GetRunEvents(ctx context.Context, request GetRunEventsRequestObject) (GetRunEventsResponseObject, error)
+	// GetRunTranscript Get a run's transcript, what a person reads of it.
+	// (GET /v1/runs/{run_id}/transcript)
+	GetRunTranscript(ctx context.Context, request GetRunTranscriptRequestObject) (GetRunTranscriptResponseObject, error)
 	// ListTools List the tools the server serves, as a model is told of them.
 	// (GET /v1/tools)
 	ListTools(ctx context.Context, request ListToolsRequestObject) (ListToolsResponseObject, error)
@@ -1762,6 +1897,32 @@ func (sh *strictHandler) GetRunEvents(ctx echo.Context, runId RunID, params GetR
 		return err
 	} else if validResponse, ok := response.(GetRunEventsResponseObject); ok {
 		return validResponse.VisitGetRunEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRunTranscript operation middleware
+func (sh *strictHandler) GetRunTranscript(ctx echo.Context, runId RunID, params GetRunTranscriptParams) error {
+	var request GetRunTranscriptRequestObject
+
+	request.RunId = runId
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRunTranscript(ctx.Request().Context(), request.(GetRunTranscriptRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRunTranscript")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRunTranscriptResponseObject); ok {
+		return validResponse.VisitGetRunTranscriptResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

@@ -37,6 +37,7 @@ const (
 	MaxItemsCreateRunRequestMcpServers         = 64
 	MinCreateRunRequestTokenBudget             = 1
 	MaxCreateRunRequestTokenBudget             = 9007199254740991
+	DefaultCreateRunRequestTranscript          = true
 	MaxLengthCreateRunRequestWorkspace         = 4096
 	MinLengthDecideApprovalParamsCallId        = 1
 	MaxLengthDecideApprovalParamsCallId        = 256
@@ -48,6 +49,8 @@ const (
 	MinGetRunEventsParamsAfter                 = 0
 	MaxGetRunEventsParamsAfter                 = 2147483647
 	MaxLengthGetRunEventsParamsLastEventID     = 32
+	MinGetRunTranscriptParamsAfter             = 0
+	MaxGetRunTranscriptParamsAfter             = 9007199254740991
 	MaxLengthListFilesInputGlob                = 1024
 	DefaultListFilesInputLimit                 = 1000
 	MinListFilesInputLimit                     = 1
@@ -144,6 +147,14 @@ const (
 	MinTraceEventTokensBefore                  = 0
 	MaxTraceEventTokensBefore                  = 9007199254740991
 	MinTraceEventToolDurationMs                = 0.0
+	MinTranscriptEntryOutputTruncatedBytes     = 0
+	MaxTranscriptEntryOutputTruncatedBytes     = 9007199254740991
+	MinTranscriptEntryRedacted                 = 0
+	MaxTranscriptEntryRedacted                 = 9007199254740991
+	MinTranscriptEntrySeq                      = 1
+	MaxTranscriptEntrySeq                      = 9007199254740991
+	MinTranscriptEntryStep                     = 0
+	MaxTranscriptEntryStep                     = 9007199254740991
 	MinItemsTurnActions                        = 1
 	MaxItemsTurnActions                        = 64
 	MinUsageInputTokens                        = 0
@@ -342,6 +353,7 @@ func Operations() []SpecOperation {
 		{Method: "POST", Path: "/v1/runs/{run_id}/approvals/{call_id}", OperationID: "decideApproval", Public: false, JSONBody: true, Query: nil},
 		{Method: "POST", Path: "/v1/runs/{run_id}/cancel", OperationID: "cancelRun", Public: false, JSONBody: false, Query: nil},
 		{Method: "GET", Path: "/v1/runs/{run_id}/events", OperationID: "getRunEvents", Public: false, JSONBody: false, Query: []string{"after"}},
+		{Method: "GET", Path: "/v1/runs/{run_id}/transcript", OperationID: "getRunTranscript", Public: false, JSONBody: false, Query: []string{"after"}},
 		{Method: "GET", Path: "/v1/tools", OperationID: "listTools", Public: false, JSONBody: false, Query: nil},
 		{Method: "POST", Path: "/v1/tools/apply_patch", OperationID: "apply_patch", Public: false, JSONBody: true, Query: []string{"workspace"}},
 		{Method: "POST", Path: "/v1/tools/calculator", OperationID: "calculator", Public: false, JSONBody: true, Query: []string{"workspace"}},

@@ -648,6 +648,9 @@ type CreateRunRequest struct {
 	// TokenBudget The most tokens the run may use in all; unlimited when absent.
 	TokenBudget *int64 `json:"token_budget,omitempty"`
 
+	// Transcript Keep the run's transcript (TranscriptEntry lines - the task, the model's actions with their arguments, what the tools returned, the result - redacted of secrets), outside the workspace: the server in its data directory, specloop run in the user's state directory. false keeps the trace only.
+	Transcript *bool `json:"transcript,omitempty"`
+
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
 	Workspace *string `json:"workspace,omitempty"`
 }
@@ -1318,6 +1321,100 @@ type TraceEvent struct {
 // TraceEventType The kind of a trace event.
 type TraceEventType string
 
+// Transcript A run's transcript, or the part of it after a seq.
+type Transcript struct {
+	// Entries The entries, in seq order.
+	Entries []TranscriptEntry `json:"entries"`
+
+	// RunId The run's id.
+	RunId string `json:"run_id"`
+}
+
+// TranscriptEntry One line of a run's JSONL transcript: what a person reads of the run, in full where the
+// trace keeps summaries. Its events are the trace's (event_type, run_id, step and time
+// mean the same), with their content: the task's text, the model's own text, each action
+// with its arguments, each observation as the model saw it and the tool's full output
+// up to max_output_bytes, feedback, the compaction's summary, approvals with their
+// reasons, the check's output and the result. Every string is redacted before it is
+// written - the values of the environment variables that hold secrets and every text
+// shaped like a credential become [REDACTED] - so a transcript carries no secret the
+// runtime knows of. It is never written inside a workspace; its file is readable by its
+// owner only.
+type TranscriptEntry struct {
+	// Action One step proposed by a model.
+	Action *Action `json:"action,omitempty"`
+
+	// Arguments approval_requested. The call's arguments.
+	Arguments *map[string]interface{} `json:"arguments,omitempty"`
+
+	// CallId approval_requested and approval_decided. The id the call is decided with.
+	CallId *string `json:"call_id,omitempty"`
+
+	// Check The last run of the completion check.
+	Check *CheckResult `json:"check,omitempty"`
+
+	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
+	// without asking, every later call of the same tool in the same run (for a tool that
+	// runs commands, only until a tool that writes files has run: then its next call is
+	// asked about again); deny: do not run it, the model gets an error observation (denied)
+	// with the reason.
+	Decision *ApprovalDecision `json:"decision,omitempty"`
+
+	// EventType The kind of a trace event.
+	EventType TraceEventType `json:"event_type"`
+
+	// Feedback Feedback from the runtime to the model. invalid_model_output and finish_rejected cost a step; a stuck_warning or a history_summary does not.
+	Feedback *ModelFeedback `json:"feedback,omitempty"`
+
+	// Observation What a tool call produced, as the model sees it.
+	Observation *Observation `json:"observation,omitempty"`
+
+	// Output observation. The tool's output as it produced it (a command's stdout and stderr, a file's text), before the caps of what the model sees, cut at max_output_bytes; absent when it equals the observation's content.
+	Output *string `json:"output,omitempty"`
+
+	// OutputTruncatedBytes observation. Bytes of the tool's output cut from output by max_output_bytes.
+	OutputTruncatedBytes *int `json:"output_truncated_bytes,omitempty"`
+
+	// Reason approval_requested. Why the call is asked about beyond the policy; approval_decided. The decision's reason.
+	Reason *string `json:"reason,omitempty"`
+
+	// Redacted How many secrets were replaced by [REDACTED] in this entry.
+	Redacted *int `json:"redacted,omitempty"`
+
+	// Result How a run ended.
+	Result *RunResult `json:"result,omitempty"`
+
+	// RunId The run's id.
+	RunId string `json:"run_id"`
+
+	// Seq The entry's number in its transcript, from 1 without gaps; a reader that follows a live run asks for the entries after the last it saw.
+	Seq int `json:"seq"`
+
+	// Step The step the entry belongs to, as in the trace.
+	Step int `json:"step"`
+
+	// Summary history_compacted. The summary the model wrote of the older history, when it wrote one.
+	Summary *string `json:"summary,omitempty"`
+
+	// Task run_started. The task's prompt.
+	Task *string `json:"task,omitempty"`
+
+	// Text model_action, on the first action of a turn. What the model wrote beside its actions (its plan, its explanation).
+	Text *string `json:"text,omitempty"`
+
+	// Time When the entry was written (RFC 3339, UTC).
+	Time time.Time `json:"time"`
+
+	// ToolName approval_requested and approval_decided. The tool of the call.
+	ToolName *string `json:"tool_name,omitempty"`
+
+	// ToolNames run_started. The tools offered to the model.
+	ToolNames *[]string `json:"tool_names,omitempty"`
+
+	// Usage Token counts reported by a model provider.
+	Usage *Usage `json:"usage,omitempty"`
+}
+
 // Turn One model reply: the actions a model proposed in one call (several for parallel
 // tool calls). The loop runs them in order within one step; a finish may only be
 // the last action.
@@ -1420,6 +1517,12 @@ type GetRunEventsParams struct {
 
 	// LastEventID The id of the last event received; the stream resumes after it.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`
+}
+
+// GetRunTranscriptParams defines parameters for GetRunTranscript.
+type GetRunTranscriptParams struct {
+	// After Return only the entries whose seq is greater than this.
+	After *int `form:"after,omitempty" json:"after,omitempty"`
 }
 
 // CallToolParams defines parameters for CallTool.

@@ -2,7 +2,10 @@ package runner
 
 import (
 	"context"
+	"errors"
 	"io"
+	"io/fs"
+	"os"
 	"path/filepath"
 	"time"
 
@@ -10,6 +13,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 )
 
 // Create accepts a run: it validates what the spec cannot (workspace,
@@ -171,4 +175,30 @@ func (s *Runner) Statuses() map[gen.RunStatus]int {
 		n[r.status]++
 	}
 	return n
+}
+
+// Transcript returns the entries of run id's transcript whose seq is past
+// after, as written so far. A run that keeps none (its request said
+// transcript false, or it has not started) is NotFound.
+func (s *Runner) Transcript(id string, after int) ([]gen.TranscriptEntry, error) {
+	if _, ok := s.runs.get(id); !ok {
+		return nil, errNoRun
+	}
+	f, err := os.Open(s.store.transcriptPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, &Error{Kind: NotFound, Detail: "the run keeps no transcript (its request said transcript false, or it has not started)"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	log, err := transcript.Read(f)
+	if err != nil {
+		return nil, err
+	}
+	entries := log.Entries[min(after, len(log.Entries)):]
+	if entries == nil {
+		entries = []gen.TranscriptEntry{}
+	}
+	return entries, nil
 }

@@ -78,6 +78,8 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	*tfp = tf
 	sp := j.spec
 	sp.TraceWriter, sp.Observer = tf, observe
+	sp.TranscriptPath = s.store.transcriptPath(r.id)
+	sp.Secrets = append(sp.Secrets, s.cfg.Secrets...)
 	if j.gate != nil {
 		sp.Approver = j.gate
 	}

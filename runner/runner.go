@@ -69,6 +69,9 @@ type Config struct {
 	// Engine executes the runs; nil means the embedded engine (agent.Run
 	// in this process).
 	Engine Engine
+	// Secrets are redacted from the runs' transcripts besides the values
+	// of this process's variables that hold secrets (the server's token).
+	Secrets []string
 	// DataDir holds the run log and the traces; it is created if missing.
 	// It must lie outside WorkspaceRoot (and WorkspaceRoot outside it):
 	// New refuses it otherwise (ErrRecordsInWorkspace), since runs may read

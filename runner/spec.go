@@ -12,6 +12,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/mcpclient"
+	"github.com/specloop/specloop/transcript"
 	"github.com/specloop/specloop/wiring"
 )
 
@@ -33,13 +34,23 @@ type Spec struct {
 	RecordRaw bool `json:",omitempty"`
 
 	// What only an in-process run has: a local workspace directory (else
-	// the host's Root), where its trace goes, who decides its approvals
+	// the host's Root), where its trace goes, where its transcript goes
+	// (unless the request's transcript is false) and what besides the
+	// environment's secrets is redacted from it, who decides its approvals
 	// and who watches its progress.
-	Dir         string               `json:"-"`
-	TracePath   string               `json:"-"`
-	TraceWriter io.Writer            `json:"-"`
-	Approver    agent.Approver       `json:"-"`
-	Observer    func(agent.Progress) `json:"-"`
+	Dir            string               `json:"-"`
+	TracePath      string               `json:"-"`
+	TraceWriter    io.Writer            `json:"-"`
+	TranscriptPath string               `json:"-"`
+	Secrets        []string             `json:"-"`
+	Approver       agent.Approver       `json:"-"`
+	Observer       func(agent.Progress) `json:"-"`
+}
+
+// KeepsTranscript reports whether the run keeps a transcript: the
+// request's transcript, true unless it says false.
+func (sp *Spec) KeepsTranscript() bool {
+	return sp.Transcript == nil || *sp.Transcript
 }
 
 // Options returns the loop's options that the spec alone decides: the
@@ -89,6 +100,9 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 	}
 	cfg.Check = sp.CheckCommand()
 	cfg.TracePath, cfg.TraceWriter = sp.TracePath, sp.TraceWriter
+	if sp.KeepsTranscript() {
+		cfg.TranscriptPath, cfg.Secrets = sp.TranscriptPath, sp.Secrets
+	}
 	servers, err := pickMCP(sp.MCPNames(), host.MCPServers)
 	if err != nil {
 		return nil, err
@@ -102,6 +116,13 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 	opts.Tools, opts.Check, opts.Trace = setup.Options.Tools, setup.Options.Check, setup.Options.Trace
 	if opts.ApprovalPolicy != "" && sp.Approver != nil {
 		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.ApprovalTimeout)
+	}
+	if setup.Transcript != nil {
+		record, watch := transcript.NewRecorder(setup.Transcript, sp.Task.Prompt).Observe, opts.Observer
+		opts.Observer = record
+		if watch != nil {
+			opts.Observer = func(p agent.Progress) { record(p); watch(p) }
+		}
 	}
 	setup.Options = opts
 	return setup, nil

@@ -33,6 +33,8 @@ import (
 const (
 	logName   = "runs.jsonl"
 	tracesDir = "traces"
+	// transcriptsDir holds each run's transcript (package transcript).
+	transcriptsDir = "transcripts"
 )
 
 // entry is one line of the run log. The task appears only as its trace
@@ -264,6 +266,12 @@ func (st *store) close() error {
 	st.mu.Lock()
 	defer st.mu.Unlock()
 	return errors.Join(st.err, st.file.Close())
+}
+
+// transcriptPath is where run id's transcript is (made 0600 in a 0700
+// directory when the run starts).
+func (st *store) transcriptPath(id string) string {
+	return filepath.Join(st.dir, transcriptsDir, id+".jsonl")
 }
 
 // tracePath is where run id's trace is.

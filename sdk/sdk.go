@@ -111,6 +111,16 @@ func (c *Client) GetRun(ctx context.Context, id string) (gen.Run, error) {
 	return decode[gen.Run]("get run", http.StatusOK, resp, err)
 }
 
+// Transcript returns run id's transcript so far: the task, the model's
+// actions with their arguments, what the tools returned and the result,
+// redacted of secrets. A run that keeps none is an error matching
+// ErrNotFound.
+func (c *Client) Transcript(ctx context.Context, id string) ([]gen.TranscriptEntry, error) {
+	resp, err := c.raw.GetRunTranscript(ctx, id, nil)
+	tr, err := decode[gen.Transcript]("get transcript", http.StatusOK, resp, err)
+	return tr.Entries, err
+}
+
 // Cancel cancels a queued or running run; it ends with exit reason
 // cancelled. Cancelling a finished run is an error matching ErrConflict.
 func (c *Client) Cancel(ctx context.Context, id string) (gen.Run, error) {

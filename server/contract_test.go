@@ -626,6 +626,17 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 	add("getRun", 200, ctCase{name: "finished run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished)} }})
 	add("getRun", 400, ctCase{name: "malformed id", invalid: true, req: fixed(ctReq{params: ctRun("bad.id")})})
 	add("getRun", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run")})})
+	add("getRunTranscript", 200, ctCase{name: "finished run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished)} },
+		check: func(t *testing.T, _ *ctEnv, body []byte) {
+			var tr gen.Transcript
+			if err := json.Unmarshal(body, &tr); err != nil || len(tr.Entries) == 0 || tr.Entries[len(tr.Entries)-1].EventType != gen.TraceEventTypeRunFinished {
+				t.Errorf("transcript of a finished run: %v, %s", err, body)
+			}
+		}})
+	add("getRunTranscript", 400, ctCase{name: "negative after", invalid: true, req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finished), query: ctQuery("after", "-1")}
+	}})
+	add("getRunTranscript", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run")})})
 
 	streamFrom := func(first int) func(*testing.T, *ctEnv, []byte) {
 		return func(t *testing.T, _ *ctEnv, body []byte) {

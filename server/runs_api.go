@@ -141,3 +141,17 @@ func (s api) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObje
 	}
 	return gen.DecideApproval200JSONResponse(v), nil
 }
+
+// GetRunTranscript returns the run's transcript entries, those after
+// ?after when it is given.
+func (s api) GetRunTranscript(_ context.Context, req gen.GetRunTranscriptRequestObject) (gen.GetRunTranscriptResponseObject, error) {
+	after := 0
+	if req.Params.After != nil {
+		after = *req.Params.After
+	}
+	entries, err := s.rn.Transcript(req.RunId, after)
+	if err != nil {
+		return nil, runProblem(err)
+	}
+	return gen.GetRunTranscript200JSONResponse{RunId: req.RunId, Entries: entries}, nil
+}

@@ -24,6 +24,7 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -133,6 +134,9 @@ func New(cfg Config) (*Server, error) {
 	s.public = publicOperations()
 	rc := cfg.Config
 	rc.Logger = s.log
+	if cfg.Token != "" {
+		rc.Secrets = append(slices.Clip(rc.Secrets), cfg.Token)
+	}
 	rn, err := runner.New(rc)
 	if err != nil {
 		return nil, fmt.Errorf("server: %w", err)

@@ -14,6 +14,9 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
+	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/mcpclient"
@@ -21,6 +24,7 @@ import (
 	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 )
 
 // Config is everything a run's setup depends on. The zero value is a run
@@ -57,8 +61,15 @@ type Config struct {
 	// TraceWriter receives the trace when TracePath is empty; Close does
 	// not close it.
 	TraceWriter io.Writer
-	// TraceSync is when the trace is fsynced.
+	// TraceSync is when the trace is fsynced, and the transcript.
 	TraceSync trace.SyncPolicy
+	// TranscriptPath appends the run's transcript to this file (created
+	// 0600 in a 0700 directory; see package transcript); "" keeps none.
+	// Its lines are redacted of the values of this process's variables
+	// that hold secrets, of the sandbox's PassEnv variables and of
+	// Secrets.
+	TranscriptPath string
+	Secrets        []string
 	// MCPServers are external MCP servers whose tools the run offers next
 	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
 	// once, and Close stops them. Given to runner.Open, they are the
@@ -75,11 +86,12 @@ type Part string
 
 // The parts of a setup, in the order Open builds them.
 const (
-	PartWorkspace Part = "workspace"
-	PartSandbox   Part = "sandbox"
-	PartTools     Part = "tools"
-	PartTrace     Part = "trace"
-	PartMCP       Part = "mcp"
+	PartWorkspace  Part = "workspace"
+	PartSandbox    Part = "sandbox"
+	PartTools      Part = "tools"
+	PartTrace      Part = "trace"
+	PartTranscript Part = "transcript"
+	PartMCP        Part = "mcp"
 )
 
 // Error is a failed setup: the part that failed and why.
@@ -114,6 +126,9 @@ type Setup struct {
 	// Trace is the trace writer: Options.Trace, or what Options.Trace
 	// wraps with Telemetry set; nil without a trace.
 	Trace *trace.Writer
+	// Transcript is the transcript's writer; nil without one. runner.Open
+	// feeds it the run's progress.
+	Transcript *transcript.Writer
 
 	workspaceClosed bool
 	closeTrace      bool
@@ -187,6 +202,20 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 	if s.Trace != nil {
 		s.Options.Trace = s.Trace
 	}
+	if cfg.TranscriptPath != "" {
+		secrets := slices.Clone(cfg.Secrets)
+		for _, name := range cfg.Sandbox.PassEnv {
+			secrets = append(secrets, os.Getenv(name))
+		}
+		if inside(s.Workspace.Dir(), cfg.TranscriptPath) {
+			return &Error{PartTranscript, errors.New("the transcript must not be inside the workspace, where the model could read it and the patch would hold it")}
+		}
+		tw, err := transcript.Open(cfg.TranscriptPath, transcript.NewRedactor(os.Environ(), secrets...), cfg.TraceSync)
+		if err != nil {
+			return &Error{PartTranscript, err}
+		}
+		s.Transcript = tw
+	}
 	if cfg.Telemetry != nil {
 		run := cfg.Telemetry.Observe(cfg.TelemetryRun, s.Options.Trace)
 		s.Options.Trace = run
@@ -209,9 +238,26 @@ func (s *Setup) Close() error {
 		errs = append(errs, s.Trace.Close())
 		s.closeTrace = false
 	}
+	if s.Transcript != nil {
+		errs = append(errs, s.Transcript.Close())
+		s.Transcript = nil
+	}
 	if s.Workspace != nil && !s.workspaceClosed {
 		errs = append(errs, s.Workspace.Close())
 		s.workspaceClosed = true
 	}
 	return errors.Join(errs...)
+}
+
+// inside reports whether path is dir or lies under it.
+func inside(dir, path string) bool {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return true // a path that cannot be placed is refused
+	}
+	if real, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+		abs = filepath.Join(real, filepath.Base(abs))
+	}
+	rel, err := filepath.Rel(dir, abs)
+	return err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
 }

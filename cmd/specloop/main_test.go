@@ -33,6 +33,7 @@ var (
 	durations = regexp.MustCompile(`\d+\.\d+ ms|=\d+\.\d{3}\b`)
 	clockTime = regexp.MustCompile(`(?m)^\d\d:\d\d:\d\d\.\d\d\d`)
 	runIDs    = regexp.MustCompile(`run=[0-9a-f]{16}`)
+	showIDs   = regexp.MustCompile(`show [0-9a-f]{16}`)
 )
 
 // normalize removes what differs between runs: durations, clock times, run ids
@@ -46,6 +47,7 @@ func normalize(s, tmp string) string {
 		return "D ms"
 	})
 	s = clockTime.ReplaceAllString(s, "HH:MM:SS")
+	s = showIDs.ReplaceAllString(s, "show RUNID")
 	return runIDs.ReplaceAllString(s, "run=RUNID")
 }
 

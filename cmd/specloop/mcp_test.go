@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/trace"
@@ -24,7 +25,16 @@ func TestMain(m *testing.M) {
 	if os.Getenv(selfServerEnv) == "1" {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
-	os.Exit(m.Run())
+	// Runs keep their transcripts in the user's state directory: the
+	// tests' go to one of their own.
+	state, err := os.MkdirTemp("", "specloop-state-")
+	if err != nil {
+		panic(err)
+	}
+	os.Setenv(cli.StateHomeEnv, state)
+	code := m.Run()
+	os.RemoveAll(state)
+	os.Exit(code)
 }
 
 // mcpSession starts `specloop mcp ARGS` in-process on pipes and returns a

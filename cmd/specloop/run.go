@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -20,23 +21,25 @@ import (
 	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 	"github.com/specloop/specloop/wiring"
 )
 
 // runFlags are the flags of `specloop run`.
 type runFlags struct {
-	script     string
-	promptFile string
-	maxSteps   int
-	tracePath  string
-	telemetry  cli.TelemetryFlags // see telemetry.go
-	syncPolicy string
-	asJSON     bool
-	workspace  string
-	noCommands bool
-	check      string
-	recordRaw  bool
-	approval   approvalFlags // see approve.go
+	script       string
+	promptFile   string
+	maxSteps     int
+	tracePath    string
+	telemetry    cli.TelemetryFlags // see telemetry.go
+	syncPolicy   string
+	asJSON       bool
+	workspace    string
+	noCommands   bool
+	check        string
+	recordRaw    bool
+	noTranscript bool
+	approval     approvalFlags // see approve.go
 	// model selection (see models.go) and remote runs (see remote.go)
 	model         string
 	baseURL       string
@@ -64,6 +67,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.BoolVar(&f.noCommands, "no-commands", false, "do not offer run_command to the model")
 	fs.StringVar(&f.check, "check", "", "a completion check command run in the workspace when the model finishes; the run finishes only when it exits 0")
 	f.approval.register(fs)
+	fs.BoolVar(&f.noTranscript, "no-transcript", false, "keep no transcript of the run (by default it goes to "+cli.StateDirUsage("runs/RUN_ID")+": what the run said and did, redacted of secrets; specloop show RUN_ID prints it)")
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
@@ -178,7 +182,15 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	req := f.request(prompt, mcpNames, approvals, asker != nil)
 	host.MCP = f.mcp.Config(env.Stderr)
-	sp := &runner.Spec{CreateRunRequest: req, RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	transcriptPath := ""
+	if sp.KeepsTranscript() {
+		if transcriptPath, err = runTranscriptPath(sp.ID); err != nil {
+			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
+			return exitUsage
+		}
+		sp.TranscriptPath = transcriptPath
+	}
 	if asker != nil {
 		sp.Approver = asker
 	}
@@ -191,7 +203,23 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	defer setup.Close()
 	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
-	return report(env, &res, runErr, f.asJSON, f.tracePath)
+	if err := setup.Close(); err != nil { // the transcript's writes among it
+		env.Errorf("run: %v", err)
+	}
+	code = report(env, &res, runErr, f.asJSON, f.tracePath)
+	if !f.asJSON && transcriptPath != "" {
+		fmt.Fprintf(env.Stdout, "transcript: specloop show %s\n", sp.ID)
+	}
+	return code
+}
+
+// runTranscriptPath is where `specloop run` keeps run id's transcript.
+func runTranscriptPath(id string) (string, error) {
+	dir, err := cli.StateDir("runs")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, id, transcript.FileName), nil
 }
 
 // report prints a run's result and returns the exit status for it: as
@@ -323,6 +351,9 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 // one names it (remoteModel).
 func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolicy, asked bool) gen.CreateRunRequest {
 	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, MaxSteps: &f.maxSteps}
+	if f.noTranscript {
+		req.Transcript = new(bool) // false
+	}
 	if f.tokenBudget > 0 {
 		req.TokenBudget = &f.tokenBudget
 	}
@@ -398,6 +429,9 @@ func openSetup(env *cli.Env, name string, sp *runner.Spec, cfg wiring.Config, us
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTrace:
 		env.Errorf("%s: --trace: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, &we) && we.Part == wiring.PartTranscript:
+		env.Errorf("%s: the transcript: %v (--no-transcript keeps none)", name, we.Err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartMCP, errors.As(err, new(*runner.Error)):
 		env.Errorf("%s: --mcp: %v", name, we.Err)

@@ -124,9 +124,19 @@ func scan(s string, found func(i, j int) bool) {
 	}
 }
 
+// byFirst holds the indexes in prefixes of the prefixes that start with
+// each byte, so that a token is tried only against those.
+var byFirst = func() (b [256][]uint8) {
+	for i, p := range prefixes {
+		b[p.prefix[0]] = append(b[p.prefix[0]], uint8(i))
+	}
+	return b
+}()
+
 // prefixedAt returns the end of the prefixed shape at s[i:], or i for none.
 func prefixedAt(s string, i int) int {
-	for _, p := range prefixes {
+	for _, k := range byFirst[s[i]] {
+		p := &prefixes[k]
 		if len(s)-i < len(p.prefix) || s[i:i+len(p.prefix)] != p.prefix {
 			continue
 		}

@@ -325,21 +325,21 @@ func isLoopback(addr string) bool {
 	return err == nil && ip.IsLoopback()
 }
 
-// stateHomeEnv names the XDG base directory of a user's state files.
-const stateHomeEnv = "XDG_STATE_HOME"
+// StateHomeEnv names the XDG base directory of a user's state files.
+const StateHomeEnv = "XDG_STATE_HOME"
 
 // StateDirUsage describes the default of a directory of run records, sub
 // of specloop's state directory, for help texts.
 func StateDirUsage(sub string) string {
-	return "$" + stateHomeEnv + "/specloop/" + sub + ", or ~/.local/state/specloop/" + sub
+	return "$" + StateHomeEnv + "/specloop/" + sub + ", or ~/.local/state/specloop/" + sub
 }
 
-// stateDir returns sub of specloop's directory in the user's state
+// StateDir returns sub of specloop's directory in the user's state
 // directory: $XDG_STATE_HOME/specloop (an absolute $XDG_STATE_HOME only,
 // as the XDG specification says), else ~/.local/state/specloop (on
 // Windows, %LocalAppData%\specloop).
-func stateDir(sub string) (string, error) {
-	if d := os.Getenv(stateHomeEnv); d != "" && filepath.IsAbs(d) {
+func StateDir(sub string) (string, error) {
+	if d := os.Getenv(StateHomeEnv); d != "" && filepath.IsAbs(d) {
 		return filepath.Join(d, "specloop", sub), nil
 	}
 	if runtime.GOOS == "windows" {
@@ -365,9 +365,9 @@ func RecordsDir(flag, dir, sub, root string) (string, error) {
 		return "", fmt.Errorf("--workspace-root: %w", err)
 	}
 	if dir == "" {
-		d, err := stateDir(sub)
+		d, err := StateDir(sub)
 		if err != nil {
-			return "", fmt.Errorf("%s: no default (set $%s or $HOME, or give %s): %w", flag, stateHomeEnv, flag, err)
+			return "", fmt.Errorf("%s: no default (set $%s or $HOME, or give %s): %w", flag, StateHomeEnv, flag, err)
 		}
 		dir = d
 	}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+
+	"github.com/specloop/specloop/cmd/internal/cli"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/transcript"
+)
+
+func showCmd(ctx context.Context, env *cli.Env, args []string) int {
+	env = runText(env)
+	fs := env.FlagSet("show", "[--follow] (RUN_ID | FILE)",
+		"Prints what a run said and did, for a person: the task, the model's actions with their arguments,\n"+
+			"what each tool returned, feedback, approvals, the check and the result with its patch. RUN_ID is\n"+
+			"a run of specloop run, whose transcript is in "+cli.StateDirUsage("runs/RUN_ID")+"; FILE is\n"+
+			"a transcript file. Secrets were redacted when it was written.")
+	follow := fs.Bool("follow", false, "print the run as it goes, until it ends")
+	if code, done := cli.ParseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 1 {
+		fs.Usage()
+		return exitUsage
+	}
+	path, err := transcriptOf(fs.Arg(0))
+	if err != nil {
+		env.Errorf("show: %v", err)
+		return exitUsage
+	}
+	if *follow {
+		r := transcript.NewRenderer(env.Stdout)
+		err := transcript.Follow(ctx, path, func(e gen.TranscriptEntry) error { return r.Entry(&e) })
+		if err != nil && !errors.Is(err, context.Canceled) {
+			env.Errorf("show: %s: %v", path, err)
+			return exitInternal
+		}
+		return exitOK
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		env.Errorf("show: %v", err)
+		return exitUsage
+	}
+	defer f.Close()
+	log, rerr := transcript.Read(f)
+	if err := transcript.Render(env.Stdout, log); err != nil {
+		return exitInternal
+	}
+	if rerr != nil {
+		env.Errorf("show: %s: %v", path, rerr)
+		return exitInternal
+	}
+	return exitOK
+}
+
+// transcriptOf is the transcript file arg names: a file, or the run id of
+// a run of specloop run.
+func transcriptOf(arg string) (string, error) {
+	if _, err := os.Stat(arg); err == nil || !ident.Plain(arg) {
+		return arg, nil
+	}
+	dir, err := cli.StateDir("runs")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, arg, transcript.FileName)
+	if _, err := os.Stat(path); err != nil {
+		return "", errors.New("no file " + arg + " and no transcript of a run " + arg + " in " + dir)
+	}
+	return path, nil
+}

@@ -1,0 +1,62 @@
+package transcript
+
+import (
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+)
+
+// Recorder writes a run's transcript from its progress: pass Observe as
+// the loop's Observer (agent.Options.Observer, runner.Spec.Observer),
+// which sees every event with the values the trace only summarizes.
+type Recorder struct {
+	w    *Writer
+	task string
+}
+
+// NewRecorder records into w the run of the task prompt (the progress of
+// run_started carries only its summary).
+func NewRecorder(w *Writer, task string) *Recorder { return &Recorder{w: w, task: task} }
+
+// Observe records one event. A failed write does not stop the run: the
+// Writer keeps the error, drops the entries after it and returns it from
+// Close.
+func (r *Recorder) Observe(p agent.Progress) {
+	if p.Event == nil {
+		return
+	}
+	ev := p.Event
+	e := gen.TranscriptEntry{RunId: ev.RunId, Step: ev.Step, EventType: ev.EventType, Time: ev.Time, Usage: ev.Usage}
+	switch ev.EventType {
+	case gen.TraceEventTypeRunStarted:
+		e.Task, e.ToolNames = &r.task, ev.ToolNames
+	case gen.TraceEventTypeModelAction:
+		var a gen.Action
+		switch {
+		case p.ToolCall != nil:
+			_ = a.FromToolCall(*p.ToolCall) // a generated union always takes its member
+			e.Action = &a
+		case p.Finish != nil:
+			_ = a.FromFinish(*p.Finish)
+			e.Action = &a
+		}
+	case gen.TraceEventTypeObservation:
+		e.Observation = p.Observation
+	case gen.TraceEventTypeModelFeedback:
+		e.Feedback = p.Feedback
+	case gen.TraceEventTypeFinishRejected:
+		e.Feedback, e.Check = p.Feedback, p.Check
+	case gen.TraceEventTypeApprovalRequested:
+		e.ToolName, e.CallId = ev.ToolName, ev.CallId
+		if p.ToolCall != nil {
+			e.Arguments = &p.ToolCall.Arguments
+		}
+		if p.ApprovalReason != "" {
+			e.Reason = &p.ApprovalReason
+		}
+	case gen.TraceEventTypeApprovalDecided:
+		e.ToolName, e.CallId, e.Decision = ev.ToolName, ev.CallId, ev.Decision
+	case gen.TraceEventTypeRunFinished:
+		e.Result = p.Result
+	}
+	_ = r.w.Write(e)
+}

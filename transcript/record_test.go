@@ -1,0 +1,75 @@
+package transcript_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
+)
+
+// A real run's progress makes its transcript: the task's text, the call
+// with its arguments, what the tool returned and the result.
+func TestRecorderWritesARunsTranscript(t *testing.T) {
+	rt, err := tools.New(tools.Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), transcript.FileName)
+	w, err := transcript.Open(path, transcript.NewRedactor(nil), trace.SyncAtRunEnd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := "Compute 12 x 7, please."
+	rec := transcript.NewRecorder(w, task)
+	m := model.NewScript(
+		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":12,"operation":"multiply","right":7}}`,
+		`{"type":"finish","answer":"12 * 7 = 84"}`,
+	)
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, m, agent.Options{MaxSteps: 5, Tools: rt, RunID: "r-rec", Observer: rec.Observe})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log, err := transcript.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var types []string
+	for _, e := range log.Entries {
+		types = append(types, string(e.EventType))
+		if e.RunId != "r-rec" {
+			t.Errorf("entry %d has run id %q", e.Seq, e.RunId)
+		}
+	}
+	if got := strings.Join(types, " "); got != "run_started model_action observation model_action run_finished" {
+		t.Fatalf("entries: %s", got)
+	}
+	if e := log.Entries[0]; e.Task == nil || *e.Task != task {
+		t.Errorf("run_started: task %v", e.Task)
+	}
+	call, err := log.Entries[1].Action.AsToolCall()
+	if err != nil || call.ToolName != "calculator" || call.Arguments["left"] != float64(12) {
+		t.Errorf("model_action: %+v, %v", call, err)
+	}
+	if o := log.Entries[2].Observation; o == nil || !strings.Contains(o.Content, "84") {
+		t.Errorf("observation: %+v", o)
+	}
+	if r := log.Entries[4].Result; r == nil || r.ExitReason != res.ExitReason || *r.Answer != "12 * 7 = 84" {
+		t.Errorf("run_finished: %+v", r)
+	}
+}

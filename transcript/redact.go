@@ -1,0 +1,136 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"slices"
+	"strings"
+
+	"github.com/specloop/specloop/internal/secretshape"
+)
+
+// Redacted is what a secret becomes in a transcript.
+const Redacted = "[REDACTED]"
+
+// MinSecretLen is the shortest value Redactor replaces wherever it occurs:
+// a shorter value (FEATURE_KEY=1) would blank out ordinary text.
+const MinSecretLen = 8
+
+// Redactor replaces secrets in the lines of a transcript.
+type Redactor struct {
+	values []string // the secrets, longest first
+}
+
+// SecretName reports whether an environment variable's name says it holds
+// a secret: it ends in _KEY, _TOKEN or _SECRET (or is KEY, TOKEN, SECRET),
+// or contains PASSWORD, in any letter case. Provider keys (OPENAI_API_KEY,
+// ANTHROPIC_API_KEY) and the server's SPECLOOP_TOKEN are among them.
+func SecretName(name string) bool {
+	n := strings.ToUpper(name)
+	for _, s := range []string{"KEY", "TOKEN", "SECRET"} {
+		if n == s || strings.HasSuffix(n, "_"+s) {
+			return true
+		}
+	}
+	return strings.Contains(n, "PASSWORD")
+}
+
+// NewRedactor returns a Redactor of the values of the variables of env
+// ("NAME=VALUE", as os.Environ gives them) whose names hold secrets
+// (SecretName), and of the secrets given besides (a token read from a
+// file, the values of variables passed to commands). Values shorter than
+// MinSecretLen are left out.
+func NewRedactor(env []string, secrets ...string) *Redactor {
+	r := &Redactor{}
+	for _, kv := range env {
+		if name, v, ok := strings.Cut(kv, "="); ok && SecretName(name) {
+			secrets = append(secrets, v)
+		}
+	}
+	for _, v := range secrets {
+		if len(v) >= MinSecretLen && !slices.Contains(r.values, v) {
+			r.values = append(r.values, v)
+		}
+	}
+	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
+	return r
+}
+
+// Line redacts one JSON line (an encoded entry) string by string: in each
+// string of it, every known secret, then every span shaped like a
+// credential (secretshape.Find), becomes [REDACTED]. It returns the line,
+// still valid JSON, and the number of replacements. Numbers, names and
+// structure are left alone.
+func (r *Redactor) Line(line []byte) ([]byte, int) {
+	var out []byte // nil until something is replaced
+	n, last := 0, 0
+	for i := 0; i < len(line); {
+		if line[i] != '"' {
+			i++
+			continue
+		}
+		j, escaped := i+1, false
+		for j < len(line) && line[j] != '"' {
+			if line[j] == '\\' {
+				escaped = true
+				j++
+			}
+			j++
+		}
+		j = min(j+1, len(line)) // past the closing quote
+		var s string
+		if !escaped {
+			s = string(line[i+1 : j-1])
+		} else if json.Unmarshal(line[i:j], &s) != nil {
+			i = j // not a string literal: not a line Writer wrote
+			continue
+		}
+		if red, k := r.Text(s); k > 0 {
+			out = append(out, line[last:i]...)
+			out = appendString(out, red)
+			n, last = n+k, j
+		}
+		i = j
+	}
+	if out == nil {
+		return line, 0
+	}
+	return append(out, line[last:]...), n
+}
+
+// Text redacts one text: every known secret, then every span shaped like
+// a credential, becomes [REDACTED]; it returns the text and the number of
+// replacements.
+func (r *Redactor) Text(s string) (string, int) {
+	n := 0
+	for _, v := range r.values {
+		if k := strings.Count(s, v); k > 0 {
+			n += k
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	spans := secretshape.Find(s)
+	if len(spans) == 0 {
+		return s, n
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	last := 0
+	for _, sp := range spans {
+		b.WriteString(s[last:sp[0]])
+		b.WriteString(Redacted)
+		last = sp[1]
+	}
+	b.WriteString(s[last:])
+	return b.String(), n + len(spans)
+}
+
+// appendString appends s as a JSON string literal, without escaping <, >
+// and & (a transcript is not HTML).
+func appendString(dst []byte, s string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+}

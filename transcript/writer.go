@@ -1,0 +1,130 @@
+package transcript
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
+	"github.com/specloop/specloop/trace"
+)
+
+// DefaultMaxOutputBytes is how much of a tool's output an entry keeps
+// (TranscriptEntry.output) unless the Writer says otherwise.
+const DefaultMaxOutputBytes = 1 << 20
+
+// FileName is a transcript's file in a run's directory.
+const FileName = "transcript.jsonl"
+
+// Writer appends the entries of one run's transcript to its file, each
+// redacted and written as one complete line. It is safe for concurrent
+// use.
+type Writer struct {
+	// MaxOutputBytes caps TranscriptEntry.output; 0 means
+	// DefaultMaxOutputBytes.
+	MaxOutputBytes int
+
+	mu     sync.Mutex
+	f      *os.File
+	red    *Redactor
+	policy trace.SyncPolicy
+	seq    int
+	err    error
+}
+
+// Open opens the transcript file path to append to it, creating it (0600)
+// and its directory (0700) when they do not exist. An existing transcript
+// goes on with the next seq (a continued or resumed run); a torn last line
+// stays where it is and is skipped by readers. Entries are redacted with
+// red; policy says when the file is fsynced (trace.SyncAtRunEnd: after
+// run_finished).
+func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	seq := 0
+	if old, err := os.Open(path); err == nil {
+		log, rerr := Read(old)
+		old.Close()
+		if rerr != nil {
+			return nil, fmt.Errorf("transcript: %s: %w", path, rerr)
+		}
+		seq = len(log.Entries)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil { // a file made by someone else's umask
+		f.Close()
+		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	return &Writer{f: f, red: red, policy: policy, seq: seq}, nil
+}
+
+// Write numbers e (seq), stamps its time when it has none, cuts its output
+// at MaxOutputBytes, redacts it and appends it. After the first failed
+// write every Write returns that error.
+func (w *Writer) Write(e gen.TranscriptEntry) error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.err != nil {
+		return w.err
+	}
+	e.Seq = w.seq + 1
+	if e.Time.IsZero() {
+		e.Time = time.Now().UTC()
+	}
+	e.Redacted = nil // Write counts them
+	if max := w.maxOutput(); e.Output != nil && len(*e.Output) > max {
+		cut := textclip.Head(*e.Output, max)
+		rest := len(*e.Output) - len(cut)
+		e.Output, e.OutputTruncatedBytes = &cut, &rest
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return fmt.Errorf("transcript: encode entry: %w", err)
+	}
+	line, n := w.red.Line(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	if n > 0 { // the count goes in the entry, as its last field
+		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
+	}
+	if _, err := w.f.Write(append(line, '\n')); err != nil {
+		w.err = fmt.Errorf("transcript: %w", err)
+		return w.err
+	}
+	w.seq++
+	if w.policy == trace.SyncEveryEvent || w.policy == trace.SyncAtRunEnd && e.EventType == gen.TraceEventTypeRunFinished {
+		if err := w.f.Sync(); err != nil {
+			w.err = fmt.Errorf("transcript: %w", err)
+			return w.err
+		}
+	}
+	return nil
+}
+
+// Close closes the file; it returns the first failed write, if any.
+func (w *Writer) Close() error {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return errors.Join(w.err, w.f.Close())
+}
+
+func (w *Writer) maxOutput() int {
+	if w.MaxOutputBytes > 0 {
+		return w.MaxOutputBytes
+	}
+	return DefaultMaxOutputBytes
+}
