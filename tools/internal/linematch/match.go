@@ -17,6 +17,9 @@ import (
 // files, so the engine is only run on lines that can match: a required
 // literal (every match contains one of lits) is found with bytes.Index,
 // which is SIMD-accelerated, and only the lines holding it are checked.
+// Without one, a required run of bytes each matched on its own
+// (\b[A-Z]{6,}\b: six of [A-Z]) is found by shift-and, a table look-up a
+// byte.
 type Matcher struct {
 	lits []literal      // every matching line holds one of these; empty: no prefilter
 	re   *regexp.Regexp // checks a candidate line; nil when finding a literal is a match
@@ -39,6 +42,49 @@ type literal struct {
 	// with other neighbors are skipped without running the expression.
 	before, after *byteSet
 	rare          int // offset of the needle's rarest byte, looked for first
+	// run, when set, stands for s: the bytes of every match include a run
+	// drawn from its sets one by one, found by shift-and.
+	run *byteRun
+}
+
+// byteRun is a run of n byte sets: bit i of mask[b] says b is in the i-th.
+type byteRun struct {
+	mask [256]uint64
+	n    int
+}
+
+// Runs of at most maxRun sets fit the masks; one set alone ([A-Z]) holds in
+// most lines of source, where the whole-buffer scan beats per-line checks.
+const (
+	maxRun = 64
+	minRun = 2
+)
+
+// newRun makes a run prefilter of sets (at most maxRun).
+func newRun(sets []byteSet) literal {
+	r := &byteRun{n: len(sets)}
+	for i, set := range sets {
+		for b, in := range set {
+			if in && b != '\n' {
+				r.mask[b] |= 1 << i
+			}
+		}
+	}
+	return literal{run: r}
+}
+
+// index returns the offset of the first run in hay, or -1: after byte j,
+// bit i of d says the i+1 bytes up to j are in the first i+1 sets.
+func (r *byteRun) index(hay []byte) int {
+	var d uint64
+	last := uint64(1) << (r.n - 1)
+	for j, b := range hay {
+		d = (d<<1 | 1) & r.mask[b]
+		if d&last != 0 {
+			return j + 1 - r.n
+		}
+	}
+	return -1
 }
 
 // newLiteral prepares the needle s.
@@ -68,6 +114,9 @@ var byteRank = func() (r [256]uint8) {
 // -1. It looks for the needle's rarest byte with the SIMD IndexByte and
 // compares around each hit, which beats scanning for a frequent first byte.
 func (l *literal) index(hay []byte) int {
+	if l.run != nil {
+		return l.run.index(hay)
+	}
 	n := len(l.s)
 	if n == 1 {
 		return bytes.IndexByte(hay, l.s[0])
@@ -132,7 +181,11 @@ func Compile(pattern string, isRegex, ignoreCase bool) (*Matcher, error) {
 		}
 		return m, nil
 	}
-	// No literal to look for: scan whole buffers with a version of the
+	if run, _, _ := runs(tree); len(run) >= minRun {
+		m.lits = []literal{newRun(run[:min(len(run), maxRun)])}
+		return m, nil
+	}
+	// No literal or run to look for: scan whole buffers with a version of the
 	// expression that cannot cross a newline and whose anchors are line
 	// anchors, so its first match in a buffer is on the first matching line.
 	if scan, err := regexp.Compile(lineBound(tree).String()); err == nil {
@@ -191,6 +244,71 @@ func required(re *syntax.Regexp) ([]literal, bool) {
 		return all, true
 	}
 	return nil, false
+}
+
+// runs returns the longest run of byte sets that every match of re holds
+// (best), the one every match starts with (prefix), and whether every match
+// is exactly prefix (whole). A run is of bytes that are matched one by one:
+// ASCII classes and literals, and literals' UTF-8 bytes.
+func runs(re *syntax.Regexp) (best, prefix []byteSet, whole bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		fold := re.Flags&syntax.FoldCase != 0
+		for _, r := range re.Rune {
+			if len(prefix) >= maxRun || fold && (r >= utf8.RuneSelf || r|0x20 == 'k' || r|0x20 == 's') {
+				return prefix, prefix, false // long enough, or case variants of other lengths
+			}
+			for _, b := range []byte(string(r)) {
+				var set byteSet
+				set[b] = true
+				if r < utf8.RuneSelf {
+					addRune(&set, r, fold)
+				}
+				prefix = append(prefix, set)
+			}
+		}
+		return prefix, prefix, true
+	case syntax.OpCharClass:
+		var set byteSet
+		if len(re.Rune) > 0 && re.Rune[len(re.Rune)-1] >= utf8.RuneSelf {
+			return nil, nil, false // its runes differ in length
+		}
+		addEdge(&set, re, false)
+		return []byteSet{set}, []byteSet{set}, true
+	case syntax.OpCapture:
+		return runs(re.Sub[0])
+	case syntax.OpPlus:
+		best, prefix, _ = runs(re.Sub[0])
+		return best, prefix, false
+	case syntax.OpConcat:
+		whole = true
+		var cur []byteSet // the run ending with sub
+		for _, sub := range re.Sub {
+			if len(best) >= maxRun {
+				return best, prefix, false
+			}
+			b, p, w := runs(sub)
+			cur = append(cur[:len(cur):len(cur)], p...)
+			if len(cur) > len(best) {
+				best = cur
+			}
+			if len(b) > len(best) {
+				best = b
+			}
+			if whole {
+				prefix = cur
+			}
+			whole = whole && w
+			if !w {
+				cur = nil
+			}
+		}
+		return best, prefix, whole
+	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary,
+		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return nil, nil, true // zero width
+	}
+	return nil, nil, false
 }
 
 // edgeBytes returns the bytes that the last (last) or first byte of any
