@@ -2,7 +2,6 @@ package linematch
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -24,7 +23,6 @@ type Matcher struct {
 	lits []literal      // every matching line holds one of these; empty: no prefilter
 	re   *regexp.Regexp // checks a candidate line; nil when finding a literal is a match
 	scan *regexp.Regexp // without a prefilter: finds the next matching line in a whole buffer
-	fold bool           // some literal needs the lower-cased text
 	none bool           // nothing can match (a literal with a newline)
 	// lineCap is the most of a line re and scan run over in one call
 	// (regexBudget over the expression's size): longer lines are matched
@@ -33,10 +31,11 @@ type Matcher struct {
 }
 
 // literal is a byte string every match contains; fold ones are lower-case
-// ASCII and are looked for in the ASCII-lower-cased text.
+// ASCII and match the text's bytes lower-cased.
 type literal struct {
 	s    []byte
 	fold bool
+	b    byte // the byte looked for first: s[rare], or its upper case
 	// before and after, when set, hold the bytes that can come right before
 	// and right after the literal in a match (on the same line): occurrences
 	// with other neighbors are skipped without running the expression.
@@ -95,6 +94,7 @@ func newLiteral(s []byte, fold bool) literal {
 			l.rare = i
 		}
 	}
+	l.b = s[l.rare]
 	return l
 }
 
@@ -119,21 +119,34 @@ func (l *literal) index(hay []byte) int {
 	}
 	n := len(l.s)
 	if n == 1 {
-		return bytes.IndexByte(hay, l.s[0])
+		return bytes.IndexByte(hay, l.b)
 	}
-	b, r := l.s[l.rare], l.rare
+	b, r := l.b, l.rare
 	for i := 0; i+n <= len(hay); {
 		j := bytes.IndexByte(hay[i+r:len(hay)-n+r+1], b)
 		if j < 0 {
 			return -1
 		}
 		c := i + j
-		if hay[c] == l.s[0] && bytes.Equal(hay[c:c+n], l.s) {
+		if l.at(hay[c : c+n]) {
 			return c
 		}
 		i = c + 1
 	}
 	return -1
+}
+
+// at reports whether w, as long as the needle, is it.
+func (l *literal) at(w []byte) bool {
+	if !l.fold {
+		return w[0] == l.s[0] && bytes.Equal(w, l.s)
+	}
+	for i, c := range w {
+		if lowerASCII[c] != l.s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // byteSet is a set of bytes.
@@ -175,9 +188,14 @@ func Compile(pattern string, isRegex, ignoreCase bool) (*Matcher, error) {
 	}
 	m := &Matcher{re: re, lineCap: min(MaxLine, max(minRegexLine, regexBudget/len(prog.Inst)))}
 	if lits, ok := required(tree); ok {
-		m.lits = lits
+		// A case-folded needle is looked for by both cases of its byte:
+		// two scans of the text with IndexByte cost less than a lower-cased copy.
 		for _, l := range lits {
-			m.fold = m.fold || l.fold
+			m.lits = append(m.lits, l)
+			if up := l.b &^ 0x20; l.fold && 'A' <= up && up <= 'Z' {
+				l.b = up
+				m.lits = append(m.lits, l)
+			}
 		}
 		return m, nil
 	}
@@ -503,11 +521,11 @@ func lineBound(re *syntax.Regexp) *syntax.Regexp {
 }
 
 // find returns the offset of the first occurrence of l at or after from in
-// hay (data, or its lower-cased copy) whose neighbors in data can surround
-// it in a match; len(data)+1 when there is none.
-func (l *literal) find(data, hay []byte, from int) int {
-	for from <= len(hay) {
-		j := l.index(hay[from:])
+// data whose neighbors can surround it in a match; len(data)+1 when there
+// is none.
+func (l *literal) find(data []byte, from int) int {
+	for from <= len(data) {
+		j := l.index(data[from:])
 		if j < 0 {
 			break
 		}
@@ -534,28 +552,6 @@ var lowerASCII = func() (t [256]byte) {
 	return t
 }()
 
-// toLowerASCII writes the ASCII lower-case form of src into dst, which must
-// be as long. It works on eight bytes at a time.
-func toLowerASCII(dst, src []byte) {
-	const (
-		ones = 0x0101010101010101
-		high = 0x8080808080808080
-	)
-	dst = dst[:len(src)]
-	i := 0
-	for ; i+8 <= len(src); i += 8 {
-		w := binary.LittleEndian.Uint64(src[i:])
-		h := w &^ high                                     // each byte's low seven bits
-		geA := h + (0x80-'A')*ones                         // high bit: byte >= 'A'
-		gtZ := h + (0x80-'Z'-1)*ones                       // high bit: byte > 'Z'
-		upper := geA &^ gtZ &^ w & high                    // and the byte itself is ASCII
-		binary.LittleEndian.PutUint64(dst[i:], w|upper>>2) // 0x80>>2 is 'a'-'A'
-	}
-	for ; i < len(src); i++ {
-		dst[i] = lowerASCII[src[i]]
-	}
-}
-
 // Line is one matching line: its 1-based number, its text (without the
 // line end) and where in it the match starts.
 type Line struct {
@@ -567,8 +563,7 @@ type Line struct {
 // State holds the per-worker buffers of a scan, and what the scans
 // report besides matches.
 type State struct {
-	lower []byte
-	next  []int
+	next []int
 	// Stop, when set, reports that the scan must end (the search was
 	// cancelled); it is asked before each run of the expression.
 	Stop func() bool
@@ -583,14 +578,6 @@ func (st *State) stopped() bool { return st.Stop != nil && st.Stop() }
 func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 	if max <= 0 || m.none {
 		return
-	}
-	lower := data
-	if m.fold {
-		if cap(st.lower) < len(data) {
-			st.lower = make([]byte, len(data))
-		}
-		lower = st.lower[:len(data)]
-		toLowerASCII(lower, data)
 	}
 	var (
 		pos, line, counted = 0, 1, 0
@@ -638,11 +625,7 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 			c := -1
 			for i, l := range m.lits {
 				if next[i] < pos && next[i] != len(data)+1 {
-					hay := data
-					if l.fold {
-						hay = lower
-					}
-					next[i] = l.find(data, hay, pos)
+					next[i] = l.find(data, pos)
 				}
 				if next[i] <= len(data) && (c < 0 || next[i] < c) {
 					c = next[i]
