@@ -22,9 +22,8 @@ import (
 type Matcher struct {
 	lits []literal      // every matching line holds one of these; empty: no prefilter
 	re   *regexp.Regexp // checks a candidate line; nil when finding a literal is a match
-	scan *regexp.Regexp // without a prefilter: finds the next matching line in a whole buffer
 	none bool           // nothing can match (a literal with a newline)
-	// lineCap is the most of a line re and scan run over in one call
+	// lineCap is the most of a line re runs over in one call
 	// (regexBudget over the expression's size): longer lines are matched
 	// on their first lineCap bytes, so no call runs for long.
 	lineCap int
@@ -52,12 +51,8 @@ type byteRun struct {
 	n    int
 }
 
-// Runs of at most maxRun sets fit the masks; one set alone ([A-Z]) holds in
-// most lines of source, where the whole-buffer scan beats per-line checks.
-const (
-	maxRun = 64
-	minRun = 2
-)
+// maxRun bounds a run: bit i of a mask is its i-th set.
+const maxRun = 64
 
 // newRun makes a run prefilter of sets (at most maxRun).
 func newRun(sets []byteSet) literal {
@@ -199,16 +194,13 @@ func Compile(pattern string, isRegex, ignoreCase bool) (*Matcher, error) {
 		}
 		return m, nil
 	}
-	if run, _, _ := runs(tree); len(run) >= minRun {
+	if run, _, _ := runs(tree); len(run) > 0 {
 		m.lits = []literal{newRun(run[:min(len(run), maxRun)])}
 		return m, nil
 	}
-	// No literal or run to look for: scan whole buffers with a version of the
-	// expression that cannot cross a newline and whose anchors are line
-	// anchors, so its first match in a buffer is on the first matching line.
-	if scan, err := regexp.Compile(lineBound(tree).String()); err == nil {
-		m.scan = scan
-	}
+	// Nothing to look for: every line is checked, which beats running the
+	// expression over whole buffers (Go's NFA, not its backtracker, for
+	// more than a few KB).
 	return m, nil
 }
 
@@ -476,50 +468,6 @@ func foldablePiece(runes []rune) string {
 	return best
 }
 
-// lineBound rewrites re so that it matches within one line only: no class
-// or dot matches a newline and text anchors become line anchors.
-func lineBound(re *syntax.Regexp) *syntax.Regexp {
-	c := *re
-	c.Sub = make([]*syntax.Regexp, len(re.Sub))
-	for i, s := range re.Sub {
-		c.Sub[i] = lineBound(s)
-	}
-	switch c.Op {
-	case syntax.OpAnyChar:
-		c.Op = syntax.OpAnyCharNotNL
-	case syntax.OpBeginText:
-		c.Op = syntax.OpBeginLine
-	case syntax.OpEndText:
-		c.Op = syntax.OpEndLine
-	case syntax.OpLiteral:
-		for _, r := range c.Rune {
-			if r == '\n' {
-				return &syntax.Regexp{Op: syntax.OpNoMatch}
-			}
-		}
-	case syntax.OpCharClass:
-		var rs []rune
-		for i := 0; i+1 < len(c.Rune); i += 2 {
-			lo, hi := c.Rune[i], c.Rune[i+1]
-			if lo <= '\n' && '\n' <= hi {
-				if lo < '\n' {
-					rs = append(rs, lo, '\n'-1)
-				}
-				if hi > '\n' {
-					rs = append(rs, '\n'+1, hi)
-				}
-				continue
-			}
-			rs = append(rs, lo, hi)
-		}
-		if len(rs) == 0 {
-			return &syntax.Regexp{Op: syntax.OpNoMatch}
-		}
-		c.Rune = rs
-	}
-	return &c
-}
-
 // find returns the offset of the first occurrence of l at or after from in
 // data whose neighbors can surround it in a match; len(data)+1 when there
 // is none.
@@ -636,48 +584,16 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 			}
 			pos = check(c)
 		}
-	case m.scan != nil:
-		// The expression runs over windows of whole lines of at most
-		// lineCap bytes; a longer line is checked on its own, cut.
-		for pos <= len(data) && found < max {
-			if st.stopped() {
-				return
-			}
-			end := len(data)
-			if end-pos > m.lineCap {
-				k := bytes.LastIndexByte(data[pos:pos+m.lineCap], '\n')
-				if k < 0 {
-					pos = check(pos)
-					continue
-				}
-				end = pos + k
-			}
-			loc := m.scan.FindIndex(data[pos:end])
-			if loc == nil {
-				if end == len(data) {
-					return // no match
-				}
-				pos = end + 1
-				continue
-			}
-			if pos+loc[0] == len(data) && atLineStart(data, len(data)) {
-				return // only past the final newline
-			}
-			pos = check(pos + loc[0])
-		}
 	default:
 		// Every line is a candidate.
 		for pos <= len(data) && found < max {
-			if pos == len(data) && atLineStart(data, pos) || st.stopped() {
+			if pos == len(data) && (pos == 0 || data[pos-1] == '\n') || st.stopped() {
 				return // no last line after the final newline
 			}
 			pos = check(pos)
 		}
 	}
 }
-
-// atLineStart reports whether offset i of data starts a line.
-func atLineStart(data []byte, i int) bool { return i == 0 || data[i-1] == '\n' }
 
 // LineCap is the most of a line the matcher runs its expression over in one
 // call: longer lines are matched on their first LineCap bytes (and counted
