@@ -204,7 +204,8 @@ func Compile(pattern string, isRegex, ignoreCase bool) (*Matcher, error) {
 	return m, nil
 }
 
-// required returns literals one of which occurs in every match of re.
+// required returns literals one of which occurs in every match of re. Like
+// runs and addEdge, it walks simplified expressions: no counted repetitions.
 func required(re *syntax.Regexp) ([]literal, bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
@@ -218,10 +219,6 @@ func required(re *syntax.Regexp) ([]literal, bool) {
 		return []literal{newLiteral([]byte(s), true)}, true
 	case syntax.OpCapture, syntax.OpPlus:
 		return required(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return required(re.Sub[0])
-		}
 	case syntax.OpConcat:
 		var best []literal
 		at := -1
@@ -369,9 +366,6 @@ func addEdge(set *byteSet, re *syntax.Regexp, last bool) (nonEmpty, ok bool) {
 		return true, true
 	case syntax.OpCapture, syntax.OpPlus:
 		return addEdge(set, re.Sub[0], last)
-	case syntax.OpRepeat:
-		nonEmpty, ok := addEdge(set, re.Sub[0], last)
-		return nonEmpty && re.Min > 0, ok
 	case syntax.OpStar, syntax.OpQuest:
 		_, ok := addEdge(set, re.Sub[0], last)
 		return false, ok
