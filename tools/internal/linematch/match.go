@@ -2,7 +2,6 @@ package linematch
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
@@ -17,28 +16,69 @@ import (
 // files, so the engine is only run on lines that can match: a required
 // literal (every match contains one of lits) is found with bytes.Index,
 // which is SIMD-accelerated, and only the lines holding it are checked.
+// Without one, a required run of bytes each matched on its own
+// (\b[A-Z]{6,}\b: six of [A-Z]) is found by shift-and, a table look-up a
+// byte.
 type Matcher struct {
 	lits []literal      // every matching line holds one of these; empty: no prefilter
 	re   *regexp.Regexp // checks a candidate line; nil when finding a literal is a match
-	scan *regexp.Regexp // without a prefilter: finds the next matching line in a whole buffer
-	fold bool           // some literal needs the lower-cased text
 	none bool           // nothing can match (a literal with a newline)
-	// lineCap is the most of a line re and scan run over in one call
+	// lineCap is the most of a line re runs over in one call
 	// (regexBudget over the expression's size): longer lines are matched
 	// on their first lineCap bytes, so no call runs for long.
 	lineCap int
 }
 
 // literal is a byte string every match contains; fold ones are lower-case
-// ASCII and are looked for in the ASCII-lower-cased text.
+// ASCII and match the text's bytes lower-cased.
 type literal struct {
 	s    []byte
 	fold bool
+	b    byte // the byte looked for first: s[rare], or its upper case
 	// before and after, when set, hold the bytes that can come right before
 	// and right after the literal in a match (on the same line): occurrences
 	// with other neighbors are skipped without running the expression.
 	before, after *byteSet
 	rare          int // offset of the needle's rarest byte, looked for first
+	// run, when set, stands for s: the bytes of every match include a run
+	// drawn from its sets one by one, found by shift-and.
+	run *byteRun
+}
+
+// byteRun is a run of n byte sets: bit i of mask[b] says b is in the i-th.
+type byteRun struct {
+	mask [256]uint64
+	n    int
+}
+
+// maxRun bounds a run: bit i of a mask is its i-th set.
+const maxRun = 64
+
+// newRun makes a run prefilter of sets (at most maxRun).
+func newRun(sets []byteSet) literal {
+	r := &byteRun{n: len(sets)}
+	for i, set := range sets {
+		for b, in := range set {
+			if in && b != '\n' {
+				r.mask[b] |= 1 << i
+			}
+		}
+	}
+	return literal{run: r}
+}
+
+// index returns the offset of the first run in hay, or -1: after byte j,
+// bit i of d says the i+1 bytes up to j are in the first i+1 sets.
+func (r *byteRun) index(hay []byte) int {
+	var d uint64
+	last := uint64(1) << (r.n - 1)
+	for j, b := range hay {
+		d = (d<<1 | 1) & r.mask[b]
+		if d&last != 0 {
+			return j + 1 - r.n
+		}
+	}
+	return -1
 }
 
 // newLiteral prepares the needle s.
@@ -49,6 +89,7 @@ func newLiteral(s []byte, fold bool) literal {
 			l.rare = i
 		}
 	}
+	l.b = s[l.rare]
 	return l
 }
 
@@ -68,23 +109,39 @@ var byteRank = func() (r [256]uint8) {
 // -1. It looks for the needle's rarest byte with the SIMD IndexByte and
 // compares around each hit, which beats scanning for a frequent first byte.
 func (l *literal) index(hay []byte) int {
+	if l.run != nil {
+		return l.run.index(hay)
+	}
 	n := len(l.s)
 	if n == 1 {
-		return bytes.IndexByte(hay, l.s[0])
+		return bytes.IndexByte(hay, l.b)
 	}
-	b, r := l.s[l.rare], l.rare
+	b, r := l.b, l.rare
 	for i := 0; i+n <= len(hay); {
 		j := bytes.IndexByte(hay[i+r:len(hay)-n+r+1], b)
 		if j < 0 {
 			return -1
 		}
 		c := i + j
-		if hay[c] == l.s[0] && bytes.Equal(hay[c:c+n], l.s) {
+		if l.at(hay[c : c+n]) {
 			return c
 		}
 		i = c + 1
 	}
 	return -1
+}
+
+// at reports whether w, as long as the needle, is it.
+func (l *literal) at(w []byte) bool {
+	if !l.fold {
+		return w[0] == l.s[0] && bytes.Equal(w, l.s)
+	}
+	for i, c := range w {
+		if lowerASCII[c] != l.s[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // byteSet is a set of bytes.
@@ -126,22 +183,29 @@ func Compile(pattern string, isRegex, ignoreCase bool) (*Matcher, error) {
 	}
 	m := &Matcher{re: re, lineCap: min(MaxLine, max(minRegexLine, regexBudget/len(prog.Inst)))}
 	if lits, ok := required(tree); ok {
-		m.lits = lits
+		// A case-folded needle is looked for by both cases of its byte:
+		// two scans of the text with IndexByte cost less than a lower-cased copy.
 		for _, l := range lits {
-			m.fold = m.fold || l.fold
+			m.lits = append(m.lits, l)
+			if up := l.b &^ 0x20; l.fold && 'A' <= up && up <= 'Z' {
+				l.b = up
+				m.lits = append(m.lits, l)
+			}
 		}
 		return m, nil
 	}
-	// No literal to look for: scan whole buffers with a version of the
-	// expression that cannot cross a newline and whose anchors are line
-	// anchors, so its first match in a buffer is on the first matching line.
-	if scan, err := regexp.Compile(lineBound(tree).String()); err == nil {
-		m.scan = scan
+	if run, _, _ := runs(tree); len(run) > 0 {
+		m.lits = []literal{newRun(run[:min(len(run), maxRun)])}
+		return m, nil
 	}
+	// Nothing to look for: every line is checked, which beats running the
+	// expression over whole buffers (Go's NFA, not its backtracker, for
+	// more than a few KB).
 	return m, nil
 }
 
-// required returns literals one of which occurs in every match of re.
+// required returns literals one of which occurs in every match of re. Like
+// runs and addEdge, it walks simplified expressions: no counted repetitions.
 func required(re *syntax.Regexp) ([]literal, bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
@@ -155,10 +219,6 @@ func required(re *syntax.Regexp) ([]literal, bool) {
 		return []literal{newLiteral([]byte(s), true)}, true
 	case syntax.OpCapture, syntax.OpPlus:
 		return required(re.Sub[0])
-	case syntax.OpRepeat:
-		if re.Min >= 1 {
-			return required(re.Sub[0])
-		}
 	case syntax.OpConcat:
 		var best []literal
 		at := -1
@@ -191,6 +251,71 @@ func required(re *syntax.Regexp) ([]literal, bool) {
 		return all, true
 	}
 	return nil, false
+}
+
+// runs returns the longest run of byte sets that every match of re holds
+// (best), the one every match starts with (prefix), and whether every match
+// is exactly prefix (whole). A run is of bytes that are matched one by one:
+// ASCII classes and literals, and literals' UTF-8 bytes.
+func runs(re *syntax.Regexp) (best, prefix []byteSet, whole bool) {
+	switch re.Op {
+	case syntax.OpLiteral:
+		fold := re.Flags&syntax.FoldCase != 0
+		for _, r := range re.Rune {
+			if len(prefix) >= maxRun || fold && (r >= utf8.RuneSelf || r|0x20 == 'k' || r|0x20 == 's') {
+				return prefix, prefix, false // long enough, or case variants of other lengths
+			}
+			for _, b := range []byte(string(r)) {
+				var set byteSet
+				set[b] = true
+				if r < utf8.RuneSelf {
+					addRune(&set, r, fold)
+				}
+				prefix = append(prefix, set)
+			}
+		}
+		return prefix, prefix, true
+	case syntax.OpCharClass:
+		var set byteSet
+		if len(re.Rune) > 0 && re.Rune[len(re.Rune)-1] >= utf8.RuneSelf {
+			return nil, nil, false // its runes differ in length
+		}
+		addEdge(&set, re, false)
+		return []byteSet{set}, []byteSet{set}, true
+	case syntax.OpCapture:
+		return runs(re.Sub[0])
+	case syntax.OpPlus:
+		best, prefix, _ = runs(re.Sub[0])
+		return best, prefix, false
+	case syntax.OpConcat:
+		whole = true
+		var cur []byteSet // the run ending with sub
+		for _, sub := range re.Sub {
+			if len(best) >= maxRun {
+				return best, prefix, false
+			}
+			b, p, w := runs(sub)
+			cur = append(cur[:len(cur):len(cur)], p...)
+			if len(cur) > len(best) {
+				best = cur
+			}
+			if len(b) > len(best) {
+				best = b
+			}
+			if whole {
+				prefix = cur
+			}
+			whole = whole && w
+			if !w {
+				cur = nil
+			}
+		}
+		return best, prefix, whole
+	case syntax.OpEmptyMatch, syntax.OpWordBoundary, syntax.OpNoWordBoundary,
+		syntax.OpBeginLine, syntax.OpEndLine, syntax.OpBeginText, syntax.OpEndText:
+		return nil, nil, true // zero width
+	}
+	return nil, nil, false
 }
 
 // edgeBytes returns the bytes that the last (last) or first byte of any
@@ -241,9 +366,6 @@ func addEdge(set *byteSet, re *syntax.Regexp, last bool) (nonEmpty, ok bool) {
 		return true, true
 	case syntax.OpCapture, syntax.OpPlus:
 		return addEdge(set, re.Sub[0], last)
-	case syntax.OpRepeat:
-		nonEmpty, ok := addEdge(set, re.Sub[0], last)
-		return nonEmpty && re.Min > 0, ok
 	case syntax.OpStar, syntax.OpQuest:
 		_, ok := addEdge(set, re.Sub[0], last)
 		return false, ok
@@ -340,56 +462,12 @@ func foldablePiece(runes []rune) string {
 	return best
 }
 
-// lineBound rewrites re so that it matches within one line only: no class
-// or dot matches a newline and text anchors become line anchors.
-func lineBound(re *syntax.Regexp) *syntax.Regexp {
-	c := *re
-	c.Sub = make([]*syntax.Regexp, len(re.Sub))
-	for i, s := range re.Sub {
-		c.Sub[i] = lineBound(s)
-	}
-	switch c.Op {
-	case syntax.OpAnyChar:
-		c.Op = syntax.OpAnyCharNotNL
-	case syntax.OpBeginText:
-		c.Op = syntax.OpBeginLine
-	case syntax.OpEndText:
-		c.Op = syntax.OpEndLine
-	case syntax.OpLiteral:
-		for _, r := range c.Rune {
-			if r == '\n' {
-				return &syntax.Regexp{Op: syntax.OpNoMatch}
-			}
-		}
-	case syntax.OpCharClass:
-		var rs []rune
-		for i := 0; i+1 < len(c.Rune); i += 2 {
-			lo, hi := c.Rune[i], c.Rune[i+1]
-			if lo <= '\n' && '\n' <= hi {
-				if lo < '\n' {
-					rs = append(rs, lo, '\n'-1)
-				}
-				if hi > '\n' {
-					rs = append(rs, '\n'+1, hi)
-				}
-				continue
-			}
-			rs = append(rs, lo, hi)
-		}
-		if len(rs) == 0 {
-			return &syntax.Regexp{Op: syntax.OpNoMatch}
-		}
-		c.Rune = rs
-	}
-	return &c
-}
-
 // find returns the offset of the first occurrence of l at or after from in
-// hay (data, or its lower-cased copy) whose neighbors in data can surround
-// it in a match; len(data)+1 when there is none.
-func (l *literal) find(data, hay []byte, from int) int {
-	for from <= len(hay) {
-		j := l.index(hay[from:])
+// data whose neighbors can surround it in a match; len(data)+1 when there
+// is none.
+func (l *literal) find(data []byte, from int) int {
+	for from <= len(data) {
+		j := l.index(data[from:])
 		if j < 0 {
 			break
 		}
@@ -416,28 +494,6 @@ var lowerASCII = func() (t [256]byte) {
 	return t
 }()
 
-// toLowerASCII writes the ASCII lower-case form of src into dst, which must
-// be as long. It works on eight bytes at a time.
-func toLowerASCII(dst, src []byte) {
-	const (
-		ones = 0x0101010101010101
-		high = 0x8080808080808080
-	)
-	dst = dst[:len(src)]
-	i := 0
-	for ; i+8 <= len(src); i += 8 {
-		w := binary.LittleEndian.Uint64(src[i:])
-		h := w &^ high                                     // each byte's low seven bits
-		geA := h + (0x80-'A')*ones                         // high bit: byte >= 'A'
-		gtZ := h + (0x80-'Z'-1)*ones                       // high bit: byte > 'Z'
-		upper := geA &^ gtZ &^ w & high                    // and the byte itself is ASCII
-		binary.LittleEndian.PutUint64(dst[i:], w|upper>>2) // 0x80>>2 is 'a'-'A'
-	}
-	for ; i < len(src); i++ {
-		dst[i] = lowerASCII[src[i]]
-	}
-}
-
 // Line is one matching line: its 1-based number, its text (without the
 // line end) and where in it the match starts.
 type Line struct {
@@ -449,8 +505,7 @@ type Line struct {
 // State holds the per-worker buffers of a scan, and what the scans
 // report besides matches.
 type State struct {
-	lower []byte
-	next  []int
+	next []int
 	// Stop, when set, reports that the scan must end (the search was
 	// cancelled); it is asked before each run of the expression.
 	Stop func() bool
@@ -465,14 +520,6 @@ func (st *State) stopped() bool { return st.Stop != nil && st.Stop() }
 func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 	if max <= 0 || m.none {
 		return
-	}
-	lower := data
-	if m.fold {
-		if cap(st.lower) < len(data) {
-			st.lower = make([]byte, len(data))
-		}
-		lower = st.lower[:len(data)]
-		toLowerASCII(lower, data)
 	}
 	var (
 		pos, line, counted = 0, 1, 0
@@ -520,11 +567,7 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 			c := -1
 			for i, l := range m.lits {
 				if next[i] < pos && next[i] != len(data)+1 {
-					hay := data
-					if l.fold {
-						hay = lower
-					}
-					next[i] = l.find(data, hay, pos)
+					next[i] = l.find(data, pos)
 				}
 				if next[i] <= len(data) && (c < 0 || next[i] < c) {
 					c = next[i]
@@ -535,48 +578,16 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 			}
 			pos = check(c)
 		}
-	case m.scan != nil:
-		// The expression runs over windows of whole lines of at most
-		// lineCap bytes; a longer line is checked on its own, cut.
-		for pos <= len(data) && found < max {
-			if st.stopped() {
-				return
-			}
-			end := len(data)
-			if end-pos > m.lineCap {
-				k := bytes.LastIndexByte(data[pos:pos+m.lineCap], '\n')
-				if k < 0 {
-					pos = check(pos)
-					continue
-				}
-				end = pos + k
-			}
-			loc := m.scan.FindIndex(data[pos:end])
-			if loc == nil {
-				if end == len(data) {
-					return // no match
-				}
-				pos = end + 1
-				continue
-			}
-			if pos+loc[0] == len(data) && atLineStart(data, len(data)) {
-				return // only past the final newline
-			}
-			pos = check(pos + loc[0])
-		}
 	default:
 		// Every line is a candidate.
 		for pos <= len(data) && found < max {
-			if pos == len(data) && atLineStart(data, pos) || st.stopped() {
+			if pos == len(data) && (pos == 0 || data[pos-1] == '\n') || st.stopped() {
 				return // no last line after the final newline
 			}
 			pos = check(pos)
 		}
 	}
 }
-
-// atLineStart reports whether offset i of data starts a line.
-func atLineStart(data []byte, i int) bool { return i == 0 || data[i-1] == '\n' }
 
 // LineCap is the most of a line the matcher runs its expression over in one
 // call: longer lines are matched on their first LineCap bytes (and counted

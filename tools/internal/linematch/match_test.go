@@ -112,6 +112,12 @@ func TestMatcherAgreesWithRegexp(t *testing.T) {
 		{"(?i)[a-z]elvin", true, false},
 		{"n(?i:ot) 1-", true, false},
 		{"^-3|nor -", true, false},
+		{"\\b[A-Z]{4,}\\b", true, false},
+		{"[A-Z][a-z]+", true, false},
+		{"\\d\\d", true, false},
+		{"\\d\\d\\.\\d", true, false},
+		{"(?i:a)[a-z]", true, false},
+		{"[\\n ]F", true, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.pattern, func(t *testing.T) {
@@ -146,16 +152,78 @@ func TestRequiredLiterals(t *testing.T) {
 		}
 		var got []string
 		for _, l := range m.lits {
+			if l.run != nil {
+				continue // not a literal (TestRuns)
+			}
 			s := string(l.s)
 			if l.fold {
 				s = "~" + s
 			}
-			got = append(got, s)
+			if len(got) == 0 || got[len(got)-1] != s { // not the other case of its byte
+				got = append(got, s)
+			}
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s: literals %q, want %q", tt.expr, got, tt.want)
 		}
 	}
+}
+
+// TestRuns: an expression with no literal to look for but a run of bytes
+// each matched on its own looks for the longest such run.
+func TestRuns(t *testing.T) {
+	tests := []struct {
+		expr string
+		want int // the run's length; 0: none
+	}{
+		{`\b[A-Z]{6,}\b`, 6},
+		{`[0-9a-f]{40}`, 40},
+		{`x?[0-9a-f]{100}`, maxRun},
+		{`[a-c]+\d\d\s*`, 2},
+		{`(\d\d):\d\d`, 0}, // the literal ":"
+		{`é?\d\d`, 2},
+		{`\d+`, 1},
+		{`[A-Zé]{9}`, 0},
+		{`(?i)[a-z]{3}`, 0},    // the Kelvin sign
+		{`(?i)\d(?:a|b)\d`, 3}, // a|b is the class [ABab]
+		{`\d(?:ab|c)\d`, 0},    // the literals ab and c
+		{`.(?:ab|c)`, 0},
+	}
+	for _, tt := range tests {
+		m, err := Compile(tt.expr, true, false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := 0
+		if len(m.lits) == 1 && m.lits[0].run != nil {
+			got = m.lits[0].run.n
+		}
+		if got != tt.want {
+			t.Errorf("%s: run of %d, want %d", tt.expr, got, tt.want)
+		}
+	}
+}
+
+// FuzzRuns: expressions made of ASCII classes, the kind looked for by a
+// run, find exactly the lines regexp finds.
+func FuzzRuns(f *testing.F) {
+	f.Add([]byte{0, 0, 0, 0, 9}, "ERROR: NOTFOUND, ok\nNOT\n")
+	f.Add([]byte{1, 1, 3, 2}, "2024-01-31 12x4\n 1a2 \n")
+	f.Add([]byte{5, 6, 4, 7, 8}, "kelvin Y b\tY\nK Y\n")
+	pieces := []string{`[A-Z]`, `\d`, `[a-c]`, `x`, `(?i:y)`, `\s`, `\w`, `[^a-z]`, `+`, `\b`, `.`, `é`, `(?i)k`}
+	f.Fuzz(func(t *testing.T, shape []byte, text string) {
+		var expr strings.Builder
+		for _, p := range shape[:min(len(shape), 12)] {
+			expr.WriteString(pieces[int(p)%len(pieces)])
+		}
+		if _, err := regexp.Compile(expr.String()); err != nil {
+			return // a + with nothing before it
+		}
+		want := oracle(expr.String(), []byte(text))
+		if got := matchLines(t, expr.String(), true, false, []byte(text)); !slices.Equal(want, got) {
+			t.Fatalf("%q on %q: search %v, regexp %v", expr.String(), text, got, want)
+		}
+	})
 }
 
 // FuzzMatcher: for any pattern and text the search finds exactly the lines
@@ -166,6 +234,7 @@ func FuzzMatcher(f *testing.F) {
 	f.Add("kelvin", corpus, false, true)
 	f.Add("^$", "\n\na\n", true, false)
 	f.Add("a\\sb", "a\nb\na b", true, false)
+	f.Add("\\b[A-Z]{4,}\\b", corpus, true, false)
 	f.Fuzz(func(t *testing.T, pattern, text string, isRegex, fold bool) {
 		if pattern == "" || len(pattern) > 64 || strings.Contains(pattern, "{1000") || !utf8.ValidString(pattern) {
 			return // patterns arrive as JSON strings: valid UTF-8
@@ -197,27 +266,6 @@ func FuzzMatcher(f *testing.F) {
 	})
 }
 
-func TestToLowerASCII(t *testing.T) {
-	var src []byte
-	for i := range 256 {
-		src = append(src, byte(i))
-	}
-	src = append(src, "Hello, WORLD ÄÖÜ ſK @[`{"...)
-	for off := range 9 { // every alignment of the eight-byte steps
-		dst := make([]byte, len(src)-off)
-		toLowerASCII(dst, src[off:])
-		for i, c := range src[off:] {
-			want := c
-			if 'A' <= c && c <= 'Z' {
-				want = c + 'a' - 'A'
-			}
-			if dst[i] != want {
-				t.Fatalf("offset %d: byte %#x became %#x", off, c, dst[i])
-			}
-		}
-	}
-}
-
 func FuzzLiteralIndex(f *testing.F) {
 	f.Add("todo", "a todo and TODO")
 	f.Add("xx", "x")
@@ -229,6 +277,28 @@ func FuzzLiteralIndex(f *testing.F) {
 		l := newLiteral([]byte(needle), false)
 		if got, want := l.index([]byte(hay)), strings.Index(hay, needle); got != want {
 			t.Fatalf("index(%q, %q) = %d, want %d", hay, needle, got, want)
+		}
+		// Case-folded, the needle is looked for by both cases of its byte:
+		// the first of them is its first occurrence in the lower-cased text.
+		m, err := Compile(needle, false, true)
+		if err != nil || len(m.lits) == 0 || len(m.lits[0].s) != len(needle) {
+			return // not a whole literal under ASCII folding
+		}
+		got := -1
+		for _, l := range m.lits {
+			if i := l.index([]byte(hay)); i >= 0 && (got < 0 || i < got) {
+				got = i
+			}
+		}
+		lower := func(s string) string {
+			b := []byte(s)
+			for i, c := range b {
+				b[i] = lowerASCII[c]
+			}
+			return string(b)
+		}
+		if want := strings.Index(lower(hay), lower(needle)); got != want {
+			t.Fatalf("folded index(%q, %q) = %d, want %d", hay, needle, got, want)
 		}
 	})
 }

@@ -7,10 +7,10 @@ import (
 	"testing"
 )
 
-// TestMatchWindows: a regular expression without a literal to look for runs
-// over windows of whole lines of at most lineCap bytes; over a text of many
-// windows it finds exactly the lines regexp finds line by line.
-func TestMatchWindows(t *testing.T) {
+// TestMatchLongText: over a long text of short and long lines, a regular
+// expression finds exactly the lines regexp finds, whether a run of bytes is
+// looked for first or, with nothing to look for, every line is checked.
+func TestMatchLongText(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs costly expressions over 700 KB (slow under -race)")
 	}
@@ -29,16 +29,26 @@ func TestMatchWindows(t *testing.T) {
 		b.WriteByte('\n')
 	}
 	text := []byte(b.String())
-	for _, expr := range []string{`(?:[A-Z]\w*\s+){10}\d`, `\b[A-Z]{9,}\s+[A-Z]{9,}\b`, `.{200}\d`, `(?:\w+\s+){30}`, `^(?:\S+\s+){12}$`} {
+	for _, tt := range []struct {
+		expr string
+		run  bool
+	}{
+		{`(?:[A-Z]\w*\s+){10}\d`, true},
+		{`\b[A-Z]{9,}\s+[A-Z]{9,}\b`, true},
+		{`.{200}\d`, true},
+		{`(?:\w+\s+){30}`, true},
+		{`^(?:\S+\s+){12}$`, true},
+		{`.{200}`, false},
+		{`^(?:\S+\s*){12}$`, false},
+		{`[^a-z ]{9,}`, false},
+	} {
+		expr := tt.expr
 		m, err := Compile(expr, true, false)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if m.scan == nil || len(m.lits) > 0 {
-			t.Fatalf("%s: not a scan without a prefilter", expr)
-		}
-		if m.lineCap >= len(text)/2 {
-			t.Fatalf("%s: line cap %d: the text is not several windows", expr, m.lineCap)
+		if len(m.lits) > 0 != tt.run {
+			t.Fatalf("%s: prefilter %v, want %v", expr, len(m.lits) > 0, tt.run)
 		}
 		want := oracle(expr, text)
 		if len(want) == 0 {
@@ -60,12 +70,13 @@ func firstDiff(a, b []int) int {
 	return -1
 }
 
-// TestScanStops: a scan stops at its next window once stop says so.
-func TestScanStops(t *testing.T) {
+// TestMatchStops: a search without a prefilter stops before its next line
+// once stop says so.
+func TestMatchStops(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a costly expression (slow under -race)")
 	}
-	m, err := Compile(`[a-z]{1000}[0-9]`, true, false)
+	m, err := Compile(`[a-zé]{1000}.`, true, false) // é: no run of ASCII bytes to look for
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +86,6 @@ func TestScanStops(t *testing.T) {
 	found := 0
 	m.Match(st, text, 1<<30, func(Line) { found++ })
 	if calls != 4 || found != 0 {
-		t.Fatalf("stop asked %d times, want 4 (the scan went on after it said stop)", calls)
+		t.Fatalf("stop asked %d times, want 4 (the search went on after it said stop)", calls)
 	}
 }
