@@ -201,4 +201,3 @@ func kinTypeNames(s *openapi3.Schema) string {
 	}
 	return strings.Join(names, " or ")
 }
-
