@@ -151,7 +151,7 @@ func buildDef(name string, op *openapi3.Operation, in, out *openapi3.SchemaRef, 
 	if err != nil {
 		return nil, fmt.Errorf("tool %q result schema: %w", name, err)
 	}
-	inV, err := schema.Compile(in.Value)
+	inV, err := schema.CompileFor(in.Value, schema.Request)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
 	}
