@@ -1,9 +1,11 @@
 package tools
 
 import (
+	"fmt"
 	"sync"
 
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/oas"
+	"github.com/specloop/specloop/spec"
 )
 
 // Builtin returns the handlers of every tool in the embedded spec.
@@ -28,9 +30,9 @@ type binding struct {
 
 // embeddedRegistry derives the embedded spec's tools once per process.
 var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
-	doc, err := specdoc.Load()
+	doc, err := oas.Parse(spec.YAML())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tools: spec: %w", err)
 	}
 	return newRegistry(doc)
 })
