@@ -5,7 +5,6 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/internal/oas"
-	"github.com/specloop/specloop/spec"
 )
 
 // Builtin returns the handlers of every tool in the embedded spec.
@@ -30,7 +29,7 @@ type binding struct {
 
 // embeddedRegistry derives the embedded spec's tools once per process.
 var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
-	doc, err := oas.Parse(spec.YAML())
+	doc, err := oas.Embedded()
 	if err != nil {
 		return nil, fmt.Errorf("tools: spec: %w", err)
 	}
