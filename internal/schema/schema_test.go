@@ -259,12 +259,24 @@ func TestCompileRefusesBadSchemas(t *testing.T) {
 		{"type": "string", "pattern": "("},
 		{"$ref": "https://example.com/remote.json"},
 		{"type": 7},
+		{"type": "nope"},
+		{"properties": map[string]any{"a": map[string]any{"type": []any{"string", "text"}}}},
+		{"$ref": "#"},
+		{"$defs": map[string]any{"a": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/b"}}}, "b": map[string]any{"allOf": []any{map[string]any{"$ref": "#/$defs/a"}}}}, "$ref": "#/$defs/a"},
 	} {
 		if _, err := schema.Compile(s, schema.Request); err == nil {
 			t.Errorf("Compile(%v) succeeded", s)
 		}
 	}
-	v, err := schema.Compile(map[string]any{"$schema": "http://json-schema.org/draft-04/schema#", "type": "string"}, schema.Request)
+	// A reference that descends into the value is recursion, not a loop.
+	v, err := schema.Compile(map[string]any{"properties": map[string]any{"next": map[string]any{"$ref": "#"}, "n": map[string]any{"type": "integer"}}}, schema.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate(map[string]any{"next": map[string]any{"next": map[string]any{"n": "x"}}}); fmt.Sprint(err) != `field "/next/next/n": must be an integer` {
+		t.Errorf("recursive schema: %v", err)
+	}
+	v, err = schema.Compile(map[string]any{"$schema": "http://json-schema.org/draft-04/schema#", "type": "string"}, schema.Request)
 	if err != nil || v.Validate("x") != nil || v.Validate(1.0) == nil {
 		t.Errorf("an unknown $schema: %v", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strconv"
@@ -70,12 +71,83 @@ func Compile(s map[string]any, dir Direction) (*Validator, error) {
 	if v, ok := root["$schema"].(string); ok && !slices.Contains(knownDrafts, v) {
 		delete(root, "$schema")
 	}
+	if err := check(root); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
 	rs, err := resolve(root)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	c := &compiled{dir: dir, root: root, resolved: rs}
 	return &Validator{check: c.validate}, nil
+}
+
+// check refuses what the library accepts but cannot use: a type that is
+// not a JSON type, and a reference that leads back to its own place
+// without descending into the value (the library would recurse without
+// end).
+func check(root map[string]any) error {
+	l := &locator{c: &compiled{root: root}}
+	var errs []error
+	state := map[uintptr]uint8{} // 1: being followed, 2: done
+	var follow func(m map[string]any, at string)
+	follow = func(m map[string]any, at string) {
+		k := reflect.ValueOf(m).Pointer()
+		switch state[k] {
+		case 1:
+			errs = append(errs, fmt.Errorf("%s: a reference leads back to it without descending into the value", where(at)))
+			return
+		case 2:
+			return
+		}
+		state[k] = 1
+		var next []any
+		if r, ok := m["$ref"].(string); ok {
+			next = append(next, l.ref(r))
+		}
+		for _, key := range []string{"allOf", "anyOf", "oneOf"} {
+			list, _ := m[key].([]any)
+			next = append(next, list...)
+		}
+		for _, key := range []string{"not", "if", "then", "else"} {
+			next = append(next, m[key])
+		}
+		deps, _ := m["dependentSchemas"].(map[string]any)
+		for _, d := range deps {
+			next = append(next, d)
+		}
+		for _, n := range next {
+			if nm, ok := n.(map[string]any); ok && len(errs) == 0 {
+				follow(nm, at)
+			}
+		}
+		state[k] = 2
+	}
+	walkSchemas(root, "", func(m map[string]any, at string) {
+		types, _ := m["type"].([]any)
+		if t, ok := m["type"]; ok && types == nil {
+			types = []any{t}
+		}
+		for _, t := range types {
+			if !slices.Contains(jsonTypes, t) {
+				errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", where(at), t))
+			}
+		}
+		if len(errs) == 0 {
+			follow(m, at)
+		}
+	})
+	return errors.Join(errs...)
+}
+
+var jsonTypes = []any{"null", "boolean", "object", "array", "number", "integer", "string"}
+
+// where names a place of a schema in a message.
+func where(at string) string {
+	if at == "" {
+		return "the schema's root"
+	}
+	return at
 }
 
 // knownDrafts are the $schema values google/jsonschema-go validates.
@@ -191,32 +263,94 @@ const date = `(?:[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-
 // locator finds the first problem of a value the library refused, by
 // asking the library about each part of the schema that applies to each
 // part of the value, and says it with what the schema holds.
-type locator struct{ c *compiled }
+type locator struct {
+	c        *compiled
+	places   map[uintptr]string // each part of the root: its JSON pointer
+	resolved map[string]*jsonschema.Resolved
+}
 
 // maxLocate bounds the walk; schemas and values are bounded already.
-const maxLocate = 2048
+const maxLocate = 1024
 
-// matcher returns whether values match schema s (a part of the root). A
-// part that cannot be resolved alone (a $ref to a place other than the
-// root's definitions) counts as not matching, so the walk goes into it.
+// rootID is the base URI the locator gives a root without $id, so that a
+// part of it can be validated alone with the root's references intact.
+const rootID = "urn:specloop:schema"
+
+// matcher returns whether values match s: a part of the root, validated in
+// the root's context (its references resolve as in the root), or a schema
+// the locator made of one keyword, validated alone. A part that cannot be
+// resolved counts as not matching, so the walk goes into it.
 func (l *locator) matcher(s any) func(any) bool {
 	switch s := s.(type) {
 	case bool:
 		return func(any) bool { return s }
 	case map[string]any:
-		withDefs := maps.Clone(s)
-		for _, k := range []string{"$schema", "$defs", "definitions"} {
-			if _, own := s[k]; !own && l.c.root[k] != nil {
-				withDefs[k] = l.c.root[k]
-			}
+		if l.places == nil {
+			l.places, l.resolved = map[uintptr]string{}, map[string]*jsonschema.Resolved{}
+			walkSchemas(l.c.root, "", func(m map[string]any, at string) {
+				if _, seen := l.places[reflect.ValueOf(m).Pointer()]; !seen {
+					l.places[reflect.ValueOf(m).Pointer()] = at
+				}
+			})
 		}
-		rs, err := resolve(withDefs)
-		if err != nil {
+		var rs *jsonschema.Resolved
+		var err error
+		if at, ok := l.places[reflect.ValueOf(s).Pointer()]; ok {
+			rs, ok = l.resolved[at]
+			if !ok {
+				rs, err = l.inRoot(at)
+				l.resolved[at] = rs
+			}
+		} else {
+			rs, err = resolve(s)
+		}
+		if rs == nil || err != nil {
 			return func(any) bool { return false }
 		}
 		return func(x any) bool { return rs.Validate(x) == nil }
 	}
 	return func(any) bool { return true }
+}
+
+// inRoot resolves the part of the root at JSON pointer at, as a reference
+// into a copy of the root.
+func (l *locator) inRoot(at string) (*jsonschema.Resolved, error) {
+	root := maps.Clone(l.c.root)
+	id, _ := root["$id"].(string)
+	if id == "" {
+		id = rootID
+		root["$id"] = id
+	}
+	wrapper := map[string]any{"$defs": map[string]any{"root": root}, "$ref": id + "#" + at}
+	if draft, ok := root["$schema"]; ok {
+		wrapper["$schema"] = draft
+		delete(root, "$schema")
+	}
+	return resolve(wrapper)
+}
+
+// walkSchemas calls f with every schema object in s and its JSON pointer.
+func walkSchemas(s any, at string, f func(map[string]any, string)) {
+	m, ok := s.(map[string]any)
+	if !ok {
+		return
+	}
+	f(m, at)
+	for _, k := range schemaKeys {
+		walkSchemas(m[k], at+"/"+k, f)
+	}
+	for _, k := range schemaListKeys {
+		list, _ := m[k].([]any)
+		for i, x := range list {
+			walkSchemas(x, at+"/"+k+"/"+strconv.Itoa(i), f)
+		}
+	}
+	for _, k := range schemaMapKeys {
+		sub, _ := m[k].(map[string]any)
+		for name, x := range sub {
+			walkSchemas(x, at+"/"+k+"/"+escapeToken(name), f)
+		}
+	}
 }
 
 func (l *locator) matches(s, x any) bool { return l.matcher(s)(x) }
@@ -255,8 +389,8 @@ var localKeywords = []string{
 	"type", "const", "enum", "format",
 	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
 	"minLength", "maxLength", "pattern",
-	"minItems", "maxItems", "uniqueItems", "contains",
-	"minProperties", "maxProperties", "propertyNames", "dependentRequired",
+	"minItems", "maxItems", "uniqueItems",
+	"minProperties", "maxProperties", "dependentRequired",
 }
 
 // at returns the first problem of x (at ptr) against s, or nil when it
@@ -293,8 +427,19 @@ func (l *locator) at(s, x any, ptr []string, depth int) *Error {
 	}
 	switch x := x.(type) {
 	case []any:
+		if c, ok := m["contains"]; ok && !slices.ContainsFunc(x, l.matcher(c)) {
+			return fail("must contain an item that matches its schema")
+		}
 		return l.array(m, x, ptr, depth)
 	case map[string]any:
+		if names, ok := m["propertyNames"]; ok {
+			matches := l.matcher(names)
+			for k := range x {
+				if !matches(k) {
+					return fail("must have property names that match their schema")
+				}
+			}
+		}
 		return l.object(m, x, ptr, depth)
 	}
 	return nil
@@ -548,14 +693,10 @@ func reason(k string, m map[string]any) string {
 		return "must have at most " + number(v) + " items"
 	case "uniqueItems":
 		return "must not contain duplicate items"
-	case "contains":
-		return "must contain an item that matches its schema"
 	case "minProperties":
 		return "must have at least " + number(v) + " properties"
 	case "maxProperties":
 		return "must have at most " + number(v) + " properties"
-	case "propertyNames":
-		return "must have property names that match their schema"
 	}
 	return "does not match the schema (" + k + ")"
 }
