@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"sync"
 
-	"github.com/specloop/specloop/internal/oas"
+	"github.com/specloop/specloop/gen"
 )
 
 // Builtin returns the handlers of every tool in the embedded spec.
@@ -29,7 +29,7 @@ type binding struct {
 
 // embeddedRegistry derives the embedded spec's tools once per process.
 var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
-	doc, err := oas.Embedded()
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, fmt.Errorf("tools: spec: %w", err)
 	}

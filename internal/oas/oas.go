@@ -46,10 +46,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 
 	"github.com/specloop/specloop/internal/textclip"
-	"github.com/specloop/specloop/spec"
 )
 
 // Limits on a document, which may come from a repository's file.
@@ -490,9 +488,3 @@ func kindOf(v any) string {
 	}
 	return "an object"
 }
-
-// Embedded returns the embedded spec (spec/agent.yaml), parsed on first
-// use and shared by every caller in the process: treat it as read-only.
-func Embedded() (*Doc, error) { return embedded() }
-
-var embedded = sync.OnceValues(func() (*Doc, error) { return Parse(spec.YAML()) })
