@@ -44,6 +44,27 @@ func contractDoc(t *testing.T, yaml []byte) *openapi3.T {
 	return doc
 }
 
+// builtinRegistry is the registry of the embedded spec.
+func builtinRegistry(t *testing.T) *tools.Registry {
+	t.Helper()
+	reg, err := tools.NewRegistry(spec.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// inputSchema is the input schema of the tool name in doc, which a test
+// edits to make drift.
+func inputSchema(t *testing.T, doc *openapi3.T, name string) *openapi3.Schema {
+	t.Helper()
+	def, ok := builtinRegistry(t).Lookup(name)
+	if !ok {
+		t.Fatalf("the spec has no %s tool", name)
+	}
+	return doc.Components.Schemas[def.InputSchemaName].Value
+}
+
 // checkDrift runs the tool contract over doc with handlers and returns the
 // problems as text; it fails the test when there are none.
 func checkDrift(t *testing.T, doc *openapi3.T, handlers []tools.Handler) string {
@@ -89,18 +110,11 @@ func TestContractCatchesDrift(t *testing.T) {
 
 	// A required field added to read_file's input (the parsed document is
 	// edited: with the examples now invalid, the YAML would not load).
-	reg, err := tools.NewRegistryFrom(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readFile, ok := reg.Lookup("read_file")
-	if !ok {
-		t.Fatal("the spec has no read_file tool")
-	}
-	tools.InputSchema(readFile).Properties["encoding_version"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
+	readFile := inputSchema(t, doc, "read_file")
+	readFile.Properties["encoding_version"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
 		Type: &openapi3.Types{openapi3.TypeInteger}, Description: "The encoding version.",
 	}}
-	tools.InputSchema(readFile).Required = append(tools.InputSchema(readFile).Required, "encoding_version")
+	readFile.Required = append(readFile.Required, "encoding_version")
 
 	report := checkDrift(t, doc, tools.Builtin())
 	t.Logf("problems reported:\n%s", report)
@@ -116,27 +130,18 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 	if testing.Short() {
 		t.Skip("proves the checker, not the tools; runs without -short")
 	}
-	base := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistryFrom(base)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const added = "contract_added_value"
 	n := 0
-	for _, def := range reg.Defs() {
-		for _, prop := range slices.Sorted(maps.Keys(tools.InputSchema(def).Properties)) {
-			if len(tools.InputSchema(def).Properties[prop].Value.Enum) == 0 {
+	for _, def := range builtinRegistry(t).Defs() {
+		props := def.Spec.InputSchema["properties"].(map[string]any)
+		for _, prop := range slices.Sorted(maps.Keys(props)) {
+			if _, ok := props[prop].(map[string]any)["enum"]; !ok {
 				continue
 			}
 			n++
 			t.Run(def.Spec.Name+"/"+prop, func(t *testing.T) {
 				doc := contractDoc(t, spec.YAML())
-				r, err := tools.NewRegistryFrom(doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, _ := r.Lookup(def.Spec.Name)
-				s := tools.InputSchema(d).Properties[prop].Value
+				s := inputSchema(t, doc, def.Spec.Name).Properties[prop].Value
 				s.Enum = append(s.Enum, added)
 				report := checkDrift(t, doc, tools.Builtin())
 				wantProblem(t, report, def.Spec.Name, "/"+prop, `"`+added+`"`)
@@ -151,10 +156,7 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 // TestContractCatchesMissingHandlers removes each handler in turn.
 func TestContractCatchesMissingHandlers(t *testing.T) {
 	doc := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistryFrom(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := builtinRegistry(t)
 	for i, h := range tools.Builtin() {
 		name := tools.InputName(h)
 		t.Run(name, func(t *testing.T) {
@@ -254,11 +256,7 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 // and the contract names the tool and the code.
 func TestContractCatchesUndeclaredCode(t *testing.T) {
 	doc := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistryFrom(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calc, ok := reg.Lookup("calculator")
+	calc, ok := builtinRegistry(t).Lookup("calculator")
 	if !ok {
 		t.Fatal("the spec has no calculator tool")
 	}

@@ -177,10 +177,6 @@ func under(err error, key string) error {
 // join is at followed by keys, never sharing at's array.
 func join(at []string, keys ...string) []string { return append(slices.Clip(at), keys...) }
 
-func errorAt(at []string, format string, args ...any) error {
-	return &Error{At: at, Problem: fmt.Sprintf(format, args...)}
-}
-
 // methods are the operations a path item may have, by their keys.
 var methods = map[string]string{
 	"get": "GET", "put": "PUT", "post": "POST", "delete": "DELETE",
@@ -198,130 +194,93 @@ func Parse(data []byte) (*Doc, error) {
 		return nil, &Error{Problem: "the document is not a mapping"}
 	}
 	p := &parser{root: root}
-	version, err := get[string](root, "openapi", nil)
-	if err != nil {
-		return nil, err
+	if version := get[string](p, root, "openapi", nil); p.err == nil && !strings.HasPrefix(version, "3.0.") && !strings.HasPrefix(version, "3.1.") {
+		p.fail([]string{"openapi"}, "the version %q is not 3.0.x (or 3.1.x)", textclip.Clip(version, 20))
 	}
-	if !strings.HasPrefix(version, "3.0.") && !strings.HasPrefix(version, "3.1.") {
-		return nil, errorAt([]string{"openapi"}, "the version %q is not 3.0.x (or 3.1.x)", textclip.Clip(version, 20))
+	doc := &Doc{Servers: p.servers(root, nil), Schemas: map[string]map[string]any{}}
+	comp := get[map[string]any](p, root, "components", nil)
+	for _, kind := range []string{"schemas", "parameters", "requestBodies", "responses"} {
+		// Every component is read, so that a broken one is refused
+		// even when no operation uses it.
+		m := get[map[string]any](p, comp, kind, []string{"components"})
+		for _, name := range slices.Sorted(maps.Keys(m)) {
+			at := []string{"components", kind, name}
+			switch kind {
+			case "schemas":
+				doc.Schemas[name] = p.schema(m[name], at, 0, nil)
+			case "parameters":
+				p.parameter(m[name], at)
+			case "requestBodies":
+				p.body(m[name], at)
+			case "responses":
+				p.response(m[name], at)
+			}
+		}
 	}
-	doc := &Doc{Schemas: map[string]map[string]any{}}
-	if doc.Servers, err = servers(root, nil); err != nil {
-		return nil, err
-	}
-	if err := p.components(doc); err != nil {
-		return nil, err
-	}
-	paths, err := get[map[string]any](root, "paths", nil)
-	if err != nil {
-		return nil, err
-	}
+	paths := get[map[string]any](p, root, "paths", nil)
 	ids := map[string]string{}
 	for _, path := range slices.Sorted(maps.Keys(paths)) {
 		at := []string{"paths", path}
 		if !strings.HasPrefix(path, "/") {
-			return nil, errorAt(at, "a path must start with /")
+			p.fail(at, "a path must start with /")
 		}
-		pa, err := p.path(path, paths[path], at)
-		if err != nil {
-			return nil, err
-		}
-		for method, op := range pa.Operations {
-			if op.ID == "" {
-				continue
+		pa := p.path(path, paths[path], at)
+		for _, method := range slices.Sorted(maps.Keys(pa.Operations)) {
+			if id := pa.Operations[method].ID; id != "" {
+				if other, dup := ids[id]; dup {
+					p.fail(join(at, strings.ToLower(method), "operationId"), "the operationId %q is also %s's", textclip.Clip(id, 64), other)
+				}
+				ids[id] = method + " " + path
 			}
-			if other, dup := ids[op.ID]; dup {
-				return nil, errorAt(join(at, strings.ToLower(method), "operationId"), "the operationId %q is also %s's", textclip.Clip(op.ID, 64), other)
-			}
-			ids[op.ID] = method + " " + path
 		}
 		doc.Paths = append(doc.Paths, pa)
+	}
+	if p.err != nil {
+		return nil, p.err
 	}
 	return doc, nil
 }
 
+// parser reads a decoded document. Its methods keep the first problem in
+// err and go on with zero values, which the caller of Parse never sees.
 type parser struct {
 	root    map[string]any
 	schemas int
+	err     *Error
 }
 
-// components converts components.schemas and reads the other components
-// an operation may $ref, so that a broken one is refused even when no
-// operation uses it.
-func (p *parser) components(doc *Doc) error {
-	comp, err := get[map[string]any](p.root, "components", nil)
-	if err != nil {
-		return err
+func (p *parser) fail(at []string, format string, args ...any) {
+	if p.err == nil {
+		p.err = &Error{At: at, Problem: fmt.Sprintf(format, args...)}
 	}
-	at := []string{"components"}
-	kinds := []struct {
-		key  string
-		read func(v any, at []string) error
-	}{
-		{"schemas", func(v any, at []string) error {
-			s, err := p.schema(v, at, 0, nil)
-			doc.Schemas[at[len(at)-1]] = s
-			return err
-		}},
-		{"parameters", func(v any, at []string) error { _, err := p.parameter(v, at); return err }},
-		{"requestBodies", func(v any, at []string) error { _, err := p.body(v, at); return err }},
-		{"responses", func(v any, at []string) error { _, err := p.response(v, at); return err }},
-	}
-	for _, k := range kinds {
-		m, err := get[map[string]any](comp, k.key, at)
-		if err != nil {
-			return err
-		}
-		for _, name := range slices.Sorted(maps.Keys(m)) {
-			if err := k.read(m[name], join(at, k.key, name)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
-func (p *parser) path(path string, v any, at []string) (*Path, error) {
-	item, at, err := p.deref(v, at)
-	if err != nil {
-		return nil, err
-	}
-	shared, err := p.parameters(item, at)
-	if err != nil {
-		return nil, err
-	}
+func (p *parser) path(path string, v any, at []string) *Path {
+	item, at := p.deref(v, at)
+	shared := p.parameters(item, at)
 	pa := &Path{Path: path, Operations: map[string]*Operation{}}
 	for key, method := range methods {
 		if v, ok := item[key]; ok {
-			op, err := p.operation(v, join(at, key), shared)
-			if err != nil {
-				return nil, err
-			}
-			pa.Operations[method] = op
+			pa.Operations[method] = p.operation(v, join(at, key), shared)
 		}
 	}
-	return pa, nil
+	return pa
 }
 
-func (p *parser) operation(v any, at []string, shared []*Parameter) (*Operation, error) {
+func (p *parser) operation(v any, at []string, shared []*Parameter) *Operation {
 	m, ok := v.(map[string]any)
 	if !ok {
-		return nil, errorAt(at, "an operation must be an object")
+		p.fail(at, "an operation must be an object")
 	}
-	op := &Operation{Extensions: extensions(m), Responses: map[int]*Response{}}
-	var err error
-	for key, dst := range map[string]*string{"operationId": &op.ID, "summary": &op.Summary, "description": &op.Description} {
-		if *dst, err = get[string](m, key, at); err != nil {
-			return nil, err
-		}
+	op := &Operation{
+		ID:          get[string](p, m, "operationId", at),
+		Summary:     get[string](p, m, "summary", at),
+		Description: get[string](p, m, "description", at),
+		Extensions:  extensions(m),
+		Servers:     p.servers(m, at),
+		Responses:   map[int]*Response{},
 	}
-	if op.Servers, err = servers(m, at); err != nil {
-		return nil, err
-	}
-	own, err := p.parameters(m, at)
-	if err != nil {
-		return nil, err
-	}
+	own := p.parameters(m, at)
 	for _, s := range shared {
 		if !slices.ContainsFunc(own, func(o *Parameter) bool { return o.Name == s.Name && o.In == s.In }) {
 			op.Parameters = append(op.Parameters, s)
@@ -329,163 +288,121 @@ func (p *parser) operation(v any, at []string, shared []*Parameter) (*Operation,
 	}
 	op.Parameters = append(op.Parameters, own...)
 	if rb, ok := m["requestBody"]; ok {
-		if op.Request, err = p.body(rb, join(at, "requestBody")); err != nil {
-			return nil, err
-		}
+		op.Request = p.body(rb, join(at, "requestBody"))
 	}
-	responses, err := get[map[string]any](m, "responses", at)
-	if err != nil {
-		return nil, err
-	}
+	responses := get[map[string]any](p, m, "responses", at)
 	for _, code := range slices.Sorted(maps.Keys(responses)) {
 		rat := join(at, "responses", code)
 		status, err := strconv.Atoi(code)
-		if err != nil || len(code) != 3 || status < 100 || status > 599 {
-			if code == "default" || len(code) == 3 && code[0] >= '1' && code[0] <= '5' && code[1:] == "XX" {
-				continue
-			}
-			return nil, errorAt(rat, "not a status code, a range (2XX) or default")
-		}
-		if op.Responses[status], err = p.response(responses[code], rat); err != nil {
-			return nil, err
+		switch {
+		case code == "default" || len(code) == 3 && code[0] >= '1' && code[0] <= '5' && code[1:] == "XX":
+		case err != nil || len(code) != 3 || status < 100 || status > 599:
+			p.fail(rat, "not a status code, a range (2XX) or default")
+		default:
+			op.Responses[status] = p.response(responses[code], rat)
 		}
 	}
-	return op, nil
+	return op
 }
 
-func (p *parser) parameters(m map[string]any, at []string) ([]*Parameter, error) {
-	list, err := get[[]any](m, "parameters", at)
-	if err != nil {
-		return nil, err
+func (p *parser) parameters(m map[string]any, at []string) []*Parameter {
+	var out []*Parameter
+	for i, v := range get[[]any](p, m, "parameters", at) {
+		out = append(out, p.parameter(v, join(at, "parameters", strconv.Itoa(i))))
 	}
-	out := make([]*Parameter, len(list))
-	for i, v := range list {
-		if out[i], err = p.parameter(v, join(at, "parameters", strconv.Itoa(i))); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
+	return out
 }
 
-func (p *parser) parameter(v any, at []string) (*Parameter, error) {
-	m, at, err := p.deref(v, at)
-	if err != nil {
-		return nil, err
-	}
-	pa := &Parameter{}
-	if pa.Name, err = get[string](m, "name", at); err != nil {
-		return nil, err
-	}
-	if pa.In, err = get[string](m, "in", at); err != nil {
-		return nil, err
-	}
-	if pa.Required, err = get[bool](m, "required", at); err != nil {
-		return nil, err
-	}
+func (p *parser) parameter(v any, at []string) *Parameter {
+	m, at := p.deref(v, at)
+	pa := &Parameter{Name: get[string](p, m, "name", at), In: get[string](p, m, "in", at), Required: get[bool](p, m, "required", at)}
 	switch {
 	case pa.Name == "":
-		return nil, errorAt(at, "a parameter needs a name")
+		p.fail(at, "a parameter needs a name")
 	case !slices.Contains([]string{"path", "query", "header", "cookie"}, pa.In):
-		return nil, errorAt(join(at, "in"), "%q is not path, query, header or cookie", textclip.Clip(pa.In, 20))
+		p.fail(join(at, "in"), "%q is not path, query, header or cookie", textclip.Clip(pa.In, 20))
 	}
 	if s, ok := m["schema"]; ok {
-		if pa.Schema, err = p.schema(s, join(at, "schema"), 0, nil); err != nil {
-			return nil, err
-		}
+		pa.Schema = p.schema(s, join(at, "schema"), 0, nil)
 	}
-	return pa, nil
+	return pa
 }
 
-// body reads a request body (or, from response, a response's content):
-// its application/json media type; nil when it has none.
-func (p *parser) body(v any, at []string) (*Body, error) {
-	m, at, err := p.deref(v, at)
-	if err != nil {
-		return nil, err
-	}
+// body reads a request body: its application/json media type; nil when
+// it has none.
+func (p *parser) body(v any, at []string) *Body {
+	m, at := p.deref(v, at)
 	return p.content(m, at)
 }
 
-func (p *parser) content(m map[string]any, at []string) (*Body, error) {
-	content, err := get[map[string]any](m, "content", at)
-	if err != nil {
-		return nil, err
+func (p *parser) content(m map[string]any, at []string) *Body {
+	media, ok := get[map[string]any](p, m, "content", at)["application/json"]
+	if !ok {
+		return nil
 	}
 	at = join(at, "content", "application/json")
-	media, ok := content["application/json"]
-	if !ok {
-		return nil, nil
-	}
 	mm, ok := media.(map[string]any)
 	if !ok {
-		return nil, errorAt(at, "a media type must be an object")
+		p.fail(at, "a media type must be an object")
 	}
 	s, ok := mm["schema"]
 	if !ok {
-		return &Body{}, nil
+		return &Body{}
 	}
 	b := &Body{}
 	if sm, ok := s.(map[string]any); ok {
-		ref, _ := sm["$ref"].(string)
-		b.Ref = ref
-		if name, ok := strings.CutPrefix(ref, "#/components/schemas/"); ok && !strings.Contains(name, "/") {
+		b.Ref, _ = sm["$ref"].(string)
+		if name, ok := strings.CutPrefix(b.Ref, "#/components/schemas/"); ok && !strings.Contains(name, "/") {
 			b.Ref = unescape(name)
 		}
 	}
-	if b.Schema, err = p.schema(s, join(at, "schema"), 0, nil); err != nil {
-		return nil, err
-	}
-	return b, nil
+	b.Schema = p.schema(s, join(at, "schema"), 0, nil)
+	return b
 }
 
-func (p *parser) response(v any, at []string) (*Response, error) {
-	m, at, err := p.deref(v, at)
-	if err != nil {
-		return nil, err
+func (p *parser) response(v any, at []string) *Response {
+	m, at := p.deref(v, at)
+	r := &Response{Extensions: extensions(m), Body: p.content(m, at)}
+	if _, ok := m["description"]; ok {
+		d := get[string](p, m, "description", at)
+		r.Description = &d
 	}
-	r := &Response{Extensions: extensions(m)}
-	if d, ok := m["description"]; ok {
-		s, ok := d.(string)
-		if !ok {
-			return nil, errorAt(join(at, "description"), "must be a string")
-		}
-		r.Description = &s
-	}
-	if r.Body, err = p.content(m, at); err != nil {
-		return nil, err
-	}
-	return r, nil
+	return r
 }
 
 // deref follows the $refs of an object that is not a schema (a path item,
 // parameter, request body or response) to the object itself and its place.
-func (p *parser) deref(v any, at []string) (map[string]any, []string, error) {
+func (p *parser) deref(v any, at []string) (map[string]any, []string) {
 	for range MaxSchemaDepth {
 		m, ok := v.(map[string]any)
 		if !ok {
-			return nil, nil, errorAt(at, "must be an object")
+			p.fail(at, "must be an object")
+			return nil, at
 		}
 		ref, ok := m["$ref"]
 		if !ok {
-			return m, at, nil
+			return m, at
 		}
-		var err error
-		if v, at, err = p.resolve(ref, at); err != nil {
-			return nil, nil, err
+		if v, at = p.resolve(ref, at); v == nil {
+			return nil, at
 		}
 	}
-	return nil, nil, errorAt(at, "a chain of more than %d $refs (a loop?)", MaxSchemaDepth)
+	p.fail(at, "a chain of more than %d $refs (a loop?)", MaxSchemaDepth)
+	return nil, at
 }
 
-// resolve finds what the $ref ref at the place at points to, and its place.
-func (p *parser) resolve(ref any, at []string) (any, []string, error) {
+// resolve finds what the $ref ref at the place at points to, and its
+// place; nil when it points to nothing.
+func (p *parser) resolve(ref any, at []string) (any, []string) {
 	s, ok := ref.(string)
-	if !ok {
-		return nil, nil, errorAt(join(at, "$ref"), "must be a string")
-	}
-	frag, ok := strings.CutPrefix(s, "#/")
-	if !ok {
-		return nil, nil, errorAt(at, "$ref %q is not a local reference (#/components/...); the document must be self-contained", textclip.Clip(s, 200))
+	frag, local := strings.CutPrefix(s, "#/")
+	switch {
+	case !ok:
+		p.fail(join(at, "$ref"), "must be a string")
+		return nil, at
+	case !local:
+		p.fail(at, "$ref %q is not a local reference (#/components/...); the document must be self-contained", textclip.Clip(s, 200))
+		return nil, at
 	}
 	if f, err := url.PathUnescape(frag); err == nil {
 		frag = f
@@ -500,18 +417,18 @@ func (p *parser) resolve(ref any, at []string) (any, []string, error) {
 			v, ok = c[tok]
 		case []any:
 			i, err := strconv.Atoi(tok)
-			ok = err == nil && i >= 0 && i < len(c)
-			if ok {
+			if ok = err == nil && i >= 0 && i < len(c); ok {
 				v = c[i]
 			}
 		default:
 			ok = false
 		}
-		if !ok {
-			return nil, nil, errorAt(at, "$ref %q points to nothing in the document", textclip.Clip(s, 200))
+		if !ok || v == nil {
+			p.fail(at, "$ref %q points to nothing in the document", textclip.Clip(s, 200))
+			return nil, at
 		}
 	}
-	return v, target, nil
+	return v, target
 }
 
 func unescape(tok string) string {
@@ -519,26 +436,17 @@ func unescape(tok string) string {
 }
 
 // servers reads the URLs of the servers list of m.
-func servers(m map[string]any, at []string) ([]string, error) {
-	list, err := get[[]any](m, "servers", at)
-	if err != nil {
-		return nil, err
-	}
-	if len(list) == 0 {
-		return nil, nil
-	}
-	urls := make([]string, len(list))
-	for i, s := range list {
+func (p *parser) servers(m map[string]any, at []string) []string {
+	var urls []string
+	for i, s := range get[[]any](p, m, "servers", at) {
 		sat := join(at, "servers", strconv.Itoa(i))
 		sm, ok := s.(map[string]any)
 		if !ok {
-			return nil, errorAt(sat, "a server must be an object")
+			p.fail(sat, "a server must be an object")
 		}
-		if urls[i], err = get[string](sm, "url", sat); err != nil {
-			return nil, err
-		}
+		urls = append(urls, get[string](p, sm, "url", sat))
 	}
-	return urls, nil
+	return urls
 }
 
 // extensions are the x- keys of m; nil when it has none.
@@ -555,18 +463,16 @@ func extensions(m map[string]any) map[string]any {
 	return x
 }
 
-// get is m[key] as a T, the zero T when m has no key.
-func get[T any](m map[string]any, key string, at []string) (T, error) {
-	var zero T
+// get is m[key] as a T, the zero T when m has no key or (a problem) it
+// is not a T.
+func get[T any](p *parser, m map[string]any, key string, at []string) T {
 	v, ok := m[key]
-	if !ok {
-		return zero, nil
+	t, isT := v.(T)
+	if ok && !isT {
+		var zero T
+		p.fail(join(at, key), "must be %s", kindOf(zero))
 	}
-	t, ok := v.(T)
-	if !ok {
-		return zero, errorAt(join(at, key), "must be %s", kindOf(zero))
-	}
-	return t, nil
+	return t
 }
 
 func kindOf(v any) string {

@@ -54,27 +54,29 @@ var typeNames = []string{"string", "number", "integer", "boolean", "array", "obj
 // schema converts the schema v at the place at to JSON Schema, inlining
 // its $refs; refs are the $refs being inlined around it, depth its
 // nesting.
-func (p *parser) schema(v any, at []string, depth int, refs []string) (map[string]any, error) {
-	if depth > MaxSchemaDepth {
-		return nil, errorAt(at, "a schema nested deeper than %d levels once its $refs are inlined", MaxSchemaDepth)
-	}
-	if p.schemas++; p.schemas > maxSchemas {
-		return nil, errorAt(at, "the schemas expand to more than %d schemas once their $refs are inlined", maxSchemas)
-	}
+func (p *parser) schema(v any, at []string, depth int, refs []string) map[string]any {
 	m, ok := v.(map[string]any)
-	if !ok {
-		return nil, errorAt(at, "a schema must be an object")
+	switch p.schemas++; {
+	case p.err != nil:
+		return nil // stop at the first problem: the budgets count only work that matters
+	case depth > MaxSchemaDepth:
+		p.fail(at, "a schema nested deeper than %d levels once its $refs are inlined", MaxSchemaDepth)
+		return nil
+	case p.schemas > maxSchemas:
+		p.fail(at, "the schemas expand to more than %d schemas once their $refs are inlined", maxSchemas)
+		return nil
+	case !ok:
+		p.fail(at, "a schema must be an object")
+		return nil
 	}
 	if ref, ok := m["$ref"]; ok {
-		target, tat, err := p.resolve(ref, at)
-		if err != nil {
-			return nil, err
+		target, tat := p.resolve(ref, at)
+		if s, _ := ref.(string); target != nil && slices.Contains(refs, s) {
+			p.fail(at, "$ref %q is recursive: a schema that contains itself cannot be inlined", textclip.Clip(s, 200))
+		} else if target != nil {
+			return p.schema(target, tat, depth+1, append(slices.Clip(refs), s))
 		}
-		s := ref.(string)
-		if slices.Contains(refs, s) {
-			return nil, errorAt(at, "$ref %q is recursive: a schema that contains itself cannot be inlined", textclip.Clip(s, 200))
-		}
-		return p.schema(target, tat, depth+1, append(slices.Clip(refs), s))
+		return nil
 	}
 	out := make(map[string]any, len(m))
 	for _, key := range slices.Sorted(maps.Keys(m)) {
@@ -82,44 +84,32 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) (map[strin
 		k, known := keywords[key]
 		switch {
 		case key == "type":
-			if err := checkType(val, kat); err != nil {
-				return nil, err
-			}
-			out[key] = clone(val)
-			continue
+			p.checkType(val, kat)
+			k, known = kValue, true
 		case key == "pattern":
-			s, ok := val.(string)
-			if !ok {
-				return nil, errorAt(kat, "must be a string")
+			if s, ok := val.(string); ok {
+				if _, err := regexp.Compile(s); err != nil {
+					p.fail(kat, "invalid pattern %q: %v", textclip.Clip(s, 200), err)
+				}
 			}
-			if _, err := regexp.Compile(s); err != nil {
-				return nil, errorAt(kat, "invalid pattern %q: %v", textclip.Clip(s, 200), err)
-			}
-			out[key] = s
-			continue
+			k, known = kString, true
 		case key == "additionalProperties":
-			if b, ok := val.(bool); ok {
-				out[key] = b
-				continue
-			}
 			k, known = kSchema, true
+			if _, ok := val.(bool); ok {
+				k = kBool
+			}
 		case key == "exclusiveMinimum" || key == "exclusiveMaximum":
 			if _, ok := val.(bool); ok {
 				continue // converted below
 			}
 			k, known = kNumber, true
+		case !known && strings.HasPrefix(key, "x-"):
+			continue
 		case !known:
-			if strings.HasPrefix(key, "x-") {
-				continue
-			}
-			return nil, errorAt(kat, "%q is not a keyword of an OpenAPI 3.0 schema", textclip.Clip(key, 64))
+			p.fail(kat, "%q is not a keyword of an OpenAPI 3.0 schema", textclip.Clip(key, 64))
 		}
-		var err error
-		if out[key], err = p.keyword(k, val, kat, depth, refs); err != nil {
-			return nil, err
-		}
-		if k == kDrop {
-			delete(out, key)
+		if k != kDrop {
+			out[key] = p.keyword(k, val, kat, depth, refs)
 		}
 	}
 	for _, bound := range []string{"Minimum", "Maximum"} {
@@ -143,11 +133,11 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) (map[strin
 		}
 	}
 	delete(out, "nullable")
-	return out, nil
+	return out
 }
 
 // keyword checks and converts the value v of a keyword of kind k.
-func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) (any, error) {
+func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) any {
 	var ok bool
 	switch k {
 	case kSchema:
@@ -155,35 +145,29 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) (
 	case kSchemas:
 		list, _ := v.([]any)
 		if len(list) == 0 {
-			return nil, errorAt(at, "must be a non-empty list of schemas")
+			p.fail(at, "must be a non-empty list of schemas")
 		}
 		out := make([]any, len(list))
 		for i, s := range list {
-			var err error
-			if out[i], err = p.schema(s, join(at, strconv.Itoa(i)), depth+1, refs); err != nil {
-				return nil, err
-			}
+			out[i] = p.schema(s, join(at, strconv.Itoa(i)), depth+1, refs)
 		}
-		return out, nil
+		return out
 	case kProperties:
 		props, ok := v.(map[string]any)
 		if !ok {
-			return nil, errorAt(at, "must be an object of schemas")
+			p.fail(at, "must be an object of schemas")
 		}
 		out := make(map[string]any, len(props))
 		for _, name := range slices.Sorted(maps.Keys(props)) {
-			var err error
-			if out[name], err = p.schema(props[name], join(at, name), depth+1, refs); err != nil {
-				return nil, err
-			}
+			out[name] = p.schema(props[name], join(at, name), depth+1, refs)
 		}
-		return out, nil
+		return out
 	case kCount:
 		f, isNum := v.(float64)
 		if !isNum || f < 0 || f != math.Trunc(f) {
-			return nil, errorAt(at, "must be a non-negative integer")
+			p.fail(at, "must be a non-negative integer")
 		}
-		return f, nil
+		return f
 	case kNumber:
 		_, ok = v.(float64)
 	case kBool:
@@ -197,31 +181,29 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) (
 		_, ok = v.([]any)
 	case kObject:
 		_, ok = v.(map[string]any)
-	case kValue, kDrop:
+	case kValue:
 		ok = true
 	}
 	if !ok {
-		return nil, errorAt(at, "must be %s", map[kind]string{
+		p.fail(at, "must be %s", map[kind]string{
 			kNumber: "a number", kBool: "a boolean", kString: "a string",
 			kStrings: "a list of strings", kList: "a list", kObject: "an object",
 		}[k])
 	}
-	return clone(v), nil
+	return clone(v)
 }
 
 // checkType checks a type: one name, or (OpenAPI 3.1) a list of names.
-func checkType(v any, at []string) error {
+func (p *parser) checkType(v any, at []string) {
 	names, isList := v.([]any)
 	if !isList {
 		names = []any{v}
 	}
 	for _, n := range names {
-		s, _ := n.(string)
-		if !slices.Contains(typeNames, s) || s == "null" && !isList {
-			return errorAt(at, "%s is not a type (string, number, integer, boolean, array, object)", textclip.Clip(fmt.Sprint(v), 64))
+		if s, _ := n.(string); !slices.Contains(typeNames, s) || s == "null" && !isList {
+			p.fail(at, "%s is not a type (string, number, integer, boolean, array, object)", textclip.Clip(fmt.Sprint(v), 64))
 		}
 	}
-	return nil
 }
 
 // clone copies a decoded value, so that no two schemas share a map or a
