@@ -13,7 +13,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
@@ -24,7 +23,7 @@ import (
 // against the tool's result schema or an error the tool's error
 // description names. See internal/contract.CheckTools.
 func TestContractTools(t *testing.T) {
-	doc, err := specdoc.Load()
+	doc, err := contract.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,7 +36,7 @@ func TestContractTools(t *testing.T) {
 // contractDoc parses a private copy of the embedded spec, safe to edit.
 func contractDoc(t *testing.T, yaml []byte) *openapi3.T {
 	t.Helper()
-	doc, err := specdoc.Parse(yaml)
+	doc, err := contract.ParseSpec(yaml)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -29,7 +29,7 @@ type HTTP struct {
 }
 
 // NewHTTP prepares the validation of exchanges against doc, which must be a
-// private copy (specdoc.Parse(spec.YAML())): its Servers are cleared so that
+// private copy (ParseSpec(spec.YAML())): its Servers are cleared so that
 // any host matches.
 func NewHTTP(doc *openapi3.T) (*HTTP, error) {
 	RegisterBodyDecoders()

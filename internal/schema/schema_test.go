@@ -181,6 +181,8 @@ func TestErrorsNameTheField(t *testing.T) {
 		"pair":{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]}}}`, schema.Request)
 	tests := []struct{ in, want string }{
 		{`{}`, `field "/op": is required`},
+		{`{"op":null}`, `field "/op": is required and must not be null`},
+		{`{"op":"add","n":null}`, `field "/n": must be an integer`},
 		{`{"op":"SECRET"}`, `field "/op": must be one of add, subtract`},
 		{`{"op":"add","n":0}`, `field "/n": must be at least 1`},
 		{`{"op":"add","n":"SECRET"}`, `field "/n": must be an integer`},

@@ -600,6 +600,7 @@ func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth
 	props, _ := m["properties"].(map[string]any)
 	patterns, _ := m["patternProperties"].(map[string]any)
 	extra, hasExtra := m["additionalProperties"]
+	required, _ := m["required"].([]any)
 	for _, k := range slices.Sorted(maps.Keys(x)) {
 		at := append(slices.Clip(ptr), k)
 		var children []any
@@ -625,6 +626,9 @@ func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth
 		}
 		for _, child := range children {
 			if !l.matches(child, x[k]) {
+				if x[k] == nil && slices.Contains(required, any(k)) {
+					return &Error{Pointer: pointer(at), Reason: "is required and must not be null"}
+				}
 				if e := l.at(child, x[k], at, depth); e != nil {
 					return e
 				}
@@ -632,7 +636,6 @@ func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth
 			}
 		}
 	}
-	required, _ := m["required"].([]any)
 	for _, r := range required {
 		if name, ok := r.(string); ok {
 			if _, present := x[name]; !present {
