@@ -246,8 +246,20 @@ func (oc *opCheck) validate(c echo.Context) *problemError {
 	if err := oc.body.Validate(value); err != nil {
 		return bodyProblem(schemaErr(err))
 	}
+	// The generated wrappers bind the value validated, matching member
+	// names exactly, rather than decode the body again case-insensitively.
+	req.Body = validatedBody{req.Body, value}
 	return nil
 }
+
+// validatedBody is a request body with the value validated from it, as
+// the generated wrappers look for it (ValidatedValue).
+type validatedBody struct {
+	io.ReadCloser
+	value any
+}
+
+func (b validatedBody) ValidatedValue() any { return b.value }
 
 // paramValue is a parameter's text as the JSON value its schema's type
 // says, or the reason it is not one. Strings stay strings.
