@@ -413,9 +413,7 @@ func (c *coster) collect(root map[string]any) (*costNode, error) {
 				return nil, fmt.Errorf("%s: %w", where(n.at), err)
 			}
 			addIn(t, n.at+"/$dynamicRef")
-			for _, d := range c.dyn[strings.TrimPrefix(ref, "#")] {
-				n.inplace = append(n.inplace, d)
-			}
+			n.inplace = append(n.inplace, c.dyn[strings.TrimPrefix(ref, "#")]...)
 		}
 		for _, k := range []string{"not", "if", "then", "else"} {
 			addIn(s[k], n.at+"/"+k)
