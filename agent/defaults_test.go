@@ -4,14 +4,14 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/spec"
 )
 
 // The step budget when none is given is the spec's default for
 // CreateRunRequest.max_steps, read here from a fresh parse of the document.
 func TestDefaultMaxStepsIsTheSpecs(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

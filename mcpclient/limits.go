@@ -4,10 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"regexp"
+	"maps"
+	"reflect"
 	"regexp/syntax"
+	"slices"
+	"strconv"
+	"strings"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // What an MCP server may offer. A server is untrusted input (its schemas
@@ -55,7 +60,7 @@ const (
 	// of cost 10 takes arguments of 100,000 values.
 	MaxValidationWork = 1_000_000
 	// MaxPatternBytes is the longest regular expression a schema's
-	// pattern, patternProperties or a format "regex" value may be.
+	// pattern or patternProperties may be.
 	MaxPatternBytes = 4 << 10
 	// MaxPatternInsts is the largest program a pattern may compile to.
 	// Go's regexp matches in time proportional to the program times the
@@ -124,16 +129,18 @@ func checkSchema(n int, m map[string]any) error {
 // reports whether the cost still grows at that depth, so that deeper
 // values must be refused.
 //
-// It works on the compiled schema, whose references the library has
-// resolved, so that it counts exactly what the validator walks. Each
-// subschema's in-place work (itself, its $ref, $dynamicRef and
-// $recursiveRef targets, allOf/anyOf/oneOf branches, not, if/then/else,
-// dependent schemas) is summed with memoisation; what it applies to the
-// places below (properties, items, ...) is grouped by place, since
-// different properties are different places. A reference cycle that does
-// not descend into the value is refused (the validator would loop on one
-// place).
-func schemaCost(root *jsonschema.Schema) (cost uint64, deep bool, err error) {
+// It works on the decoded schema, following its references ($ref by JSON
+// pointer or anchor, $dynamicRef to every schema of its anchor) as the
+// validator does, so that it counts what the validator walks. Each
+// subschema's in-place work (itself, its reference targets,
+// allOf/anyOf/oneOf branches, not, if/then/else, dependent schemas) is
+// summed with memoisation; what it applies to the places below
+// (properties, items, ...) is grouped by place, since different
+// properties are different places. A reference cycle that does not
+// descend into the value is refused (the validator would loop on one
+// place), and so is a reference the cost cannot follow (another document,
+// or a base URI set by $id).
+func schemaCost(root map[string]any) (cost uint64, deep bool, err error) {
 	return weightedCost(root, checkWeight, MaxSchemaCost+1)
 }
 
@@ -141,19 +148,21 @@ func schemaCost(root *jsonschema.Schema) (cost uint64, deep bool, err error) {
 // and one more for each member of its enum (compared with the place one
 // by one) and each name its required, dependentRequired and dependencies
 // list (looked up in the place, and a missing one named in the error).
-func checkWeight(s *jsonschema.Schema) uint64 {
+func checkWeight(s map[string]any) uint64 {
 	w := uint64(1)
-	if s.Enum != nil {
-		w += uint64(len(s.Enum.Values))
+	if enum, ok := s["enum"].([]any); ok {
+		w += uint64(len(enum))
 	}
-	w += uint64(len(s.Required))
-	for _, names := range s.DependentRequired {
-		w += 1 + uint64(len(names))
+	if req, ok := s["required"].([]any); ok {
+		w += uint64(len(req))
 	}
-	for _, v := range s.Dependencies {
-		w++
-		if names, ok := v.([]string); ok {
-			w += uint64(len(names))
+	for _, k := range []string{"dependentRequired", "dependencies"} {
+		deps, _ := s[k].(map[string]any)
+		for _, v := range deps {
+			w++
+			if names, ok := v.([]any); ok {
+				w += uint64(len(names))
+			}
 		}
 	}
 	return w
@@ -161,30 +170,83 @@ func checkWeight(s *jsonschema.Schema) uint64 {
 
 // patternWeight is the pattern instructions checking a place against s
 // alone matches a string with: its pattern's, and its patternProperties'
-// (each matched against every key of an object).
-func patternWeight(s *jsonschema.Schema) uint64 {
-	var w uint64
-	if r, ok := s.Pattern.(*boundedRegexp); ok {
-		w += uint64(r.insts)
-	}
-	for re := range s.PatternProperties {
-		if r, ok := re.(*boundedRegexp); ok {
-			w += uint64(r.insts)
+// (each matched against every key of an object), as checkPatterns
+// counted them.
+func patternWeight(insts map[string]int) func(map[string]any) uint64 {
+	return func(s map[string]any) uint64 {
+		var w uint64
+		if p, ok := s["pattern"].(string); ok {
+			w += uint64(insts[p])
 		}
+		pp, _ := s["patternProperties"].(map[string]any)
+		for p := range pp {
+			w += uint64(insts[p])
+		}
+		return w
 	}
-	return w
+}
+
+// checkPatterns bounds every regular expression of a schema (pattern and
+// patternProperties) before the library compiles it, naming the place of
+// the first one out of bounds, and returns the instructions of each.
+func checkPatterns(root any) (map[string]int, error) {
+	insts := map[string]int{}
+	var walk func(v any, at string) error
+	try := func(p, at string) error {
+		if _, done := insts[p]; done {
+			return nil
+		}
+		n, err := compilePattern(p)
+		if err != nil {
+			return fmt.Errorf("the pattern at %s: %w", at, err)
+		}
+		insts[p] = n
+		return nil
+	}
+	walk = func(v any, at string) error {
+		switch v := v.(type) {
+		case []any:
+			for i, x := range v {
+				if err := walk(x, at+"/"+strconv.Itoa(i)); err != nil {
+					return err
+				}
+			}
+		case map[string]any:
+			for _, k := range slices.Sorted(maps.Keys(v)) {
+				here := at + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+				if p, ok := v[k].(string); ok && k == "pattern" {
+					if err := try(p, here); err != nil {
+						return err
+					}
+				}
+				if pp, ok := v[k].(map[string]any); ok && k == "patternProperties" {
+					for _, p := range slices.Sorted(maps.Keys(pp)) {
+						if err := try(p, here); err != nil {
+							return err
+						}
+					}
+				}
+				if err := walk(v[k], here); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	}
+	return insts, walk(root, "")
 }
 
 // weightedCost is schemaCost with each subschema's own check weighing
 // weight(s) instead of one, saturating at limit.
-func weightedCost(root *jsonschema.Schema, weight func(*jsonschema.Schema) uint64, limit uint64) (cost uint64, deep bool, err error) {
+func weightedCost(root map[string]any, weight func(map[string]any) uint64, limit uint64) (cost uint64, deep bool, err error) {
 	c := &coster{
+		root:   root,
 		weight: weight,
 		limit:  limit,
-		nodes:  map[*jsonschema.Schema]*costNode{},
-		dyn:    map[string][]*jsonschema.Schema{},
+		nodes:  map[uintptr]*costNode{},
 	}
-	if err := c.collect(root); err != nil {
+	rootNode, err := c.collect(root)
+	if err != nil {
 		return 0, false, err
 	}
 	for _, n := range c.order {
@@ -198,7 +260,6 @@ func weightedCost(root *jsonschema.Schema, weight func(*jsonschema.Schema) uint6
 	for _, n := range c.order {
 		f[n] = n.ip
 	}
-	rootNode := c.nodes[root]
 	for d := 1; d <= MaxArgumentDepth; d++ {
 		next := make(map[*costNode]uint64, len(c.order))
 		stable := true
@@ -211,7 +272,7 @@ func weightedCost(root *jsonschema.Schema, weight func(*jsonschema.Schema) uint6
 					continue
 				}
 				s := c.sum(ts, f)
-				if slot != slotItems && slot != slotContent {
+				if slot != slotItems {
 					s = c.add(s, wild) // a named property also gets the patterns'
 				}
 				v = max(v, s)
@@ -237,25 +298,27 @@ func weightedCost(root *jsonschema.Schema, weight func(*jsonschema.Schema) uint6
 const (
 	slotAnyProperty = "*" // patternProperties, additionalProperties, ...
 	slotItems       = "i" // items, prefixItems, contains, ...
-	slotContent     = "c" // contentSchema
 )
 
 type coster struct {
-	weight func(*jsonschema.Schema) uint64
-	limit  uint64
-	nodes  map[*jsonschema.Schema]*costNode
-	order  []*costNode
-	dyn    map[string][]*jsonschema.Schema // $dynamicAnchor name -> schemas
-	rec    []*jsonschema.Schema            // schemas with $recursiveAnchor
-	work   int
+	root    map[string]any
+	weight  func(map[string]any) uint64
+	limit   uint64
+	nodes   map[uintptr]*costNode
+	order   []*costNode
+	anchors map[string][]*costNode // "$anchor" or "$dynamicAnchor" name -> schemas
+	dyn     map[string][]*costNode // "$dynamicAnchor" name -> schemas
+	work    int
+	queue   []*costNode // nodes whose subschemas are still to be read
 }
 
 type costNode struct {
-	s       *jsonschema.Schema
-	inplace []*jsonschema.Schema            // with repeats: each is checked at the same place
-	own     map[string][]*jsonschema.Schema // applied to the places below
-	state   uint8                           // 0 new, 1 being computed, 2 done
-	ip      uint64                          // checks at its place, itself included
+	s       map[string]any
+	at      string                 // the JSON pointer it was first found at
+	inplace []*costNode            // with repeats: each is checked at the same place
+	own     map[string][]*costNode // applied to the places below
+	state   uint8                  // 0 new, 1 being computed, 2 done
+	ip      uint64                 // checks at its place, itself included
 	slots   map[string]map[*costNode]uint64
 }
 
@@ -287,95 +350,199 @@ func (c *coster) charge(n int) error {
 	return nil
 }
 
-// collect finds every subschema reachable from root, and the targets a
-// dynamic reference may resolve to.
-func (c *coster) collect(root *jsonschema.Schema) error {
-	stack := []*jsonschema.Schema{root}
-	for len(stack) > 0 {
-		s := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if s == nil || c.nodes[s] != nil {
-			continue
-		}
-		if err := c.charge(1); err != nil {
-			return err
-		}
-		n := &costNode{s: s, own: map[string][]*jsonschema.Schema{}}
-		c.nodes[s] = n
-		c.order = append(c.order, n)
-		if s.DynamicAnchor != "" {
-			c.dyn[s.DynamicAnchor] = append(c.dyn[s.DynamicAnchor], s)
-		}
-		if s.RecursiveAnchor {
-			c.rec = append(c.rec, s)
-		}
-		addIn := func(ts ...*jsonschema.Schema) {
-			for _, t := range ts {
-				if t != nil {
-					n.inplace = append(n.inplace, t)
-					stack = append(stack, t)
-				}
-			}
-		}
-		addBelow := func(slot string, ts ...*jsonschema.Schema) {
-			for _, t := range ts {
-				if t != nil {
-					n.own[slot] = append(n.own[slot], t)
-					stack = append(stack, t)
-				}
-			}
-		}
-		addIn(s.Ref, s.RecursiveRef, s.Not, s.If, s.Then, s.Else)
-		if s.DynamicRef != nil {
-			addIn(s.DynamicRef.Ref)
-		}
-		addIn(s.AllOf...)
-		addIn(s.AnyOf...)
-		addIn(s.OneOf...)
-		for _, t := range s.DependentSchemas {
-			addIn(t)
-		}
-		for _, v := range s.Dependencies {
-			if t, ok := v.(*jsonschema.Schema); ok {
-				addIn(t)
-			}
-		}
-		for name, t := range s.Properties {
-			addBelow("p:"+name, t)
-		}
-		for _, t := range s.PatternProperties {
-			addBelow(slotAnyProperty, t)
-		}
-		addBelow(slotAnyProperty, schemaOf(s.AdditionalProperties), s.UnevaluatedProperties, s.PropertyNames)
-		switch items := s.Items.(type) {
-		case *jsonschema.Schema:
-			addBelow(slotItems, items)
-		case []*jsonschema.Schema:
-			addBelow(slotItems, items...)
-		}
-		addBelow(slotItems, schemaOf(s.AdditionalItems), s.Items2020, s.Contains, s.UnevaluatedItems)
-		addBelow(slotItems, s.PrefixItems...)
-		addBelow(slotContent, s.ContentSchema)
+// node returns the node of subschema v (nil for a boolean schema, which
+// costs nothing), creating it and queueing it to be read.
+func (c *coster) node(v any, at string) (*costNode, error) {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return nil, nil
 	}
-	// A dynamic reference may resolve to any schema of its anchor's name,
-	// a recursive one to any schema with $recursiveAnchor.
-	for _, n := range c.order {
+	k := reflect.ValueOf(m).Pointer()
+	if n := c.nodes[k]; n != nil {
+		return n, nil
+	}
+	if err := c.charge(1); err != nil {
+		return nil, err
+	}
+	n := &costNode{s: m, at: at, own: map[string][]*costNode{}}
+	c.nodes[k] = n
+	c.order = append(c.order, n)
+	c.queue = append(c.queue, n)
+	return n, nil
+}
+
+// collect finds every subschema reachable from root, and the targets each
+// reference may resolve to.
+func (c *coster) collect(root map[string]any) (*costNode, error) {
+	if err := c.indexAnchors(root, ""); err != nil {
+		return nil, err
+	}
+	rootNode, err := c.node(root, "")
+	if err != nil {
+		return nil, err
+	}
+	for len(c.queue) > 0 {
+		n := c.queue[len(c.queue)-1]
+		c.queue = c.queue[:len(c.queue)-1]
 		s := n.s
-		if s.DynamicRef != nil && s.DynamicRef.Anchor != "" {
-			n.inplace = append(n.inplace, c.dyn[s.DynamicRef.Anchor]...)
+		var errs []error
+		addIn := func(v any, at string) {
+			t, err := c.node(v, at)
+			if t != nil {
+				n.inplace = append(n.inplace, t)
+			}
+			errs = append(errs, err)
 		}
-		if s.RecursiveRef != nil {
-			n.inplace = append(n.inplace, c.rec...)
+		addBelow := func(slot string, v any, at string) {
+			t, err := c.node(v, at)
+			if t != nil {
+				n.own[slot] = append(n.own[slot], t)
+			}
+			errs = append(errs, err)
+		}
+		if ref, ok := s["$ref"].(string); ok {
+			t, err := c.ref(ref)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where(n.at), err)
+			}
+			addIn(t, where(n.at)+"/$ref")
+		}
+		if ref, ok := s["$dynamicRef"].(string); ok {
+			t, err := c.ref(ref)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", where(n.at), err)
+			}
+			addIn(t, n.at+"/$dynamicRef")
+			n.inplace = append(n.inplace, c.dyn[strings.TrimPrefix(ref, "#")]...)
+		}
+		for _, k := range []string{"not", "if", "then", "else"} {
+			addIn(s[k], n.at+"/"+k)
+		}
+		for _, k := range []string{"allOf", "anyOf", "oneOf"} {
+			list, _ := s[k].([]any)
+			for i, t := range list {
+				addIn(t, n.at+"/"+k+"/"+strconv.Itoa(i))
+			}
+		}
+		for _, k := range []string{"dependentSchemas", "dependencies"} {
+			deps, _ := s[k].(map[string]any)
+			for _, name := range slices.Sorted(maps.Keys(deps)) {
+				addIn(deps[name], n.at+"/"+k+"/"+name)
+			}
+		}
+		props, _ := s["properties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			addBelow("p:"+name, props[name], n.at+"/properties/"+name)
+		}
+		pp, _ := s["patternProperties"].(map[string]any)
+		for _, p := range slices.Sorted(maps.Keys(pp)) {
+			addBelow(slotAnyProperty, pp[p], n.at+"/patternProperties/"+p)
+		}
+		for _, k := range []string{"additionalProperties", "unevaluatedProperties", "propertyNames"} {
+			addBelow(slotAnyProperty, s[k], n.at+"/"+k)
+		}
+		for _, k := range []string{"items", "prefixItems"} {
+			list, _ := s[k].([]any)
+			for i, t := range list {
+				addBelow(slotItems, t, n.at+"/"+k+"/"+strconv.Itoa(i))
+			}
+		}
+		for _, k := range []string{"items", "additionalItems", "contains", "unevaluatedItems"} {
+			addBelow(slotItems, s[k], n.at+"/"+k)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, err
+		}
+	}
+	return rootNode, nil
+}
+
+// where names a place of the schema in a message.
+func where(at string) string {
+	if at == "" {
+		return "the schema's root"
+	}
+	return at
+}
+
+// indexAnchors records the schemas that carry $anchor or $dynamicAnchor,
+// and refuses $id below the root: it moves the base of the references
+// under it, which the cost does not follow.
+func (c *coster) indexAnchors(v any, at string) error {
+	switch v := v.(type) {
+	case []any:
+		for i, x := range v {
+			if err := c.indexAnchors(x, at+"/"+strconv.Itoa(i)); err != nil {
+				return err
+			}
+		}
+	case map[string]any:
+		if c.anchors == nil {
+			c.anchors, c.dyn = map[string][]*costNode{}, map[string][]*costNode{}
+		}
+		if _, ok := v["$id"].(string); ok && at != "" {
+			return fmt.Errorf("%s sets $id: specloop bounds only schemas whose references are JSON pointers or anchors", at)
+		}
+		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
+			if name, ok := v[k].(string); ok {
+				n, err := c.node(v, at)
+				if err != nil {
+					return err
+				}
+				c.anchors[name] = append(c.anchors[name], n)
+				if k == "$dynamicAnchor" {
+					c.dyn[name] = append(c.dyn[name], n)
+				}
+			}
+		}
+		for _, k := range slices.Sorted(maps.Keys(v)) {
+			if k == "enum" || k == "const" || k == "default" || k == "examples" {
+				continue // values, not schemas
+			}
+			if err := c.indexAnchors(v[k], at+"/"+k); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
 }
 
-// schemaOf is v when it is a schema (additionalProperties and
-// additionalItems may be booleans).
-func schemaOf(v any) *jsonschema.Schema {
-	s, _ := v.(*jsonschema.Schema)
-	return s
+// ref returns what a reference names inside the schema.
+func (c *coster) ref(ref string) (any, error) {
+	frag, ok := strings.CutPrefix(ref, "#")
+	if !ok {
+		return nil, fmt.Errorf("the reference %.100q leaves the schema: specloop bounds only references inside it", ref)
+	}
+	if frag != "" && !strings.HasPrefix(frag, "/") {
+		if ns := c.anchors[frag]; len(ns) > 0 {
+			return ns[0].s, nil
+		}
+		return nil, fmt.Errorf("the reference %.100q names no anchor of the schema", ref)
+	}
+	var at any = c.root
+	if frag == "" {
+		return at, nil
+	}
+	for tok := range strings.SplitSeq(frag[1:], "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := at.(type) {
+		case map[string]any:
+			at = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if err != nil || i < 0 || i >= len(x) {
+				at = nil
+			} else {
+				at = x[i]
+			}
+		default:
+			at = nil
+		}
+		if at == nil {
+			return nil, fmt.Errorf("the reference %.100q names nothing in the schema", ref)
+		}
+	}
+	return at, nil
 }
 
 // inPlace computes n's checks at its own place and, grouped by the place
@@ -385,7 +552,7 @@ func (c *coster) inPlace(n *costNode) error {
 	case 2:
 		return nil
 	case 1:
-		return fmt.Errorf("it refers to itself (%s) without descending into the value", n.s.Location)
+		return fmt.Errorf("it refers to itself (%s) without descending into the value", where(n.at))
 	}
 	n.state = 1
 	n.ip = min(c.weight(n.s), c.limit)
@@ -397,14 +564,13 @@ func (c *coster) inPlace(n *costNode) error {
 			n.slots[slot] = m
 		}
 		for _, t := range ts {
-			m[c.nodes[t]] = c.add(m[c.nodes[t]], 1)
+			m[t] = c.add(m[t], 1)
 		}
 		if err := c.charge(len(ts)); err != nil {
 			return err
 		}
 	}
-	for _, t := range n.inplace {
-		u := c.nodes[t]
+	for _, u := range n.inplace {
 		if err := c.inPlace(u); err != nil {
 			return err
 		}
@@ -429,45 +595,52 @@ func (c *coster) inPlace(n *costNode) error {
 
 // validator checks values against a compiled schema within its bounds.
 type validator struct {
-	schema  *jsonschema.Schema
-	cost    uint64 // schemaCost
-	pattern uint64 // the most pattern instructions a place is matched against
-	deep    bool   // values nesting deeper than MaxArgumentDepth are refused
-	size    int    // the schema's compact JSON, in bytes
+	schema  *schema.Validator
+	root    map[string]any // the schema as the server sent it
+	cost    uint64         // schemaCost
+	pattern uint64         // the most pattern instructions a place is matched against
+	deep    bool           // values nesting deeper than MaxArgumentDepth are refused
+	size    int            // the schema's compact JSON, in bytes
 }
 
-// newValidator compiles a checked schema and bounds its cost.
-func newValidator(sch *jsonschema.Schema) (*validator, error) {
-	cost, deep, err := schemaCost(sch)
+// newValidator compiles a checked schema (through internal/schema, the
+// one place specloop compiles schemas) after bounding its patterns and
+// its cost.
+func newValidator(root map[string]any) (*validator, error) {
+	insts, err := checkPatterns(root)
+	if err != nil {
+		return nil, err
+	}
+	cost, deep, err := schemaCost(root)
 	if err != nil {
 		return nil, err
 	}
 	if cost > MaxSchemaCost {
 		return nil, fmt.Errorf("validating one value could take more than %d checks against its subschemas and enum members, over the budget specloop allows (its oneOf/anyOf/allOf branches multiply along $ref chains)", MaxSchemaCost)
 	}
-	pattern, pdeep, err := weightedCost(sch, patternWeight, MaxPatternWork+1)
+	pattern, pdeep, err := weightedCost(root, patternWeight(insts), MaxPatternWork+1)
 	if err != nil {
 		return nil, err
 	}
 	if pattern > MaxPatternWork/1024 {
 		return nil, fmt.Errorf("its patterns could match one string with more than %d regular expression instructions, over the budget specloop allows", MaxPatternWork/1024)
 	}
-	return &validator{schema: sch, cost: max(cost, 1), pattern: pattern, deep: deep || pdeep}, nil
+	sv, err := schema.Compile(root, schema.Neither)
+	if err != nil {
+		why := strings.TrimPrefix(err.Error(), "schema: ")
+		return nil, fmt.Errorf("it is not a valid JSON Schema: %s", textclip.Clip(why, 300))
+	}
+	return &validator{schema: sv, root: root, cost: max(cost, 1), pattern: pattern, deep: deep || pdeep}, nil
 }
 
-// boundedRegexp is a compiled pattern and the size of its program.
-type boundedRegexp struct {
-	*regexp.Regexp
-	insts int
-}
-
-// compilePattern is the schemas' regular expression engine (pattern,
-// patternProperties and format "regex"): Go's regexp, for patterns of at
-// most MaxPatternBytes that compile to at most MaxPatternInsts
-// instructions.
-func compilePattern(s string) (jsonschema.Regexp, error) {
+// compilePattern checks a schema's regular expression (pattern or a
+// patternProperties name) against the bounds and returns the
+// instructions of its program: Go's regexp, which the validator uses,
+// for patterns of at most MaxPatternBytes that compile to at most
+// MaxPatternInsts instructions.
+func compilePattern(s string) (int, error) {
 	if len(s) > MaxPatternBytes {
-		return nil, fmt.Errorf("a pattern of %d bytes is longer than the %d KiB specloop compiles", len(s), MaxPatternBytes>>10)
+		return 0, fmt.Errorf("a pattern of %d bytes is longer than the %d KiB specloop compiles", len(s), MaxPatternBytes>>10)
 	}
 	re, err := syntax.Parse(s, syntax.Perl)
 	if err != nil {
@@ -475,22 +648,18 @@ func compilePattern(s string) (jsonschema.Regexp, error) {
 		// code alone says what is wrong.
 		var se *syntax.Error
 		if errors.As(err, &se) {
-			return nil, fmt.Errorf("not a valid regular expression: %s", se.Code)
+			return 0, fmt.Errorf("not a valid regular expression: %s", se.Code)
 		}
-		return nil, errors.New("not a valid regular expression")
+		return 0, errors.New("not a valid regular expression")
 	}
 	prog, err := syntax.Compile(re.Simplify())
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	if len(prog.Inst) > MaxPatternInsts {
-		return nil, fmt.Errorf("a pattern compiles to %d instructions, more than the %d specloop matches with", len(prog.Inst), MaxPatternInsts)
+		return 0, fmt.Errorf("a pattern compiles to %d instructions, more than the %d specloop matches with", len(prog.Inst), MaxPatternInsts)
 	}
-	r, err := regexp.Compile(s)
-	if err != nil {
-		return nil, err
-	}
-	return &boundedRegexp{Regexp: r, insts: len(prog.Inst)}, nil
+	return len(prog.Inst), nil
 }
 
 // stringBytes is the bytes of the strings in v, its keys included, and
@@ -544,7 +713,7 @@ func countValues(v any, limit int) int {
 }
 
 // runValidate is the validation itself; tests replace it.
-var runValidate = func(s *jsonschema.Schema, v any) error { return s.Validate(v) }
+var runValidate = func(s *schema.Validator, v any) error { return s.Validate(v) }
 
 // validate checks v, returning ctx's error as soon as ctx is done. The
 // validation cannot be interrupted, but its work is bounded (the schema's

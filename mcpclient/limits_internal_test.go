@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/santhosh-tekuri/jsonschema/v6"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -25,7 +25,7 @@ func costOf(t *testing.T, schema string) (uint64, bool, error) {
 	if err != nil {
 		return 0, false, err
 	}
-	cost, deep, err := schemaCost(vd.schema)
+	cost, deep, err := schemaCost(vd.root)
 	return cost, deep, err
 }
 
@@ -154,7 +154,7 @@ func TestValidationStopsWhenCancelled(t *testing.T) {
 	defer close(release)
 	started := make(chan struct{})
 	old := runValidate
-	runValidate = func(s *jsonschema.Schema, v any) error {
+	runValidate = func(s *schema.Validator, v any) error {
 		close(started)
 		<-release
 		return nil
@@ -242,7 +242,7 @@ func TestOwnSchemasWithinBounds(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s %s schema: %v", spec.Spec.Name, which, err)
 			}
-			cost, _, _ := schemaCost(vd.schema)
+			cost, _, _ := schemaCost(vd.root)
 			if cost > MaxSchemaCost/100 {
 				t.Errorf("%s %s schema costs %d, more than a hundredth of the budget", spec.Spec.Name, which, cost)
 			}

@@ -1,7 +1,6 @@
 package mcpclient
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,11 +18,10 @@ import (
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/santhosh-tekuri/jsonschema/v6"
-	"github.com/santhosh-tekuri/jsonschema/v6/kind"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/buildinfo"
 	"github.com/specloop/specloop/internal/redirect"
+	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools"
 )
@@ -416,8 +414,8 @@ func clipDescription(d string) (_ string, clipped bool) {
 	return textclip.Head(d, MaxDescriptionBytes) + fmt.Sprintf("\n[description clipped by specloop: the server's was %d bytes]", len(d)), true
 }
 
-// compile compiles a tool's JSON Schema (draft 2020-12 unless it says
-// otherwise) for validation, and returns it as a map for the tool spec.
+// compile compiles a tool's JSON Schema (draft 2020-12, or draft-07 when
+// it says so) for validation, and returns it as a map for the tool spec.
 // References must stay inside the schema: nothing is loaded from files or
 // the network. The schema must be within MaxSchemaBytes and
 // MaxSchemaDepth before it is compiled, and cost at most MaxSchemaCost
@@ -436,53 +434,12 @@ func compile(tool, which string, schema any) (*validator, map[string]any, error)
 	if err := checkSchema(len(data), m); err != nil {
 		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
-	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(data))
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
-	}
-	url := "urn:specloop:mcp:" + tool + ":" + which
-	c := jsonschema.NewCompiler()
-	c.DefaultDraft(jsonschema.Draft2020)
-	c.UseLoader(noLoader{})
-	c.UseRegexpEngine(compilePattern)
-	if err := c.AddResource(url, doc); err != nil {
-		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
-	}
-	sch, err := c.Compile(url)
-	if err != nil {
-		// Their messages hold the offending values (a pattern of 4 KiB
-		// or more): say where and why instead.
-		var re *jsonschema.InvalidRegexError
-		if errors.As(err, &re) {
-			return nil, nil, fmt.Errorf("%s schema: the pattern at %s: %w", which, re.URL, re.Err)
-		}
-		var me *jsonschema.SchemaValidationError
-		if errors.As(err, &me) {
-			why := describe(me.Err)
-			if len(why) > 300 {
-				n := 300
-				for n > 0 && !utf8.RuneStart(why[n]) {
-					n--
-				}
-				why = why[:n] + "…"
-			}
-			return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %s", which, why)
-		}
-		return nil, nil, fmt.Errorf("%s schema is not a valid JSON Schema: %w", which, err)
-	}
-	vd, err := newValidator(sch)
+	vd, err := newValidator(m)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s schema: %w", which, err)
 	}
 	vd.size = len(data)
 	return vd, m, nil
-}
-
-// noLoader refuses to load any schema: a tool's schema must be whole.
-type noLoader struct{}
-
-func (noLoader) Load(url string) (any, error) {
-	return nil, errors.New("the schema refers to another document; only references inside it are allowed")
 }
 
 // call runs one call of the tool. args were validated.
@@ -571,27 +528,13 @@ func contentText(content []mcp.Content) string {
 }
 
 // describe says where and why a value fails a schema, naming the JSON
-// pointer of the value and the schema's keyword, never the value.
+// pointer of the value, never the value.
 func describe(err error) string {
-	var ve *jsonschema.ValidationError
-	if !errors.As(err, &ve) {
+	var se *schema.Error
+	if !errors.As(err, &se) {
 		return "it does not match the schema"
 	}
-	for len(ve.Causes) > 0 {
-		ve = ve.Causes[0]
-	}
-	where := "the value"
-	if len(ve.InstanceLocation) > 0 {
-		parts := make([]string, len(ve.InstanceLocation))
-		for i, p := range ve.InstanceLocation {
-			parts[i] = strings.ReplaceAll(strings.ReplaceAll(p, "~", "~0"), "/", "~1")
-		}
-		where = "/" + strings.Join(parts, "/")
-	}
-	if r, ok := ve.ErrorKind.(*kind.Required); ok {
-		return fmt.Sprintf("%s lacks the required properties %s", where, strings.Join(r.Missing, ", "))
-	}
-	return fmt.Sprintf("%s does not satisfy the schema's %s keyword", where, strings.Join(ve.ErrorKind.KeywordPath(), "/"))
+	return se.Error()
 }
 
 // fail makes obs the error Observation of code; the loop clips long

@@ -17,7 +17,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/mcpserver"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
@@ -129,7 +128,7 @@ func same(t *testing.T, what string, got, want any) {
 // examples returns each tool's first request example from the spec.
 func examples(t *testing.T) map[string]map[string]any {
 	t.Helper()
-	doc, err := specdoc.Load()
+	doc, err := contract.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
@@ -20,7 +20,7 @@ import (
 // The helpers build the model configurations of the spec, each one valid
 // against ModelConfig, with the provider set.
 func TestModelHelpers(t *testing.T) {
-	mcSchema := specdoc.MustLoad().Components.Schemas["ModelConfig"].Value
+	mcSchema := contract.MustSpec().Components.Schemas["ModelConfig"].Value
 	for _, tt := range []struct {
 		mc   gen.ModelConfig
 		want string

@@ -23,7 +23,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/spec"
@@ -175,7 +174,7 @@ func ctMissing(declared []contract.Response, cases map[string]map[int][]ctCase) 
 }
 
 func newCtEnv(t *testing.T) *ctEnv {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,14 +3,14 @@ package server
 import (
 	"testing"
 
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/spec"
 )
 
 // The page size of listRuns without a limit is the spec's default for the
 // parameter, read here from a fresh parse of the document.
 func TestDefaultPageSizeIsTheSpecs(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

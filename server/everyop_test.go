@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/server"
 )
 
@@ -91,7 +91,7 @@ func hostileRequests(t *testing.T, doc *openapi3.T, tmpl string, op *openapi3.Op
 // 4xx problem, and a malformed query parameter is named.
 func TestEveryOperationRefusesHostileInput(t *testing.T) {
 	ts := newTestServer(t, server.Config{})
-	doc := specdoc.MustLoad()
+	doc := contract.MustSpec()
 	n := 0
 	for _, tmpl := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(tmpl)

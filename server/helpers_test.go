@@ -19,7 +19,7 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
@@ -232,7 +232,7 @@ var contractRouter = func() func() (routers.Router, error) {
 	var err error
 	return func() (routers.Router, error) {
 		once.Do(func() {
-			doc, perr := specdoc.Parse(spec.YAML())
+			doc, perr := contract.ParseSpec(spec.YAML())
 			if perr != nil {
 				err = perr
 				return

@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/tools"
 )
@@ -25,7 +25,7 @@ func TestToolIntegersOutOfRangeAreRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := 0
-	doc := specdoc.MustLoad()
+	doc := contract.MustSpec()
 	for _, def := range rt.Registry().Defs() {
 		input := doc.Components.Schemas[def.InputSchemaName].Value
 		names := make([]string, 0, len(input.Properties))

@@ -14,7 +14,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/tools"
@@ -74,7 +74,7 @@ func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := specdoc.Load()
+	doc, err := contract.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}

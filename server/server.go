@@ -12,8 +12,9 @@
 // check (403 for a state-changing request from another site's page),
 // body limit (413),
 // bearer-token auth (401; /healthz and /openapi.yaml are public as the
-// spec says), then validation of the request against the spec with
-// kin-openapi (400 naming the field, never quoting the value).
+// spec says), then validation of the request's parameters and JSON body
+// against the spec's schemas with internal/schema (400 naming the field,
+// never quoting the value).
 package server
 
 import (

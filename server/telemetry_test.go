@@ -10,7 +10,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
@@ -94,7 +94,7 @@ func TestMetricsEndpoint(t *testing.T) {
 		}
 	}
 	ops := []string{"other"}
-	for _, item := range specdoc.MustLoad().Paths.Map() {
+	for _, item := range contract.MustSpec().Paths.Map() {
 		for _, op := range item.Operations() {
 			ops = append(ops, op.OperationID)
 		}

@@ -31,10 +31,6 @@ const toolRoute = "/v1/tools/:name"
 // errShuttingDown is the tool set's answer once Shutdown closed it.
 var errShuttingDown = errors.New("the server is shutting down")
 
-// toolPath is where the spec has the built-in tools' own operations,
-// POST /v1/tools/NAME, which document them (callTool serves them).
-const toolPath = "/v1/tools/"
-
 // toolSet is what callTool and listTools serve: the built-in and custom
 // tools, bound once on the workspace root (a call runs them in the
 // workspace it names), and the tools of the configured MCP servers,

@@ -11,7 +11,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/spec"
 )
 
@@ -45,7 +45,7 @@ func specDefaults(doc *openapi3.T) map[string]any {
 // compare their value with the spec's in their own tests
 // (tools/defaults_test.go, agent, server).
 func TestDefaultsAreSpecData(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 )
 
 // maxExact is the largest integer a float64 (and so the validator and most
@@ -18,7 +18,7 @@ const maxExact = 1<<53 - 1
 // type's range used to pass validation and fail the binding, ending a run
 // with internal_error or a request with 500).
 func TestEveryIntegerIsBounded(t *testing.T) {
-	doc := specdoc.MustLoad()
+	doc := contract.MustSpec()
 	seen := map[*openapi3.Schema]bool{}
 	count := 0
 	var walk func(at string, ref *openapi3.SchemaRef)

@@ -7,14 +7,13 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/specloop/specloop/internal/contract"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 )
 
 // TestSpecQuality checks the rules every schema and operation of
 // spec/agent.yaml follows (see internal/contract.CheckSpec).
 func TestSpecQuality(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,7 +122,7 @@ func TestSpecQualityCatches(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			doc, err := specdoc.Parse(spec.YAML())
+			doc, err := contract.ParseSpec(spec.YAML())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -142,7 +141,7 @@ func TestSpecQualityCatches(t *testing.T) {
 // TestSpecQualityScope: output objects may stay open, and an explicit
 // `additionalProperties: true` is a deliberate open map even in an input.
 func TestSpecQualityScope(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,10 @@
 // Its exported API carries no kin-openapi type. Code that needs a
 // constant of the document (a default, a bound, an enum, what a tool
 // does) uses the ones `go generate ./gen` writes into gen/spec.gen.go;
-// the validators read the parsed document through internal/specdoc,
-// which parses it once per process, on first use.
+// the validators read the document through gen.SpecDoc (as internal/oas
+// reads it, generated as JSON and decoded once per process, on first
+// use). Tests that check the code against kin-openapi's reading of it use
+// internal/contract.
 package spec
 
 import _ "embed"

@@ -7,30 +7,32 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/tools"
 )
 
-// sample returns arguments with every required property of s set to a
-// plain valid value.
-func sample(s *openapi3.Schema) map[string]any {
+// sample returns arguments with every required property of the JSON
+// Schema s set to a plain valid value.
+func sample(s map[string]any) map[string]any {
 	args := map[string]any{}
-	for _, name := range s.Required {
-		p := s.Properties[name].Value
+	props := s["properties"].(map[string]any)
+	required, _ := s["required"].([]any)
+	for _, name := range required {
+		p := props[name.(string)].(map[string]any)
+		enum, _ := p["enum"].([]any)
 		switch {
-		case len(p.Enum) > 0:
-			args[name] = p.Enum[0]
-		case p.Type.Is(openapi3.TypeString):
-			args[name] = "a.txt"
-		case p.Type.Is(openapi3.TypeInteger), p.Type.Is(openapi3.TypeNumber):
-			args[name] = 1.0
-		case p.Type.Is(openapi3.TypeBoolean):
-			args[name] = false
-		case p.Type.Is(openapi3.TypeArray):
-			args[name] = []any{}
+		case len(enum) > 0:
+			args[name.(string)] = enum[0]
+		case p["type"] == "string":
+			args[name.(string)] = "a.txt"
+		case p["type"] == "integer", p["type"] == "number":
+			args[name.(string)] = 1.0
+		case p["type"] == "boolean":
+			args[name.(string)] = false
+		case p["type"] == "array":
+			args[name.(string)] = []any{}
 		default:
-			args[name] = map[string]any{}
+			args[name.(string)] = map[string]any{}
 		}
 	}
 	return args
@@ -49,12 +51,13 @@ func TestIntegersPastTheGoRange(t *testing.T) {
 	rt := newRuntime(t, tools.Config{Workspace: ws})
 	tested := 0
 	for _, def := range rt.Registry().Defs() {
-		for _, name := range slices.Sorted(maps.Keys(tools.InputSchema(def).Properties)) {
-			if !tools.InputSchema(def).Properties[name].Value.Type.Is(openapi3.TypeInteger) {
+		props := def.Spec.InputSchema["properties"].(map[string]any)
+		for _, name := range slices.Sorted(maps.Keys(props)) {
+			if props[name].(map[string]any)["type"] != "integer" {
 				continue
 			}
 			for _, v := range []float64{1e19, 9223372036854775807, -1e19, 1e300, -1e300} {
-				args := sample(tools.InputSchema(def))
+				args := sample(def.Spec.InputSchema)
 				args[name] = v
 				obs, err := rt.Call(context.Background(), call(def.Spec.Name, args))
 				if err != nil {

@@ -1,9 +1,10 @@
 package tools
 
 import (
+	"fmt"
 	"sync"
 
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/gen"
 )
 
 // Builtin returns the handlers of every tool in the embedded spec.
@@ -28,9 +29,9 @@ type binding struct {
 
 // embeddedRegistry derives the embedded spec's tools once per process.
 var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
-	doc, err := specdoc.Load()
+	doc, err := gen.SpecDoc()
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("tools: spec: %w", err)
 	}
 	return newRegistry(doc)
 })

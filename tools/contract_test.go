@@ -13,7 +13,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
@@ -24,7 +23,7 @@ import (
 // against the tool's result schema or an error the tool's error
 // description names. See internal/contract.CheckTools.
 func TestContractTools(t *testing.T) {
-	doc, err := specdoc.Load()
+	doc, err := contract.Spec()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -37,11 +36,32 @@ func TestContractTools(t *testing.T) {
 // contractDoc parses a private copy of the embedded spec, safe to edit.
 func contractDoc(t *testing.T, yaml []byte) *openapi3.T {
 	t.Helper()
-	doc, err := specdoc.Parse(yaml)
+	doc, err := contract.ParseSpec(yaml)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// builtinRegistry is the registry of the embedded spec.
+func builtinRegistry(t *testing.T) *tools.Registry {
+	t.Helper()
+	reg, err := tools.NewRegistry(spec.YAML())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reg
+}
+
+// inputSchema is the input schema of the tool name in doc, which a test
+// edits to make drift.
+func inputSchema(t *testing.T, doc *openapi3.T, name string) *openapi3.Schema {
+	t.Helper()
+	def, ok := builtinRegistry(t).Lookup(name)
+	if !ok {
+		t.Fatalf("the spec has no %s tool", name)
+	}
+	return doc.Components.Schemas[def.InputSchemaName].Value
 }
 
 // checkDrift runs the tool contract over doc with handlers and returns the
@@ -89,18 +109,11 @@ func TestContractCatchesDrift(t *testing.T) {
 
 	// A required field added to read_file's input (the parsed document is
 	// edited: with the examples now invalid, the YAML would not load).
-	reg, err := tools.NewRegistryFrom(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	readFile, ok := reg.Lookup("read_file")
-	if !ok {
-		t.Fatal("the spec has no read_file tool")
-	}
-	tools.InputSchema(readFile).Properties["encoding_version"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
+	readFile := inputSchema(t, doc, "read_file")
+	readFile.Properties["encoding_version"] = &openapi3.SchemaRef{Value: &openapi3.Schema{
 		Type: &openapi3.Types{openapi3.TypeInteger}, Description: "The encoding version.",
 	}}
-	tools.InputSchema(readFile).Required = append(tools.InputSchema(readFile).Required, "encoding_version")
+	readFile.Required = append(readFile.Required, "encoding_version")
 
 	report := checkDrift(t, doc, tools.Builtin())
 	t.Logf("problems reported:\n%s", report)
@@ -116,27 +129,18 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 	if testing.Short() {
 		t.Skip("proves the checker, not the tools; runs without -short")
 	}
-	base := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistryFrom(base)
-	if err != nil {
-		t.Fatal(err)
-	}
 	const added = "contract_added_value"
 	n := 0
-	for _, def := range reg.Defs() {
-		for _, prop := range slices.Sorted(maps.Keys(tools.InputSchema(def).Properties)) {
-			if len(tools.InputSchema(def).Properties[prop].Value.Enum) == 0 {
+	for _, def := range builtinRegistry(t).Defs() {
+		props := def.Spec.InputSchema["properties"].(map[string]any)
+		for _, prop := range slices.Sorted(maps.Keys(props)) {
+			if _, ok := props[prop].(map[string]any)["enum"]; !ok {
 				continue
 			}
 			n++
 			t.Run(def.Spec.Name+"/"+prop, func(t *testing.T) {
 				doc := contractDoc(t, spec.YAML())
-				r, err := tools.NewRegistryFrom(doc)
-				if err != nil {
-					t.Fatal(err)
-				}
-				d, _ := r.Lookup(def.Spec.Name)
-				s := tools.InputSchema(d).Properties[prop].Value
+				s := inputSchema(t, doc, def.Spec.Name).Properties[prop].Value
 				s.Enum = append(s.Enum, added)
 				report := checkDrift(t, doc, tools.Builtin())
 				wantProblem(t, report, def.Spec.Name, "/"+prop, `"`+added+`"`)
@@ -151,10 +155,7 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 // TestContractCatchesMissingHandlers removes each handler in turn.
 func TestContractCatchesMissingHandlers(t *testing.T) {
 	doc := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistryFrom(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
+	reg := builtinRegistry(t)
 	for i, h := range tools.Builtin() {
 		name := tools.InputName(h)
 		t.Run(name, func(t *testing.T) {
@@ -254,11 +255,7 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 // and the contract names the tool and the code.
 func TestContractCatchesUndeclaredCode(t *testing.T) {
 	doc := contractDoc(t, spec.YAML())
-	reg, err := tools.NewRegistryFrom(doc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	calc, ok := reg.Lookup("calculator")
+	calc, ok := builtinRegistry(t).Lookup("calculator")
 	if !ok {
 		t.Fatal("the spec has no calculator tool")
 	}

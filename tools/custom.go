@@ -2,20 +2,19 @@ package tools
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/internal/oas"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/textclip"
-	"go.yaml.in/yaml/v3"
 )
 
 // Spec is a user's OpenAPI document of custom tools with the handlers
@@ -46,156 +45,93 @@ func ValidToolName(name string) bool { return ident.Plain(name) }
 // nothing or outside the document, and an error code that is not in the
 // built-in ErrorCode enum.
 func LoadSpec(doc []byte) (*Spec, error) {
-	if err := checkRefs(doc); err != nil {
-		return nil, fmt.Errorf("tools: custom spec: %w", err)
-	}
-	t, err := parseSpec(doc)
+	d, err := oas.Parse(doc)
 	if err != nil {
-		return nil, fmt.Errorf("tools: custom spec: %w", err)
+		return nil, fmt.Errorf("tools: custom spec: %w", placed(err))
 	}
 	reg := &Registry{byName: map[string]*Def{}}
-	for _, path := range t.Paths.InMatchingOrder() {
-		item := t.Paths.Value(path)
-		name, ok := strings.CutPrefix(path, toolPathPrefix)
+	for _, p := range d.Paths {
+		name, ok := strings.CutPrefix(p.Path, toolPathPrefix)
 		if !ok || !ValidToolName(name) {
-			return nil, fmt.Errorf("tools: custom spec: path %s is not a tool: a custom tool document holds only operations POST %s{name}, the name of letters, digits, _ and - (at most 64)", textclip.Clip(path, 200), toolPathPrefix)
+			return nil, fmt.Errorf("tools: custom spec: path %s is not a tool: a custom tool document holds only operations POST %s{name}, the name of letters, digits, _ and - (at most 64)", textclip.Clip(p.Path, 200), toolPathPrefix)
 		}
-		for method := range item.Operations() {
+		for _, method := range slices.Sorted(maps.Keys(p.Operations)) {
 			if method != "POST" {
-				return nil, fmt.Errorf("tools: custom spec: tool %q: %s %s is not allowed: a tool is only a POST operation", name, method, path)
+				return nil, fmt.Errorf("tools: custom spec: tool %q: %s %s is not allowed: a tool is only a POST operation", name, method, p.Path)
 			}
 		}
-		def, err := newCustomDef(name, item.Post)
+		def, err := newCustomDef(name, p.Operations["POST"])
 		if err != nil {
 			return nil, fmt.Errorf("tools: custom spec: %w", err)
 		}
-		reg.defs = append(reg.defs, def)
+		reg.defs = append(reg.defs, def) // sorted by name, as the paths are
 		reg.byName[name] = def
 	}
 	if len(reg.defs) == 0 {
 		return nil, fmt.Errorf("tools: custom spec: the document defines no tool (POST %s{name})", toolPathPrefix)
 	}
-	sort.Slice(reg.defs, func(i, j int) bool { return reg.defs[i].Spec.Name < reg.defs[j].Spec.Name })
 	return &Spec{reg: reg, bound: map[string]Handler{}}, nil
+}
+
+// placed names the tool an *oas.Error is in, when it is in one; the
+// place inside the operation follows the problem.
+func placed(err error) error {
+	var e *oas.Error
+	if !errors.As(err, &e) || len(e.At) < 2 || e.At[0] != "paths" {
+		return err
+	}
+	name, ok := strings.CutPrefix(e.At[1], toolPathPrefix)
+	if !ok {
+		return err
+	}
+	return fmt.Errorf("tool %q: %s (at %s)", textclip.Clip(name, 64), e.Problem, textclip.Clip(oas.Pointer(e.At), 200))
 }
 
 // newCustomDef is newDef with a custom tool's looser rules: the result
 // schema and the 422 response are optional, the input must be an object.
-func newCustomDef(name string, op *openapi3.Operation) (*Def, error) {
+func newCustomDef(name string, op *oas.Operation) (*Def, error) {
 	switch {
-	case op.OperationID != name:
-		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, textclip.Clip(op.OperationID, 64))
+	case op == nil:
+		return nil, fmt.Errorf("tool %q has no POST operation", name)
+	case op.ID != name:
+		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, textclip.Clip(op.ID, 64))
 	case strings.TrimSpace(op.Description) == "" && strings.TrimSpace(op.Summary) == "":
 		return nil, fmt.Errorf("tool %q has no description or summary (it is what the model is told)", name)
-	case op.RequestBody == nil || op.RequestBody.Value == nil || op.RequestBody.Value.Content.Get("application/json") == nil:
+	case op.Request == nil:
 		return nil, fmt.Errorf("tool %q has no application/json request body (its input schema)", name)
-	}
-	in := op.RequestBody.Value.Content.Get("application/json")
-	if in.Schema == nil || in.Schema.Ref == "" {
+	case op.Request.Schema == nil || op.Request.Ref == "":
 		return nil, fmt.Errorf("tool %q: the request body's schema must be a $ref to a component (its generated Go type is the handler's input)", name)
+	case !isObject(op.Request.Schema):
+		return nil, fmt.Errorf("tool %q: the input schema %s must be of type object", name, refName(op.Request.Ref))
 	}
-	if in.Schema.Value == nil || !in.Schema.Value.Type.Is("object") {
-		return nil, fmt.Errorf("tool %q: the input schema %s must be of type object", name, refName(in.Schema.Ref))
-	}
-	ok := op.Responses.Status(200)
-	if ok == nil || ok.Value == nil || ok.Value.Description == nil {
+	ok := op.Responses[200]
+	if ok == nil || ok.Description == nil {
 		return nil, fmt.Errorf("tool %q has no described 200 response", name)
 	}
 	var codes []gen.ErrorCode
-	if failed := op.Responses.Status(422); failed != nil && failed.Value != nil {
+	if failed := op.Responses[422]; failed != nil {
 		var err error
-		if codes, err = operationCodes(name, failed.Value); err != nil {
+		if codes, err = operationCodes(name, failed); err != nil {
 			return nil, err
 		}
 	}
-	return buildDef(name, op, in.Schema, resultSchemaRef(ok.Value), codes)
+	// A 200 response without a JSON schema is an open object.
+	result := map[string]any{"type": "object"}
+	if ok.Body != nil && ok.Body.Schema != nil {
+		result = ok.Body.Schema
+	}
+	return buildDef(name, op, result, codes)
 }
 
-// resultSchemaRef is a 200 response's JSON schema, or an open object when
-// the response declares none.
-func resultSchemaRef(ok *openapi3.Response) *openapi3.SchemaRef {
-	if out := ok.Content.Get("application/json"); out != nil && out.Schema != nil {
-		return out.Schema
+// isObject reports whether a schema's type is object (or object and null).
+func isObject(s map[string]any) bool {
+	switch t := s["type"].(type) {
+	case string:
+		return t == "object"
+	case []any:
+		return slices.Contains(t, any("object")) && !slices.ContainsFunc(t, func(n any) bool { return n != "object" && n != "null" })
 	}
-	return openapi3.NewSchemaRef("", openapi3.NewObjectSchema())
-}
-
-// checkRefs walks the raw document and refuses every $ref that is not a
-// local JSON pointer to something in it, saying where it is, so that a
-// typo names its place instead of the loader's generic failure.
-func checkRefs(doc []byte) error {
-	var root any
-	if err := yaml.Unmarshal(doc, &root); err != nil {
-		return fmt.Errorf("not YAML or JSON: %w", err)
-	}
-	var walk func(v any, at []string) error
-	walk = func(v any, at []string) error {
-		switch v := v.(type) {
-		case map[string]any:
-			if ref, ok := v["$ref"].(string); ok {
-				if !strings.HasPrefix(ref, "#/") {
-					return fmt.Errorf("%s: $ref %q is not a local reference (#/components/...); a custom tool document must be self-contained", where(at), textclip.Clip(ref, 200))
-				}
-				if _, ok := lookupPointer(root, ref[2:]); !ok {
-					return fmt.Errorf("%s: $ref %q points to nothing in the document", where(at), textclip.Clip(ref, 200))
-				}
-			}
-			keys := make([]string, 0, len(v))
-			for k := range v {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			for _, k := range keys {
-				if err := walk(v[k], append(at, k)); err != nil {
-					return err
-				}
-			}
-		case []any:
-			for i, item := range v {
-				if err := walk(item, append(at, strconv.Itoa(i))); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return walk(root, nil)
-}
-
-// where names a place in the document: the tool when it is inside one.
-func where(at []string) string {
-	if len(at) >= 2 && at[0] == "paths" {
-		if name, ok := strings.CutPrefix(at[1], toolPathPrefix); ok {
-			return fmt.Sprintf("tool %q", textclip.Clip(name, 64))
-		}
-	}
-	return textclip.Clip(strings.Join(at, "/"), 200)
-}
-
-// lookupPointer resolves a JSON pointer (without its leading "#/") in a
-// decoded document.
-func lookupPointer(root any, ptr string) (any, bool) {
-	v := root
-	for tok := range strings.SplitSeq(ptr, "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch c := v.(type) {
-		case map[string]any:
-			next, ok := c[tok]
-			if !ok {
-				return nil, false
-			}
-			v = next
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			v = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
+	return false
 }
 
 // Tools returns the document's tools, sorted by name.
@@ -227,7 +163,7 @@ func (s *Spec) Register(handlers ...Handler) error {
 		if err := s.bind(def, h); err != nil {
 			return err
 		}
-		if err := sameFields(InputType(h), def.inSchema); err != nil {
+		if err := sameFields(InputType(h), def.Spec.InputSchema); err != nil {
 			delete(s.bound, def.Spec.Name)
 			return fmt.Errorf("tools: tool %q: the handler's input type %s: %w", def.Spec.Name, name, err)
 		}
@@ -245,7 +181,7 @@ func (s *Spec) bind(def *Def, h Handler) error {
 
 // sameFields compares the JSON names of a struct's fields with a
 // schema's properties.
-func sameFields(t reflect.Type, s *openapi3.Schema) error {
+func sameFields(t reflect.Type, s map[string]any) error {
 	if t.Kind() != reflect.Struct {
 		return fmt.Errorf("is a %s, not a struct generated from the schema", t.Kind())
 	}
@@ -263,14 +199,10 @@ func sameFields(t reflect.Type, s *openapi3.Schema) error {
 		}
 		fields = append(fields, name)
 	}
-	var props []string
-	for p := range s.Properties {
-		props = append(props, p)
-	}
+	props, _ := s["properties"].(map[string]any)
 	slices.Sort(fields)
-	slices.Sort(props)
-	if !slices.Equal(fields, props) {
-		return fmt.Errorf("has the fields %v, the schema the properties %v: regenerate the types from the document", fields, props)
+	if names := slices.Sorted(maps.Keys(props)); !slices.Equal(fields, names) {
+		return fmt.Errorf("has the fields %v, the schema the properties %v: regenerate the types from the document", fields, names)
 	}
 	return nil
 }

@@ -13,7 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/redirect"
 	"github.com/specloop/specloop/sandbox"
@@ -116,10 +115,7 @@ func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 		return nil, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
 	}
 	raw, hasCommand := def.op.Extensions[argvKey]
-	var servers openapi3.Servers
-	if def.op.Servers != nil {
-		servers = *def.op.Servers
-	}
+	servers := def.op.Servers
 	hasServer := len(servers) > 0
 	switch {
 	case hasCommand && hasServer:
@@ -158,11 +154,11 @@ func commandArgv(raw any) ([]string, error) {
 	return argv, nil
 }
 
-func endpointURL(servers openapi3.Servers, path string) (string, error) {
-	if len(servers) != 1 || servers[0] == nil {
+func endpointURL(servers []string, path string) (string, error) {
+	if len(servers) != 1 {
 		return "", errors.New("servers must hold exactly one server, the tool's endpoint")
 	}
-	raw := servers[0].URL
+	raw := servers[0]
 	if strings.ContainsAny(raw, "{}") {
 		return "", errors.New("the server's URL has variables, which custom tools do not support")
 	}

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/oas"
 	"github.com/specloop/specloop/spec"
 )
 
@@ -12,16 +12,16 @@ import (
 // the property in spec/agent.yaml, read here from a fresh parse of the
 // document, so a default changed in the spec changes what the tool does.
 func TestDefaultsAreTheSpecs(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := oas.Parse(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
 	def := func(schema, prop string) any {
-		p := doc.Components.Schemas[schema].Value.Properties[prop]
-		if p == nil || p.Value.Default == nil {
+		p, _ := doc.Schemas[schema]["properties"].(map[string]any)[prop].(map[string]any)
+		if p["default"] == nil {
 			t.Fatalf("%s.%s has no default in the spec", schema, prop)
 		}
-		return p.Value.Default
+		return p["default"]
 	}
 	for _, tt := range []struct {
 		field string

@@ -7,22 +7,22 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/oas"
 	"github.com/specloop/specloop/spec"
 )
 
 // specIntDefault reads a default from a fresh parse of the spec.
 func specIntDefault(t *testing.T, schema, prop string) int {
 	t.Helper()
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := oas.Parse(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p := doc.Components.Schemas[schema].Value.Properties[prop]
-	if p == nil || p.Value.Default == nil {
+	p, _ := doc.Schemas[schema]["properties"].(map[string]any)[prop].(map[string]any)
+	if p["default"] == nil {
 		t.Fatalf("%s.%s has no default in the spec", schema, prop)
 	}
-	return int(p.Value.Default.(float64))
+	return int(p["default"].(float64))
 }
 
 // A call that leaves limit out gets the spec's default number of paths and

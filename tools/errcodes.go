@@ -5,8 +5,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/oas"
 )
 
 // The spec keeps error codes as data: the ErrorCode schema enumerates them
@@ -20,7 +20,7 @@ const operationCodeKey = "x-error-codes"
 var RuntimeErrorCodes = []gen.ErrorCode{gen.ErrorCodeInvalidArguments, gen.ErrorCodeUnknownTool, gen.ErrorCodeCancelled}
 
 // operationCodes reads the x-error-codes list of a tool's 422 response.
-func operationCodes(name string, failed *openapi3.Response) ([]gen.ErrorCode, error) {
+func operationCodes(name string, failed *oas.Response) ([]gen.ErrorCode, error) {
 	list, _ := failed.Extensions[operationCodeKey].([]any)
 	if len(list) == 0 {
 		return nil, fmt.Errorf("tool %q: its 422 response lists no error codes (%s)", name, operationCodeKey)

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/tools"
@@ -16,7 +15,7 @@ import (
 // intField is one integer property of a tool's input schema.
 type intField struct {
 	tool, name string
-	schema     *openapi3.Schema
+	schema     map[string]any
 }
 
 // integerFields returns every integer property of every tool's input
@@ -25,9 +24,9 @@ func integerFields(t *testing.T, reg *tools.Registry) []intField {
 	t.Helper()
 	var out []intField
 	for _, def := range reg.Defs() {
-		for name, ref := range tools.InputSchema(def).Properties {
-			if ref.Value != nil && ref.Value.Type.Is(openapi3.TypeInteger) {
-				out = append(out, intField{tool: def.Spec.Name, name: name, schema: ref.Value})
+		for name, p := range def.Spec.InputSchema["properties"].(map[string]any) {
+			if p := p.(map[string]any); p["type"] == "integer" {
+				out = append(out, intField{tool: def.Spec.Name, name: name, schema: p})
 			}
 		}
 	}
@@ -41,26 +40,30 @@ func integerFields(t *testing.T, reg *tools.Registry) []intField {
 // validArguments builds arguments that satisfy every required property of
 // s, from the schema alone, so that the only problem of a call is the
 // value under test.
-func validArguments(t *testing.T, s *openapi3.Schema) map[string]any {
+func validArguments(t *testing.T, s map[string]any) map[string]any {
 	t.Helper()
 	args := map[string]any{}
-	for _, name := range s.Required {
-		p := s.Properties[name].Value
+	required, _ := s["required"].([]any)
+	for _, r := range required {
+		name := r.(string)
+		p := s["properties"].(map[string]any)[name].(map[string]any)
+		enum, _ := p["enum"].([]any)
 		switch {
-		case len(p.Enum) > 0:
-			args[name] = p.Enum[0]
-		case p.Type.Is(openapi3.TypeString):
-			args[name] = strings.Repeat("a", max(int(p.MinLength), 1))
-		case p.Type.Is(openapi3.TypeInteger), p.Type.Is(openapi3.TypeNumber):
+		case len(enum) > 0:
+			args[name] = enum[0]
+		case p["type"] == "string":
+			minLength, _ := p["minLength"].(float64)
+			args[name] = strings.Repeat("a", max(int(minLength), 1))
+		case p["type"] == "integer", p["type"] == "number":
 			v := 1.0
-			if p.Min != nil {
-				v = max(v, *p.Min)
+			if m, ok := p["minimum"].(float64); ok {
+				v = max(v, m)
 			}
 			args[name] = v
-		case p.Type.Is(openapi3.TypeBoolean):
+		case p["type"] == "boolean":
 			args[name] = false
 		default:
-			t.Fatalf("no valid value for required property %s of type %v", name, p.Type)
+			t.Fatalf("no valid value for required property %s of type %v", name, p["type"])
 		}
 	}
 	return args
@@ -69,13 +72,13 @@ func validArguments(t *testing.T, s *openapi3.Schema) map[string]any {
 // outOfRange lists the JSON number literals past the range of an
 // integer field: past every Go integer type, and just past the schema's
 // own bounds.
-func outOfRange(s *openapi3.Schema) []string {
+func outOfRange(s map[string]any) []string {
 	vals := []string{"1e19", "-1e19", "9223372036854775808", "-9223372036854775809", "18446744073709551616", "1e300"}
-	if s.Max != nil {
-		vals = append(vals, strconv.FormatFloat(*s.Max+1, 'f', -1, 64))
+	if m, ok := s["maximum"].(float64); ok {
+		vals = append(vals, strconv.FormatFloat(m+1, 'f', -1, 64))
 	}
-	if s.Min != nil {
-		vals = append(vals, strconv.FormatFloat(*s.Min-1, 'f', -1, 64))
+	if m, ok := s["minimum"].(float64); ok {
+		vals = append(vals, strconv.FormatFloat(m-1, 'f', -1, 64))
 	}
 	return vals
 }
@@ -88,13 +91,15 @@ func TestIntegerFieldsOutOfRangeAreInvalidArguments(t *testing.T) {
 	t.Parallel()
 	rt := wsRuntime(t, t.TempDir())
 	for _, f := range integerFields(t, rt.Registry()) {
-		if f.schema.Max == nil || *f.schema.Max > 1<<53 || f.schema.Min == nil || *f.schema.Min < -(1<<53) {
+		maxV, hasMax := f.schema["maximum"].(float64)
+		minV, hasMin := f.schema["minimum"].(float64)
+		if !hasMax || maxV > 1<<53 || !hasMin || minV < -(1<<53) {
 			t.Errorf("%s %s: integer without a minimum and a maximum that an int holds and a float64 represents exactly", f.tool, f.name)
 		}
 		def, _ := rt.Registry().Lookup(f.tool)
 		for _, lit := range outOfRange(f.schema) {
 			t.Run(f.tool+"/"+f.name+"="+lit, func(t *testing.T) {
-				args := mustJSON(t, validArguments(t, tools.InputSchema(def)))
+				args := mustJSON(t, validArguments(t, def.Spec.InputSchema))
 				args = strings.TrimSuffix(args, "}")
 				if args != "{" {
 					args += ","

@@ -10,7 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
 )
@@ -29,7 +29,7 @@ func call(name string, args map[string]any) *gen.ToolCall {
 }
 
 func TestRegistryComesFromTheSpec(t *testing.T) {
-	doc := specdoc.MustLoad()
+	doc := contract.MustSpec()
 	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)

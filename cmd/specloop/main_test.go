@@ -12,7 +12,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/trace"
 )
@@ -198,7 +198,7 @@ func validateAgainst(t *testing.T, schemaName string, data []byte) {
 	if err := json.Unmarshal(data, &v); err != nil {
 		t.Fatal(err)
 	}
-	s := specdoc.MustLoad().Components.Schemas[schemaName].Value
+	s := contract.MustSpec().Components.Schemas[schemaName].Value
 	if err := s.VisitJSON(v); err != nil {
 		t.Fatalf("output does not validate against %s: %v", schemaName, err)
 	}

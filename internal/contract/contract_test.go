@@ -18,7 +18,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/contract"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/spec"
 	"github.com/specloop/specloop/tools"
@@ -61,7 +60,7 @@ func TestErrorCodes(t *testing.T) {
 		if yaml == string(spec.YAML()) {
 			t.Fatalf("%s: the spec no longer has %q", name, edit[0])
 		}
-		if _, err := specdoc.Parse([]byte(yaml)); err != nil {
+		if _, err := contract.ParseSpec([]byte(yaml)); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := tools.NewRegistry([]byte(yaml)); err == nil {
@@ -278,7 +277,7 @@ func TestValidateEventStream(t *testing.T) {
 // an undeclared status or a body off its schema, and an event stream with
 // a bad event, are all caught.
 func TestHTTPCheck(t *testing.T) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,7 +345,7 @@ func TestHTTPCheck(t *testing.T) {
 var pathParam = regexp.MustCompile(`\{([^}]+)\}`)
 
 func TestCheckRoutes(t *testing.T) {
-	doc := specdoc.MustLoad()
+	doc := contract.MustSpec()
 	var served []contract.Route
 	for _, r := range contract.Responses(doc) {
 		served = append(served, contract.Route{Method: r.Method, Path: pathParam.ReplaceAllString(r.Path, ":$1")})
@@ -396,7 +395,7 @@ func TestCheckRoutes(t *testing.T) {
 }
 
 func TestCheckToolSpecs(t *testing.T) {
-	doc := specdoc.MustLoad()
+	doc := contract.MustSpec()
 	rt, err := tools.New(tools.Config{Workspace: mustWorkspace(t)})
 	if err != nil {
 		t.Fatal(err)

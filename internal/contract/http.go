@@ -17,7 +17,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
@@ -30,7 +29,7 @@ type HTTP struct {
 }
 
 // NewHTTP prepares the validation of exchanges against doc, which must be a
-// private copy (specdoc.Parse(spec.YAML())): its Servers are cleared so that
+// private copy (ParseSpec(spec.YAML())): its Servers are cleared so that
 // any host matches.
 func NewHTTP(doc *openapi3.T) (*HTTP, error) {
 	RegisterBodyDecoders()
@@ -132,7 +131,7 @@ func concise(err error) error {
 		}
 	}
 	if errors.As(err, &se) {
-		fe := schema.FromSchemaError(se)
+		fe := fromSchemaError(se)
 		msg := fe.Pointer + ": " + fe.Reason
 		if prefix != "" {
 			msg = prefix + ": " + msg

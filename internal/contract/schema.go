@@ -8,8 +8,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // fieldError is a schema violation found by kin-openapi: where, and why,
@@ -34,8 +32,7 @@ func kinCheck(s *openapi3.Schema, value any, opts ...openapi3.SchemaValidationOp
 	if err == nil {
 		return nil
 	}
-	fe := schema.FromSchemaError(err)
-	return &fieldError{Pointer: fe.Pointer, Reason: fe.Reason}
+	return fromSchemaError(err)
 }
 
 // componentName is the schema component a generated type was generated
@@ -54,7 +51,7 @@ func component(doc *openapi3.T, name string) (*openapi3.Schema, error) {
 // named name of the embedded spec (e.g. "RunResult", "ToolSpec"), with
 // kin-openapi. The error names the field, never the value.
 func ValidateJSON(name string, data []byte) error {
-	doc, err := specdoc.Load()
+	doc, err := Spec()
 	if err != nil {
 		return err
 	}

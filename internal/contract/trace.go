@@ -12,7 +12,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
@@ -21,7 +20,7 @@ const maxReported = 10
 
 // traceEventSchema is the embedded spec's TraceEvent schema (read-only).
 func traceEventSchema() (*openapi3.Schema, error) {
-	doc, err := specdoc.Load()
+	doc, err := Spec()
 	if err != nil {
 		return nil, err
 	}

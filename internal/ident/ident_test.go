@@ -5,14 +5,14 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/specloop/specloop/internal/contract"
 	"github.com/specloop/specloop/internal/ident"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // rule is the spec's run id pattern, which Plain implements.
 func rule(t testing.TB) *regexp.Regexp {
 	t.Helper()
-	p := specdoc.MustLoad().Components.Parameters["RunID"].Value.Schema.Value.Pattern
+	p := contract.MustSpec().Components.Parameters["RunID"].Value.Schema.Value.Pattern
 	if p == "" {
 		t.Fatal("the spec's RunID parameter has no pattern")
 	}

@@ -4,11 +4,14 @@
 // Decode parses one JSON value strictly with github.com/go-json-experiment/json
 // (the encoding/json/v2 design): duplicate object keys, invalid UTF-8,
 // data after the value and nesting deeper than MaxDepth are errors. Compile
-// wraps a kin-openapi schema of the embedded spec, and Validate checks a
-// decoded value with kin-openapi's Schema.VisitJSON, the same engine that
-// validates HTTP requests. Bind stores a valid value in a generated Go type.
-// The model path (tool calls and actions a model writes) and the HTTP path
-// (request bodies) go through these same functions.
+// takes a JSON Schema (draft 2020-12) object, such as internal/oas reads
+// from the embedded spec or an MCP server sends, and Validate checks a
+// decoded value with github.com/google/jsonschema-go; only when the
+// library refuses a value does the package walk the schema to say where
+// and why. Bind stores a valid value in a generated Go type. The model
+// path (tool calls and actions a model writes), the HTTP path (request
+// bodies and parameters) and MCP tool inputs go through these same
+// functions.
 //
 // No error of this package contains a submitted value: values may be
 // secrets, and errors end up in logs, traces and model prompts. Errors name

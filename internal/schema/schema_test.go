@@ -3,11 +3,12 @@ package schema_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/internal/schema"
 )
@@ -61,9 +62,13 @@ func TestDecodeAccepts(t *testing.T) {
 	}
 }
 
-func compile(t *testing.T, s *openapi3.Schema, dir schema.Direction) *schema.Validator {
+func compile(t *testing.T, s string, dir schema.Direction) *schema.Validator {
 	t.Helper()
-	v, err := schema.CompileFor(s, dir)
+	var m map[string]any
+	if err := json.Unmarshal([]byte(s), &m); err != nil {
+		t.Fatal(err)
+	}
+	v, err := schema.Compile(m, dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,30 +85,47 @@ func decode(t *testing.T, text string) any {
 }
 
 // TestValidatorDefects: the cases issue 11 found in the hand-written
-// validator, now decided by kin-openapi.
+// validator, and the formats kin-openapi enforced, which the spec's
+// date-times rely on.
 func TestValidatorDefects(t *testing.T) {
-	one := 1.0
-	tenth := 0.1
+	const dateTime = `{"type":"string","format":"date-time"}`
 	tests := []struct {
 		name   string
-		schema *openapi3.Schema
+		schema string
 		in     string
 		ok     bool
 	}{
-		{"type null refuses a string", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNull}}, `"x"`, false},
-		{"type null refuses an object", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNull}}, `{}`, false},
-		{"type null accepts null", &openapi3.Schema{Type: &openapi3.Types{openapi3.TypeNull}}, `null`, true},
-		{"date-time leap second", openapi3.NewDateTimeSchema(), `"2016-12-31T23:59:60Z"`, true},
-		{"date-time offset +24:00", openapi3.NewDateTimeSchema(), `"2016-12-31T23:00:00+24:00"`, false},
-		{"date-time without offset", openapi3.NewDateTimeSchema(), `"2016-12-31T23:00:00"`, false},
-		{"date-time lower-case t", openapi3.NewDateTimeSchema(), `"2016-12-31t23:00:00Z"`, false},
-		{"multipleOf 0.1 of 0.3", &openapi3.Schema{Type: &openapi3.Types{"number"}, MultipleOf: &tenth}, `0.3`, true},
-		{"multipleOf 1 of 1e-10 (no absolute tolerance)", &openapi3.Schema{Type: &openapi3.Types{"number"}, MultipleOf: &one}, `1.0000000001`, false},
-		{"uniqueItems 0 and -0 (short)", &openapi3.Schema{Type: &openapi3.Types{"array"}, UniqueItems: true}, `[0,-0]`, false},
-		{"uniqueItems 0 and -0 (long)", &openapi3.Schema{Type: &openapi3.Types{"array"}, UniqueItems: true}, `[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,0,-0]`, false},
-		{"integer written 1.0", openapi3.NewIntegerSchema(), `1.0`, true},
-		{"integer written 1e2", openapi3.NewIntegerSchema(), `1e2`, true},
-		{"integer written 1.5", openapi3.NewIntegerSchema(), `1.5`, false},
+		{"type null refuses a string", `{"type":"null"}`, `"x"`, false},
+		{"type null refuses an object", `{"type":"null"}`, `{}`, false},
+		{"type null accepts null", `{"type":"null"}`, `null`, true},
+		{"date-time", dateTime, `"2026-12-02T03:04:05.123+01:00"`, true},
+		{"date-time leap second", dateTime, `"2016-12-31T23:59:60Z"`, true},
+		{"date-time offset +24:00", dateTime, `"2016-12-31T23:00:00+24:00"`, false},
+		{"date-time without offset", dateTime, `"2016-12-31T23:00:00"`, false},
+		{"date-time lower-case t", dateTime, `"2016-12-31t23:00:00Z"`, false},
+		{"date-time February 30", dateTime, `"2016-02-30T23:00:00Z"`, false},
+		{"date-time February 29 of a leap year", dateTime, `"2016-02-29T23:00:00Z"`, true},
+		{"date-time February 29 of 1900", dateTime, `"1900-02-29T23:00:00Z"`, false},
+		{"date-time February 29 of 2000", dateTime, `"2000-02-29T23:00:00Z"`, true},
+		{"date-time April 31", dateTime, `"2016-04-31T23:00:00Z"`, false},
+		{"date-time with two types", `{"type":["string","integer"],"format":"date-time"}`, `"x"`, false},
+		{"date-time is for strings only", `{"type":["string","integer"],"format":"date-time"}`, `7`, true},
+		{"date", `{"type":"string","format":"date"}`, `"2016-12-31"`, true},
+		{"date with a time", `{"type":"string","format":"date"}`, `"2016-12-31T00:00:00Z"`, false},
+		{"int32 range", `{"type":"integer","format":"int32"}`, `2147483648`, false},
+		{"int64 range", `{"type":"integer","format":"int64"}`, `9223372036854775808`, false},
+		{"int64 in range", `{"type":"integer","format":"int64"}`, `-9223372036854775808`, true},
+		{"an unknown format is an annotation", `{"type":"string","format":"uuid"}`, `"x"`, true},
+		// google/jsonschema-go divides in float64, so 0.3 is not a multiple
+		// of 0.1 (kin-openapi said it was); the spec has no multipleOf.
+		{"multipleOf 0.1 of 0.3", `{"type":"number","multipleOf":0.1}`, `0.3`, false},
+		{"multipleOf 0.5 of 1.5", `{"type":"number","multipleOf":0.5}`, `1.5`, true},
+		{"multipleOf 1 of 1e-10 (no absolute tolerance)", `{"type":"number","multipleOf":1}`, `1.0000000001`, false},
+		{"uniqueItems 0 and -0 (short)", `{"type":"array","uniqueItems":true}`, `[0,-0]`, false},
+		{"uniqueItems 0 and -0 (long)", `{"type":"array","uniqueItems":true}`, `[1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17,0,-0]`, false},
+		{"integer written 1.0", `{"type":"integer"}`, `1.0`, true},
+		{"integer written 1e2", `{"type":"integer"}`, `1e2`, true},
+		{"integer written 1.5", `{"type":"integer"}`, `1.5`, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -116,11 +138,12 @@ func TestValidatorDefects(t *testing.T) {
 }
 
 // TestReadOnlyWriteOnly: a request may not set a readOnly property, a
-// response may not carry a writeOnly one.
+// response may not carry a writeOnly one, and neither is required where
+// it is barred.
 func TestReadOnlyWriteOnly(t *testing.T) {
-	s := openapi3.NewObjectSchema().
-		WithProperty("id", &openapi3.Schema{Type: &openapi3.Types{"string"}, ReadOnly: true}).
-		WithProperty("secret", &openapi3.Schema{Type: &openapi3.Types{"string"}, WriteOnly: true})
+	const s = `{"type":"object","required":["id","secret"],"properties":{
+		"id":{"type":"string","readOnly":true},
+		"secret":{"type":"string","writeOnly":true}}}`
 	for _, tt := range []struct {
 		dir  schema.Direction
 		in   string
@@ -128,12 +151,15 @@ func TestReadOnlyWriteOnly(t *testing.T) {
 		want string
 	}{
 		{schema.Request, `{"secret":"s"}`, true, ""},
-		{schema.Request, `{"id":"i"}`, false, `field "/id": is read-only`},
+		{schema.Request, `{"id":"i","secret":"s"}`, false, `field "/id": is read-only and not allowed in a request`},
+		{schema.Request, `{}`, false, `field "/secret": is required`},
 		{schema.Response, `{"id":"i"}`, true, ""},
-		{schema.Response, `{"secret":"s"}`, false, `field "/secret": is write-only`},
+		{schema.Response, `{"id":"i","secret":"s"}`, false, `field "/secret": is write-only and not allowed in a response`},
+		{schema.Neither, `{"id":"i","secret":"s"}`, true, ""},
+		{schema.Neither, `{"id":"i"}`, false, `field "/secret": is required`},
 	} {
 		err := compile(t, s, tt.dir).Validate(decode(t, tt.in))
-		if (err == nil) != tt.ok || err != nil && !strings.Contains(err.Error(), tt.want) {
+		if (err == nil) != tt.ok || err != nil && err.Error() != tt.want {
 			t.Errorf("direction %d, %s: %v, want ok=%v %q", tt.dir, tt.in, err, tt.ok, tt.want)
 		}
 	}
@@ -142,22 +168,33 @@ func TestReadOnlyWriteOnly(t *testing.T) {
 // TestErrorsNameTheField: messages in the project's style, with the
 // pointer of the field and never the value.
 func TestErrorsNameTheField(t *testing.T) {
-	max := uint64(5)
-	s := openapi3.NewObjectSchema().
-		WithProperty("op", openapi3.NewStringSchema().WithEnum("add", "subtract")).
-		WithProperty("n", openapi3.NewIntegerSchema().WithMin(1)).
-		WithProperty("name", &openapi3.Schema{Type: &openapi3.Types{"string"}, MaxLength: &max}).
-		WithProperty("list", openapi3.NewArraySchema().WithItems(openapi3.NewStringSchema())).
-		WithRequired([]string{"op"})
-	s.AdditionalProperties = openapi3.AdditionalProperties{Has: openapi3.Ptr(false)}
-	v := compile(t, s, schema.Request)
+	v := compile(t, `{"type":"object","additionalProperties":false,"required":["op"],"properties":{
+		"op":{"type":"string","enum":["add","subtract"]},
+		"n":{"type":"integer","minimum":1},
+		"r":{"type":"number","exclusiveMaximum":2.5},
+		"name":{"type":"string","maxLength":5},
+		"id":{"type":"string","pattern":"^[a-z]+$"},
+		"at":{"type":"string","format":"date-time"},
+		"maybe":{"type":["integer","null"]},
+		"list":{"type":"array","items":{"type":"string"},"maxItems":3},
+		"env":{"type":"object","additionalProperties":{"type":"string"}},
+		"pair":{"type":"array","prefixItems":[{"type":"string"},{"type":"integer"}]}}}`, schema.Request)
 	tests := []struct{ in, want string }{
 		{`{}`, `field "/op": is required`},
+		{`{"op":null}`, `field "/op": is required and must not be null`},
+		{`{"op":"add","n":null}`, `field "/n": must be an integer`},
 		{`{"op":"SECRET"}`, `field "/op": must be one of add, subtract`},
 		{`{"op":"add","n":0}`, `field "/n": must be at least 1`},
 		{`{"op":"add","n":"SECRET"}`, `field "/n": must be an integer`},
+		{`{"op":"add","r":2.5}`, `field "/r": must be less than 2.5`},
 		{`{"op":"add","name":"SECRET-LONG"}`, `field "/name": must be at most 5 characters long`},
+		{`{"op":"add","id":"SECRET!"}`, `field "/id": must match the pattern "^[a-z]+$"`},
+		{`{"op":"add","at":"SECRET"}`, `field "/at": must be a valid date-time`},
+		{`{"op":"add","maybe":"SECRET"}`, `field "/maybe": must be an integer or null`},
 		{`{"op":"add","list":["a",7]}`, `field "/list/1": must be a string`},
+		{`{"op":"add","list":["a","b","c","d"]}`, `field "/list": must have at most 3 items`},
+		{`{"op":"add","env":{"KEY":7}}`, `field "/env/KEY": must be a string`},
+		{`{"op":"add","pair":["a","SECRET"]}`, `field "/pair/1": must be an integer`},
 		{`{"op":"add","extra":"SECRET"}`, `field "/extra": is not allowed`},
 		{`"SECRET"`, `value: must be an object`},
 	}
@@ -170,7 +207,144 @@ func TestErrorsNameTheField(t *testing.T) {
 		if err != nil && !errors.As(err, &se) {
 			t.Errorf("%s: %T is not a *schema.Error", tt.in, err)
 		}
+		if err != nil && strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("%s: error %q quotes the value", tt.in, err)
+		}
+		if se != nil && se.Unknown != strings.Contains(tt.want, "extra") {
+			t.Errorf("%s: Unknown = %v", tt.in, se.Unknown)
+		}
+		if se != nil && se.Unknown && strings.Join(se.Allowed, ",") != "at,env,id,list,maybe,n,name,op,pair,r" {
+			t.Errorf("%s: Allowed = %v", tt.in, se.Allowed)
+		}
 	}
+}
+
+// TestOneOf: a oneOf told apart by a property (the spec's discriminator,
+// or a property every branch pins) names that property or goes into the
+// chosen branch; others say what is wrong with the whole value.
+func TestOneOf(t *testing.T) {
+	const branches = `[
+		{"type":"object","required":["type","name"],"properties":{"type":{"type":"string","enum":["tool_call"]},"name":{"type":"string"}}},
+		{"type":"object","required":["type"],"properties":{"type":{"type":"string","enum":["finish"]},"message":{"type":"string"}}}]`
+	for _, s := range []string{
+		`{"oneOf":` + branches + `,"discriminator":{"propertyName":"type"}}`,
+		`{"oneOf":` + branches + `}`,
+	} {
+		v := compile(t, s, schema.Neither)
+		for _, tt := range []struct{ in, want string }{
+			{`{"type":"tool_call","name":"x"}`, ""},
+			{`{"name":"SECRET"}`, `field "/type": is required`},
+			{`{"type":7}`, `field "/type": must be a string`},
+			{`{"type":"SECRET"}`, `field "/type": must be one of finish, tool_call`},
+			{`{"type":"tool_call"}`, `field "/name": is required`},
+			{`{"type":"finish","message":7}`, `field "/message": must be a string`},
+			{`["SECRET"]`, `value: must be an object`},
+		} {
+			err := v.Validate(decode(t, tt.in))
+			if got := fmt.Sprint(err); tt.want == "" && err != nil || tt.want != "" && got != tt.want {
+				t.Errorf("%s: %s: got %v, want %q", s[:30], tt.in, err, tt.want)
+			}
+		}
+	}
+	v := compile(t, `{"anyOf":[{"type":"string","maxLength":2},{"type":"null"}]}`, schema.Request)
+	if err := v.Validate("SECRET"); fmt.Sprint(err) != "value: must be at most 2 characters long" {
+		t.Errorf("nullable string: %v", err)
+	}
+	v = compile(t, `{"oneOf":[{"type":"string"},{"type":"integer"}]}`, schema.Request)
+	if err := v.Validate(true); fmt.Sprint(err) != "value: must match exactly one of its schemas" {
+		t.Errorf("oneOf: %v", err)
+	}
+}
+
+// TestCompileRefusesBadSchemas: a schema the library cannot use is an
+// error at Compile, not at Validate.
+func TestCompileRefusesBadSchemas(t *testing.T) {
+	for _, s := range []map[string]any{
+		nil,
+		{"type": "string", "pattern": "("},
+		{"$ref": "https://example.com/remote.json"},
+		{"type": 7},
+		{"type": "nope"},
+		{"properties": map[string]any{"a": map[string]any{"type": []any{"string", "text"}}}},
+		{"$ref": "#"},
+		{"$defs": map[string]any{"a": map[string]any{"anyOf": []any{map[string]any{"$ref": "#/$defs/b"}}}, "b": map[string]any{"allOf": []any{map[string]any{"$ref": "#/$defs/a"}}}}, "$ref": "#/$defs/a"},
+	} {
+		if _, err := schema.Compile(s, schema.Request); err == nil {
+			t.Errorf("Compile(%v) succeeded", s)
+		}
+	}
+	// A reference that descends into the value is recursion, not a loop.
+	v, err := schema.Compile(map[string]any{"properties": map[string]any{"next": map[string]any{"$ref": "#"}, "n": map[string]any{"type": "integer"}}}, schema.Request)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := v.Validate(map[string]any{"next": map[string]any{"next": map[string]any{"n": "x"}}}); fmt.Sprint(err) != `field "/next/next/n": must be an integer` {
+		t.Errorf("recursive schema: %v", err)
+	}
+	v, err = schema.Compile(map[string]any{"$schema": "http://json-schema.org/draft-04/schema#", "type": "string"}, schema.Request)
+	if err != nil || v.Validate("x") != nil || v.Validate(1.0) == nil {
+		t.Errorf("an unknown $schema: %v", err)
+	}
+}
+
+// FuzzValidate: for any schema that compiles and any value, Validate
+// returns nil or an *Error that quotes no string of the value (other than
+// one the schema or a key holds too); it never panics.
+//
+//	go test -run '^$' -fuzz FuzzValidate ./internal/schema
+func FuzzValidate(f *testing.F) {
+	f.Add(`{"type":"object","required":["a"],"properties":{"a":{"type":"string","format":"date-time"}},"additionalProperties":false}`, `{"a":"x","b":1}`)
+	f.Add(`{"oneOf":[{"properties":{"t":{"const":"a"}}},{"properties":{"t":{"const":"b"}}}]}`, `{"t":"c"}`)
+	f.Add(`{"$defs":{"n":{"type":"integer"}},"items":{"$ref":"#/$defs/n"},"prefixItems":[{"type":"string"}]}`, `["a","b"]`)
+	f.Add(`{"patternProperties":{"^x":{"type":"null"}},"anyOf":[{"minProperties":2},{"not":{}}]}`, `{"xa":1}`)
+	f.Add(`{"if":{"type":"string"},"then":{"minLength":3},"else":{"type":"array","uniqueItems":true,"contains":{"type":"null"}}}`, `[1,1]`)
+	f.Fuzz(func(t *testing.T, s, in string) {
+		var m map[string]any
+		if json.Unmarshal([]byte(s), &m) != nil || len(s) > 4096 {
+			return
+		}
+		value, err := schema.Decode([]byte(in))
+		if err != nil {
+			return
+		}
+		v, err := schema.Compile(m, schema.Request)
+		if err != nil {
+			return
+		}
+		err = v.Validate(value)
+		var se *schema.Error
+		if err != nil && !errors.As(err, &se) {
+			t.Fatalf("error %T is not a *schema.Error", err)
+		}
+		if err == nil {
+			return
+		}
+		strs, keys := stringsOf(value)
+		for _, x := range strs {
+			if len(x) >= 8 && !strings.Contains(s, x) && !slices.ContainsFunc(keys, func(k string) bool { return strings.Contains(k, x) }) && strings.Contains(err.Error(), x) {
+				t.Fatalf("error %q quotes the value's %q", err, x)
+			}
+		}
+	})
+}
+
+// stringsOf returns the strings and the object keys in a decoded value.
+func stringsOf(v any) (strs, keys []string) {
+	switch v := v.(type) {
+	case string:
+		strs = append(strs, v)
+	case []any:
+		for _, x := range v {
+			s, k := stringsOf(x)
+			strs, keys = append(strs, s...), append(keys, k...)
+		}
+	case map[string]any:
+		for key, x := range v {
+			s, k := stringsOf(x)
+			strs, keys = append(strs, s...), append(keys, append(k, key)...)
+		}
+	}
+	return strs, keys
 }
 
 // TestBindOutOfRange: a number the schema allows but the Go type cannot
