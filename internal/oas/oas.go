@@ -174,8 +174,9 @@ func under(err error, key string) error {
 	return err
 }
 
-// join is at followed by keys, never sharing at's array.
-func join(at []string, keys ...string) []string { return append(slices.Clip(at), keys...) }
+// join is at followed by keys. It may write into at's array: a place is
+// used only while its subtree is read, and fail keeps a copy.
+func join(at []string, keys ...string) []string { return append(at, keys...) }
 
 // methods are the operations a path item may have, by their keys.
 var methods = map[string]string{
@@ -193,7 +194,7 @@ func Parse(data []byte) (*Doc, error) {
 	if !ok {
 		return nil, &Error{Problem: "the document is not a mapping"}
 	}
-	p := &parser{root: root}
+	p := &parser{root: root, patterns: map[string]bool{}}
 	if version := get[string](p, root, "openapi", nil); p.err == nil && !strings.HasPrefix(version, "3.0.") && !strings.HasPrefix(version, "3.1.") {
 		p.fail([]string{"openapi"}, "the version %q is not 3.0.x (or 3.1.x)", textclip.Clip(version, 20))
 	}
@@ -244,14 +245,15 @@ func Parse(data []byte) (*Doc, error) {
 // parser reads a decoded document. Its methods keep the first problem in
 // err and go on with zero values, which the caller of Parse never sees.
 type parser struct {
-	root    map[string]any
-	schemas int
-	err     *Error
+	root     map[string]any
+	schemas  int
+	patterns map[string]bool // the patterns that compiled
+	err      *Error
 }
 
 func (p *parser) fail(at []string, format string, args ...any) {
 	if p.err == nil {
-		p.err = &Error{At: at, Problem: fmt.Sprintf(format, args...)}
+		p.err = &Error{At: slices.Clone(at), Problem: fmt.Sprintf(format, args...)}
 	}
 }
 

@@ -2,7 +2,6 @@ package oas
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -79,7 +78,7 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) map[string
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, key := range slices.Sorted(maps.Keys(m)) {
+	for _, key := range sortedKeys(m, make([]string, 0, 16)) {
 		val, kat := m[key], join(at, key)
 		k, known := keywords[key]
 		switch {
@@ -87,10 +86,11 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) map[string
 			p.checkType(val, kat)
 			k, known = kValue, true
 		case key == "pattern":
-			if s, ok := val.(string); ok {
+			if s, ok := val.(string); ok && !p.patterns[s] {
 				if _, err := regexp.Compile(s); err != nil {
 					p.fail(kat, "invalid pattern %q: %v", textclip.Clip(s, 200), err)
 				}
+				p.patterns[s] = true
 			}
 			k, known = kString, true
 		case key == "additionalProperties":
@@ -158,7 +158,7 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) a
 			p.fail(at, "must be an object of schemas")
 		}
 		out := make(map[string]any, len(props))
-		for _, name := range slices.Sorted(maps.Keys(props)) {
+		for _, name := range sortedKeys(props, make([]string, 0, 16)) {
 			out[name] = p.schema(props[name], join(at, name), depth+1, refs)
 		}
 		return out
@@ -204,6 +204,16 @@ func (p *parser) checkType(v any, at []string) {
 			p.fail(at, "%s is not a type (string, number, integer, boolean, array, object)", textclip.Clip(fmt.Sprint(v), 64))
 		}
 	}
+}
+
+// sortedKeys appends the keys of m to buf, sorted; a buf made by the
+// caller stays on its stack when m is small.
+func sortedKeys(m map[string]any, buf []string) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }
 
 // clone copies a decoded value, so that no two schemas share a map or a

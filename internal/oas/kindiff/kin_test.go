@@ -272,3 +272,24 @@ func normal(s map[string]any) any {
 	}
 	return walk(s)
 }
+
+// BenchmarkKinLoad is what reading the spec cost with kin-openapi (load
+// and validate), beside oas's BenchmarkParseSpec:
+//
+//	go test -run '^$' -bench . ./internal/oas/...
+func BenchmarkKinLoad(b *testing.B) {
+	data, err := os.ReadFile("../../../spec/agent.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		doc, err := openapi3.NewLoader().LoadFromData(data)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := doc.Validate(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
