@@ -31,7 +31,8 @@
 //     format, default, deprecated ...) is kept as it is, and numbers are
 //     float64 as encoding/json gives them.
 //
-// Only application/json bodies are read (the media type exactly), and
+// Only JSON bodies are read: the media type application/json, else
+// application/* or */* (as kin-openapi's Content.Get falls back), and
 // only responses with a numeric status code ("default" and "2XX" are
 // skipped). A path item's parameters are added to each of its operations
 // unless the operation has its own of the same name and place. Parts of
@@ -330,6 +331,10 @@ func (p *parser) parameter(v any, at []string) *Parameter {
 	return pa
 }
 
+// jsonTypes are the media types that may give a JSON body, the most
+// specific first, as kin-openapi's Content.Get matches them.
+var jsonTypes = []string{"application/json", "application/*", "*/*"}
+
 // body reads a request body: its application/json media type; nil when
 // it has none.
 func (p *parser) body(v any, at []string) *Body {
@@ -338,12 +343,13 @@ func (p *parser) body(v any, at []string) *Body {
 }
 
 func (p *parser) content(m map[string]any, at []string) *Body {
-	media, ok := get[map[string]any](p, m, "content", at)["application/json"]
-	if !ok {
+	content := get[map[string]any](p, m, "content", at)
+	i := slices.IndexFunc(jsonTypes, func(t string) bool { _, ok := content[t]; return ok })
+	if i < 0 {
 		return nil
 	}
-	at = join(at, "content", "application/json")
-	mm, ok := media.(map[string]any)
+	at = join(at, "content", jsonTypes[i])
+	mm, ok := content[jsonTypes[i]].(map[string]any)
 	if !ok {
 		p.fail(at, "a media type must be an object")
 	}

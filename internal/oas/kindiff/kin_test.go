@@ -142,7 +142,7 @@ func fromKin(doc *openapi3.T) map[string]any {
 			}
 			o["parameters"] = params
 			if op.RequestBody != nil {
-				if mt := op.RequestBody.Value.Content["application/json"]; mt != nil {
+				if mt := op.RequestBody.Value.Content.Get("application/json"); mt != nil {
 					o["request"] = kinBody(mt)
 				}
 			}
@@ -152,7 +152,7 @@ func fromKin(doc *openapi3.T) map[string]any {
 					continue
 				}
 				rr := map[string]any{"description": r.Value.Description, "extensions": nilIfEmpty(r.Value.Extensions)}
-				if mt := r.Value.Content["application/json"]; mt != nil {
+				if mt := r.Value.Content.Get("application/json"); mt != nil {
 					rr["body"] = kinBody(mt)
 				}
 				responses[code] = rr
