@@ -1,21 +1,23 @@
 // Package oas reads the parts of an OpenAPI 3.0 document specloop uses:
 // the servers, the operations (their parameters, JSON request bodies and
 // responses, and extensions) and the component schemas, every schema as a
-// self-contained JSON Schema (2020-12) object. It is small and quick so
-// that no program has to link, or wait for, a general OpenAPI library:
-// the embedded spec is read once per process, and a user's custom tool
-// document (which may come from a workspace) with the same rules.
+// self-contained JSON Schema (2020-12) object. It is small so that no
+// program links a general OpenAPI library: the generator reads the
+// embedded spec with it (gen.SpecDoc is the result, decoded once per
+// process), and the tools package a user's custom tool document, which may
+// come from a workspace, with the same rules.
 //
 // Parse reads YAML or JSON (at most MaxSize bytes, nested at most
 // MaxDepth levels; YAML aliases and merge keys are expanded within a
 // bound). It refuses, naming the place as a JSON pointer and the problem:
-// a $ref that is not local (#/...), points to nothing or is recursive; a
-// schema with a keyword OpenAPI 3.0 does not have, a keyword of the wrong
-// type, an unknown type name or a pattern Go's regexp cannot compile;
-// schemas nested deeper than MaxSchemaDepth once inlined; a path that
-// does not start with /, a parameter without a name or with an unknown
-// "in", two operations with one operationId; and an openapi version that
-// is not 3.0.x or 3.1.x.
+// a $ref that is not local (#/...), points to nothing or is recursive
+// (a schema that contains itself cannot be inlined); a schema keyword
+// that neither OpenAPI 3.0 nor 3.1 (JSON Schema 2020-12) has, a keyword
+// of the wrong type, an unknown type name or a pattern Go's regexp cannot
+// compile; schemas nested deeper than MaxSchemaDepth once inlined; a path
+// that does not start with /, a parameter without a name or with an
+// unknown "in", a status code that is not one, two operations with one
+// operationId; and an openapi version that is not 3.0.x or 3.1.x.
 //
 // Every schema it returns is converted to JSON Schema 2020-12:
 //
@@ -26,11 +28,14 @@
 //   - a boolean exclusiveMinimum/exclusiveMaximum becomes the numeric
 //     keyword with the value of minimum/maximum, which is dropped (a
 //     numeric one, OpenAPI 3.1's, is kept);
-//   - example, examples, xml, externalDocs and x- extension keys are
-//     dropped; every other keyword (discriminator, readOnly, writeOnly,
-//     format, default, deprecated ...) is kept as it is, and numbers are
-//     float64 as encoding/json gives them.
+//   - example, examples, xml, externalDocs, $defs, $id, $anchor, $schema,
+//     $comment and x- extension keys are dropped; every other keyword
+//     (discriminator, readOnly, writeOnly, format, default, deprecated,
+//     const ...) and a true or false subschema are kept as they are, and
+//     numbers are float64 as encoding/json gives them.
 //
+// OpenAPI 3.1's forms are read in either version: a list of types, a
+// numeric exclusive bound, the keywords JSON Schema 2020-12 adds.
 // Only JSON bodies are read: the media type application/json, else
 // application/* or */* (as kin-openapi's Content.Get falls back), and
 // only responses with a numeric status code ("default" and "2XX" are
