@@ -1,24 +1,28 @@
 package server
 
 import (
-	"context"
+	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
 	"fmt"
+	"io"
 	"log/slog"
+	"math"
 	"net/http"
+	"net/url"
 	"runtime/debug"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	echomw "github.com/labstack/echo/v4/middleware"
-	oapimw "github.com/oapi-codegen/echo-middleware"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
-	"github.com/specloop/specloop/spec"
+	"github.com/specloop/specloop/internal/oas"
+	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // The middleware, outermost first: telemetry (with Config.Telemetry; see
@@ -117,66 +121,179 @@ func echoPath(p string) string {
 	}
 }
 
-// validator validates every request against the spec with kin-openapi
-// (through oapi-codegen's echo middleware). The document is a private copy
-// of the embedded spec without servers, so the Host header is not checked.
-// Failures become problems that name the field and never quote values.
+// validator validates every request against the spec: each operation's
+// path, query and header parameters and its JSON body against their
+// schemas, compiled with internal/schema on the operation's first request.
+// The body was decoded once already (strictJSON); callTool's body is not
+// validated here, since the tool runtime validates a tool's input against
+// the tool's own schema. Failures are problems that name the parameter or
+// field and never quote values. Requests for routes echo does not know get
+// echo's own 404/405.
 func (s *Server) validator() (echo.MiddlewareFunc, error) {
-	doc, err := specdoc.Parse(spec.YAML())
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, err
 	}
-	doc.Servers = nil
-	// callTool serves every tool: the built-in tools' own operations are
-	// no routes, so the router must find callTool for them too.
-	for _, d := range s.tools.base.Registry().Defs() {
-		doc.Paths.Delete(toolPath + d.Spec.Name)
-	}
-	// Auth already ran: without security requirements the validator skips
-	// the work of checking them against a no-op.
-	doc.Security = nil
-	for _, item := range doc.Paths.Map() {
-		for _, op := range item.Operations() {
-			op.Security = nil
+	checks := map[string]func() (*opCheck, error){}
+	for _, p := range doc.Paths {
+		for method, op := range p.Operations {
+			key := method + " " + echoPath(p.Path)
+			checks[key] = sync.OnceValues(func() (*opCheck, error) { return compileOp(op, key == "POST "+toolRoute) })
 		}
 	}
-	opts := &oapimw.Options{
-		SilenceServersWarning: true,
-		Options: openapi3filter.Options{
-			// Auth already ran; the spec's security is only declared here.
-			AuthenticationFunc:  func(context.Context, *openapi3filter.AuthenticationInput) error { return nil },
-			KeepValidatedValue:  true,
-			SkipSettingDefaults: true,
-		},
-		// Requests for routes echo does not know get echo's own 404/405.
-		Skipper: func(c echo.Context) bool { return !s.routes[c.Request().Method+" "+c.Path()] },
-		// The default puts the errors' text, values included, in Message.
-		MultiErrorHandler: func(me openapi3.MultiError) *echo.HTTPError {
-			return &echo.HTTPError{Code: http.StatusBadRequest, Message: "invalid request", Internal: me}
-		},
-		ErrorHandler: func(c echo.Context, he *echo.HTTPError) error {
-			if p := validationProblem(he, s.cfg.BodyLimit); p != nil {
+	return s.strictBefore(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			key := c.Request().Method + " " + c.Path()
+			check, ok := checks[key]
+			if !s.routes[key] || !ok {
+				return next(c)
+			}
+			oc, err := check()
+			if err != nil {
+				return fmt.Errorf("the spec's %s: %w", key, err)
+			}
+			if p := oc.validate(c); p != nil {
 				return p
 			}
-			return he
-		},
-	}
-	validate := oapimw.OapiRequestValidatorWithOptions(doc, opts)
-	// A tool's input is validated once, by the tool runtime against the
-	// tool's own schema: callTool's parameters are checked here, its body
-	// is not.
-	toolOpts := *opts
-	toolOpts.Options.ExcludeRequestBody = true
-	validateTool := oapimw.OapiRequestValidatorWithOptions(doc, &toolOpts)
-	return s.strictBefore(func(next echo.HandlerFunc) echo.HandlerFunc {
-		all, tool := validate(next), validateTool(next)
-		return func(c echo.Context) error {
-			if c.Path() == toolRoute {
-				return tool(c)
-			}
-			return all(c)
+			return next(c)
 		}
 	}), nil
+}
+
+// opCheck validates the requests of one operation.
+type opCheck struct {
+	params []paramCheck
+	body   *schema.Validator // nil: no JSON body to validate here
+}
+
+type paramCheck struct {
+	*oas.Parameter
+	v *schema.Validator
+}
+
+// compileOp compiles an operation's schemas; a tool call's body is left to
+// the tool runtime.
+func compileOp(op *oas.Operation, toolCall bool) (*opCheck, error) {
+	oc := &opCheck{}
+	for _, p := range op.Parameters {
+		v, err := schema.Compile(p.Schema, schema.Request)
+		if err != nil {
+			return nil, fmt.Errorf("parameter %s: %w", p.Name, err)
+		}
+		oc.params = append(oc.params, paramCheck{p, v})
+	}
+	if op.Request != nil && !toolCall {
+		v, err := schema.Compile(op.Request.Schema, schema.Request)
+		if err != nil {
+			return nil, fmt.Errorf("request body: %w", err)
+		}
+		oc.body = v
+	}
+	return oc, nil
+}
+
+// validate returns the problem of a request, or nil.
+func (oc *opCheck) validate(c echo.Context) *problemError {
+	req := c.Request()
+	for _, p := range oc.params {
+		var values []string
+		switch p.In {
+		case "path":
+			v, err := url.PathUnescape(c.Param(p.Name))
+			if err != nil {
+				return badField(p.Name, "path parameter %q: is malformed", p.Name)
+			}
+			values = []string{v}
+		case "query":
+			values = c.QueryParams()[p.Name]
+		case "header":
+			values = req.Header.Values(p.Name)
+		default:
+			continue
+		}
+		if len(values) == 0 {
+			if p.Required {
+				return badField(p.Name, "%s parameter %q: is required", p.In, p.Name)
+			}
+			continue
+		}
+		if values[0] == "" && p.In != "path" {
+			return badField(p.Name, "%s parameter %q: must not be empty", p.In, p.Name)
+		}
+		value, reason := paramValue(values[0], p.Schema)
+		if reason == "" {
+			if err := p.v.Validate(value); err != nil {
+				reason = schemaErr(err).Reason
+			}
+		}
+		if reason != "" {
+			return badField(p.Name, "%s parameter %q: %s", p.In, p.Name, reason)
+		}
+	}
+	if oc.body == nil {
+		return nil
+	}
+	value := req.Context().Value(bodyKey{})
+	if value == nil {
+		// strictJSON decodes every non-empty JSON body.
+		data, _ := io.ReadAll(req.Body)
+		req.Body = io.NopCloser(bytes.NewReader(data))
+		if len(bytes.TrimSpace(data)) == 0 {
+			return problemf(http.StatusBadRequest, "the request body is required")
+		}
+		return &problemError{status: http.StatusBadRequest, field: "Content-Type", detail: "the request body must be application/json"}
+	}
+	if err := oc.body.Validate(value); err != nil {
+		return bodyProblem(schemaErr(err))
+	}
+	return nil
+}
+
+// paramValue is a parameter's text as the JSON value its schema's type
+// says, or the reason it is not one. Strings stay strings.
+func paramValue(text string, s map[string]any) (any, string) {
+	types, _ := s["type"].([]any)
+	if t, ok := s["type"].(string); ok {
+		types = []any{t}
+	}
+	switch {
+	case slices.Contains(types, "string"):
+		return text, ""
+	case slices.Contains(types, "integer"), slices.Contains(types, "number"):
+		f, err := strconv.ParseFloat(text, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			if slices.Contains(types, "number") {
+				return nil, "must be a number"
+			}
+			return nil, "must be an integer"
+		}
+		return f, ""
+	case slices.Contains(types, "boolean"):
+		b, err := strconv.ParseBool(text)
+		if err != nil || (text != "true" && text != "false") {
+			return nil, "must be true or false"
+		}
+		return b, ""
+	}
+	return text, ""
+}
+
+// bodyProblem is the 400 of a body that does not match its schema: it
+// names the field, or, for a property the schema does not declare (the
+// client's text), the object holding it and the properties it allows.
+func bodyProblem(e *schema.Error) *problemError {
+	ptr, reason := e.Pointer, e.Reason
+	if e.Unknown {
+		ptr, reason = ptr[:strings.LastIndexByte(ptr, '/')], "has a property that is not allowed"
+		if len(e.Allowed) > 0 {
+			reason += " (allowed: " + strings.Join(e.Allowed, ", ") + ")"
+		}
+	}
+	ptr = textclip.Clip(ptr, 512)
+	if ptr == "" {
+		return badField("", "the body %s", reason)
+	}
+	return badField(ptr, "field %q: %s", ptr, reason)
 }
 
 // noStore marks the event stream as not cacheable, for proxies too.

@@ -4,16 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
-	"slices"
 	"strings"
 
-	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools"
 )
@@ -159,102 +154,6 @@ func (s *Server) fromHTTPError(he *echo.HTTPError, c echo.Context) *problemError
 	}
 	s.log.Error("request failed", "route", c.Path(), "status", he.Code, "err", he.Internal)
 	return problemf(http.StatusInternalServerError, "the server failed; see its log")
-}
-
-// validationProblem turns a request-validation failure of kin-openapi into
-// a 400 that names the field (a JSON pointer into the body, or a parameter
-// name) and says what is wrong without quoting the value.
-func validationProblem(err error, bodyLimit int64) *problemError {
-	var re *openapi3filter.RequestError
-	hasRE := errors.As(err, &re)
-	var he *echo.HTTPError
-	if hasRE && errors.As(re.Err, &he) && he.Code == http.StatusRequestEntityTooLarge {
-		return problemf(http.StatusRequestEntityTooLarge, "the request body is larger than %d bytes", bodyLimit)
-	}
-	if hasRE && re.Parameter != nil {
-		p := re.Parameter
-		reason := "is invalid"
-		var se *openapi3.SchemaError
-		var pe *openapi3filter.ParseError
-		switch {
-		case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
-			reason = "is required"
-		case errors.Is(re.Err, openapi3filter.ErrInvalidEmptyValue):
-			reason = "must not be empty"
-		case errors.As(re.Err, &se):
-			reason = schemaReason(se)
-		case errors.As(re.Err, &pe) && pe.Reason != "":
-			reason = "is " + pe.Reason
-		}
-		return badField(p.Name, "%s parameter %q: %s", p.In, p.Name, reason)
-	}
-	// Body schema errors; failures inside a oneOf arrive as a MultiError
-	// without the RequestError around them.
-	var se *openapi3.SchemaError
-	if errors.As(err, &se) {
-		se = schema.Innermost(se)
-		tokens := se.JSONPointer()
-		reason := schemaReason(se)
-		if d := se.Schema; se.SchemaField == "discriminator" && d != nil && d.Discriminator != nil {
-			tokens = append(tokens, d.Discriminator.PropertyName)
-			reason = "must be one of " + strings.Join(slices.Sorted(maps.Keys(d.Discriminator.Mapping)), ", ")
-		}
-		ptr := pointer(tokens)
-		if ptr == "" {
-			return badField("", "the body %s", reason)
-		}
-		return badField(ptr, "field %q: %s", ptr, reason)
-	}
-	if hasRE && re.RequestBody != nil {
-		var pe *openapi3filter.ParseError
-		switch {
-		case errors.Is(re.Err, openapi3filter.ErrInvalidRequired):
-			return problemf(http.StatusBadRequest, "the request body is required")
-		case strings.HasPrefix(re.Reason, "header Content-Type has unexpected value"):
-			return &problemError{status: http.StatusBadRequest, field: "Content-Type", detail: "the request body must be application/json"}
-		case errors.As(re.Err, &pe):
-			return problemf(http.StatusBadRequest, "the request body is not valid JSON")
-		}
-		return problemf(http.StatusBadRequest, "the request body is invalid")
-	}
-	if !hasRE && errors.As(err, &he) && he.Code != http.StatusBadRequest {
-		return nil // echo's own status (404, 405, ...)
-	}
-	return problemf(http.StatusBadRequest, "the request does not match the API")
-}
-
-// schemaReason is kin-openapi's reason, which by its contract never includes
-// the value, shortened; generic when kin-openapi gave none.
-func schemaReason(se *openapi3.SchemaError) string {
-	r := se.Reason
-	if r == "" {
-		r = "does not match the schema (" + se.SchemaField + ")"
-	}
-	switch se.SchemaField {
-	case "required":
-		return "is required"
-	case "nullable": // kin-openapi says "Value is not nullable"
-		return "is required and must not be null"
-	case "properties", "additionalProperties":
-		// kin-openapi's reason names the unknown key: name the known ones.
-		if se.Schema != nil && len(se.Schema.Properties) > 0 {
-			keys := slices.Sorted(maps.Keys(se.Schema.Properties))
-			return "has a property that is not allowed (allowed: " + strings.Join(keys, ", ") + ")"
-		}
-		return "has a property that is not allowed"
-	}
-	return textclip.Clip(strings.TrimPrefix(r, "value "), 200)
-}
-
-// pointer renders reference tokens as an RFC 6901 JSON pointer.
-func pointer(tokens []string) string {
-	var b strings.Builder
-	for _, t := range tokens {
-		b.WriteByte('/')
-		t = strings.ReplaceAll(t, "~", "~0")
-		b.WriteString(strings.ReplaceAll(t, "/", "~1"))
-	}
-	return textclip.Clip(b.String(), 512)
 }
 
 // toolErrorDetail is the detail of a tool's 422: what the spec's ErrorCode

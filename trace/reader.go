@@ -10,7 +10,6 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // MaxLineBytes is the longest trace line Read accepts.
@@ -41,11 +40,11 @@ func (e *LineError) Error() string { return fmt.Sprintf("trace line %d: %v", e.L
 func (e *LineError) Unwrap() error { return e.Err }
 
 var eventValidator = sync.OnceValues(func() (*schema.Validator, error) {
-	doc, err := specdoc.Load()
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, err
 	}
-	return schema.CompileFor(doc.Components.Schemas["TraceEvent"].Value, schema.Neither)
+	return schema.Compile(doc.Schemas["TraceEvent"], schema.Neither)
 })
 
 // ParseEvent decodes one trace line and validates it against the spec's

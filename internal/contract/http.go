@@ -17,7 +17,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3filter"
 	"github.com/getkin/kin-openapi/routers"
 	"github.com/getkin/kin-openapi/routers/gorillamux"
-	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
@@ -132,7 +131,7 @@ func concise(err error) error {
 		}
 	}
 	if errors.As(err, &se) {
-		fe := schema.FromSchemaError(se)
+		fe := fromSchemaError(se)
 		msg := fe.Pointer + ": " + fe.Reason
 		if prefix != "" {
 			msg = prefix + ": " + msg

@@ -8,7 +8,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/specdoc"
 )
 
@@ -34,8 +33,7 @@ func kinCheck(s *openapi3.Schema, value any, opts ...openapi3.SchemaValidationOp
 	if err == nil {
 		return nil
 	}
-	fe := schema.FromSchemaError(err)
-	return &fieldError{Pointer: fe.Pointer, Reason: fe.Reason}
+	return fromSchemaError(err)
 }
 
 // componentName is the schema component a generated type was generated

@@ -211,6 +211,9 @@ func TestErrorsNameTheField(t *testing.T) {
 		if se != nil && se.Unknown != strings.Contains(tt.want, "extra") {
 			t.Errorf("%s: Unknown = %v", tt.in, se.Unknown)
 		}
+		if se != nil && se.Unknown && strings.Join(se.Allowed, ",") != "at,env,id,list,maybe,n,name,op,pair,r" {
+			t.Errorf("%s: Allowed = %v", tt.in, se.Allowed)
+		}
 	}
 }
 

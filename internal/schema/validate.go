@@ -619,7 +619,7 @@ func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth
 		}
 		if len(children) == 0 && hasExtra {
 			if isFalse(extra) {
-				return &Error{Pointer: pointer(at), Reason: "is not allowed", Unknown: true}
+				return &Error{Pointer: pointer(at), Reason: "is not allowed", Unknown: true, Allowed: slices.Sorted(maps.Keys(props))}
 			}
 			children = append(children, extra)
 		}
@@ -753,6 +753,9 @@ type Error struct {
 	// does not declare: the sender's text, which a reply to a client
 	// must not repeat.
 	Unknown bool
+	// Allowed, when Unknown is set, are the properties the object's schema
+	// declares, sorted.
+	Allowed []string
 }
 
 // Error formats the error as `field "/pointer": reason`, or as

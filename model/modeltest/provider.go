@@ -16,7 +16,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/trace"
 )
@@ -513,22 +512,24 @@ func checkTools(t *testing.T, tools []ToolDef) {
 			t.Fatalf("%s: the input schema differs from the spec's (-spec +sent):\n%s", sp.Name, diff)
 		}
 	}
-	doc, err := specdoc.Load()
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		t.Fatal(err)
 	}
-	finish := doc.Components.Schemas[reflect.TypeFor[gen.Finish]().Name()].Value
+	finish := doc.Schemas[reflect.TypeFor[gen.Finish]().Name()]
+	finishProps := finish["properties"].(map[string]any)
+	finishDescription := finish["description"].(string)
 	fin := tools[len(specs)]
-	if fin.Name != string(gen.ActionTypeFinish) || fin.Description != finish.Description {
+	if fin.Name != string(gen.ActionTypeFinish) || fin.Description != finishDescription {
 		t.Fatalf("finish tool = %+v", fin)
 	}
 	props, _ := fin.Schema["properties"].(map[string]any)
 	// The adapter sets type and reasoning; the model gives the rest.
-	if _, ok := props["type"]; ok || len(props) != len(finish.Properties)-2 {
+	if _, ok := props["type"]; ok || len(props) != len(finishProps)-2 {
 		t.Fatalf("finish properties %v should be the Finish properties without type and reasoning", props)
 	}
 	answer, _ := props["answer"].(map[string]any)
-	if answer["description"] != finish.Properties["answer"].Value.Description || answer["type"] != "string" {
+	if answer["description"] != finishProps["answer"].(map[string]any)["description"] || answer["type"] != "string" {
 		t.Fatalf("finish answer property = %v", answer)
 	}
 	if diff := cmp.Diff([]any{"answer"}, fin.Schema["required"]); diff != "" {

@@ -7,11 +7,9 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // actionSchema is the spec's Action schema, compiled, and the name of its
@@ -26,29 +24,38 @@ var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Discriminator == nil {
+	disc := discriminator(s)
+	if disc == "" {
 		return nil, fmt.Errorf("spec: Action has no discriminator")
 	}
-	return &actionSchema{validator: v, discriminator: s.Discriminator.PropertyName}, nil
+	return &actionSchema{validator: v, discriminator: disc}, nil
 })
+
+// discriminator is the property name of a schema's OpenAPI discriminator,
+// or "".
+func discriminator(s map[string]any) string {
+	d, _ := s["discriminator"].(map[string]any)
+	name, _ := d["propertyName"].(string)
+	return name
+}
 
 // compileComponent returns the spec's schema component name and its
 // validator. Model output is neither a request nor a response, so readOnly
 // and writeOnly do not apply (schema.Neither).
-func compileComponent(name string) (*openapi3.Schema, *schema.Validator, error) {
-	doc, err := specdoc.Load()
+func compileComponent(name string) (map[string]any, *schema.Validator, error) {
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, nil, err
 	}
-	ref, ok := doc.Components.Schemas[name]
-	if !ok || ref.Value == nil {
+	s, ok := doc.Schemas[name]
+	if !ok {
 		return nil, nil, fmt.Errorf("spec has no %s schema", name)
 	}
-	v, err := schema.CompileFor(ref.Value, schema.Neither)
+	v, err := schema.Compile(s, schema.Neither)
 	if err != nil {
 		return nil, nil, err
 	}
-	return ref.Value, v, nil
+	return s, v, nil
 }
 
 // ParseAction is model.ParseAction, the JSON adapter.
@@ -113,10 +120,12 @@ var loadTurnSchema = sync.OnceValues(func() (*turnSchema, error) {
 	if err != nil {
 		return nil, err
 	}
-	if len(s.Required) != 1 {
+	required, _ := s["required"].([]any)
+	if len(required) != 1 {
 		return nil, fmt.Errorf("spec: Turn must have one required property")
 	}
-	return &turnSchema{validator: v, actions: s.Required[0]}, nil
+	actions, _ := required[0].(string)
+	return &turnSchema{validator: v, actions: actions}, nil
 })
 
 // ParseTurn is model.ParseTurn: an Action, or a Turn of several.

@@ -21,9 +21,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // Tool is one function a provider is told about.
@@ -62,26 +60,28 @@ type finishSpec struct {
 }
 
 var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
-	doc, err := specdoc.Load()
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, err
 	}
-	return deriveFinish(doc)
+	return deriveFinish(doc.Schemas)
 })
 
-// deriveFinish builds the finish tool from the spec: its name is the finish
-// action type, its description the Finish schema's, and its parameters the
-// Finish schema without the Action discriminator (the adapter sets it).
-func deriveFinish(doc *openapi3.T) (*finishSpec, error) {
+// deriveFinish builds the finish tool from the spec's schemas (converted
+// and inlined by internal/oas, so a provider can read them alone): its
+// name is the finish action type, its description the Finish schema's,
+// and its parameters the Finish schema without the Action discriminator
+// and the reasoning (the adapter sets them).
+func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
 	actionName := reflect.TypeFor[gen.Action]().Name()
 	finishName := reflect.TypeFor[gen.Finish]().Name()
-	action := doc.Components.Schemas[actionName]
-	finish := doc.Components.Schemas[finishName]
-	if action == nil || action.Value == nil || action.Value.Discriminator == nil || finish == nil || finish.Value == nil {
+	disc := discriminator(schemas[actionName])
+	finish, ok := schemas[finishName]
+	if disc == "" || !ok {
 		return nil, fmt.Errorf("adapt: the spec has no %s schema with a discriminator or no %s schema", actionName, finishName)
 	}
-	disc := action.Value.Discriminator.PropertyName
 	reasoning := jsonName(reflect.TypeFor[gen.Finish](), "Reasoning")
+	// A copy: the spec's document is shared.
 	params, err := schemaMap(finish)
 	if err != nil {
 		return nil, fmt.Errorf("adapt: %s schema: %w", finishName, err)
@@ -93,12 +93,10 @@ func deriveFinish(doc *openapi3.T) (*finishSpec, error) {
 	if req, ok := params["required"].([]any); ok {
 		params["required"] = slices.DeleteFunc(slices.Clone(req), hidden)
 	}
-	if hasRef(params) {
-		return nil, fmt.Errorf("adapt: %s schema: the schema uses $ref, which a provider cannot resolve", finishName)
-	}
+	description, _ := finish["description"].(string)
 	return &finishSpec{
 		name:          string(gen.ActionTypeFinish),
-		description:   finish.Value.Description,
+		description:   description,
 		parameters:    params,
 		discriminator: disc,
 		reasoning:     reasoning,
@@ -165,15 +163,9 @@ func Describe(s gen.ToolSpec) string {
 	return b.String()
 }
 
-// schemaMap renders a schema as a JSON Schema object. A provider sees the
-// schema alone, so the caller checks that what it sends has no $ref (the
-// finish tool's schema, the spec's Finish without the properties the
-// adapter sets, has none; the runtime's tool specs come inlined).
-func schemaMap(ref *openapi3.SchemaRef) (map[string]any, error) {
-	if ref.Ref != "" {
-		ref = &openapi3.SchemaRef{Value: ref.Value}
-	}
-	data, err := json.Marshal(ref)
+// schemaMap returns a deep copy of a decoded JSON Schema.
+func schemaMap(s map[string]any) (map[string]any, error) {
+	data, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
 	}
@@ -182,29 +174,4 @@ func schemaMap(ref *openapi3.SchemaRef) (map[string]any, error) {
 		return nil, err
 	}
 	return m, nil
-}
-
-// refKey is JSON Schema's reference keyword.
-const refKey = "$ref"
-
-// hasRef reports whether a decoded JSON Schema has a $ref anywhere.
-func hasRef(v any) bool {
-	switch v := v.(type) {
-	case map[string]any:
-		if _, ok := v[refKey]; ok {
-			return true
-		}
-		for _, item := range v {
-			if hasRef(item) {
-				return true
-			}
-		}
-	case []any:
-		for _, item := range v {
-			if hasRef(item) {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -1,49 +1,42 @@
 package adapt
 
 import (
-	"strings"
 	"testing"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/google/go-cmp/cmp"
-	"github.com/specloop/specloop/internal/specdoc"
+	"github.com/specloop/specloop/gen"
 )
 
 // TestDeriveFinish: the finish tool is the spec's Finish without the
-// discriminator, and a Finish that uses $ref is refused rather than sent to
-// a provider that cannot resolve it.
+// discriminator and the reasoning, and deriving it leaves the shared
+// document as it was.
 func TestDeriveFinish(t *testing.T) {
-	doc, err := specdoc.Load()
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		t.Fatal(err)
 	}
-	fin, err := deriveFinish(doc)
+	finish := doc.Schemas["Finish"]
+	fin, err := deriveFinish(doc.Schemas)
 	if err != nil {
 		t.Fatal(err)
 	}
+	answer := finish["properties"].(map[string]any)["answer"].(map[string]any)
 	want := map[string]any{
 		"type":                 "object",
-		"description":          doc.Components.Schemas["Finish"].Value.Description,
+		"description":          finish["description"],
 		"additionalProperties": false,
 		"required":             []any{"answer"},
 		"properties": map[string]any{
-			"answer": map[string]any{"type": "string", "description": doc.Components.Schemas["Finish"].Value.Properties["answer"].Value.Description},
+			"answer": map[string]any{"type": "string", "description": answer["description"]},
 		},
 	}
 	if diff := cmp.Diff(want, fin.parameters); diff != "" {
 		t.Fatalf("finish parameters (-want +got):\n%s", diff)
 	}
-
-	withRef := &openapi3.T{Components: &openapi3.Components{Schemas: openapi3.Schemas{
-		"Action": doc.Components.Schemas["Action"],
-		"Finish": openapi3.NewSchemaRef("", &openapi3.Schema{
-			Type: &openapi3.Types{openapi3.TypeObject},
-			Properties: openapi3.Schemas{
-				"answer": openapi3.NewSchemaRef("#/components/schemas/Answer", openapi3.NewStringSchema()),
-			},
-		}),
-	}}}
-	if _, err := deriveFinish(withRef); err == nil || !strings.Contains(err.Error(), "$ref") {
-		t.Fatalf("a Finish with $ref: err = %v, want one naming $ref", err)
+	if props := finish["properties"].(map[string]any); props["type"] == nil || props["reasoning"] == nil {
+		t.Fatalf("deriving the finish tool changed the spec's Finish: %v", finish)
+	}
+	if _, err := deriveFinish(map[string]map[string]any{"Finish": finish}); err == nil {
+		t.Fatal("a spec without an Action discriminator derived a finish tool")
 	}
 }

@@ -1,4 +1,4 @@
-package schema
+package contract
 
 import (
 	"errors"
@@ -12,49 +12,29 @@ import (
 	"github.com/specloop/specloop/internal/textclip"
 )
 
-// CompileFor returns the Validator of a kin-openapi schema, with its
-// references resolved, for values going in the given direction. It goes
-// when nothing passes kin-openapi schemas any more: use Compile.
-func CompileFor(s *openapi3.Schema, dir Direction) (*Validator, error) {
-	if s == nil {
-		return nil, errors.New("schema: nil schema")
-	}
-	var opts []openapi3.SchemaValidationOption
-	switch dir {
-	case Request:
-		opts = append(opts, openapi3.VisitAsRequest())
-	case Response:
-		opts = append(opts, openapi3.VisitAsResponse())
-	}
-	return &Validator{check: func(value any) error {
-		if err := s.VisitJSON(value, opts...); err != nil {
-			return FromSchemaError(err)
-		}
-		return nil
-	}}, nil
-}
+// The wording of kin-openapi's schema errors as internal/schema words its
+// own: the contract checks validate with kin-openapi, the reference
+// validator of the spec, and compare with what the runtime says.
 
-// FromSchemaError turns an error of kin-openapi's VisitJSON (or of
+// fromSchemaError turns an error of kin-openapi's VisitJSON (or of
 // openapi3filter's request validation, which wraps one) into an *Error
 // that names the deepest field found and says what is wrong without the
-// value. An error that holds no *openapi3.SchemaError becomes a generic
-// *Error for the whole value.
-func FromSchemaError(err error) *Error {
+// value, as internal/schema words it. An error that holds no
+// *openapi3.SchemaError becomes a generic one for the whole value.
+func fromSchemaError(err error) *fieldError {
 	var se *openapi3.SchemaError
 	if !errors.As(err, &se) {
-		return &Error{Reason: "does not match the schema"}
+		return &fieldError{Reason: "does not match the schema"}
 	}
-	se = Innermost(se)
+	se = innermost(se)
 	tokens := se.JSONPointer()
-	n := len(tokens)
 	reason := reasonOf(se, &tokens)
-	unknown := (se.SchemaField == "properties" || se.SchemaField == "additionalProperties") && len(tokens) > n
-	return &Error{Pointer: pointer(tokens), Reason: reason, Unknown: unknown}
+	return &fieldError{Pointer: pointer(tokens...), Reason: reason}
 }
 
-// Innermost follows a oneOf failure into the branch the discriminator chose
+// innermost follows a oneOf failure into the branch the discriminator chose
 // (or the only branch tried), so the pointer names the deepest field.
-func Innermost(se *openapi3.SchemaError) *openapi3.SchemaError {
+func innermost(se *openapi3.SchemaError) *openapi3.SchemaError {
 	for range 64 {
 		var me openapi3.MultiError
 		if se.Origin == nil || !errors.As(se.Origin, &me) || len(me) != 1 {
@@ -103,10 +83,10 @@ func reasonOf(se *openapi3.SchemaError, tokens *[]string) string {
 			return "must be one of " + strings.Join(slices.Sorted(maps.Keys(s.Discriminator.Mapping)), ", ")
 		}
 	case "type":
-		return "must be " + kinTypeNames(s)
+		return "must be " + typeNames(s)
 	case "nullable":
 		if s.Type != nil && len(*s.Type) > 0 {
-			return "must be " + kinTypeNames(s)
+			return "must be " + typeNames(s)
 		}
 		return "must not be null"
 	case "enum":
@@ -177,9 +157,9 @@ func reasonOf(se *openapi3.SchemaError, tokens *[]string) string {
 	return textclip.Clip(r, 200)
 }
 
-// kinTypeNames says which types a schema allows: "a string", "an integer or
+// typeNames says which types a schema allows: "a string", "an integer or
 // null".
-func kinTypeNames(s *openapi3.Schema) string {
+func typeNames(s *openapi3.Schema) string {
 	var names []string
 	if s.Type != nil {
 		for _, t := range *s.Type {
@@ -201,3 +181,5 @@ func kinTypeNames(s *openapi3.Schema) string {
 	}
 	return strings.Join(names, " or ")
 }
+
+func number(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }
