@@ -42,8 +42,11 @@ func ValidToolName(name string) bool { return ident.Plain(name) }
 // a path that is not /v1/tools/{name} or has another method than POST, an
 // operationId that differs from the name, a tool without a description, an
 // input that is not a $ref to an object schema, a $ref that points to
-// nothing or outside the document, and an error code that is not in the
-// built-in ErrorCode enum.
+// nothing or outside the document, a schema that contains itself or has a
+// keyword OpenAPI 3.0 schemas lack, and an error code that is not in the
+// built-in ErrorCode enum. The model is told each schema as JSON Schema
+// 2020-12: nullable becomes a "null" type, x- keys and examples are left
+// out.
 func LoadSpec(doc []byte) (*Spec, error) {
 	d, err := oas.Parse(doc)
 	if err != nil {

@@ -478,3 +478,38 @@ func TestDeclaredEndpointRedirects(t *testing.T) {
 		})
 	}
 }
+
+// TestLoadSpecSchemasAreJSONSchema: the model is told a custom tool's
+// schemas as JSON Schema 2020-12, its $refs inlined, nullable as a "null"
+// type, x- keys and examples left out; validation follows the same schema.
+func TestLoadSpecSchemasAreJSONSchema(t *testing.T) {
+	doc := strings.Replace(toolDoc("echo", "", `    Note:
+      type: string
+      nullable: true
+      x-go-type: string
+      example: hello
+`), "text: {type: string, maxLength: 100}", `text: {type: string, maxLength: 100}
+        note: {$ref: "#/components/schemas/Note"}`, 1)
+	spec, err := tools.LoadSpec([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := spec.Tools()[0].Spec.InputSchema
+	want := map[string]any{
+		"type": "object", "additionalProperties": false,
+		"properties": map[string]any{
+			"text": map[string]any{"type": "string", "maxLength": 100.0},
+			"note": map[string]any{"type": []any{"string", "null"}},
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("input schema (-want +got):\n%s", diff)
+	}
+	def := spec.Tools()[0]
+	if err := def.ValidateInput(map[string]any{"note": nil}); err != nil {
+		t.Errorf("a null note: %v", err)
+	}
+	if err := def.ValidateInput(map[string]any{"note": 3.0}); err == nil {
+		t.Error("a number for note was accepted")
+	}
+}

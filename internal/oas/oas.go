@@ -1,21 +1,23 @@
 // Package oas reads the parts of an OpenAPI 3.0 document specloop uses:
 // the servers, the operations (their parameters, JSON request bodies and
 // responses, and extensions) and the component schemas, every schema as a
-// self-contained JSON Schema (2020-12) object. It is small and quick so
-// that no program has to link, or wait for, a general OpenAPI library:
-// the embedded spec is read once per process, and a user's custom tool
-// document (which may come from a workspace) with the same rules.
+// self-contained JSON Schema (2020-12) object. It is small so that no
+// program links a general OpenAPI library: the generator reads the
+// embedded spec with it (gen.SpecDoc is the result, decoded once per
+// process), and the tools package a user's custom tool document, which may
+// come from a workspace, with the same rules.
 //
 // Parse reads YAML or JSON (at most MaxSize bytes, nested at most
 // MaxDepth levels; YAML aliases and merge keys are expanded within a
 // bound). It refuses, naming the place as a JSON pointer and the problem:
-// a $ref that is not local (#/...), points to nothing or is recursive; a
-// schema with a keyword OpenAPI 3.0 does not have, a keyword of the wrong
-// type, an unknown type name or a pattern Go's regexp cannot compile;
-// schemas nested deeper than MaxSchemaDepth once inlined; a path that
-// does not start with /, a parameter without a name or with an unknown
-// "in", two operations with one operationId; and an openapi version that
-// is not 3.0.x or 3.1.x.
+// a $ref that is not local (#/...), points to nothing or is recursive
+// (a schema that contains itself cannot be inlined); a schema keyword
+// that neither OpenAPI 3.0 nor 3.1 (JSON Schema 2020-12) has, a keyword
+// of the wrong type, an unknown type name or a pattern Go's regexp cannot
+// compile; schemas nested deeper than MaxSchemaDepth once inlined; a path
+// that does not start with /, a parameter without a name or with an
+// unknown "in", a status code that is not one, two operations with one
+// operationId; and an openapi version that is not 3.0.x or 3.1.x.
 //
 // Every schema it returns is converted to JSON Schema 2020-12:
 //
@@ -26,12 +28,16 @@
 //   - a boolean exclusiveMinimum/exclusiveMaximum becomes the numeric
 //     keyword with the value of minimum/maximum, which is dropped (a
 //     numeric one, OpenAPI 3.1's, is kept);
-//   - example, examples, xml, externalDocs and x- extension keys are
-//     dropped; every other keyword (discriminator, readOnly, writeOnly,
-//     format, default, deprecated ...) is kept as it is, and numbers are
-//     float64 as encoding/json gives them.
+//   - example, examples, xml, externalDocs, $defs, $id, $anchor, $schema,
+//     $comment and x- extension keys are dropped; every other keyword
+//     (discriminator, readOnly, writeOnly, format, default, deprecated,
+//     const ...) and a true or false subschema are kept as they are, and
+//     numbers are float64 as encoding/json gives them.
 //
-// Only application/json bodies are read (the media type exactly), and
+// OpenAPI 3.1's forms are read in either version: a list of types, a
+// numeric exclusive bound, the keywords JSON Schema 2020-12 adds.
+// Only JSON bodies are read: the media type application/json, else
+// application/* or */* (as kin-openapi's Content.Get falls back), and
 // only responses with a numeric status code ("default" and "2XX" are
 // skipped). A path item's parameters are added to each of its operations
 // unless the operation has its own of the same name and place. Parts of
@@ -174,8 +180,9 @@ func under(err error, key string) error {
 	return err
 }
 
-// join is at followed by keys, never sharing at's array.
-func join(at []string, keys ...string) []string { return append(slices.Clip(at), keys...) }
+// join is at followed by keys. It may write into at's array: a place is
+// used only while its subtree is read, and fail keeps a copy.
+func join(at []string, keys ...string) []string { return append(at, keys...) }
 
 // methods are the operations a path item may have, by their keys.
 var methods = map[string]string{
@@ -193,7 +200,7 @@ func Parse(data []byte) (*Doc, error) {
 	if !ok {
 		return nil, &Error{Problem: "the document is not a mapping"}
 	}
-	p := &parser{root: root}
+	p := &parser{root: root, patterns: map[string]bool{}}
 	if version := get[string](p, root, "openapi", nil); p.err == nil && !strings.HasPrefix(version, "3.0.") && !strings.HasPrefix(version, "3.1.") {
 		p.fail([]string{"openapi"}, "the version %q is not 3.0.x (or 3.1.x)", textclip.Clip(version, 20))
 	}
@@ -244,14 +251,15 @@ func Parse(data []byte) (*Doc, error) {
 // parser reads a decoded document. Its methods keep the first problem in
 // err and go on with zero values, which the caller of Parse never sees.
 type parser struct {
-	root    map[string]any
-	schemas int
-	err     *Error
+	root     map[string]any
+	schemas  int
+	patterns map[string]bool // the patterns that compiled
+	err      *Error
 }
 
 func (p *parser) fail(at []string, format string, args ...any) {
 	if p.err == nil {
-		p.err = &Error{At: at, Problem: fmt.Sprintf(format, args...)}
+		p.err = &Error{At: slices.Clone(at), Problem: fmt.Sprintf(format, args...)}
 	}
 }
 
@@ -328,6 +336,10 @@ func (p *parser) parameter(v any, at []string) *Parameter {
 	return pa
 }
 
+// jsonTypes are the media types that may give a JSON body, the most
+// specific first, as kin-openapi's Content.Get matches them.
+var jsonTypes = []string{"application/json", "application/*", "*/*"}
+
 // body reads a request body: its application/json media type; nil when
 // it has none.
 func (p *parser) body(v any, at []string) *Body {
@@ -336,12 +348,13 @@ func (p *parser) body(v any, at []string) *Body {
 }
 
 func (p *parser) content(m map[string]any, at []string) *Body {
-	media, ok := get[map[string]any](p, m, "content", at)["application/json"]
-	if !ok {
+	content := get[map[string]any](p, m, "content", at)
+	i := slices.IndexFunc(jsonTypes, func(t string) bool { _, ok := content[t]; return ok })
+	if i < 0 {
 		return nil
 	}
-	at = join(at, "content", "application/json")
-	mm, ok := media.(map[string]any)
+	at = join(at, "content", jsonTypes[i])
+	mm, ok := content[jsonTypes[i]].(map[string]any)
 	if !ok {
 		p.fail(at, "a media type must be an object")
 	}

@@ -57,7 +57,8 @@ func TestParseRefuses(t *testing.T) {
 		{"a keyword's type", doc(`{type: string, maxLength: "3"}`, ""), "schema/maxLength", "non-negative integer"},
 		{"a negative count", doc(`{type: string, maxLength: -1}`, ""), "schema/maxLength", "non-negative integer"},
 		{"an unknown type", doc(`{type: strin}`, ""), "schema/type", "strin is not a type"},
-		{"null alone", doc(`{type: "null"}`, ""), "schema/type", "not a type"},
+		{"a type list with an unknown name", doc(`{type: [string, nil]}`, ""), "schema/type", "not a type"},
+		{"a subschema that is a number", doc(`{type: object, properties: {a: 1}}`, ""), "schema/properties/a", "must be an object"},
 		{"an empty oneOf", doc(`{oneOf: []}`, ""), "schema/oneOf", "non-empty list"},
 		{"a bad pattern", doc(`{type: string, pattern: "["}`, ""), "schema/pattern", "invalid pattern"},
 		{"required not strings", doc(`{type: object, required: [1]}`, ""), "schema/required", "a list of strings"},
@@ -121,6 +122,8 @@ func TestParseReads(t *testing.T) {
 	}
 }
 
+// BenchmarkParseSpec: reading spec/agent.yaml (kindiff.BenchmarkKinLoad is
+// the same with kin-openapi).
 func BenchmarkParseSpec(b *testing.B) {
 	data := spec.YAML()
 	b.ReportAllocs()

@@ -2,7 +2,6 @@ package oas
 
 import (
 	"fmt"
-	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -16,9 +15,9 @@ import (
 type kind int
 
 const (
-	kSchema     kind = iota // a schema (items, not)
+	kSchema     kind = iota // a schema (items, not), or (3.1) true or false
 	kSchemas                // a non-empty list of schemas (allOf ...)
-	kProperties             // an object of schemas
+	kProperties             // an object of schemas (properties ...)
 	kCount                  // a non-negative integer
 	kNumber
 	kBool
@@ -30,11 +29,11 @@ const (
 	kDrop    // a keyword that is dropped
 )
 
-// keywords are the keywords of an OpenAPI 3.0 Schema Object (and const,
-// of 3.1), by what their values are. exclusiveMinimum/Maximum, type,
-// additionalProperties and pattern are checked by themselves.
+// keywords are the keywords of an OpenAPI 3.0 Schema Object and those
+// OpenAPI 3.1 adds from JSON Schema 2020-12, by what their values are.
+// exclusiveMinimum/Maximum, type and pattern are checked by themselves.
 var keywords = map[string]kind{
-	"items": kSchema, "not": kSchema,
+	"items": kSchema, "not": kSchema, "additionalProperties": kSchema,
 	"allOf": kSchemas, "anyOf": kSchemas, "oneOf": kSchemas,
 	"properties": kProperties,
 	"minLength":  kCount, "maxLength": kCount, "minItems": kCount, "maxItems": kCount,
@@ -44,8 +43,18 @@ var keywords = map[string]kind{
 	"title": kString, "description": kString, "format": kString,
 	"required": kStrings, "enum": kList,
 	"discriminator": kObject,
-	"default":       kValue, "const": kValue,
-	"example": kDrop, "examples": kDrop, "xml": kDrop, "externalDocs": kDrop,
+	"default":       kValue,
+	"example":       kDrop, "examples": kDrop, "xml": kDrop, "externalDocs": kDrop,
+	// OpenAPI 3.1's. $defs is dropped: a $ref into it is inlined like any
+	// other, and an $id or $anchor would name each inlined copy.
+	"contains": kSchema, "propertyNames": kSchema, "if": kSchema, "then": kSchema, "else": kSchema,
+	"unevaluatedItems": kSchema, "unevaluatedProperties": kSchema, "contentSchema": kSchema,
+	"prefixItems":       kSchemas,
+	"patternProperties": kProperties, "dependentSchemas": kProperties,
+	"minContains": kCount, "maxContains": kCount,
+	"contentMediaType": kString, "contentEncoding": kString,
+	"const": kValue, "dependentRequired": kObject,
+	"$defs": kDrop, "$id": kDrop, "$anchor": kDrop, "$schema": kDrop, "$comment": kDrop,
 }
 
 // typeNames are the names a type may have.
@@ -79,7 +88,7 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) map[string
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, key := range slices.Sorted(maps.Keys(m)) {
+	for _, key := range sortedKeys(m, make([]string, 0, 16)) {
 		val, kat := m[key], join(at, key)
 		k, known := keywords[key]
 		switch {
@@ -87,17 +96,13 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) map[string
 			p.checkType(val, kat)
 			k, known = kValue, true
 		case key == "pattern":
-			if s, ok := val.(string); ok {
+			if s, ok := val.(string); ok && !p.patterns[s] {
 				if _, err := regexp.Compile(s); err != nil {
 					p.fail(kat, "invalid pattern %q: %v", textclip.Clip(s, 200), err)
 				}
+				p.patterns[s] = true
 			}
 			k, known = kString, true
-		case key == "additionalProperties":
-			k, known = kSchema, true
-			if _, ok := val.(bool); ok {
-				k = kBool
-			}
 		case key == "exclusiveMinimum" || key == "exclusiveMaximum":
 			if _, ok := val.(bool); ok {
 				continue // converted below
@@ -106,7 +111,7 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) map[string
 		case !known && strings.HasPrefix(key, "x-"):
 			continue
 		case !known:
-			p.fail(kat, "%q is not a keyword of an OpenAPI 3.0 schema", textclip.Clip(key, 64))
+			p.fail(kat, "%q is not a keyword of an OpenAPI schema", textclip.Clip(key, 64))
 		}
 		if k != kDrop {
 			out[key] = p.keyword(k, val, kat, depth, refs)
@@ -141,7 +146,7 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) a
 	var ok bool
 	switch k {
 	case kSchema:
-		return p.schema(v, at, depth+1, refs)
+		return p.subschema(v, at, depth, refs)
 	case kSchemas:
 		list, _ := v.([]any)
 		if len(list) == 0 {
@@ -149,7 +154,7 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) a
 		}
 		out := make([]any, len(list))
 		for i, s := range list {
-			out[i] = p.schema(s, join(at, strconv.Itoa(i)), depth+1, refs)
+			out[i] = p.subschema(s, join(at, strconv.Itoa(i)), depth, refs)
 		}
 		return out
 	case kProperties:
@@ -158,8 +163,8 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) a
 			p.fail(at, "must be an object of schemas")
 		}
 		out := make(map[string]any, len(props))
-		for _, name := range slices.Sorted(maps.Keys(props)) {
-			out[name] = p.schema(props[name], join(at, name), depth+1, refs)
+		for _, name := range sortedKeys(props, make([]string, 0, 16)) {
+			out[name] = p.subschema(props[name], join(at, name), depth, refs)
 		}
 		return out
 	case kCount:
@@ -193,6 +198,15 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) a
 	return clone(v)
 }
 
+// subschema converts a schema inside another, which may also be true or
+// false (OpenAPI 3.0 allows that only for additionalProperties).
+func (p *parser) subschema(v any, at []string, depth int, refs []string) any {
+	if b, ok := v.(bool); ok {
+		return b
+	}
+	return p.schema(v, at, depth+1, refs)
+}
+
 // checkType checks a type: one name, or (OpenAPI 3.1) a list of names.
 func (p *parser) checkType(v any, at []string) {
 	names, isList := v.([]any)
@@ -200,10 +214,20 @@ func (p *parser) checkType(v any, at []string) {
 		names = []any{v}
 	}
 	for _, n := range names {
-		if s, _ := n.(string); !slices.Contains(typeNames, s) || s == "null" && !isList {
+		if s, _ := n.(string); !slices.Contains(typeNames, s) {
 			p.fail(at, "%s is not a type (string, number, integer, boolean, array, object)", textclip.Clip(fmt.Sprint(v), 64))
 		}
 	}
+}
+
+// sortedKeys appends the keys of m to buf, sorted; a buf made by the
+// caller stays on its stack when m is small.
+func sortedKeys(m map[string]any, buf []string) []string {
+	for k := range m {
+		buf = append(buf, k)
+	}
+	slices.Sort(buf)
+	return buf
 }
 
 // clone copies a decoded value, so that no two schemas share a map or a
