@@ -10,7 +10,6 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/specdoc"
 )
 
 // MaxLineBytes bounds one line of a transcript that Read accepts: an
@@ -36,11 +35,11 @@ func (e *LineError) Error() string { return fmt.Sprintf("transcript line %d: %v"
 func (e *LineError) Unwrap() error { return e.Err }
 
 var entryValidator = sync.OnceValues(func() (*schema.Validator, error) {
-	doc, err := specdoc.Load()
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, err
 	}
-	return schema.CompileFor(doc.Components.Schemas["TranscriptEntry"].Value, schema.Neither)
+	return schema.Compile(doc.Schemas["TranscriptEntry"], schema.Neither)
 })
 
 // ParseEntry decodes one line and validates it against the spec's
