@@ -48,9 +48,12 @@ type Spec struct {
 }
 
 // KeepsTranscript reports whether the run keeps a transcript: the
-// request's transcript, true unless it says false.
+// request's transcript, or the spec's default when it has none.
 func (sp *Spec) KeepsTranscript() bool {
-	return sp.Transcript == nil || *sp.Transcript
+	if sp.Transcript == nil {
+		return gen.DefaultCreateRunRequestTranscript
+	}
+	return *sp.Transcript
 }
 
 // Options returns the loop's options that the spec alone decides: the

@@ -54,6 +54,7 @@ func TestDefaultsAreSpecData(t *testing.T) {
 		"CreateRunRequest.max_steps":             float64(gen.DefaultCreateRunRequestMaxSteps),
 		"CreateRunRequest.max_observation_bytes": float64(gen.DefaultCreateRunRequestMaxObservationBytes),
 		"CreateRunRequest.max_observation_lines": float64(gen.DefaultCreateRunRequestMaxObservationLines),
+		"CreateRunRequest.transcript":            gen.DefaultCreateRunRequestTranscript,
 		"ListFilesInput.limit":                   float64(gen.DefaultListFilesInputLimit),
 		"ReadFileInput.start_line":               float64(gen.DefaultReadFileInputStartLine),
 		"SearchInput.regex":                      gen.DefaultSearchInputRegex,
