@@ -50,6 +50,13 @@ type compiled struct {
 	dir      Direction
 	root     map[string]any
 	resolved *jsonschema.Resolved
+	// For a root that is only a oneOf told apart by a property (an
+	// OpenAPI discriminator, like the spec's Action): that property and
+	// each branch by its value, so that a value is checked against the
+	// one branch it names (the others pin another value, so it matches
+	// exactly one iff it matches that one).
+	tag      string
+	branches map[string]*jsonschema.Resolved
 }
 
 // Compile returns the Validator of a JSON Schema (draft 2020-12) object,
@@ -79,7 +86,33 @@ func Compile(s map[string]any, dir Direction) (*Validator, error) {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
 	c := &compiled{dir: dir, root: root, resolved: rs}
+	c.tag, c.branches = taggedBranches(root)
 	return &Validator{check: c.validate}, nil
+}
+
+// taggedBranches returns the property and the resolved branches of a root
+// that holds nothing but a discriminated oneOf of self-contained branches,
+// or "" and nil.
+func taggedBranches(root map[string]any) (string, map[string]*jsonschema.Resolved) {
+	for k := range root {
+		if k != "oneOf" && k != "discriminator" && k != "description" && k != "title" {
+			return "", nil
+		}
+	}
+	list, _ := root["oneOf"].([]any)
+	prop, byValue := discriminator(root, list)
+	if prop == "" {
+		return "", nil
+	}
+	out := map[string]*jsonschema.Resolved{}
+	for v, b := range byValue {
+		rs, err := resolve(b)
+		if err != nil { // a branch that refers outside itself: no fast path
+			return "", nil
+		}
+		out[v] = rs
+	}
+	return prop, out
 }
 
 // check refuses what the library accepts but cannot use: a type that is
@@ -173,7 +206,11 @@ func resolve(s any) (*jsonschema.Resolved, error) {
 // schema and the value to say where and why: the library's messages quote
 // the value, which may be a secret.
 func (c *compiled) validate(value any) error {
-	if c.resolved.Validate(value) == nil {
+	if obj, ok := value.(map[string]any); ok && c.branches != nil {
+		if name, ok := obj[c.tag].(string); ok && c.branches[name] != nil && c.branches[name].Validate(value) == nil {
+			return nil
+		}
+	} else if c.resolved.Validate(value) == nil {
 		return nil
 	}
 	l := &locator{c: c}
