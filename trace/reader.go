@@ -30,13 +30,14 @@ type TornLine struct {
 	Bytes int // bytes in the partial line
 }
 
-// LineError is a complete line that is not a valid TraceEvent.
+// LineError is a complete line that is not a valid record (a TraceEvent,
+// for Read).
 type LineError struct {
 	Line int
 	Err  error
 }
 
-func (e *LineError) Error() string { return fmt.Sprintf("trace line %d: %v", e.Line, e.Err) }
+func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
 
 var eventValidator = sync.OnceValues(func() (*schema.Validator, error) {
@@ -73,6 +74,26 @@ func ParseEvent(line []byte) (gen.TraceEvent, error) {
 // line is a *LineError (with the events before it in the returned Log).
 func Read(r io.Reader) (*Log, error) {
 	log := &Log{}
+	torn, err := ReadLines(r, func(line []byte) error {
+		ev, err := ParseEvent(line)
+		if err == nil {
+			log.Events = append(log.Events, ev)
+		}
+		return err
+	})
+	if torn != nil {
+		log.Torn = torn
+	}
+	return log, err
+}
+
+// ReadLines reads JSON lines, as Read does for a trace and package
+// transcript for a transcript: parse gets each line that is not blank, up
+// to MaxLineBytes, without its line end. A last line that is not
+// newline-terminated and that parse refuses is torn (a crash mid-write):
+// it is returned, not an error; any other line parse refuses stops the
+// reading with a *LineError.
+func ReadLines(r io.Reader, parse func(line []byte) error) (*TornLine, error) {
 	br := bufio.NewReaderSize(r, 64<<10)
 	var line []byte
 	for n := 1; ; n++ {
@@ -83,30 +104,26 @@ func Read(r io.Reader) (*Log, error) {
 			chunk, err = br.ReadSlice('\n')
 			line = append(line, chunk...)
 			if len(line) > MaxLineBytes {
-				return log, &LineError{Line: n, Err: fmt.Errorf("longer than %d bytes", MaxLineBytes)}
+				return nil, &LineError{Line: n, Err: fmt.Errorf("longer than %d bytes", MaxLineBytes)}
 			}
 			if !errors.Is(err, bufio.ErrBufferFull) {
 				break
 			}
 		}
 		if err != nil && !errors.Is(err, io.EOF) {
-			return log, fmt.Errorf("trace: read: %w", err)
+			return nil, fmt.Errorf("read: %w", err)
 		}
 		complete := len(line) > 0 && line[len(line)-1] == '\n'
-		body := bytes.TrimSpace(line)
-		if len(body) > 0 {
-			ev, perr := ParseEvent(body)
-			switch {
-			case perr == nil:
-				log.Events = append(log.Events, ev)
-			case !complete:
-				log.Torn = &TornLine{Line: n, Bytes: len(line)}
-			default:
-				return log, &LineError{Line: n, Err: perr}
+		if body := bytes.TrimSpace(line); len(body) > 0 {
+			if perr := parse(body); perr != nil {
+				if !complete {
+					return &TornLine{Line: n, Bytes: len(line)}, nil
+				}
+				return nil, &LineError{Line: n, Err: perr}
 			}
 		}
 		if err != nil { // io.EOF
-			return log, nil
+			return nil, nil
 		}
 	}
 }

@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
 )
 
 // FollowInterval is how often Follow looks for new entries.
@@ -39,7 +41,7 @@ func Follow(ctx context.Context, path string, fn func(gen.TranscriptEntry) error
 		line, err := readLine(br)
 		pending = append(pending, line...)
 		if err != nil && !errors.Is(err, io.EOF) {
-			return &LineError{Line: n, Err: err}
+			return &trace.LineError{Line: n, Err: err}
 		}
 		if !bytes.HasSuffix(pending, []byte("\n")) { // the writer is not done with it
 			if err := sleep(ctx); err != nil {
@@ -50,7 +52,7 @@ func Follow(ctx context.Context, path string, fn func(gen.TranscriptEntry) error
 		if body := bytes.TrimSpace(pending); len(body) > 0 {
 			e, perr := ParseEntry(body)
 			if perr != nil {
-				return &LineError{Line: n, Err: perr}
+				return &trace.LineError{Line: n, Err: perr}
 			}
 			if err := fn(e); err != nil {
 				return err
@@ -69,5 +71,21 @@ func sleep(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(FollowInterval):
 		return nil
+	}
+}
+
+// readLine reads one line with its newline (none at the end of the input
+// so far), at most trace.MaxLineBytes of it.
+func readLine(br *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := br.ReadSlice('\n')
+		line = append(line, chunk...)
+		if len(line) > trace.MaxLineBytes {
+			return nil, fmt.Errorf("longer than %d bytes", trace.MaxLineBytes)
+		}
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
 	}
 }

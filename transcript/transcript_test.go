@@ -168,7 +168,7 @@ func TestReadSkipsATornLastLineOnly(t *testing.T) {
 	}
 	bad := append(bytes.Clone(data), "{\"run_id\":\"r1\",\"seq\":3}\n"...)
 	_, err = transcript.Read(bytes.NewReader(bad))
-	var le *transcript.LineError
+	var le *trace.LineError
 	if !errors.As(err, &le) || le.Line != 3 {
 		t.Fatalf("an invalid complete line: %v, want a LineError of line 3", err)
 	}
