@@ -21,11 +21,7 @@ import (
 func BenchmarkStepApproval(b *testing.B) {
 	const steps = 2000
 	rt := calculatorRuntime(b)
-	responses := make([]string, steps+1)
-	for i := range steps {
-		responses[i] = multiply
-	}
-	responses[steps] = finish
+	responses := distinctCalls(steps) // identical calls would end the run stuck
 	approve := agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) {
 		return agent.Approval{Decision: gen.ApprovalDecisionApprove}, nil
 	})
