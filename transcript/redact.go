@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/secretshape"
 )
 
@@ -95,7 +96,19 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 	if out == nil {
 		return line, 0
 	}
-	return append(out, line[last:]...), n
+	out = append(out, line[last:]...)
+	// Two object keys redacted alike would make the line one a strict
+	// reader refuses (a duplicate key): encoded again, the line keeps one
+	// of them, and stays readable.
+	if _, err := schema.Decode(out); err != nil {
+		var v any
+		if json.Unmarshal(out, &v) == nil {
+			if again, err := json.Marshal(v); err == nil {
+				out = again
+			}
+		}
+	}
+	return out, n
 }
 
 // Text redacts one text: every known secret, then every span shaped like

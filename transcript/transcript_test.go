@@ -340,3 +340,20 @@ func TestFollowSeesEntriesAsTheyAreWritten(t *testing.T) {
 		t.Fatalf("Follow of a transcript never written, cancelled: %v", err)
 	}
 }
+
+// Secrets as argument names, redacted alike, would be duplicate keys a
+// strict reader refuses: the line stays readable.
+func TestRedactedKeysKeepTheLineReadable(t *testing.T) {
+	path := filepath.Join(t.TempDir(), transcript.FileName)
+	e := entries()[1]
+	e.Action = toolCall("run_command", map[string]any{apiKey: 1, "ghp_abcdefghijklmnopqrstuvwxyz0123456789": 2, "command": "ls"})
+	write(t, path, []gen.TranscriptEntry{entries()[0], e})
+	data, _ := os.ReadFile(path)
+	log, err := transcript.Read(bytes.NewReader(data))
+	if err != nil || len(log.Entries) != 2 {
+		t.Fatalf("read %d entries, %v:\n%s", len(log.Entries), err, data)
+	}
+	if bytes.Contains(data, []byte(apiKey)) {
+		t.Fatal("a secret argument name reached the file")
+	}
+}
