@@ -9,23 +9,33 @@ import (
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/transcript"
 )
 
 func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 	env = runText(env)
-	fs := env.FlagSet("show", "[--follow] (RUN_ID | FILE)",
+	fs := env.FlagSet("show", "[--follow] (RUN_ID | FILE) | --remote URL RUN_ID",
 		"Prints what a run said and did, for a person: the task, the model's actions with their arguments,\n"+
 			"what each tool returned, feedback, approvals, the check and the result with its patch. RUN_ID is\n"+
 			"a run of specloop run, whose transcript is in "+cli.StateDirUsage("runs/RUN_ID")+"; FILE is\n"+
-			"a transcript file. Secrets were redacted when it was written.")
-	follow := fs.Bool("follow", false, "print the run as it goes, until it ends")
+			"a transcript file; with --remote, a run of that server. Secrets were redacted when it was written.")
+	follow := fs.Bool("follow", false, "print the run as it goes, until it ends (not with --remote)")
+	remote := fs.String("remote", "", "read the transcript of a run of the specloop server at this base URL")
+	tokenFile := fs.String("token-file", "", "with --remote: a file holding the server's bearer token (default: $"+cli.TokenEnv+")")
 	if code, done := cli.ParseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() != 1 {
 		fs.Usage()
 		return exitUsage
+	}
+	if *remote != "" {
+		if *follow {
+			env.Errorf("show: --follow reads a local transcript; a remote run's live events are specloop run --remote's")
+			return exitUsage
+		}
+		return showRemote(ctx, env, *remote, *tokenFile, fs.Arg(0))
 	}
 	path, err := transcriptOf(fs.Arg(0))
 	if err != nil {
@@ -53,6 +63,32 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	if rerr != nil {
 		env.Errorf("show: %s: %v", path, rerr)
+		return exitInternal
+	}
+	return exitOK
+}
+
+// showRemote prints the transcript of run id of the server at url.
+func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string) int {
+	token, err := cli.ReadToken(tokenFile)
+	if err != nil {
+		env.Errorf("show: %v", err)
+		return exitUsage
+	}
+	c, err := sdk.New(url, sdk.Config{Token: token})
+	if err != nil {
+		env.Errorf("show: --remote: %v", err)
+		return exitUsage
+	}
+	entries, err := c.Transcript(ctx, id)
+	if err != nil {
+		env.Errorf("show: %v", err)
+		if errors.Is(err, sdk.ErrNotFound) {
+			return exitUsage
+		}
+		return exitInternal
+	}
+	if err := transcript.Render(env.Stdout, &transcript.Log{Entries: entries}); err != nil {
 		return exitInternal
 	}
 	return exitOK

@@ -95,3 +95,23 @@ func TestShowOfNothing(t *testing.T) {
 		t.Fatalf("exit %d, %q", code, stderr)
 	}
 }
+
+// show --remote reads a server's run: the run made with run --remote.
+func TestShowRemote(t *testing.T) {
+	url := remoteURL(t) // sets $SPECLOOP_TOKEN to the server's
+	code, stdout, stderr := specloop(t, "run", "--remote", url, "--script", "testdata/calculator.script", "Compute 12 x 7 and say whether it is greater than 80.")
+	if code != exitOK {
+		t.Fatalf("run --remote: exit %d\n%s%s", code, stdout, stderr)
+	}
+	m := regexp.MustCompile(`remote run ([0-9a-f]{16})`).FindStringSubmatch(stderr)
+	if m == nil {
+		t.Fatalf("no run id in %q", stderr)
+	}
+	code, shown, stderr := specloop(t, "show", "--remote", url, m[1])
+	if code != exitOK || !strings.Contains(shown, "task: Compute 12 x 7") || !strings.Contains(shown, `→ calculator {"left":12`) {
+		t.Fatalf("show --remote: exit %d\n%s%s", code, shown, stderr)
+	}
+	if code, _, stderr := specloop(t, "show", "--remote", url, "0123456789abcdef"); code != exitUsage || !strings.Contains(stderr, "no run has this id") {
+		t.Fatalf("show --remote of no run: exit %d, %q", code, stderr)
+	}
+}
