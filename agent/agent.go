@@ -644,6 +644,15 @@ func (l *loop) traceAction(step int, turn *Turn, i int, rec *toolStep, modelMs f
 	if l.opts.RecordRaw {
 		ev.RawResponse = ptr(action.Raw)
 	}
+	var text *string // what the model wrote beside the turn's actions
+	if action.ToolCall != nil {
+		text = rec.call.Text
+	} else {
+		text = rec.fin.Text
+	}
+	if text != nil {
+		ev.TextSummary = ptr(trace.Summary(*text))
+	}
 	if action.ToolCall != nil {
 		call := &rec.call
 		ev.ActionType = ptr(gen.ActionTypeToolCall)

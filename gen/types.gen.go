@@ -706,6 +706,9 @@ type Finish struct {
 	// Reasoning The reasoning blocks the provider returned before the finish, when it is the first action of its turn; see ToolCall.reasoning. Set by the adapter, never by the model.
 	Reasoning *[]ReasoningBlock `json:"reasoning,omitempty"`
 
+	// Text What the model wrote beside the finish call, when it is the first action of its turn; see ToolCall.text. Set by the adapter, never by the model.
+	Text *string `json:"text,omitempty"`
+
 	// Type Always finish.
 	Type FinishType `json:"type"`
 }
@@ -1137,6 +1140,9 @@ type ToolCall struct {
 	// Reasoning The reasoning blocks the provider returned before this call (on the first action of a turn), which it requires back unchanged in the next request. Opaque to the runtime; never traced.
 	Reasoning *[]ReasoningBlock `json:"reasoning,omitempty"`
 
+	// Text What the model wrote beside its calls (its plan, its explanation), on the first action of a turn. Sent back to the model with the turn, shown to the person and kept in the transcript; the trace keeps its summary. Set by the adapter, never by the model.
+	Text *string `json:"text,omitempty"`
+
 	// ToolName The tool's name, as listed in the tool specs.
 	ToolName string `json:"tool_name"`
 
@@ -1295,6 +1301,9 @@ type TraceEvent struct {
 
 	// Summarized history_compacted. True when the older history was replaced by a summary the model wrote.
 	Summarized *bool `json:"summarized,omitempty"`
+
+	// TextSummary model_action, on the first action of a turn. The summary (chars=N;sha256=HEX) of what the model wrote beside its actions.
+	TextSummary *string `json:"text_summary,omitempty"`
 
 	// Time When the event was written (RFC 3339, UTC).
 	Time time.Time `json:"time"`

@@ -34,10 +34,10 @@ func (r *Recorder) Observe(p agent.Progress) {
 		switch {
 		case p.ToolCall != nil:
 			_ = a.FromToolCall(*p.ToolCall) // a generated union always takes its member
-			e.Action = &a
+			e.Action, e.Text = &a, p.ToolCall.Text
 		case p.Finish != nil:
 			_ = a.FromFinish(*p.Finish)
-			e.Action = &a
+			e.Action, e.Text = &a, p.Finish.Text
 		}
 	case gen.TraceEventTypeObservation:
 		e.Observation = p.Observation

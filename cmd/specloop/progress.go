@@ -21,6 +21,15 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 	ev := pr.Event
 	switch ev.EventType {
 	case gen.TraceEventTypeModelAction:
+		var text *string // the model's own words, before the turn's first action
+		if pr.ToolCall != nil {
+			text = pr.ToolCall.Text
+		} else if pr.Finish != nil {
+			text = pr.Finish.Text
+		}
+		if text != nil {
+			fmt.Fprintf(p.w, "step %-3d   model: %s\n", ev.Step, oneLine(*text, 300))
+		}
 		switch {
 		case pr.ToolCall != nil:
 			// The tool's name as the trace has it: a name not in the tool

@@ -56,10 +56,14 @@ func TestToolUseObservationAnswer(t *testing.T) {
 	}
 
 	second := messages(t, reqs[1])
-	if got := roles(second); got != "user[text] assistant[tool_use] user[tool_result]" {
+	// The model's own words go back before its call, as it wrote them.
+	if got := roles(second); got != "user[text] assistant[text,tool_use] user[tool_result]" {
 		t.Fatalf("second request = %q", got)
 	}
-	use := block(second, 1, 0)
+	if text := block(second, 1, 0)["text"]; text != "I'll multiply 12 by 7 with the calculator." {
+		t.Fatalf("the assistant's text sent back = %v", text)
+	}
+	use := block(second, 1, 1)
 	if use["id"] != "toolu_01A09q90qw90lq917835lq9" || use["name"] != "calculator" {
 		t.Fatalf("tool_use = %v", use)
 	}
@@ -147,11 +151,11 @@ func TestParallelToolUseIsOneTurn(t *testing.T) {
 		t.Fatalf("%d requests, want 2", n)
 	}
 	msgs := messages(t, s.Requests()[1])
-	if got := roles(msgs); got != "user[text] assistant[tool_use,tool_use] user[tool_result,tool_result]" {
+	if got := roles(msgs); got != "user[text] assistant[text,tool_use,tool_use] user[tool_result,tool_result]" {
 		t.Fatalf("messages = %q", got)
 	}
 	for j, id := range []string{"toolu_01First", "toolu_02Second"} {
-		if block(msgs, 1, j)["id"] != id || block(msgs, 2, j)["tool_use_id"] != id {
+		if block(msgs, 1, j+1)["id"] != id || block(msgs, 2, j)["tool_use_id"] != id { // the text block first
 			t.Fatalf("tool_use %d and its result are not tied to %s", j, id)
 		}
 	}

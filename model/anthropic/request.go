@@ -103,6 +103,9 @@ func (m *Model) params(req *agent.Request) (*adapt.Toolset, anthropic.MessageNew
 			for _, r := range t.Reasoning {
 				assistant(reasoningBlock(r))
 			}
+			if t.Text != "" { // what the model wrote before the call, as it wrote it
+				assistant(anthropic.NewTextBlock(t.Text))
+			}
 			assistant(anthropic.NewToolUseBlock(t.ID, orEmpty(t.Arguments), t.Name))
 		case adapt.Result:
 			user(toolResult(t))

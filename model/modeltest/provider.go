@@ -524,9 +524,9 @@ func checkTools(t *testing.T, tools []ToolDef) {
 		t.Fatalf("finish tool = %+v", fin)
 	}
 	props, _ := fin.Schema["properties"].(map[string]any)
-	// The adapter sets type and reasoning; the model gives the rest.
-	if _, ok := props["type"]; ok || len(props) != len(finishProps)-2 {
-		t.Fatalf("finish properties %v should be the Finish properties without type and reasoning", props)
+	// The adapter sets type, reasoning and text; the model gives the rest.
+	if _, ok := props["type"]; ok || len(props) != len(finishProps)-3 {
+		t.Fatalf("finish properties %v should be the Finish properties without type, reasoning and text", props)
 	}
 	answer, _ := props["answer"].(map[string]any)
 	if answer["description"] != finishProps["answer"].(map[string]any)["description"] || answer["type"] != "string" {

@@ -209,3 +209,36 @@ func TestFromConfigReadsEnv(t *testing.T) {
 	}
 	modeltest.RunFromConfig(t, provider, modeltest.Env{Config: mc, APIKey: openai.EnvAPIKey, BaseURL: openai.EnvBaseURL, ErrNoAPIKey: openai.ErrNoAPIKey})
 }
+
+// The model's own words beside its call are kept: on the turn (and so in
+// the transcript and the progress lines), and sent back as the content of
+// its assistant message, so the model keeps its plan from step to step.
+func TestTheModelsTextGoesBack(t *testing.T) {
+	t.Parallel()
+	const said = "I suspect the comparison is inverted."
+	withText := strings.Replace(string(modeltest.Testdata(t, "tool_call.json")), `"content": null`, `"content": "`+said+`"`, 1)
+	s := modeltest.NewServer(t, codec, modeltest.OK([]byte(withText)), ok(t, "finish_call.json"))
+	var texts []string
+	res, events, err := modeltest.RunTask(t, newModel(t, s, nil), agent.Options{Observer: func(p agent.Progress) {
+		if p.ToolCall != nil && p.ToolCall.Text != nil {
+			texts = append(texts, *p.ToolCall.Text)
+		}
+	}})
+	if err != nil || res.ExitReason != gen.ExitReasonFinished {
+		t.Fatalf("result %+v, %v", res, err)
+	}
+	if len(texts) != 1 || texts[0] != said {
+		t.Fatalf("the call's text = %q, want [%q]", texts, said)
+	}
+	for _, ev := range events {
+		if ev.EventType == gen.TraceEventTypeModelAction && ev.Step == 1 {
+			if ev.TextSummary == nil || !strings.HasPrefix(*ev.TextSummary, "chars=") {
+				t.Fatalf("the trace keeps %v of the text, want its summary", ev.TextSummary)
+			}
+		}
+	}
+	second := messages(t, s.Requests()[1])
+	if second[2]["content"] != said || second[2]["tool_calls"] == nil {
+		t.Fatalf("the assistant message sent back = %v", second[2])
+	}
+}

@@ -61,6 +61,9 @@ func (m *Model) params(req *agent.Request) (*adapt.Toolset, openai.ChatCompletio
 				open = &openai.ChatCompletionAssistantMessageParam{}
 				msgs = append(msgs, openai.ChatCompletionMessageParamUnion{OfAssistant: open})
 			}
+			if t.Text != "" { // what the model wrote with the calls: its message's content
+				open.Content.OfString = openai.String(t.Text)
+			}
 			open.ToolCalls = append(open.ToolCalls, call)
 		case adapt.Result:
 			msgs = append(msgs, openai.ToolMessage(t.Text, t.ID))

@@ -30,8 +30,10 @@ type Turn struct {
 	ID        string
 	Name      string
 	Arguments map[string]any
-	Text      string
-	IsError   bool
+	// Text is a Result's or a User turn's text, and for a Call what the
+	// model wrote beside it (the first call of a turn has it).
+	Text    string
+	IsError bool
 	// Reasoning are a Call's reasoning blocks, which the provider requires
 	// back unchanged before it (the first call of a turn has them).
 	Reasoning []gen.ReasoningBlock
@@ -112,10 +114,10 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
-			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning)})
+			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: orNone(it.ToolCall.Text)})
 			pending = append(pending, len(turns)-1)
 		case it.Finish != nil:
-			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning)})
+			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning), Text: orNone(it.Finish.Text)})
 			pending = append(pending, len(turns)-1)
 		case it.Observation != nil:
 			obs := it.Observation
@@ -179,7 +181,9 @@ func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
 		return map[string]any{}
 	}
 	delete(m, ts.discriminator)
-	delete(m, ts.reasoning)
+	for _, k := range ts.adapterSet {
+		delete(m, k)
+	}
 	return m
 }
 
@@ -188,4 +192,11 @@ func deref[T any](p *[]T) []T {
 		return nil
 	}
 	return *p
+}
+
+func orNone(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }

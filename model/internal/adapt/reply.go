@@ -45,7 +45,8 @@ type Reply struct {
 //
 // A reply with tool calls yields one action per call: a call of the finish
 // tool is a Finish, any other a ToolCall; the first action carries the
-// reply's reasoning blocks (not in Raw: they are never recorded).
+// reply's reasoning blocks and its text (not in Raw: the reasoning is
+// never recorded, the text has its own summary in the trace).
 // Everything else is an *agent.InvalidOutputError carrying the usage and
 // telling the model what to do instead: a reply with text and no call (only
 // calls are acted on), arguments that are not a JSON object, a tool that does
@@ -89,7 +90,9 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 		}
 		var a agent.Action
 		if c.Name == ts.Finish {
-			delete(args, ts.reasoning) // the adapter's to set, not the model's
+			for _, k := range ts.adapterSet { // the adapter's to set, not the model's
+				delete(args, k)
+			}
 			args[ts.discriminator] = string(gen.FinishTypeFinish)
 			a, err = wire(args)
 			if err != nil {
@@ -113,6 +116,16 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 			}
 		}
 		actions = append(actions, a)
+	}
+	if text := r.Text; strings.TrimSpace(text) != "" {
+		// What the model wrote beside its calls: kept with the turn's
+		// first action, to send back and to show.
+		switch a := &actions[0]; {
+		case a.ToolCall != nil:
+			a.ToolCall.Text = &text
+		case a.Finish != nil:
+			a.Finish.Text = &text
+		}
 	}
 	if len(r.Reasoning) > 0 {
 		// Added after validation: the model never writes it, the adapter

@@ -45,9 +45,10 @@ type Toolset struct {
 	// discriminator is the Action's discriminator property ("type"), which
 	// the finish tool's parameters leave out.
 	discriminator string
-	// reasoning is the Finish's reasoning property, which the finish tool's
-	// parameters leave out too: the adapter sets it.
-	reasoning string
+	// adapterSet are the Finish's properties the adapter sets (its
+	// reasoning and its text), which the finish tool's parameters leave
+	// out too.
+	adapterSet []string
 }
 
 // finishSpec is the part of the spec the finish tool is derived from.
@@ -56,7 +57,7 @@ type finishSpec struct {
 	description   string
 	parameters    map[string]any
 	discriminator string
-	reasoning     string
+	adapterSet    []string
 }
 
 var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
@@ -70,8 +71,8 @@ var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
 // deriveFinish builds the finish tool from the spec's schemas (converted
 // and inlined by internal/oas, so a provider can read them alone): its
 // name is the finish action type, its description the Finish schema's,
-// and its parameters the Finish schema without the Action discriminator
-// and the reasoning (the adapter sets them).
+// and its parameters the Finish schema without the Action discriminator,
+// the reasoning and the text (the adapter sets them).
 func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
 	actionName := reflect.TypeFor[gen.Action]().Name()
 	finishName := reflect.TypeFor[gen.Finish]().Name()
@@ -80,13 +81,13 @@ func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
 	if disc == "" || !ok {
 		return nil, fmt.Errorf("adapt: the spec has no %s schema with a discriminator or no %s schema", actionName, finishName)
 	}
-	reasoning := jsonName(reflect.TypeFor[gen.Finish](), "Reasoning")
+	adapterSet := []string{jsonName(reflect.TypeFor[gen.Finish](), "Reasoning"), jsonName(reflect.TypeFor[gen.Finish](), "Text")}
 	// A copy: the spec's document is shared.
 	params, err := schemaMap(finish)
 	if err != nil {
 		return nil, fmt.Errorf("adapt: %s schema: %w", finishName, err)
 	}
-	hidden := func(v any) bool { return v == disc || v == reasoning }
+	hidden := func(v any) bool { s, _ := v.(string); return s == disc || slices.Contains(adapterSet, s) }
 	if props, ok := params["properties"].(map[string]any); ok {
 		maps.DeleteFunc(props, func(k string, _ any) bool { return hidden(k) })
 	}
@@ -99,7 +100,7 @@ func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
 		description:   description,
 		parameters:    params,
 		discriminator: disc,
-		reasoning:     reasoning,
+		adapterSet:    adapterSet,
 	}, nil
 }
 
@@ -121,7 +122,7 @@ func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts := &Toolset{Finish: fin.name, names: map[string]bool{}, discriminator: fin.discriminator, reasoning: fin.reasoning}
+	ts := &Toolset{Finish: fin.name, names: map[string]bool{}, discriminator: fin.discriminator, adapterSet: fin.adapterSet}
 	for _, s := range specs {
 		if s.Name == "" {
 			return nil, errors.New("adapt: a tool spec has no name")
