@@ -74,7 +74,7 @@ type Config struct {
 	Secrets []string
 	// DataDir holds the run log and the traces; it is created if missing.
 	// It must lie outside WorkspaceRoot (and WorkspaceRoot outside it):
-	// New refuses it otherwise (ErrRecordsInWorkspace), since runs may read
+	// New refuses it otherwise (wiring.ErrRecordsInWorkspace), since runs may read
 	// and write every file of the workspace root.
 	DataDir string
 	// WorkspaceRoot is the directory runs and tool calls work in; a request
@@ -168,7 +168,7 @@ func New(cfg Config) (*Runner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("runner: workspace root: %w", err)
 	}
-	if err := CheckRecordsDir(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
+	if err := wiring.CheckRecordsDir(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
 		ws.close()
 		return nil, fmt.Errorf("runner: data directory: %w", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
+	"github.com/specloop/specloop/wiring"
 )
 
 // TestRecordsOutsideWorkspaceRoot: a run works in the workspace root and
@@ -41,7 +42,7 @@ func TestRecordsOutsideWorkspaceRoot(t *testing.T) {
 				forged := forgeRunLog(t, srv, tc.data, tc.root)
 				t.Fatalf("New accepted data directory %s in workspace root %s (a run forged the answer: %v)", tc.data, tc.root, forged)
 			}
-			if !errors.Is(err, runner.ErrRecordsInWorkspace) {
+			if !errors.Is(err, wiring.ErrRecordsInWorkspace) {
 				t.Fatalf("New: %v, want ErrRecordsInWorkspace", err)
 			}
 		})

@@ -16,7 +16,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/mcpclient"
@@ -207,8 +206,10 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		for _, name := range cfg.Sandbox.PassEnv {
 			secrets = append(secrets, os.Getenv(name))
 		}
-		if inside(s.Workspace.Dir(), cfg.TranscriptPath) {
-			return &Error{PartTranscript, errors.New("the transcript must not be inside the workspace, where the model could read it and the patch would hold it")}
+		// Inside the workspace the model could read it and the patch would
+		// hold it.
+		if err := CheckRecordsDir(filepath.Dir(cfg.TranscriptPath), s.Workspace.Dir()); err != nil {
+			return &Error{PartTranscript, err}
 		}
 		tw, err := transcript.Open(cfg.TranscriptPath, transcript.NewRedactor(os.Environ(), secrets...), cfg.TraceSync)
 		if err != nil {
@@ -247,17 +248,4 @@ func (s *Setup) Close() error {
 		s.workspaceClosed = true
 	}
 	return errors.Join(errs...)
-}
-
-// inside reports whether path is dir or lies under it.
-func inside(dir, path string) bool {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return true // a path that cannot be placed is refused
-	}
-	if real, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
-		abs = filepath.Join(real, filepath.Base(abs))
-	}
-	rel, err := filepath.Rel(dir, abs)
-	return err == nil && (rel == "." || !strings.HasPrefix(rel, ".."+string(filepath.Separator)) && rel != "..")
 }

@@ -371,8 +371,8 @@ func RecordsDir(flag, dir, sub, root string) (string, error) {
 		}
 		dir = d
 	}
-	if err := runner.CheckRecordsDir(dir, root); err != nil {
-		if errors.Is(err, runner.ErrRecordsInWorkspace) {
+	if err := wiring.CheckRecordsDir(dir, root); err != nil {
+		if errors.Is(err, wiring.ErrRecordsInWorkspace) {
 			return "", fmt.Errorf("%s %s must lie outside --workspace-root %s, and not contain it: runs may read and write the whole workspace root, so they could read and forge the run records; give a %s elsewhere (by default: %s)",
 				flag, dir, root, flag, StateDirUsage(sub))
 		}

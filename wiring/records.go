@@ -1,4 +1,4 @@
-package runner
+package wiring
 
 import (
 	"errors"
@@ -8,9 +8,10 @@ import (
 	"path/filepath"
 )
 
-// ErrRecordsInWorkspace is the error (wrapped) of New, and of
-// CheckRecordsDir, when the data directory is the workspace root or inside
-// it, or the workspace root is inside the data directory. A run may read
+// ErrRecordsInWorkspace is the error (wrapped) of CheckRecordsDir (and so
+// of runner.New, and of Open for a transcript) when a directory of run
+// records is the workspace root or inside it, or the workspace root is
+// inside it. A run may read
 // and write every file of the workspace root (a run that names no
 // workspace works in the root itself), so run records there could be read,
 // forged or wiped by any run.
@@ -18,7 +19,7 @@ var ErrRecordsInWorkspace = errors.New("run records would be reachable from runs
 
 // CheckRecordsDir returns an error wrapping ErrRecordsInWorkspace when dir,
 // a directory of run records (the server's data directory, the Temporal
-// store), is root or inside it, or root is inside dir. Paths are compared
+// store, a transcript's directory), is root or inside it, or root is inside dir. Paths are compared
 // as the directories they are: symbolic links are resolved, and a
 // directory is recognised by its identity (os.SameFile), so a differently
 // spelled path (letter case on a case-insensitive file system, a bind
