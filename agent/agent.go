@@ -644,26 +644,23 @@ func (l *loop) traceAction(step int, turn *Turn, i int, rec *toolStep, modelMs f
 	if l.opts.RecordRaw {
 		ev.RawResponse = ptr(action.Raw)
 	}
-	var text *string // what the model wrote beside the turn's actions
-	if action.ToolCall != nil {
-		text = rec.call.Text
-	} else {
-		text = rec.fin.Text
-	}
-	if text != nil {
-		ev.TextSummary = ptr(trace.Summary(*text))
-	}
+	p := Progress{Event: ev}
 	if action.ToolCall != nil {
 		call := &rec.call
 		ev.ActionType = ptr(gen.ActionTypeToolCall)
 		ev.ToolName = l.vocab.toolName(&call.ToolName)
 		ev.CallId = traceCallID(call.CallId)
 		ev.ArgumentKeys = ptr(l.vocab.argumentKeys(call.ToolName, call.Arguments))
-		return l.emitDetail(Progress{Event: ev, ToolCall: call})
+		p.ToolCall = call
+	} else {
+		ev.ActionType = ptr(gen.ActionTypeFinish)
+		ev.Output = ptr(trace.Summary(rec.fin.Answer))
+		p.Finish = &rec.fin
 	}
-	ev.ActionType = ptr(gen.ActionTypeFinish)
-	ev.Output = ptr(trace.Summary(rec.fin.Answer))
-	return l.emitDetail(Progress{Event: ev, Finish: &rec.fin})
+	if text := p.Text(); text != nil {
+		ev.TextSummary = ptr(trace.Summary(*text))
+	}
+	return l.emitDetail(p)
 }
 
 // lap returns the time since t0 in milliseconds and the current time, for
@@ -715,4 +712,16 @@ type Progress struct {
 	// ApprovalReason is the approval_requested call's ApprovalRequest.Reason
 	// (why it is asked beyond the policy), known before the Approver is.
 	ApprovalReason string
+}
+
+// Text is what the model wrote beside its actions, on the model_action of
+// a turn's first action; nil otherwise.
+func (p Progress) Text() *string {
+	switch {
+	case p.ToolCall != nil:
+		return p.ToolCall.Text
+	case p.Finish != nil:
+		return p.Finish.Text
+	}
+	return nil
 }

@@ -34,11 +34,12 @@ func (r *Recorder) Observe(p agent.Progress) {
 		switch {
 		case p.ToolCall != nil:
 			_ = a.FromToolCall(*p.ToolCall) // a generated union always takes its member
-			e.Action, e.Text = &a, p.ToolCall.Text
+			e.Action = &a
 		case p.Finish != nil:
 			_ = a.FromFinish(*p.Finish)
-			e.Action, e.Text = &a, p.Finish.Text
+			e.Action = &a
 		}
+		e.Text = p.Text()
 	case gen.TraceEventTypeObservation:
 		e.Observation = p.Observation
 	case gen.TraceEventTypeModelFeedback:

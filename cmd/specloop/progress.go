@@ -21,13 +21,7 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 	ev := pr.Event
 	switch ev.EventType {
 	case gen.TraceEventTypeModelAction:
-		var text *string // the model's own words, before the turn's first action
-		if pr.ToolCall != nil {
-			text = pr.ToolCall.Text
-		} else if pr.Finish != nil {
-			text = pr.Finish.Text
-		}
-		if text != nil {
+		if text := pr.Text(); text != nil { // the model's own words, before the turn's first action
 			fmt.Fprintf(p.w, "step %-3d   model: %s\n", ev.Step, oneLine(*text, 300))
 		}
 		switch {
