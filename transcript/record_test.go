@@ -2,7 +2,6 @@ package transcript_test
 
 import (
 	"context"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,15 +39,7 @@ func TestRecorderWritesARunsTranscript(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	log, err := transcript.Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readLog(t, path)
 	var types []string
 	for _, e := range log.Entries {
 		types = append(types, string(e.EventType))

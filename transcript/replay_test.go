@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -82,12 +81,7 @@ func TestAReplayRunsTheRecordedRunAgainExactly(t *testing.T) {
 	}
 	w.Close()
 
-	f, _ := os.Open(path)
-	defer f.Close()
-	log, err := transcript.Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readLog(t, path)
 	replay, err := transcript.NewReplay(log)
 	if err != nil {
 		t.Fatal(err)
@@ -109,12 +103,7 @@ func TestAReplayRunsTheRecordedRunAgainExactly(t *testing.T) {
 func TestAReplayThatGoesElsewhereSaysSo(t *testing.T) {
 	path := filepath.Join(t.TempDir(), transcript.FileName)
 	write(t, path, entries())
-	f, _ := os.Open(path)
-	defer f.Close()
-	log, err := transcript.Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readLog(t, path)
 	replay, err := transcript.NewReplay(log)
 	if err != nil {
 		t.Fatal(err)

@@ -56,6 +56,21 @@ func entries() []gen.TranscriptEntry {
 	}
 }
 
+// readLog reads the transcript at path, which must be valid.
+func readLog(t *testing.T, path string) *transcript.Log {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	log, err := transcript.Read(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return log
+}
+
 func write(t *testing.T, path string, es []gen.TranscriptEntry) {
 	t.Helper()
 	w, err := transcript.Open(path, transcript.NewRedactor(env, passed), trace.SyncAtRunEnd)
@@ -141,15 +156,7 @@ func TestOpenContinuesTheSequence(t *testing.T) {
 	es := entries()
 	write(t, path, es[:2])
 	write(t, path, es[2:])
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	log, err := transcript.Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readLog(t, path)
 	for i, e := range log.Entries {
 		if e.Seq != i+1 {
 			t.Fatalf("entry %d has seq %d", i, e.Seq)
@@ -191,12 +198,7 @@ func TestOutputIsCutAtTheCapWithoutSplittingACharacter(t *testing.T) {
 		t.Fatal(err)
 	}
 	w.Close()
-	f, _ := os.Open(path)
-	defer f.Close()
-	log, err := transcript.Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readLog(t, path)
 	got := log.Entries[0]
 	if *got.Output != "ééééé" || got.OutputTruncatedBytes == nil || *got.OutputTruncatedBytes != 4 {
 		t.Fatalf("output %q, truncated %v; want 5 characters and 4 bytes cut", *got.Output, got.OutputTruncatedBytes)
@@ -206,12 +208,7 @@ func TestOutputIsCutAtTheCapWithoutSplittingACharacter(t *testing.T) {
 func TestRenderShowsWhatARunDid(t *testing.T) {
 	path := filepath.Join(t.TempDir(), transcript.FileName)
 	write(t, path, entries())
-	f, _ := os.Open(path)
-	defer f.Close()
-	log, err := transcript.Read(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	log := readLog(t, path)
 	var out bytes.Buffer
 	if err := transcript.Render(&out, log); err != nil {
 		t.Fatal(err)
