@@ -184,9 +184,13 @@ func (s *Runner) Transcript(id string, after int) ([]gen.TranscriptEntry, error)
 	if _, ok := s.runs.get(id); !ok {
 		return nil, errNoRun
 	}
-	f, err := os.Open(s.store.transcriptPath(id))
+	path, err := s.transcriptPath(id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, &Error{Kind: NotFound, Detail: "the run keeps no transcript (its request said transcript false, or it has not started)"}
+		return nil, &Error{Kind: NotFound, Detail: "the run keeps no transcript (its request said transcript false, it has not started, or it was removed after the server's transcript retention)"}
 	}
 	if err != nil {
 		return nil, err

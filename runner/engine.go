@@ -35,6 +35,14 @@ type Engine interface {
 	Follow(ctx context.Context, id string, seen int, event func(ev *gen.TraceEvent, line []byte)) (gen.RunResult, error)
 }
 
+// EngineTranscripts is an optional ability of an Engine whose runs keep
+// their transcripts where the runner can read them (a file system it
+// shares with the engine): GET /v1/runs/{id}/transcript reads run id's
+// from TranscriptPath.
+type EngineTranscripts interface {
+	TranscriptPath(id string) (string, error)
+}
+
 // ErrNoEngineRun is the error (wrapped) of an Engine asked to follow a
 // run it never started; the server ends the run interrupted.
 var ErrNoEngineRun = errors.New("the engine has no such run")

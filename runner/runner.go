@@ -58,6 +58,9 @@ import (
 const (
 	DefaultMaxConcurrent = 64
 	DefaultQueueSize     = 10000
+	// DefaultTranscriptRetention is `specloop serve`'s
+	// --transcript-retention.
+	DefaultTranscriptRetention = 30 * 24 * time.Hour
 )
 
 // recentRunsKept is how many finished runs keep their events in memory,
@@ -102,6 +105,10 @@ type Config struct {
 	// gives no approval_timeout_seconds; 0 means
 	// agent.DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// TranscriptRetention is how long a finished run's transcript is
+	// kept (its run record and trace stay): the runner removes older ones
+	// when it starts and then at least hourly. 0 keeps them forever.
+	TranscriptRetention time.Duration
 	// TraceSync is when run traces are fsynced. The default, SyncNone,
 	// leaves it to the operating system: a crash of the process loses
 	// nothing, a power loss may lose the last events of a trace (the run
@@ -132,11 +139,12 @@ type Runner struct {
 	sched  *scheduler
 	ws     *workspaces
 
-	closing   atomic.Bool
-	attached  []*run // runs an Engine executes, to follow once the runner is up
-	stopOnce  sync.Once
-	closeOnce sync.Once
-	closeErr  error
+	closing      atomic.Bool
+	attached     []*run        // runs an Engine executes, to follow once the runner is up
+	stopSweeping chan struct{} // closed by Shutdown
+	stopOnce     sync.Once
+	closeOnce    sync.Once
+	closeErr     error
 }
 
 // New opens the data directory, rebuilds every run recorded in it and
@@ -190,6 +198,11 @@ func New(cfg Config) (*Runner, error) {
 		st.close()
 		ws.close()
 		return nil, fmt.Errorf("runner: recover runs: %w", err)
+	}
+	s.stopSweeping = make(chan struct{})
+	if cfg.TranscriptRetention > 0 {
+		s.sweepTranscripts(time.Now())
+		go s.keepSweeping()
 	}
 	s.sched = newScheduler(cfg.MaxConcurrent, cfg.QueueSize, s.execute)
 	s.followAttached(s.attached)
@@ -249,6 +262,7 @@ func (s *Runner) OpenWorkspace(name *string, field string) (string, *os.Root, er
 func (s *Runner) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.closing.Store(true)
+		close(s.stopSweeping)
 		for _, r := range s.sched.close() {
 			s.cancelQueued(r, errShuttingDown)
 		}

@@ -6,7 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/transcript"
 )
@@ -54,5 +56,44 @@ func TestRunsKeepTranscriptsInTheDataDirectory(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(data, "transcripts", none.Id+".jsonl")); !os.IsNotExist(err) {
 		t.Fatalf("a run with transcript false kept one (%v)", err)
+	}
+}
+
+// A runner removes the transcripts of runs that finished longer ago than
+// its TranscriptRetention, and keeps the run and the younger ones.
+func TestTranscriptRetention(t *testing.T) {
+	data, root := t.TempDir(), t.TempDir()
+	rn, err := runner.New(runner.Config{DataDir: data, WorkspaceRoot: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := rn.Create(context.Background(), script(t, `{"type":"finish","answer":"done"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, rn, r.Id, finished)
+	if err := rn.Shutdown(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(data, "transcripts", r.Id+".jsonl")
+	for _, tc := range []struct {
+		retention time.Duration
+		kept      bool
+	}{{1000 * time.Hour, true}, {0, true}, {time.Nanosecond, false}} {
+		rn, err := runner.New(runner.Config{DataDir: data, WorkspaceRoot: root, TranscriptRetention: tc.retention})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, statErr := os.Stat(path)
+		_, getErr := rn.Transcript(r.Id, 0)
+		if run, err := rn.Get(r.Id); err != nil || run.Status != gen.RunStatusFinished {
+			t.Errorf("retention %v: the run is gone: %+v", tc.retention, run)
+		}
+		if err := rn.Shutdown(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if kept := statErr == nil && getErr == nil; kept != tc.kept {
+			t.Fatalf("retention %v: transcript kept %v (stat %v, get %v), want %v", tc.retention, kept, statErr, getErr, tc.kept)
+		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -12,6 +13,8 @@ import (
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/telemetry"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 )
 
 // fakeEngine hands back a fixed trace and result, or, with block, waits
@@ -138,5 +141,42 @@ func TestEngineWorkspaceIsNamedOnly(t *testing.T) {
 	body, _ := json.Marshal(req)
 	if code, _, _ := ts.do(http.MethodPost, "/v1/runs", "application/json", bytes.NewReader(body)); code != http.StatusBadRequest {
 		t.Fatalf("a workspace outside the root: %d, want 400", code)
+	}
+}
+
+// transcriptEngine is a fakeEngine whose runs keep their transcripts in
+// its own directory (as the Temporal store does).
+type transcriptEngine struct {
+	fakeEngine
+	dir string
+}
+
+func (e *transcriptEngine) TranscriptPath(id string) (string, error) {
+	return filepath.Join(e.dir, id+".jsonl"), nil
+}
+
+// The transcript of an engine's run is read where the engine keeps it.
+func TestEngineTranscriptIsServed(t *testing.T) {
+	e := &transcriptEngine{fakeEngine: fakeEngine{got: make(chan runner.Spec, 1)}, dir: t.TempDir()}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
+	run := ts.create(calcRequest())
+	ts.wait(run.Id)
+	w, err := transcript.Open(filepath.Join(e.dir, run.Id+".jsonl"), transcript.NewRedactor(nil), trace.SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := "from the engine's store"
+	if err := w.Write(gen.TranscriptEntry{RunId: run.Id, EventType: gen.TraceEventTypeRunStarted, Task: &task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	tr, err := ts.sdk.Transcript(context.Background(), run.Id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tr) != 1 || tr[0].Task == nil || *tr[0].Task != task {
+		t.Fatalf("transcript %+v, want the engine's one entry", tr)
 	}
 }

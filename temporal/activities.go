@@ -17,6 +17,7 @@ import (
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/transcript"
 	"github.com/specloop/specloop/wiring"
 )
 
@@ -32,10 +33,13 @@ type runRef struct {
 }
 
 // eventBatch is trace lines for the store: lines From, From+1, … of the
-// run's trace.
+// run's trace, and entries EntriesFrom, EntriesFrom+1, … of its
+// transcript (none when the run keeps none).
 type eventBatch struct {
-	From  int
-	Lines [][]byte
+	From        int
+	Lines       [][]byte
+	EntriesFrom int                   `json:",omitempty"`
+	Entries     []gen.TranscriptEntry `json:",omitempty"`
 }
 
 // openInput is a run to open: where it runs, and its task and model, whose
@@ -143,8 +147,10 @@ type Activities struct {
 	MCPServers []mcpclient.Server
 	MCP        mcpclient.Config
 
-	mu   sync.Mutex
-	runs map[string]*openRun
+	mu      sync.Mutex
+	runs    map[string]*openRun
+	redOnce sync.Once
+	red     *transcript.Redactor
 }
 
 // openRun is a run's setup on this worker and the workspace directory it
@@ -210,11 +216,25 @@ func (a *Activities) setup(run runRef) (*openRun, error) {
 	return o, nil
 }
 
+// write puts the trace lines and transcript entries an activity carries
+// in the store, the entries redacted with the worker's secrets (its
+// variables that hold them, its sandbox's PassEnv, Setup.Secrets).
+func (a *Activities) write(id string, b eventBatch) error {
+	if err := a.Store.appendEvents(id, b.From, b.Lines); err != nil {
+		return storeError("write the trace", err)
+	}
+	a.redOnce.Do(func() { a.red = a.Setup.Redactor() })
+	if err := a.Store.appendTranscript(id, b.EntriesFrom, b.Entries, a.red); err != nil {
+		return storeError("write the transcript", err)
+	}
+	return nil
+}
+
 // begin writes the trace lines an activity carries and returns the run's
 // setup.
 func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
-	if err := a.Store.appendEvents(run.RunID, b.From, b.Lines); err != nil {
-		return nil, storeError("write the trace", err)
+	if err := a.write(run.RunID, b); err != nil {
+		return nil, err
 	}
 	return a.setup(run)
 }
@@ -252,8 +272,8 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 
 // model asks the run's model for its next turn.
 func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, error) {
-	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return modelOutput{}, storeError("write the trace", err)
+	if err := a.write(in.RunID, in.Events); err != nil {
+		return modelOutput{}, err
 	}
 	if a.Models == nil {
 		return modelOutput{}, temporal.NewNonRetryableApplicationError("this worker has no models", "model", nil)
@@ -379,8 +399,8 @@ func requestTokens(task gen.Task, items []gen.HistoryItem) int {
 // first one's worker died after the call) returns the recorded
 // observation.
 func (a *Activities) tool(ctx context.Context, in toolInput) (gen.Observation, error) {
-	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return gen.Observation{}, storeError("write the trace", err)
+	if err := a.write(in.Run.RunID, in.Events); err != nil {
+		return gen.Observation{}, err
 	}
 	if obs, ok, err := a.Store.recordedCall(in.Run.RunID, in.Seq); err != nil || ok {
 		if err != nil {
@@ -449,16 +469,13 @@ type eventsInput struct {
 
 // events writes trace lines of a run.
 func (a *Activities) events(ctx context.Context, in eventsInput) error {
-	if err := a.Store.appendEvents(in.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return storeError("write the trace", err)
-	}
-	return nil
+	return a.write(in.RunID, in.Events)
 }
 
 // close writes the end of the run's trace and releases its workspace.
 func (a *Activities) close(ctx context.Context, in runEvents) error {
-	if err := a.Store.appendEvents(in.Run.RunID, in.Events.From, in.Events.Lines); err != nil {
-		return storeError("write the trace", err)
+	if err := a.write(in.Run.RunID, in.Events); err != nil {
+		return err
 	}
 	a.mu.Lock()
 	s := a.runs[in.Run.RunID]

@@ -36,7 +36,13 @@ type Engine struct {
 	Poll time.Duration
 }
 
-var _ runner.Engine = (*Engine)(nil)
+var (
+	_ runner.Engine            = (*Engine)(nil)
+	_ runner.EngineTranscripts = (*Engine)(nil)
+)
+
+// TranscriptPath is where the workers write run id's transcript.
+func (e *Engine) TranscriptPath(id string) (string, error) { return e.Store.TranscriptPath(id) }
 
 // workflowID is the workflow id of run id.
 func workflowID(runID string) string { return "specloop-run-" + runID }

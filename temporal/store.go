@@ -16,14 +16,18 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 )
 
 // Store is the durable storage that workers and API servers share: a
 // directory (on a shared file system when they run on several machines)
-// with, per run, its trace events as JSON lines and the observations of its
-// tool calls, and the large payloads that workflow history refers to.
+// with, per run, its trace events as JSON lines, its transcript and the
+// observations of its tool calls, and the large payloads that workflow
+// history refers to.
 //
 //	<dir>/runs/<run id>/events.jsonl      the run's trace, one event per line
+//	<dir>/runs/<run id>/transcript.jsonl  its transcript (package transcript), redacted
 //	<dir>/runs/<run id>/calls/<n>.json    the observation of tool call n
 //	<dir>/blobs/<sha256>                  a payload over the threshold
 //
@@ -79,6 +83,16 @@ func (s *Store) callPath(id string, seq int) (string, error) {
 	return filepath.Join(s.dir, "runs", id, "calls", fmt.Sprintf("%d.json", seq)), nil
 }
 
+// TranscriptPath is the file that holds run id's transcript (package
+// transcript); the error wraps ErrInvalidRunID for an id not of the
+// spec's shape.
+func (s *Store) TranscriptPath(id string) (string, error) {
+	if err := checkRunID(id); err != nil {
+		return "", err
+	}
+	return filepath.Join(s.dir, "runs", id, transcript.FileName), nil
+}
+
 // appendEvents makes lines from..from+len(lines) of run id's trace equal
 // lines: the lines already there (an earlier attempt of the same activity
 // wrote them) are skipped, and a torn last line (a crash mid-write) is cut.
@@ -90,36 +104,78 @@ func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
+	skip, err := wholeLines(path, from, len(lines))
+	if err != nil {
+		return fmt.Errorf("the trace of run %s: %w", id, err)
 	}
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	whole := bytes.LastIndexByte(data, '\n') + 1
-	have := bytes.Count(data[:whole], []byte("\n"))
-	if have < from {
-		return fmt.Errorf("the trace of run %s has %d events, and the next batch starts at %d", id, have, from)
-	}
-	skip := min(have-from, len(lines))
 	var buf []byte
 	for _, l := range lines[skip:] {
 		buf = append(append(buf, l...), '\n')
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(buf, int64(whole)); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Truncate(int64(whole + len(buf))); err != nil {
+	if _, err := f.Write(buf); err != nil {
 		f.Close()
 		return err
 	}
 	return errors.Join(f.Sync(), f.Close())
+}
+
+// appendTranscript makes entries from..from+len(entries) of run id's
+// transcript those entries, each redacted by red as transcript.Writer
+// writes it; like appendEvents it skips the entries an earlier attempt
+// wrote and cuts a torn last line.
+func (s *Store) appendTranscript(id string, from int, entries []gen.TranscriptEntry, red *transcript.Redactor) error {
+	if len(entries) == 0 {
+		return nil
+	}
+	path, err := s.TranscriptPath(id)
+	if err != nil {
+		return err
+	}
+	skip, err := wholeLines(path, from, len(entries))
+	if err != nil {
+		return fmt.Errorf("the transcript of run %s: %w", id, err)
+	}
+	w, err := transcript.Open(path, red, trace.SyncEveryEvent)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries[skip:] {
+		if err := w.Write(e); err != nil {
+			break // Close returns it
+		}
+	}
+	return w.Close()
+}
+
+// wholeLines prepares path (a file of JSON lines, created 0600 in a 0700
+// directory when missing) for the lines from..from+n: it cuts a torn last
+// line and returns how many of those lines the file already holds.
+func wholeLines(path string, from, n int) (skip int, err error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return 0, err
+	}
+	data, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	whole := bytes.LastIndexByte(data, '\n') + 1
+	have := bytes.Count(data[:whole], []byte("\n"))
+	if have < from {
+		return 0, fmt.Errorf("it has %d lines, and the next batch starts at %d", have, from)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	if err != nil {
+		return 0, err
+	}
+	if err := f.Truncate(int64(whole)); err != nil {
+		f.Close()
+		return 0, err
+	}
+	return min(have-from, n), f.Close()
 }
 
 // recordedCall returns the observation recorded for call seq of run id.

@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/transcript"
 )
 
 // WorkflowName is the name the run workflow is registered under.
@@ -55,6 +56,8 @@ type continued struct {
 	ModelCalls int
 	ToolCalls  int
 	Written    int
+	// Transcribed is the transcript entries in the store.
+	Transcribed int `json:",omitempty"`
 }
 
 // The names of the activities: Activities' methods, registered with the
@@ -92,7 +95,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})
 	if c := in.Continued; c != nil {
-		r.opened, r.modelCalls, r.toolCalls, r.written = c.Opened, c.ModelCalls, c.ToolCalls, c.Written
+		r.opened, r.modelCalls, r.toolCalls, r.written, r.transcribed = c.Opened, c.ModelCalls, c.ToolCalls, c.Written, c.Transcribed
 	} else {
 		var opened openOutput
 		open := openInput{Run: r.ref(), Task: in.Task, Model: in.Model}
@@ -123,6 +126,11 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	}
 	if in.Continued != nil {
 		opts.Resume = &in.Continued.State
+	}
+	if in.KeepsTranscript() {
+		// The entries go to the store with the trace lines, redacted there
+		// by the worker.
+		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), in.Task.Prompt).Observe
 	}
 	if in.CheckCommand() != "" {
 		opts.Check = (*wfCheck)(r)
@@ -155,7 +163,7 @@ func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
 		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
 	}
 	next := r.in
-	next.Continued = &continued{State: st, Opened: r.opened, ModelCalls: r.modelCalls, ToolCalls: r.toolCalls, Written: r.written}
+	next.Continued = &continued{State: st, Opened: r.opened, ModelCalls: r.modelCalls, ToolCalls: r.toolCalls, Written: r.written, Transcribed: r.transcribed}
 	return gen.RunResult{}, workflow.NewContinueAsNewError(r.wctx, WorkflowName, next)
 }
 
@@ -171,6 +179,8 @@ type wfRun struct {
 	pending      [][]byte                  // trace lines not yet in the store
 	waiting      *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
 	written      int                       // trace lines in the store
+	entries      []gen.TranscriptEntry     // transcript entries not yet in the store
+	transcribed  int                       // transcript entries in the store
 }
 
 func (r *wfRun) ref() runRef {
@@ -194,8 +204,19 @@ func (r *wfRun) Emit(ev *gen.TraceEvent) error {
 	return nil
 }
 
-// batch returns the queued trace lines, for the next activity to write.
-func (r *wfRun) batch() eventBatch { return eventBatch{From: r.written, Lines: r.pending} }
+// batch returns the queued trace lines and transcript entries, for the
+// next activity to write.
+func (r *wfRun) batch() eventBatch {
+	return eventBatch{From: r.written, Lines: r.pending, EntriesFrom: r.transcribed, Entries: r.entries}
+}
+
+// wfTranscript queues the run's transcript entries (a transcript.Sink).
+type wfTranscript wfRun
+
+func (t *wfTranscript) Write(e gen.TranscriptEntry) error {
+	t.entries = append(t.entries, e)
+	return nil
+}
 
 // exec runs activity fn with input in, which carries batch b, and decodes
 // its result into out; once it succeeded, b is in the store. After a
@@ -207,6 +228,8 @@ func (r *wfRun) exec(ctx workflow.Context, fn, in any, b eventBatch, out any) er
 	}
 	r.written = b.From + len(b.Lines)
 	r.pending = r.pending[len(b.Lines):]
+	r.transcribed = b.EntriesFrom + len(b.Entries)
+	r.entries = r.entries[len(b.Entries):]
 	return nil
 }
 

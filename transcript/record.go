@@ -9,17 +9,24 @@ import (
 // the loop's Observer (agent.Options.Observer, runner.Spec.Observer),
 // which sees every event with the values the trace only summarizes.
 type Recorder struct {
-	w    *Writer
+	w    Sink
 	task string
+}
+
+// Sink takes a transcript's entries in order: a *Writer, or an engine's
+// queue that writes them later (package temporal).
+type Sink interface {
+	Write(gen.TranscriptEntry) error
 }
 
 // NewRecorder records into w the run of the task prompt (the progress of
 // run_started carries only its summary).
-func NewRecorder(w *Writer, task string) *Recorder { return &Recorder{w: w, task: task} }
+func NewRecorder(w Sink, task string) *Recorder { return &Recorder{w: w, task: task} }
 
-// Observe records one event. A failed write does not stop the run: the
-// Writer keeps the error, drops the entries after it and returns it from
-// Close.
+// Observe records one event. It reads no clock (the entry's time is the
+// event's), so a workflow may call it. A failed write does not stop the
+// run: a Writer keeps the error, drops the entries after it and returns it
+// from Close.
 func (r *Recorder) Observe(p agent.Progress) {
 	if p.Event == nil {
 		return

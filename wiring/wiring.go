@@ -202,16 +202,12 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		s.Options.Trace = s.Trace
 	}
 	if cfg.TranscriptPath != "" {
-		secrets := slices.Clone(cfg.Secrets)
-		for _, name := range cfg.Sandbox.PassEnv {
-			secrets = append(secrets, os.Getenv(name))
-		}
 		// Inside the workspace the model could read it and the patch would
 		// hold it.
 		if err := CheckRecordsDir(filepath.Dir(cfg.TranscriptPath), s.Workspace.Dir()); err != nil {
 			return &Error{PartTranscript, err}
 		}
-		tw, err := transcript.Open(cfg.TranscriptPath, transcript.NewRedactor(os.Environ(), secrets...), cfg.TraceSync)
+		tw, err := transcript.Open(cfg.TranscriptPath, cfg.Redactor(), cfg.TraceSync)
 		if err != nil {
 			return &Error{PartTranscript, err}
 		}
@@ -248,4 +244,15 @@ func (s *Setup) Close() error {
 		s.workspaceClosed = true
 	}
 	return errors.Join(errs...)
+}
+
+// Redactor is what a run's transcript is redacted with: the values of this
+// process's variables that hold secrets, of the sandbox's PassEnv variables
+// and of Secrets.
+func (cfg Config) Redactor() *transcript.Redactor {
+	secrets := slices.Clone(cfg.Secrets)
+	for _, name := range cfg.Sandbox.PassEnv {
+		secrets = append(secrets, os.Getenv(name))
+	}
+	return transcript.NewRedactor(os.Environ(), secrets...)
 }

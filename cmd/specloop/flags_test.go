@@ -34,6 +34,7 @@ func TestNonsenseFlagValuesAreRefused(t *testing.T) {
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-concurrent", "-3"}, "--max-concurrent"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--max-concurrent", "0"}, "--max-concurrent"},
 		{[]string{"serve", "--addr", "127.0.0.1:0", "--body-limit", "0"}, "--body-limit"},
+		{[]string{"serve", "--addr", "127.0.0.1:0", "--transcript-retention", "-1h"}, "--transcript-retention"},
 	}
 	for _, tt := range tests {
 		t.Run(strings.Join(tt.args, " "), func(t *testing.T) {

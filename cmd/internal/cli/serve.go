@@ -84,6 +84,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without a token (anyone who can connect can run agents)")
 	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
+	retention := fs.Duration("transcript-retention", runner.DefaultTranscriptRetention, "how long a finished run's transcript is kept (its record and trace stay); 0 keeps them forever")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
 	systemFile := fs.String("system-file", "", SystemFileUsage)
@@ -124,6 +125,10 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			env.Errorf("serve: %s must be at least 1", pos.name)
 			return ExitUsage
 		}
+	}
+	if *retention < 0 {
+		env.Errorf("serve: --transcript-retention must not be negative (0 keeps transcripts forever)")
+		return ExitUsage
 	}
 	policy, err := trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
@@ -213,6 +218,8 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			Telemetry:     tel.Tel,
 			TraceSync:     policy,
 			Logger:        logger,
+			// Transcripts hold content (code, outputs): kept a bounded time.
+			TranscriptRetention: *retention,
 			// Approval waits are in memory: a server that stops ends the
 			// waiting runs interrupted.
 			ApprovalTimeout: *approvalTimeout,
