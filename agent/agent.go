@@ -164,6 +164,11 @@ type Options struct {
 	// Observer, when set, is called after each event was traced, for
 	// progress display. It must not block for long.
 	Observer func(p Progress)
+	// Live, when set, is told what no trace event says while a step runs:
+	// that its model call started, and each piece of the model's text as
+	// the model streams it (Request.OnText). It is called from the loop's
+	// goroutine or the model's; it must not block for long.
+	Live func(Live)
 	// Clock is the loop's source of event times and durations; nil means
 	// time.Now. A durable engine replaying the loop sets a deterministic one.
 	Clock func() time.Time
@@ -331,7 +336,12 @@ func (l *loop) steps(ctx context.Context) end {
 			return *e
 		}
 		t0 := l.now()
-		turn, err := l.model.Next(ctx, l.request(l.history.view()))
+		req := l.request(l.history.view())
+		if live := l.opts.Live; live != nil {
+			live(Live{Step: step})
+			req.OnText = func(delta string) { live(Live{Step: step, Text: delta}) }
+		}
+		turn, err := l.model.Next(ctx, req)
 		modelMs, now := l.lap(t0)
 		if err != nil {
 			var invalid *InvalidOutputError
@@ -697,6 +707,14 @@ func (l *loop) emitDetail(p Progress) error {
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func ptr[T any](v T) *T { return &v }
+
+// Live is news of the step in progress for Options.Live: with Text empty,
+// the model call of Step started; otherwise Text is the next piece of the
+// model's text.
+type Live struct {
+	Step int
+	Text string
+}
 
 // Progress is one event of a run as an Observer sees it: the trace event
 // plus the raw values the trace only summarizes. It is for display; the

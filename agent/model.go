@@ -42,6 +42,11 @@ type Request struct {
 	// ContextSizer, and of a model whose error wrapped ErrContextLength:
 	// such a model must answer it.
 	Summarize bool
+	// OnText, when set, is called with each piece of the model's text as
+	// it arrives, by an adapter that streams the reply; never with tool
+	// arguments. The assembled reply (the Turn) is what counts: the pieces
+	// are for a display. nil means nobody listens.
+	OnText func(delta string)
 }
 
 // OneAction is a Model that proposes one action per call, as the seed's

@@ -37,7 +37,8 @@ type Spec struct {
 	// the host's Root), where its trace goes, where its transcript goes
 	// (unless the request's transcript is false) and what besides the
 	// environment's secrets is redacted from it, who decides its approvals
-	// and who watches its progress.
+	// and who watches its progress (its events, and the live news of a
+	// step: agent.Options.Live).
 	Dir            string               `json:"-"`
 	TracePath      string               `json:"-"`
 	TraceWriter    io.Writer            `json:"-"`
@@ -45,6 +46,7 @@ type Spec struct {
 	Secrets        []string             `json:"-"`
 	Approver       agent.Approver       `json:"-"`
 	Observer       func(agent.Progress) `json:"-"`
+	Live           func(agent.Live)     `json:"-"`
 }
 
 // KeepsTranscript reports whether the run keeps a transcript: the
@@ -71,6 +73,7 @@ func (sp *Spec) Options() agent.Options {
 		RunID:               sp.ID,
 		RecordRaw:           sp.RecordRaw,
 		Observer:            sp.Observer,
+		Live:                sp.Live,
 	}
 	if sp.MaxSteps != nil {
 		opts.MaxSteps = *sp.MaxSteps

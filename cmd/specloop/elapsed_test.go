@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"strings"
 	"sync"
 	"testing"
@@ -176,5 +177,48 @@ func TestDemoCheckFirstSaysItCompiles(t *testing.T) {
 	stop() // the run ended without reporting it
 	if want := "running the check `go test ./...` — the first run compiles, this can take a minute\n         the check ran for 0s\n"; !strings.HasSuffix(out.String(), want) {
 		t.Fatalf("output lacks %q:\n%s", want, out)
+	}
+}
+
+// While the model is asked, a terminal shows how long it has been waiting
+// on one line rewritten in place, cleared when the model's text streams
+// in; the streamed text is the step's model line, not printed twice.
+// Output that is not a terminal gets the text only.
+func TestLiveShowsTheWaitAndTheStreamedText(t *testing.T) {
+	action := agent.Progress{
+		Event:  &gen.TraceEvent{EventType: gen.TraceEventTypeModelAction, Step: 1},
+		Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "done", Text: ptrTo("I will finish.")},
+	}
+	for _, terminal := range []bool{true, false} {
+		out := newCondBuffer()
+		fc := &fakeClock{t: time.Unix(1000, 0), ticks: make(chan time.Time), out: out}
+		p := &progressPrinter{w: out, clock: fc.clock(terminal)}
+		p.live(agent.Live{Step: 1})
+		if terminal {
+			fc.tick(time.Second)
+			fc.tick(11 * time.Second)
+		}
+		p.live(agent.Live{Step: 1, Text: "I will "})
+		p.live(agent.Live{Step: 1, Text: "finish."})
+		p.observe(action)
+		want := "step 1     model: I will finish.\nstep 1   → finish done\n"
+		if terminal {
+			want = "\r\033[K         waiting for the model (1 s)" +
+				"\r\033[K         waiting for the model (12 s)" +
+				"\r\033[K" + want
+		}
+		if got := out.String(); got != want {
+			t.Errorf("terminal %v: got %q, want %q", terminal, got, want)
+		}
+	}
+}
+
+// BenchmarkLiveDelta is what a streamed piece of the model's text costs
+// from the loop's Live to the terminal's writer (issue budget: within
+// 50 ms of arriving): go test ./cmd/specloop -run '^$' -bench LiveDelta
+func BenchmarkLiveDelta(b *testing.B) {
+	p := &progressPrinter{w: io.Discard}
+	for b.Loop() {
+		p.live(agent.Live{Step: 1, Text: "the comparison is inverted "})
 	}
 }

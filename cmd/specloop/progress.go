@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
+	"time"
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
@@ -12,16 +14,101 @@ import (
 	"github.com/specloop/specloop/internal/termsafe"
 )
 
-// progressPrinter prints each step of a run as it happens, one line an event.
+// progressPrinter prints each step of a run as it happens, one line an event,
+// and, through live, the model's text as it streams in and, on a terminal,
+// how long the step has waited for the model.
 type progressPrinter struct {
-	w io.Writer
+	w     io.Writer
+	clock clock // its ticker, on a terminal, shows the wait for the model
+
+	mu       sync.Mutex // live's waiting line and observe
+	streamed int        // the step whose text live printed (its line still open)
+	waiting  func()     // stops the waiting line; nil when none is shown
+}
+
+// waitTick is how often the waiting line's seconds are updated.
+const waitTick = time.Second
+
+// live shows a step before its event: on a terminal, `waiting for the
+// model (12 s)` on one line rewritten in place until the model's first
+// text or its turn arrives; then the text as it streams.
+func (p *progressPrinter) live(l agent.Live) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopWaiting()
+	if l.Text == "" {
+		p.startWaiting()
+		return
+	}
+	if p.streamed != l.Step {
+		p.closeStreamed()
+		fmt.Fprintf(p.w, "step %-3d   model: ", l.Step)
+		p.streamed = l.Step
+	}
+	io.WriteString(p.w, l.Text)
+}
+
+// startWaiting shows the waiting line, on a terminal only (p.mu held).
+func (p *progressPrinter) startWaiting() {
+	if p.clock.ticker == nil {
+		return
+	}
+	start := p.clock.now()
+	ticks, stopTicker := p.clock.ticker(waitTick)
+	stop, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stopTicker()
+		for {
+			select {
+			case <-stop:
+				return
+			case <-ticks:
+				p.mu.Lock()
+				fmt.Fprintf(p.w, "\r\033[K         waiting for the model (%d s)", int(p.clock.now().Sub(start).Seconds()))
+				p.mu.Unlock()
+			}
+		}
+	}()
+	p.waiting = func() {
+		close(stop)
+		p.mu.Unlock() // the ticker's goroutine may be waiting for it
+		<-done
+		p.mu.Lock()
+		io.WriteString(p.w, "\r\033[K")
+	}
+}
+
+// stopWaiting clears the waiting line, if one is shown (p.mu held).
+func (p *progressPrinter) stopWaiting() {
+	if p.waiting != nil {
+		w := p.waiting
+		p.waiting = nil
+		w()
+	}
+}
+
+// closeStreamed ends the line of streamed text, if one is open (p.mu
+// held).
+func (p *progressPrinter) closeStreamed() {
+	if p.streamed != 0 {
+		io.WriteString(p.w, "\n")
+		p.streamed = 0
+	}
 }
 
 func (p *progressPrinter) observe(pr agent.Progress) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.stopWaiting()
+	streamed := p.streamed
+	p.closeStreamed()
 	ev := pr.Event
 	switch ev.EventType {
 	case gen.TraceEventTypeModelAction:
-		if text := pr.Text(); text != nil { // the model's own words, before the turn's first action
+		// The model's own words, before the turn's first action, unless
+		// they were streamed already.
+		if text := pr.Text(); text != nil && streamed != ev.Step {
 			fmt.Fprintf(p.w, "step %-3d   model: %s\n", ev.Step, oneLine(*text, 300))
 		}
 		switch {

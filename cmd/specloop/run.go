@@ -195,7 +195,8 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		sp.Approver = asker
 	}
 	if !f.asJSON {
-		sp.Observer = (&progressPrinter{w: env.Stdout}).observe
+		p := &progressPrinter{w: env.Stdout, clock: realClock(env.Stdout)}
+		sp.Observer, sp.Live = p.observe, p.live
 	}
 	setup, code := openSetup(env, "run", sp, host, true)
 	if setup == nil {
