@@ -1,42 +1,71 @@
 package telemetry
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/collectors"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/prometheus/common/expfmt"
+	"github.com/VictoriaMetrics/metrics"
 	"github.com/specloop/specloop/gen"
 	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
-// Metrics are a process's Prometheus metrics, in a registry of their own
-// (never the global default one). Create them with NewMetrics; the zero
-// value is not usable. Every method is safe for concurrent use.
+// Metrics are a process's Prometheus metrics, in a metrics.Set of their
+// own (never the library's default one, so two servers in a process keep
+// theirs apart). Create them with NewMetrics; the zero value is not
+// usable. Every method is safe for concurrent use.
+//
+// They are github.com/VictoriaMetrics/metrics, not client_golang: its
+// package init and procfs' cost some 1,500 allocations in every specloop
+// command, this library's about 160.
 type Metrics struct {
-	reg   *prometheus.Registry
-	vocab *vocabulary
+	set         *metrics.Set
+	vocab       *vocabulary
+	help        *strings.Replacer // adds the help texts to the library's "# HELP name" lines
+	runDuration *metrics.PrometheusHistogram
+	runSteps    *metrics.PrometheusHistogram
 
-	runs           *prometheus.CounterVec
-	runDuration    prometheus.Histogram
-	runSteps       prometheus.Histogram
-	toolCalls      *prometheus.CounterVec
-	checks         *prometheus.CounterVec
-	modelCalls     *prometheus.CounterVec
-	tokens         *prometheus.CounterVec
-	sandboxDenials *prometheus.CounterVec
-	httpRequests   *prometheus.CounterVec
-	httpDuration   *prometheus.HistogramVec
-
-	toolMu     sync.Mutex
+	mu         sync.Mutex
 	toolLabels map[string]bool // the tools not built in that have a label of their own
+}
+
+// The metric families.
+const (
+	famRuns           = "specloop_runs_total"
+	famRunStatuses    = "specloop_runs"
+	famRunDuration    = "specloop_run_duration_seconds"
+	famRunSteps       = "specloop_run_steps"
+	famToolCalls      = "specloop_tool_calls_total"
+	famChecks         = "specloop_completion_checks_total"
+	famModelCalls     = "specloop_model_calls_total"
+	famTokens         = "specloop_model_tokens_total"
+	famSandboxDenials = "specloop_sandbox_denials_total"
+	famStreams        = "specloop_sse_streams_open"
+	famHTTPRequests   = "specloop_http_requests_total"
+	famHTTPDuration   = "specloop_http_request_duration_seconds"
+)
+
+// families are the help texts of the metric families. The library writes
+// "# HELP name" with no text; WriteText puts these in.
+var families = [...]struct{ name, help string }{
+	{famRuns, "Runs that ended, by exit reason (the spec's ExitReason)."},
+	{famRunStatuses, "Runs not finished yet, by status (the spec's RunStatus)."},
+	{famRunDuration, "How long runs took, from run_started to run_finished."},
+	{famRunSteps, "Steps (model calls) runs used."},
+	{famToolCalls, "Tool calls, by tool (other for a name the run does not offer, and for tools beyond the caps on label values) and outcome (ok, the spec's ErrorCode, or error)."},
+	{famChecks, "Completion checks, by result (passed, failed, or error when the check could not run)."},
+	{famModelCalls, "Model calls, by provider (the spec's ModelConfig provider) and outcome (ok, invalid_model_output, model_error)."},
+	{famTokens, "Tokens the model providers reported, by provider and kind (input, output)."},
+	{famSandboxDenials, "Tool calls the workspace's confinement refused, by error code (the spec's x-sandbox-denials)."},
+	{famStreams, "Event streams (GET /v1/runs/{run_id}/events) open."},
+	{famHTTPRequests, "HTTP requests, by operation (the spec's operationId, other for anything else) and status code."},
+	{famHTTPDuration, "How long HTTP requests took to answer, by operation (an event stream lasts as long as it is open)."},
 }
 
 // The values of the result label of specloop_completion_checks_total.
@@ -47,78 +76,101 @@ const (
 	checkError = "error"
 )
 
-// NewMetrics creates the metrics, with the Go runtime and process
-// collectors, in a new registry. The label values it accepts come from the
-// embedded spec.
+// NewMetrics creates the metrics, with the Go runtime and process metrics,
+// in a new set. The label values it accepts come from the embedded spec.
 func NewMetrics() (*Metrics, error) {
+	// The library writes # TYPE and # HELP lines only when told to, for
+	// the whole process.
+	metrics.ExposeMetadata(true)
 	v := specVocabulary()
-	m := &Metrics{reg: prometheus.NewRegistry(), vocab: v, toolLabels: map[string]bool{}}
-	m.runs = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_runs_total",
-		Help: "Runs that ended, by exit reason (the spec's ExitReason)."}, []string{"exit_reason"})
-	m.runDuration = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "specloop_run_duration_seconds",
-		Help:    "How long runs took, from run_started to run_finished.",
-		Buckets: []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600}})
-	m.runSteps = prometheus.NewHistogram(prometheus.HistogramOpts{Name: "specloop_run_steps",
-		Help:    "Steps (model calls) runs used.",
-		Buckets: []float64{1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000}})
-	m.toolCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_tool_calls_total",
-		Help: "Tool calls, by tool (other for a name the run does not offer, and for tools beyond the caps on label values) and outcome (ok, the spec's ErrorCode, or error)."},
-		[]string{"tool", "outcome"})
-	m.checks = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_completion_checks_total",
-		Help: "Completion checks, by result (passed, failed, or error when the check could not run)."}, []string{"result"})
-	m.modelCalls = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_model_calls_total",
-		Help: "Model calls, by provider (the spec's ModelConfig provider) and outcome (ok, invalid_model_output, model_error)."},
-		[]string{"provider", "outcome"})
-	m.tokens = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_model_tokens_total",
-		Help: "Tokens the model providers reported, by provider and kind (input, output)."}, []string{"provider", "kind"})
-	m.sandboxDenials = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_sandbox_denials_total",
-		Help: "Tool calls the workspace's confinement refused, by error code (the spec's x-sandbox-denials)."}, []string{"code"})
-	m.httpRequests = prometheus.NewCounterVec(prometheus.CounterOpts{Name: "specloop_http_requests_total",
-		Help: "HTTP requests, by operation (the spec's operationId, other for anything else) and status code."},
-		[]string{"operation", "status"})
-	m.httpDuration = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "specloop_http_request_duration_seconds",
-		Help: "How long HTTP requests took to answer, by operation (an event stream lasts as long as it is open).", Buckets: prometheus.DefBuckets},
-		[]string{"operation"})
-	m.reg.MustRegister(m.runs, m.runDuration, m.runSteps, m.toolCalls, m.checks, m.modelCalls, m.tokens,
-		m.sandboxDenials, m.httpRequests, m.httpDuration,
-		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	set := metrics.NewSet()
+	var help []string
+	for _, f := range families {
+		help = append(help, "# HELP "+f.name+"\n", "# HELP "+f.name+" "+f.help+"\n")
+	}
+	m := &Metrics{set: set, vocab: v, help: strings.NewReplacer(help...), toolLabels: map[string]bool{},
+		runDuration: set.NewPrometheusHistogramExt(famRunDuration, []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600}),
+		runSteps:    set.NewPrometheusHistogramExt(famRunSteps, []float64{1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000})}
 	// The series of the spec's enums exist from the start, at zero.
 	for _, r := range v.exitReasons {
-		m.runs.WithLabelValues(string(r))
+		m.counter(famRuns, "exit_reason", string(r))
 	}
 	for _, c := range v.denials {
-		m.sandboxDenials.WithLabelValues(string(c))
+		m.counter(famSandboxDenials, "code", string(c))
 	}
 	for _, r := range []string{checkPassed, checkFailed, checkError} {
-		m.checks.WithLabelValues(r)
+		m.counter(famChecks, "result", r)
 	}
 	return m, nil
 }
 
-// Registry returns the registry the metrics are in, for adding more.
-func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
+// labelEscaper escapes a label value for the text format.
+var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 
-// Handler serves the metrics in the exposition format the scraper asks
-// for (the Prometheus text format by default).
-func (m *Metrics) Handler() http.Handler {
-	return promhttp.HandlerFor(m.reg, promhttp.HandlerOpts{})
+// series is the name of family's series with labels, given as name,
+// value pairs: family{name="value",...}.
+func series(family string, labels ...string) string {
+	if len(labels) == 0 {
+		return family
+	}
+	var b strings.Builder
+	b.Grow(128)
+	b.WriteString(family)
+	sep := byte('{')
+	for i := 0; i+1 < len(labels); i += 2 {
+		b.WriteByte(sep)
+		b.WriteString(labels[i])
+		b.WriteString(`="`)
+		b.WriteString(labelEscaper.Replace(labels[i+1]))
+		b.WriteByte('"')
+		sep = ','
+	}
+	b.WriteByte('}')
+	return b.String()
 }
 
-// TextContentType is the media type WriteText writes.
-var TextContentType = string(expfmt.NewFormat(expfmt.TypeTextPlain))
+// counter is the counter of family's series with labels (name, value
+// pairs), created at zero the first time.
+func (m *Metrics) counter(family string, labels ...string) *metrics.Counter {
+	return m.set.GetOrCreateCounter(series(family, labels...))
+}
 
-// WriteText writes the metrics in the Prometheus text format
-// (TextContentType).
-func (m *Metrics) WriteText(w io.Writer) error {
-	mfs, err := m.reg.Gather()
-	if err != nil {
-		return fmt.Errorf("telemetry: gather metrics: %w", err)
+// gauge registers the gauge series name, computed by f when scraped; a
+// series registered already (a second server on the same Metrics) is an
+// error.
+func (m *Metrics) gauge(name string, f func() float64) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if slices.Contains(m.set.ListMetricNames(), name) {
+		return fmt.Errorf("telemetry: the gauge %s is registered already", name)
 	}
-	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
-	for _, mf := range mfs {
-		if err := enc.Encode(mf); err != nil {
-			return fmt.Errorf("telemetry: encode metrics: %w", err)
-		}
+	m.set.NewGauge(name, f)
+	return nil
+}
+
+// Handler serves the metrics in the Prometheus text format
+// (TextContentType).
+func (m *Metrics) Handler() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", TextContentType)
+		_ = m.WriteText(w) // it fails only when the scraper's connection does: nobody to tell
+	})
+}
+
+// TextContentType is the media type WriteText writes: the Prometheus text
+// format, version 0.0.4.
+const TextContentType = "text/plain; version=0.0.4; charset=utf-8"
+
+// WriteText writes the metrics, the Go runtime's (go_*) and the process's
+// (process_*) in the Prometheus text format (TextContentType).
+func (m *Metrics) WriteText(w io.Writer) error {
+	var buf bytes.Buffer
+	m.set.WritePrometheus(&buf)
+	metrics.WriteGoMetrics(&buf)
+	metrics.WriteProcMetrics(&buf)
+	metrics.WriteFDMetrics(&buf)
+	if _, err := m.help.WriteString(w, buf.String()); err != nil {
+		return fmt.Errorf("telemetry: write the metrics: %w", err)
 	}
 	return nil
 }
@@ -128,41 +180,31 @@ func (m *Metrics) WriteText(w io.Writer) error {
 // counted as other) answered with status after d.
 func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
 	op := label(m.vocab.operations, operation)
-	m.httpRequests.WithLabelValues(op, strconv.Itoa(status)).Inc()
-	m.httpDuration.WithLabelValues(op).Observe(d.Seconds())
+	m.counter(famHTTPRequests, "operation", op, "status", strconv.Itoa(status)).Inc()
+	m.set.GetOrCreatePrometheusHistogram(series(famHTTPDuration, "operation", op)).Update(d.Seconds())
 }
 
 // RunStatuses registers specloop_runs{status}: the runs in each status of
 // the spec's RunStatus enum but finished (queued, running, and any status
 // the spec adds, such as one for runs waiting for an approval), counted by
-// count when scraped. count returns the number of runs in each status; it
-// must be safe to call from any goroutine.
+// count when scraped (once for each status). count returns the number of
+// runs in each status; it must be safe to call from any goroutine.
 func (m *Metrics) RunStatuses(count func() map[gen.RunStatus]int) error {
-	live := slices.DeleteFunc(slices.Clone(m.vocab.statuses), func(s gen.RunStatus) bool { return s == gen.RunStatusFinished })
-	return m.reg.Register(&statusCollector{live: live, count: count,
-		desc: prometheus.NewDesc("specloop_runs", "Runs not finished yet, by status (the spec's RunStatus).", []string{"status"}, nil)})
+	for _, s := range m.vocab.statuses {
+		if s == gen.RunStatusFinished {
+			continue
+		}
+		if err := m.gauge(series(famRunStatuses, "status", string(s)), func() float64 { return float64(count()[s]) }); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // OpenStreams registers specloop_sse_streams_open, the event streams open
 // when scraped, as count returns it.
 func (m *Metrics) OpenStreams(count func() int) error {
-	return m.reg.Register(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "specloop_sse_streams_open",
-		Help: "Event streams (GET /v1/runs/{run_id}/events) open."}, func() float64 { return float64(count()) }))
-}
-
-type statusCollector struct {
-	desc  *prometheus.Desc
-	live  []gen.RunStatus
-	count func() map[gen.RunStatus]int
-}
-
-func (c *statusCollector) Describe(ch chan<- *prometheus.Desc) { ch <- c.desc }
-
-func (c *statusCollector) Collect(ch chan<- prometheus.Metric) {
-	n := c.count()
-	for _, s := range c.live {
-		ch <- prometheus.MustNewConstMetric(c.desc, prometheus.GaugeValue, float64(n[s]), string(s))
-	}
+	return m.gauge(famStreams, func() float64 { return float64(count()) })
 }
 
 // RunEnded counts a run that ended without running (cancelled while
@@ -172,12 +214,12 @@ func (m *Metrics) RunEnded(ev *gen.TraceEvent) {
 	if ev.EventType != gen.TraceEventTypeRunFinished || ev.ExitReason == nil {
 		return
 	}
-	m.runs.WithLabelValues(label(m.vocab.exitReasons, *ev.ExitReason)).Inc()
+	m.counter(famRuns, "exit_reason", label(m.vocab.exitReasons, *ev.ExitReason)).Inc()
 	if ev.DurationMs != nil {
-		m.runDuration.Observe(*ev.DurationMs / 1e3)
+		m.runDuration.Update(*ev.DurationMs / 1e3)
 	}
 	if ev.StepsUsed != nil {
-		m.runSteps.Observe(float64(*ev.StepsUsed))
+		m.runSteps.Update(float64(*ev.StepsUsed))
 	}
 }
 
@@ -217,8 +259,8 @@ func (r *runMetrics) toolLabel(name string) string {
 // of its own: it has one already, or the process has fewer than
 // MaxToolLabels.
 func (m *Metrics) admitTool(name string) bool {
-	m.toolMu.Lock()
-	defer m.toolMu.Unlock()
+	m.mu.Lock()
+	defer m.mu.Unlock()
 	if m.toolLabels[name] {
 		return true
 	}
@@ -236,35 +278,35 @@ func (r *runMetrics) event(ev *gen.TraceEvent, tool string) {
 	switch ev.EventType {
 	case gen.TraceEventTypeModelAction:
 		if ev.ModelDurationMs != nil { // the turn's first action: one model call
-			m.modelCalls.WithLabelValues(r.provider, outcomeOK).Inc()
+			m.counter(famModelCalls, "provider", r.provider, "outcome", outcomeOK).Inc()
 			r.usage(ev.Usage)
 		}
 	case gen.TraceEventTypeModelFeedback:
 		if ev.FeedbackKind != nil && *ev.FeedbackKind == gen.FeedbackKindInvalidModelOutput {
-			m.modelCalls.WithLabelValues(r.provider, string(gen.FeedbackKindInvalidModelOutput)).Inc()
+			m.counter(famModelCalls, "provider", r.provider, "outcome", string(gen.FeedbackKindInvalidModelOutput)).Inc()
 			r.usage(ev.Usage)
 		}
 	case gen.TraceEventTypeObservation:
 		isErr := ev.IsError != nil && *ev.IsError
-		m.toolCalls.WithLabelValues(r.toolLabel(tool), m.vocab.toolOutcome(isErr, ev.ErrorCode)).Inc()
+		m.counter(famToolCalls, "tool", r.toolLabel(tool), "outcome", m.vocab.toolOutcome(isErr, ev.ErrorCode)).Inc()
 		if isErr && m.vocab.denied(ev.ErrorCode) {
-			m.sandboxDenials.WithLabelValues(string(*ev.ErrorCode)).Inc()
+			m.counter(famSandboxDenials, "code", string(*ev.ErrorCode)).Inc()
 		}
 	case gen.TraceEventTypeRunFinished:
 		if ev.ExitReason != nil && *ev.ExitReason == gen.ExitReasonModelError {
-			m.modelCalls.WithLabelValues(r.provider, string(gen.ExitReasonModelError)).Inc()
+			m.counter(famModelCalls, "provider", r.provider, "outcome", string(gen.ExitReasonModelError)).Inc()
 		}
 		m.RunEnded(ev)
 	}
 }
 
 // check counts a completion check's result.
-func (r *runMetrics) check(res string) { r.m.checks.WithLabelValues(res).Inc() }
+func (r *runMetrics) check(res string) { r.m.counter(famChecks, "result", res).Inc() }
 
 func (r *runMetrics) usage(u *gen.Usage) {
 	if u == nil {
 		return
 	}
-	r.m.tokens.WithLabelValues(r.provider, semconv.GenAITokenTypeInput.Value.AsString()).Add(float64(u.InputTokens))
-	r.m.tokens.WithLabelValues(r.provider, semconv.GenAITokenTypeOutput.Value.AsString()).Add(float64(u.OutputTokens))
+	r.m.counter(famTokens, "provider", r.provider, "kind", semconv.GenAITokenTypeInput.Value.AsString()).AddInt64(u.InputTokens)
+	r.m.counter(famTokens, "provider", r.provider, "kind", semconv.GenAITokenTypeOutput.Value.AsString()).AddInt64(u.OutputTokens)
 }

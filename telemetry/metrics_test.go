@@ -2,9 +2,18 @@ package telemetry_test
 
 import (
 	"fmt"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
+	"time"
+
+	dto "github.com/prometheus/client_model/go"
+	"github.com/prometheus/common/expfmt"
+	"github.com/prometheus/common/model"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/telemetry"
@@ -172,5 +181,106 @@ func TestToolLabelsBounded(t *testing.T) {
 	labels = scrape(t, m).LabelValues("specloop_tool_calls_total", "tool")
 	if len(labels) != telemetry.MaxRunToolLabels+2 || !slices.Contains(labels, "calculator") {
 		t.Fatalf("a run of %d MCP tools made the tool labels %v, want %d of them, calculator and other", telemetry.MaxRunToolLabels+10, labels, telemetry.MaxRunToolLabels)
+	}
+}
+
+// TestMetricFamilies: the scrape is served as Prometheus text and expfmt
+// parses it, with every family docs/observability.md lists under its type
+// and help text, the histograms with their buckets, and the Go runtime's
+// and the process's metrics beside them. Dashboards rely on all of it.
+func TestMetricFamilies(t *testing.T) {
+	m, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runScripted(t, &telemetry.Telemetry{Metrics: m}, telemetry.RunInfo{Provider: "openai", Model: "gpt-test"})
+	m.HTTPRequest("getMetrics", 200, time.Millisecond)
+	if err := m.RunStatuses(func() map[gen.RunStatus]int { return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.OpenStreams(func() int { return 0 }); err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/metrics", nil))
+	if ct, want := rec.Header().Get("Content-Type"), string(expfmt.NewFormat(expfmt.TypeTextPlain)); ct != want || telemetry.TextContentType != want {
+		t.Errorf("the metrics are served as %q (TextContentType %q), want the text format's %q", ct, telemetry.TextContentType, want)
+	}
+	p := expfmt.NewTextParser(model.UTF8Validation)
+	fams, err := p.TextToMetricFamilies(rec.Body)
+	if err != nil {
+		t.Fatalf("the scrape is not Prometheus text: %v", err)
+	}
+	counter, gauge, histogram := dto.MetricType_COUNTER, dto.MetricType_GAUGE, dto.MetricType_HISTOGRAM
+	for name, typ := range map[string]dto.MetricType{
+		"specloop_runs_total": counter, "specloop_runs": gauge, "specloop_run_duration_seconds": histogram,
+		"specloop_run_steps": histogram, "specloop_tool_calls_total": counter, "specloop_completion_checks_total": counter,
+		"specloop_model_calls_total": counter, "specloop_model_tokens_total": counter, "specloop_sandbox_denials_total": counter,
+		"specloop_sse_streams_open": gauge, "specloop_http_requests_total": counter, "specloop_http_request_duration_seconds": histogram,
+		"go_goroutines": gauge, "go_memstats_alloc_bytes": gauge, "go_gc_duration_seconds": dto.MetricType_SUMMARY,
+	} {
+		f, ok := fams[name]
+		if !ok {
+			t.Errorf("the scrape has no %s", name)
+			continue
+		}
+		if f.GetType() != typ {
+			t.Errorf("%s is a %s, want a %s", name, f.GetType(), typ)
+		}
+		if strings.HasPrefix(name, "specloop_") && f.GetHelp() == "" {
+			t.Errorf("%s has no help text", name)
+		}
+	}
+	for name, want := range map[string][]float64{
+		"specloop_run_duration_seconds":          {0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600},
+		"specloop_run_steps":                     {1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000},
+		"specloop_http_request_duration_seconds": {.005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+	} {
+		var got []float64
+		for _, b := range fams[name].GetMetric()[0].GetHistogram().GetBucket() {
+			got = append(got, b.GetUpperBound())
+		}
+		if !slices.Equal(got, append(want, math.Inf(1))) {
+			t.Errorf("%s has the buckets %v, want %v and +Inf", name, got, want)
+		}
+	}
+	if _, ok := fams["process_resident_memory_bytes"]; !ok && runtime.GOOS == "linux" {
+		t.Error("the scrape has no process metrics")
+	}
+}
+
+// TestMetricsApart: two Metrics in one process (two servers, tests) count
+// apart, and a second server on the same Metrics gets an error for its
+// gauges, not a panic.
+func TestMetricsApart(t *testing.T) {
+	a, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := telemetry.NewMetrics()
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.HTTPRequest("getMetrics", 200, time.Millisecond)
+	const key = `specloop_http_requests_total{operation="getMetrics",status="200"}`
+	if got := scrape(t, a)[key]; got != 1 {
+		t.Errorf("%s = %v in the Metrics that counted it, want 1", key, got)
+	}
+	if got, ok := scrape(t, b)[key]; ok {
+		t.Errorf("%s = %v in the other Metrics, want no series", key, got)
+	}
+	for _, m := range []*telemetry.Metrics{a, b} {
+		if err := m.RunStatuses(func() map[gen.RunStatus]int { return nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := a.RunStatuses(func() map[gen.RunStatus]int { return nil }); err == nil {
+		t.Error("specloop_runs registered twice on one Metrics")
+	}
+	if err := a.OpenStreams(func() int { return 0 }); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.OpenStreams(func() int { return 0 }); err == nil {
+		t.Error("specloop_sse_streams_open registered twice on one Metrics")
 	}
 }

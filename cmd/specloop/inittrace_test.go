@@ -98,3 +98,23 @@ func TestNoTemporalInSpecloop(t *testing.T) {
 		}
 	}
 }
+
+// TestNoClientGolangInSpecloop: the metrics are VictoriaMetrics/metrics
+// (some 160 allocations at init), not Prometheus' client_golang, whose
+// init and procfs' cost some 1,500 allocations in every command; nothing
+// the specloop command links brings them back. (Tests parse a scrape with
+// prometheus/common's expfmt: that is theirs only.)
+func TestNoClientGolangInSpecloop(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	out, err := exec.Command("go", "list", "-deps", ".").Output()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	for pkg := range strings.Lines(string(out)) {
+		if strings.HasPrefix(pkg, "github.com/prometheus/") {
+			t.Errorf("specloop links %s", strings.TrimSpace(pkg))
+		}
+	}
+}
