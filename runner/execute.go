@@ -87,6 +87,10 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	host.Root = j.ws.root
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
 	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
+	host.LockDir = s.cfg.LockDir
+	host.Waiting = func(holder string) {
+		s.log.Info("waiting for another process's run in the workspace", "run", r.id, "holder", holder)
+	}
 	setup, err := Open(j.ctx, &sp, host)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {

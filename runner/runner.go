@@ -105,6 +105,11 @@ type Config struct {
 	// gives no approval_timeout_seconds; 0 means
 	// agent.DefaultApprovalTimeout.
 	ApprovalTimeout time.Duration
+	// LockDir, when set, holds each running run's workspace against other
+	// specloop processes (wiring.Config.LockDir): a run whose workspace a
+	// `specloop run` holds waits for it, and says so in the log. It must
+	// lie outside WorkspaceRoot.
+	LockDir string
 	// TranscriptRetention is how long a finished run's transcript is
 	// kept (its run record and trace stay): the runner removes older ones
 	// when it starts and then at least hourly. 0 keeps them forever.

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/specloop/specloop/internal/wslock"
 )
 
 // workspaces opens workspaces: directories under the workspace root, named
@@ -128,7 +130,7 @@ func (w *workspaces) hold(name *string, field string) (string, *heldWorkspace, e
 		root.Close()
 		return "", nil, badField(field, "the workspace cannot be opened")
 	}
-	key := dirKey(fi, clean)
+	key := wslock.Key(fi, clean)
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if h := w.held[key]; h != nil {

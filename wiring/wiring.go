@@ -12,12 +12,14 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"slices"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/internal/wslock"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/telemetry"
@@ -69,6 +71,18 @@ type Config struct {
 	// Secrets.
 	TranscriptPath string
 	Secrets        []string
+	// LockDir, when set, makes the setup hold its workspace directory
+	// against every other specloop process (package internal/wslock: a
+	// lock file in LockDir named by the directory's identity) from Open to
+	// Close, so that two runs never edit one directory at once. While
+	// another process holds it, Open waits, calling Waiting once with what
+	// the holder says of itself; with NoWait it fails at once with an
+	// error wrapping ErrWorkspaceBusy. A run's setup sets it; a setup for
+	// one tool call or a check of the tools does not. LockDir must lie
+	// outside the workspace.
+	LockDir string
+	Waiting func(holder string)
+	NoWait  bool
 	// MCPServers are external MCP servers whose tools the run offers next
 	// to the built-in ones, as NAME__tool: Open starts (or reaches) each
 	// once, and Close stops them. Given to runner.Open, they are the
@@ -78,6 +92,10 @@ type Config struct {
 	// stdio servers' stderr goes).
 	MCP mcpclient.Config
 }
+
+// ErrWorkspaceBusy is wrapped by Open's error, with Config.NoWait, when
+// another specloop process holds the workspace.
+var ErrWorkspaceBusy = errors.New("another specloop run uses this workspace")
 
 // Part names the piece of a setup that failed, so that a caller can say
 // which of its inputs was wrong.
@@ -131,6 +149,7 @@ type Setup struct {
 
 	workspaceClosed bool
 	closeTrace      bool
+	lock            *wslock.Lock // held until Close, when Config.LockDir is set
 }
 
 // Open builds the setup cfg describes. A failure is an *Error naming the
@@ -213,6 +232,12 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		}
 		s.Transcript = tw
 	}
+	// After the records' checks, before anything starts (MCP servers).
+	if cfg.LockDir != "" {
+		if err := s.lockWorkspace(ctx, cfg); err != nil {
+			return &Error{PartWorkspace, err}
+		}
+	}
 	if cfg.Telemetry != nil {
 		run := cfg.Telemetry.Observe(cfg.TelemetryRun, s.Options.Trace)
 		s.Options.Trace = run
@@ -243,7 +268,40 @@ func (s *Setup) Close() error {
 		errs = append(errs, s.Workspace.Close())
 		s.workspaceClosed = true
 	}
+	if s.lock != nil { // last: the next run finds everything written
+		errs = append(errs, s.lock.Release())
+		s.lock = nil
+	}
 	return errors.Join(errs...)
+}
+
+// lockWorkspace takes the workspace's lock across processes (see
+// Config.LockDir).
+func (s *Setup) lockWorkspace(ctx context.Context, cfg Config) error {
+	if err := CheckRecordsDir(cfg.LockDir, s.Workspace.Dir()); err != nil {
+		return fmt.Errorf("the lock directory: %w", err)
+	}
+	fi, err := os.Stat(s.Workspace.Dir())
+	if err != nil {
+		return err
+	}
+	lctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	waiting := cfg.Waiting
+	if cfg.NoWait {
+		waiting = func(holder string) {
+			cancel(fmt.Errorf("%w (%s)", ErrWorkspaceBusy, cmp.Or(holder, "a process that did not say who it is")))
+		}
+	}
+	l, err := wslock.Acquire(lctx, cfg.LockDir, wslock.Key(fi, s.Workspace.Dir()), waiting)
+	if err != nil {
+		if cause := context.Cause(lctx); errors.Is(cause, ErrWorkspaceBusy) {
+			return cause
+		}
+		return err
+	}
+	s.lock = l
+	return nil
 }
 
 // Redactor is what a run's transcript is redacted with: the values of this

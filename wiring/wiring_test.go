@@ -136,3 +136,46 @@ func TestCloseLeavesWhatWasHandedIn(t *testing.T) {
 		t.Errorf("the handed-in root was closed: %v", err)
 	}
 }
+
+// A setup with a LockDir holds its workspace until Close: another setup of
+// the same directory with NoWait fails with ErrWorkspaceBusy, a waiting
+// one gets it once the first is closed, and a lock directory inside the
+// workspace is refused.
+func TestSetupHoldsTheWorkspace(t *testing.T) {
+	ws, locks := t.TempDir(), t.TempDir()
+	cfg := wiring.Config{Dir: ws, DisableCommands: true, LockDir: locks}
+	first, err := wiring.Open(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	busy := cfg
+	busy.NoWait = true
+	if _, err := wiring.Open(busy); !errors.Is(err, wiring.ErrWorkspaceBusy) {
+		t.Fatalf("a second setup of a held workspace: %v, want ErrWorkspaceBusy", err)
+	}
+	waited := make(chan string, 1)
+	waiting := cfg
+	waiting.Waiting = func(holder string) { waited <- holder }
+	got := make(chan error, 1)
+	go func() {
+		s, err := wiring.Open(waiting)
+		if err == nil {
+			err = s.Close()
+		}
+		got <- err
+	}()
+	if h := <-waited; !strings.HasPrefix(h, "pid ") {
+		t.Errorf("the holder said %q", h)
+	}
+	if err := first.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-got; err != nil {
+		t.Fatalf("the waiting setup: %v", err)
+	}
+	inside := cfg
+	inside.LockDir = filepath.Join(ws, ".locks")
+	if _, err := wiring.Open(inside); !errors.Is(err, wiring.ErrRecordsInWorkspace) {
+		t.Fatalf("a lock directory inside the workspace: %v", err)
+	}
+}

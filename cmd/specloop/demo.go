@@ -69,7 +69,7 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	steps, check := demo.MaxSteps, demo.Check
 	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check},
 		ID: runID, Dir: dir, TracePath: *tracePath}
-	setup, code := openSetup(env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
+	setup, code := openSetup(ctx, env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
 	if setup == nil {
 		return code
 	}

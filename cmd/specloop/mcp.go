@@ -35,7 +35,7 @@ func mcpCmd(ctx context.Context, env *cli.Env, args []string) int {
 		env.Errorf("mcp: %v", err)
 		return exitUsage
 	}
-	setup, code := openSetup(env, "mcp", nil, wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: policy}, true)
+	setup, code := openSetup(ctx, env, "mcp", nil, wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: policy}, true)
 	if setup == nil {
 		return code
 	}

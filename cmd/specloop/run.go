@@ -39,6 +39,7 @@ type runFlags struct {
 	check        string
 	recordRaw    bool
 	noTranscript bool
+	noWait       bool
 	approval     approvalFlags // see approve.go
 	// model selection (see models.go) and remote runs (see remote.go)
 	model         string
@@ -68,6 +69,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.check, "check", "", "a completion check command run in the workspace when the model finishes; the run finishes only when it exits 0")
 	f.approval.register(fs)
 	fs.BoolVar(&f.noTranscript, "no-transcript", false, "keep no transcript of the run (by default it goes to "+cli.StateDirUsage("runs/RUN_ID")+": what the run said and did, redacted of secrets; specloop show RUN_ID prints it)")
+	fs.BoolVar(&f.noWait, "no-wait", false, "fail at once when another specloop run uses the workspace, instead of waiting for it")
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
 	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
@@ -182,6 +184,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	req := f.request(prompt, mcpNames, approvals, asker != nil)
 	host.MCP = f.mcp.Config(env.Stderr)
+	host.Waiting = func(holder string) {
+		fmt.Fprintf(env.Stderr, "another run uses this workspace (%s); waiting… (--no-wait to fail)\n", oneLine(holder, 120))
+	}
 	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
 	transcriptPath := ""
 	if sp.KeepsTranscript() {
@@ -198,7 +203,7 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		p := &progressPrinter{w: env.Stdout, clock: realClock(env.Stdout)}
 		sp.Observer, sp.Live = p.observe, p.live
 	}
-	setup, code := openSetup(env, "run", sp, host, true)
+	setup, code := openSetup(ctx, env, "run", sp, host, true)
 	if setup == nil {
 		return code
 	}
@@ -394,7 +399,15 @@ func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Conf
 	if err != nil {
 		return wiring.Config{}, err
 	}
+	locks, err := cli.StateDir("locks")
+	if err != nil {
+		return wiring.Config{}, fmt.Errorf("the workspace lock's directory: %w", err)
+	}
 	return wiring.Config{
+		// Two runs never edit one directory at once, whichever processes
+		// they are in.
+		LockDir:         locks,
+		NoWait:          f.noWait,
 		MCPServers:      servers,
 		Tools:           specs,
 		DisableCommands: f.noCommands,
@@ -411,17 +424,23 @@ func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Conf
 // nil and the exit status: a usage error for a workspace the user named
 // (userWorkspace), a sandbox this machine cannot provide or a trace file
 // that cannot be written. It prints the warning of an unconfined sandbox.
-func openSetup(env *cli.Env, name string, sp *runner.Spec, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
+func openSetup(ctx context.Context, env *cli.Env, name string, sp *runner.Spec, cfg wiring.Config, userWorkspace bool) (*wiring.Setup, int) {
 	var setup *wiring.Setup
 	var err error
 	if sp != nil {
-		setup, err = runner.Open(context.Background(), sp, cfg)
+		setup, err = runner.Open(ctx, sp, cfg)
 	} else {
-		setup, err = wiring.Open(cfg)
+		setup, err = wiring.OpenContext(ctx, cfg)
 	}
 	var we *wiring.Error
 	switch {
 	case err == nil:
+	case errors.As(err, &we) && errors.Is(we.Err, wiring.ErrWorkspaceBusy):
+		env.Errorf("%s: %v (without --no-wait the run waits for it)", name, we.Err)
+		return nil, exitInternal
+	case ctx.Err() != nil && errors.As(err, &we) && we.Part == wiring.PartWorkspace:
+		env.Errorf("%s: stopped while waiting for the workspace", name)
+		return nil, exitInterrupted
 	case errors.As(err, &we) && we.Part == wiring.PartWorkspace && userWorkspace:
 		env.Errorf("%s: --workspace: %v", name, we.Err)
 		return nil, exitUsage

@@ -205,6 +205,12 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}
 	defer mcpSetup.Close()
 	defer mcpStop()
+	// A run and a `specloop run` never edit one workspace at once.
+	locks, err := StateDir("locks")
+	if err != nil {
+		env.Errorf("serve: the workspace lock's directory: %v", err)
+		return ExitUsage
+	}
 	srv, err := server.New(server.Config{
 		Config: runner.Config{
 			Engine:        eng,
@@ -220,6 +226,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			Logger:        logger,
 			// Transcripts hold content (code, outputs): kept a bounded time.
 			TranscriptRetention: *retention,
+			LockDir:             locks,
 			// Approval waits are in memory: a server that stops ends the
 			// waiting runs interrupted.
 			ApprovalTimeout: *approvalTimeout,
