@@ -108,12 +108,8 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// encode is the body the SDK sends for req: the params
-// as the SDK marshals them.
+// encode is the body Next sends for req.
 func encode(m *Model, req *agent.Request) ([]byte, error) {
-	_, p, err := m.params(req)
-	if err != nil {
-		return nil, err
-	}
-	return p.MarshalJSON()
+	_, body, err := m.request(req)
+	return body, err
 }
