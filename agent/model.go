@@ -42,6 +42,12 @@ type Request struct {
 	// ContextSizer, and of a model whose error wrapped ErrContextLength:
 	// such a model must answer it.
 	Summarize bool
+	// OnText, when set, is called with each piece of the model's text as
+	// it arrives (a provider that streams its reply), never with tool
+	// arguments or a summary; nil means nobody listens. The assembled
+	// reply is what counts: a reply cut off and asked for again starts
+	// its text again, and the turn Next returns is the one to act on.
+	OnText func(delta string)
 }
 
 // OneAction is a Model that proposes one action per call, as the seed's
