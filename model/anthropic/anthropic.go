@@ -27,12 +27,18 @@
 // tool_use answered by a tool_result with is_error. Consecutive user blocks
 // are merged into one message, as the API expects alternating roles.
 //
+// The reply is streamed: each text_delta goes to Request.OnText as it
+// arrives, and the events are assembled into the message that is
+// validated; a server that answers the request whole (Content-Type
+// application/json) works alike.
+//
 // The adapter speaks the wire itself (request.go), through the HTTP layer
-// it shares with model/openai: network failures, 408, 409, 429 and 5xx
-// (529 overloaded included) responses are retried with exponential
-// backoff, honouring Retry-After and retry-after-ms; when the retries are
-// exhausted Next returns a *model.ProviderError, which ends the run with
-// exit reason model_error.
+// it shares with model/openai: network failures, streams cut off or
+// failing with an error event, 408, 409, 429 and 5xx (529 overloaded
+// included) responses are retried with exponential backoff, honouring
+// Retry-After and retry-after-ms; when the retries are exhausted Next
+// returns a *model.ProviderError, which ends the run with exit reason
+// model_error.
 package anthropic
 
 import (
@@ -185,11 +191,11 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	var r adapt.Reply
-	err = m.api.Post(ctx, body, func(data []byte) (err error) {
-		r, err = reply(data)
-		return err
-	})
+	onText := req.OnText
+	if req.Summarize {
+		onText = nil // the summary is no text of the run's
+	}
+	r, err := m.api.Post(ctx, body, func() adapt.Decoder { return &decoder{onText: onText} })
 	if req.Summarize {
 		return adapt.Summary(r, err)
 	}

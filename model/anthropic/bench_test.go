@@ -64,11 +64,11 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 		if _, err := encode(m, req); err != nil {
 			b.Fatal(err)
 		}
-		r, err := reply(body)
-		if err != nil {
+		var d decoder
+		if err := d.Body(body); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := ts.Turn(r); err != nil {
+		if _, err := ts.Turn(d.Reply()); err != nil {
 			b.Fatal(err)
 		}
 	}

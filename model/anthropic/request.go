@@ -1,9 +1,11 @@
 package anthropic
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/http"
 	"strings"
 
 	"github.com/specloop/specloop/agent"
@@ -28,6 +30,8 @@ type (
 		Tools      []tool      `json:"tools"`
 		// Temperature: the SDK had no field for it, and wrote it last.
 		Temperature *float64 `json:"temperature,omitempty"`
+		// Stream asks for the reply as a stream of events.
+		Stream bool `json:"stream"`
 	}
 	message struct {
 		// Content holds textBlock, toolUseBlock, toolResultBlock and
@@ -74,19 +78,23 @@ var ephemeral = &cacheControl{Type: "ephemeral"}
 
 // response is the part of a Messages response that decides the action.
 type response struct {
-	Content []struct {
-		Type, Text, ID, Name string
-		// Input is a tool_use's input as sent, which should be an object.
-		Input                     json.RawMessage
-		Thinking, Signature, Data string
-	}
+	Content    []block
 	StopReason string `json:"stop_reason"`
-	Usage      *struct {
-		InputTokens              int64 `json:"input_tokens"`
-		CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-		CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-		OutputTokens             int64 `json:"output_tokens"`
-	}
+	Usage      *usage
+}
+
+type block struct {
+	Type, Text, ID, Name string
+	// Input is a tool_use's input as sent, which should be an object.
+	Input                     json.RawMessage
+	Thinking, Signature, Data string
+}
+
+type usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
 }
 
 // request builds the Messages body for req, and returns the toolset of its
@@ -159,6 +167,7 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 		Messages:    msgs,
 		Tools:       tools,
 		Temperature: m.cfg.Temperature,
+		Stream:      true,
 	}
 	if req.Summarize {
 		p.ToolChoice = &toolChoice{Type: "none"}
@@ -171,11 +180,7 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 }
 
 // reply reduces a Messages response to what decides the action.
-func reply(data []byte) (adapt.Reply, error) {
-	var resp response
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return adapt.Reply{}, err
-	}
+func (resp *response) reply() adapt.Reply {
 	var r adapt.Reply
 	if u := resp.Usage; u != nil {
 		// input_tokens excludes prompt-cache reads and writes; the budget
@@ -202,5 +207,113 @@ func reply(data []byte) (adapt.Reply, error) {
 	case "refusal":
 		r.Refusal, r.RefusalRaw = true, r.Text
 	}
-	return r, nil
+	return r
 }
+
+// decoder reads a response, whole or streamed: the stream's events are
+// assembled into the message they stand for (message_start's message,
+// each content block from its content_block_start and its deltas, the
+// stop reason and the output usage from message_delta), handing each
+// text_delta to onText.
+type decoder struct {
+	resp   response
+	onText func(string)
+	// parts holds the streamed parts of each content block, by index.
+	parts []*parts
+	ended bool // message_stop came
+}
+
+// parts are a streamed block's deltas, joined at its end.
+type parts struct{ text, input, thinking, signature strings.Builder }
+
+func (d *decoder) Body(data []byte) error { return json.Unmarshal(data, &d.resp) }
+
+// event is any event of a Messages stream.
+type event struct {
+	Message      response
+	Index        int
+	ContentBlock block `json:"content_block"`
+	Delta        struct {
+		Type, Text, Thinking, Signature string
+		PartialJSON                     string `json:"partial_json"`
+		StopReason                      string `json:"stop_reason"`
+	}
+	Usage *usage
+	Error struct{ Type, Message string }
+}
+
+// errorStatus is the HTTP status of each error type the API documents,
+// for an error event in a stream that began well (its 200).
+var errorStatus = map[string]int{
+	"invalid_request_error": 400, "authentication_error": 401, "permission_error": 403, "not_found_error": 404,
+	"request_too_large": 413, "rate_limit_error": 429, "api_error": 500, "overloaded_error": 529,
+}
+
+func (d *decoder) Event(name string, data []byte) (bool, error) {
+	var e event
+	if err := json.Unmarshal(data, &e); err != nil {
+		return false, err
+	}
+	switch name {
+	case "message_start":
+		d.resp = e.Message
+		d.resp.Content, d.parts = nil, nil
+	case "content_block_start":
+		if e.Index != len(d.resp.Content) {
+			return false, fmt.Errorf("content block %d starts after %d blocks", e.Index, len(d.resp.Content))
+		}
+		d.resp.Content = append(d.resp.Content, e.ContentBlock)
+		d.parts = append(d.parts, &parts{})
+	case "content_block_delta", "content_block_stop":
+		if e.Index < 0 || e.Index >= len(d.parts) {
+			return false, fmt.Errorf("%s of block %d, which did not start", name, e.Index)
+		}
+		p := d.parts[e.Index]
+		if name == "content_block_stop" {
+			b := &d.resp.Content[e.Index]
+			b.Text += p.text.String()
+			b.Thinking += p.thinking.String()
+			b.Signature += p.signature.String()
+			if p.input.Len() > 0 { // else the input content_block_start gave ({} for none)
+				b.Input = json.RawMessage(p.input.String())
+			}
+			break
+		}
+		switch e.Delta.Type {
+		case "text_delta":
+			p.text.WriteString(e.Delta.Text)
+			if d.onText != nil && e.Delta.Text != "" {
+				d.onText(e.Delta.Text)
+			}
+		case "input_json_delta":
+			p.input.WriteString(e.Delta.PartialJSON)
+		case "thinking_delta":
+			p.thinking.WriteString(e.Delta.Thinking)
+		case "signature_delta":
+			p.signature.WriteString(e.Delta.Signature)
+		}
+	case "message_delta":
+		d.resp.StopReason = cmp.Or(e.Delta.StopReason, d.resp.StopReason)
+		if u := e.Usage; u != nil {
+			// The counts so far; a count it leaves out stays message_start's.
+			if d.resp.Usage == nil {
+				d.resp.Usage = &usage{}
+			}
+			v := d.resp.Usage
+			v.InputTokens, v.OutputTokens = cmp.Or(u.InputTokens, v.InputTokens), cmp.Or(u.OutputTokens, v.OutputTokens)
+			v.CacheCreationInputTokens = cmp.Or(u.CacheCreationInputTokens, v.CacheCreationInputTokens)
+			v.CacheReadInputTokens = cmp.Or(u.CacheReadInputTokens, v.CacheReadInputTokens)
+		}
+	case "message_stop":
+		d.ended = true
+		return true, nil
+	case "error":
+		return false, &adapt.APIError{StatusCode: cmp.Or(errorStatus[e.Error.Type], http.StatusInternalServerError), Type: e.Error.Type, Message: e.Error.Message}
+	}
+	return false, nil
+}
+
+// Complete: a stream is whole only with its message_stop.
+func (d *decoder) Complete() bool { return d.ended }
+
+func (d *decoder) Reply() adapt.Reply { return d.resp.reply() }

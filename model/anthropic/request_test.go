@@ -16,8 +16,8 @@ func TestRequestSettings(t *testing.T) {
 		cfg  Config
 		want map[string]any
 	}{
-		{"defaults", Config{Model: "claude-sonnet-4-5", APIKey: "k"}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": float64(DefaultMaxOutputTokens)}},
-		{"set", Config{Model: "claude-sonnet-4-5", APIKey: "k", MaxOutputTokens: 300, Temperature: &temp}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 300.0, "temperature": 0.3}},
+		{"defaults", Config{Model: "claude-sonnet-4-5", APIKey: "k"}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": float64(DefaultMaxOutputTokens), "stream": true}},
+		{"set", Config{Model: "claude-sonnet-4-5", APIKey: "k", MaxOutputTokens: 300, Temperature: &temp}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 300.0, "temperature": 0.3, "stream": true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -249,10 +249,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.Status)
 	_, _ = w.Write(rep.Body)
 }

@@ -27,11 +27,18 @@
 // Invalid-output feedback is a user message; a finish the completion check
 // rejected is a finish call answered by an "ERROR: ..." tool message.
 //
+// The reply is streamed (stream_options.include_usage for its usage): the
+// text of each chat.completion.chunk goes to Request.OnText as it arrives,
+// and the chunks are assembled into the reply that is validated; a server
+// that answers the request whole (Content-Type application/json) works
+// alike.
+//
 // The adapter speaks the wire itself (request.go), through the HTTP layer
-// it shares with model/anthropic: network failures, 408, 409, 429 and 5xx
-// responses are retried with exponential backoff, honouring Retry-After
-// and retry-after-ms; when the retries are exhausted Next returns a
-// *model.ProviderError, which ends the run with exit reason model_error.
+// it shares with model/anthropic: network failures, streams cut off, 408,
+// 409, 429 and 5xx responses are retried with exponential backoff,
+// honouring Retry-After and retry-after-ms; when the retries are exhausted
+// Next returns a *model.ProviderError, which ends the run with exit reason
+// model_error.
 package openai
 
 import (
@@ -180,11 +187,11 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	var r adapt.Reply
-	err = m.api.Post(ctx, body, func(data []byte) (err error) {
-		r, err = reply(data)
-		return err
-	})
+	onText := req.OnText
+	if req.Summarize {
+		onText = nil // the summary is no text of the run's
+	}
+	r, err := m.api.Post(ctx, body, func() adapt.Decoder { return &decoder{onText: onText} })
 	if req.Summarize {
 		return adapt.Summary(r, err)
 	}

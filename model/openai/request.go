@@ -2,8 +2,11 @@ package openai
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/model/internal/adapt"
@@ -21,8 +24,12 @@ type (
 		MaxCompletionTokens int64     `json:"max_completion_tokens,omitempty"`
 		MaxTokens           int64     `json:"max_tokens,omitempty"`
 		Temperature         *float64  `json:"temperature,omitempty"`
-		ToolChoice          string    `json:"tool_choice,omitempty"`
-		Tools               []tool    `json:"tools"`
+		// Stream asks for the reply as a stream of chunks, the last
+		// with the usage.
+		Stream        bool          `json:"stream"`
+		StreamOptions streamOptions `json:"stream_options"`
+		ToolChoice    string        `json:"tool_choice,omitempty"`
+		Tools         []tool        `json:"tools"`
 	}
 	// message is a system, user, assistant or tool message. An
 	// assistant message without text has no content.
@@ -45,6 +52,9 @@ type (
 		Function functionDef `json:"function"`
 		Type     string      `json:"type"`
 	}
+	streamOptions struct {
+		IncludeUsage bool `json:"include_usage"`
+	}
 	functionDef struct {
 		Name        string         `json:"name"`
 		Description string         `json:"description,omitempty"`
@@ -53,26 +63,38 @@ type (
 )
 
 // response is the part of a Chat Completions response that decides the
-// action.
+// action, and of a chat.completion.chunk of its stream (a choice's Delta,
+// and an Error when the server fails mid-stream).
 type response struct {
 	Choices []struct {
-		Message struct {
-			Content   string
-			Refusal   string
-			ToolCalls []struct {
-				ID, Type string
-				Function struct{ Name, Arguments string }
-				// Custom is a custom tool's call (type "custom"),
-				// whose input is free text.
-				Custom struct{ Name, Input string }
-			} `json:"tool_calls"`
-		}
+		Index        int
+		Message      assistant
+		Delta        assistant
 		FinishReason string `json:"finish_reason"`
 	}
 	Usage *struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
 		CompletionTokens int64 `json:"completion_tokens"`
 	}
+	Error *struct{ Type, Code, Message any }
+}
+
+// assistant is the assistant's message of a response, or a chunk's part of
+// it.
+type assistant struct {
+	Content   string
+	Refusal   string
+	ToolCalls []call `json:"tool_calls"`
+}
+
+type call struct {
+	// Index is a chunk's call, the one its part belongs to.
+	Index    int
+	ID, Type string
+	Function struct{ Name, Arguments string }
+	// Custom is a custom tool's call (type "custom"), whose input is free
+	// text.
+	Custom struct{ Name, Input string }
 }
 
 // request builds the Chat Completions body for req, and returns the
@@ -122,7 +144,7 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 			msgs = append(msgs, text("user", t.Text))
 		}
 	}
-	p := request{Model: m.cfg.Model, Messages: msgs, Tools: tools, Temperature: m.cfg.Temperature}
+	p := request{Model: m.cfg.Model, Messages: msgs, Tools: tools, Temperature: m.cfg.Temperature, Stream: true, StreamOptions: streamOptions{IncludeUsage: true}}
 	if req.Summarize {
 		p.Messages = append(p.Messages, text("user", adapt.SummaryInstruction))
 		p.ToolChoice = "none"
@@ -146,17 +168,13 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 }
 
 // reply reduces a Chat Completions response to what decides the action.
-func reply(data []byte) (adapt.Reply, error) {
-	var resp response
-	if err := json.Unmarshal(data, &resp); err != nil {
-		return adapt.Reply{}, err
-	}
+func (resp *response) reply() adapt.Reply {
 	var r adapt.Reply
 	if u := resp.Usage; u != nil {
 		r.Usage = adapt.ToUsage(u.PromptTokens, u.CompletionTokens)
 	}
 	if len(resp.Choices) == 0 {
-		return r, nil
+		return r
 	}
 	choice := resp.Choices[0]
 	msg := choice.Message
@@ -180,5 +198,95 @@ func reply(data []byte) (adapt.Reply, error) {
 			r.RefusalRaw = msg.Content
 		}
 	}
-	return r, nil
+	return r
+}
+
+// decoder reads a response, whole or streamed: the stream's chunks are
+// assembled into the response they stand for (the text, the refusal and
+// each call's arguments joined in order, a call's parts tied by index),
+// handing each piece of text to onText.
+type decoder struct {
+	resp   response
+	onText func(string)
+	// The stream's parts, joined by Reply.
+	streamed      bool
+	text, refusal strings.Builder
+	calls         []*streamedCall
+}
+
+type streamedCall struct {
+	call
+	args strings.Builder
+}
+
+func (d *decoder) Body(data []byte) error { return json.Unmarshal(data, &d.resp) }
+
+// Event takes a chunk; "[DONE]" ends the stream.
+func (d *decoder) Event(_ string, data []byte) (bool, error) {
+	if string(data) == "[DONE]" {
+		return true, nil
+	}
+	var c response
+	if err := json.Unmarshal(data, &c); err != nil {
+		return false, err
+	}
+	d.streamed = true
+	if e := c.Error; e != nil {
+		// The server failed after the stream began well (its 200).
+		str := func(v any) string { s, _ := v.(string); return s }
+		return false, &adapt.APIError{StatusCode: http.StatusInternalServerError, Type: str(e.Type), Code: str(e.Code), Message: str(e.Message)}
+	}
+	if c.Usage != nil {
+		d.resp.Usage = c.Usage
+	}
+	for _, ch := range c.Choices {
+		if ch.Index != 0 {
+			continue // only the first choice is read
+		}
+		if len(d.resp.Choices) == 0 {
+			d.resp.Choices = append(d.resp.Choices, ch)
+		}
+		if ch.FinishReason != "" {
+			d.resp.Choices[0].FinishReason = ch.FinishReason
+		}
+		if t := ch.Delta.Content; t != "" {
+			d.text.WriteString(t)
+			if d.onText != nil {
+				d.onText(t)
+			}
+		}
+		d.refusal.WriteString(ch.Delta.Refusal)
+		for _, tc := range ch.Delta.ToolCalls {
+			if tc.Index < 0 || tc.Index > agent.MaxTurnActions {
+				return false, fmt.Errorf("a tool call part of index %d", tc.Index)
+			}
+			for len(d.calls) <= tc.Index {
+				d.calls = append(d.calls, &streamedCall{})
+			}
+			c := d.calls[tc.Index]
+			c.ID, c.Type = cmp.Or(c.ID, tc.ID), cmp.Or(c.Type, tc.Type)
+			c.Function.Name += tc.Function.Name
+			c.Custom.Name += tc.Custom.Name
+			c.args.WriteString(tc.Function.Arguments + tc.Custom.Input)
+		}
+	}
+	return false, nil
+}
+
+// Complete: a stream that ends without "[DONE]" (some compatible servers
+// send none) is whole once its choice has a finish reason.
+func (d *decoder) Complete() bool {
+	return len(d.resp.Choices) > 0 && d.resp.Choices[0].FinishReason != ""
+}
+
+func (d *decoder) Reply() adapt.Reply {
+	if d.streamed && len(d.resp.Choices) > 0 {
+		msg := &d.resp.Choices[0].Message
+		msg.Content, msg.Refusal = d.text.String(), d.refusal.String()
+		for _, c := range d.calls {
+			c.Function.Arguments, c.Custom.Input = c.args.String(), c.args.String()
+			msg.ToolCalls = append(msg.ToolCalls, c.call)
+		}
+	}
+	return d.resp.reply()
 }

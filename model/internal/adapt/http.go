@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"mime"
 	"net/http"
 	"strconv"
 	"time"
@@ -61,88 +62,132 @@ type Endpoint struct {
 // UserAgent is the User-Agent of every provider request.
 func UserAgent() string { return "specloop/" + buildinfo.Version() }
 
-// Post sends body and hands the body of the 2xx response to decode. It
-// returns ctx's error when ctx ends (at once, also during a wait), else a
-// *ProviderError for a call that failed, retries and all: an error status,
-// a timeout, a network failure, or a response decode could not read
-// (which is not retried). The ProviderError wraps agent.ErrContextLength
-// when the provider refused the request as over the context window.
-func (e *Endpoint) Post(ctx context.Context, body []byte, decode func([]byte) error) error {
+// A Decoder reads the 2xx response of one attempt: a whole JSON body
+// (Body), or a server-sent event stream, one event at a time (Event),
+// whichever the response's Content-Type says, so a server that ignores a
+// request to stream still works. Reply is what it read.
+type Decoder interface {
+	Body(data []byte) error
+	// Event takes one event of the stream, its name ("" for none) and
+	// its data; end reports the stream's last event.
+	Event(name string, data []byte) (end bool, err error)
+	// Complete reports, when the stream ends without its last event,
+	// whether what came is the whole reply all the same.
+	Complete() bool
+	Reply() Reply
+}
+
+// errDecode marks the error of a response that came whole but that the
+// Decoder could not read: retrying would not help.
+type errDecode struct{ err error }
+
+func (e errDecode) Error() string { return "decode the response: " + e.err.Error() }
+func (e errDecode) Unwrap() error { return e.err }
+
+// Post sends body and reads the 2xx response with a Decoder from
+// newDecoder (a fresh one per attempt: a stream cut off mid-way is tried
+// again from its start) and returns its Reply. It returns ctx's error when
+// ctx ends (at once, also during a wait), else a *ProviderError for a call
+// that failed, retries and all: an error status (or an error event in the
+// stream), a timeout, a network failure or a stream cut off, or a
+// response the Decoder could not read (which is not retried). The
+// ProviderError wraps agent.ErrContextLength when the provider refused the
+// request as over the context window.
+func (e *Endpoint) Post(ctx context.Context, body []byte, newDecoder func() Decoder) (Reply, error) {
 	for retries := 0; ; retries++ {
-		data, delay, err := e.attempt(ctx, body, retries)
+		dec := newDecoder()
+		delay, err := e.attempt(ctx, body, retries, dec)
 		if err == nil {
-			if err := decode(data); err != nil {
-				return e.fail(fmt.Errorf("decode the response: %w", err), retries)
-			}
-			return nil
+			return dec.Reply(), nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%s: %w", e.Provider, context.Cause(ctx))
+			return Reply{}, fmt.Errorf("%s: %w", e.Provider, context.Cause(ctx))
 		}
 		if delay < 0 || retries >= e.MaxRetries {
-			return e.fail(err, retries)
+			return Reply{}, e.fail(err, retries)
 		}
 		wait := e.wait
 		if wait == nil {
 			wait = sleep
 		}
 		if err := wait(ctx, delay); err != nil {
-			return fmt.Errorf("%s: %w", e.Provider, context.Cause(ctx))
+			return Reply{}, fmt.Errorf("%s: %w", e.Provider, context.Cause(ctx))
 		}
 	}
 }
 
-// attempt makes the nth attempt (from 0) and returns the response body of
-// a 2xx, else the error and how long to wait before the next attempt
-// (negative: no retry).
-func (e *Endpoint) attempt(ctx context.Context, body []byte, n int) ([]byte, time.Duration, error) {
+// attempt makes the nth attempt (from 0) and reads a 2xx response with
+// dec, else returns the error and how long to wait before the next
+// attempt (negative: no retry).
+func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder) (time.Duration, error) {
 	actx, cancel := context.WithTimeout(ctx, e.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(actx, http.MethodPost, e.URL, bytes.NewReader(body))
 	if err != nil {
-		return nil, -1, err
+		return -1, err
 	}
 	req.Header = e.Header.Clone()
 	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Accept", "text/event-stream, application/json")
 	req.Header.Set("User-Agent", UserAgent())
 	resp, err := e.Client.Do(req)
 	if err == nil {
-		var data []byte
-		data, err = io.ReadAll(resp.Body)
+		err = read(resp, dec)
 		resp.Body.Close()
+		var apiErr *APIError
 		switch {
-		case err != nil: // cut off: a network failure
-		case resp.StatusCode >= 200 && resp.StatusCode < 300:
-			return data, 0, nil
-		default:
-			apiErr := parseAPIError(resp.StatusCode, data)
-			if !retryable(resp) {
-				return nil, -1, apiErr
+		case err == nil:
+			return 0, nil
+		case errors.As(err, &apiErr):
+			if !retryable(apiErr.StatusCode, resp.Header) {
+				return -1, err
 			}
-			return nil, retryDelay(resp.Header, n, time.Now()), apiErr
+			return retryDelay(resp.Header, n, time.Now()), err
+		case errors.As(err, new(errDecode)):
+			return -1, err
 		}
 	}
+	// A network failure, or the response cut off.
 	if errors.Is(actx.Err(), context.DeadlineExceeded) && ctx.Err() == nil {
 		if !errors.Is(err, context.DeadlineExceeded) {
 			err = fmt.Errorf("%w: %w", context.DeadlineExceeded, err)
 		}
-		return nil, -1, err
+		return -1, err
 	}
-	return nil, backoff(n), err
+	return backoff(n), err
 }
 
-// retryable reports whether a failed response may succeed when tried
-// again: what its x-should-retry header says, else whether its status is
-// 408, 409, 429 or 5xx.
-func retryable(resp *http.Response) bool {
-	switch resp.Header.Get("X-Should-Retry") {
+// read reads resp: an *APIError for an error status, else its body or
+// its event stream with dec.
+func read(resp *http.Response, dec Decoder) error {
+	ok := resp.StatusCode >= 200 && resp.StatusCode < 300
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get("Content-Type")); ok && mt == "text/event-stream" {
+		return readEvents(resp.Body, dec)
+	}
+	data, err := io.ReadAll(resp.Body)
+	switch {
+	case err != nil:
+		return err
+	case !ok:
+		return parseAPIError(resp.StatusCode, data)
+	}
+	if err := dec.Body(data); err != nil {
+		return errDecode{err}
+	}
+	return nil
+}
+
+// retryable reports whether a failed response of status with header may
+// succeed when tried again: what its x-should-retry header says, else
+// whether its status is 408, 409, 429 or 5xx.
+func retryable(status int, header http.Header) bool {
+	switch header.Get("X-Should-Retry") {
 	case "true":
 		return true
 	case "false":
 		return false
 	}
-	switch s := resp.StatusCode; {
+	switch s := status; {
 	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooManyRequests, s >= 500:
 		return true
 	}

@@ -125,6 +125,13 @@ func (s *server) count() int {
 	return len(s.bodies)
 }
 
+// requests returns the bodies and the headers so far.
+func (s *server) requests() ([]string, []http.Header) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.bodies, s.headers
+}
+
 func status(code int, header map[string]string, body string) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		for k, v := range header {
@@ -156,10 +163,42 @@ func cutOff(w http.ResponseWriter, r *http.Request) {
 	}
 }
 
+// decoder reads a JSON body or a stream of events, to its text: the body,
+// or each event as name:data, joined by |; an event "end" ends the
+// stream, "error" is an error event.
+type decoder struct {
+	body   string
+	events []string
+}
+
+func (d *decoder) Body(data []byte) error {
+	if !json.Valid(data) {
+		return errors.New("not JSON")
+	}
+	d.body = string(data)
+	return nil
+}
+
+func (d *decoder) Event(name string, data []byte) (bool, error) {
+	if name == "error" {
+		return false, &APIError{StatusCode: 529, Type: "overloaded_error"}
+	}
+	if name == "bad" {
+		return false, errors.New("not an event")
+	}
+	d.events = append(d.events, name+":"+string(data))
+	return name == "end", nil
+}
+
+func (d *decoder) Complete() bool { return false }
+
+func (d *decoder) Reply() Reply { return Reply{Text: d.body + strings.Join(d.events, "|")} }
+
+func newDecoder() Decoder { return &decoder{} }
+
 func post(e *Endpoint) (string, error) {
-	var got string
-	err := e.Post(context.Background(), []byte(`{"q":1}`), func(data []byte) error { got = string(data); return nil })
-	return got, err
+	r, err := e.Post(context.Background(), []byte(`{"q":1}`), newDecoder)
+	return r.Text, err
 }
 
 func TestPostRetries(t *testing.T) {
@@ -188,7 +227,8 @@ func TestPostRetries(t *testing.T) {
 			if s.count() != len(tt.handlers) {
 				t.Fatalf("%d requests, want %d", s.count(), len(tt.handlers))
 			}
-			for i, body := range s.bodies {
+			bodies, _ := s.requests()
+			for i, body := range bodies {
 				if body != `{"q":1}` {
 					t.Fatalf("attempt %d sent %q, want the body again", i+1, body)
 				}
@@ -232,17 +272,14 @@ func TestPostFails(t *testing.T) {
 		{"x-should-retry false", 3, []http.HandlerFunc{status(503, map[string]string{"X-Should-Retry": "false"}, ``)}, ProviderError{Provider: "prov", StatusCode: 503}, "prov: request failed: 503 Service Unavailable"},
 		{"Retry-After over the cap", 3, []http.HandlerFunc{status(429, map[string]string{"Retry-After": "3600"}, `{"error":{"message":"slow down","type":"requests","code":"rate_limit_exceeded"}}`)}, ProviderError{Provider: "prov", StatusCode: 429, Code: "requests"}, "prov: request failed: 429 Too Many Requests (requests)"},
 		{"network failures", 1, []http.HandlerFunc{hangUp, hangUp}, ProviderError{Provider: "prov", Retries: 1}, "prov: request failed after 1 retry: Post "},
-		{"undecodable reply", 3, []http.HandlerFunc{status(200, nil, `{"ok":`)}, ProviderError{Provider: "prov"}, "prov: request failed: decode the response: unexpected end of JSON input"},
+		{"undecodable reply", 3, []http.HandlerFunc{status(200, nil, `{"ok":`)}, ProviderError{Provider: "prov"}, "prov: request failed: decode the response: not JSON"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			t.Parallel()
 			e, s, _ := newEndpoint(t, tt.handlers...)
 			e.MaxRetries = tt.maxRetries
-			err := e.Post(context.Background(), []byte(`{}`), func(data []byte) error {
-				var v struct{}
-				return json.Unmarshal(data, &v)
-			})
+			_, err := post(e)
 			var pe *ProviderError
 			if !errors.As(err, &pe) {
 				t.Fatalf("err = %v, want a *ProviderError", err)
@@ -308,8 +345,8 @@ func TestErrorsNeverHoldTheKey(t *testing.T) {
 		if err == nil {
 			t.Fatal("Post succeeded")
 		}
-		if got := s.headers[0].Get("Authorization"); got != "Bearer "+secretKey {
-			t.Fatalf("the key was not sent: %q", got)
+		if _, headers := s.requests(); headers[0].Get("Authorization") != "Bearer "+secretKey {
+			t.Fatal("the key was not sent")
 		}
 		for e := err; e != nil; e = errors.Unwrap(e) {
 			if text := e.Error(); strings.Contains(text, secretKey) || strings.Contains(text, "Incorrect API key") {
@@ -326,8 +363,9 @@ func TestPostHeaders(t *testing.T) {
 	if _, err := post(e); err != nil {
 		t.Fatal(err)
 	}
-	for i, h := range s.headers {
-		if h.Get("Content-Type") != "application/json" || h.Get("Accept") != "application/json" ||
+	_, headers := s.requests()
+	for i, h := range headers {
+		if h.Get("Content-Type") != "application/json" || h.Get("Accept") != "text/event-stream, application/json" ||
 			!strings.HasPrefix(h.Get("User-Agent"), "specloop/") || h.Get("Authorization") != "Bearer "+secretKey {
 			t.Fatalf("attempt %d headers: %v", i+1, h)
 		}
@@ -362,7 +400,10 @@ func TestPostCancelledWhileWaiting(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- e.Post(ctx, []byte(`{}`), func([]byte) error { return nil }) }()
+	go func() {
+		_, err := e.Post(ctx, []byte(`{}`), newDecoder)
+		done <- err
+	}()
 	<-waiting
 	cancel()
 	select {
@@ -376,5 +417,46 @@ func TestPostCancelledWhileWaiting(t *testing.T) {
 	}
 	if n := s.count(); n != 1 {
 		t.Fatalf("%d requests, want 1", n)
+	}
+}
+
+func sse(body string) http.HandlerFunc {
+	return status(http.StatusOK, map[string]string{"Content-Type": "text/event-stream; charset=utf-8"}, body)
+}
+
+// The event stream format: named and unnamed events, data of several
+// lines, comments, CRLF line ends; the decoder's last event ends it and
+// nothing after is read.
+func TestReadEvents(t *testing.T) {
+	t.Parallel()
+	e, _, _ := newEndpoint(t, sse(": a comment\r\nevent: a\r\ndata: 1\r\n\r\ndata:2\ndata: 3\nid: 7\n\nevent: ping\n\nevent: end\ndata: {}\n\nevent: after\ndata: x\n\n"))
+	got, err := post(e)
+	if want := "a:1|:2\n3|ping:|end:{}"; err != nil || got != want {
+		t.Fatalf("events = %q, %v; want %q", got, err, want)
+	}
+}
+
+// A stream is retried from its start when it is cut off before its last
+// event or fails with an error event; an event the decoder cannot read is
+// not retried.
+func TestStreamRetries(t *testing.T) {
+	t.Parallel()
+	whole := "event: a\ndata: 1\n\nevent: end\ndata: 2\n\n"
+	e, s, waits := newEndpoint(t, sse("event: a\ndata: 1\n\nevent: en"), sse("event: a\ndata: 1\n\nevent: error\ndata: {}\n\n"), sse(whole))
+	got, err := post(e)
+	if err != nil || got != "a:1|end:2" || s.count() != 3 || len(*waits) != 2 {
+		t.Fatalf("Post = %q, %v after %d requests and waits %v; want the whole stream's events only, after 3", got, err, s.count(), *waits)
+	}
+	e, s, _ = newEndpoint(t, sse("event: bad\ndata: 1\n\n"))
+	_, err = post(e)
+	var pe *ProviderError
+	if !errors.As(err, &pe) || s.count() != 1 || err.Error() != "prov: request failed: decode the response: not an event" {
+		t.Fatalf("err = %v after %d requests, want one undecodable stream", err, s.count())
+	}
+	e, _, _ = newEndpoint(t, sse("event: error\ndata: {}\n\n"))
+	e.MaxRetries = 0
+	_, err = post(e)
+	if !errors.As(err, &pe) || pe.StatusCode != 529 || pe.Code != "overloaded_error" {
+		t.Fatalf("err = %v, want the error event's 529", err)
 	}
 }
