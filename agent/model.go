@@ -43,9 +43,11 @@ type Request struct {
 	// such a model must answer it.
 	Summarize bool
 	// OnText, when set, is called with each piece of the model's text as
-	// it arrives, by an adapter that streams the reply; never with tool
-	// arguments. The assembled reply (the Turn) is what counts: the pieces
-	// are for a display. nil means nobody listens.
+	// it arrives (an adapter that streams its reply; the loop passes it
+	// on to Options.Live), never with tool arguments or a summary; nil
+	// means nobody listens. The assembled
+	// reply is what counts: a reply cut off and asked for again starts
+	// its text again, and the turn Next returns is the one to act on.
 	OnText func(delta string)
 }
 

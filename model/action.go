@@ -38,5 +38,5 @@ func ParseTurn(text string) (agent.Turn, error) { return adapt.ParseTurn(text) }
 // anything sent to it. Its fields: Provider ("openai", "anthropic"),
 // Retries, StatusCode (0 without a response), Code (the provider's error
 // type or code, when it is a plain identifier), Timeout (set when an
-// attempt ran out of time) and Err (the SDK's error, which Unwrap returns).
+// attempt ran out of time) and Err (what failed, which Unwrap returns).
 type ProviderError = adapt.ProviderError

@@ -117,7 +117,7 @@ func TestRunProviderModels(t *testing.T) {
 	}{
 		{"openai", "/chat/completions", []string{openaiToolCall, openaiAnswer}, map[string]string{"OPENAI_API_KEY": "sk-env"}, "openai:gpt-4o-mini", true, "Bearer sk-env", gen.Usage{InputTokens: 200, OutputTokens: 28}},
 		{"openai via OPENAI_BASE_URL, no key", "/chat/completions", []string{openaiToolCall, openaiAnswer}, nil, "openai:llama3.1", false, "", gen.Usage{InputTokens: 200, OutputTokens: 28}},
-		{"anthropic", "/v1/messages", []string{anthropicToolCall, anthropicAnswer}, map[string]string{"ANTHROPIC_API_KEY": "sk-ant-env"}, "anthropic:claude-sonnet-4-5", true, "Bearer sk-ant-env", gen.Usage{InputTokens: 900, OutputTokens: 59}},
+		{"anthropic", "/v1/messages", []string{anthropicToolCall, anthropicAnswer}, map[string]string{"ANTHROPIC_API_KEY": "sk-ant-env"}, "anthropic:claude-sonnet-4-5", true, "sk-ant-env", gen.Usage{InputTokens: 900, OutputTokens: 59}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

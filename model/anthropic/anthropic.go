@@ -27,10 +27,18 @@
 // tool_use answered by a tool_result with is_error. Consecutive user blocks
 // are merged into one message, as the API expects alternating roles.
 //
-// 429 and 5xx (including 529 overloaded) responses are retried by the SDK
-// with exponential backoff, honouring Retry-After; when the retries are
-// exhausted Next returns a *model.ProviderError, which ends the run
-// with exit reason model_error.
+// The reply is streamed: each text_delta goes to Request.OnText as it
+// arrives, and the events are assembled into the message that is
+// validated; a server that answers the request whole (Content-Type
+// application/json) works alike.
+//
+// The adapter speaks the wire itself (request.go), through the HTTP layer
+// it shares with model/openai: network failures, streams cut off or
+// failing with an error event, 408, 409, 429 and 5xx (529 overloaded
+// included) responses are retried with exponential backoff, honouring
+// Retry-After and retry-after-ms; when the retries are exhausted Next
+// returns a *model.ProviderError, which ends the run with exit reason
+// model_error.
 package anthropic
 
 import (
@@ -43,10 +51,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/anthropics/anthropic-sdk-go/v2"
-	"github.com/anthropics/anthropic-sdk-go/v2/option"
 	"github.com/specloop/specloop/agent"
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
@@ -73,6 +78,10 @@ const (
 // provider names the provider in errors.
 const provider = "anthropic"
 
+// apiVersion is the Messages API version the requests are written for
+// (the anthropic-version header).
+const apiVersion = "2023-06-01"
+
 // ErrNoAPIKey is returned by New for Anthropic's own API without an API key.
 var ErrNoAPIKey = errors.New("anthropic: no API key: set " + EnvAPIKey)
 
@@ -86,8 +95,7 @@ type Config struct {
 	// and optional for other servers.
 	APIKey string
 	// Temperature is the sampling temperature; nil leaves the provider's
-	// default (some newer models accept no other; SDK v2 dropped the field,
-	// the API still takes it).
+	// default (some newer models accept no other).
 	Temperature *float64
 	// MaxOutputTokens is max_tokens; 0 means DefaultMaxOutputTokens.
 	MaxOutputTokens int64
@@ -123,8 +131,8 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // Model is an agent.Model and agent.ContextSizer over the Messages API. It
 // is stateless and safe for concurrent use: runs may share one.
 type Model struct {
-	client anthropic.Client
-	cfg    Config // with its defaults and the system prompt settled
+	api adapt.Endpoint
+	cfg Config // with its defaults and the system prompt settled
 }
 
 var (
@@ -155,22 +163,19 @@ func New(cfg Config) (*Model, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	cfg.System = adapt.SystemPrompt(cfg.System)
-	m := &Model{cfg: cfg}
-	opts := []option.RequestOption{
-		// Nothing from the environment behind the Config's back.
-		option.WithoutEnvironmentDefaults(),
-		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
-		option.WithMaxRetries(max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0)),
-		option.WithRequestTimeout(cfg.Timeout),
-	}
-	if !official {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
+	header := http.Header{"Anthropic-Version": {apiVersion}}
 	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		header.Set("X-Api-Key", cfg.APIKey)
 	}
-	m.client = anthropic.NewClient(opts...)
-	return m, nil
+	return &Model{cfg: cfg, api: adapt.Endpoint{
+		Provider:   provider,
+		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, DefaultBaseURL), "/") + "/v1/messages",
+		Header:     header,
+		Client:     cmp.Or(cfg.HTTPClient, &http.Client{}),
+		MaxRetries: max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0),
+		Timeout:    cfg.Timeout,
+		Classify:   classify,
+	}}, nil
 }
 
 // Next asks the model for the next turn of the run: every tool call of
@@ -182,11 +187,15 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
-	ts, params, err := m.params(req)
+	ts, body, err := m.request(req)
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	r, err := m.send(ctx, params)
+	onText := req.OnText
+	if req.Summarize {
+		onText = nil // the summary is no text of the run's
+	}
+	r, err := m.api.Post(ctx, body, func() adapt.Decoder { return &decoder{onText: onText} })
 	if req.Summarize {
 		return adapt.Summary(r, err)
 	}
@@ -196,29 +205,19 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 	return ts.Turn(r)
 }
 
-// send makes one Messages call and reduces its response to a Reply.
-func (m *Model) send(ctx context.Context, params anthropic.MessageNewParams) (adapt.Reply, error) {
-	var attempts adapt.Attempts
-	resp, err := m.client.Messages.New(ctx, params, option.WithMiddleware(attempts.Middleware))
-	if err != nil {
-		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.cfg.Timeout, status)
-	}
-	return reply(resp), nil
-}
-
 // ContextWindow returns the model's context window in tokens: the
 // Config's, else the default of the model's family (adapt.ContextWindow:
 // 200,000 for every claude-* model).
 func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
 
 // RequestTokens estimates the tokens of the request Next would send for
-// req (adapt.RequestTokens).
+// req: its body's (adapt.EstimateTokens).
 func (m *Model) RequestTokens(req *agent.Request) int {
-	_, params, err := m.params(req)
+	_, body, err := m.request(req)
 	if err != nil {
 		return 0
 	}
-	return adapt.RequestTokens(params)
+	return adapt.EstimateTokens(body)
 }
 
 // promptTooLong starts the message of a request over the context window:
@@ -226,46 +225,10 @@ func (m *Model) RequestTokens(req *agent.Request) int {
 // The API has no error code for it.
 const promptTooLong = "prompt is too long"
 
-// status extracts the HTTP status and error type of an API error, and
-// whether it refused the request as over the context window.
-func status(err error) (int, string, bool) {
-	var apiErr *anthropic.Error
-	if !errors.As(err, &apiErr) {
-		return 0, "", false
-	}
-	over := apiErr.StatusCode == http.StatusBadRequest && apiErr.Type() == "invalid_request_error" &&
-		strings.HasPrefix(strings.ToLower(apiErr.Message), promptTooLong)
-	return apiErr.StatusCode, string(apiErr.Type()), over
-}
-
-// reply reduces a Messages response to what decides the action.
-func reply(resp *anthropic.Message) adapt.Reply {
-	var r adapt.Reply
-	if resp.JSON.Usage.Valid() {
-		u := resp.Usage
-		// input_tokens excludes prompt-cache reads and writes; the budget
-		// counts every prompt token.
-		r.Usage = adapt.ToUsage(u.InputTokens+u.CacheCreationInputTokens+u.CacheReadInputTokens, u.OutputTokens)
-	}
-	var text strings.Builder
-	for _, block := range resp.Content {
-		switch block.Type {
-		case "text":
-			text.WriteString(block.Text)
-		case "tool_use":
-			r.Calls = append(r.Calls, adapt.ReplyCall{ID: block.ID, Name: block.Name, Arguments: string(block.Input)})
-		case string(gen.ReasoningBlockTypeThinking):
-			r.Reasoning = append(r.Reasoning, gen.ReasoningBlock{Type: gen.ReasoningBlockTypeThinking, Thinking: &block.Thinking, Signature: &block.Signature})
-		case string(gen.ReasoningBlockTypeRedactedThinking):
-			r.Reasoning = append(r.Reasoning, gen.ReasoningBlock{Type: gen.ReasoningBlockTypeRedactedThinking, Data: &block.Data})
-		}
-	}
-	r.Text = text.String()
-	switch resp.StopReason {
-	case anthropic.StopReasonMaxTokens, anthropic.StopReasonModelContextWindowExceeded:
-		r.Truncated = true
-	case anthropic.StopReasonRefusal:
-		r.Refusal, r.RefusalRaw = true, r.Text
-	}
-	return r
+// classify reads an error response: its code (error.type), and whether
+// it refused the request as over the context window.
+func classify(e *adapt.APIError) (string, bool) {
+	over := e.StatusCode == http.StatusBadRequest && e.Type == "invalid_request_error" &&
+		strings.HasPrefix(strings.ToLower(e.Message), promptTooLong)
+	return e.Type, over
 }

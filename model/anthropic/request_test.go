@@ -16,8 +16,8 @@ func TestRequestSettings(t *testing.T) {
 		cfg  Config
 		want map[string]any
 	}{
-		{"defaults", Config{Model: "claude-sonnet-4-5", APIKey: "k"}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": float64(DefaultMaxOutputTokens)}},
-		{"set", Config{Model: "claude-sonnet-4-5", APIKey: "k", MaxOutputTokens: 300, Temperature: &temp}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 300.0, "temperature": 0.3}},
+		{"defaults", Config{Model: "claude-sonnet-4-5", APIKey: "k"}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": float64(DefaultMaxOutputTokens), "stream": true}},
+		{"set", Config{Model: "claude-sonnet-4-5", APIKey: "k", MaxOutputTokens: 300, Temperature: &temp}, map[string]any{"model": "claude-sonnet-4-5", "max_tokens": 300.0, "temperature": 0.3, "stream": true}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -91,12 +91,8 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// encode is the body the SDK sends for req: the params
-// as the SDK marshals them.
+// encode is the body Next sends for req.
 func encode(m *Model, req *agent.Request) ([]byte, error) {
-	_, p, err := m.params(req)
-	if err != nil {
-		return nil, err
-	}
-	return p.MarshalJSON()
+	_, body, err := m.request(req)
+	return body, err
 }

@@ -17,16 +17,11 @@ import (
 // (TestCodecMatchesTestdata).
 var codec = modeltest.Codec{
 	Path: "/v1/messages",
-	// The SDK sends the key as a bearer token; the API also takes x-api-key.
-	Key: func(r *http.Request) string {
-		if bearer, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
-			return bearer
-		}
-		return r.Header.Get("X-Api-Key")
-	},
+	// The key goes as x-api-key, the header the API documents.
+	Key: func(r *http.Request) string { return r.Header.Get("X-Api-Key") },
 	Check: func(r *http.Request) string {
-		if r.Header.Get("Anthropic-Version") == "" {
-			return "no anthropic-version header"
+		if v := r.Header.Get("Anthropic-Version"); v != "2023-06-01" {
+			return "anthropic-version " + v + ", want 2023-06-01"
 		}
 		return ""
 	},
@@ -207,7 +202,7 @@ func block(msgs []map[string]any, i, j int) map[string]any {
 }
 
 // BenchmarkNextHTTP is a whole Next with a 50-step history against a local
-// server that answers at once: the adapter, the SDK and loopback HTTP.
+// server that answers at once: the adapter, its HTTP layer and loopback HTTP.
 func BenchmarkNextHTTP(b *testing.B) {
 	modeltest.BenchmarkNext(b, provider, modeltest.Testdata(b, "tool_use.json"))
 }

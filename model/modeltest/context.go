@@ -255,7 +255,7 @@ func BenchRequest(b *testing.B) *agent.Request {
 }
 
 // BenchmarkNext is a whole Next of BenchRequest against a local server
-// that answers at once with reply: the adapter, the SDK and loopback HTTP.
+// that answers at once with reply: the adapter, its HTTP layer and loopback HTTP.
 func BenchmarkNext(b *testing.B, p Provider, reply []byte) {
 	m := p.New(b, Forever(b, p.Codec, reply), Config{})
 	req := BenchRequest(b)

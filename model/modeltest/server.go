@@ -8,6 +8,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -205,6 +206,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || r.URL.Path != s.codec.Path {
 		s.tb.Errorf("request %s %s, want POST %s", r.Method, r.URL.Path, s.codec.Path)
 	}
+	// Every adapter posts JSON through the same HTTP layer.
+	if ct, ua := r.Header.Get("Content-Type"), r.Header.Get("User-Agent"); ct != "application/json" || !strings.HasPrefix(ua, "specloop/") {
+		s.tb.Errorf("request with Content-Type %q and User-Agent %q, want application/json from specloop/...", ct, ua)
+	}
 	if s.codec.Check != nil {
 		if msg := s.codec.Check(r); msg != "" {
 			s.tb.Errorf("request: %s", msg)
@@ -244,10 +249,10 @@ func (s *Server) handle(w http.ResponseWriter, r *http.Request) {
 		<-r.Context().Done()
 		return
 	}
+	w.Header().Set("Content-Type", "application/json")
 	for k, v := range rep.Header {
 		w.Header().Set(k, v)
 	}
-	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(rep.Status)
 	_, _ = w.Write(rep.Body)
 }

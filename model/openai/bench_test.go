@@ -1,13 +1,11 @@
 package openai
 
 import (
-	"encoding/json"
 	"os"
 	"strconv"
 	"strings"
 	"testing"
 
-	"github.com/openai/openai-go/v3"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/tools"
@@ -47,9 +45,8 @@ func benchModel(b *testing.B, baseURL string) (*Model, []gen.ToolSpec) {
 }
 
 // BenchmarkAdapterOverhead is the adapter's work per model call: build and
-// encode the request for a 50-step history, decode a response (with the
-// SDK's type) and turn it into an action. (BenchmarkNextHTTP adds the SDK's
-// transport and loopback HTTP; history50 is modeltest.BenchHistory, which
+// encode the request for a 50-step history, decode a response and turn it
+// into an action. (BenchmarkNextHTTP adds the HTTP layer and loopback HTTP; history50 is modeltest.BenchHistory, which
 // this package's own tests cannot import.)
 func BenchmarkAdapterOverhead(b *testing.B) {
 	body, err := os.ReadFile("testdata/tool_call.json")
@@ -58,7 +55,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	}
 	m, specs := benchModel(b, "http://127.0.0.1:1/v1")
 	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
-	ts, _, err := m.params(req) // the run's toolset, as every step gets it from the cache
+	ts, _, err := m.request(req) // the run's toolset, as every step gets it from the cache
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,11 +64,11 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 		if _, err := encode(m, req); err != nil {
 			b.Fatal(err)
 		}
-		var resp openai.ChatCompletion
-		if err := json.Unmarshal(body, &resp); err != nil {
+		var d decoder
+		if err := d.Body(body); err != nil {
 			b.Fatal(err)
 		}
-		if _, err := ts.Turn(reply(&resp)); err != nil {
+		if _, err := ts.Turn(d.Reply()); err != nil {
 			b.Fatal(err)
 		}
 	}

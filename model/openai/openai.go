@@ -27,9 +27,18 @@
 // Invalid-output feedback is a user message; a finish the completion check
 // rejected is a finish call answered by an "ERROR: ..." tool message.
 //
-// 429 and 5xx responses are retried by the SDK with exponential backoff,
-// honouring Retry-After; when the retries are exhausted Next returns a
-// *model.ProviderError, which ends the run with exit reason model_error.
+// The reply is streamed (stream_options.include_usage for its usage): the
+// text of each chat.completion.chunk goes to Request.OnText as it arrives,
+// and the chunks are assembled into the reply that is validated; a server
+// that answers the request whole (Content-Type application/json) works
+// alike.
+//
+// The adapter speaks the wire itself (request.go), through the HTTP layer
+// it shares with model/anthropic: network failures, streams cut off, 408,
+// 409, 429 and 5xx responses are retried with exponential backoff,
+// honouring Retry-After and retry-after-ms; when the retries are exhausted
+// Next returns a *model.ProviderError, which ends the run with exit reason
+// model_error.
 package openai
 
 import (
@@ -42,8 +51,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/openai/openai-go/v3"
-	"github.com/openai/openai-go/v3/option"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/model/internal/adapt"
 )
@@ -120,7 +127,7 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // Model is an agent.Model and agent.ContextSizer over a Chat Completions
 // API. It is stateless and safe for concurrent use: runs may share one.
 type Model struct {
-	svc      openai.ChatCompletionService
+	api      adapt.Endpoint
 	cfg      Config // with its defaults and the system prompt settled
 	official bool   // the base URL is OpenAI's own API
 }
@@ -150,23 +157,19 @@ func New(cfg Config) (*Model, error) {
 		cfg.Timeout = DefaultTimeout
 	}
 	cfg.System = adapt.SystemPrompt(cfg.System)
-	m := &Model{cfg: cfg, official: official}
-	opts := []option.RequestOption{
-		option.WithEnvironmentProduction(),
-		option.WithHTTPClient(cmp.Or(cfg.HTTPClient, &http.Client{})),
-		option.WithMaxRetries(max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0)),
-		option.WithRequestTimeout(cfg.Timeout),
-	}
-	if !official {
-		opts = append(opts, option.WithBaseURL(cfg.BaseURL))
-	}
+	header := http.Header{}
 	if cfg.APIKey != "" {
-		opts = append(opts, option.WithAPIKey(cfg.APIKey))
+		header.Set("Authorization", "Bearer "+cfg.APIKey)
 	}
-	// The service, not openai.NewClient, so that nothing is read from the
-	// environment behind the Config's back.
-	m.svc = openai.NewChatCompletionService(opts...)
-	return m, nil
+	return &Model{cfg: cfg, official: official, api: adapt.Endpoint{
+		Provider:   provider,
+		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, DefaultBaseURL), "/") + "/chat/completions",
+		Header:     header,
+		Client:     cmp.Or(cfg.HTTPClient, &http.Client{}),
+		MaxRetries: max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0),
+		Timeout:    cfg.Timeout,
+		Classify:   classify,
+	}}, nil
 }
 
 func sameURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
@@ -180,11 +183,15 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 	if err := ctx.Err(); err != nil {
 		return agent.Turn{}, err
 	}
-	ts, params, err := m.params(req)
+	ts, body, err := m.request(req)
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	r, err := m.send(ctx, params)
+	onText := req.OnText
+	if req.Summarize {
+		onText = nil // the summary is no text of the run's
+	}
+	r, err := m.api.Post(ctx, body, func() adapt.Decoder { return &decoder{onText: onText} })
 	if req.Summarize {
 		return adapt.Summary(r, err)
 	}
@@ -194,17 +201,6 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 	return ts.Turn(r)
 }
 
-// send makes one Chat Completions call and reduces its response to a
-// Reply.
-func (m *Model) send(ctx context.Context, params openai.ChatCompletionNewParams) (adapt.Reply, error) {
-	var attempts adapt.Attempts
-	resp, err := m.svc.New(ctx, params, option.WithMiddleware(attempts.Middleware))
-	if err != nil {
-		return adapt.Reply{}, adapt.Fail(ctx, provider, err, &attempts, m.cfg.Timeout, status)
-	}
-	return reply(resp), nil
-}
-
 // ContextWindow returns the model's context window in tokens: the
 // Config's, else the default of the model's family (adapt.ContextWindow:
 // gpt-4.1 1,047,576; gpt-4o 128,000; o1/o3/o4 200,000; gpt-5 272,000 of
@@ -212,13 +208,13 @@ func (m *Model) send(ctx context.Context, params openai.ChatCompletionNewParams)
 func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
 
 // RequestTokens estimates the tokens of the request Next would send for
-// req (adapt.RequestTokens).
+// req: its body's (adapt.EstimateTokens).
 func (m *Model) RequestTokens(req *agent.Request) int {
-	_, params, err := m.params(req)
+	_, body, err := m.request(req)
 	if err != nil {
 		return 0
 	}
-	return adapt.RequestTokens(params)
+	return adapt.EstimateTokens(body)
 }
 
 // How a server says a request is over the context window: OpenAI with
@@ -230,53 +226,11 @@ const (
 	msgMaxContextLength = "maximum context length"
 )
 
-// status extracts the HTTP status and error code of an API error, and
-// whether it refused the request as over the context window (a 400 saying
-// so).
-func status(err error) (int, string, bool) {
-	var apiErr *openai.Error
-	if !errors.As(err, &apiErr) {
-		return 0, "", false
-	}
-	code := apiErr.Code
-	if code == "" {
-		code = apiErr.Type
-	}
-	over := apiErr.StatusCode == http.StatusBadRequest &&
-		(apiErr.Code == errContextLength || strings.Contains(apiErr.Message, msgMaxContextLength))
-	return apiErr.StatusCode, code, over
-}
-
-// reply reduces a Chat Completions response to what decides the action.
-func reply(resp *openai.ChatCompletion) adapt.Reply {
-	var r adapt.Reply
-	if resp.JSON.Usage.Valid() {
-		r.Usage = adapt.ToUsage(resp.Usage.PromptTokens, resp.Usage.CompletionTokens)
-	}
-	if len(resp.Choices) == 0 {
-		return r
-	}
-	choice := resp.Choices[0]
-	msg := choice.Message
-	for _, tc := range msg.ToolCalls {
-		c := adapt.ReplyCall{ID: tc.ID, Name: tc.Function.Name, Arguments: tc.Function.Arguments}
-		if tc.Type == "custom" {
-			c.Name, c.Arguments = tc.Custom.Name, tc.Custom.Input
-		}
-		r.Calls = append(r.Calls, c)
-	}
-	r.Text = msg.Content
-	if msg.Refusal != "" {
-		r.Refusal, r.RefusalRaw = true, msg.Refusal
-	}
-	switch choice.FinishReason {
-	case "length":
-		r.Truncated = true
-	case "content_filter":
-		r.Refusal = true
-		if r.RefusalRaw == "" {
-			r.RefusalRaw = msg.Content
-		}
-	}
-	return r
+// classify reads an error response: its code (error.code, else
+// error.type), and whether it refused the request as over the context
+// window (a 400 saying so).
+func classify(e *adapt.APIError) (string, bool) {
+	over := e.StatusCode == http.StatusBadRequest &&
+		(e.Code == errContextLength || strings.Contains(e.Message, msgMaxContextLength))
+	return cmp.Or(e.Code, e.Type), over
 }

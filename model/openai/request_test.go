@@ -17,11 +17,11 @@ func TestRequestSettings(t *testing.T) {
 		want map[string]any // the settings fields of the body
 	}{
 		{"OpenAI: max_completion_tokens", Config{Model: "gpt-4o-mini", APIKey: "k", MaxOutputTokens: 500, Temperature: &temp},
-			map[string]any{"model": "gpt-4o-mini", "max_completion_tokens": 500.0, "temperature": 0.7}},
+			map[string]any{"model": "gpt-4o-mini", "max_completion_tokens": 500.0, "temperature": 0.7, "stream": true, "stream_options": map[string]any{"include_usage": true}}},
 		{"other servers: max_tokens", Config{Model: "llama3.1", BaseURL: "http://localhost:11434/v1", MaxOutputTokens: 500},
-			map[string]any{"model": "llama3.1", "max_tokens": 500.0}},
+			map[string]any{"model": "llama3.1", "max_tokens": 500.0, "stream": true, "stream_options": map[string]any{"include_usage": true}}},
 		{"provider defaults", Config{Model: "llama3.1", BaseURL: "http://localhost:11434/v1"},
-			map[string]any{"model": "llama3.1"}},
+			map[string]any{"model": "llama3.1", "stream": true, "stream_options": map[string]any{"include_usage": true}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -108,12 +108,8 @@ func FuzzRequest(f *testing.F) {
 	})
 }
 
-// encode is the body the SDK sends for req: the params
-// as the SDK marshals them.
+// encode is the body Next sends for req.
 func encode(m *Model, req *agent.Request) ([]byte, error) {
-	_, p, err := m.params(req)
-	if err != nil {
-		return nil, err
-	}
-	return p.MarshalJSON()
+	_, body, err := m.request(req)
+	return body, err
 }

@@ -205,7 +205,7 @@ func roles(msgs []map[string]any) string {
 }
 
 // BenchmarkNextHTTP is a whole Next with a 50-step history against a local
-// server that answers at once: the adapter, the SDK and loopback HTTP.
+// server that answers at once: the adapter, its HTTP layer and loopback HTTP.
 func BenchmarkNextHTTP(b *testing.B) {
 	modeltest.BenchmarkNext(b, provider, modeltest.Testdata(b, "tool_call.json"))
 }

@@ -1,7 +1,6 @@
 package adapt
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -19,17 +18,6 @@ const BytesPerToken = 3
 
 // EstimateTokens is the token estimate of a serialized request body.
 func EstimateTokens(body []byte) int { return (len(body) + BytesPerToken - 1) / BytesPerToken }
-
-// RequestTokens is the token estimate of a request: params, an SDK's
-// request parameters, serialized as the SDK sends them. A request that
-// cannot be serialized estimates as 0 (sending it fails anyway).
-func RequestTokens(params any) int {
-	body, err := json.Marshal(params)
-	if err != nil {
-		return 0
-	}
-	return EstimateTokens(body)
-}
 
 // DefaultContextWindow is the context window of a model no family below
 // matches: small enough for most local models served behind an

@@ -26,7 +26,8 @@ type ProviderError struct {
 	Code string
 	// Timeout is set when a request attempt ran out of time.
 	Timeout time.Duration
-	// Err is the SDK's error.
+	// Err is what failed: an *APIError for an error status, else the
+	// network's error, the timeout or the response's decoding.
 	Err error
 }
 
@@ -72,7 +73,7 @@ func (e *ProviderError) Error() string {
 	return b.String()
 }
 
-// Unwrap returns the SDK's error.
+// Unwrap returns Err.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // plainCode reports whether code is a short identifier, safe to print.

@@ -141,6 +141,15 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	return agent.Turn{Actions: actions, Usage: r.Usage}, nil
 }
 
+// OrEmpty is a call's arguments as a provider is sent them: an object,
+// empty for none.
+func OrEmpty(args map[string]any) map[string]any {
+	if args == nil {
+		return map[string]any{}
+	}
+	return args
+}
+
 // decodeArguments parses a call's arguments strictly; empty arguments are an
 // empty object (some servers send "" for a call without parameters).
 func decodeArguments(text string) (map[string]any, error) {
