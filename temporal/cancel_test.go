@@ -30,7 +30,7 @@ func TestCancelWorkflowCancelsTheRun(t *testing.T) {
 			return scriptModels(cfg)
 		}}
 	var suite testsuite.WorkflowTestSuite
-	h.env = suite.NewTestWorkflowEnvironment()
+	h.env = testEnv(&suite)
 	h.env.SetDataConverter(h.store.DataConverter(0))
 	temporal.Register(h.env, acts)
 	res, evs := h.run(t, scriptInput([]string{writeDone, finish}, "", 0))

@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/agent"
@@ -126,13 +127,22 @@ func newHarnessWith(t *testing.T, models func(gen.ModelConfig) (agent.Model, err
 func (h *harness) newEnv() {
 	var suite testsuite.WorkflowTestSuite
 	suite.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
-	h.env = suite.NewTestWorkflowEnvironment()
+	h.env = testEnv(&suite)
 	// A low threshold sends most payloads through the store.
 	h.env.SetDataConverter(h.store.DataConverter(512))
 	if h.acts == nil {
 		h.acts = &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a", Models: h.models, Setup: baseSetup()}
 	}
 	temporal.Register(h.env, h.acts)
+}
+
+// testEnv is a test workflow environment whose deadlock detector allows a
+// workflow task a minute, not the SDK's second: a hang guard that a loaded
+// machine (a test binary sharing two cores with builds) does not trip.
+func testEnv(suite *testsuite.WorkflowTestSuite) *testsuite.TestWorkflowEnvironment {
+	env := suite.NewTestWorkflowEnvironment()
+	env.SetWorkerOptions(worker.Options{DeadlockDetectionTimeout: time.Minute})
+	return env
 }
 
 func scriptInput(responses []string, check string, maxSteps int) temporal.RunInput {
