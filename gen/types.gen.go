@@ -1527,7 +1527,7 @@ type GetRunEventsParams struct {
 	// After Send only events after this position (overrides Last-Event-ID).
 	After *int `form:"after,omitempty" json:"after,omitempty"`
 
-	// Content Also send the transcript's entries, as events named transcript.
+	// Content Also send the transcript's entries, as events named transcript; off unless true.
 	Content *bool `form:"content,omitempty" json:"content,omitempty"`
 
 	// LastEventID The id of the last event received; the stream resumes after it.
