@@ -183,6 +183,17 @@ type ClientInterface interface {
 	// the run executes and ends after run_finished. It resumes after a position given by
 	// the Last-Event-ID header or the after query parameter.
 	//
+	// With content=true the stream also carries the run's transcript: beside the summary
+	// events, one event named `transcript` per TranscriptEntry as it is written, its `data`
+	// the entry's line (redacted of secrets, as GET /v1/runs/{run_id}/transcript returns it).
+	// Entries come in seq order, each next to its summary event (just before or after
+	// it); a run that keeps no transcript has none. Every event of such a stream has the
+	// id `P:S`, the trace position and the transcript seq sent so far; a Last-Event-ID of
+	// that form resumes both, a plain position resumes the summaries and sends the
+	// transcript from its start, and after (which wins) does the same. Content needs the
+	// same authorization as the transcript: the bearer token on a server that has one;
+	// without a token the server answers loopback and --allowed-host names only.
+	//
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -423,6 +434,17 @@ func (c *Client) CancelRun(ctx context.Context, runId RunID, reqEditors ...Reque
 // `event` its event_type and `data` the TraceEvent as JSON. The stream is live while
 // the run executes and ends after run_finished. It resumes after a position given by
 // the Last-Event-ID header or the after query parameter.
+//
+// With content=true the stream also carries the run's transcript: beside the summary
+// events, one event named `transcript` per TranscriptEntry as it is written, its `data`
+// the entry's line (redacted of secrets, as GET /v1/runs/{run_id}/transcript returns it).
+// Entries come in seq order, each next to its summary event (just before or after
+// it); a run that keeps no transcript has none. Every event of such a stream has the
+// id `P:S`, the trace position and the transcript seq sent so far; a Last-Event-ID of
+// that form resumes both, a plain position resumes the summaries and sends the
+// transcript from its start, and after (which wins) does the same. Content needs the
+// same authorization as the transcript: the bearer token on a server that has one;
+// without a token the server answers loopback and --allowed-host names only.
 //
 // Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 func (c *Client) GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -914,6 +936,18 @@ func NewGetRunEventsRequest(server string, runId RunID, params *GetRunEventsPara
 
 		}
 
+		if params.Content != nil {
+
+			if queryFrag, err := runtime.StyleParamWithOptions("form", true, "content", *params.Content, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationQuery, Type: "boolean", Format: ""}); err != nil {
+				return nil, err
+			} else {
+				for _, qp := range strings.Split(queryFrag, "&") {
+					rawQueryFragments = append(rawQueryFragments, qp)
+				}
+			}
+
+		}
+
 		if encoded := queryValues.Encode(); encoded != "" {
 			rawQueryFragments = append(rawQueryFragments, encoded)
 		}
@@ -1254,6 +1288,17 @@ type ClientWithResponsesInterface interface {
 	// `event` its event_type and `data` the TraceEvent as JSON. The stream is live while
 	// the run executes and ends after run_finished. It resumes after a position given by
 	// the Last-Event-ID header or the after query parameter.
+	//
+	// With content=true the stream also carries the run's transcript: beside the summary
+	// events, one event named `transcript` per TranscriptEntry as it is written, its `data`
+	// the entry's line (redacted of secrets, as GET /v1/runs/{run_id}/transcript returns it).
+	// Entries come in seq order, each next to its summary event (just before or after
+	// it); a run that keeps no transcript has none. Every event of such a stream has the
+	// id `P:S`, the trace position and the transcript seq sent so far; a Last-Event-ID of
+	// that form resumes both, a plain position resumes the summaries and sends the
+	// transcript from its start, and after (which wins) does the same. Content needs the
+	// same authorization as the transcript: the bearer token on a server that has one;
+	// without a token the server answers loopback and --allowed-host names only.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2438,6 +2483,17 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, runId R
 // `event` its event_type and `data` the TraceEvent as JSON. The stream is live while
 // the run executes and ends after run_finished. It resumes after a position given by
 // the Last-Event-ID header or the after query parameter.
+//
+// With content=true the stream also carries the run's transcript: beside the summary
+// events, one event named `transcript` per TranscriptEntry as it is written, its `data`
+// the entry's line (redacted of secrets, as GET /v1/runs/{run_id}/transcript returns it).
+// Entries come in seq order, each next to its summary event (just before or after
+// it); a run that keeps no transcript has none. Every event of such a stream has the
+// id `P:S`, the trace position and the transcript seq sent so far; a Last-Event-ID of
+// that form resumes both, a plain position resumes the summaries and sends the
+// transcript from its start, and after (which wins) does the same. Content needs the
+// same authorization as the transcript: the bearer token on a server that has one;
+// without a token the server answers loopback and --allowed-host names only.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -219,6 +219,13 @@ func (w *ServerInterfaceWrapper) GetRunEvents(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter after: %s", err))
 	}
 
+	// ------------- Optional query parameter "content" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "content", ctx.QueryParams(), &params.Content, runtime.BindQueryParameterOptions{Type: "boolean", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter content: %s", err))
+	}
+
 	headers := ctx.Request().Header
 	// ------------- Optional header parameter "Last-Event-ID" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Last-Event-ID")]; found {

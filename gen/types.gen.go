@@ -959,6 +959,9 @@ type Run struct {
 	// Status Where a run is in its life; waiting_for_approval is a running run whose next tool call waits for a person's decision (listApprovals).
 	Status RunStatus `json:"status"`
 
+	// TaskLine The first line of the task's prompt, redacted of secrets as the transcript is and cut at 200 bytes; absent when the run keeps no transcript (its request said transcript false).
+	TaskLine *string `json:"task_line,omitempty"`
+
 	// Workspace The workspace the run uses, relative to the workspace root.
 	Workspace *string `json:"workspace,omitempty"`
 }
@@ -1523,6 +1526,9 @@ type ListRunsParams struct {
 type GetRunEventsParams struct {
 	// After Send only events after this position (overrides Last-Event-ID).
 	After *int `form:"after,omitempty" json:"after,omitempty"`
+
+	// Content Also send the transcript's entries, as events named transcript; off unless true.
+	Content *bool `form:"content,omitempty" json:"content,omitempty"`
 
 	// LastEventID The id of the last event received; the stream resumes after it.
 	LastEventID *string `json:"Last-Event-ID,omitempty"`

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -65,7 +66,10 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	j.spec = sp
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	j.telemetry = runTelemetry(ctx, body.Model)
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: sp.Options().MaxSteps}
+	if sp.KeepsTranscript() {
+		r.taskLine = s.taskLine(body.Task.Prompt)
+	}
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)
@@ -79,6 +83,16 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	s.runs.mu.Unlock()
 	s.sched.enqueue(r, ws.key)
 	return view, nil
+}
+
+// taskLine is what the runs list shows of a task (Run.task_line): its
+// first line that is not blank, redacted as the transcript is (the whole
+// prompt, so that a secret across lines is caught), cut at the spec's
+// length.
+func (s *Runner) taskLine(prompt string) string {
+	text, _ := transcript.NewRedactor(os.Environ(), s.cfg.Secrets...).Text(prompt)
+	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	return textclip.Head(strings.TrimSpace(line), gen.MaxLengthRunTaskLine)
 }
 
 // holdWorkspace resolves a run's workspace. The embedded engine's is
@@ -158,12 +172,7 @@ func (s *Runner) Cancel(id string) (gen.Run, error) {
 // Server-Sent Events: live while it runs, ending after run_finished. The
 // stream stops when ctx is done or the reader is closed.
 func (s *Runner) Events(ctx context.Context, id string, after int) (io.ReadCloser, error) {
-	if _, ok := s.runs.get(id); !ok {
-		return nil, errNoRun
-	}
-	pr, pw := io.Pipe()
-	go s.stream(ctx, id, after, pw)
-	return pr, nil
+	return s.openStream(ctx, id, cursor{pos: after})
 }
 
 // Statuses counts the runs by status.

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -63,22 +64,23 @@ func (l *liveEvents) size() int {
 	return n
 }
 
-// since appends the events after position pos (1-based positions) to buf
-// as Server-Sent Events and returns the new position, whether the run has
-// ended, and a channel that is closed at the next change.
-func (l *liveEvents) since(buf []byte, pos int) ([]byte, int, bool, <-chan struct{}) {
+// since appends the events after position c.pos (1-based positions) to
+// buf as Server-Sent Events and returns the new cursor, whether the run
+// has ended, and a channel that is closed at the next change.
+func (l *liveEvents) since(buf []byte, c cursor) ([]byte, cursor, bool, <-chan struct{}) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for ; pos < len(l.data); pos++ {
-		buf = appendSSE(buf, pos+1, l.types[pos], l.data[pos])
+	for c.pos < len(l.data) {
+		c.pos++
+		buf = appendSSE(buf, c, string(l.types[c.pos-1]), l.data[c.pos-1])
 	}
 	if l.done {
-		return buf, pos, true, nil
+		return buf, c, true, nil
 	}
 	if l.wake == nil {
 		l.wake = make(chan struct{})
 	}
-	return buf, pos, false, l.wake
+	return buf, c, false, l.wake
 }
 
 // recentRuns keeps the events of the last runs that finished, so that the
@@ -152,11 +154,40 @@ func (t *traceFile) ended() error {
 
 func (t *traceFile) Close() error { return t.f.Close() }
 
-// stream writes the run's events after position after to pw as
-// Server-Sent Events, live while the run is in flight, and closes pw after
-// run_finished. It stops when ctx is done or the reader goes away.
-func (s *Runner) stream(ctx context.Context, id string, after int, pw *io.PipeWriter) {
-	err := s.streamEvents(ctx, id, after, pw)
+// cursor is where an event stream is: the last trace position and, in a
+// stream with content, the last transcript seq it sent.
+type cursor struct {
+	pos, seq int
+	content  bool
+}
+
+// ContentEvent is the event name of a transcript entry in an event stream
+// with content (ContentEvents).
+const ContentEvent = "transcript"
+
+// ContentEvents is Events with the run's transcript besides: each entry
+// whose seq is past afterSeq, as the event ContentEvent, as it is written.
+// Every event's id is "P:S", the trace position and the seq sent so far.
+// The entries are the transcript file's lines, redacted when they were
+// written; a run that keeps no transcript has none.
+func (s *Runner) ContentEvents(ctx context.Context, id string, after, afterSeq int) (io.ReadCloser, error) {
+	return s.openStream(ctx, id, cursor{pos: after, seq: afterSeq, content: true})
+}
+
+func (s *Runner) openStream(ctx context.Context, id string, from cursor) (io.ReadCloser, error) {
+	if _, ok := s.runs.get(id); !ok {
+		return nil, errNoRun
+	}
+	pr, pw := io.Pipe()
+	go s.stream(ctx, id, from, pw)
+	return pr, nil
+}
+
+// stream writes the run's events after from to pw as Server-Sent Events,
+// live while the run is in flight, and closes pw after run_finished. It
+// stops when ctx is done or the reader goes away.
+func (s *Runner) stream(ctx context.Context, id string, from cursor, pw *io.PipeWriter) {
+	err := s.streamEvents(ctx, id, from, pw)
 	if errors.Is(err, io.ErrClosedPipe) || ctx.Err() != nil {
 		err = nil // the client went away
 	}
@@ -166,7 +197,7 @@ func (s *Runner) stream(ctx context.Context, id string, after int, pw *io.PipeWr
 	pw.CloseWithError(err)
 }
 
-func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.PipeWriter) error {
+func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.PipeWriter) error {
 	s.runs.mu.RLock()
 	r := s.runs.byID[id]
 	if r == nil {
@@ -181,19 +212,31 @@ func (s *Runner) streamEvents(ctx context.Context, id string, after int, pw *io.
 		final = r.view()
 	}
 	s.runs.mu.RUnlock()
+	var tail *transcriptTail
+	if c.content {
+		tail = &transcriptTail{path: s.store.transcriptPath(id)}
+		defer tail.close()
+	}
 	if live == nil {
 		if live = s.recent.get(id); live == nil {
-			return s.streamFile(id, final, after, pw)
+			return s.streamFile(id, final, c, tail, pw)
 		}
 	}
 	var buf []byte
-	pos := after
 	keepAlive := time.NewTicker(keepAliveEvery)
 	defer keepAlive.Stop()
 	for {
 		var done bool
 		var wake <-chan struct{}
-		buf, pos, done, wake = live.since(buf[:0], pos)
+		buf, c, done, wake = live.since(buf[:0], c)
+		if tail != nil {
+			// Read after the summaries: the transcript has each event's
+			// entry before the event is published.
+			var err error
+			if buf, c, err = tail.since(buf, c); err != nil {
+				return err
+			}
+		}
 		if len(buf) > 0 {
 			if _, err := pw.Write(buf); err != nil {
 				return err
@@ -222,7 +265,7 @@ const keepAliveEvery = 15 * time.Second
 // streamFile sends a finished run's events from its trace file. A trace
 // that lacks run_finished (its last write failed) gets one built from the
 // run's record, so every stream ends the same way.
-func (s *Runner) streamFile(id string, final gen.Run, after int, pw *io.PipeWriter) error {
+func (s *Runner) streamFile(id string, final gen.Run, c cursor, tail *transcriptTail, pw *io.PipeWriter) error {
 	evs, err := readTrace(s.store.tracePath(id))
 	if err != nil {
 		return err
@@ -237,15 +280,78 @@ func (s *Runner) streamFile(id string, final gen.Run, after int, pw *io.PipeWrit
 	enc := json.NewEncoder(&line)
 	enc.SetEscapeHTML(false)
 	var buf []byte
-	for i := after; i < len(evs); i++ {
+	for c.pos < len(evs) {
+		c.pos++
 		line.Reset()
-		if err := enc.Encode(&evs[i]); err != nil {
+		if err := enc.Encode(&evs[c.pos-1]); err != nil {
 			return err
 		}
-		buf = appendSSE(buf, i+1, evs[i].EventType, bytes.TrimSuffix(line.Bytes(), []byte("\n")))
+		buf = appendSSE(buf, c, string(evs[c.pos-1].EventType), bytes.TrimSuffix(line.Bytes(), []byte("\n")))
+	}
+	if tail != nil {
+		if buf, _, err = tail.since(buf, c); err != nil {
+			return err
+		}
 	}
 	_, err = pw.Write(buf)
 	return err
+}
+
+// transcriptTail reads a run's transcript file as it grows: each call of
+// since sends the complete lines written since the last one.
+type transcriptTail struct {
+	path    string
+	f       *os.File // nil until the file exists
+	partial []byte   // the start of a line still being written
+}
+
+// since appends the entries whose seq is past c.seq as ContentEvent
+// events to buf. A file that does not exist yet (a queued run, a run
+// without a transcript) has none; a line that does not parse (a write a
+// crash cut short) is skipped.
+func (t *transcriptTail) since(buf []byte, c cursor) ([]byte, cursor, error) {
+	if t.f == nil {
+		f, err := os.Open(t.path)
+		if errors.Is(err, os.ErrNotExist) {
+			return buf, c, nil
+		}
+		if err != nil {
+			return buf, c, err
+		}
+		t.f = f
+	}
+	data, err := io.ReadAll(t.f)
+	if err != nil {
+		return buf, c, err
+	}
+	data = append(t.partial, data...)
+	for {
+		i := bytes.IndexByte(data, '\n')
+		if i < 0 {
+			break
+		}
+		line := bytes.TrimSpace(data[:i])
+		data = data[i+1:]
+		var e struct {
+			Seq int `json:"seq"`
+		}
+		if json.Unmarshal(line, &e) != nil || e.Seq <= c.seq {
+			continue
+		}
+		c.seq = e.Seq
+		buf = appendSSE(buf, c, ContentEvent, line)
+	}
+	if len(data) > trace.MaxLineBytes {
+		return buf, c, fmt.Errorf("the transcript has a line longer than %d bytes", trace.MaxLineBytes)
+	}
+	t.partial = bytes.Clone(data)
+	return buf, c, nil
+}
+
+func (t *transcriptTail) close() {
+	if t.f != nil {
+		t.f.Close()
+	}
 }
 
 // readTrace reads a trace file's valid events; a missing file has none. A
@@ -280,13 +386,18 @@ func finishedEvent(id string, at time.Time, res *gen.RunResult) gen.TraceEvent {
 	return ev
 }
 
-// appendSSE appends one event in the text/event-stream format: its position
-// as the id, its type as the event name and the TraceEvent's JSON as data.
-func appendSSE(buf []byte, pos int, typ gen.TraceEventType, data []byte) []byte {
+// appendSSE appends one event in the text/event-stream format: the
+// cursor after it as the id (its trace position, and in a stream with
+// content ":" and the transcript seq), its name and its JSON as data.
+func appendSSE(buf []byte, c cursor, name string, data []byte) []byte {
 	buf = append(buf, "id: "...)
-	buf = strconv.AppendInt(buf, int64(pos), 10)
+	buf = strconv.AppendInt(buf, int64(c.pos), 10)
+	if c.content {
+		buf = append(buf, ':')
+		buf = strconv.AppendInt(buf, int64(c.seq), 10)
+	}
 	buf = append(buf, "\nevent: "...)
-	buf = append(buf, typ...)
+	buf = append(buf, name...)
 	buf = append(buf, "\ndata: "...)
 	buf = append(buf, data...)
 	return append(buf, "\n\n"...)

@@ -206,7 +206,7 @@ func (s *Runner) recover(entries []entry) error {
 		e := &entries[i]
 		switch r := byID[e.ID]; {
 		case e.Op == opCreated && r == nil && ident.Plain(e.ID):
-			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}
+			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, taskLine: e.TaskLine, status: gen.RunStatusQueued}
 			byID[e.ID] = r
 			runs = append(runs, r)
 		case e.Op == opFinished && r != nil && r.status != gen.RunStatusFinished && e.Result != nil:

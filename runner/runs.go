@@ -23,6 +23,7 @@ type run struct {
 	id        string
 	created   time.Time
 	workspace string // as given, cleaned; "" for the root
+	taskLine  string // Run.task_line; "" for a run without a transcript
 
 	// Guarded by registry.mu.
 	status   gen.RunStatus
@@ -63,6 +64,10 @@ func (r *run) view() gen.Run {
 	if r.workspace != "" {
 		ws := r.workspace
 		v.Workspace = &ws
+	}
+	if r.taskLine != "" {
+		tl := r.taskLine
+		v.TaskLine = &tl
 	}
 	if !r.started.IsZero() {
 		t := r.started

@@ -47,7 +47,8 @@ type entry struct {
 	ID        string         `json:"id"`
 	Time      time.Time      `json:"time"` // created_at or finished_at
 	Workspace string         `json:"workspace,omitempty"`
-	Task      string         `json:"task,omitempty"` // the prompt's summary
+	Task      string         `json:"task,omitempty"`      // the prompt's summary
+	TaskLine  string         `json:"task_line,omitempty"` // Run.task_line, when the run keeps a transcript
 	MaxSteps  int            `json:"max_steps,omitempty"`
 	Started   *time.Time     `json:"started_at,omitempty"`
 	Result    *gen.RunResult `json:"result,omitempty"`

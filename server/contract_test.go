@@ -655,6 +655,20 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 	add("getRunEvents", 200, ctCase{name: "Last-Event-ID 2", req: func(e *ctEnv) ctReq {
 		return ctReq{params: ctRun(e.finished), header: http.Header{"Last-Event-Id": {"2"}}}
 	}, check: streamFrom(3)})
+	add("getRunEvents", 200, ctCase{name: "content", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finished), query: ctQuery("content", "true")}
+	}, check: func(t *testing.T, e *ctEnv, body []byte) {
+		streamFrom(1)(t, e, body)
+		if !bytes.Contains(body, []byte("\nevent: "+runner.ContentEvent+"\n")) {
+			t.Error("a stream with content has no transcript event")
+		}
+	}})
+	add("getRunEvents", 400, ctCase{name: "content not a boolean", invalid: true, req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finished), query: ctQuery("content", "maybe")}
+	}})
+	add("getRunEvents", 400, ctCase{name: "Last-Event-ID seq not a number", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finished), query: ctQuery("content", "true"), header: http.Header{"Last-Event-Id": {"2:x"}}}
+	}})
 	add("getRunEvents", 400, ctCase{name: "negative after", invalid: true, req: func(e *ctEnv) ctReq {
 		return ctReq{params: ctRun(e.finished), query: ctQuery("after", "-1")}
 	}})

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"strconv"
 	"strings"
@@ -93,23 +94,40 @@ func (s api) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.C
 
 // GetRunEvents streams the run's trace events as Server-Sent Events: live
 // while it runs, ending after run_finished, resuming after the position
-// given by ?after (which wins) or Last-Event-ID.
+// given by ?after (which wins) or Last-Event-ID. With ?content=true the
+// transcript's entries come too (runner.ContentEvents), under the same
+// auth as GET /v1/runs/{id}/transcript: the middleware's, which asks a
+// server with a token for it and serves one without a token to loopback
+// and allowed Host names only.
 func (s api) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject) (gen.GetRunEventsResponseObject, error) {
 	if _, err := s.rn.Get(req.RunId); err != nil {
 		return nil, runProblem(err)
 	}
-	after := 0
+	content := req.Params.Content != nil && *req.Params.Content
+	after, seq := 0, 0
 	switch {
 	case req.Params.After != nil:
 		after = *req.Params.After
 	case req.Params.LastEventID != nil:
-		n, err := strconv.Atoi(*req.Params.LastEventID)
-		if err != nil || n < 0 {
-			return nil, badField("Last-Event-ID", "header Last-Event-ID must be an event id: a non-negative integer")
+		// "P", or "P:S" from a stream with content.
+		p, q, hasSeq := strings.Cut(*req.Params.LastEventID, ":")
+		n, err := strconv.Atoi(p)
+		m := 0
+		if err == nil && hasSeq {
+			m, err = strconv.Atoi(q)
 		}
-		after = n
+		if err != nil || n < 0 || m < 0 {
+			return nil, badField("Last-Event-ID", "header Last-Event-ID must be an event id: a non-negative integer, or two joined by a colon")
+		}
+		after, seq = n, m
 	}
-	body, err := s.rn.Events(ctx, req.RunId, after)
+	var body io.ReadCloser
+	var err error
+	if content {
+		body, err = s.rn.ContentEvents(ctx, req.RunId, after, seq)
+	} else {
+		body, err = s.rn.Events(ctx, req.RunId, after)
+	}
 	if err != nil {
 		return nil, runProblem(err)
 	}

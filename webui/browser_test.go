@@ -876,10 +876,17 @@ func TestBrowserResume(t *testing.T) {
 	if got != "1:1,2:1,3:0" {
 		t.Errorf("the steps after the reconnection are %q, want each once: 1:1,2:1,3:0", got)
 	}
+	// The transcript, which the first stream had none of, is whole, each
+	// entry once: run_started, 3 actions, 2 observations, run_finished.
+	if seqs := eval[string](t, b, `[...document.querySelectorAll('#transcript li')].map(li => li.dataset.seq).join()`); seqs != "1,2,3,4,5,6,7" {
+		t.Errorf("the transcript entries after the reconnection are %q, want 1 to 7 once", seqs)
+	}
 	mu.Lock()
 	defer mu.Unlock()
-	if len(lastIDs) != 2 || lastIDs[0] != "" || lastIDs[1] != "1" {
-		t.Errorf("the event stream was asked for with Last-Event-ID %q, want \"\" then \"1\"", lastIDs)
+	// The page asks for content: the ids are "P:S", and the first event
+	// (run_started) is position 1 before any transcript entry.
+	if len(lastIDs) != 2 || lastIDs[0] != "" || lastIDs[1] != "1:0" {
+		t.Errorf("the event stream was asked for with Last-Event-ID %q, want \"\" then \"1:0\"", lastIDs)
 	}
 	b.checkClean(t, front.URL, "")
 }
@@ -993,4 +1000,119 @@ func jsString(t *testing.T, s string) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// sayingModel is a script model that writes text beside its actions, as
+// a real model does: the text of each turn is its prompt's "say" line.
+type sayingModel struct {
+	inner agent.Model
+	say   string
+}
+
+func (m *sayingModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	turn, err := m.inner.Next(ctx, req)
+	if err == nil && len(turn.Actions) > 0 {
+		text := m.say
+		if a := turn.Actions[0]; a.ToolCall != nil {
+			a.ToolCall.Text = &text
+		} else if a.Finish != nil {
+			a.Finish.Text = &text
+		}
+	}
+	return turn, err
+}
+
+// TestBrowserTranscript: the run view shows what the run did from the
+// event stream's content: the task, the model's text, the command it ran
+// and the command's output, a call's error, a file's text; all as text (a
+// workspace file holding <script> shows as text and runs nothing), live
+// and after a reload. The runs list shows the task's first line.
+func TestBrowserTranscript(t *testing.T) {
+	say := "I will run the command <b>first</b>."
+	srv := startServer(t, server.Config{Config: runner.Config{AllowCommands: true, Models: func(cfg gen.ModelConfig) (agent.Model, error) {
+		m, err := runner.DefaultModels(cfg)
+		return &sayingModel{inner: m, say: say}, err
+	}}})
+	page := `<script>window.pwned = 1</script><img src=x onerror="window.pwned = 2">`
+	if err := os.WriteFile(filepath.Join(srv.ws, "page.html"), []byte(page+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	call := func(tool string, args map[string]any) string {
+		j, err := json.Marshal(map[string]any{"type": "tool_call", "tool_name": tool, "arguments": args})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(j)
+	}
+	command := "echo hello-from-the-command; echo to-stderr >&2"
+	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{
+		Task: gen.Task{Prompt: "Run the greeting command\nand read the page."},
+		Model: sdk.ScriptModel(call("run_command", map[string]any{"command": command}),
+			call("read_file", map[string]any{"path": "page.html"}),
+			call("read_file", map[string]any{"path": "missing.txt"}),
+			`{"type":"finish","answer":"done"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	shots := artifacts(t)
+	b.do(t, "open the run", chromedp.Navigate(srv.url+"/ui/#/runs/"+run.Id))
+	type view struct {
+		Entries  int      `json:"entries"`
+		Text     string   `json:"text"`
+		Args     []string `json:"args"`
+		Outputs  []string `json:"outputs"`
+		Errors   []string `json:"errors"`
+		Model    []string `json:"model"`
+		Task     string   `json:"task"`
+		MetaTask string   `json:"metaTask"`
+		Elements int      `json:"elements"`
+		Pwned    bool     `json:"pwned"`
+	}
+	check := func(when string) {
+		t.Helper()
+		b.waitJS(t, "the run's transcript, "+when, `document.body.dataset.runState === 'finished' && document.getElementById('stream-state').textContent === 'ended' && document.querySelector('#transcript li[data-kind="run_finished"]')`)
+		got := eval[view](t, b, `(() => { const tr = document.getElementById('transcript');
+			const texts = (sel) => [...tr.querySelectorAll(sel)].map(e => e.textContent);
+			return {entries: tr.children.length, text: tr.textContent, args: texts('pre.arg'), outputs: texts('pre.output'),
+				errors: texts('pre.error'), model: texts('pre.model-text'), task: texts('pre.task').join(),
+				metaTask: [...document.querySelectorAll('#run-meta dt')].find(d => d.textContent === 'Task').nextElementSibling.textContent,
+				elements: tr.querySelectorAll('script, img, b').length, pwned: window.pwned !== undefined}; })()`)
+		if !slices.Contains(got.Args, command) {
+			t.Errorf("%s: the arguments shown are %q, want the command %q", when, got.Args, command)
+		}
+		if !slices.ContainsFunc(got.Outputs, func(o string) bool {
+			return strings.Contains(o, "hello-from-the-command") && strings.Contains(o, "to-stderr")
+		}) {
+			t.Errorf("%s: the outputs shown are %q, want the command's stdout and stderr", when, got.Outputs)
+		}
+		if !slices.ContainsFunc(got.Outputs, func(o string) bool { return strings.Contains(o, page) }) || got.Elements != 0 || got.Pwned {
+			t.Errorf("%s: the file's text must show as text: outputs %q, %d elements made of it, script ran: %v", when, got.Outputs, got.Elements, got.Pwned)
+		}
+		if len(got.Errors) != 1 || !strings.Contains(got.Text, "read_file failed: "+string(gen.ErrorCodeNotFound)) {
+			t.Errorf("%s: the failed call shows errors %q in %q", when, got.Errors, clip(got.Text))
+		}
+		if len(got.Model) != 4 || got.Model[0] != say {
+			t.Errorf("%s: the model's text shows as %q, want %q on each of its 4 turns", when, got.Model, say)
+		}
+		if got.Task != "Run the greeting command\nand read the page." || got.MetaTask != "Run the greeting command" {
+			t.Errorf("%s: the task shows as %q, in the run's details %q", when, got.Task, got.MetaTask)
+		}
+		// run_started, 4 actions, 3 observations, run_finished.
+		if got.Entries != 9 {
+			t.Errorf("%s: %d transcript entries shown, want 9", when, got.Entries)
+		}
+	}
+	check("live")
+	b.screenshot(t, shots, "run-transcript")
+	b.do(t, "reload the run", chromedp.Reload())
+	check("after reload")
+
+	b.do(t, "open the list", chromedp.Navigate(srv.url+"/ui/#/"))
+	b.waitJS(t, "the run listed", rowsJS("runs-body")+` === 1`)
+	if task := eval[string](t, b, `document.querySelector('#runs-body td[data-label="Task"]').textContent`); task != "Run the greeting command" {
+		t.Errorf("the list shows the task as %q, want its first line", task)
+	}
+	b.checkClean(t, srv.url, "")
 }

@@ -1,6 +1,9 @@
 // Package webui is the web page for runs that `specloop serve` serves at
-// /ui: a list of runs, a page that follows one run live, a form that
-// starts a run, and the cancel and approval buttons. It is plain HTML, CSS
+// /ui: a list of runs (each with its task's first line), a page that
+// follows one run live (its steps, and its transcript from the event
+// stream's content: the task, the model's text, each call's arguments,
+// outputs and errors, shown as text only), a form that starts a run, and
+// the cancel and approval buttons. It is plain HTML, CSS
 // and JavaScript modules embedded in the binary (no build step, nothing
 // fetched from another origin), talking to the server's JSON API and its
 // event stream with the bearer token the user enters once (kept in the

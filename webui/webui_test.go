@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/webui"
 )
 
@@ -124,6 +125,10 @@ func TestKnownValuesInSpec(t *testing.T) {
 	}
 	if n < 10 {
 		t.Fatalf("checked %d values of known.js: the test no longer reads it", n)
+	}
+	// The event name of the stream's transcript entries is the runner's.
+	if want := "export const ContentEvent = '" + runner.ContentEvent + "';"; !strings.Contains(string(src), want) {
+		t.Errorf("known.js lacks %s", want)
 	}
 }
 

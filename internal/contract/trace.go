@@ -131,11 +131,22 @@ type StreamEvent struct {
 // its 1-based position (consecutive), an event name equal to its
 // event_type and data that validates against TraceEvent; the stream holds
 // one run's events in trace order, starting anywhere (a stream may resume).
+// In a stream with content (ids "P:S") the events named transcript are
+// TranscriptEntry lines in seq order, S their seq, and are not returned.
 func ValidateEventStream(body []byte) ([]StreamEvent, error) {
 	s, err := traceEventSchema()
 	if err != nil {
 		return nil, err
 	}
+	doc, err := Spec()
+	if err != nil {
+		return nil, err
+	}
+	entrySchema, err := component(doc, componentName[gen.TranscriptEntry]())
+	if err != nil {
+		return nil, err
+	}
+	seq := -1 // the last transcript seq, in a stream with content
 	var out []StreamEvent
 	var errs []error
 	order := traceOrder{}
@@ -169,6 +180,31 @@ func ValidateEventStream(body []byte) ([]StreamEvent, error) {
 		if data == nil {
 			fail(i+1, "has no data")
 			continue
+		}
+		id, sid, content := strings.Cut(id, ":")
+		if content {
+			n, err := strconv.Atoi(sid)
+			switch {
+			case err != nil || n < 0 || seq >= 0 && n < seq:
+				fail(i+1, "id's transcript seq is not a non-negative integer that never goes back")
+			case name == "transcript":
+				var e struct {
+					Seq int `json:"seq"`
+				}
+				var v any
+				if json.Unmarshal([]byte(strings.Join(data, "\n")), &v) != nil || json.Unmarshal([]byte(strings.Join(data, "\n")), &e) != nil {
+					fail(i+1, "not JSON")
+				} else if fe := kinCheck(entrySchema, v, openapi3.VisitAsResponse()); fe != nil {
+					fail(i+1, "does not validate against TranscriptEntry: %v", fe)
+				} else if e.Seq != n || seq >= 0 && n != seq+1 {
+					fail(i+1, "entry seq %d with id seq %d after %d", e.Seq, n, seq)
+				}
+				seq = n
+				continue
+			case seq >= 0 && n != seq:
+				fail(i+1, "a summary event moves the transcript seq")
+			}
+			seq = n
 		}
 		ev, err := checkEvent(s, []byte(strings.Join(data, "\n")))
 		if err != nil {

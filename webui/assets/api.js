@@ -89,19 +89,23 @@ export function parseBlock(block) {
 }
 
 // follow streams a run's events from after position `after`, calling
-// onEvent(type, traceEvent, id) for each, and onState with 'live',
-// 'reconnecting' or 'ended'. It reconnects (with Last-Event-ID) when the
-// connection drops before run_finished, and returns after run_finished or
-// when signal aborts; an error the server answers (404, 401…) is thrown.
-export async function follow(runID, { after = 0, endEvent, onEvent, onState, signal }) {
-  let last = after;
+// onEvent(type, data, id) for each, and onState with 'live',
+// 'reconnecting' or 'ended'. With content, the stream also carries the
+// run's transcript entries (events named ContentEvent) and its ids are
+// "P:S" (the trace position and the transcript seq). It reconnects (with
+// Last-Event-ID) when the connection drops before run_finished, and
+// returns after run_finished or when signal aborts; an error the server
+// answers (404, 401…) is thrown.
+export async function follow(runID, { after = 0, content = false, endEvent, onEvent, onState, signal }) {
+  let last = after ? String(after) : '';
   let wait = 250;
   while (!signal.aborted) {
     let ended = false;
     try {
       const h = headers({ Accept: 'text/event-stream' });
-      if (last > 0) h['Last-Event-ID'] = String(last);
-      const resp = await fetch(apiURL(`/v1/runs/${encodeURIComponent(runID)}/events`), { headers: h, signal, cache: 'no-store' });
+      if (last) h['Last-Event-ID'] = last;
+      const query = content ? { content: 'true' } : {};
+      const resp = await fetch(apiURL(`/v1/runs/${encodeURIComponent(runID)}/events`, query), { headers: h, signal, cache: 'no-store' });
       if (!resp.ok) {
         const err = await failure(resp);
         if (resp.status !== 429 && resp.status < 500) throw err;
@@ -124,7 +128,7 @@ export async function follow(runID, { after = 0, endEvent, onEvent, onState, sig
             const ev = parseBlock(buf.slice(start, i));
             start = i + 2;
             if (!ev) continue;
-            if (ev.id) last = Number(ev.id) || last;
+            if (ev.id) last = ev.id;
             onEvent(ev.event, JSON.parse(ev.data), last);
             if (ev.event === endEvent) ended = true;
           }

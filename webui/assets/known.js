@@ -11,8 +11,13 @@ export const EventType = {
   observation: 'observation',
   modelFeedback: 'model_feedback',
   finishRejected: 'finish_rejected',
+  historyCompacted: 'history_compacted',
   runFinished: 'run_finished',
 };
+
+// ContentEvent names the transcript's entries in an event stream with
+// content (getRunEvents' content=true).
+export const ContentEvent = 'transcript';
 
 export const ActionType = { toolCall: 'tool_call', finish: 'finish' };
 

@@ -4,7 +4,7 @@
 
 import { api } from './api.js';
 import { ExitReason, RunStatus } from './known.js';
-import { el, fmtAge, fmtMs, runDuration, visible } from './util.js';
+import { el, fmtAge, fmtMs, reveal, runDuration, visible } from './util.js';
 
 export const pageSize = 100;
 const pollEvery = 2000;
@@ -26,6 +26,7 @@ function row(run, now) {
   const steps = run.result ? String(run.result.steps_used) : '';
   return el('tr', { 'data-run': run.id, 'data-status': run.status },
     el('td', { 'data-label': 'Run' }, link),
+    el('td', { class: 'task', 'data-label': 'Task', title: run.task_line ? reveal(run.task_line) : null }, visible(run.task_line)),
     el('td', { 'data-label': 'Status' }, statusBadge(run.status)),
     el('td', { 'data-label': 'Exit reason' }, exitBadge(run.result)),
     el('td', { class: 'num', 'data-label': 'Steps' }, steps),

@@ -1,10 +1,12 @@
 // The run page: the run's record (GET /v1/runs/{id}), its trace events
 // followed live through the event stream (one table row per step), its
-// result, token usage and patch, the cancel button, and the approval
-// buttons while the run waits for a person.
+// transcript from the same stream (content=true: the task, the model's
+// text, each call's arguments, what each tool returned, feedback and
+// errors, in full), its result, token usage and patch, the cancel button,
+// and the approval buttons while the run waits for a person.
 
 import { api, APIError, follow } from './api.js';
-import { ActionType, Approvals, EventType, ExitReason, RunStatus } from './known.js';
+import { ActionType, Approvals, ContentEvent, EventType, ExitReason, RunStatus } from './known.js';
 import { exitBadge, statusBadge } from './list.js';
 import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, setText, show, summary, visible } from './util.js';
 
@@ -75,6 +77,81 @@ function stepRow(s, meanings) {
   );
 }
 
+// block is a labelled text block of the transcript: the text as it is
+// (never HTML), in a pre that keeps its lines.
+function block(label, text, cls) {
+  return el('div', { class: 'block' }, el('div', { class: 'label muted' }, label),
+    el('pre', { class: cls ? `text ${cls}` : 'text' }, visible(text)));
+}
+
+// argBlocks shows a call's arguments one by one: a string as it is (a
+// command, a file's content with its lines), anything else as JSON.
+function argBlocks(args) {
+  return Object.entries(args || {}).map(([k, v]) =>
+    block(k, typeof v === 'string' ? v : JSON.stringify(v, null, 2), 'arg'));
+}
+
+// entryItem renders one transcript entry (TranscriptEntry) as a list item.
+function entryItem(e, meanings) {
+  const parts = [];
+  const head = (...c) => parts.push(el('div', { class: 'head' }, el('span', { class: 'muted' }, `step ${e.step} · `), ...c));
+  switch (e.event_type) {
+    case EventType.runStarted:
+      head(el('strong', null, 'Task'));
+      parts.push(block('prompt', e.task, 'task'));
+      break;
+    case EventType.modelAction: {
+      const a = e.action || {};
+      const call = a.type === ActionType.toolCall;
+      head(el('strong', null, call ? visible(a.tool_name) : 'finish'), call ? el('span', { class: 'muted' }, ' called') : '');
+      if (e.text) parts.push(block('the model wrote', e.text, 'model-text'));
+      parts.push(...(call ? argBlocks(a.arguments) : [block('answer', a.answer)]));
+      break;
+    }
+    case EventType.observation: {
+      const o = e.observation || {};
+      if (o.is_error) {
+        const code = o.error_code || 'error';
+        head(el('span', { class: 'err', title: (meanings && meanings[code]) || '' }, visible(`${o.tool_name || ''} failed: ${code}`)));
+        parts.push(block('error', o.content, 'error'));
+        if (e.output) parts.push(block('output', e.output, 'output'));
+      } else {
+        head(el('span', { class: 'ok' }, visible(`${o.tool_name || ''} returned`)));
+        parts.push(block('output', e.output !== undefined ? e.output : o.content, 'output'));
+      }
+      if (e.output_truncated_bytes) parts.push(el('p', { class: 'muted' }, `(${e.output_truncated_bytes} more bytes not kept)`));
+      break;
+    }
+    case EventType.modelFeedback:
+    case EventType.finishRejected:
+      head(el('span', { class: 'warn' }, e.event_type === EventType.finishRejected ? 'finish rejected' : `feedback: ${(e.feedback && e.feedback.kind) || ''}`));
+      if (e.feedback) parts.push(block('told the model', e.feedback.message));
+      if (e.check && e.check.output_tail) parts.push(block(`check exited ${e.check.exit_code}`, e.check.output_tail, 'output'));
+      break;
+    case EventType.historyCompacted:
+      head(el('span', { class: 'muted' }, 'history compacted'));
+      if (e.summary) parts.push(block('summary', e.summary));
+      break;
+    case Approvals.event:
+      head(el('span', { class: 'warn' }, visible(`${e.tool_name || ''} waits for approval`)));
+      if (e.reason) parts.push(block('why', e.reason));
+      break;
+    case Approvals.decided:
+      head(el('span', { class: e.decision === Approvals.deny ? 'err' : 'ok' }, visible(`${e.tool_name || ''} ${e.decision || ''}`)));
+      if (e.reason) parts.push(block('reason', e.reason));
+      break;
+    case EventType.runFinished: {
+      const r = e.result || {};
+      head(el('strong', null, 'run finished: '), visible(r.exit_reason));
+      if (r.error && r.exit_reason !== ExitReason.finished) parts.push(block('error', r.error, 'error'));
+      break;
+    }
+    default:
+      head(visible(e.event_type));
+  }
+  return el('li', { 'data-seq': e.seq, 'data-kind': e.event_type }, ...parts);
+}
+
 export class RunView {
   constructor(spec) {
     this.spec = spec;
@@ -93,7 +170,12 @@ export class RunView {
     this.usage = null;
     this.reads = 0;
     this.approvalItems = 0;
+    this.seq = 0; // the last transcript entry shown
+    this.entries = [];
+    this.task = '';
     $('approval-list').replaceChildren();
+    $('transcript').replaceChildren();
+    show($('transcript-section'), false);
     this.abort = new AbortController();
     document.body.dataset.runState = 'loading';
     setText($('run-id'), id);
@@ -119,6 +201,7 @@ export class RunView {
     try {
       await this.refresh();
       await follow(this.id, {
+        content: true,
         endEvent: EventType.runFinished,
         signal,
         onEvent: (type, ev) => this.onEvent(type, ev),
@@ -160,6 +243,15 @@ export class RunView {
 
   onEvent(type, ev) {
     switch (type) {
+      case ContentEvent:
+        // A reconnection may repeat nothing (the id resumes both), but an
+        // entry is shown once whatever the stream does.
+        if (ev.seq <= this.seq) return;
+        this.seq = ev.seq;
+        if (ev.event_type === EventType.runStarted && ev.task) this.task = ev.task;
+        this.entries.push(ev);
+        this.scheduleMeta();
+        return;
       case EventType.runStarted:
         this.started = ev;
         if (this.run && this.run.status === RunStatus.queued) this.run.status = RunStatus.running;
@@ -243,6 +335,13 @@ export class RunView {
     }
     body.append(frag);
     body.dataset.steps = String(this.rows.size);
+    if (this.entries.length) {
+      const list = $('transcript');
+      list.append(...this.entries.map((e) => entryItem(e, meanings)));
+      this.entries = [];
+      list.dataset.entries = String(this.seq);
+      show($('transcript-section'), true);
+    }
     this.renderMeta();
   }
 
@@ -255,7 +354,9 @@ export class RunView {
     const dur = this.finished && this.finished.duration_ms !== undefined ? this.finished.duration_ms : runDuration(run, now);
     metaList($('run-meta'), [
       ['Status', statusBadge(st)],
-      ['Task', this.started ? summary(this.started.input_summary) : ''],
+      // The task's first line from the record, or the transcript's; the
+      // trace's summary when the run keeps no transcript.
+      ['Task', run.task_line ? visible(run.task_line) : (this.task ? visible(this.task.trim().split('\n')[0]) : (this.started ? summary(this.started.input_summary) : ''))],
       ['Workspace', visible(run.workspace) || '(root)'],
       ['Created', fmtTime(run.created_at)],
       ['Started', fmtTime(run.started_at || (this.started && this.started.time))],
