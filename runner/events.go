@@ -214,7 +214,11 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 	s.runs.mu.RUnlock()
 	var tail *transcriptTail
 	if c.content {
-		tail = &transcriptTail{path: s.store.transcriptPath(id)}
+		path, err := s.transcriptPath(id) // an Engine's runs keep theirs where it does
+		if err != nil {
+			return err
+		}
+		tail = &transcriptTail{path: path}
 		defer tail.close()
 	}
 	if live == nil {
