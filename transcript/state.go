@@ -43,11 +43,10 @@ func State(ctx context.Context, log *Log, task gen.Task, m agent.Model, opts age
 		r.sizer = s
 	}
 	ro := opts
-	specs := r.tools
 	if opts.Tools != nil {
-		specs = opts.Tools.Specs()
+		r.Offer(opts.Tools.Specs())
 	}
-	ro.Tools = replayTools{r, specs}
+	ro.Tools = r.Tools()
 	if opts.Check != nil {
 		ro.Check = replayChecker{r}
 	}

@@ -69,7 +69,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.approval.register(fs)
 	fs.BoolVar(&f.noTranscript, "no-transcript", false, "keep no transcript of the run (by default it goes to "+cli.StateDirUsage("runs/RUN_ID")+": what the run said and did, redacted of secrets; specloop show RUN_ID prints it)")
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
-	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
+	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL, replay:RUN_ID|FILE (a recorded run again, from its transcript; nothing is executed) or verify:TRACE_FILE (a trace recorded with --record-raw, its tools executed again and compared) (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
 	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
 	fs.StringVar(&f.systemFile, "system-file", "", cli.SystemFileUsage)
@@ -132,6 +132,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	prompt, err := readPrompt(env, f.promptFile, prompt)
+	if errors.Is(err, errNoPrompt) && strings.HasPrefix(f.model, replayProvider+":") {
+		err = nil // the recorded run's task
+	}
 	if err != nil {
 		env.Errorf("run: %v", err)
 		if errors.Is(err, errNoPrompt) {
@@ -170,6 +173,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}
+	if rp, ok := m.(transcriptReplay); ok && prompt == "" {
+		prompt = rp.r.Task()
+	}
 	host, err := f.host(policy, tr)
 	if err != nil {
 		env.Errorf("run: %v", err)
@@ -202,6 +208,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	defer setup.Close()
+	if rp, ok := m.(transcriptReplay); ok {
+		rp.wire(&setup.Options)
+	}
 	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
 	if err := setup.Close(); err != nil { // the transcript's writes among it
 		env.Errorf("run: %v", err)
