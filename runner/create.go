@@ -65,6 +65,11 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	j.spec = sp
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	j.telemetry = runTelemetry(ctx, body.Model)
+	if sp.KeepsTranscript() {
+		if err := s.store.keepRequest(&sp); err != nil {
+			s.log.Warn("keep a run's request for a resume", "run", r.id, "err", err)
+		}
+	}
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), MaxSteps: sp.Options().MaxSteps}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
