@@ -2,11 +2,18 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
@@ -127,5 +134,132 @@ func TestReplayOfARunWithGoTest(t *testing.T) {
 	code, out, _ := specloop(t, append([]string{"run", "--model", "replay:" + cut, "--max-steps", "3"}, flags...)...)
 	if code == exitOK || !strings.Contains(out, "the replay diverged from the recorded run: step 1: a call of run_command that was not recorded") {
 		t.Fatalf("a replay past the recording: exit %d, %s", code, out)
+	}
+}
+
+// blockingOpenAI is an OpenAI-compatible model that answers by the number
+// of tool results in the request: the calculator twice, then finish. While
+// block is set, the request for the second step hangs (entered says so)
+// until its client goes away, as a run killed mid-step leaves it.
+type blockingOpenAI struct {
+	block   atomic.Bool
+	entered chan struct{}
+}
+
+func (b *blockingOpenAI) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	body, _ := io.ReadAll(r.Body)
+	results := strings.Count(string(body), `"role":"tool"`)
+	if results == 1 && b.block.Load() {
+		b.entered <- struct{}{}
+		<-r.Context().Done()
+		return
+	}
+	call := func(id, name, args string) string {
+		return `{"id":"chatcmpl-` + id + `","object":"chat.completion","created":1741570283,"model":"m","choices":[{"index":0,"message":{"role":"assistant","content":null,` +
+			`"tool_calls":[{"id":"call_` + id + `","type":"function","function":{"name":"` + name + `","arguments":` + strconv.Quote(args) + `}}]},"finish_reason":"tool_calls"}],` +
+			`"usage":{"prompt_tokens":` + strconv.Itoa(100+len(body)/100) + `,"completion_tokens":10,"total_tokens":110}}`
+	}
+	w.Header().Set("Content-Type", "application/json")
+	switch results {
+	case 0:
+		io.WriteString(w, call("1", "calculator", `{"left":12,"operation":"multiply","right":7}`))
+	case 1:
+		io.WriteString(w, call("2", "calculator", `{"left":84,"operation":"add","right":1}`))
+	default:
+		io.WriteString(w, call("3", "finish", `{"answer":"84, then 85"}`))
+	}
+}
+
+// A specloop run killed (SIGKILL) while its second step waits for the
+// model goes on with run --resume: its first step rebuilt from the
+// transcript, the second asked again, and it ends as a run that was never
+// killed, each step once in its transcript.
+func TestRunResumeAfterKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs specloop as a process")
+	}
+	clearProviderEnv(t)
+	t.Setenv("OPENAI_API_KEY", "sk-test-resume")
+	model := &blockingOpenAI{entered: make(chan struct{}, 1)}
+	srv := httptest.NewServer(model)
+	defer srv.Close()
+	ws := t.TempDir()
+	const task = "Compute 12 x 7, then add 1 (resume test)."
+	flags := []string{"run", "--model", "openai:m", "--base-url", srv.URL, "--context-window", "50000", "--no-commands", "--workspace", ws, "--json", task}
+
+	code, out, stderr := specloop(t, flags...)
+	if code != exitOK {
+		t.Fatalf("an uninterrupted run: exit %d\n%s%s", code, out, stderr)
+	}
+	var want gen.RunResult
+	if err := json.Unmarshal([]byte(out), &want); err != nil {
+		t.Fatal(err)
+	}
+
+	model.block.Store(true)
+	cmd := exec.Command(os.Args[0], flags...)
+	cmd.Env = append(os.Environ(), selfServerEnv+"=1")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	select {
+	case <-model.entered:
+	case <-time.After(60 * time.Second):
+		t.Fatal("the run never reached its second step")
+	}
+	if err := cmd.Process.Signal(os.Kill); err != nil {
+		t.Fatal(err)
+	}
+	_ = cmd.Wait()
+	model.block.Store(false)
+
+	// The killed run is the newest one with this task.
+	runs := filepath.Join(os.Getenv(cli.StateHomeEnv), "specloop", "runs")
+	dirs, err := os.ReadDir(runs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := ""
+	for _, d := range dirs {
+		if d.Name() == *want.RunId {
+			continue
+		}
+		if data, err := os.ReadFile(filepath.Join(runs, d.Name(), "request.json")); err == nil && strings.Contains(string(data), "resume test") {
+			id = d.Name()
+		}
+	}
+	if id == "" {
+		t.Fatal("the killed run kept no request")
+	}
+	if fi, err := os.Stat(filepath.Join(runs, id, "request.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("the request file: %v, %v", fi, err)
+	}
+	code, out, stderr = specloop(t, "run", "--resume", id)
+	if code != exitOK {
+		t.Fatalf("run --resume: exit %d\n%s%s", code, out, stderr)
+	}
+	var got gen.RunResult
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatal(err)
+	}
+	if *got.RunId != id || got.ExitReason != want.ExitReason || got.StepsUsed != want.StepsUsed || *got.Answer != *want.Answer || *got.Usage != *want.Usage {
+		t.Fatalf("resumed %+v, uninterrupted %+v", got, want)
+	}
+	var steps []int
+	for _, e := range readTranscript(t, id).Entries {
+		if e.EventType == gen.TraceEventTypeModelAction {
+			steps = append(steps, e.Step)
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2 3]" {
+		t.Fatalf("the transcript's turns are at steps %v, want each once", steps)
+	}
+	// A run that ended is not resumed.
+	if code, _, stderr := specloop(t, "run", "--resume", id); code != exitUsage || !strings.Contains(stderr, "the run ended") {
+		t.Fatalf("--resume of a finished run: exit %d, %s", code, stderr)
+	}
+	if code, _, stderr := specloop(t, "run", "--resume", id, "--json"); code != exitUsage || !strings.Contains(stderr, "give nothing else") {
+		t.Fatalf("--resume with flags: exit %d, %s", code, stderr)
 	}
 }

@@ -53,6 +53,7 @@ type runFlags struct {
 	sandbox       cli.SandboxFlags
 	mcp           cli.MCPFlags
 	toolsSpec     cli.ToolsSpecFlags
+	resume        string // see resume.go
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -81,6 +82,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.sandbox.Register(fs)
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
+	fs.StringVar(&f.resume, "resume", "", "go on with RUN_ID, a run of specloop run killed mid-run, from its transcript: with its own flags and task (give no others), after its last complete step")
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -130,6 +132,15 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	prompt, code, done := parseWithPositional(fs, args)
 	if done {
 		return code
+	}
+	var resumed *runRequest
+	if f.resume != "" {
+		rq, err := resumeFlags(fs, &f, prompt)
+		if err != nil {
+			env.Errorf("run: %v", err)
+			return exitUsage
+		}
+		resumed, args, prompt = rq, rq.Args, rq.Prompt
 	}
 	prompt, err := readPrompt(env, f.promptFile, prompt)
 	if errors.Is(err, errNoPrompt) && strings.HasPrefix(f.model, replayProvider+":") {
@@ -189,13 +200,26 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	req := f.request(prompt, mcpNames, approvals, asker != nil)
 	host.MCP = f.mcp.Config(env.Stderr)
 	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	if resumed != nil {
+		sp.ID = resumed.ID
+	}
 	transcriptPath := ""
+	var resumeLog *transcript.Log
 	if sp.KeepsTranscript() {
 		if transcriptPath, err = runTranscriptPath(sp.ID); err != nil {
 			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
 			return exitUsage
 		}
 		sp.TranscriptPath = transcriptPath
+		if resumed != nil {
+			if resumeLog, err = resumeTranscript(transcriptPath, sp.ID); err != nil {
+				env.Errorf("run: %v", err)
+				return exitUsage
+			}
+		} else if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt}); err != nil {
+			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
+			return exitUsage
+		}
 	}
 	if asker != nil {
 		sp.Approver = asker
@@ -210,6 +234,18 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	defer setup.Close()
 	if rp, ok := m.(transcriptReplay); ok {
 		rp.wire(&setup.Options)
+	}
+	if resumeLog != nil {
+		st, err := transcript.State(ctx, resumeLog, sp.Task, m, setup.Options)
+		if err != nil {
+			env.Errorf("run: --resume %s: %v", sp.ID, err)
+			return exitInternal
+		}
+		setup.Options.Resume = st
+		// A scripted model goes on past the responses the run took.
+		if sk, ok := m.(interface{ Skip(int) }); ok {
+			sk.Skip(st.StepsUsed)
+		}
 	}
 	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
 	if err := setup.Close(); err != nil { // the transcript's writes among it
@@ -461,4 +497,10 @@ func openSetup(env *cli.Env, name string, sp *runner.Spec, cfg wiring.Config, us
 		}
 	}
 	return setup, 0
+}
+
+// workingDir is the directory relative paths of the flags are taken from.
+func workingDir() string {
+	dir, _ := os.Getwd()
+	return dir
 }
