@@ -216,9 +216,6 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 				env.Errorf("run: %v", err)
 				return exitUsage
 			}
-		} else if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt}); err != nil {
-			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
-			return exitUsage
 		}
 	}
 	if asker != nil {
@@ -234,6 +231,14 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	defer setup.Close()
 	if rp, ok := m.(transcriptReplay); ok {
 		rp.wire(&setup.Options)
+	}
+	// Beside the transcript, which the setup made sure is outside the
+	// workspace: what --resume needs.
+	if transcriptPath != "" && resumeLog == nil {
+		if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt}); err != nil {
+			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
+			return exitInternal
+		}
 	}
 	if resumeLog != nil {
 		st, err := transcript.State(ctx, resumeLog, sp.Task, m, setup.Options)
