@@ -187,6 +187,10 @@ type Options struct {
 	// goes on from a paused run's State instead of starting.
 	PauseAfter int
 	Resume     *State
+	// Ended, when set, is called once with the run's State when it ends
+	// (not when it pauses): the history with its last turn, for a
+	// follow-up that continues the conversation.
+	Ended func(State)
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -549,7 +553,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		ev.IsError = &obs.IsError
 		ev.ErrorCode = obs.ErrorCode
 		ev.ToolDurationMs = &toolMs
-		if err := l.emitDetail(Progress{Event: ev, Observation: obs}); err != nil {
+		if err := l.emitDetail(Progress{Event: ev, Observation: obs, Seen: seen}); err != nil {
 			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}
@@ -602,6 +606,9 @@ func (l *loop) addUsage(u *gen.Usage) error {
 func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	if e.pause != nil {
 		return gen.RunResult{RunId: ptr(l.runID), StepsUsed: e.steps}, &PausedError{State: *e.pause}
+	}
+	if l.opts.Ended != nil {
+		l.opts.Ended(l.state(e.steps))
 	}
 	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check, Sandbox: l.sandbox}
 	if l.counted {
@@ -723,12 +730,19 @@ type Progress struct {
 	Event       *gen.TraceEvent
 	ToolCall    *gen.ToolCall      // model_action of a tool call
 	Finish      *gen.Finish        // model_action of a finish
-	Observation *gen.Observation   // observation
+	Observation *gen.Observation   // observation: the whole of it
+	Seen        *gen.Observation   // observation: as the model sees it (its content capped)
 	Feedback    *gen.ModelFeedback // model_feedback and finish_rejected
 	Result      *gen.RunResult     // run_finished
 	Check       *gen.CheckResult   // finish_rejected: the check that failed
+	// Summary and History are a history_compacted's: the summary the
+	// model wrote ("" when none) and the history as the model sees it
+	// after the compaction.
+	Summary string
+	History History
 	// ApprovalReason is the approval_requested call's ApprovalRequest.Reason
-	// (why it is asked beyond the policy), known before the Approver is.
+	// (why it is asked beyond the policy), known before the Approver is;
+	// on approval_decided, the decision's reason.
 	ApprovalReason string
 }
 

@@ -254,7 +254,7 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		if reason != "" {
 			ev.Output = ptr(trace.Summary(reason))
 		}
-		if err := l.emitDetail(Progress{Event: ev}); err != nil {
+		if err := l.emitDetail(Progress{Event: ev, ApprovalReason: reason}); err != nil {
 			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 		}
 	}

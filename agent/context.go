@@ -172,7 +172,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	}
 	// What the compaction did, for its event.
 	tokensBefore, bytesBefore := tokens, textBytes(items)
-	elided, summarized := 0, false
+	elided, summarized, said := 0, false, "" // said: the summary the model wrote
 	var usage *gen.Usage
 	starts := turnStarts(items)
 	cut := 0 // the first item of the turns kept whole
@@ -214,7 +214,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 			default:
 				fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: summaryPreface + summary}
 				out = append([]Item{{Feedback: fb}}, out[cut:]...)
-				summarized = true
+				summarized, said = true, summary
 				tokens = measure()
 				starts = turnStarts(out)
 			}
@@ -234,16 +234,16 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		}
 		return tokens, nil
 	}
+	l.history = historyLog{items: out}
 	if l.tracing {
 		ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
 		ev.ItemsElided, ev.Summarized, ev.Usage = &elided, &summarized, usage
 		ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
 		ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
-		if err := l.emit(ev); err != nil {
+		if err := l.emitDetail(Progress{Event: ev, Summary: said, History: l.history.view()}); err != nil {
 			return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
 		}
 	}
-	l.history = historyLog{items: out}
 	return tokens, nil
 }
 

@@ -1378,6 +1378,9 @@ type TranscriptEntry struct {
 	// Feedback Feedback from the runtime to the model. invalid_model_output and finish_rejected cost a step; a stuck_warning or a history_summary does not.
 	Feedback *ModelFeedback `json:"feedback,omitempty"`
 
+	// History history_compacted. The history as the model sees it after the compaction (the summary, the stubs of the elided observations, the turns kept whole), so that a run rebuilt from its transcript (a resume, a follow-up) can check it compacted alike.
+	History *[]HistoryItem `json:"history,omitempty"`
+
 	// Observation What a tool call produced, as the model sees it.
 	Observation *Observation `json:"observation,omitempty"`
 

@@ -68,6 +68,9 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	j.telemetry = runTelemetry(ctx, body.Model)
 	if sp.KeepsTranscript() {
 		r.taskLine = s.taskLine(body.Task.Prompt)
+		if err := s.store.keepRequest(&sp); err != nil {
+			s.log.Warn("keep a run's request for a resume", "run", r.id, "err", err)
+		}
 	}
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps}
 	if err := s.store.append(e, true); err != nil {

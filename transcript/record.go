@@ -48,11 +48,32 @@ func (r *Recorder) Observe(p agent.Progress) {
 		}
 		e.Text = p.Text()
 	case gen.TraceEventTypeObservation:
-		e.Observation = p.Observation
+		// The observation as the model saw it, and the tool's whole
+		// output beside it when the loop capped it.
+		e.Observation = p.Seen
+		if e.Observation == nil {
+			e.Observation = p.Observation
+		}
+		if p.Observation != nil && p.Observation.Content != e.Observation.Content {
+			e.Output = &p.Observation.Content
+		}
 	case gen.TraceEventTypeModelFeedback:
 		e.Feedback = p.Feedback
 	case gen.TraceEventTypeFinishRejected:
 		e.Feedback, e.Check = p.Feedback, p.Check
+	case gen.TraceEventTypeHistoryCompacted:
+		if p.Summary != "" {
+			e.Summary = &p.Summary
+		}
+		items := make([]gen.HistoryItem, 0, p.History.Len())
+		for _, it := range p.History.All() {
+			w, err := it.Wire()
+			if err != nil {
+				continue // an empty item: not one the loop records
+			}
+			items = append(items, w)
+		}
+		e.History = &items
 	case gen.TraceEventTypeApprovalRequested:
 		e.ToolName, e.CallId = ev.ToolName, ev.CallId
 		if p.ToolCall != nil {
@@ -63,6 +84,9 @@ func (r *Recorder) Observe(p agent.Progress) {
 		}
 	case gen.TraceEventTypeApprovalDecided:
 		e.ToolName, e.CallId, e.Decision = ev.ToolName, ev.CallId, ev.Decision
+		if p.ApprovalReason != "" {
+			e.Reason = &p.ApprovalReason
+		}
 	case gen.TraceEventTypeRunFinished:
 		e.Result = p.Result
 	}

@@ -155,7 +155,18 @@ func TestOpenContinuesTheSequence(t *testing.T) {
 	path := filepath.Join(t.TempDir(), transcript.FileName)
 	es := entries()
 	write(t, path, es[:2])
+	// A crash cut the next line short: the run going on writes after the
+	// entries, not after the fragment.
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"run_id":"r1","seq":3,"st`)
+	f.Close()
 	write(t, path, es[2:])
+	if log := readLog(t, path); len(log.Entries) != len(es) || log.Torn != 0 {
+		t.Fatalf("after a torn line: %d entries (torn %d), want %d", len(log.Entries), log.Torn, len(es))
+	}
 	log := readLog(t, path)
 	for i, e := range log.Entries {
 		if e.Seq != i+1 {

@@ -42,8 +42,8 @@ type Writer struct {
 
 // Open opens the transcript file path to append to it, creating it (0600)
 // and its directory (0700) when they do not exist. An existing transcript
-// goes on with the next seq (a continued or resumed run); a torn last line
-// stays where it is and is skipped by readers. Entries are redacted with
+// goes on with the next seq (a continued or resumed run), after its torn
+// last line is cut (the next entry would join it). Entries are redacted with
 // red; policy says when the file is fsynced (trace.SyncAtRunEnd: after
 // run_finished).
 func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) {
@@ -51,13 +51,20 @@ func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) 
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
 	seq := 0
-	if old, err := os.Open(path); err == nil {
-		log, rerr := Read(old)
-		old.Close()
+	newline := false // the last entry lacks its newline
+	if data, err := os.ReadFile(path); err == nil {
+		log, rerr := Read(bytes.NewReader(data))
 		if rerr != nil {
 			return nil, fmt.Errorf("transcript: %s: %w", path, rerr)
 		}
 		seq = len(log.Entries)
+		if log.Torn > 0 {
+			if err := CutLines(path, data, seq); err != nil {
+				return nil, fmt.Errorf("transcript: %w", err)
+			}
+		} else {
+			newline = len(data) > 0 && data[len(data)-1] != '\n'
+		}
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
@@ -68,6 +75,12 @@ func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) 
 	if err := f.Chmod(0o600); err != nil { // a file made by someone else's umask
 		f.Close()
 		return nil, fmt.Errorf("transcript: %w", err)
+	}
+	if newline {
+		if _, err := f.Write([]byte("\n")); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("transcript: %w", err)
+		}
 	}
 	return &Writer{f: f, red: red, policy: policy, seq: seq}, nil
 }
