@@ -62,7 +62,10 @@ func NewRedactor(env []string, secrets ...string) *Redactor {
 // credential (secretshape.Find), becomes [REDACTED]. It returns the line,
 // still valid JSON, and the number of replacements. Numbers, names and
 // structure are left alone.
-func (r *Redactor) Line(line []byte) ([]byte, int) {
+func (r *Redactor) Line(line []byte) ([]byte, int) { return r.line(line, nil) }
+
+// line is Line leaving the strings of keep as they are.
+func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
 	var out []byte // nil until something is replaced
 	n, last := 0, 0
 	for i := 0; i < len(line); {
@@ -86,7 +89,11 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 			i = j // not a string literal: not a line Writer wrote
 			continue
 		}
-		if red, k := r.Text(s); k > 0 {
+		text := r.Text
+		if keep[s] {
+			text = r.known
+		}
+		if red, k := text(s); k > 0 {
 			out = append(out, line[last:i]...)
 			out = appendString(out, red)
 			n, last = n+k, j
@@ -115,13 +122,7 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 // a credential, becomes [REDACTED]; it returns the text and the number of
 // replacements.
 func (r *Redactor) Text(s string) (string, int) {
-	n := 0
-	for _, v := range r.values {
-		if k := strings.Count(s, v); k > 0 {
-			n += k
-			s = strings.ReplaceAll(s, v, Redacted)
-		}
-	}
+	s, n := r.known(s)
 	spans := secretshape.Find(s)
 	if len(spans) == 0 {
 		return s, n
@@ -146,4 +147,60 @@ func appendString(dst []byte, s string) []byte {
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s) // a string always encodes
 	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+}
+
+// opaque returns the signatures and encrypted data of the reasoning blocks
+// in an encoded entry (under the "reasoning" of its action, or of the
+// actions of its compacted history): tokens a provider made and wants back
+// unchanged, which, long and random, look like credentials. Shape-redacted,
+// a resumed or continued run would send the provider a broken block; the
+// secrets Redactor knows by value are still replaced in them.
+func opaque(line []byte) map[string]bool {
+	if !bytes.Contains(line, []byte(`"reasoning"`)) {
+		return nil
+	}
+	var v any
+	if json.Unmarshal(line, &v) != nil {
+		return nil
+	}
+	keep := map[string]bool{}
+	var walk func(any)
+	walk = func(v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, x := range v {
+				if blocks, ok := x.([]any); ok && k == "reasoning" {
+					for _, b := range blocks {
+						if b, ok := b.(map[string]any); ok {
+							for _, f := range []string{"signature", "data"} {
+								if s, ok := b[f].(string); ok {
+									keep[s] = true
+								}
+							}
+						}
+					}
+					continue
+				}
+				walk(x)
+			}
+		case []any:
+			for _, x := range v {
+				walk(x)
+			}
+		}
+	}
+	walk(v)
+	return keep
+}
+
+// known replaces the known secrets of s alone.
+func (r *Redactor) known(s string) (string, int) {
+	n := 0
+	for _, v := range r.values {
+		if k := strings.Count(s, v); k > 0 {
+			n += k
+			s = strings.ReplaceAll(s, v, Redacted)
+		}
+	}
+	return s, n
 }

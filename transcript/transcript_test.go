@@ -365,3 +365,47 @@ func TestRedactedKeysKeepTheLineReadable(t *testing.T) {
 		t.Fatal("a secret argument name reached the file")
 	}
 }
+
+// A reasoning block's signature and encrypted data are the provider's own
+// tokens, wanted back unchanged by a resumed or continued run: they stay as
+// they are although they look like credentials, while the same shape
+// elsewhere, and a known secret anywhere, are redacted.
+func TestReasoningTokensAreKept(t *testing.T) {
+	const sig = "EqQBCkgIAxABGAIiQLfQYhh2l4vFgZQ1Wq0vGQ0vM2a7Yc8XkR9d0y5Vw3n1uKq0bL2c=="
+	const data = "ErUBCkYIBRgCIkBxq9Zr3KfTq0p8WmN2bV7cX4yL1oE6hS5uJ9dA0gR3wQ=="
+	const key = "sk-live-secretvalue-0123456789"
+	const token = "ghp_Zq8nW2xV5bT1cR7yU3iO9pA4sD6fG0hJkL2m"
+	path := filepath.Join(t.TempDir(), transcript.FileName)
+	w, err := transcript.Open(path, transcript.NewRedactor([]string{"SOME_API_KEY=" + key}), trace.SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": token},
+		Reasoning: &[]gen.ReasoningBlock{
+			{Type: gen.ReasoningBlockTypeThinking, Thinking: ptr("the key " + key + " and " + sig), Signature: ptr(sig)},
+			{Type: gen.ReasoningBlockTypeRedactedThinking, Data: ptr(data)},
+		}}
+	var a gen.Action
+	if err := a.FromToolCall(call); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Write(gen.TranscriptEntry{RunId: "r", Step: 1, EventType: gen.TraceEventTypeModelAction, Action: &a}); err != nil {
+		t.Fatal(err)
+	}
+	w.Close()
+	e := readLog(t, path).Entries[0]
+	got, err := e.Action.AsToolCall()
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocks := *got.Reasoning
+	if *blocks[0].Signature != sig || *blocks[1].Data != data {
+		t.Errorf("the reasoning tokens changed: %q, %q", *blocks[0].Signature, *blocks[1].Data)
+	}
+	if th := *blocks[0].Thinking; strings.Contains(th, key) || strings.Contains(th, sig) {
+		t.Errorf("the thinking text kept a secret or a credential's shape: %q", th)
+	}
+	if p := got.Arguments["path"]; p != transcript.Redacted {
+		t.Errorf("a credential's shape in an argument was kept: %v", p)
+	}
+}

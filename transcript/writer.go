@@ -110,7 +110,8 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 	if err := enc.Encode(e); err != nil {
 		return fmt.Errorf("transcript: encode entry: %w", err)
 	}
-	line, n := w.red.Line(bytes.TrimSuffix(b.Bytes(), []byte("\n")))
+	raw := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
+	line, n := w.red.line(raw, opaque(raw))
 	if n > 0 { // the count goes in the entry, as its last field
 		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
