@@ -202,8 +202,11 @@ func (s *Runner) recover(entries []entry) error {
 		e := &entries[i]
 		switch r := byID[e.ID]; {
 		case e.Op == opCreated && r == nil && ident.Plain(e.ID):
-			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued}
+			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, status: gen.RunStatusQueued, continues: e.Continues, conversation: e.Conversation}
 			byID[e.ID] = r
+			if prev := byID[e.Continues]; prev != nil {
+				prev.next = e.ID
+			}
 			runs = append(runs, r)
 		case e.Op == opFinished && r != nil && r.status != gen.RunStatusFinished && e.Result != nil:
 			r.status = gen.RunStatusFinished

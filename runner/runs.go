@@ -23,6 +23,13 @@ type run struct {
 	id        string
 	created   time.Time
 	workspace string // as given, cleaned; "" for the root
+	// The run it continues and its conversation's first run ("" for a
+	// run that continues none).
+	continues, conversation string
+
+	// Guarded by registry.mu: the run that continues this one, or
+	// reserved while Continue creates it.
+	next string
 
 	// Guarded by registry.mu.
 	status   gen.RunStatus
@@ -59,7 +66,10 @@ var (
 
 // view returns the run as the API shows it. Call with registry.mu held.
 func (r *run) view() gen.Run {
-	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created}
+	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created, ConversationId: r.conversationID()}
+	if r.continues != "" {
+		v.Continues = ptr(r.continues)
+	}
 	if r.workspace != "" {
 		ws := r.workspace
 		v.Workspace = &ws
@@ -77,6 +87,14 @@ func (r *run) view() gen.Run {
 		v.Result = &res
 	}
 	return v
+}
+
+// conversationID is the id of the run's conversation: its first run's.
+func (r *run) conversationID() string {
+	if r.conversation != "" {
+		return r.conversation
+	}
+	return r.id
 }
 
 // registry holds every run, sorted by creation (oldest first).

@@ -23,6 +23,11 @@ import (
 //	                         (fsynced before the 202) and one "finished" line
 //	                         per ended run (fsynced when it ends)
 //	DATA/traces/ID.jsonl     each run's trace, exactly as a local run writes it
+//	DATA/transcripts/ID.jsonl  each run's transcript (unless its request said
+//	                         transcript false)
+//	DATA/specs/ID.json       the run as accepted (its Spec, but for a
+//	                         follow-up's history), beside its transcript:
+//	                         what a run that continues it runs again
 //
 // A "created" line is fsynced before the run is acknowledged; fsyncs are
 // shared by every line written meanwhile (group commit), so durability costs
@@ -35,6 +40,8 @@ const (
 	tracesDir = "traces"
 	// transcriptsDir holds each run's transcript (package transcript).
 	transcriptsDir = "transcripts"
+	// specsDir holds each run's Spec, for the runs that continue it.
+	specsDir = "specs"
 )
 
 // entry is one line of the run log. The task appears only as its trace
@@ -43,14 +50,18 @@ const (
 // a restart: the run log is NOT as privacy-safe as a trace, which is why
 // the data directory and its files are private to the server's user.
 type entry struct {
-	Op        string         `json:"op"` // opCreated or opFinished
-	ID        string         `json:"id"`
-	Time      time.Time      `json:"time"` // created_at or finished_at
-	Workspace string         `json:"workspace,omitempty"`
-	Task      string         `json:"task,omitempty"` // the prompt's summary
-	MaxSteps  int            `json:"max_steps,omitempty"`
-	Started   *time.Time     `json:"started_at,omitempty"`
-	Result    *gen.RunResult `json:"result,omitempty"`
+	Op        string     `json:"op"` // opCreated or opFinished
+	ID        string     `json:"id"`
+	Time      time.Time  `json:"time"` // created_at or finished_at
+	Workspace string     `json:"workspace,omitempty"`
+	Task      string     `json:"task,omitempty"` // the prompt's summary
+	MaxSteps  int        `json:"max_steps,omitempty"`
+	Started   *time.Time `json:"started_at,omitempty"`
+	// Continues and Conversation: the run a created run continues and
+	// its conversation's first run.
+	Continues    string         `json:"continues,omitempty"`
+	Conversation string         `json:"conversation,omitempty"`
+	Result       *gen.RunResult `json:"result,omitempty"`
 }
 
 const (
