@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/specloop/specloop/agent"
@@ -162,7 +163,8 @@ type Turn struct {
 // (what its first run was asked, as its transcript holds it) and the
 // history its last run ended with — the first run's rebuilt from its
 // transcript (transcript.State), each next one's from its transcript
-// replayed after the history before it and the person's message. base
+// replayed after the history before it and the person's message (which
+// its transcript starts with). base
 // holds what the runs share: the tools, the check, compaction and stuck
 // detection (a new run's setup.Options); each run's spec gives its
 // budgets, caps and approval policy. Both Continue and `specloop run
@@ -186,17 +188,16 @@ func History(ctx context.Context, turns []Turn, base agent.Options) (gen.Task, [
 		if t.Spec.CheckCommand() != "" {
 			opts.Check = cmp.Or[agent.Checker](base.Check, recordedCheck{})
 		}
+		// A transcript starts with what its run was asked: the task, or
+		// the person's message for a follow-up.
+		asked := ""
+		if j := slices.IndexFunc(log.Entries, func(e gen.TranscriptEntry) bool { return e.EventType == gen.TraceEventTypeRunStarted }); j >= 0 {
+			asked = deref(log.Entries[j].Task)
+		}
 		if i == 0 {
-			for _, e := range log.Entries {
-				if e.EventType == gen.TraceEventTypeRunStarted && e.Task != nil {
-					task.Prompt = *e.Task
-				}
-			}
+			task.Prompt = asked
 		} else {
-			if t.Spec.FollowUp == nil {
-				return task, nil, fmt.Errorf("%s: the run continues no other", t.Transcript)
-			}
-			opts.FollowUp = &agent.FollowUp{History: h, Message: t.Spec.FollowUp.Message}
+			opts.FollowUp = &agent.FollowUp{History: h, Message: asked}
 		}
 		st, err := transcript.State(ctx, log, task, t.Model, opts)
 		if err != nil {

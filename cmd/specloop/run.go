@@ -53,6 +53,7 @@ type runFlags struct {
 	sandbox       cli.SandboxFlags
 	mcp           cli.MCPFlags
 	toolsSpec     cli.ToolsSpecFlags
+	continueID    string // see conversation.go
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -81,6 +82,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.sandbox.Register(fs)
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
+	fs.StringVar(&f.continueID, "continue", "", "continue run RUN_ID, which ended, with PROMPT as your message: the next turn of its conversation, with the history it ended with, its flags (those given now replace the recorded ones of the same name) and a fresh step budget")
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -108,7 +110,9 @@ func (f *runFlags) validate() error {
 			return fmt.Errorf("%s must be between %d and %d", c.flag, c.lo, c.hi)
 		}
 	}
-	if (f.script == "") == (f.model == "") {
+	// A remote run that continues another keeps its model unless one is
+	// given.
+	if (f.script == "") == (f.model == "") && (f.script != "" || f.remote == "" || f.continueID == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
 	}
 	if f.remote != "" && len(f.toolsSpec.Files) > 0 {
@@ -139,12 +143,20 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 		return exitUsage
 	}
+	flags := runFlagsSet(args) // what the run's record keeps
+	var conv []runner.Turn
+	if f.continueID != "" && f.remote == "" {
+		if flags, conv, err = continueRun(&f, flags); err != nil {
+			env.Errorf("run: --continue: %v", err)
+			return exitUsage
+		}
+	}
 	if err := f.validate(); err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	if f.remote != "" {
-		return runRemote(ctx, env, &f, prompt)
+		return runRemote(ctx, env, &f, prompt, flags)
 	}
 	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
@@ -191,6 +203,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 		sp.TranscriptPath = transcriptPath
 	}
+	if conv != nil {
+		sp.FollowUp, sp.Conversation = &agent.FollowUp{Message: prompt}, conv
+	}
 	if asker != nil {
 		sp.Approver = asker
 	}
@@ -202,6 +217,12 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	defer setup.Close()
+	if transcriptPath != "" {
+		if err := saveRunRecord(sp.ID, newRunRecord(&f, flags)); err != nil {
+			env.Errorf("run: the run's record: %v (--no-transcript keeps none)", err)
+			return exitInternal
+		}
+	}
 	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
 	if err := setup.Close(); err != nil { // the transcript's writes among it
 		env.Errorf("run: %v", err)
