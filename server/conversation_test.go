@@ -6,6 +6,8 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -146,6 +148,10 @@ func TestConversationOverHTTP(t *testing.T) {
 	status, _, body = ts.do(http.MethodPost, "/v1/runs/"+first.Id+"/messages", "application/json", strings.NewReader(`{"message":"again"}`))
 	if status != http.StatusConflict || !strings.Contains(string(body), runs[1].Id) {
 		t.Errorf("continuing the first run again: %d %s, want 409 naming the run that continues it", status, body)
+	}
+	// What a follow-up runs again is kept beside the transcript, private.
+	if fi, err := os.Stat(filepath.Join(ts.cfg.DataDir, "specs", first.Id+".json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the first run's spec: %v, %v; want a file of mode 0600", err, fi)
 	}
 	// The conversation outlives the server.
 	ts.close()
