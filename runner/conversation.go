@@ -3,12 +3,10 @@ package runner
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -24,8 +22,8 @@ import (
 // History) and a person's message. Its id is its first run's; a run that
 // nobody continued is a conversation of one run. Only a conversation's
 // last run is continued, so the chain never branches, and only once it
-// ended and when it kept its transcript and spec (specs/ID.json, written
-// when the run was accepted).
+// ended and when it kept its transcript and its request (its Spec, kept
+// beside the transcript when the run was accepted: resume.go).
 
 // reserved marks a run that Continue is continuing, before the new run
 // has its id.
@@ -73,7 +71,10 @@ func (s *Runner) Continue(ctx context.Context, id string, body gen.ContinueRunRe
 }
 
 func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRequest) (gen.Run, error) {
-	turns, err := s.turns(r)
+	s.runs.mu.RLock()
+	chain := chainOf(r, s.runs.byID)
+	s.runs.mu.RUnlock()
+	turns, err := s.turns(chain)
 	if err != nil {
 		return gen.Run{}, err
 	}
@@ -91,23 +92,27 @@ func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRe
 	return s.create(ctx, next, r)
 }
 
-// turns returns the runs of the conversation of last up to it, oldest
-// first, to rebuild its history from: each must have kept its transcript
-// and its spec.
-func (s *Runner) turns(last *run) ([]Turn, error) {
+// chainOf returns the ids of run last and of the runs it continues, one
+// after the other, oldest first, as byID holds them.
+func chainOf(last *run, byID map[string]*run) []string {
 	var chain []string
-	s.runs.mu.RLock()
-	for r := last; r != nil; r = s.runs.byID[r.continues] {
+	for r := last; r != nil && len(chain) <= len(byID); r = byID[r.continues] {
 		chain = append(chain, r.id)
 		if r.continues == "" {
 			break
 		}
 	}
-	s.runs.mu.RUnlock()
+	slices.Reverse(chain)
+	return chain
+}
+
+// turns returns the runs of chain (chainOf) to rebuild a conversation's
+// history from: each must have kept its transcript and its request.
+func (s *Runner) turns(chain []string) ([]Turn, error) {
 	turns := make([]Turn, len(chain))
 	for i, id := range chain {
-		t := &turns[len(chain)-1-i]
-		sp, err := s.store.readSpec(id)
+		t := &turns[i]
+		sp, err := s.store.readRequest(id)
 		t.Transcript = s.store.transcriptPath(id)
 		if err == nil {
 			_, err = os.Stat(t.Transcript)
@@ -115,11 +120,11 @@ func (s *Runner) turns(last *run) ([]Turn, error) {
 		if errors.Is(err, fs.ErrNotExist) {
 			// Its request said transcript false, or it never started, or
 			// its engine keeps no transcripts here.
-			return nil, &Error{Kind: Conflict, Detail: fmt.Sprintf("run %s kept no transcript, so the conversation cannot be continued", id)}
+			return nil, &Error{Kind: Conflict, Detail: fmt.Sprintf("run %s kept no transcript (or no request), so the conversation cannot be continued", id)}
 		}
 		if err != nil {
-			s.log.Error("read a run's spec", "run", id, "err", err)
-			return nil, &Error{Kind: Internal, Detail: "a run's spec could not be read"}
+			s.log.Error("read a run's request", "run", id, "err", err)
+			return nil, &Error{Kind: Internal, Detail: "a run's request could not be read"}
 		}
 		t.Spec = sp
 		// The model of a recorded run is asked nothing: only its context
@@ -214,41 +219,4 @@ type recordedCheck struct{}
 
 func (recordedCheck) Check(context.Context) (gen.CheckResult, error) {
 	return gen.CheckResult{}, errors.New("a recorded check is not run")
-}
-
-// specPath is where run id's spec is kept.
-func (st *store) specPath(id string) string {
-	return filepath.Join(st.dir, specsDir, id+".json")
-}
-
-// writeSpec keeps sp (0600, in a 0700 directory), without a follow-up's
-// history: the transcripts hold it.
-func (st *store) writeSpec(sp *Spec) error {
-	kept := *sp
-	if f := sp.FollowUp; f != nil {
-		kept.FollowUp = &agent.FollowUp{Message: f.Message}
-	}
-	data, err := json.Marshal(&kept)
-	if err != nil {
-		return err
-	}
-	path := st.specPath(sp.ID)
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return fmt.Errorf("spec: %w", err)
-	}
-	return os.WriteFile(path, data, 0o600)
-}
-
-// readSpec reads run id's spec; an error wrapping fs.ErrNotExist means
-// the run kept none.
-func (st *store) readSpec(id string) (Spec, error) {
-	var sp Spec
-	data, err := os.ReadFile(st.specPath(id))
-	if err != nil {
-		return sp, err
-	}
-	if err := json.Unmarshal(data, &sp); err != nil {
-		return sp, fmt.Errorf("spec of run %s: %w", id, err)
-	}
-	return sp, nil
 }

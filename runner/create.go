@@ -75,20 +75,18 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	j.spec = sp
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	j.telemetry = runTelemetry(ctx, body.Model)
+	if sp.KeepsTranscript() {
+		if err := s.store.keepRequest(&sp); err != nil {
+			s.log.Warn("keep a run's request for a resume or a follow-up", "run", r.id, "err", err)
+		}
+	}
 	input := body.Task.Prompt
 	if sp.FollowUp != nil {
 		input = sp.FollowUp.Message
 	}
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(input), MaxSteps: sp.Options().MaxSteps,
 		Continues: r.continues, Conversation: r.conversation}
-	err = nil
-	if sp.KeepsTranscript() {
-		err = s.store.writeSpec(&sp)
-	}
-	if err == nil {
-		err = s.store.append(e, true)
-	}
-	if err != nil {
+	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)
 		j.cancel(err)

@@ -13,6 +13,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 	"github.com/specloop/specloop/wiring"
 )
 
@@ -59,7 +60,9 @@ func (s *Runner) start(r *run) (*job, time.Time) {
 	s.runs.mu.Lock()
 	defer s.runs.mu.Unlock()
 	r.status = gen.RunStatusRunning
-	r.started = time.Now().UTC()
+	if r.started.IsZero() { // a resumed run keeps its start
+		r.started = time.Now().UTC()
+	}
 	return r.job, r.started
 }
 
@@ -96,6 +99,18 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 		return fail(err)
 	}
 	defer setup.Close()
+	if j.resume != nil {
+		st, err := transcript.State(j.ctx, j.resume, sp.Task, j.model, setup.Options)
+		if err != nil {
+			msg := interruptedError + "; it cannot go on from its transcript: " + err.Error()
+			return gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
+		}
+		setup.Options.Resume = st
+		// A scripted model goes on past the responses the run took.
+		if sk, ok := j.model.(interface{ Skip(int) }); ok {
+			sk.Skip(st.StepsUsed)
+		}
+	}
 	return agent.Run(j.ctx, sp.Task, j.model, setup.Options)
 }
 
@@ -194,7 +209,8 @@ func (s *Runner) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPol
 const interruptedError = "the server stopped while the run was in flight"
 
 // recover rebuilds the runs from the run log; runs without a result get
-// one from their trace's run_finished, or end interrupted.
+// one from their trace's run_finished, go on from their transcript
+// (resume.go), or end interrupted.
 func (s *Runner) recover(entries []entry) error {
 	byID := map[string]*run{}
 	var runs []*run
@@ -234,7 +250,20 @@ func (s *Runner) recover(entries []entry) error {
 				continue
 			}
 		}
-		e, wasInterrupted, err := s.recoverRun(r)
+		why := ""
+		if s.cfg.Engine == nil {
+			evs, err := s.recoverTrace(r.id)
+			if err != nil {
+				return err
+			}
+			if n := len(evs); n == 0 || evs[n-1].EventType != gen.TraceEventTypeRunFinished {
+				if why = s.prepareResume(r, evs, byID); why == "" {
+					s.resumed = append(s.resumed, r)
+					continue
+				}
+			}
+		}
+		e, wasInterrupted, err := s.recoverRun(r, why)
 		if err != nil {
 			return err
 		}
@@ -264,9 +293,10 @@ func (s *Runner) recover(entries []entry) error {
 }
 
 // recoverRun settles a run that has no result in the log: from its trace's
-// run_finished if it has one, or as interrupted, appending run_finished to
-// the trace so that its event stream ends.
-func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
+// run_finished if it has one, or as interrupted (why says why it could not
+// go on from its transcript), appending run_finished to the trace so that
+// its event stream ends.
+func (s *Runner) recoverRun(r *run, why string) (e *entry, interrupted bool, err error) {
 	evs, err := s.recoverTrace(r.id)
 	if err != nil {
 		return nil, false, err
@@ -287,6 +317,9 @@ func (s *Runner) recoverRun(r *run) (e *entry, interrupted bool, err error) {
 			steps = max(steps, ev.Step)
 		}
 		msg := interruptedError
+		if why != "" {
+			msg += "; it cannot go on: " + why
+		}
 		res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, StepsUsed: steps, Error: &msg}
 		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := s.appendEvent(r.id, &ev, trace.SyncEveryEvent); err != nil {

@@ -134,6 +134,7 @@ type Runner struct {
 
 	closing   atomic.Bool
 	attached  []*run // runs an Engine executes, to follow once the runner is up
+	resumed   []*run // runs in flight at a crash, to go on once the runner is up
 	stopOnce  sync.Once
 	closeOnce sync.Once
 	closeErr  error
@@ -193,7 +194,8 @@ func New(cfg Config) (*Runner, error) {
 	}
 	s.sched = newScheduler(cfg.MaxConcurrent, cfg.QueueSize, s.execute)
 	s.followAttached(s.attached)
-	s.attached = nil
+	s.resumeRuns(s.resumed)
+	s.attached, s.resumed = nil, nil
 	return s, nil
 }
 

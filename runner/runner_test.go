@@ -3,6 +3,7 @@ package runner_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -137,5 +138,77 @@ func TestApprovalsQueueAndCancel(t *testing.T) {
 	}
 	if _, err := rn.Get("nosuchrun"); !errors.As(err, &re) || re.Kind != runner.NotFound {
 		t.Fatalf("get an unknown run: %v, want NotFound", err)
+	}
+}
+
+// snapshot copies the data directory as a crash would leave it.
+func snapshot(t *testing.T, data string) string {
+	t.Helper()
+	dst := t.TempDir()
+	if err := os.CopyFS(dst, os.DirFS(data)); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// A run in flight at a crash goes on from its transcript; one whose
+// transcript is missing or unreadable ends interrupted, saying why.
+func TestRecoveryResumesFromTheTranscriptOrSaysWhyNot(t *testing.T) {
+	root := t.TempDir()
+	data := t.TempDir()
+	rn := newRunner(t, data, root)
+	write := `{"type":"tool_call","tool_name":"write_file","call_id":"w1","arguments":{"path":"a.txt","content":"x"}}`
+	req := script(t, `{"type":"tool_call","tool_name":"list_files","arguments":{}}`, write, `{"type":"finish","answer":"written"}`)
+	policy := gen.ApprovalPolicyWrites
+	req.ApprovalPolicy = &policy
+	v, err := rn.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, rn, v.Id, func(v gen.Run) bool { return v.Status == gen.RunStatusWaitingForApproval })
+	crashed := snapshot(t, data)
+	rn.Shutdown(context.Background())
+
+	for _, tc := range []struct {
+		name, why string
+		damage    func(path string) error
+	}{
+		{"missing", "its transcript is missing", os.Remove},
+		{"unreadable", "its transcript cannot be read", func(path string) error { return os.WriteFile(path, []byte("{\"seq\":1}\n"), 0o600) }},
+	} {
+		dir := snapshot(t, crashed)
+		if err := tc.damage(filepath.Join(dir, "transcripts", v.Id+".jsonl")); err != nil {
+			t.Fatal(err)
+		}
+		got, err := newRunner(t, dir, t.TempDir()).Get(v.Id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Result == nil || got.Result.ExitReason != gen.ExitReasonInterrupted || !strings.Contains(*got.Result.Error, tc.why) {
+			t.Errorf("%s transcript: %+v, want interrupted because %s", tc.name, got.Result, tc.why)
+		}
+	}
+
+	rn2 := newRunner(t, snapshot(t, crashed), root)
+	waitFor(t, rn2, v.Id, func(v gen.Run) bool { return v.Status == gen.RunStatusWaitingForApproval })
+	if _, err := rn2.Decide(v.Id, "w1", agent.Approval{Decision: gen.ApprovalDecisionApprove}); err != nil {
+		t.Fatal(err)
+	}
+	got := waitFor(t, rn2, v.Id, finished)
+	if got.Result.ExitReason != gen.ExitReasonFinished || got.Result.StepsUsed != 3 || *got.Result.Answer != "written" {
+		t.Fatalf("resumed run: %+v", got.Result)
+	}
+	entries, err := rn2.Transcript(v.Id, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var steps []int
+	for _, e := range entries {
+		if e.EventType == gen.TraceEventTypeModelAction {
+			steps = append(steps, e.Step)
+		}
+	}
+	if fmt.Sprint(steps) != "[1 2 3]" {
+		t.Fatalf("the transcript's turns are at steps %v, want each once", steps)
 	}
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/telemetry"
+	"github.com/specloop/specloop/transcript"
 )
 
 // run is the compact record of one run. A finished run keeps only what
@@ -56,6 +57,9 @@ type job struct {
 	// engine.go), and the events its trace held.
 	attached bool
 	seen     int
+	// A run in flight when this runner started, to go on from its
+	// transcript's entries (resume.go).
+	resume *transcript.Log
 }
 
 // Causes of a cancellation, which become the run's error.

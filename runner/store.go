@@ -24,10 +24,9 @@ import (
 //	                         per ended run (fsynced when it ends)
 //	DATA/traces/ID.jsonl     each run's trace, exactly as a local run writes it
 //	DATA/transcripts/ID.jsonl  each run's transcript (unless its request said
-//	                         transcript false)
-//	DATA/specs/ID.json       the run as accepted (its Spec, but for a
-//	                         follow-up's history), beside its transcript:
-//	                         what a run that continues it runs again
+//	                         transcript false), and ID.request.json beside it:
+//	                         the run as accepted (its Spec, but for a
+//	                         follow-up's history), for a resume or a follow-up
 //
 // A "created" line is fsynced before the run is acknowledged; fsyncs are
 // shared by every line written meanwhile (group commit), so durability costs
@@ -40,8 +39,6 @@ const (
 	tracesDir = "traces"
 	// transcriptsDir holds each run's transcript (package transcript).
 	transcriptsDir = "transcripts"
-	// specsDir holds each run's Spec, for the runs that continue it.
-	specsDir = "specs"
 )
 
 // entry is one line of the run log. The task appears only as its trace

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"iter"
 	"net/http"
 	"os"
@@ -229,14 +230,16 @@ func TestApprovalArgumentsStayOutOfTheTrace(t *testing.T) {
 }
 
 // A server killed (SIGKILL) while a run waits for approval: after a
-// restart the run ended interrupted, its trace ending with the request
-// and the run_finished the recovery added.
+// restart the run goes on from its transcript, its completed step
+// replayed (nothing run again) and the approval asked again; approved, it
+// finishes with the result of a run that was never interrupted.
 func TestKill9WhileWaitingForApproval(t *testing.T) {
 	data, root := t.TempDir(), t.TempDir()
 	cmd, c := startChild(t, data, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	run, err := c.CreateRun(ctx, approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
+	req := approvalRequest(calcResponses[0], writeCall("w1", "a.txt", "a"), doneAnswer)
+	run, err := c.CreateRun(ctx, req)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -249,11 +252,24 @@ func TestKill9WhileWaitingForApproval(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = cmd.Wait()
+	if _, err := os.Stat(filepath.Join(root, "a.txt")); err == nil {
+		t.Fatal("the undecided write happened")
+	}
 
 	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data, WorkspaceRoot: root}})
-	r, err := ts.sdk.GetRun(ctx, run.Id)
-	if err != nil || r.Status != gen.RunStatusFinished || r.Result.ExitReason != gen.ExitReasonInterrupted {
-		t.Fatalf("after the restart: %+v, %v", r, err)
+	if p := ts.pending(run.Id); len(p) != 1 || p[0].CallId != "w1" || p[0].Arguments["path"] != "a.txt" {
+		t.Fatalf("pending after the restart: %+v", p)
+	}
+	if status, body := ts.decide(run.Id, "w1", "approve", ""); status != http.StatusOK {
+		t.Fatalf("approve: %d %s", status, body)
+	}
+	resumed := ts.wait(run.Id).Result
+	uninterrupted := ts.create(req)
+	ts.pending(uninterrupted.Id)
+	ts.decide(uninterrupted.Id, "w1", "approve", "")
+	want := ts.wait(uninterrupted.Id).Result
+	if resumed.ExitReason != gen.ExitReasonFinished || resumed.ExitReason != want.ExitReason || resumed.StepsUsed != want.StepsUsed || *resumed.Answer != *want.Answer {
+		t.Fatalf("resumed %+v, uninterrupted %+v", resumed, want)
 	}
 	var types []gen.TraceEventType
 	for ev, err := range ts.sdk.Events(ctx, run.Id, 0) {
@@ -262,11 +278,11 @@ func TestKill9WhileWaitingForApproval(t *testing.T) {
 		}
 		types = append(types, ev.EventType)
 	}
-	if n := len(types); n < 2 || types[n-2] != gen.TraceEventTypeApprovalRequested || types[n-1] != gen.TraceEventTypeRunFinished {
-		t.Errorf("events = %v", types)
+	if got := fmt.Sprint(types); got != "[run_started model_action observation model_action approval_requested approval_decided observation model_action run_finished]" {
+		t.Errorf("events = %s", got)
 	}
-	if _, err := os.Stat(filepath.Join(root, "a.txt")); err == nil {
-		t.Error("the undecided write happened")
+	if data, err := os.ReadFile(filepath.Join(root, "a.txt")); err != nil || string(data) != "a" {
+		t.Errorf("a.txt: %q, %v", data, err)
 	}
 }
 

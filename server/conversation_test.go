@@ -150,8 +150,8 @@ func TestConversationOverHTTP(t *testing.T) {
 		t.Errorf("continuing the first run again: %d %s, want 409 naming the run that continues it", status, body)
 	}
 	// What a follow-up runs again is kept beside the transcript, private.
-	if fi, err := os.Stat(filepath.Join(ts.cfg.DataDir, "specs", first.Id+".json")); err != nil || fi.Mode().Perm() != 0o600 {
-		t.Errorf("the first run's spec: %v, %v; want a file of mode 0600", err, fi)
+	if fi, err := os.Stat(filepath.Join(ts.cfg.DataDir, "transcripts", first.Id+".request.json")); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the first run's request: %v, %v; want a file of mode 0600", err, fi)
 	}
 	// The conversation outlives the server.
 	ts.close()

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sync"
 	"time"
 
@@ -186,12 +187,30 @@ func (r *Replay) CompleteSteps() int {
 	return r.last - 1
 }
 
+// Offer makes the replay's tools offer specs, the run's own tools' (for
+// their hints and traits: which calls are asked about, which write
+// files), where the transcript recorded only names: each recorded tool
+// takes the spec of its name, in the recorded order; a recorded tool
+// specs lacks keeps its name-only spec. A transcript without names takes
+// specs as they are.
+func (r *Replay) Offer(specs []gen.ToolSpec) {
+	if len(r.tools) == 0 {
+		r.tools = slices.Clone(specs)
+		return
+	}
+	for i, t := range r.tools {
+		if j := slices.IndexFunc(specs, func(s gen.ToolSpec) bool { return s.Name == t.Name }); j >= 0 {
+			r.tools[i] = specs[j]
+		}
+	}
+}
+
 // Model answers the loop's requests with the recorded turns.
 func (r *Replay) Model() agent.Model { return replayModel{r} }
 
 // Tools answers the loop's tool calls with the recorded observations; it
 // offers the recorded tools' names.
-func (r *Replay) Tools() agent.ToolRuntime { return replayTools{r, r.tools} }
+func (r *Replay) Tools() agent.ToolRuntime { return replayTools{r} }
 
 // Checker answers the completion checks with the recorded results; nil
 // when the recorded run had none.
@@ -334,12 +353,18 @@ func (m replayModel) ContextWindow() int {
 // RequestTokens is the estimate of the model given to State.
 func (m replayModel) RequestTokens(req *agent.Request) int { return m.r.sizer.RequestTokens(req) }
 
-type replayTools struct {
-	r     *Replay
-	specs []gen.ToolSpec
-}
+type replayTools struct{ r *Replay }
 
-func (t replayTools) Specs() []gen.ToolSpec { return t.specs }
+func (t replayTools) Specs() []gen.ToolSpec { return t.r.tools }
+
+// Patch is the recorded run's patch: what its tools changed, which the
+// replay's did not.
+func (t replayTools) Patch(context.Context) (string, error) {
+	if res := t.r.result; res != nil && res.Patch != nil {
+		return *res.Patch, nil
+	}
+	return "", nil
+}
 
 func (t replayTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
 	r := t.r

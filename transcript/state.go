@@ -1,10 +1,13 @@
 package transcript
 
 import (
+	"bytes"
 	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -37,17 +40,22 @@ import (
 func State(ctx context.Context, log *Log, task gen.Task, m agent.Model, opts agent.Options) (*agent.State, error) {
 	r, err := NewReplay(log)
 	if err != nil {
+		// A run killed before its first step has only its start.
+		if i := slices.IndexFunc(log.Entries, func(e gen.TranscriptEntry) bool {
+			return e.Step > 0 || e.EventType == gen.TraceEventTypeRunFinished
+		}); i < 0 && len(log.Entries) > 0 {
+			return &agent.State{Started: log.Entries[0].Time}, nil
+		}
 		return nil, err
 	}
 	if s, ok := m.(agent.ContextSizer); ok {
 		r.sizer = s
 	}
 	ro := opts
-	specs := r.tools
 	if opts.Tools != nil {
-		specs = opts.Tools.Specs()
+		r.Offer(opts.Tools.Specs())
 	}
-	ro.Tools = replayTools{r, specs}
+	ro.Tools = r.Tools()
 	if opts.Check != nil {
 		ro.Check = replayChecker{r}
 	}
@@ -82,4 +90,59 @@ func State(ctx context.Context, log *Log, task gen.Task, m agent.Model, opts age
 		return nil, fmt.Errorf("transcript: rebuild the run's state: %w: the replay ended %s after %d steps, the recorded run %s after %d", ErrDiverged, res.ExitReason, res.StepsUsed, r.result.ExitReason, r.result.StepsUsed)
 	}
 	return ended, nil
+}
+
+// Resume prepares the transcript at path for its run to go on after its
+// process was killed: it reads it, cuts the file after the entries of the
+// run's last complete step (Replay.CompleteSteps; the step in flight at
+// the crash is run again, and its entries would otherwise be there
+// twice, as would a torn last line), and returns the entries kept and
+// the number of steps they hold. A transcript of a run that ended is
+// left as it is, with an error.
+func Resume(path string) (*Log, int, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, 0, fmt.Errorf("transcript: %w", err)
+	}
+	log, err := Read(bytes.NewReader(data))
+	if err != nil {
+		return nil, 0, err
+	}
+	r, err := NewReplay(log)
+	if err != nil && len(log.Entries) == 0 {
+		return nil, 0, fmt.Errorf("transcript: %s holds no entries", path)
+	}
+	steps := 0
+	if err == nil {
+		if r.Result() != nil {
+			return nil, 0, fmt.Errorf("transcript: %s: the run ended", path)
+		}
+		steps = r.CompleteSteps()
+	}
+	n := 0
+	for n < len(log.Entries) && log.Entries[n].Step <= steps {
+		n++
+	}
+	if err := CutLines(path, data, n); err != nil {
+		return nil, 0, fmt.Errorf("transcript: %w", err)
+	}
+	log.Entries, log.Torn = log.Entries[:n], 0
+	return log, steps, nil
+}
+
+// CutLines truncates the file at path, whose content is data, after its
+// first n lines.
+func CutLines(path string, data []byte, n int) error {
+	keep := 0
+	for range n {
+		i := bytes.IndexByte(data[keep:], '\n')
+		if i < 0 {
+			return fmt.Errorf("%s has fewer than %d lines", path, n)
+		}
+		keep += i + 1
+	}
+	if keep == len(data) {
+		return nil
+	}
+	return os.Truncate(path, int64(keep))
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -109,20 +110,20 @@ func TestRunContinue(t *testing.T) {
 		t.Errorf("the third turn's request lacks the second's answer or its message:\n%s", got[3])
 	}
 	dir := filepath.Join(os.Getenv(cli.StateHomeEnv), "specloop", "runs", ids[2])
-	fi, err := os.Stat(filepath.Join(dir, recordName))
+	fi, err := os.Stat(filepath.Join(dir, requestFile))
 	if err != nil || fi.Mode().Perm() != 0o600 {
-		t.Fatalf("the run's record: %v, mode %v; want 0600", err, fi)
+		t.Fatalf("the run's request: %v, mode %v; want 0600", err, fi)
 	}
-	rec, err := loadRunRecord(ids[2])
-	if err != nil || rec.Continues != ids[1] || !strings.Contains(fmt.Sprint(rec.Flags), "[workspace "+ws+"]") || strings.Contains(fmt.Sprint(rec.Flags), "continue") {
-		t.Errorf("record = %+v (%v); want it to continue %s in workspace %s, without --continue", rec, err, ids[1], ws)
+	rq, _, err := loadRunRequest(ids[2])
+	if err != nil || rq.Continues != ids[1] || rq.Prompt != "Double it." || !slices.Contains(rq.Args, "--workspace="+ws) || !slices.Contains(rq.Args, "--max-steps=3") || slices.ContainsFunc(rq.Args, func(a string) bool { return strings.HasPrefix(a, "--continue") }) {
+		t.Errorf("request = %+v (%v); want it to continue %s in workspace %s with --max-steps 3, without --continue", rq, err, ids[1], ws)
 	}
 	code, shown, stderr := specloop(t, "show", ids[2])
 	if code != exitOK || !strings.Contains(shown, "task: Double it.") || !strings.Contains(shown, "170") {
 		t.Fatalf("show of the continued run: exit %d\n%s%s", code, shown, stderr)
 	}
 	// A run without a record is not continued.
-	if code, _, stderr := specloop(t, "run", "--continue", "0123456789abcdef", "more"); code != exitUsage || !strings.Contains(stderr, "keeps a record") {
+	if code, _, stderr := specloop(t, "run", "--continue", "0123456789abcdef", "more"); code != exitUsage || !strings.Contains(stderr, "keeps its request") {
 		t.Errorf("continuing no run: exit %d, %q", code, stderr)
 	}
 }

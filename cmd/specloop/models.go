@@ -1,23 +1,35 @@
 package main
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 )
 
-// replayProvider is the --model prefix that replays a recorded trace.
-const replayProvider = "replay"
+// The --model prefixes that run a recorded run again: replay answers
+// from a transcript (nothing is executed), verify re-executes the tools of
+// a trace recorded with --record-raw and compares their results.
+const (
+	replayProvider = "replay"
+	verifyProvider = "verify"
+)
+
+// modelUsage says what --model takes.
+const modelUsage = "--model must be openai:MODEL, anthropic:MODEL, replay:RUN_ID|FILE or verify:TRACE_FILE"
 
 // openModel returns the model the run flags name: --script FILE, or --model
-// openai:MODEL, anthropic:MODEL or replay:TRACE_FILE. Provider keys come
-// only from the environment; --base-url wins over OPENAI_BASE_URL /
-// ANTHROPIC_BASE_URL. Every error is a usage error.
+// openai:MODEL, anthropic:MODEL, replay:RUN_ID|FILE or verify:TRACE_FILE.
+// Provider keys come only from the environment; --base-url wins over
+// OPENAI_BASE_URL / ANTHROPIC_BASE_URL. Every error is a usage error.
 func openModel(f *runFlags) (agent.Model, error) {
 	if f.script != "" {
 		lines, err := readScriptLines(f.script)
@@ -28,10 +40,13 @@ func openModel(f *runFlags) (agent.Model, error) {
 	}
 	provider, name, ok := strings.Cut(f.model, ":")
 	if !ok || name == "" {
-		return nil, errors.New("--model must be openai:MODEL, anthropic:MODEL or replay:TRACE_FILE")
+		return nil, errors.New(modelUsage)
 	}
-	if provider == replayProvider {
-		return openReplay(f, name)
+	switch provider {
+	case replayProvider:
+		return openTranscriptReplay(f, name)
+	case verifyProvider:
+		return openVerify(f, name)
 	}
 	mc, err := providerConfig(f)
 	if err != nil {
@@ -65,7 +80,7 @@ func providerConfig(f *runFlags) (gen.ModelConfig, error) {
 	case string(gen.AnthropicModelConfigProviderAnthropic):
 		err = mc.FromAnthropicModelConfig(gen.AnthropicModelConfig{Provider: gen.AnthropicModelConfigProviderAnthropic, Model: name, ContextWindow: window})
 	default:
-		return mc, fmt.Errorf("--model: unknown provider %q (want openai, anthropic or replay)", provider)
+		return mc, fmt.Errorf("--model: unknown provider %q (want openai, anthropic, replay or verify)", provider)
 	}
 	if err != nil {
 		return mc, fmt.Errorf("--model: %w", err)
@@ -73,15 +88,26 @@ func providerConfig(f *runFlags) (gen.ModelConfig, error) {
 	return mc, nil
 }
 
-// openReplay returns the replay model of --model replay:TRACE_FILE.
-func openReplay(f *runFlags, name string) (agent.Model, error) {
+// replayFlags refuses the flags that configure a provider, which a
+// replay has none of.
+func replayFlags(f *runFlags, spelling string) error {
 	for _, bad := range []struct {
 		set  bool
 		flag string
 	}{{f.baseURL != "", "--base-url"}, {f.contextWindow != 0, "--context-window"}, {f.systemFile != "", "--system-file"}} {
 		if bad.set {
-			return nil, fmt.Errorf("%s does not apply to --model replay:TRACE_FILE", bad.flag)
+			return fmt.Errorf("%s does not apply to --model %s", bad.flag, spelling)
 		}
+	}
+	return nil
+}
+
+// openVerify returns the model of --model verify:TRACE_FILE: the recorded
+// responses of a trace, the tools executed again and their results
+// compared with the recorded ones.
+func openVerify(f *runFlags, name string) (agent.Model, error) {
+	if err := replayFlags(f, "verify:TRACE_FILE"); err != nil {
+		return nil, err
 	}
 	r, err := model.OpenReplay(name, model.ReplayConfig{})
 	if err != nil {
@@ -93,4 +119,77 @@ func openReplay(f *runFlags, name string) (agent.Model, error) {
 		f.maxSteps = r.MaxSteps()
 	}
 	return r, nil
+}
+
+// transcriptReplay is the model of --model replay:RUN_ID|FILE: the
+// recorded run's turns, with its observations, checks and approvals in
+// place of the run's tools, check and approver (see wire).
+type transcriptReplay struct {
+	agent.Model
+	r *transcript.Replay
+}
+
+// openTranscriptReplay returns the model of --model replay:RUN_ID|FILE:
+// RUN_ID a run of specloop run (its transcript in the state directory,
+// as specloop show finds it), FILE a transcript. A trace is refused with
+// the spelling that replays one.
+func openTranscriptReplay(f *runFlags, name string) (agent.Model, error) {
+	if err := replayFlags(f, "replay:RUN_ID|FILE"); err != nil {
+		return nil, err
+	}
+	path, err := transcriptOf(name)
+	if err != nil {
+		return nil, fmt.Errorf("--model: replay: %w", err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("--model: replay: %w", err)
+	}
+	log, err := transcript.Read(bytes.NewReader(data))
+	if err != nil {
+		if tl, terr := trace.Read(bytes.NewReader(data)); terr == nil && len(tl.Events) > 0 {
+			return nil, fmt.Errorf("--model: replay: %s is a trace, not a transcript; --model verify:%s runs a trace recorded with --record-raw again, executing its tools", path, path)
+		}
+		return nil, fmt.Errorf("--model: replay: %s: %w", path, err)
+	}
+	r, err := transcript.NewReplay(log)
+	if err != nil {
+		return nil, fmt.Errorf("--model: replay: %s: %w", path, err)
+	}
+	// Left at its default, the step budget is the recorded run's: the
+	// replay ends where the recording did (for a run that was killed,
+	// after its last complete step).
+	if f.maxSteps == agent.DefaultMaxSteps {
+		if res := r.Result(); res != nil {
+			f.maxSteps = max(res.StepsUsed, 1)
+		} else {
+			f.maxSteps = max(r.CompleteSteps(), 1)
+		}
+	}
+	return transcriptReplay{r.Model(), r}, nil
+}
+
+// wire makes opts, a run's options, the replay's: the recorded
+// observations answer the tool calls (the run's own tools give only their
+// specs), the recorded results the check, the recorded decisions the
+// approvals, and the replay watches the compactions.
+func (tr transcriptReplay) wire(opts *agent.Options) {
+	r := tr.r
+	if opts.Tools != nil {
+		r.Offer(opts.Tools.Specs())
+	}
+	opts.Tools = r.Tools()
+	if opts.Check != nil {
+		opts.Check = r.Checker()
+	}
+	if opts.ApprovalPolicy != "" {
+		opts.Approver = r.Approver()
+	}
+	watch := opts.Observer
+	opts.Observer = func(p agent.Progress) {
+		r.Observe(p)
+		if watch != nil {
+			watch(p)
+		}
+	}
 }

@@ -218,11 +218,14 @@ func TestRunModelUsageErrors(t *testing.T) {
 	}{
 		{"openai without key", []string{"--model", "openai:gpt-4o-mini"}, "set OPENAI_API_KEY"},
 		{"anthropic without key", []string{"--model", "anthropic:claude-sonnet-4-5"}, "set ANTHROPIC_API_KEY"},
-		{"no provider", []string{"--model", "gpt-4o-mini"}, "--model must be openai:MODEL, anthropic:MODEL or replay:TRACE_FILE"},
+		{"no provider", []string{"--model", "gpt-4o-mini"}, "--model must be openai:MODEL, anthropic:MODEL, replay:RUN_ID|FILE or verify:TRACE_FILE"},
 		{"unknown provider", []string{"--model", "gemini:pro"}, `unknown provider "gemini"`},
 		{"bad base URL", []string{"--model", "openai:m", "--base-url", "localhost:11434"}, "absolute http or https URL"},
-		{"missing trace", []string{"--model", "replay:" + filepath.Join(tmp, "missing.jsonl")}, "--model: replay:"},
-		{"trace without raw responses", []string{"--model", "replay:" + noRaw}, "record the run with --record-raw"},
+		{"missing trace", []string{"--model", "verify:" + filepath.Join(tmp, "missing.jsonl")}, "--model: replay:"},
+		{"missing transcript", []string{"--model", "replay:" + filepath.Join(tmp, "missing.jsonl")}, "--model: replay:"},
+		{"trace without raw responses", []string{"--model", "verify:" + noRaw}, "record the run with --record-raw"},
+		{"a trace to replay", []string{"--model", "replay:" + noRaw}, "is a trace, not a transcript; --model verify:" + noRaw},
+		{"verify with base URL", []string{"--model", "verify:" + noRaw, "--base-url", "http://x"}, "--base-url does not apply to --model verify:TRACE_FILE"},
 		{"replay with base URL", []string{"--model", "replay:" + noRaw, "--base-url", "http://x"}, "--base-url does not apply"},
 		{"replay with system file", []string{"--model", "replay:" + noRaw, "--system-file", noRaw}, "--system-file does not apply"},
 		{"replay with context window", []string{"--model", "replay:" + noRaw, "--context-window", "9000"}, "--context-window does not apply"},
@@ -242,14 +245,14 @@ func TestRunModelUsageErrors(t *testing.T) {
 	}
 }
 
-func TestRunReplay(t *testing.T) {
+func TestRunVerify(t *testing.T) {
 	tmp := t.TempDir()
 	tracePath := filepath.Join(tmp, "run.jsonl")
 	code, recorded, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--record-raw", "--max-steps", "3", "--trace", tracePath, "--workspace", tmp, "--json", prompt)
 	if code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
-	code, replayed, stderr := specloop(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", prompt)
+	code, replayed, stderr := specloop(t, "run", "--model", "verify:"+tracePath, "--workspace", tmp, "--json", prompt)
 	if code != exitOK {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}
@@ -264,7 +267,7 @@ func TestRunReplay(t *testing.T) {
 		t.Fatalf("replayed %+v, recorded %+v", b, a)
 	}
 	// Another task is a divergence: a model error that says so.
-	code, stdout, _ := specloop(t, "run", "--model", "replay:"+tracePath, "--workspace", tmp, "--json", "another task")
+	code, stdout, _ := specloop(t, "run", "--model", "verify:"+tracePath, "--workspace", tmp, "--json", "another task")
 	if code != exitModelError || !strings.Contains(stdout, "replay diverged from the recorded run: the task differs") {
 		t.Fatalf("exit %d, result %s", code, stdout)
 	}

@@ -54,6 +54,7 @@ type runFlags struct {
 	mcp           cli.MCPFlags
 	toolsSpec     cli.ToolsSpecFlags
 	continueID    string // see conversation.go
+	resume        string // see resume.go
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -70,7 +71,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.approval.register(fs)
 	fs.BoolVar(&f.noTranscript, "no-transcript", false, "keep no transcript of the run (by default it goes to "+cli.StateDirUsage("runs/RUN_ID")+": what the run said and did, redacted of secrets; specloop show RUN_ID prints it)")
 	fs.BoolVar(&f.recordRaw, "record-raw", false, "record the model's raw output in the trace (for replay); off by default because it stores raw text")
-	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL or replay:TRACE_FILE (instead of --script)")
+	fs.StringVar(&f.model, "model", "", "the model: openai:MODEL, anthropic:MODEL, replay:RUN_ID|FILE (a recorded run again, from its transcript; nothing is executed) or verify:TRACE_FILE (a trace recorded with --record-raw, its tools executed again and compared) (instead of --script)")
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
 	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
 	fs.StringVar(&f.systemFile, "system-file", "", cli.SystemFileUsage)
@@ -83,6 +84,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
 	fs.StringVar(&f.continueID, "continue", "", "continue run RUN_ID, which ended, with PROMPT as your message: the next turn of its conversation, with the history it ended with, its flags (those given now replace the recorded ones of the same name) and a fresh step budget")
+	fs.StringVar(&f.resume, "resume", "", "go on with RUN_ID, a run of specloop run killed mid-run, from its transcript: with its own flags and task (give no others), after its last complete step")
 }
 
 // check refuses flag values that make no sense; the error names the flag.
@@ -135,7 +137,19 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if done {
 		return code
 	}
+	var resumed *runRequest
+	if f.resume != "" {
+		rq, err := resumeFlags(fs, &f, prompt)
+		if err != nil {
+			env.Errorf("run: %v", err)
+			return exitUsage
+		}
+		resumed, args, prompt = rq, rq.Args, rq.Prompt
+	}
 	prompt, err := readPrompt(env, f.promptFile, prompt)
+	if errors.Is(err, errNoPrompt) && strings.HasPrefix(f.model, replayProvider+":") {
+		err = nil // the recorded run's task
+	}
 	if err != nil {
 		env.Errorf("run: %v", err)
 		if errors.Is(err, errNoPrompt) {
@@ -143,11 +157,25 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 		return exitUsage
 	}
-	flags := runFlagsSet(args) // what the run's record keeps
+	// A run that continues another (or is resumed, having continued one)
+	// starts from the conversation's history.
 	var conv []runner.Turn
+	continues := f.continueID
+	if resumed != nil {
+		continues = resumed.Continues
+	}
 	if f.continueID != "" && f.remote == "" {
-		if flags, conv, err = continueRun(&f, flags); err != nil {
+		var last *runRequest
+		if conv, last, err = conversation(f.continueID); err == nil {
+			args, err = continueFlags(&f, last, runFlagsSet(args, workingDir()))
+		}
+		if err != nil {
 			env.Errorf("run: --continue: %v", err)
+			return exitUsage
+		}
+	} else if resumed != nil && continues != "" {
+		if conv, _, err = conversation(continues); err != nil {
+			env.Errorf("run: --resume: %v", err)
 			return exitUsage
 		}
 	}
@@ -156,7 +184,7 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return exitUsage
 	}
 	if f.remote != "" {
-		return runRemote(ctx, env, &f, prompt, flags)
+		return runRemote(ctx, env, &f, prompt, runFlagsSet(args, workingDir()))
 	}
 	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
@@ -182,6 +210,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}
+	if rp, ok := m.(transcriptReplay); ok && prompt == "" {
+		prompt = rp.r.Task()
+	}
 	host, err := f.host(policy, tr)
 	if err != nil {
 		env.Errorf("run: %v", err)
@@ -195,13 +226,23 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	req := f.request(prompt, mcpNames, approvals, asker != nil)
 	host.MCP = f.mcp.Config(env.Stderr)
 	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	if resumed != nil {
+		sp.ID = resumed.ID
+	}
 	transcriptPath := ""
+	var resumeLog *transcript.Log
 	if sp.KeepsTranscript() {
 		if transcriptPath, err = runTranscriptPath(sp.ID); err != nil {
 			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
 			return exitUsage
 		}
 		sp.TranscriptPath = transcriptPath
+		if resumed != nil {
+			if resumeLog, err = resumeTranscript(transcriptPath, sp.ID); err != nil {
+				env.Errorf("run: %v", err)
+				return exitUsage
+			}
+		}
 	}
 	if conv != nil {
 		sp.FollowUp, sp.Conversation = &agent.FollowUp{Message: prompt}, conv
@@ -217,10 +258,27 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	defer setup.Close()
-	if transcriptPath != "" {
-		if err := saveRunRecord(sp.ID, newRunRecord(&f, flags)); err != nil {
-			env.Errorf("run: the run's record: %v (--no-transcript keeps none)", err)
+	// Beside the transcript, once Open found its place outside the
+	// workspace.
+	if transcriptPath != "" && resumed == nil {
+		if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt, Continues: continues}); err != nil {
+			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
+			return exitUsage
+		}
+	}
+	if rp, ok := m.(transcriptReplay); ok {
+		rp.wire(&setup.Options)
+	}
+	if resumeLog != nil {
+		st, err := transcript.State(ctx, resumeLog, sp.Task, m, setup.Options)
+		if err != nil {
+			env.Errorf("run: --resume %s: %v", sp.ID, err)
 			return exitInternal
+		}
+		setup.Options.Resume = st
+		// A scripted model goes on past the responses the run took.
+		if sk, ok := m.(interface{ Skip(int) }); ok {
+			sk.Skip(st.StepsUsed)
 		}
 	}
 	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
@@ -473,4 +531,10 @@ func openSetup(env *cli.Env, name string, sp *runner.Spec, cfg wiring.Config, us
 		}
 	}
 	return setup, 0
+}
+
+// workingDir is the directory relative paths of the flags are taken from.
+func workingDir() string {
+	dir, _ := os.Getwd()
+	return dir
 }

@@ -31,7 +31,7 @@ func runInfo(f *runFlags) telemetry.RunInfo {
 		return telemetry.RunInfo{Provider: string(gen.ScriptModelConfigProviderScript)}
 	}
 	provider, name, _ := strings.Cut(f.model, ":")
-	if provider == replayProvider {
+	if provider == replayProvider || provider == verifyProvider {
 		return telemetry.RunInfo{Provider: provider}
 	}
 	return telemetry.RunInfo{Provider: provider, Model: name}
