@@ -191,6 +191,10 @@ type Options struct {
 	// (not when it pauses): the history with its last turn, for a
 	// follow-up that continues the conversation.
 	Ended func(State)
+	// FollowUp, when set, makes the run the next turn of a conversation:
+	// it starts from the history a run ended with and a person's message
+	// (see followup.go). A text-only reply then ends the turn.
+	FollowUp *FollowUp
 }
 
 // Run runs task with model until it finishes, the budget is spent, the
@@ -289,7 +293,11 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 		steps = st.StepsUsed // run_started was traced before the pause
 	} else {
 		started := l.event(0, gen.TraceEventTypeRunStarted)
-		started.InputSummary = ptr(trace.Summary(l.task.Prompt))
+		input := l.task.Prompt
+		if f := l.opts.FollowUp; f != nil {
+			input = f.Message
+		}
+		started.InputSummary = ptr(trace.Summary(input))
 		started.MaxSteps = &l.max
 		started.ToolNames = &toolNames
 		started.Sandbox = l.sandbox
@@ -302,6 +310,11 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	}
 	if st != nil {
 		l.restore(st)
+	} else if f := l.opts.FollowUp; f != nil {
+		for _, it := range f.History {
+			l.history.add(it.clone())
+		}
+		l.history.add(Item{UserMessage: &gen.UserMessage{Type: gen.UserMessageTypeUserMessage, Text: f.Message}})
 	}
 	return l.finish(ctx, l.steps(ctx))
 }
@@ -347,6 +360,11 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		turn, err := l.model.Next(ctx, req)
 		modelMs, now := l.lap(t0)
+		if invalid := (*InvalidOutputError)(nil); errors.As(err, &invalid) {
+			if t := l.textOnly(invalid); t != nil {
+				turn, err = *t, nil
+			}
+		}
 		if err != nil {
 			var invalid *InvalidOutputError
 			switch {

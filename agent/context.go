@@ -327,6 +327,8 @@ func textBytes(items []Item) int {
 			n += len(it.Feedback.Message)
 		case it.Finish != nil:
 			n += len(it.Finish.Answer)
+		case it.UserMessage != nil:
+			n += len(it.UserMessage.Text)
 		}
 	}
 	return n

@@ -14,6 +14,8 @@ type Item struct {
 	Finish      *gen.Finish
 	Observation *gen.Observation
 	Feedback    *gen.ModelFeedback
+	// UserMessage is a person's message in a conversation (Options.FollowUp).
+	UserMessage *gen.UserMessage
 }
 
 // Wire returns the item in the spec's HistoryItem form.
@@ -29,6 +31,8 @@ func (it Item) Wire() (gen.HistoryItem, error) {
 		err = w.FromObservation(*it.Observation)
 	case it.Feedback != nil:
 		err = w.FromModelFeedback(*it.Feedback)
+	case it.UserMessage != nil:
+		err = w.FromUserMessage(*it.UserMessage)
 	}
 	return w, err
 }
@@ -118,6 +122,9 @@ func (it Item) clone() Item {
 	case it.Feedback != nil:
 		c := *it.Feedback
 		return Item{Feedback: &c}
+	case it.UserMessage != nil:
+		c := *it.UserMessage
+		return Item{UserMessage: &c}
 	}
 	return Item{}
 }

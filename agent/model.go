@@ -121,6 +121,10 @@ type InvalidOutputError struct {
 	Raw string
 	// Usage is the token usage of the call, when known.
 	Usage *gen.Usage
+	// Text is the reply's text when the reply was text and no action at
+	// all (not a malformed action): in a follow-up run (Options.FollowUp)
+	// it is the model's message to the person, which ends the turn.
+	Text string
 }
 
 func (e *InvalidOutputError) Error() string { return "invalid model output: " + e.Message }

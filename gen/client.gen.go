@@ -108,6 +108,15 @@ type ClientInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetSpec` operationId).
 	GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetConversation Get a conversation, the runs that continue each other.
+	//
+	// A conversation is the chain of runs that continue each other (continueRun); its id is
+	// its first run's id, and every run belongs to one (a run nobody continued is a
+	// conversation of one run).
+	//
+	// Corresponds with GET /v1/conversations/{conversation_id} (the `GetConversation` operationId).
+	GetConversation(ctx context.Context, conversationId string, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListRuns List runs, newest first.
 	//
 	// Corresponds with GET /v1/runs (the `ListRuns` operationId).
@@ -197,6 +206,40 @@ type ClientInterface interface {
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// ContinueRunWithBody Continue a run that ended with a person's message.
+	//
+	// Starts the next turn of the run's conversation - a new run that continues this one, in
+	// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+	// but for what the body overrides, a fresh step budget, and as its history the history
+	// this run ended with (its transcript, replayed; compacted as any history is when it
+	// grows) followed by the message. In a run that continues another, a reply of the model
+	// with text and no tool call is its message to the person and ends the turn (a finish
+	// whose answer is the text; the completion check, when the run has one, must pass).
+	// Only the last run of a conversation can be continued, once it has ended, and only
+	// when it kept its transcript.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+	ContinueRunWithBody(ctx context.Context, runId RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ContinueRun Continue a run that ended with a person's message.
+	//
+	// Starts the next turn of the run's conversation - a new run that continues this one, in
+	// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+	// but for what the body overrides, a fresh step budget, and as its history the history
+	// this run ended with (its transcript, replayed; compacted as any history is when it
+	// grows) followed by the message. In a run that continues another, a reply of the model
+	// with text and no tool call is its message to the person and ends the turn (a finish
+	// whose answer is the text; the completion check, when the run has one, must pass).
+	// Only the last run of a conversation can be continued, once it has ended, and only
+	// when it kept its transcript.
+	//
+	// Takes a body of the `application/json` content type.
+	//
+	// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+	ContinueRun(ctx context.Context, runId RunID, body ContinueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetRunTranscript Get a run's transcript, what a person reads of it.
 	//
 	// The run's TranscriptEntry lines so far, in order: the task, the model's actions with their
@@ -270,6 +313,25 @@ func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) 
 // Corresponds with GET /openapi.yaml (the `GetSpec` operationId).
 func (c *Client) GetSpec(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetSpecRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetConversation Get a conversation, the runs that continue each other.
+//
+// A conversation is the chain of runs that continue each other (continueRun); its id is
+// its first run's id, and every run belongs to one (a run nobody continued is a
+// conversation of one run).
+//
+// Corresponds with GET /v1/conversations/{conversation_id} (the `GetConversation` operationId).
+func (c *Client) GetConversation(ctx context.Context, conversationId string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetConversationRequest(c.Server, conversationId)
 	if err != nil {
 		return nil, err
 	}
@@ -459,6 +521,60 @@ func (c *Client) GetRunEvents(ctx context.Context, runId RunID, params *GetRunEv
 	return c.Client.Do(req)
 }
 
+// ContinueRunWithBody Continue a run that ended with a person's message.
+//
+// Starts the next turn of the run's conversation - a new run that continues this one, in
+// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+// but for what the body overrides, a fresh step budget, and as its history the history
+// this run ended with (its transcript, replayed; compacted as any history is when it
+// grows) followed by the message. In a run that continues another, a reply of the model
+// with text and no tool call is its message to the person and ends the turn (a finish
+// whose answer is the text; the completion check, when the run has one, must pass).
+// Only the last run of a conversation can be continued, once it has ended, and only
+// when it kept its transcript.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+func (c *Client) ContinueRunWithBody(ctx context.Context, runId RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContinueRunRequestWithBody(c.Server, runId, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ContinueRun Continue a run that ended with a person's message.
+//
+// Starts the next turn of the run's conversation - a new run that continues this one, in
+// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+// but for what the body overrides, a fresh step budget, and as its history the history
+// this run ended with (its transcript, replayed; compacted as any history is when it
+// grows) followed by the message. In a run that continues another, a reply of the model
+// with text and no tool call is its message to the person and ends the turn (a finish
+// whose answer is the text; the completion check, when the run has one, must pass).
+// Only the last run of a conversation can be continued, once it has ended, and only
+// when it kept its transcript.
+//
+// Takes a body of the `application/json` content type.
+//
+// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+func (c *Client) ContinueRun(ctx context.Context, runId RunID, body ContinueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewContinueRunRequest(c.Server, runId, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // GetRunTranscript Get a run's transcript, what a person reads of it.
 //
 // The run's TranscriptEntry lines so far, in order: the task, the model's actions with their
@@ -598,6 +714,40 @@ func NewGetSpecRequest(server string) (*http.Request, error) {
 	}
 
 	operationPath := fmt.Sprintf("/openapi.yaml")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewGetConversationRequest constructs an http.Request for the GetConversation method
+func NewGetConversationRequest(server string, conversationId string) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "conversation_id", conversationId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/conversations/%s", pathParam0)
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -977,6 +1127,53 @@ func NewGetRunEventsRequest(server string, runId RunID, params *GetRunEventsPara
 	return req, nil
 }
 
+// NewContinueRunRequest calls the generic ContinueRun builder with application/json body
+func NewContinueRunRequest(server string, runId RunID, body ContinueRunJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewContinueRunRequestWithBody(server, runId, "application/json", bodyReader)
+}
+
+// NewContinueRunRequestWithBody constructs an http.Request for the ContinueRun method, with any body, and a specified content type
+func NewContinueRunRequestWithBody(server string, runId RunID, contentType string, body io.Reader) (*http.Request, error) {
+	var err error
+
+	var pathParam0 string
+
+	pathParam0, err = runtime.StyleParamWithOptions("simple", false, "run_id", runId, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationPath, Type: "string", Format: ""})
+	if err != nil {
+		return nil, err
+	}
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/v1/runs/%s/messages", pathParam0)
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
+	if err != nil {
+		return nil, err
+	}
+
+	req.Header.Add("Content-Type", contentType)
+
+	return req, nil
+}
+
 // NewGetRunTranscriptRequest constructs an http.Request for the GetRunTranscript method
 func NewGetRunTranscriptRequest(server string, runId RunID, params *GetRunTranscriptParams) (*http.Request, error) {
 	var err error
@@ -1206,6 +1403,17 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /openapi.yaml (the `GetSpec` operationId).
 	GetSpecWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetSpecResponse, error)
 
+	// GetConversationWithResponse Get a conversation, the runs that continue each other.
+	//
+	// A conversation is the chain of runs that continue each other (continueRun); its id is
+	// its first run's id, and every run belongs to one (a run nobody continued is a
+	// conversation of one run).
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /v1/conversations/{conversation_id} (the `GetConversation` operationId).
+	GetConversationWithResponse(ctx context.Context, conversationId string, reqEditors ...RequestEditorFn) (*GetConversationResponse, error)
+
 	// ListRunsWithResponse List runs, newest first.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -1304,6 +1512,40 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEventsWithResponse(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*GetRunEventsResponse, error)
+
+	// ContinueRunWithBodyWithResponse Continue a run that ended with a person's message.
+	//
+	// Starts the next turn of the run's conversation - a new run that continues this one, in
+	// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+	// but for what the body overrides, a fresh step budget, and as its history the history
+	// this run ended with (its transcript, replayed; compacted as any history is when it
+	// grows) followed by the message. In a run that continues another, a reply of the model
+	// with text and no tool call is its message to the person and ends the turn (a finish
+	// whose answer is the text; the completion check, when the run has one, must pass).
+	// Only the last run of a conversation can be continued, once it has ended, and only
+	// when it kept its transcript.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+	ContinueRunWithBodyWithResponse(ctx context.Context, runId RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContinueRunResponse, error)
+
+	// ContinueRunWithResponse Continue a run that ended with a person's message.
+	//
+	// Starts the next turn of the run's conversation - a new run that continues this one, in
+	// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+	// but for what the body overrides, a fresh step budget, and as its history the history
+	// this run ended with (its transcript, replayed; compacted as any history is when it
+	// grows) followed by the message. In a run that continues another, a reply of the model
+	// with text and no tool call is its message to the person and ends the turn (a finish
+	// whose answer is the text; the completion check, when the run has one, must pass).
+	// Only the last run of a conversation can be continued, once it has ended, and only
+	// when it kept its transcript.
+	//
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+	ContinueRunWithResponse(ctx context.Context, runId RunID, body ContinueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ContinueRunResponse, error)
 
 	// GetRunTranscriptWithResponse Get a run's transcript, what a person reads of it.
 	//
@@ -1511,6 +1753,82 @@ func (r GetSpecResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetSpecResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+type GetConversationResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *Conversation
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r GetConversationResponse) GetJSON200() *Conversation {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetConversationResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r GetConversationResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r GetConversationResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetConversationResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetConversationResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetConversationResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetConversationResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetConversationResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetConversationResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -2084,6 +2402,110 @@ func (r GetRunEventsResponse) ContentType() string {
 	return ""
 }
 
+type ContinueRunResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *Run
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON403 the response for an HTTP 403 `application/problem+json` response
+	ApplicationproblemJSON403 *Forbidden
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *Problem
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *Unavailable
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r ContinueRunResponse) GetJSON201() *Run {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON403 returns the response for an HTTP 403 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON403() *Forbidden {
+	return r.ApplicationproblemJSON403
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON409() *Problem {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ContinueRunResponse) GetApplicationproblemJSON503() *Unavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ContinueRunResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ContinueRunResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ContinueRunResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ContinueRunResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 type GetRunTranscriptResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
@@ -2353,6 +2775,23 @@ func (c *ClientWithResponses) GetSpecWithResponse(ctx context.Context, reqEditor
 	return ParseGetSpecResponse(rsp)
 }
 
+// GetConversationWithResponse Get a conversation, the runs that continue each other.
+//
+// A conversation is the chain of runs that continue each other (continueRun); its id is
+// its first run's id, and every run belongs to one (a run nobody continued is a
+// conversation of one run).
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /v1/conversations/{conversation_id} (the `GetConversation` operationId).
+func (c *ClientWithResponses) GetConversationWithResponse(ctx context.Context, conversationId string, reqEditors ...RequestEditorFn) (*GetConversationResponse, error) {
+	rsp, err := c.GetConversation(ctx, conversationId, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetConversationResponse(rsp)
+}
+
 // ListRunsWithResponse List runs, newest first.
 //
 // Returns a wrapper object for the known response body format(s).
@@ -2504,6 +2943,52 @@ func (c *ClientWithResponses) GetRunEventsWithResponse(ctx context.Context, runI
 		return nil, err
 	}
 	return ParseGetRunEventsResponse(rsp)
+}
+
+// ContinueRunWithBodyWithResponse Continue a run that ended with a person's message.
+//
+// Starts the next turn of the run's conversation - a new run that continues this one, in
+// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+// but for what the body overrides, a fresh step budget, and as its history the history
+// this run ended with (its transcript, replayed; compacted as any history is when it
+// grows) followed by the message. In a run that continues another, a reply of the model
+// with text and no tool call is its message to the person and ends the turn (a finish
+// whose answer is the text; the completion check, when the run has one, must pass).
+// Only the last run of a conversation can be continued, once it has ended, and only
+// when it kept its transcript.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+func (c *ClientWithResponses) ContinueRunWithBodyWithResponse(ctx context.Context, runId RunID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*ContinueRunResponse, error) {
+	rsp, err := c.ContinueRunWithBody(ctx, runId, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContinueRunResponse(rsp)
+}
+
+// ContinueRunWithResponse Continue a run that ended with a person's message.
+//
+// Starts the next turn of the run's conversation - a new run that continues this one, in
+// the same workspace, with the same request (model, tools, check, approvals, MCP servers)
+// but for what the body overrides, a fresh step budget, and as its history the history
+// this run ended with (its transcript, replayed; compacted as any history is when it
+// grows) followed by the message. In a run that continues another, a reply of the model
+// with text and no tool call is its message to the person and ends the turn (a finish
+// whose answer is the text; the completion check, when the run has one, must pass).
+// Only the last run of a conversation can be continued, once it has ended, and only
+// when it kept its transcript.
+//
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /v1/runs/{run_id}/messages (the `ContinueRun` operationId).
+func (c *ClientWithResponses) ContinueRunWithResponse(ctx context.Context, runId RunID, body ContinueRunJSONRequestBody, reqEditors ...RequestEditorFn) (*ContinueRunResponse, error) {
+	rsp, err := c.ContinueRun(ctx, runId, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseContinueRunResponse(rsp)
 }
 
 // GetRunTranscriptWithResponse Get a run's transcript, what a person reads of it.
@@ -2683,6 +3168,67 @@ func ParseGetSpecResponse(rsp *http.Response) (*GetSpecResponse, error) {
 			return nil, err
 		}
 		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseGetConversationResponse parses an HTTP response from a GetConversationWithResponse call
+func ParseGetConversationResponse(rsp *http.Response) (*GetConversationResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetConversationResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest Conversation
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
@@ -3152,6 +3698,95 @@ func ParseGetRunEventsResponse(rsp *http.Response) (*GetRunEventsResponse, error
 			return nil, err
 		}
 		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	return response, nil
+}
+
+// ParseContinueRunResponse parses an HTTP response from a ContinueRunWithResponse call
+func ParseContinueRunResponse(rsp *http.Response) (*ContinueRunResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ContinueRunResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest Run
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 403:
+		var dest Forbidden
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON403 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest Problem
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest Unavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
 
 	}
 

@@ -25,6 +25,9 @@ type ServerInterface interface {
 	// GetSpec Return this OpenAPI document.
 	// (GET /openapi.yaml)
 	GetSpec(ctx echo.Context) error
+	// GetConversation Get a conversation, the runs that continue each other.
+	// (GET /v1/conversations/{conversation_id})
+	GetConversation(ctx echo.Context, conversationId string) error
 	// ListRuns List runs, newest first.
 	// (GET /v1/runs)
 	ListRuns(ctx echo.Context, params ListRunsParams) error
@@ -46,6 +49,9 @@ type ServerInterface interface {
 	// GetRunEvents Stream a run's trace events as Server-Sent Events.
 	// (GET /v1/runs/{run_id}/events)
 	GetRunEvents(ctx echo.Context, runId RunID, params GetRunEventsParams) error
+	// ContinueRun Continue a run that ended with a person's message.
+	// (POST /v1/runs/{run_id}/messages)
+	ContinueRun(ctx echo.Context, runId RunID) error
 	// GetRunTranscript Get a run's transcript, what a person reads of it.
 	// (GET /v1/runs/{run_id}/transcript)
 	GetRunTranscript(ctx echo.Context, runId RunID, params GetRunTranscriptParams) error
@@ -83,6 +89,22 @@ func (w *ServerInterfaceWrapper) GetSpec(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetSpec(ctx)
+	return err
+}
+
+// GetConversation converts echo context to params.
+func (w *ServerInterfaceWrapper) GetConversation(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "conversation_id" -------------
+	var conversationId string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "conversation_id", ctx.Param("conversation_id"), &conversationId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter conversation_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetConversation(ctx, conversationId)
 	return err
 }
 
@@ -248,6 +270,22 @@ func (w *ServerInterfaceWrapper) GetRunEvents(ctx echo.Context) error {
 	return err
 }
 
+// ContinueRun converts echo context to params.
+func (w *ServerInterfaceWrapper) ContinueRun(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "run_id" -------------
+	var runId RunID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "run_id", ctx.Param("run_id"), &runId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter run_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ContinueRun(ctx, runId)
+	return err
+}
+
 // GetRunTranscript converts echo context to params.
 func (w *ServerInterfaceWrapper) GetRunTranscript(ctx echo.Context) error {
 	var err error
@@ -341,6 +379,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/v1/runs/:run_id/approvals", wrapper.ListApprovals, options.OperationMiddlewares["listApprovals"]...)
 	router.POST(options.BaseURL+"/v1/runs/:run_id/approvals/:call_id", wrapper.DecideApproval, options.OperationMiddlewares["decideApproval"]...)
 	router.POST(options.BaseURL+"/v1/runs/:run_id/cancel", wrapper.CancelRun, options.OperationMiddlewares["cancelRun"]...)
+	router.POST(options.BaseURL+"/v1/runs/:run_id/messages", wrapper.ContinueRun, options.OperationMiddlewares["continueRun"]...)
+	router.GET(options.BaseURL+"/v1/conversations/:conversation_id", wrapper.GetConversation, options.OperationMiddlewares["getConversation"]...)
 
 }
 
@@ -547,6 +587,108 @@ type GetSpec500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetSpec500ApplicationProblemPlusJSONResponse) VisitGetSpecResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConversationRequestObject struct {
+	ConversationId string `json:"conversation_id"`
+}
+
+type GetConversationResponseObject interface {
+	VisitGetConversationResponse(w http.ResponseWriter) error
+}
+
+type GetConversation200JSONResponse Conversation
+
+func (response GetConversation200JSONResponse) VisitGetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConversation400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetConversation400ApplicationProblemPlusJSONResponse) VisitGetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConversation401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetConversation401ApplicationProblemPlusJSONResponse) VisitGetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConversation403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response GetConversation403ApplicationProblemPlusJSONResponse) VisitGetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConversation404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetConversation404ApplicationProblemPlusJSONResponse) VisitGetConversationResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetConversation500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetConversation500ApplicationProblemPlusJSONResponse) VisitGetConversationResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response); err != nil {
@@ -1396,6 +1538,171 @@ func (response GetRunEvents500ApplicationProblemPlusJSONResponse) VisitGetRunEve
 	return err
 }
 
+type ContinueRunRequestObject struct {
+	RunId RunID `json:"run_id"`
+	Body  *ContinueRunJSONRequestBody
+}
+
+type ContinueRunResponseObject interface {
+	VisitContinueRunResponse(w http.ResponseWriter) error
+}
+
+type ContinueRun201JSONResponse Run
+
+func (response ContinueRun201JSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun400ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun401ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun403ApplicationProblemPlusJSONResponse struct {
+	ForbiddenApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun403ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(403)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun404ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun409ApplicationProblemPlusJSONResponse Problem
+
+func (response ContinueRun409ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun413ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun429ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun500ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ContinueRun503ApplicationProblemPlusJSONResponse struct {
+	UnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ContinueRun503ApplicationProblemPlusJSONResponse) VisitContinueRunResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRunTranscriptRequestObject struct {
 	RunId  RunID `json:"run_id"`
 	Params GetRunTranscriptParams
@@ -1579,6 +1886,9 @@ type StrictServerInterface interface {
 	// GetSpec Return this OpenAPI document.
 	// (GET /openapi.yaml)
 	GetSpec(ctx context.Context, request GetSpecRequestObject) (GetSpecResponseObject, error)
+	// GetConversation Get a conversation, the runs that continue each other.
+	// (GET /v1/conversations/{conversation_id})
+	GetConversation(ctx context.Context, request GetConversationRequestObject) (GetConversationResponseObject, error)
 	// ListRuns List runs, newest first.
 	// (GET /v1/runs)
 	ListRuns(ctx context.Context, request ListRunsRequestObject) (ListRunsResponseObject, error)
@@ -1600,6 +1910,9 @@ type StrictServerInterface interface {
 	// GetRunEvents Stream a run's trace events as Server-Sent Events.
 	// (GET /v1/runs/{run_id}/events)
 	GetRunEvents(ctx context.Context, request GetRunEventsRequestObject) (GetRunEventsResponseObject, error)
+	// ContinueRun Continue a run that ended with a person's message.
+	// (POST /v1/runs/{run_id}/messages)
+	ContinueRun(ctx context.Context, request ContinueRunRequestObject) (ContinueRunResponseObject, error)
 	// GetRunTranscript Get a run's transcript, what a person reads of it.
 	// (GET /v1/runs/{run_id}/transcript)
 	GetRunTranscript(ctx context.Context, request GetRunTranscriptRequestObject) (GetRunTranscriptResponseObject, error)
@@ -1683,6 +1996,31 @@ func (sh *strictHandler) GetSpec(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetSpecResponseObject); ok {
 		return validResponse.VisitGetSpecResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetConversation operation middleware
+func (sh *strictHandler) GetConversation(ctx echo.Context, conversationId string) error {
+	var request GetConversationRequestObject
+
+	request.ConversationId = conversationId
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetConversation(ctx.Request().Context(), request.(GetConversationRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetConversation")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetConversationResponseObject); ok {
+		return validResponse.VisitGetConversationResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -1904,6 +2242,54 @@ func (sh *strictHandler) GetRunEvents(ctx echo.Context, runId RunID, params GetR
 		return err
 	} else if validResponse, ok := response.(GetRunEventsResponseObject); ok {
 		return validResponse.VisitGetRunEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ContinueRun operation middleware
+func (sh *strictHandler) ContinueRun(ctx echo.Context, runId RunID) error {
+	var request ContinueRunRequestObject
+
+	request.RunId = runId
+
+	var body ContinueRunJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ContinueRun(ctx.Request().Context(), request.(ContinueRunRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ContinueRun")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ContinueRunResponseObject); ok {
+		return validResponse.VisitContinueRunResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

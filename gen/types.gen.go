@@ -487,6 +487,21 @@ func (e TraceEventType) Valid() bool {
 	}
 }
 
+// Defines values for UserMessageType.
+const (
+	UserMessageTypeUserMessage UserMessageType = "user_message"
+)
+
+// Valid indicates whether the value is a known member of the UserMessageType enum.
+func (e UserMessageType) Valid() bool {
+	switch e {
+	case UserMessageTypeUserMessage:
+		return true
+	default:
+		return false
+	}
+}
+
 // Action One step proposed by a model.
 type Action struct {
 	union json.RawMessage
@@ -610,6 +625,30 @@ type CheckResult struct {
 
 	// Passed True when the check exited 0.
 	Passed bool `json:"passed"`
+}
+
+// ContinueRunRequest A person's message that continues a run, and what the next run changes of its request; the rest (tools, check, approvals, workspace, MCP servers, observation caps, transcript) is the continued run's.
+type ContinueRunRequest struct {
+	// MaxSteps The new run's step budget, counted from its first step; the continued run's max_steps when absent.
+	MaxSteps *int `json:"max_steps,omitempty"`
+
+	// Message The message, which the model reads after the history the run ended with; not only white space.
+	Message string `json:"message"`
+
+	// Model The model a run talks to.
+	Model *ModelConfig `json:"model,omitempty"`
+
+	// TokenBudget The most tokens the new run may use; the continued run's token_budget when absent.
+	TokenBudget *int64 `json:"token_budget,omitempty"`
+}
+
+// Conversation A conversation - the runs that continue each other, as one resource.
+type Conversation struct {
+	// Id The conversation's id, its first run's id.
+	Id string `json:"id"`
+
+	// Runs Its runs, oldest first - each but the first continues the one before it.
+	Runs []Run `json:"runs"`
 }
 
 // CreateRunRequest A run to create.
@@ -941,6 +980,12 @@ type ReasoningBlockType string
 
 // Run A remote run.
 type Run struct {
+	// Continues The run this one continues (continueRun); absent for a conversation's first run.
+	Continues *string `json:"continues,omitempty"`
+
+	// ConversationId The conversation the run belongs to (getConversation) - its first run's id, this run's own when it continues none.
+	ConversationId string `json:"conversation_id"`
+
 	// CreatedAt When the run was accepted.
 	CreatedAt time.Time `json:"created_at"`
 
@@ -1411,7 +1456,7 @@ type TranscriptEntry struct {
 	// Summary history_compacted. The summary the model wrote of the older history, when it wrote one.
 	Summary *string `json:"summary,omitempty"`
 
-	// Task run_started. The task's prompt.
+	// Task run_started. The task's prompt; for a run that continues another (continueRun), the person's message.
 	Task *string `json:"task,omitempty"`
 
 	// Text model_action, on the first action of a turn. What the model wrote beside its actions (its plan, its explanation).
@@ -1446,6 +1491,18 @@ type Usage struct {
 	// OutputTokens Tokens the model generated.
 	OutputTokens int64 `json:"output_tokens"`
 }
+
+// UserMessage A person's message to the agent in a conversation, which starts a run that continues another (continueRun); the model sees it as a user message.
+type UserMessage struct {
+	// Text The message.
+	Text string `json:"text"`
+
+	// Type Always user_message.
+	Type UserMessageType `json:"type"`
+}
+
+// UserMessageType Always user_message.
+type UserMessageType string
 
 // WriteFileInput A file to write.
 type WriteFileInput struct {
@@ -1554,6 +1611,9 @@ type CreateRunJSONRequestBody = CreateRunRequest
 
 // DecideApprovalJSONRequestBody defines body for DecideApproval for application/json ContentType.
 type DecideApprovalJSONRequestBody = ApprovalDecisionRequest
+
+// ContinueRunJSONRequestBody defines body for ContinueRun for application/json ContentType.
+type ContinueRunJSONRequestBody = ContinueRunRequest
 
 // CallToolJSONRequestBody defines body for CallTool for application/json ContentType.
 type CallToolJSONRequestBody = ToolInput
@@ -1795,6 +1855,40 @@ func (t *HistoryItem) MergeModelFeedback(v ModelFeedback) error {
 	return err
 }
 
+// AsUserMessage returns the union data inside the HistoryItem as a UserMessage
+func (t HistoryItem) AsUserMessage() (UserMessage, error) {
+	var body UserMessage
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromUserMessage overwrites any union data inside the HistoryItem as the provided UserMessage
+func (t *HistoryItem) FromUserMessage(v UserMessage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"user_message"}`))
+	t.union = b
+	return err
+}
+
+// MergeUserMessage performs a merge with any union data inside the HistoryItem, using the provided UserMessage
+func (t *HistoryItem) MergeUserMessage(v UserMessage) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"type":"user_message"}`))
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
 func (t HistoryItem) Discriminator() (string, error) {
 	var discriminator struct {
 		Discriminator string `json:"type"`
@@ -1817,6 +1911,8 @@ func (t HistoryItem) ValueByDiscriminator() (interface{}, error) {
 		return t.AsObservation()
 	case "tool_call":
 		return t.AsToolCall()
+	case "user_message":
+		return t.AsUserMessage()
 	default:
 		return nil, errors.New("unknown discriminator value: " + discriminator)
 	}

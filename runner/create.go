@@ -22,10 +22,17 @@ import (
 // run durably and queues it. It returns once the run is on disk. ctx
 // carries the trace context that becomes the parent of the run's span.
 func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run, error) {
+	return s.create(ctx, Spec{CreateRunRequest: body}, nil)
+}
+
+// create accepts run sp, which continues prev when prev is set (Continue
+// reserved it).
+func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error) {
 	if s.closing.Load() {
 		return gen.Run{}, errUnavailable
 	}
-	sp := Spec{CreateRunRequest: body, ApprovalTimeout: s.cfg.ApprovalTimeout}
+	body := sp.CreateRunRequest
+	sp.ApprovalTimeout = s.cfg.ApprovalTimeout
 	if body.Check != nil && !s.cfg.AllowCommands {
 		return gen.Run{}, badField("/check", "completion checks need a server started with commands allowed")
 	}
@@ -53,6 +60,9 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 		return gen.Run{}, err
 	}
 	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
+	if prev != nil {
+		r.continues, r.conversation = prev.id, prev.conversationID()
+	}
 	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
 		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
 	}
@@ -66,13 +76,18 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	j.spec = sp
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	j.telemetry = runTelemetry(ctx, body.Model)
+	input := body.Task.Prompt
+	if sp.FollowUp != nil {
+		input = sp.FollowUp.Message
+	}
 	if sp.KeepsTranscript() {
-		r.taskLine = s.taskLine(body.Task.Prompt)
+		r.taskLine = s.taskLine(input)
 		if err := s.store.keepRequest(&sp); err != nil {
-			s.log.Warn("keep a run's request for a resume", "run", r.id, "err", err)
+			s.log.Warn("keep a run's request for a resume or a follow-up", "run", r.id, "err", err)
 		}
 	}
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(body.Task.Prompt), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps}
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(input), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
+		Continues: r.continues, Conversation: r.conversation}
 	if err := s.store.append(e, true); err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)
@@ -82,6 +97,9 @@ func (s *Runner) Create(ctx context.Context, body gen.CreateRunRequest) (gen.Run
 	}
 	s.runs.mu.Lock()
 	s.runs.add(r)
+	if prev != nil {
+		prev.next = r.id
+	}
 	view := r.view()
 	s.runs.mu.Unlock()
 	s.sched.enqueue(r, ws.key)

@@ -222,8 +222,11 @@ func (s *Runner) recover(entries []entry) error {
 		e := &entries[i]
 		switch r := byID[e.ID]; {
 		case e.Op == opCreated && r == nil && ident.Plain(e.ID):
-			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, taskLine: e.TaskLine, status: gen.RunStatusQueued}
+			r = &run{id: e.ID, created: e.Time.UTC(), workspace: e.Workspace, taskLine: e.TaskLine, status: gen.RunStatusQueued, continues: e.Continues, conversation: e.Conversation}
 			byID[e.ID] = r
+			if prev := byID[e.Continues]; prev != nil {
+				prev.next = e.ID
+			}
 			runs = append(runs, r)
 		case e.Op == opFinished && r != nil && r.status != gen.RunStatusFinished && e.Result != nil:
 			r.status = gen.RunStatusFinished
@@ -258,7 +261,7 @@ func (s *Runner) recover(entries []entry) error {
 				return err
 			}
 			if n := len(evs); n == 0 || evs[n-1].EventType != gen.TraceEventTypeRunFinished {
-				if why = s.prepareResume(r, evs); why == "" {
+				if why = s.prepareResume(r, evs, byID); why == "" {
 					s.resumed = append(s.resumed, r)
 					continue
 				}

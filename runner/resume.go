@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/transcript"
 )
@@ -30,9 +31,14 @@ func (st *store) requestPath(id string) string {
 	return filepath.Join(st.dir, transcriptsDir, id+".request.json")
 }
 
-// keepRequest writes sp beside its transcript.
+// keepRequest writes sp beside its transcript, without a follow-up's
+// history (its conversation's transcripts hold it).
 func (st *store) keepRequest(sp *Spec) error {
-	data, err := json.Marshal(sp)
+	kept := *sp
+	if f := sp.FollowUp; f != nil {
+		kept.FollowUp = &agent.FollowUp{Message: f.Message}
+	}
+	data, err := json.Marshal(&kept)
 	if err != nil {
 		return err
 	}
@@ -43,18 +49,25 @@ func (st *store) keepRequest(sp *Spec) error {
 	return os.WriteFile(path, data, 0o600)
 }
 
+// readRequest reads run id's Spec as keepRequest kept it; an error
+// wrapping fs.ErrNotExist means the run kept none.
+func (st *store) readRequest(id string) (Spec, error) {
+	var sp Spec
+	data, err := os.ReadFile(st.requestPath(id))
+	if err == nil {
+		err = json.Unmarshal(data, &sp)
+	}
+	return sp, err
+}
+
 // prepareResume makes r, a run in flight when the runner stopped whose
 // trace (evs, made appendable) has no run_finished, ready to go on: its
 // job holds its spec, model, workspace and transcript, and its live
 // events those of its trace. It returns why it cannot go on, or "".
-func (s *Runner) prepareResume(r *run, evs []gen.TraceEvent) string {
-	data, err := os.ReadFile(s.store.requestPath(r.id))
+func (s *Runner) prepareResume(r *run, evs []gen.TraceEvent, byID map[string]*run) string {
+	sp, err := s.store.readRequest(r.id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "its request was not kept (it keeps no transcript)"
-	}
-	var sp Spec
-	if err == nil {
-		err = json.Unmarshal(data, &sp)
 	}
 	if err != nil {
 		return "its request cannot be read: " + err.Error()
@@ -75,6 +88,12 @@ func (s *Runner) prepareResume(r *run, evs []gen.TraceEvent) string {
 	}
 	if err := s.cutTrace(r.id, n); err != nil {
 		return err.Error()
+	}
+	if prev := byID[r.continues]; prev != nil {
+		// A follow-up goes on from its conversation's history.
+		if sp.Conversation, err = s.turns(chainOf(prev, byID)); err != nil {
+			return "its conversation cannot be rebuilt: " + err.Error()
+		}
 	}
 	m, err := s.cfg.Models(sp.Model)
 	if err != nil {

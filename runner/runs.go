@@ -25,6 +25,13 @@ type run struct {
 	created   time.Time
 	workspace string // as given, cleaned; "" for the root
 	taskLine  string // Run.task_line; "" for a run without a transcript
+	// The run it continues and its conversation's first run ("" for a
+	// run that continues none).
+	continues, conversation string
+
+	// Guarded by registry.mu: the run that continues this one, or
+	// reserved while Continue creates it.
+	next string
 
 	// Guarded by registry.mu.
 	status   gen.RunStatus
@@ -64,7 +71,10 @@ var (
 
 // view returns the run as the API shows it. Call with registry.mu held.
 func (r *run) view() gen.Run {
-	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created}
+	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created, ConversationId: r.conversationID()}
+	if r.continues != "" {
+		v.Continues = ptr(r.continues)
+	}
 	if r.workspace != "" {
 		ws := r.workspace
 		v.Workspace = &ws
@@ -86,6 +96,14 @@ func (r *run) view() gen.Run {
 		v.Result = &res
 	}
 	return v
+}
+
+// conversationID is the id of the run's conversation: its first run's.
+func (r *run) conversationID() string {
+	if r.conversation != "" {
+		return r.conversation
+	}
+	return r.id
 }
 
 // registry holds every run, sorted by creation (oldest first).

@@ -32,6 +32,10 @@ type Spec struct {
 	// RecordRaw records the model's raw output in the trace (`specloop run
 	// --record-raw`; the API never does).
 	RecordRaw bool `json:",omitempty"`
+	// FollowUp, when set, makes the run the next turn of a conversation
+	// (agent.Options.FollowUp): the history the run it continues ended
+	// with, and the person's message (see Continue).
+	FollowUp *agent.FollowUp `json:",omitempty"`
 
 	// What only an in-process run has: a local workspace directory (else
 	// the host's Root), where its trace goes, where its transcript goes
@@ -47,6 +51,10 @@ type Spec struct {
 	Approver       agent.Approver       `json:"-"`
 	Observer       func(agent.Progress) `json:"-"`
 	Live           func(agent.Live)     `json:"-"`
+	// Conversation, for a follow-up whose history is not given, are the
+	// runs it continues, oldest first: Open rebuilds the history from
+	// their transcripts (History) and sets Task to the conversation's.
+	Conversation []Turn `json:"-"`
 }
 
 // KeepsTranscript reports whether the run keeps a transcript: the
@@ -74,6 +82,7 @@ func (sp *Spec) Options() agent.Options {
 		RecordRaw:           sp.RecordRaw,
 		Observer:            sp.Observer,
 		Live:                sp.Live,
+		FollowUp:            sp.FollowUp,
 	}
 	if sp.MaxSteps != nil {
 		opts.MaxSteps = *sp.MaxSteps
@@ -124,11 +133,25 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.ApprovalTimeout)
 	}
 	if setup.Transcript != nil {
-		record, watch := transcript.NewRecorder(setup.Transcript, sp.Task.Prompt).Observe, opts.Observer
+		// A follow-up's transcript starts with the person's message, what
+		// the run was asked.
+		prompt := sp.Task.Prompt
+		if sp.FollowUp != nil {
+			prompt = sp.FollowUp.Message
+		}
+		record, watch := transcript.NewRecorder(setup.Transcript, prompt).Observe, opts.Observer
 		opts.Observer = record
 		if watch != nil {
 			opts.Observer = func(p agent.Progress) { record(p); watch(p) }
 		}
+	}
+	if f := sp.FollowUp; f != nil && f.History == nil && len(sp.Conversation) > 0 {
+		task, h, err := History(ctx, sp.Conversation, opts)
+		if err != nil {
+			setup.Close()
+			return nil, fmt.Errorf("rebuild the conversation's history: %w", err)
+		}
+		sp.Task, opts.FollowUp = task, &agent.FollowUp{History: h, Message: f.Message}
 	}
 	setup.Options = opts
 	return setup, nil

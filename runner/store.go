@@ -23,6 +23,10 @@ import (
 //	                         (fsynced before the 202) and one "finished" line
 //	                         per ended run (fsynced when it ends)
 //	DATA/traces/ID.jsonl     each run's trace, exactly as a local run writes it
+//	DATA/transcripts/ID.jsonl  each run's transcript (unless its request said
+//	                         transcript false), and ID.request.json beside it:
+//	                         the run as accepted (its Spec, but for a
+//	                         follow-up's history), for a resume or a follow-up
 //
 // A "created" line is fsynced before the run is acknowledged; fsyncs are
 // shared by every line written meanwhile (group commit), so durability costs
@@ -43,15 +47,19 @@ const (
 // a restart: the run log is NOT as privacy-safe as a trace, which is why
 // the data directory and its files are private to the server's user.
 type entry struct {
-	Op        string         `json:"op"` // opCreated or opFinished
-	ID        string         `json:"id"`
-	Time      time.Time      `json:"time"` // created_at or finished_at
-	Workspace string         `json:"workspace,omitempty"`
-	Task      string         `json:"task,omitempty"`      // the prompt's summary
-	TaskLine  string         `json:"task_line,omitempty"` // Run.task_line, when the run keeps a transcript
-	MaxSteps  int            `json:"max_steps,omitempty"`
-	Started   *time.Time     `json:"started_at,omitempty"`
-	Result    *gen.RunResult `json:"result,omitempty"`
+	Op        string     `json:"op"` // opCreated or opFinished
+	ID        string     `json:"id"`
+	Time      time.Time  `json:"time"` // created_at or finished_at
+	Workspace string     `json:"workspace,omitempty"`
+	Task      string     `json:"task,omitempty"`      // the prompt's summary
+	TaskLine  string     `json:"task_line,omitempty"` // Run.task_line, when the run keeps a transcript
+	MaxSteps  int        `json:"max_steps,omitempty"`
+	Started   *time.Time `json:"started_at,omitempty"`
+	// Continues and Conversation: the run a created run continues and
+	// its conversation's first run.
+	Continues    string         `json:"continues,omitempty"`
+	Conversation string         `json:"conversation,omitempty"`
+	Result       *gen.RunResult `json:"result,omitempty"`
 }
 
 const (

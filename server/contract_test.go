@@ -78,7 +78,9 @@ type ctEnv struct {
 	client   *http.Client
 	finished string // a finished run on the main server
 	blocked  string // a run waiting in its model on the main server
-	nextWS   int
+	// finishedRuns holds a finished run of each server kind (finishedOn).
+	finishedRuns map[string]string
+	nextWS       int
 }
 
 // ctReq is a case's request; the method and path template come from the
@@ -517,6 +519,50 @@ func ctCall(runID, callID string) map[string]string {
 	return map[string]string{"run_id": runID, "call_id": callID}
 }
 
+// finishedIn creates the spec's createRun example in workspace ws of the
+// main server and returns its id once it finished.
+func (e *ctEnv) finishedIn(ws string) string {
+	e.t.Helper()
+	run := e.createRun(ctMain, ctWith(ctExample(e.t, e.doc, "createRun"), "workspace", ws))
+	e.waitStatus(ctMain, run.Id, gen.RunStatusFinished)
+	return run.Id
+}
+
+// finishedOn returns a finished run of a server kind, made on first use.
+func (e *ctEnv) finishedOn(kind string) string {
+	e.t.Helper()
+	if id := e.finishedRuns[kind]; id != "" {
+		return id
+	}
+	run := e.createRun(kind, ctExample(e.t, e.doc, "createRun"))
+	e.waitStatus(kind, run.Id, gen.RunStatusFinished)
+	if e.finishedRuns == nil {
+		e.finishedRuns = map[string]string{}
+	}
+	e.finishedRuns[kind] = run.Id
+	return run.Id
+}
+
+// fillQueue fills a server's slots and queue with blocked runs, unless a
+// case filled them already; the server's finished run (finishedOn) is
+// made first.
+func (e *ctEnv) fillQueue(kind string) {
+	e.t.Helper()
+	e.finishedOn(kind)
+	for range 8 {
+		var d contract.Response
+		for _, x := range contract.Responses(e.doc) {
+			if x.OperationID == "createRun" {
+				d = x
+			}
+		}
+		if status, _, _ := e.send(e.t, kind, d, ctReq{body: ctBlockedRun("")}); status == http.StatusTooManyRequests {
+			return
+		}
+	}
+	e.t.Fatal("the run queue never filled")
+}
+
 // waitingRun creates a run, in a workspace of its own, whose calculator
 // calls c1 and c2 each wait for approval, and returns its id once c1 waits.
 func (e *ctEnv) waitingRun() string {
@@ -610,9 +656,7 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 	add("createRun", 404, ctCase{name: "no such workspace", req: fixed(ctReq{body: ctWith(example, "workspace", "no-such-workspace")})})
 	add("createRun", 413, ctCase{name: "body over the limit", req: fixed(ctReq{body: ctPad(example)})})
 	add("createRun", 429, ctCase{name: "queue full", server: ctFullQueue, req: func(e *ctEnv) ctReq {
-		// The one slot runs a blocked run, the queue of one holds another.
-		e.createRun(ctFullQueue, ctBlockedRun(""))
-		e.createRun(ctFullQueue, ctBlockedRun(""))
+		e.fillQueue(ctFullQueue)
 		return ctReq{body: example}
 	}})
 	add("createRun", 503, ctCase{name: "shutting down", server: ctClosed, req: fixed(ctReq{body: example})})
@@ -687,6 +731,62 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 	add("cancelRun", 400, ctCase{name: "malformed id", invalid: true, req: fixed(ctReq{params: ctRun("bad.id")})})
 	add("cancelRun", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run")})})
 	add("cancelRun", 409, ctCase{name: "finished run", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished)} }})
+
+	// Conversations: a finished run continued with a message.
+	message := ctExample(t, doc, "continueRun")
+	add("continueRun", 201, ctCase{name: "finished run", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finishedIn(e.workspace())), body: message}
+	}, check: func(t *testing.T, _ *ctEnv, body []byte) {
+		var run gen.Run
+		if err := json.Unmarshal(body, &run); err != nil || run.Continues == nil || run.ConversationId != *run.Continues {
+			t.Errorf("the next run = %s (%v), want it to continue the run, in the run's conversation", body, err)
+		}
+	}})
+	add("continueRun", 400, ctCase{name: "empty message", invalid: true, req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finished), body: []byte(`{"message": ""}`)}
+	}})
+	add("continueRun", 400, ctCase{name: "white space only", req: func(e *ctEnv) ctReq {
+		return ctReq{params: ctRun(e.finished), body: []byte(`{"message": " \n\t"}`)}
+	}})
+	add("continueRun", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: ctRun("no-such-run"), body: message})})
+	add("continueRun", 409, ctCase{name: "running run", req: func(e *ctEnv) ctReq {
+		run := e.createRun(ctMain, ctBlockedRun(e.workspace()))
+		e.waitStatus(ctMain, run.Id, gen.RunStatusRunning)
+		return ctReq{params: ctRun(run.Id), body: message}
+	}})
+	add("continueRun", 409, ctCase{name: "waiting for approval", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.waitingRun()), body: message} }})
+	add("continueRun", 409, ctCase{name: "continued already", req: func(e *ctEnv) ctReq {
+		id := e.finishedIn(e.workspace())
+		e.do(ctMain, "continueRun", ctReq{params: ctRun(id), body: message}, http.StatusCreated)
+		return ctReq{params: ctRun(id), body: message}
+	}})
+	add("continueRun", 409, ctCase{name: "no transcript", req: func(e *ctEnv) ctReq {
+		run := e.createRun(ctMain, ctWith(ctWith(example, "workspace", e.workspace()), "transcript", false))
+		e.waitStatus(ctMain, run.Id, gen.RunStatusFinished)
+		return ctReq{params: ctRun(run.Id), body: message}
+	}})
+	add("continueRun", 413, ctCase{name: "body over the limit", req: func(e *ctEnv) ctReq { return ctReq{params: ctRun(e.finished), body: ctPad(message)} }})
+	add("continueRun", 429, ctCase{name: "queue full", server: ctFullQueue, req: func(e *ctEnv) ctReq {
+		id := e.finishedOn(ctFullQueue)
+		e.fillQueue(ctFullQueue)
+		return ctReq{params: ctRun(id), body: message}
+	}})
+	add("continueRun", 503, ctCase{name: "shutting down", server: ctClosed, req: fixed(ctReq{params: ctRun("any-run"), body: message})})
+
+	conv := func(id string) map[string]string { return map[string]string{"conversation_id": id} }
+	add("getConversation", 200, ctCase{name: "a run nobody continued", req: func(e *ctEnv) ctReq { return ctReq{params: conv(e.finished)} }})
+	add("getConversation", 200, ctCase{name: "two runs", req: func(e *ctEnv) ctReq {
+		id := e.finishedIn(e.workspace())
+		e.do(ctMain, "continueRun", ctReq{params: ctRun(id), body: message}, http.StatusCreated)
+		return ctReq{params: conv(id)}
+	}, check: func(t *testing.T, _ *ctEnv, body []byte) {
+		var c gen.Conversation
+		if err := json.Unmarshal(body, &c); err != nil || len(c.Runs) != 2 || c.Runs[0].Id != c.Id || c.Runs[1].Continues == nil || *c.Runs[1].Continues != c.Id {
+			t.Errorf("conversation = %s (%v), want its first run and the run that continues it, in order", body, err)
+		}
+	}})
+	add("getConversation", 400, ctCase{name: "malformed id", invalid: true, req: fixed(ctReq{params: conv("bad.id")})})
+	add("getConversation", 404, ctCase{name: "unknown id", req: fixed(ctReq{params: conv("no-such-run")})})
 
 	// Approvals: runs that wait for a decision on a calculator call.
 	decide := func(decision string) []byte {

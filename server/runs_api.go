@@ -92,6 +92,29 @@ func (s api) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.C
 	return gen.CancelRun202JSONResponse(v), nil
 }
 
+// ContinueRun creates the run that continues a run that ended with a
+// person's message (runner.Runner.Continue): the next turn of its
+// conversation.
+func (s api) ContinueRun(ctx context.Context, req gen.ContinueRunRequestObject) (gen.ContinueRunResponseObject, error) {
+	if req.Body == nil {
+		return nil, problemf(http.StatusBadRequest, "the request body is required")
+	}
+	v, err := s.rn.Continue(ctx, req.RunId, *req.Body)
+	if err != nil {
+		return nil, runProblem(err)
+	}
+	return gen.ContinueRun201JSONResponse(v), nil
+}
+
+// GetConversation returns a conversation's runs, oldest first.
+func (s api) GetConversation(_ context.Context, req gen.GetConversationRequestObject) (gen.GetConversationResponseObject, error) {
+	c, err := s.rn.Conversation(req.ConversationId)
+	if err != nil {
+		return nil, runProblem(err)
+	}
+	return gen.GetConversation200JSONResponse(c), nil
+}
+
 // GetRunEvents streams the run's trace events as Server-Sent Events: live
 // while it runs, ending after run_finished, resuming after the position
 // given by ?after (which wins) or Last-Event-ID. With ?content=true the

@@ -528,6 +528,8 @@ func item(w gen.HistoryItem) (agent.Item, error) {
 		return agent.Item{Observation: &v}, nil
 	case gen.ModelFeedback:
 		return agent.Item{Feedback: &v}, nil
+	case gen.UserMessage:
+		return agent.Item{UserMessage: &v}, nil
 	}
 	return agent.Item{}, errors.New("a history item of an unknown type")
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -26,7 +27,11 @@ const remoteGrace = 30 * time.Second
 // names a directory under the server's workspace root ("." is the root);
 // --trace writes the streamed events to a local file. An interrupt cancels
 // the run on the server.
-func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string) int {
+//
+// With --continue, the server's run RUN_ID is continued with prompt as
+// the message, keeping its request but for --max-steps, --token-budget
+// and the model when set here (set are the flags set here).
+func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, set [][2]string) int {
 	for _, bad := range []struct {
 		set  bool
 		flag string
@@ -61,9 +66,11 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string) in
 	}
 	// The request a local run makes of the same flags.
 	req := f.request(prompt, names, approvals, asker != nil)
-	if req.Model, err = remoteModel(f); err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+	if f.script != "" || f.model != "" {
+		if req.Model, err = remoteModel(f); err != nil {
+			env.Errorf("run: %v", err)
+			return exitUsage
+		}
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
@@ -79,7 +86,25 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string) in
 		defer tw.Close()
 	}
 
-	run, err := c.CreateRun(ctx, req)
+	var run gen.Run
+	if f.continueID != "" {
+		run, err = c.Continue(ctx, f.continueID, prompt, func(r *gen.ContinueRunRequest) {
+			given := func(name string) bool {
+				return slices.ContainsFunc(set, func(kv [2]string) bool { return kv[0] == name })
+			}
+			if given("max-steps") {
+				r.MaxSteps = req.MaxSteps
+			}
+			if given("token-budget") {
+				r.TokenBudget = req.TokenBudget
+			}
+			if f.script != "" || f.model != "" {
+				r.Model = &req.Model
+			}
+		})
+	} else {
+		run, err = c.CreateRun(ctx, req)
+	}
 	if err != nil {
 		env.Errorf("run: %v", err)
 		var apiErr *sdk.APIError

@@ -25,6 +25,9 @@ type runRequest struct {
 	Dir    string   `json:"dir"`    // the working directory it ran in
 	Args   []string `json:"args"`   // the arguments of specloop run
 	Prompt string   `json:"prompt"` // the task, however it was given
+	// Continues is the run this one continues (run --continue); then
+	// Prompt is the person's message and Args are the run's whole flags.
+	Continues string `json:"continues,omitempty"`
 }
 
 // keepRunRequest writes rq beside the transcript at transcriptPath
@@ -55,23 +58,9 @@ func resumeFlags(given *flag.FlagSet, f *runFlags, positional string) (*runReque
 	if len(other) > 0 || positional != "" {
 		return nil, errors.New("--resume RUN_ID goes on with the run's own flags and task: give nothing else")
 	}
-	if !ident.Plain(f.resume) {
-		return nil, fmt.Errorf("--resume: %q is not a run id", f.resume)
-	}
-	path, err := runTranscriptPath(f.resume)
+	rq, _, err := loadRunRequest(f.resume)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
-	}
-	data, err := os.ReadFile(filepath.Join(filepath.Dir(path), requestFile))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, fmt.Errorf("--resume: no run %s of specloop run to go on with in %s (a run with --no-transcript or --remote cannot be resumed)", f.resume, filepath.Dir(filepath.Dir(path)))
-	}
-	var rq runRequest
-	if err == nil {
-		err = json.Unmarshal(data, &rq)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("--resume: the run's request: %w", err)
 	}
 	again := flag.NewFlagSet("run", flag.ContinueOnError)
 	again.SetOutput(io.Discard)
@@ -92,7 +81,31 @@ func resumeFlags(given *flag.FlagSet, f *runFlags, positional string) (*runReque
 		at(&f.toolsSpec.Files[i])
 	}
 	f.promptFile, f.resume = "", rq.ID
-	return &rq, nil
+	return rq, nil
+}
+
+// loadRunRequest reads the request of run id of specloop run, and
+// returns it with the path of the run's transcript.
+func loadRunRequest(id string) (*runRequest, string, error) {
+	if !ident.Plain(id) {
+		return nil, "", fmt.Errorf("%q is not a run id", id)
+	}
+	path, err := runTranscriptPath(id)
+	if err != nil {
+		return nil, "", err
+	}
+	data, err := os.ReadFile(filepath.Join(filepath.Dir(path), requestFile))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, "", fmt.Errorf("no run %s of specloop run keeps its request in %s (a run with --no-transcript or --remote keeps none)", id, filepath.Dir(filepath.Dir(path)))
+	}
+	var rq runRequest
+	if err == nil {
+		err = json.Unmarshal(data, &rq)
+	}
+	if err != nil {
+		return nil, "", fmt.Errorf("run %s's request: %w", id, err)
+	}
+	return &rq, path, nil
 }
 
 // resumeTranscript prepares run id's transcript for the run to go on

@@ -54,6 +54,7 @@ type runFlags struct {
 	sandbox       cli.SandboxFlags
 	mcp           cli.MCPFlags
 	toolsSpec     cli.ToolsSpecFlags
+	continueID    string // see conversation.go
 	resume        string // see resume.go
 }
 
@@ -84,6 +85,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.sandbox.Register(fs)
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
+	fs.StringVar(&f.continueID, "continue", "", "continue run RUN_ID, which ended, with PROMPT as your message: the next turn of its conversation, with the history it ended with, its flags (those given now replace the recorded ones of the same name) and a fresh step budget")
 	fs.StringVar(&f.resume, "resume", "", "go on with RUN_ID, a run of specloop run killed mid-run, from its transcript: with its own flags and task (give no others), after its last complete step")
 }
 
@@ -112,7 +114,9 @@ func (f *runFlags) validate() error {
 			return fmt.Errorf("%s must be between %d and %d", c.flag, c.lo, c.hi)
 		}
 	}
-	if (f.script == "") == (f.model == "") {
+	// A remote run that continues another keeps its model unless one is
+	// given.
+	if (f.script == "") == (f.model == "") && (f.script != "" || f.remote == "" || f.continueID == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
 	}
 	if f.remote != "" && len(f.toolsSpec.Files) > 0 {
@@ -155,12 +159,34 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 		return exitUsage
 	}
+	// A run that continues another (or is resumed, having continued one)
+	// starts from the conversation's history.
+	var conv []runner.Turn
+	continues := f.continueID
+	if resumed != nil {
+		continues = resumed.Continues
+	}
+	if f.continueID != "" && f.remote == "" {
+		var last *runRequest
+		if conv, last, err = conversation(f.continueID); err == nil {
+			args, err = continueFlags(&f, last, runFlagsSet(args, workingDir()))
+		}
+		if err != nil {
+			env.Errorf("run: --continue: %v", err)
+			return exitUsage
+		}
+	} else if resumed != nil && continues != "" {
+		if conv, _, err = conversation(continues); err != nil {
+			env.Errorf("run: --resume: %v", err)
+			return exitUsage
+		}
+	}
 	if err := f.validate(); err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}
 	if f.remote != "" {
-		return runRemote(ctx, env, &f, prompt)
+		return runRemote(ctx, env, &f, prompt, runFlagsSet(args, workingDir()))
 	}
 	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
@@ -223,6 +249,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 			}
 		}
 	}
+	if conv != nil {
+		sp.FollowUp, sp.Conversation = &agent.FollowUp{Message: prompt}, conv
+	}
 	if asker != nil {
 		sp.Approver = asker
 	}
@@ -235,6 +264,14 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	defer setup.Close()
+	// Beside the transcript, once Open found its place outside the
+	// workspace.
+	if transcriptPath != "" && resumed == nil {
+		if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt, Continues: continues}); err != nil {
+			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
+			return exitUsage
+		}
+	}
 	if rp, ok := m.(transcriptReplay); ok {
 		rp.wire(&setup.Options)
 	}

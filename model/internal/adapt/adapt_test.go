@@ -119,6 +119,26 @@ func TestRender(t *testing.T) {
 			},
 		},
 		{
+			name:  "a person's follow-up is a user message; the finish it follows reached them",
+			items: []agent.Item{call(ptr("a")), fin, obs, {UserMessage: &gen.UserMessage{Type: gen.UserMessageTypeUserMessage, Text: "Now add a test."}}},
+			want: []Turn{
+				{Kind: Call, ID: "a", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Call, ID: "call_1", Name: "finish", Arguments: map[string]any{"answer": "42"}},
+				{Kind: Result, ID: "a", Name: "calculator", Text: "2"},
+				{Kind: Result, ID: "call_1", Name: "finish", Text: finishDelivered},
+				{Kind: User, Text: "Now add a test."},
+			},
+		},
+		{
+			name:  "a call left unanswered before a follow-up failed",
+			items: []agent.Item{call(ptr("a")), {UserMessage: &gen.UserMessage{Type: gen.UserMessageTypeUserMessage, Text: "Go on."}}},
+			want: []Turn{
+				{Kind: Call, ID: "a", Name: "calculator", Arguments: map[string]any{"left": 1.0}},
+				{Kind: Result, ID: "a", Name: "calculator", Text: missingResult, IsError: true},
+				{Kind: User, Text: "Go on."},
+			},
+		},
+		{
 			name:  "an observation without a call is a user message",
 			items: []agent.Item{obs},
 			want:  []Turn{{Kind: User, Text: "Result of calculator: 2"}},
@@ -171,11 +191,20 @@ func TestTurn(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := ts.Turn(Reply{Calls: tt.calls, Usage: usage})
 			var inv *agent.InvalidOutputError
-			if !errors.As(err, &inv) || !strings.Contains(inv.Message, tt.want) || inv.Usage != usage {
-				t.Fatalf("err = %v, want invalid output saying %q, with the usage", err, tt.want)
+			if !errors.As(err, &inv) || !strings.Contains(inv.Message, tt.want) || inv.Usage != usage || inv.Text != "" {
+				t.Fatalf("err = %v, want invalid output saying %q, with the usage and no message text", err, tt.want)
 			}
 		})
 	}
+	// Text and no call is what a follow-up run takes for the model's
+	// message to the person: the error carries the text.
+	t.Run("text only carries the text", func(t *testing.T) {
+		_, err := ts.Turn(Reply{Text: "All done.", Usage: usage})
+		var inv *agent.InvalidOutputError
+		if !errors.As(err, &inv) || inv.Text != "All done." {
+			t.Fatalf("err = %#v, want invalid output with Text", err)
+		}
+	})
 }
 
 func FuzzTurn(f *testing.F) {

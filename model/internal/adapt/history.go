@@ -56,6 +56,10 @@ func ErrorText(obs *gen.Observation) string {
 // every call a provider sees is answered.
 const missingResult = errorPrefix + ": no result was recorded for this call."
 
+// finishDelivered answers the finish of a run that a person's message
+// continues.
+const finishDelivered = "Your answer was given to the person, whose reply follows."
+
 // SyntheticID is the call id used for a history call that has none: stable
 // for the item's position, so the call and its result always agree.
 func SyntheticID(index int) string { return "call_" + strconv.Itoa(index) }
@@ -85,7 +89,9 @@ func validID(id string) bool {
 //   - a Finish becomes a Call of the finish tool; when the completion check
 //     rejected it, the rejection feedback answers it as a failed Result;
 //   - any other feedback (invalid model output) becomes a User message that
-//     says what was wrong.
+//     says what was wrong;
+//   - a UserMessage (a person's follow-up) becomes a User message of its
+//     text, the finish it follows answered by finishDelivered.
 //
 // A call the history never answers gets a failed Result (before the next
 // call, or at the end), so the rendered conversation is always well formed,
@@ -141,6 +147,17 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 				answer(missingResult, true)
 			}
 			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
+		case it.UserMessage != nil:
+			// The person's reply to the run that ended: its finish
+			// reached them.
+			for len(pending) > 0 {
+				if turns[pending[0]].Name == ts.Finish {
+					answer(finishDelivered, false)
+				} else {
+					answer(missingResult, true)
+				}
+			}
+			turns = append(turns, Turn{Kind: User, Text: it.UserMessage.Text})
 		}
 	}
 	for len(pending) > 0 {

@@ -57,7 +57,7 @@ type Reply struct {
 // are an object but break the tool's schema are the tool runtime's to
 // reject, as an error Observation of that call alone.
 func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
-	invalid := func(raw, format string, args ...any) error {
+	invalid := func(raw, format string, args ...any) *agent.InvalidOutputError {
 		return &agent.InvalidOutputError{Message: fmt.Sprintf(format, args...), Raw: raw, Usage: r.Usage}
 	}
 	switch {
@@ -70,7 +70,9 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	case len(r.Calls) == 0 && strings.TrimSpace(r.Text) == "":
 		return agent.Turn{}, invalid(r.Text, "the reply has neither a tool call nor text; call a tool, or %s with your answer", ts.Finish)
 	case len(r.Calls) == 0:
-		return agent.Turn{}, invalid(r.Text, "the reply has text but no tool call, and only tool calls are acted on; call a tool to go on, or call %s with your final answer as its argument", ts.Finish)
+		e := invalid(r.Text, "the reply has text but no tool call, and only tool calls are acted on; call a tool to go on, or call %s with your final answer as its argument", ts.Finish)
+		e.Text = r.Text // in a follow-up run, the model's message to the person
+		return agent.Turn{}, e
 	}
 	if n, most := len(r.Calls), agent.MaxTurnActions; n > most {
 		return agent.Turn{}, invalid("", "the reply has %d tool calls, more than the %d a reply may hold; make fewer calls at once", n, most)
