@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/secretshape"
 )
@@ -64,7 +65,7 @@ func NewRedactor(env []string, secrets ...string) *Redactor {
 // structure are left alone.
 func (r *Redactor) Line(line []byte) ([]byte, int) {
 	var out []byte // nil until something is replaced
-	n, last := 0, 0
+	n, last, keys := 0, 0, false
 	for i := 0; i < len(line); {
 		if line[i] != '"' {
 			i++
@@ -79,10 +80,16 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 			j++
 		}
 		j = min(j+1, len(line)) // past the closing quote
+		if j-i-2 < min(MinSecretLen, secretshape.MinLen) {
+			i = j // too short to hold a secret, even escaped
+			continue
+		}
 		var s string
 		if !escaped {
 			s = string(line[i+1 : j-1])
-		} else if json.Unmarshal(line[i:j], &s) != nil {
+		} else if unquoted, err := jsontext.AppendUnquote(nil, line[i:j]); err == nil {
+			s = string(unquoted)
+		} else {
 			i = j // not a string literal: not a line Writer wrote
 			continue
 		}
@@ -90,6 +97,7 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 			out = append(out, line[last:i]...)
 			out = appendString(out, red)
 			n, last = n+k, j
+			keys = keys || bytes.HasPrefix(bytes.TrimLeft(line[j:], " \t\r\n"), []byte(":"))
 		}
 		i = j
 	}
@@ -99,7 +107,10 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 	out = append(out, line[last:]...)
 	// Two object keys redacted alike would make the line one a strict
 	// reader refuses (a duplicate key): encoded again, the line keeps one
-	// of them, and stays readable.
+	// of them, and stays readable. Only a redacted key can do that.
+	if !keys {
+		return out, n
+	}
 	if _, err := schema.Decode(out); err != nil {
 		var v any
 		if json.Unmarshal(out, &v) == nil {
