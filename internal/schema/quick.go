@@ -14,8 +14,8 @@ import (
 // quick returns a check that says whether a value matches a schema the
 // library resolved, without the library's reflection, or nil when the
 // schema (or a schema it reaches) uses a keyword the check does not know.
-// It knows what the spec's schemas use: type, enum, const, the numeric
-// bounds, minLength, maxLength, pattern, items, minItems, maxItems,
+// It knows what the spec's schemas use: type, enum, const, minimum,
+// maximum and their exclusive forms, minLength, maxLength, pattern, items, minItems, maxItems,
 // properties, required, additionalProperties, allOf, anyOf, oneOf, not
 // and $ref to the root or one of its $defs; the rest, and any other draft
 // than 2020-12, is left to the library.
@@ -105,9 +105,7 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 			q.unknown = true
 			return nil
 		}
-		t := q.compile(target)
-		add(func(v any) bool { return (*t)(v) })
-		rest.Ref = ""
+		rest.AllOf, rest.Ref = append(slices.Clip(rest.AllOf), target), "" // it applies as allOf would
 	}
 	if rest.Type != "" || rest.Types != nil {
 		types := rest.Types
@@ -127,21 +125,13 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 		add(q.enum([]any{*rest.Const}))
 	}
 	rest.Enum, rest.Const = nil, nil
-	if rest.Minimum != nil || rest.Maximum != nil || rest.ExclusiveMinimum != nil || rest.ExclusiveMaximum != nil || rest.MultipleOf != nil {
-		lo, hi, xlo, xhi, mul := rest.Minimum, rest.Maximum, rest.ExclusiveMinimum, rest.ExclusiveMaximum, rest.MultipleOf
+	if rest.Minimum != nil || rest.Maximum != nil || rest.ExclusiveMinimum != nil || rest.ExclusiveMaximum != nil {
+		lo, hi, xlo, xhi := rest.Minimum, rest.Maximum, rest.ExclusiveMinimum, rest.ExclusiveMaximum
 		add(func(v any) bool {
 			n, ok := v.(float64)
-			if !ok {
-				return true
-			}
-			if mul != nil {
-				if _, f := math.Modf(n / *mul); f != 0 { // as the library computes it
-					return false
-				}
-			}
-			return (lo == nil || n >= *lo) && (hi == nil || n <= *hi) && (xlo == nil || n > *xlo) && (xhi == nil || n < *xhi)
+			return !ok || (lo == nil || n >= *lo) && (hi == nil || n <= *hi) && (xlo == nil || n > *xlo) && (xhi == nil || n < *xhi)
 		})
-		rest.Minimum, rest.Maximum, rest.ExclusiveMinimum, rest.ExclusiveMaximum, rest.MultipleOf = nil, nil, nil, nil, nil
+		rest.Minimum, rest.Maximum, rest.ExclusiveMinimum, rest.ExclusiveMaximum = nil, nil, nil, nil
 	}
 	if rest.MinLength != nil || rest.MaxLength != nil || rest.Pattern != "" {
 		lo, hi := rest.MinLength, rest.MaxLength
@@ -218,16 +208,21 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 		})
 		rest.Properties, rest.Required, rest.AdditionalProperties = nil, nil, nil
 	}
-	if rest.AllOf != nil {
-		subs := q.compileAll(rest.AllOf)
-		add(func(v any) bool { return !slices.ContainsFunc(subs, func(f *func(any) bool) bool { return !(*f)(v) }) })
+	for _, sub := range rest.AllOf {
+		f := q.compile(sub)
+		add(func(v any) bool { return (*f)(v) })
 	}
-	if rest.AnyOf != nil {
-		subs := q.compileAll(rest.AnyOf)
-		add(func(v any) bool { return slices.ContainsFunc(subs, func(f *func(any) bool) bool { return (*f)(v) }) })
-	}
-	if rest.OneOf != nil {
-		subs := q.compileAll(rest.OneOf)
+	for _, of := range []struct {
+		list []*jsonschema.Schema
+		ok   func(matched int) bool
+	}{{rest.AnyOf, func(n int) bool { return n > 0 }}, {rest.OneOf, func(n int) bool { return n == 1 }}} {
+		if of.list == nil {
+			continue
+		}
+		subs := make([]*func(any) bool, len(of.list))
+		for i, sub := range of.list {
+			subs[i] = q.compile(sub)
+		}
 		add(func(v any) bool {
 			n := 0
 			for _, f := range subs {
@@ -235,7 +230,7 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 					n++
 				}
 			}
-			return n == 1
+			return of.ok(n)
 		})
 	}
 	if rest.Not != nil {
@@ -247,14 +242,6 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 		q.unknown = true
 	}
 	return checks
-}
-
-func (q *quickCompiler) compileAll(list []*jsonschema.Schema) []*func(any) bool {
-	out := make([]*func(any) bool, len(list))
-	for i, s := range list {
-		out[i] = q.compile(s)
-	}
-	return out
 }
 
 // enum is the check that a value equals one of vals, which the library
