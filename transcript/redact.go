@@ -150,11 +150,9 @@ func (r *Redactor) Text(s string) (string, int) {
 }
 
 // appendString appends s as a JSON string literal, without escaping <, >
-// and & (a transcript is not HTML).
+// and & (a transcript is not HTML); invalid UTF-8 becomes U+FFFD, as
+// encoding/json writes it.
 func appendString(dst []byte, s string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+	out, _ := jsontext.AppendQuote(dst, s)
+	return out
 }
