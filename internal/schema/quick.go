@@ -15,10 +15,11 @@ import (
 // library resolved, without the library's reflection, or nil when the
 // schema (or a schema it reaches) uses a keyword the check does not know.
 // It knows what the spec's schemas use: type, enum, const, minimum,
-// maximum and their exclusive forms, minLength, maxLength, pattern, items, minItems, maxItems,
-// properties, required, additionalProperties, allOf, anyOf, oneOf, not
-// and $ref to the root or one of its $defs; the rest, and any other draft
-// than 2020-12, is left to the library.
+// maximum and their exclusive forms, minLength, maxLength, pattern,
+// items, minItems, maxItems, properties, required, additionalProperties,
+// allOf, anyOf, oneOf, not and $ref to the root or one of its $defs; the
+// rest (multipleOf, uniqueItems, patternProperties ...), and any other
+// draft than 2020-12, is left to the library.
 //
 // For a value of the types Decode produces its verdict is the library's
 // (FuzzQuickAgrees holds it to that). A value holding any other Go type
