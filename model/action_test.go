@@ -2,6 +2,7 @@ package model_test
 
 import (
 	"errors"
+	"math"
 	"strings"
 	"testing"
 
@@ -114,4 +115,16 @@ func FuzzParseAction(f *testing.F) {
 			t.Fatalf("action with %v tool call and %v finish", a.ToolCall != nil, a.Finish != nil)
 		}
 	})
+}
+
+// The arguments are the value the tool validates, as schema.Decode reads
+// it (-0 is 0), though the action is bound from its text.
+func TestParseActionArgumentsAsDecoded(t *testing.T) {
+	a, err := model.ParseAction(`{"type":"tool_call","tool_name":"calculator","arguments":{"left":-0,"operation":"add","right":1}}`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if left := a.ToolCall.Arguments["left"].(float64); left != 0 || math.Signbit(left) {
+		t.Fatalf("left = %v, want 0", left)
+	}
 }

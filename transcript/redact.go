@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/secretshape"
 )
@@ -67,7 +68,7 @@ func (r *Redactor) Line(line []byte) ([]byte, int) { return r.line(line, nil) }
 // line is Line leaving the strings of keep as they are.
 func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
 	var out []byte // nil until something is replaced
-	n, last := 0, 0
+	n, last, keys := 0, 0, false
 	for i := 0; i < len(line); {
 		if line[i] != '"' {
 			i++
@@ -82,10 +83,16 @@ func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
 			j++
 		}
 		j = min(j+1, len(line)) // past the closing quote
+		if j-i-2 < min(MinSecretLen, secretshape.MinLen) {
+			i = j // too short to hold a secret, even escaped
+			continue
+		}
 		var s string
 		if !escaped {
 			s = string(line[i+1 : j-1])
-		} else if json.Unmarshal(line[i:j], &s) != nil {
+		} else if unquoted, err := jsontext.AppendUnquote(nil, line[i:j]); err == nil {
+			s = string(unquoted)
+		} else {
 			i = j // not a string literal: not a line Writer wrote
 			continue
 		}
@@ -97,6 +104,7 @@ func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
 			out = append(out, line[last:i]...)
 			out = appendString(out, red)
 			n, last = n+k, j
+			keys = keys || bytes.HasPrefix(bytes.TrimLeft(line[j:], " \t\r\n"), []byte(":"))
 		}
 		i = j
 	}
@@ -106,7 +114,10 @@ func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
 	out = append(out, line[last:]...)
 	// Two object keys redacted alike would make the line one a strict
 	// reader refuses (a duplicate key): encoded again, the line keeps one
-	// of them, and stays readable.
+	// of them, and stays readable. Only a redacted key can do that.
+	if !keys {
+		return out, n
+	}
 	if _, err := schema.Decode(out); err != nil {
 		var v any
 		if json.Unmarshal(out, &v) == nil {
@@ -140,13 +151,11 @@ func (r *Redactor) Text(s string) (string, int) {
 }
 
 // appendString appends s as a JSON string literal, without escaping <, >
-// and & (a transcript is not HTML).
+// and & (a transcript is not HTML); invalid UTF-8 becomes U+FFFD, as
+// encoding/json writes it.
 func appendString(dst []byte, s string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(s) // a string always encodes
-	return append(dst, bytes.TrimSuffix(b.Bytes(), []byte("\n"))...)
+	out, _ := jsontext.AppendQuote(dst, s)
+	return out
 }
 
 // opaque returns the signatures and encrypted data of the reasoning blocks

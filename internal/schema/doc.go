@@ -8,7 +8,10 @@
 // from the embedded spec or an MCP server sends, and Validate checks a
 // decoded value with github.com/google/jsonschema-go; only when the
 // library refuses a value does the package walk the schema to say where
-// and why. Bind stores a valid value in a generated Go type. The model
+// and why. A schema that uses only the common keywords (all of the spec's
+// do) is also compiled to a quick check, which gives the library's verdict
+// on decoded values without its reflection; the library is asked when
+// the quick check says no. Bind stores a valid value in a generated Go type. The model
 // path (tool calls and actions a model writes), the HTTP path (request
 // bodies and parameters) and MCP tool inputs go through these same
 // functions.

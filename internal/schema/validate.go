@@ -36,27 +36,20 @@ const (
 // Validator checks decoded JSON values against one schema. It is immutable
 // and safe for concurrent use.
 type Validator struct {
-	check func(any) error
+	c *compiled
 }
 
 // Validate checks a decoded value (as Decode or encoding/json produce it)
 // and returns nil or an *Error for the first problem found.
-func (v *Validator) Validate(value any) error { return v.check(value) }
+func (v *Validator) Validate(value any) error { return v.c.validate(value) }
 
 // compiled is a schema as google/jsonschema-go validates it: prepared
 // (readOnly/writeOnly and the enforced formats written as keywords the
-// library checks) and resolved.
+// library checks) and resolved, with its quick check.
 type compiled struct {
 	dir      Direction
 	root     map[string]any
-	resolved *jsonschema.Resolved
-	// For a root that is only a oneOf told apart by a property (an
-	// OpenAPI discriminator, like the spec's Action): that property and
-	// each branch by its value, so that a value is checked against the
-	// one branch it names (the others pin another value, so it matches
-	// exactly one iff it matches that one).
-	tag      string
-	branches map[string]*jsonschema.Resolved
+	resolved *resolved
 }
 
 // Compile returns the Validator of a JSON Schema (draft 2020-12) object,
@@ -85,34 +78,7 @@ func Compile(s map[string]any, dir Direction) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	c := &compiled{dir: dir, root: root, resolved: rs}
-	c.tag, c.branches = taggedBranches(root)
-	return &Validator{check: c.validate}, nil
-}
-
-// taggedBranches returns the property and the resolved branches of a root
-// that holds nothing but a discriminated oneOf of self-contained branches,
-// or "" and nil.
-func taggedBranches(root map[string]any) (string, map[string]*jsonschema.Resolved) {
-	for k := range root {
-		if k != "oneOf" && k != "discriminator" && k != "description" && k != "title" {
-			return "", nil
-		}
-	}
-	list, _ := root["oneOf"].([]any)
-	prop, byValue := discriminator(root, list)
-	if prop == "" {
-		return "", nil
-	}
-	out := map[string]*jsonschema.Resolved{}
-	for v, b := range byValue {
-		rs, err := resolve(b)
-		if err != nil { // a branch that refers outside itself: no fast path
-			return "", nil
-		}
-		out[v] = rs
-	}
-	return prop, out
+	return &Validator{c: &compiled{dir: dir, root: root, resolved: rs}}, nil
 }
 
 // check refuses what the library accepts but cannot use: a type that is
@@ -190,7 +156,20 @@ var knownDrafts = []string{
 	"https://json-schema.org/draft-07/schema#",
 }
 
-func resolve(s any) (*jsonschema.Resolved, error) {
+// resolved is a schema the library resolved and, when it has one, its
+// quick check.
+type resolved struct {
+	*jsonschema.Resolved
+	quick func(any) bool
+}
+
+// valid reports whether v matches: the quick check's yes, or the
+// library's verdict.
+func (r *resolved) valid(v any) bool {
+	return r.quick != nil && r.quick(v) || r.Validate(v) == nil
+}
+
+func resolve(s any) (*resolved, error) {
 	data, err := json.Marshal(s)
 	if err != nil {
 		return nil, err
@@ -199,18 +178,18 @@ func resolve(s any) (*jsonschema.Resolved, error) {
 	if err := json.Unmarshal(data, &js); err != nil {
 		return nil, err
 	}
-	return js.Resolve(nil)
+	rs, err := js.Resolve(nil)
+	if err != nil {
+		return nil, err
+	}
+	return &resolved{Resolved: rs, quick: quick(rs)}, nil
 }
 
-// validate asks the library, and only when it refuses the value walks the
-// schema and the value to say where and why: the library's messages quote
-// the value, which may be a secret.
+// validate asks the quick check or the library, and only when the value
+// does not match walks the schema and the value to say where and why: the
+// library's messages quote the value, which may be a secret.
 func (c *compiled) validate(value any) error {
-	if obj, ok := value.(map[string]any); ok && c.branches != nil {
-		if name, ok := obj[c.tag].(string); ok && c.branches[name] != nil && c.branches[name].Validate(value) == nil {
-			return nil
-		}
-	} else if c.resolved.Validate(value) == nil {
+	if c.resolved.valid(value) {
 		return nil
 	}
 	l := &locator{c: c}
@@ -303,7 +282,7 @@ const date = `(?:[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-
 type locator struct {
 	c        *compiled
 	places   map[uintptr]string // each part of the root: its JSON pointer
-	resolved map[string]*jsonschema.Resolved
+	resolved map[string]*resolved
 }
 
 // maxLocate bounds the walk; schemas and values are bounded already.
@@ -323,14 +302,14 @@ func (l *locator) matcher(s any) func(any) bool {
 		return func(any) bool { return s }
 	case map[string]any:
 		if l.places == nil {
-			l.places, l.resolved = map[uintptr]string{}, map[string]*jsonschema.Resolved{}
+			l.places, l.resolved = map[uintptr]string{}, map[string]*resolved{}
 			walkSchemas(l.c.root, "", func(m map[string]any, at string) {
 				if _, seen := l.places[reflect.ValueOf(m).Pointer()]; !seen {
 					l.places[reflect.ValueOf(m).Pointer()] = at
 				}
 			})
 		}
-		var rs *jsonschema.Resolved
+		var rs *resolved
 		var err error
 		if at, ok := l.places[reflect.ValueOf(s).Pointer()]; ok {
 			rs, ok = l.resolved[at]
@@ -344,14 +323,14 @@ func (l *locator) matcher(s any) func(any) bool {
 		if rs == nil || err != nil {
 			return func(any) bool { return false }
 		}
-		return func(x any) bool { return rs.Validate(x) == nil }
+		return rs.valid
 	}
 	return func(any) bool { return true }
 }
 
 // inRoot resolves the part of the root at JSON pointer at, as a reference
 // into a copy of the root.
-func (l *locator) inRoot(at string) (*jsonschema.Resolved, error) {
+func (l *locator) inRoot(at string) (*resolved, error) {
 	root := maps.Clone(l.c.root)
 	id, _ := root["$id"].(string)
 	if id == "" {

@@ -59,6 +59,10 @@ var prefixes = []prefixed{
 	{"eyJ", jwtChar, 16},   // a JWT: base64url of `{"`, its parts and dots
 }
 
+// MinLen is the length of the shortest span Find returns: a text shorter
+// has no credential's shape.
+const MinLen = 15 // xoxa- and 10 characters
+
 // MinHighEntropy is the shortest token Find judges by its characters
 // alone, without a known prefix.
 const MinHighEntropy = 32

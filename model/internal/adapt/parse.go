@@ -75,19 +75,31 @@ func ParseAction(text string) (agent.Action, error) {
 	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
 	}
-	obj := value.(map[string]any) // the schema says it is an object
-	if gen.ActionType(obj[as.discriminator].(string)) == gen.ActionTypeToolCall {
-		call := &gen.ToolCall{}
-		if err := schema.Bind(obj, call); err != nil {
-			return agent.Action{}, invalid(err.Error(), text)
-		}
-		return agent.Action{ToolCall: call, Raw: text}, nil
-	}
-	fin := &gen.Finish{}
-	if err := schema.Bind(obj, fin); err != nil {
+	a, err := as.bind([]byte(body), value.(map[string]any)) // the schema says it is an object
+	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
 	}
-	return agent.Action{Finish: fin, Raw: text}, nil
+	a.Raw = text
+	return a, nil
+}
+
+// bind stores a valid action, obj as Decode read it from text, in a
+// ToolCall or a Finish. It decodes text into the generated type rather
+// than encode obj for schema.Bind (the text is strict JSON, and neither
+// type has an integer a number written as 1e2 would have to fit); the
+// arguments are obj's, as Decode normalized them and the tool validates
+// them.
+func (as *actionSchema) bind(text []byte, obj map[string]any) (agent.Action, error) {
+	if gen.ActionType(obj[as.discriminator].(string)) != gen.ActionTypeToolCall {
+		fin := &gen.Finish{}
+		return agent.Action{Finish: fin}, schema.Unmarshal(text, fin)
+	}
+	call := &gen.ToolCall{}
+	if err := schema.Unmarshal(text, call); err != nil {
+		return agent.Action{}, err
+	}
+	call.Arguments = obj["arguments"].(map[string]any)
+	return agent.Action{ToolCall: call}, nil
 }
 
 func invalid(msg, raw string) error {
@@ -156,19 +168,8 @@ func ParseTurn(text string) (agent.Turn, error) {
 	turn := agent.Turn{Actions: make([]agent.Action, len(items))}
 	for i, item := range items {
 		m := item.(map[string]any)
-		a := &turn.Actions[i]
-		if gen.ActionType(m[as.discriminator].(string)) == gen.ActionTypeToolCall {
-			a.ToolCall = &gen.ToolCall{}
-			err = schema.Bind(m, a.ToolCall)
-		} else {
-			if i != len(items)-1 {
-				return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
-			}
-			a.Finish = &gen.Finish{}
-			err = schema.Bind(m, a.Finish)
-		}
-		if err != nil {
-			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", ts.actions, i, err), text)
+		if gen.ActionType(m[as.discriminator].(string)) != gen.ActionTypeToolCall && i != len(items)-1 {
+			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
 		}
 		// Each action's Raw is its own wire form, as a replay reads it.
 		var buf bytes.Buffer
@@ -177,7 +178,10 @@ func ParseTurn(text string) (agent.Turn, error) {
 		if err := enc.Encode(m); err != nil {
 			return agent.Turn{}, fmt.Errorf("encode a valid action: %w", err)
 		}
-		a.Raw = strings.TrimSuffix(buf.String(), "\n")
+		if turn.Actions[i], err = as.bind(buf.Bytes(), m); err != nil {
+			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", ts.actions, i, err), text)
+		}
+		turn.Actions[i].Raw = strings.TrimSuffix(buf.String(), "\n")
 	}
 	return turn, nil
 }
