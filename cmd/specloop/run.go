@@ -265,7 +265,7 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	defer setup.Close()
 	// Beside the transcript, once Open found its place outside the
-	// workspace.
+	// workspace: what --resume and --continue need.
 	if transcriptPath != "" && resumed == nil {
 		if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt, Continues: continues}); err != nil {
 			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
@@ -274,14 +274,6 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	if rp, ok := m.(transcriptReplay); ok {
 		rp.wire(&setup.Options)
-	}
-	// Beside the transcript, which the setup made sure is outside the
-	// workspace: what --resume needs.
-	if transcriptPath != "" && resumeLog == nil {
-		if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt}); err != nil {
-			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
-			return exitInternal
-		}
 	}
 	if resumeLog != nil {
 		st, err := transcript.State(ctx, resumeLog, sp.Task, m, setup.Options)
