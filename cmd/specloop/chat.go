@@ -24,7 +24,7 @@ import (
 // those of `specloop run`, and `specloop chat --continue RUN_ID` (or
 // `run --continue`) picks it up again later.
 
-// chatCommands are the lines chat reads as its own.
+// chatHelp says what chat reads as its own.
 const chatHelp = "/diff shows the last turn's patch, /show what the conversation said and did, /exit (or Ctrl-D) ends the session; Ctrl-C stops the turn in progress"
 
 func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
@@ -67,7 +67,7 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	defer endSession()
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
-	defer signal.Stop(sigs)
+	defer func() { signal.Stop(sigs); close(sigs) }() // ends the goroutine below
 	stopTurn := make(chan context.CancelFunc, 1)
 	go func() {
 		for s := range sigs {

@@ -3,8 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
 	"testing"
+	"time"
 )
 
 // A chat session is a conversation of runs: the first line is a run, the
@@ -61,4 +68,82 @@ func TestChatUsage(t *testing.T) {
 	if code, _, stderr := specloop(t, "chat", "--script", "testdata/calculator.script", "do it"); code != exitUsage || !strings.Contains(stderr, "type the task at the prompt") {
 		t.Errorf("chat with a prompt: exit %d, %s", code, stderr)
 	}
+}
+
+// Ctrl-C stops the turn in progress, not the session: the run ends
+// cancelled, the prompt comes back, and the session goes on to /exit.
+func TestChatCtrlCStopsTheTurnOnly(t *testing.T) {
+	asked, release := make(chan struct{}, 1), make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case asked <- struct{}{}:
+		default:
+		}
+		select { // the model thinks until the turn is stopped
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	defer srv.Close()
+	cmd := exec.Command(os.Args[0], "chat", "--model", "openai:gpt-test", "--base-url", srv.URL, "--no-commands", "--workspace", t.TempDir())
+	cmd.Env = append(os.Environ(), selfServerEnv+"=1", "OPENAI_API_KEY=")
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { // before the server closes, on a failure
+		cmd.Process.Kill()
+		cmd.Wait()
+		close(release)
+		if t.Failed() {
+			t.Logf("the session:\n%s", out.String())
+		}
+	}()
+	io.WriteString(stdin, "Think forever.\n")
+	select {
+	case <-asked:
+	case <-time.After(time.Minute): // a hang guard
+		t.Fatalf("the model was never asked:\n%s", out.String())
+	}
+	if err := cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute) // a hang guard
+	for !strings.Contains(out.String(), "result: cancelled") {
+		if time.Now().After(deadline) {
+			t.Fatalf("the turn did not end cancelled:\n%s", out.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	io.WriteString(stdin, "/exit\n")
+	stdin.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("the session did not go on to /exit: %v\n%s", err, out.String())
+	}
+	if n := strings.Count(out.String(), "› "); n != 2 {
+		t.Errorf("%d prompts, want 2 (before the turn and after it):\n%s", n, out.String())
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader at once.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
 }
