@@ -67,6 +67,7 @@ func runText(env *cli.Env) *cli.Env {
 func commands() []cli.Command {
 	return []cli.Command{
 		{Name: "run", Summary: "run an agent on a task", Run: runCmd},
+		{Name: "chat", Summary: "open a session: type a task, watch it, type follow-ups (a conversation of runs)", Run: chatCmd},
 		{Name: "demo", Summary: "run the built-in demo: a scripted agent fixes a failing Go test", Run: demoCmd},
 		{Name: "serve", Summary: "serve the HTTP API for remote runs (specloop run --remote)", Run: serveCmd},
 		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd},

@@ -126,6 +126,18 @@ func (f *runFlags) validate() error {
 }
 
 func runCmd(ctx context.Context, env *cli.Env, args []string) int {
+	return runOnce(ctx, env, args, nil)
+}
+
+// outcome is what a local run that started leaves for its caller (chat):
+// its id and result.
+type outcome struct {
+	ID     string
+	Result gen.RunResult
+}
+
+// runOnce is `specloop run args`; a run that starts locally fills out.
+func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int {
 	env = runText(env)
 	var f runFlags
 	fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
@@ -288,6 +300,9 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 	}
 	res, runErr := agent.Run(ctx, sp.Task, m, setup.Options)
+	if out != nil {
+		out.ID, out.Result = sp.ID, res
+	}
 	if err := setup.Close(); err != nil { // the transcript's writes among it
 		env.Errorf("run: %v", err)
 	}

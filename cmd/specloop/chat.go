@@ -1,0 +1,216 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/specloop/specloop/cmd/internal/cli"
+	"github.com/specloop/specloop/transcript"
+)
+
+// `specloop chat` is a line-based session over `specloop run`: each line a
+// person types is a run, the first with the task, each next one a
+// follow-up that continues the run before it (run --continue), so the
+// session is one conversation whose runs, transcripts and requests are
+// those of `specloop run`, and `specloop chat --continue RUN_ID` (or
+// `run --continue`) picks it up again later.
+
+// chatHelp says what chat reads as its own.
+const chatHelp = "/diff shows the last turn's patch, /show what the conversation said and did, /exit (or Ctrl-D) ends the session; Ctrl-C stops the turn in progress"
+
+func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
+	fs := env.FlagSet("chat", "(--script FILE | --model PROVIDER:NAME) [run flags] [--continue RUN_ID]",
+		"Opens a session on the workspace: type a task, watch the steps and the model's text as they come,\n"+
+			"approve calls when asked (--approval), then type a follow-up; each line is a run of `specloop run`\n"+
+			"that continues the one before it (a conversation; `specloop show RUN_ID` prints any of them).\n"+
+			"--continue RUN_ID goes on with an earlier conversation. "+chatHelp+".\n"+
+			"Takes the flags of `specloop run` (see `specloop help run`), but no prompt.")
+	var f runFlags
+	f.register(fs)
+	rest, code, done := parseWithPositional(fs, args)
+	if done {
+		return code
+	}
+	if rest != "" {
+		env.Errorf("chat: unexpected argument %q: type the task at the prompt", rest)
+		return exitUsage
+	}
+	for _, bad := range []string{"prompt-file", "json", "resume", "remote"} {
+		if fs.Lookup(bad) != nil && isSet(fs, bad) {
+			env.Errorf("chat: --%s does not apply to a session", bad)
+			return exitUsage
+		}
+	}
+	if f.continueID == "" {
+		if err := f.validate(); err != nil {
+			env.Errorf("chat: %v", err)
+			return exitUsage
+		}
+	}
+	flags := withoutFlag(args, "continue")
+	last := f.continueID
+	in := bufio.NewReader(env.Stdin)
+	turnEnv := &cli.Env{Prog: env.Prog, Stdin: in, Stdout: env.Stdout, Stderr: env.Stderr}
+
+	// Ctrl-C stops the turn in progress, not the session (the session's
+	// own context ends with SIGTERM only).
+	session, endSession := context.WithCancel(context.WithoutCancel(ctx))
+	defer endSession()
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	defer func() { signal.Stop(sigs); close(sigs) }() // ends the goroutine below
+	stopTurn := make(chan context.CancelFunc, 1)
+	go func() {
+		for s := range sigs {
+			if s == syscall.SIGTERM {
+				endSession()
+			}
+			select {
+			case cancel := <-stopTurn:
+				cancel()
+			default:
+				if s == os.Interrupt {
+					fmt.Fprintf(env.Stdout, "\n(%s)\n", "/exit or Ctrl-D ends the session")
+				}
+			}
+		}
+	}()
+
+	fmt.Fprintf(env.Stdout, "specloop chat: %s.\n", chatHelp)
+	var runs []string // the session's runs, oldest first
+	for {
+		fmt.Fprint(env.Stdout, "› ")
+		line, err := in.ReadString('\n')
+		if err != nil && line == "" {
+			fmt.Fprintln(env.Stdout)
+			return exitOK
+		}
+		line = strings.TrimSpace(line)
+		switch {
+		case session.Err() != nil:
+			return exitCancelled
+		case line == "":
+			continue
+		case line == "/exit":
+			return exitOK
+		case line == "/diff":
+			chatDiff(env, last)
+			continue
+		case line == "/show":
+			chatShow(env, runs, last)
+			continue
+		case strings.HasPrefix(line, "/"):
+			env.Errorf("chat: %s is not a command: %s", strings.Fields(line)[0], chatHelp)
+			continue
+		}
+		turnArgs := slices.Clone(flags)
+		if last != "" {
+			turnArgs = append([]string{"--continue", last}, turnArgs...)
+		}
+		turnArgs = append(turnArgs, "--", line)
+		turn, cancel := context.WithCancel(session)
+		stopTurn <- cancel
+		var out outcome
+		runOnce(turn, turnEnv, turnArgs, &out)
+		select { // the turn is over: Ctrl-C no longer stops it
+		case <-stopTurn:
+		default:
+		}
+		cancel()
+		if out.ID != "" {
+			last = out.ID
+			runs = append(runs, out.ID)
+		}
+	}
+}
+
+// isSet reports whether the command line set flag name.
+func isSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
+}
+
+// withoutFlag returns args without flag name and its value (in either of
+// the forms --name V and --name=V).
+func withoutFlag(args []string, name string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := strings.TrimLeft(args[i], "-")
+		switch {
+		case a == name && args[i] != a:
+			i++ // its value
+		case strings.HasPrefix(a, name+"=") && args[i] != a:
+		default:
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+// chatLog reads run id's transcript from the state directory.
+func chatLog(id string) (*transcript.Log, error) {
+	path, err := runTranscriptPath(id)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	return transcript.Read(f)
+}
+
+// chatDiff prints the patch the last turn's run left.
+func chatDiff(env *cli.Env, last string) {
+	if last == "" {
+		fmt.Fprintln(env.Stdout, "no turn yet")
+		return
+	}
+	log, err := chatLog(last)
+	if err != nil {
+		env.Errorf("chat: /diff: %v", err)
+		return
+	}
+	for _, e := range slices.Backward(log.Entries) {
+		if e.Result != nil {
+			if p := e.Result.Patch; p != nil && *p != "" {
+				io.WriteString(runText(env).Stdout, *p)
+				return
+			}
+			break
+		}
+	}
+	fmt.Fprintln(env.Stdout, "the last turn changed nothing")
+}
+
+// chatShow prints what the session's runs said and did (the run it
+// continued from, for a session that began with --continue).
+func chatShow(env *cli.Env, runs []string, last string) {
+	if len(runs) == 0 && last != "" {
+		runs = []string{last}
+	}
+	if len(runs) == 0 {
+		fmt.Fprintln(env.Stdout, "no turn yet")
+		return
+	}
+	for _, id := range runs {
+		log, err := chatLog(id)
+		if err == nil {
+			err = transcript.Render(runText(env).Stdout, log)
+		}
+		if err != nil && !errors.Is(err, os.ErrNotExist) {
+			env.Errorf("chat: /show %s: %v", id, err)
+		}
+	}
+}
