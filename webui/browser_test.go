@@ -1179,14 +1179,16 @@ func TestBrowserReply(t *testing.T) {
 	type view struct {
 		Answer    string `json:"answer"`
 		First     string `json:"first"`
+		Task      string `json:"task"`
 		Continues string `json:"continues"`
 		Conv      string `json:"conv"`
 		Elements  int    `json:"elements"`
 	}
 	got := eval[view](t, b, `({answer: document.getElementById('answer').textContent,
-		first: document.querySelector('#transcript li').dataset.kind + ' ' + document.querySelector('#transcript li pre.task').textContent,
+		first: document.querySelector('#transcript li').dataset.kind + ' ' + document.querySelector('#transcript li strong').textContent + ': ' + document.querySelector('#transcript li pre.task').textContent,
+		task: [...document.querySelectorAll('#run-meta dt')].find(d => d.textContent === 'Message')?.nextElementSibling.textContent,
 		continues: `+meta("Continues")+`, conv: `+meta("Conversation")+`, elements: document.querySelectorAll('#transcript b').length})`)
-	if want := (view{Answer: "a test, added", First: "run_started " + message, Continues: "#/runs/" + first.Id, Conv: "#/runs/" + first.Id}); got != want {
+	if want := (view{Answer: "a test, added", First: "run_started Follow-up: " + message, Task: message, Continues: "#/runs/" + first.Id, Conv: "#/runs/" + first.Id}); got != want {
 		t.Errorf("the finished follow-up reads %+v, want %+v", got, want)
 	}
 	next := strings.TrimPrefix(eval[string](t, b, `location.hash`), "#/runs/")

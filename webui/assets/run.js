@@ -93,14 +93,16 @@ function argBlocks(args) {
     block(k, typeof v === 'string' ? v : JSON.stringify(v, null, 2), 'arg'));
 }
 
-// entryItem renders one transcript entry (TranscriptEntry) as a list item.
-function entryItem(e, meanings) {
+// entryItem renders one transcript entry (TranscriptEntry) as a list item;
+// followUp: the run continues another, and what it was asked is the
+// person's message.
+function entryItem(e, meanings, followUp) {
   const parts = [];
   const head = (...c) => parts.push(el('div', { class: 'head' }, el('span', { class: 'muted' }, `step ${e.step} · `), ...c));
   switch (e.event_type) {
     case EventType.runStarted:
-      head(el('strong', null, 'Task'));
-      parts.push(block('prompt', e.task, 'task'));
+      head(el('strong', null, followUp ? 'Follow-up' : 'Task'));
+      parts.push(block(followUp ? 'the person wrote' : 'prompt', e.task, 'task'));
       break;
     case EventType.modelAction: {
       const a = e.action || {};
@@ -362,7 +364,8 @@ export class RunView {
     body.dataset.steps = String(this.rows.size);
     if (this.entries.length) {
       const list = $('transcript');
-      list.append(...this.entries.map((e) => entryItem(e, meanings)));
+      const followUp = !!(this.run && this.run.continues);
+      list.append(...this.entries.map((e) => entryItem(e, meanings, followUp)));
       this.entries = [];
       list.dataset.entries = String(this.seq);
       show($('transcript-section'), true);
@@ -379,9 +382,10 @@ export class RunView {
     const dur = this.finished && this.finished.duration_ms !== undefined ? this.finished.duration_ms : runDuration(run, now);
     metaList($('run-meta'), [
       ['Status', statusBadge(st)],
-      // The task's first line from the record, or the transcript's; the
-      // trace's summary when the run keeps no transcript.
-      ['Task', run.task_line ? visible(run.task_line) : (this.task ? visible(this.task.trim().split('\n')[0]) : (this.started ? summary(this.started.input_summary) : ''))],
+      // The task's first line (a follow-up's: its message's) from the
+      // record, or the transcript's; the trace's summary when the run
+      // keeps no transcript.
+      [run.continues ? 'Message' : 'Task', run.task_line ? visible(run.task_line) : (this.task ? visible(this.task.trim().split('\n')[0]) : (this.started ? summary(this.started.input_summary) : ''))],
       ['Workspace', visible(run.workspace) || '(root)'],
       ['Created', fmtTime(run.created_at)],
       ['Started', fmtTime(run.started_at || (this.started && this.started.time))],
