@@ -1120,9 +1120,10 @@ func TestBrowserTranscript(t *testing.T) {
 // TestBrowserReply: a run that ended offers a reply box; a follow-up typed
 // there (Ctrl+Enter) starts the conversation's next run, whose view follows
 // it live (no box while it runs) to the follow-up's answer, its transcript
-// starting with the message, and links back to the run it continues; the
-// first run then links to its follow-up, and a second reply to it shows
-// the server's refusal (409) next to the box, as text, keeping the message.
+// starting with the message, and links back to the run it continues; an
+// empty reply shows the server's 400; the first run then links to its
+// follow-up, and a second reply to it shows the server's refusal (409)
+// next to the box, as text, keeping the message.
 func TestBrowserReply(t *testing.T) {
 	// A conversation's runs share one model: the script goes on where the
 	// conversation is (each run's model is built from the same config).
@@ -1193,6 +1194,12 @@ func TestBrowserReply(t *testing.T) {
 	}
 	next := strings.TrimPrefix(eval[string](t, b, `location.hash`), "#/runs/")
 	b.screenshot(t, shots, "run-follow-up")
+	// An empty message: the server's 400, next to the box, and the view stays.
+	b.do(t, "send an empty reply", chromedp.Click(chromedp.ID("reply-send")))
+	b.waitJS(t, "the empty reply refused", `!document.getElementById('reply-msg').hidden`)
+	if got := eval[string](t, b, `document.getElementById('reply-msg').textContent + '|' + location.hash`); !strings.Contains(got, "message") || !strings.HasSuffix(got, "|#/runs/"+next) {
+		t.Errorf("an empty reply reads %q, want the server's detail about the message, on the follow-up's view", got)
+	}
 
 	b.do(t, "back to the first run", chromedp.Click(chromedp.CSS(`#run-meta a[href="#/runs/`+first.Id+`"]`)))
 	b.waitJS(t, "the first run linking to its follow-up", ended+` && `+meta("Continued by")+` === '#/runs/`+next+`'`)
@@ -1204,5 +1211,5 @@ func TestBrowserReply(t *testing.T) {
 		t.Errorf("the second reply reads %q, want %q", refusal, want)
 	}
 	b.screenshot(t, shots, "run-reply-refused")
-	b.checkClean(t, srv.url, "", "409")
+	b.checkClean(t, srv.url, "", "409", "400")
 }
