@@ -1116,3 +1116,100 @@ func TestBrowserTranscript(t *testing.T) {
 	}
 	b.checkClean(t, srv.url, "")
 }
+
+// TestBrowserReply: a run that ended offers a reply box; a follow-up typed
+// there (Ctrl+Enter) starts the conversation's next run, whose view follows
+// it live (no box while it runs) to the follow-up's answer, its transcript
+// starting with the message, and links back to the run it continues; an
+// empty reply shows the server's 400; the first run then links to its
+// follow-up, and a second reply to it shows the server's refusal (409)
+// next to the box, as text, keeping the message.
+func TestBrowserReply(t *testing.T) {
+	// A conversation's runs share one model: the script goes on where the
+	// conversation is (each run's model is built from the same config).
+	p := &pacer{gate: make(chan struct{})}
+	var mu sync.Mutex
+	models := map[string]agent.Model{}
+	srv := startServer(t, server.Config{Config: runner.Config{Models: func(cfg gen.ModelConfig) (agent.Model, error) {
+		key, err := json.Marshal(cfg)
+		if err != nil {
+			return nil, err
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if m, ok := models[string(key)]; ok {
+			return m, nil
+		}
+		m, err := p.models(cfg)
+		if err == nil {
+			models[string(key)] = m
+		}
+		return m, err
+	}}})
+	first, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{
+		Task:  gen.Task{Prompt: "[gate] say hello"},
+		Model: sdk.ScriptModel(`{"type":"finish","answer":"hello"}`, `{"type":"finish","answer":"a test, added"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	shots := artifacts(t)
+	ended := `document.body.dataset.runState === 'finished' && document.getElementById('stream-state').textContent === 'ended'`
+	meta := func(term string) string {
+		return fmt.Sprintf(`([...document.querySelectorAll('#run-meta dt')].find(d => d.textContent === %q)?.nextElementSibling.querySelector('a')?.getAttribute('href') || '')`, term)
+	}
+	b.do(t, "open the first run", chromedp.Navigate(srv.url+"/ui/#/runs/"+first.Id))
+	b.waitJS(t, "the first run's end and its reply box", ended+` && !document.getElementById('reply-section').hidden`)
+	if got := eval[string](t, b, meta("Continues")+` + '|' + `+meta("Continued by")); got != "|" {
+		t.Errorf("a run alone in its conversation links to %q", got)
+	}
+	message := "Now add a test <b>for it</b>."
+	b.do(t, "type a follow-up and press Ctrl+Enter",
+		chromedp.SendKeys(chromedp.ID("reply-message"), message),
+		chromedp.KeyEvent("\r", chromedp.KeyModifiers(chromedp.ModifierCtrl)))
+	// The follow-up's model call waits for the gate: the new run's view is
+	// live, without a reply box.
+	b.waitJS(t, "the follow-up's view, running", fmt.Sprintf(`location.hash !== '#/runs/%s' && document.getElementById('run-meta').textContent.includes('running') && document.querySelector('#transcript li[data-kind="run_started"]')`, first.Id))
+	if got := eval[string](t, b, `document.getElementById('reply-section').hidden + '|' + `+meta("Continues")+` + '|' + document.querySelector('#transcript pre.task').textContent`); got != fmt.Sprintf("true|#/runs/%s|%s", first.Id, message) {
+		t.Errorf("the running follow-up reads %q: want no reply box, a link to the first run and the message as its task", got)
+	}
+	b.screenshot(t, shots, "run-follow-up-running")
+	close(p.gate)
+	b.waitJS(t, "the follow-up's end", ended+` && !document.getElementById('reply-section').hidden`)
+	type view struct {
+		Answer    string `json:"answer"`
+		First     string `json:"first"`
+		Task      string `json:"task"`
+		Continues string `json:"continues"`
+		Conv      string `json:"conv"`
+		Elements  int    `json:"elements"`
+	}
+	got := eval[view](t, b, `({answer: document.getElementById('answer').textContent,
+		first: document.querySelector('#transcript li').dataset.kind + ' ' + document.querySelector('#transcript li strong').textContent + ': ' + document.querySelector('#transcript li pre.task').textContent,
+		task: [...document.querySelectorAll('#run-meta dt')].find(d => d.textContent === 'Message')?.nextElementSibling.textContent,
+		continues: `+meta("Continues")+`, conv: `+meta("Conversation")+`, elements: document.querySelectorAll('#transcript b').length})`)
+	if want := (view{Answer: "a test, added", First: "run_started Follow-up: " + message, Task: message, Continues: "#/runs/" + first.Id, Conv: "#/runs/" + first.Id}); got != want {
+		t.Errorf("the finished follow-up reads %+v, want %+v", got, want)
+	}
+	next := strings.TrimPrefix(eval[string](t, b, `location.hash`), "#/runs/")
+	b.screenshot(t, shots, "run-follow-up")
+	// An empty message: the server's 400, next to the box, and the view stays.
+	b.do(t, "send an empty reply", chromedp.Click(chromedp.ID("reply-send")))
+	b.waitJS(t, "the empty reply refused", `!document.getElementById('reply-msg').hidden`)
+	if got := eval[string](t, b, `document.getElementById('reply-msg').textContent + '|' + location.hash`); !strings.Contains(got, "message") || !strings.HasSuffix(got, "|#/runs/"+next) {
+		t.Errorf("an empty reply reads %q, want the server's detail about the message, on the follow-up's view", got)
+	}
+
+	b.do(t, "back to the first run", chromedp.Click(chromedp.CSS(`#run-meta a[href="#/runs/`+first.Id+`"]`)))
+	b.waitJS(t, "the first run linking to its follow-up", ended+` && `+meta("Continued by")+` === '#/runs/`+next+`'`)
+	again := "And <i>another</i>."
+	b.do(t, "reply to it again", chromedp.SendKeys(chromedp.ID("reply-message"), again), chromedp.Click(chromedp.ID("reply-send")))
+	b.waitJS(t, "the refusal", `!document.getElementById('reply-msg').hidden`)
+	refusal := eval[string](t, b, `document.getElementById('reply-msg').textContent + '|' + document.getElementById('reply-message').value + '|' + document.querySelectorAll('#reply-msg *').length + '|' + location.hash`)
+	if want := fmt.Sprintf("run %s continues this run already; continue the conversation's last run|%s|0|#/runs/%s", next, again, first.Id); refusal != want {
+		t.Errorf("the second reply reads %q, want %q", refusal, want)
+	}
+	b.screenshot(t, shots, "run-reply-refused")
+	b.checkClean(t, srv.url, "", "409", "400")
+}

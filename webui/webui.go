@@ -2,8 +2,10 @@
 // /ui: a list of runs (each with its task's first line), a page that
 // follows one run live (its steps, and its transcript from the event
 // stream's content: the task, the model's text, each call's arguments,
-// outputs and errors, shown as text only), a form that starts a run, and
-// the cancel and approval buttons. It is plain HTML, CSS
+// outputs and errors, shown as text only), a form that starts a run, the
+// cancel and approval buttons, and on a run that ended a reply box that
+// continues its conversation (the next run, followed live) with links to
+// the runs before and after it. It is plain HTML, CSS
 // and JavaScript modules embedded in the binary (no build step, nothing
 // fetched from another origin), talking to the server's JSON API and its
 // event stream with the bearer token the user enters once (kept in the

@@ -36,8 +36,9 @@ async function main() {
 
   const views = { list: $('view-list'), run: $('view-run'), new: $('view-new') };
   const list = new ListView(spec, (params) => { location.hash = listHash(params); });
-  const run = new RunView(spec);
-  const form = new FormView(spec, (r) => { location.hash = `#/runs/${encodeURIComponent(r.id)}`; });
+  const showRun = (r) => { location.hash = `#/runs/${encodeURIComponent(r.id)}`; };
+  const run = new RunView(spec, showRun);
+  const form = new FormView(spec, showRun);
 
   let current = null;
   const route = () => {

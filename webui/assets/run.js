@@ -3,7 +3,9 @@
 // transcript from the same stream (content=true: the task, the model's
 // text, each call's arguments, what each tool returned, feedback and
 // errors, in full), its result, token usage and patch, the cancel button,
-// and the approval buttons while the run waits for a person.
+// the approval buttons while the run waits for a person, and once the run
+// has ended the reply box that continues its conversation (continueRun)
+// with links to the runs before and after it.
 
 import { api, APIError, follow } from './api.js';
 import { ActionType, Approvals, ContentEvent, EventType, ExitReason, RunStatus } from './known.js';
@@ -91,14 +93,16 @@ function argBlocks(args) {
     block(k, typeof v === 'string' ? v : JSON.stringify(v, null, 2), 'arg'));
 }
 
-// entryItem renders one transcript entry (TranscriptEntry) as a list item.
-function entryItem(e, meanings) {
+// entryItem renders one transcript entry (TranscriptEntry) as a list item;
+// followUp: the run continues another, and what it was asked is the
+// person's message.
+function entryItem(e, meanings, followUp) {
   const parts = [];
   const head = (...c) => parts.push(el('div', { class: 'head' }, el('span', { class: 'muted' }, `step ${e.step} · `), ...c));
   switch (e.event_type) {
     case EventType.runStarted:
-      head(el('strong', null, 'Task'));
-      parts.push(block('prompt', e.task, 'task'));
+      head(el('strong', null, followUp ? 'Follow-up' : 'Task'));
+      parts.push(block(followUp ? 'the person wrote' : 'prompt', e.task, 'task'));
       break;
     case EventType.modelAction: {
       const a = e.action || {};
@@ -152,10 +156,27 @@ function entryItem(e, meanings) {
   return el('li', { 'data-seq': e.seq, 'data-kind': e.event_type }, ...parts);
 }
 
+// runLink links to a run's view.
+function runLink(id) {
+  return el('a', { href: `#/runs/${encodeURIComponent(id)}` }, visible(id));
+}
+
 export class RunView {
-  constructor(spec) {
+  // onRun(run) shows the run a reply created.
+  constructor(spec, onRun) {
     this.spec = spec;
+    this.onRun = onRun;
     $('cancel-run').addEventListener('click', () => this.cancel());
+    $('reply-form').addEventListener('submit', (e) => {
+      e.preventDefault();
+      this.reply();
+    });
+    $('reply-message').addEventListener('keydown', (e) => {
+      if (e.key === 'Enter' && (e.ctrlKey || e.metaKey)) {
+        e.preventDefault();
+        $('reply-form').requestSubmit();
+      }
+    });
   }
 
   show(id) {
@@ -173,7 +194,12 @@ export class RunView {
     this.seq = 0; // the last transcript entry shown
     this.entries = [];
     this.task = '';
+    this.next = ''; // the run that continues this one, once known
+    this.sending = false;
     $('approval-list').replaceChildren();
+    $('reply-message').value = '';
+    show($('reply-msg'), false);
+    show($('reply-section'), false);
     $('transcript').replaceChildren();
     show($('transcript-section'), false);
     this.abort = new AbortController();
@@ -213,6 +239,7 @@ export class RunView {
       if (signal.aborted) return;
       this.flush();
       await this.refresh();
+      await this.loadNext();
     } catch (e) {
       if (signal.aborted) return;
       setText($('run-msg'), e instanceof APIError ? e.message : 'the run could not be loaded');
@@ -231,12 +258,12 @@ export class RunView {
     if (signal.aborted || read !== this.reads) return;
     this.run = run;
     this.renderMeta();
-    if (run.status === RunStatus.finished && run.result) {
-      this.renderResult(run.result);
-      document.body.dataset.runState = 'finished';
-    } else {
-      document.body.dataset.runState = run.status;
-    }
+    const ended = run.status === RunStatus.finished;
+    if (ended && run.result) this.renderResult(run.result);
+    document.body.dataset.runState = run.status;
+    // Only a run that ended can be continued: one in flight has no reply
+    // box and no later run to look for.
+    show($('reply-section'), ended);
     if (run.status === Approvals.status) await this.loadApprovals();
     else show($('approvals'), false);
   }
@@ -337,7 +364,8 @@ export class RunView {
     body.dataset.steps = String(this.rows.size);
     if (this.entries.length) {
       const list = $('transcript');
-      list.append(...this.entries.map((e) => entryItem(e, meanings)));
+      const followUp = !!(this.run && this.run.continues);
+      list.append(...this.entries.map((e) => entryItem(e, meanings, followUp)));
       this.entries = [];
       list.dataset.entries = String(this.seq);
       show($('transcript-section'), true);
@@ -354,9 +382,10 @@ export class RunView {
     const dur = this.finished && this.finished.duration_ms !== undefined ? this.finished.duration_ms : runDuration(run, now);
     metaList($('run-meta'), [
       ['Status', statusBadge(st)],
-      // The task's first line from the record, or the transcript's; the
-      // trace's summary when the run keeps no transcript.
-      ['Task', run.task_line ? visible(run.task_line) : (this.task ? visible(this.task.trim().split('\n')[0]) : (this.started ? summary(this.started.input_summary) : ''))],
+      // The task's first line (a follow-up's: its message's) from the
+      // record, or the transcript's; the trace's summary when the run
+      // keeps no transcript.
+      [run.continues ? 'Message' : 'Task', run.task_line ? visible(run.task_line) : (this.task ? visible(this.task.trim().split('\n')[0]) : (this.started ? summary(this.started.input_summary) : ''))],
       ['Workspace', visible(run.workspace) || '(root)'],
       ['Created', fmtTime(run.created_at)],
       ['Started', fmtTime(run.started_at || (this.started && this.started.time))],
@@ -365,6 +394,11 @@ export class RunView {
       ['Steps', this.started && this.started.max_steps ? `${this.rows.size} of ${this.started.max_steps}` : String(this.rows.size)],
       ['Tokens', fmtTokens(tokens)],
       ['Tools', this.started && this.started.tool_names ? visible(this.started.tool_names.join(', ')) : ''],
+      // A run of one conversation with others: its first run, and the
+      // runs just before and after it.
+      ['Conversation', run.continues || this.next ? runLink(run.conversation_id) : ''],
+      ['Continues', run.continues ? runLink(run.continues) : ''],
+      ['Continued by', this.next ? runLink(this.next) : ''],
     ]);
     show($('cancel-run'), st !== RunStatus.finished);
   }
@@ -388,6 +422,60 @@ export class RunView {
     if (res.patch) renderDiff($('patch'), res.patch);
     show($('patch-section'), !!res.patch);
     show($('cancel-run'), false);
+  }
+
+  // loadNext learns which run continues this one, if any: the run record
+  // names the run it continues but not the one after it, which only the
+  // conversation lists. It is read once the run's stream has ended (a run
+  // in flight has no later run) and after a refused reply, never polled: a
+  // conversation that grows elsewhere later shows on the next Send, whose
+  // 409 names the run.
+  async loadNext() {
+    const signal = this.abort.signal;
+    const id = this.id;
+    let conv;
+    try {
+      conv = await api(`/v1/conversations/${encodeURIComponent(this.run.conversation_id)}`, { signal });
+    } catch {
+      return; // the links before and after are a courtesy: the view stands without them
+    }
+    if (signal.aborted || id !== this.id) return;
+    const runs = conv.runs || [];
+    const i = runs.findIndex((r) => r.id === id);
+    this.next = i >= 0 && i + 1 < runs.length ? runs[i + 1].id : '';
+    this.renderMeta();
+  }
+
+  // reply sends the person's message (continueRun) and shows the run it
+  // starts; a refusal shows the server's detail next to the box and keeps
+  // the message.
+  async reply() {
+    if (this.sending) return;
+    const msg = $('reply-msg');
+    const text = $('reply-message');
+    show(msg, false);
+    // An empty message goes too: the server's 400 says what is wrong.
+    const signal = this.abort.signal;
+    const b = $('reply-send');
+    this.sending = true;
+    b.disabled = true;
+    try {
+      const run = await api(`/v1/runs/${encodeURIComponent(this.id)}/messages`,
+        { method: 'POST', body: { message: text.value }, signal });
+      if (signal.aborted) return;
+      text.value = '';
+      this.onRun(run);
+    } catch (e) {
+      if (signal.aborted) return;
+      setText(msg, e instanceof APIError ? e.message : 'the message was not sent');
+      show(msg, true);
+      text.focus();
+      // Refused because a later run continues this one: show its link.
+      if (e instanceof APIError && e.status === 409) this.loadNext();
+    } finally {
+      this.sending = false;
+      b.disabled = false;
+    }
   }
 
   async cancel() {
