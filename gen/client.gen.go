@@ -203,6 +203,12 @@ type ClientInterface interface {
 	// same authorization as the transcript: the bearer token on a server that has one;
 	// without a token the server answers loopback and --allowed-host names only.
 	//
+	// A stream with content also carries the model's text as it streams in, while the run
+	// is in flight: events named `delta` whose `data` is a TextDelta (the step and the next
+	// piece of text) and which have no id; they are not resumed, since the step's
+	// model_action transcript entry holds the text whole. Text that is invalid UTF-8 is
+	// sent with replacement characters.
+	//
 	// Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 	GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -507,6 +513,12 @@ func (c *Client) CancelRun(ctx context.Context, runId RunID, reqEditors ...Reque
 // transcript from its start, and after (which wins) does the same. Content needs the
 // same authorization as the transcript: the bearer token on a server that has one;
 // without a token the server answers loopback and --allowed-host names only.
+//
+// A stream with content also carries the model's text as it streams in, while the run
+// is in flight: events named `delta` whose `data` is a TextDelta (the step and the next
+// piece of text) and which have no id; they are not resumed, since the step's
+// model_action transcript entry holds the text whole. Text that is invalid UTF-8 is
+// sent with replacement characters.
 //
 // Corresponds with GET /v1/runs/{run_id}/events (the `GetRunEvents` operationId).
 func (c *Client) GetRunEvents(ctx context.Context, runId RunID, params *GetRunEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -1507,6 +1519,12 @@ type ClientWithResponsesInterface interface {
 	// transcript from its start, and after (which wins) does the same. Content needs the
 	// same authorization as the transcript: the bearer token on a server that has one;
 	// without a token the server answers loopback and --allowed-host names only.
+	//
+	// A stream with content also carries the model's text as it streams in, while the run
+	// is in flight: events named `delta` whose `data` is a TextDelta (the step and the next
+	// piece of text) and which have no id; they are not resumed, since the step's
+	// model_action transcript entry holds the text whole. Text that is invalid UTF-8 is
+	// sent with replacement characters.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -2933,6 +2951,12 @@ func (c *ClientWithResponses) CancelRunWithResponse(ctx context.Context, runId R
 // transcript from its start, and after (which wins) does the same. Content needs the
 // same authorization as the transcript: the bearer token on a server that has one;
 // without a token the server answers loopback and --allowed-host names only.
+//
+// A stream with content also carries the model's text as it streams in, while the run
+// is in flight: events named `delta` whose `data` is a TextDelta (the step and the next
+// piece of text) and which have no id; they are not resumed, since the step's
+// model_action transcript entry holds the text whole. Text that is invalid UTF-8 is
+// sent with replacement characters.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -1177,6 +1177,15 @@ type Task struct {
 	Prompt string `json:"prompt"`
 }
 
+// TextDelta A piece of the model's text as it streams in, on an event stream with content (event delta).
+type TextDelta struct {
+	// Step The step whose model call the text belongs to.
+	Step int `json:"step"`
+
+	// Text The next piece of the model's text (what follows the step's earlier pieces).
+	Text string `json:"text"`
+}
+
 // ToolCall The model asks the runtime to run one tool.
 type ToolCall struct {
 	// Arguments The tool's input, validated against its input schema.

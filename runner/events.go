@@ -25,6 +25,35 @@ type liveEvents struct {
 	types []gen.TraceEventType
 	done  bool
 	wake  chan struct{} // closed at the next change; nil when nobody waits
+	// The model's text of the step in flight as it streams (agent.Live),
+	// for streams with content: text of step textStep, call textCall (a
+	// number that grows with each new model call); dropped at the next
+	// event, whose transcript entry holds the text whole.
+	text     []byte
+	textStep int
+	textCall int
+}
+
+// streamed appends a piece of the model's text of step step.
+func (l *liveEvents) streamed(step int, piece string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.done {
+		return
+	}
+	if l.text == nil || step != l.textStep {
+		l.textCall++
+		l.text, l.textStep = []byte{}, step
+	}
+	l.text = append(l.text, piece...)
+	l.wakeUp()
+}
+
+func (l *liveEvents) wakeUp() {
+	if l.wake != nil {
+		close(l.wake)
+		l.wake = nil
+	}
 }
 
 // publish appends ev, encoding it; last marks the end of the run.
@@ -47,10 +76,11 @@ func (l *liveEvents) publishJSON(typ gen.TraceEventType, data []byte, last bool)
 	l.data = append(l.data, data)
 	l.types = append(l.types, typ)
 	l.done = last
-	if l.wake != nil {
-		close(l.wake)
-		l.wake = nil
+	if l.text != nil { // the event ends the streamed text's call
+		l.text = nil
+		l.textCall++
 	}
+	l.wakeUp()
 }
 
 // size is the number of bytes of the events' JSON.
@@ -73,6 +103,15 @@ func (l *liveEvents) since(buf []byte, c cursor) ([]byte, cursor, bool, <-chan s
 	for c.pos < len(l.data) {
 		c.pos++
 		buf = appendSSE(buf, c, string(l.types[c.pos-1]), l.data[c.pos-1])
+	}
+	if c.content && l.text != nil {
+		if c.textCall != l.textCall {
+			c.textCall, c.textSent = l.textCall, 0
+		}
+		if c.textSent < len(l.text) {
+			buf = appendDelta(buf, l.textStep, l.text[c.textSent:])
+			c.textSent = len(l.text)
+		}
 	}
 	if l.done {
 		return buf, c, true, nil
@@ -159,6 +198,23 @@ func (t *traceFile) Close() error { return t.f.Close() }
 type cursor struct {
 	pos, seq int
 	content  bool
+	// In a stream with content, the streamed text sent of model call
+	// textCall (liveEvents.text).
+	textCall, textSent int
+}
+
+// DeltaEvent is the event name of a piece of the model's text as it
+// streams, in an event stream with content.
+const DeltaEvent = "delta"
+
+// appendDelta appends a DeltaEvent: a gen.TextDelta, without an id (a
+// delta is not resumed: the transcript's model_action entry holds the
+// text whole).
+func appendDelta(buf []byte, step int, text []byte) []byte {
+	data, _ := json.Marshal(gen.TextDelta{Step: step, Text: string(text)}) // a struct of an int and a string always encodes
+	buf = append(buf, "event: "+DeltaEvent+"\ndata: "...)
+	buf = append(buf, data...)
+	return append(buf, "\n\n"...)
 }
 
 // ContentEvent is the event name of a transcript entry in an event stream

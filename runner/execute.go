@@ -81,6 +81,11 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 	*tfp = tf
 	sp := j.spec
 	sp.TraceWriter, sp.Observer = tf, observe
+	sp.Live = func(l agent.Live) {
+		if l.Text != "" {
+			j.events.streamed(l.Step, l.Text)
+		}
+	}
 	sp.TranscriptPath = s.store.transcriptPath(r.id)
 	sp.Secrets = append(sp.Secrets, s.cfg.Secrets...)
 	if j.gate != nil {

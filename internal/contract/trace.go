@@ -132,7 +132,8 @@ type StreamEvent struct {
 // event_type and data that validates against TraceEvent; the stream holds
 // one run's events in trace order, starting anywhere (a stream may resume).
 // In a stream with content (ids "P:S") the events named transcript are
-// TranscriptEntry lines in seq order, S their seq, and are not returned.
+// TranscriptEntry lines in seq order, S their seq, and the events named
+// delta TextDelta pieces without an id; neither is returned.
 func ValidateEventStream(body []byte) ([]StreamEvent, error) {
 	s, err := traceEventSchema()
 	if err != nil {
@@ -143,6 +144,10 @@ func ValidateEventStream(body []byte) ([]StreamEvent, error) {
 		return nil, err
 	}
 	entrySchema, err := component(doc, componentName[gen.TranscriptEntry]())
+	if err != nil {
+		return nil, err
+	}
+	deltaSchema, err := component(doc, componentName[gen.TextDelta]())
 	if err != nil {
 		return nil, err
 	}
@@ -179,6 +184,20 @@ func ValidateEventStream(body []byte) ([]StreamEvent, error) {
 		}
 		if data == nil {
 			fail(i+1, "has no data")
+			continue
+		}
+		if name == "delta" { // the model's text as it streams: no id, not returned
+			var v any
+			switch {
+			case id != "":
+				fail(i+1, "a delta has an id")
+			case json.Unmarshal([]byte(strings.Join(data, "\n")), &v) != nil:
+				fail(i+1, "not JSON")
+			default:
+				if fe := kinCheck(deltaSchema, v, openapi3.VisitAsResponse()); fe != nil {
+					fail(i+1, "does not validate against TextDelta: %v", fe)
+				}
+			}
 			continue
 		}
 		id, sid, content := strings.Cut(id, ":")
