@@ -1213,3 +1213,51 @@ func TestBrowserReply(t *testing.T) {
 	b.screenshot(t, shots, "run-reply-refused")
 	b.checkClean(t, srv.url, "", "409", "400")
 }
+
+// streamingModel streams its text before each turn of the inner model,
+// then waits for gate: the test sees the text while the step is in flight.
+type streamingModel struct {
+	inner agent.Model
+	text  []string
+	gate  chan struct{}
+}
+
+func (m *streamingModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	for _, piece := range m.text {
+		req.OnText(piece)
+	}
+	select {
+	case <-m.gate:
+	case <-ctx.Done():
+		return agent.Turn{}, ctx.Err()
+	}
+	return m.inner.Next(ctx, req)
+}
+
+// TestBrowserLiveText: the run view shows the model's text as it streams
+// in (the stream's delta events), as text, while the step is in flight,
+// and drops it once the step's turn arrives (its transcript entry holds
+// the text whole).
+func TestBrowserLiveText(t *testing.T) {
+	gate := make(chan struct{})
+	srv := startServer(t, server.Config{Config: runner.Config{Models: func(cfg gen.ModelConfig) (agent.Model, error) {
+		m, err := runner.DefaultModels(cfg)
+		return &streamingModel{inner: m, text: []string{"I suspect ", "the <b>comparison</b>"}, gate: gate}, err
+	}}})
+	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{
+		Task:  gen.Task{Prompt: "Think aloud."},
+		Model: sdk.ScriptModel(`{"type":"finish","answer":"done"}`),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := newBrowser(t)
+	b.do(t, "open the run", chromedp.Navigate(srv.url+"/ui/#/runs/"+run.Id))
+	b.waitJS(t, "the streamed text", `(() => { const e = document.getElementById('live-text'); return !e.hidden && e.textContent === 'step 1, the model is writing: I suspect the <b>comparison</b>'; })()`)
+	if n := eval[int](t, b, `document.querySelectorAll('#live-text b').length`); n != 0 {
+		t.Errorf("the streamed text made %d elements", n)
+	}
+	close(gate)
+	b.waitJS(t, "the run's end, the streamed text gone", `document.body.dataset.runState === 'finished' && document.getElementById('live-text').hidden`)
+	b.checkClean(t, srv.url, "")
+}

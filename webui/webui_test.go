@@ -130,6 +130,9 @@ func TestKnownValuesInSpec(t *testing.T) {
 	if want := "export const ContentEvent = '" + runner.ContentEvent + "';"; !strings.Contains(string(src), want) {
 		t.Errorf("known.js lacks %s", want)
 	}
+	if want := "export const DeltaEvent = '" + runner.DeltaEvent + "';"; !strings.Contains(string(src), want) {
+		t.Errorf("known.js lacks %s", want)
+	}
 }
 
 // TestAssetsReferenced: every file the page loads (the HTML's src and

@@ -19,6 +19,10 @@ export const EventType = {
 // content (getRunEvents' content=true).
 export const ContentEvent = 'transcript';
 
+// DeltaEvent names a piece of the model's text as it streams in (a
+// TextDelta), in an event stream with content.
+export const DeltaEvent = 'delta';
+
 export const ActionType = { toolCall: 'tool_call', finish: 'finish' };
 
 export const ExitReason = { finished: 'finished' };

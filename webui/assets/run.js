@@ -8,7 +8,7 @@
 // with links to the runs before and after it.
 
 import { api, APIError, follow } from './api.js';
-import { ActionType, Approvals, ContentEvent, EventType, ExitReason, RunStatus } from './known.js';
+import { ActionType, Approvals, ContentEvent, DeltaEvent, EventType, ExitReason, RunStatus } from './known.js';
 import { exitBadge, statusBadge } from './list.js';
 import { el, fmtMs, fmtTime, fmtTokens, metaList, renderDiff, runDuration, setText, show, summary, visible } from './util.js';
 
@@ -193,6 +193,8 @@ export class RunView {
     this.approvalItems = 0;
     this.seq = 0; // the last transcript entry shown
     this.entries = [];
+    this.liveStep = 0; // the step whose model text streams in, and the text so far
+    this.liveText = '';
     this.task = '';
     this.next = ''; // the run that continues this one, once known
     this.sending = false;
@@ -269,6 +271,17 @@ export class RunView {
   }
 
   onEvent(type, ev) {
+    if (type === DeltaEvent) {
+      if (ev.step !== this.liveStep) this.liveText = '';
+      this.liveStep = ev.step;
+      this.liveText += ev.text;
+      this.scheduleMeta();
+      return;
+    }
+    if (this.liveText && type !== ContentEvent) { // the step's next summary event ends the streamed text: its entry holds it whole
+      this.liveText = '';
+      this.scheduleMeta();
+    }
     switch (type) {
       case ContentEvent:
         // A reconnection may repeat nothing (the id resumes both), but an
@@ -374,6 +387,9 @@ export class RunView {
   }
 
   renderMeta() {
+    const live = $('live-text');
+    setText(live, this.liveText ? `step ${this.liveStep}, the model is writing: ${this.liveText}` : '');
+    show(live, !!this.liveText);
     const run = this.run;
     if (!run) return;
     const now = Date.now();
