@@ -37,7 +37,10 @@ func (f *approvalFlags) register(fs *flag.FlagSet) {
 // open checks the flags and returns the policy and, when it asks, the
 // terminal approver. A policy that asks needs standard input to be a
 // terminal: without one the run would wait for an answer nobody can give.
-func (f *approvalFlags) open(env *cli.Env) (gen.ApprovalPolicy, *terminalApprover, error) {
+//
+// With lines set (a chat session's input) the questions read their answers
+// from lines instead of the terminal.
+func (f *approvalFlags) open(env *cli.Env, lines chan lineOrErr) (gen.ApprovalPolicy, *terminalApprover, error) {
 	p := gen.ApprovalPolicy(f.policy)
 	if !p.Valid() {
 		return "", nil, fmt.Errorf("--approval must be one of never, commands, writes and always")
@@ -47,6 +50,9 @@ func (f *approvalFlags) open(env *cli.Env) (gen.ApprovalPolicy, *terminalApprove
 	}
 	if p == gen.ApprovalPolicyNever {
 		return p, nil, nil
+	}
+	if lines != nil {
+		return p, &terminalApprover{out: env.Stderr, lines: lines}, nil
 	}
 	in, ok := env.Stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {

@@ -58,8 +58,21 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	flags := withoutFlag(args, "continue")
 	last := f.continueID
-	in := bufio.NewReader(env.Stdin)
-	turnEnv := &cli.Env{Prog: env.Prog, Stdin: in, Stdout: env.Stdout, Stderr: env.Stderr}
+	// One goroutine reads the person's lines, for the prompt and for the
+	// approval questions of a turn alike (a read cannot be cancelled).
+	lines := make(chan lineOrErr)
+	go func() {
+		defer close(lines)
+		r := bufio.NewReader(env.Stdin)
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil && line == "" {
+				lines <- lineOrErr{err: err}
+				return
+			}
+			lines <- lineOrErr{line: line}
+		}
+	}()
 
 	// Ctrl-C stops the turn in progress, not the session (the session's
 	// own context ends with SIGTERM only).
@@ -89,12 +102,12 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	var runs []string // the session's runs, oldest first
 	for {
 		fmt.Fprint(env.Stdout, "› ")
-		line, err := in.ReadString('\n')
-		if err != nil && line == "" {
+		l, ok := <-lines
+		if !ok || l.err != nil {
 			fmt.Fprintln(env.Stdout)
 			return exitOK
 		}
-		line = strings.TrimSpace(line)
+		line := strings.TrimSpace(l.line)
 		switch {
 		case session.Err() != nil:
 			return exitCancelled
@@ -119,8 +132,8 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 		turnArgs = append(turnArgs, "--", line)
 		turn, cancel := context.WithCancel(session)
 		stopTurn <- cancel
-		var out outcome
-		runOnce(turn, turnEnv, turnArgs, &out)
+		out := outcome{Lines: lines}
+		runOnce(turn, env, turnArgs, &out)
 		select { // the turn is over: Ctrl-C no longer stops it
 		case <-stopTurn:
 		default:

@@ -147,3 +147,22 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// A turn's approval question reads its answer from the session's own
+// lines, and the session's next line is the chat's again.
+func TestChatApprovesInline(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	url, bodies := chatServer(t,
+		[]string{"", "calculator", `{"left":12,"operation":"multiply","right":7}`},
+		[]string{"", "finish", `{"answer":"84"}`},
+	)
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"chat", "--model", "openai:gpt-test", "--base-url", url, "--no-commands", "--approval", "always", "--workspace", t.TempDir()},
+		strings.NewReader("Compute 12 x 7.\ny\n/exit\n"), &stdout, &stderr)
+	if code != exitOK || len(bodies()) != 2 {
+		t.Fatalf("exit %d after %d model requests\nstdout:\n%s\nstderr:\n%s", code, len(bodies()), stdout.String(), stderr.String())
+	}
+	if !strings.Contains(stderr.String(), "approval needed: step 1 calls calculator") || !strings.Contains(stdout.String(), "answer: 84") {
+		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
+	}
+}

@@ -54,7 +54,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		env.Errorf("run: --remote: %v", err)
 		return exitUsage
 	}
-	approvals, asker, err := f.approval.open(env)
+	approvals, asker, err := f.approval.open(env, nil)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage

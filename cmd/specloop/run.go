@@ -130,8 +130,10 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 }
 
 // outcome is what a local run that started leaves for its caller (chat):
-// its id and result.
+// its id and result. Lines, when set, is where the run's approval
+// questions read their answers (the session's input).
 type outcome struct {
+	Lines  chan lineOrErr
 	ID     string
 	Result gen.RunResult
 }
@@ -139,6 +141,10 @@ type outcome struct {
 // runOnce is `specloop run args`; a run that starts locally fills out.
 func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int {
 	env = runText(env)
+	var lines chan lineOrErr
+	if out != nil {
+		lines = out.Lines
+	}
 	var f runFlags
 	fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
 		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
@@ -206,7 +212,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		return exitUsage
 	}
 	defer closeAfterRun(ctx, env, tr)
-	approvals, asker, err := f.approval.open(env)
+	approvals, asker, err := f.approval.open(env, lines)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
