@@ -19,14 +19,7 @@ import (
 func TestCalculatorRun(t *testing.T) {
 	ts := newTestServer(t, server.Config{})
 	ctx := context.Background()
-	resp, err := ts.gen.CreateRunWithResponse(ctx, calcRequest())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode() != http.StatusAccepted || resp.JSON202 == nil {
-		t.Fatalf("create: %d %s", resp.StatusCode(), resp.Body)
-	}
-	created := resp.JSON202
+	created := decodeReply[gen.Run](t, ts.answer(ts.raw.CreateRun(ctx, calcRequest())), http.StatusAccepted)
 	if created.Id == "" || created.CreatedAt.IsZero() || created.Status == gen.RunStatusFinished && created.Result == nil {
 		t.Fatalf("created run: %+v", created)
 	}
@@ -58,11 +51,7 @@ func TestCalculatorRun(t *testing.T) {
 		t.Fatalf("event types (-want +got):\n%s", diff)
 	}
 
-	run, err := ts.gen.GetRunWithResponse(ctx, created.Id)
-	if err != nil || run.JSON200 == nil {
-		t.Fatalf("get: %v %s", err, run.Body)
-	}
-	r := run.JSON200
+	r := decodeReply[gen.Run](t, ts.answer(ts.raw.GetRun(ctx, created.Id)), http.StatusOK)
 	if r.Status != gen.RunStatusFinished || r.Result == nil || r.StartedAt == nil || r.FinishedAt == nil {
 		t.Fatalf("run: %+v", r)
 	}

@@ -48,7 +48,6 @@ type testServer struct {
 	srv    *server.Server
 	http   *httptest.Server
 	cfg    server.Config
-	gen    *gen.ClientWithResponses
 	raw    *gen.Client
 	sdk    *sdk.Client
 	logBuf *syncBuffer
@@ -85,9 +84,6 @@ func newTestServer(t *testing.T, cfg server.Config) *testServer {
 		req.Header.Set("Authorization", "Bearer "+cfg.Token)
 		return nil
 	})
-	if ts.gen, err = gen.NewClientWithResponses(ts.http.URL, gen.WithHTTPClient(hc), auth); err != nil {
-		t.Fatal(err)
-	}
 	if ts.raw, err = gen.NewClient(ts.http.URL, gen.WithHTTPClient(hc), auth); err != nil {
 		t.Fatal(err)
 	}
@@ -394,4 +390,41 @@ func fmtProblem(p gen.Problem) string {
 
 func newLogger(w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+// reply is an answer of the generated Client (ts.raw): its status, header
+// and body, read whole; it fails the test when the request could not be
+// made.
+type reply struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (ts *testServer) answer(resp *http.Response, err error) reply {
+	t := ts.t
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return reply{resp.StatusCode, resp.Header, body}
+}
+
+// decodeReply decodes r's body as a T once its status is want, and fails
+// the test otherwise.
+func decodeReply[T any](t *testing.T, r reply, want int) T {
+	t.Helper()
+	var v T
+	if r.status != want {
+		t.Fatalf("status %d, want %d: %s", r.status, want, r.body)
+	}
+	if err := json.Unmarshal(r.body, &v); err != nil {
+		t.Fatalf("decode %T: %v: %s", v, err, r.body)
+	}
+	return v
 }

@@ -35,9 +35,8 @@ func TestCancel(t *testing.T) {
 
 	// The queued run first: cancelling the running one frees the slot.
 	for _, id := range []string{queued.Id, running.Id} {
-		resp, err := ts.gen.CancelRunWithResponse(ctx, id)
-		if err != nil || resp.StatusCode() != http.StatusAccepted {
-			t.Fatalf("cancel %s: %v %s", id, err, resp.Body)
+		if r := ts.answer(ts.raw.CancelRun(ctx, id)); r.status != http.StatusAccepted {
+			t.Fatalf("cancel %s: %d %s", id, r.status, r.body)
 		}
 		run := ts.wait(id)
 		if run.Result == nil || run.Result.ExitReason != gen.ExitReasonCancelled {
@@ -77,17 +76,12 @@ func TestQueueFull(t *testing.T) {
 	first := ts.create(blockRequest("BLOCK first"))
 	g.waitEntered(t, "BLOCK first")
 	second := ts.create(calcRequest())
-	resp, err := ts.gen.CreateRunWithResponse(context.Background(), calcRequest())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode() != http.StatusTooManyRequests || resp.ApplicationproblemJSON429 == nil {
-		t.Fatalf("third run: %d %s", resp.StatusCode(), resp.Body)
-	}
-	if resp.HTTPResponse.Header.Get("Retry-After") == "" {
+	third := ts.answer(ts.raw.CreateRun(context.Background(), calcRequest()))
+	decodeReply[gen.Problem](t, third, http.StatusTooManyRequests)
+	if third.header.Get("Retry-After") == "" {
 		t.Errorf("429 without Retry-After")
 	}
-	_, err = ts.sdk.CreateRun(context.Background(), calcRequest())
+	_, err := ts.sdk.CreateRun(context.Background(), calcRequest())
 	if !errors.Is(err, sdk.ErrQueueFull) {
 		t.Errorf("sdk: %v, want ErrQueueFull", err)
 	}
@@ -205,19 +199,16 @@ func TestListRuns(t *testing.T) {
 	var pages [][]string
 	params := &gen.ListRunsParams{Limit: ptr(3)}
 	for {
-		resp, err := ts.gen.ListRunsWithResponse(ctx, params)
-		if err != nil || resp.JSON200 == nil {
-			t.Fatalf("list: %v %s", err, resp.Body)
-		}
+		list := decodeReply[gen.RunList](t, ts.answer(ts.raw.ListRuns(ctx, params)), http.StatusOK)
 		var page []string
-		for _, r := range resp.JSON200.Runs {
+		for _, r := range list.Runs {
 			page = append(page, r.Id)
 		}
 		pages = append(pages, page)
-		if resp.JSON200.NextCursor == nil {
+		if list.NextCursor == nil {
 			break
 		}
-		params.Cursor = resp.JSON200.NextCursor
+		params.Cursor = list.NextCursor
 	}
 	want := [][]string{{ids[7], ids[6], ids[5]}, {ids[4], ids[3], ids[2]}, {ids[1], ids[0]}}
 	if diff := cmp.Diff(want, pages); diff != "" {

@@ -45,11 +45,11 @@ func TestSecretsNeverLeak(t *testing.T) {
 	// A run with the openai provider, which fails on the provider's 401.
 	record(ts.do("POST", "/v1/runs", "application/json", strings.NewReader(`{"task":{"prompt":"hi"},"model":{"provider":"openai","model":"gpt-test"}}`)))
 	var created gen.Run
-	runs, err := ts.gen.ListRunsWithResponse(ctx, nil)
-	if err != nil || runs.JSON200 == nil || len(runs.JSON200.Runs) != 1 {
-		t.Fatalf("list: %v %s", err, runs.Body)
+	runs := decodeReply[gen.RunList](t, ts.answer(ts.raw.ListRuns(ctx, nil)), http.StatusOK)
+	if len(runs.Runs) != 1 {
+		t.Fatalf("list: %+v", runs)
 	}
-	created = runs.JSON200.Runs[0]
+	created = runs.Runs[0]
 	run := ts.wait(created.Id)
 	if run.Result.ExitReason != gen.ExitReasonModelError {
 		t.Errorf("the openai run ended %s, want model_error", run.Result.ExitReason)
@@ -76,7 +76,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 			}
 		}
 	}
-	err = filepath.WalkDir(ts.cfg.DataDir, func(path string, d fs.DirEntry, err error) error {
+	err := filepath.WalkDir(ts.cfg.DataDir, func(path string, d fs.DirEntry, err error) error {
 		if err != nil || d.IsDir() {
 			return err
 		}

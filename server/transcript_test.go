@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 
@@ -47,9 +48,9 @@ func TestRunTranscriptOverHTTP(t *testing.T) {
 	if !sawArgs {
 		t.Error("the transcript has no calculator call with its arguments")
 	}
-	later, err := ts.gen.GetRunTranscriptWithResponse(ctx, run.Id, &gen.GetRunTranscriptParams{After: &entries[1].Seq})
-	if err != nil || later.JSON200 == nil || len(later.JSON200.Entries) != len(entries)-2 {
-		t.Fatalf("after seq %d: %v %+v", entries[1].Seq, err, later)
+	later := decodeReply[gen.Transcript](t, ts.answer(ts.raw.GetRunTranscript(ctx, run.Id, &gen.GetRunTranscriptParams{After: &entries[1].Seq})), http.StatusOK)
+	if len(later.Entries) != len(entries)-2 {
+		t.Fatalf("after seq %d: %+v", entries[1].Seq, later)
 	}
 
 	off := calcRequest()
