@@ -4,7 +4,10 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
+	"math"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/specloop/specloop/gen"
@@ -124,32 +127,28 @@ func stuckMessage(pattern string) string {
 }
 
 // callSignature hashes a call's tool and arguments as canonical JSON
-// (encoding/json sorts map keys).
+// (encoding/json's, map keys sorted).
 func callSignature(call *gen.ToolCall) [sha256.Size]byte {
-	data, err := json.Marshal(struct {
-		Tool string         `json:"tool"`
-		Args map[string]any `json:"args"`
-	}{call.ToolName, call.Arguments})
-	if err != nil { // arguments that do not encode: the tool name alone
-		data = []byte(call.ToolName)
+	b := append(appendJSONString([]byte(`{"tool":`), call.ToolName), `,"args":`...)
+	b, ok := appendCanonical(b, call.Arguments)
+	if !ok { // arguments that do not encode: the tool name alone
+		return sha256.Sum256([]byte(call.ToolName))
 	}
-	return sha256.Sum256(data)
+	return sha256.Sum256(append(b, '}'))
 }
 
 // resultSignature hashes what an observation says: its error flag and
 // code, and its structured data without durations (keys ending in _ms,
 // such as run_command's duration_ms), else its content.
 func resultSignature(obs *gen.Observation) [sha256.Size]byte {
-	h := sha256.New()
+	b := []byte{0}
 	if obs.IsError {
-		h.Write([]byte{1})
-	} else {
-		h.Write([]byte{0})
+		b[0] = 1
 	}
 	if obs.ErrorCode != nil {
-		h.Write([]byte(*obs.ErrorCode))
+		b = append(b, *obs.ErrorCode...)
 	}
-	h.Write([]byte{0})
+	b = append(b, 0)
 	if obs.Data != nil {
 		data := make(map[string]any, len(*obs.Data))
 		for k, v := range *obs.Data {
@@ -157,11 +156,86 @@ func resultSignature(obs *gen.Observation) [sha256.Size]byte {
 				data[k] = v
 			}
 		}
-		if b, err := json.Marshal(data); err == nil {
-			h.Write(b)
-			return [sha256.Size]byte(h.Sum(nil))
+		if enc, ok := appendCanonical(b, data); ok {
+			return sha256.Sum256(enc)
 		}
 	}
-	h.Write([]byte(obs.Content))
-	return [sha256.Size]byte(h.Sum(nil))
+	return sha256.Sum256(append(b, obs.Content...))
+}
+
+// appendCanonical appends v as json.Marshal encodes it, byte for byte, so
+// signatures are those of encoding/json without its reflection: the JSON
+// values a model's arguments and a tool's data are made of are written
+// here, anything else by json.Marshal. It reports false for a value that
+// does not encode.
+func appendCanonical(b []byte, v any) ([]byte, bool) {
+	switch v := v.(type) {
+	case nil:
+		return append(b, "null"...), true
+	case bool:
+		return strconv.AppendBool(b, v), true
+	case string:
+		return appendJSONString(b, v), true
+	case float64:
+		if math.IsInf(v, 0) || math.IsNaN(v) {
+			return b, false
+		}
+		// encoding/json's float format: exponents only outside [1e-6, 1e21),
+		// written without a leading zero (1e-07 is 1e-7).
+		format := byte('f')
+		if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+			format = 'e'
+		}
+		b = strconv.AppendFloat(b, v, format, -1, 64)
+		if n := len(b); format == 'e' && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+		return b, true
+	case map[string]any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '{')
+		for i, k := range slices.Sorted(maps.Keys(v)) {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendCanonical(append(appendJSONString(b, k), ':'), v[k]); !ok {
+				return b, false
+			}
+		}
+		return append(b, '}'), true
+	case []any:
+		if v == nil {
+			return append(b, "null"...), true
+		}
+		b = append(b, '[')
+		for i, e := range v {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			var ok bool
+			if b, ok = appendCanonical(b, e); !ok {
+				return b, false
+			}
+		}
+		return append(b, ']'), true
+	}
+	enc, err := json.Marshal(v)
+	return append(b, enc...), err == nil
+}
+
+// appendJSONString appends s quoted as json.Marshal quotes it: plain
+// printable ASCII as it is, anything else (escapes, HTML characters,
+// invalid UTF-8) by json.Marshal.
+func appendJSONString(b []byte, s string) []byte {
+	for i := range len(s) {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			enc, _ := json.Marshal(s) // a string always encodes
+			return append(b, enc...)
+		}
+	}
+	return append(append(append(b, '"'), s...), '"')
 }
