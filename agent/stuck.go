@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"math"
 	"slices"
 	"strconv"
@@ -68,6 +67,7 @@ type stuckDetector struct {
 	recent []signature // the latest, oldest first, at most keep
 	keep   int
 	warned bool
+	buf    []byte // the encoding being hashed, reused between calls
 }
 
 func newStuckDetector(cfg StuckDetection) *stuckDetector {
@@ -85,7 +85,10 @@ func (d *stuckDetector) add(call *gen.ToolCall, obs *gen.Observation) string {
 		copy(d.recent, d.recent[1:])
 		d.recent = d.recent[:d.keep-1]
 	}
-	d.recent = append(d.recent, signature{call: callSignature(call), result: resultSignature(obs), failed: obs.IsError})
+	sig := signature{failed: obs.IsError}
+	sig.call, d.buf = callSignature(d.buf[:0], call)
+	sig.result, d.buf = resultSignature(d.buf[:0], obs)
+	d.recent = append(d.recent, sig)
 	return d.pattern()
 }
 
@@ -127,40 +130,39 @@ func stuckMessage(pattern string) string {
 }
 
 // callSignature hashes a call's tool and arguments as canonical JSON
-// (encoding/json's, map keys sorted).
-func callSignature(call *gen.ToolCall) [sha256.Size]byte {
-	b := append(appendJSONString([]byte(`{"tool":`), call.ToolName), `,"args":`...)
+// (encoding/json's, map keys sorted), encoded into b, which it returns.
+func callSignature(b []byte, call *gen.ToolCall) ([sha256.Size]byte, []byte) {
+	b = append(appendJSONString(append(b, `{"tool":`...), call.ToolName), `,"args":`...)
 	b, ok := appendCanonical(b, call.Arguments)
 	if !ok { // arguments that do not encode: the tool name alone
-		return sha256.Sum256([]byte(call.ToolName))
+		return sha256.Sum256([]byte(call.ToolName)), b
 	}
-	return sha256.Sum256(append(b, '}'))
+	b = append(b, '}')
+	return sha256.Sum256(b), b
 }
 
 // resultSignature hashes what an observation says: its error flag and
 // code, and its structured data without durations (keys ending in _ms,
-// such as run_command's duration_ms), else its content.
-func resultSignature(obs *gen.Observation) [sha256.Size]byte {
-	b := []byte{0}
+// such as run_command's duration_ms), else its content; encoded into b,
+// which it returns.
+func resultSignature(b []byte, obs *gen.Observation) ([sha256.Size]byte, []byte) {
+	flag := byte(0)
 	if obs.IsError {
-		b[0] = 1
+		flag = 1
 	}
+	b = append(b, flag)
 	if obs.ErrorCode != nil {
 		b = append(b, *obs.ErrorCode...)
 	}
 	b = append(b, 0)
 	if obs.Data != nil {
-		data := make(map[string]any, len(*obs.Data))
-		for k, v := range *obs.Data {
-			if !strings.HasSuffix(k, "_ms") {
-				data[k] = v
-			}
-		}
-		if enc, ok := appendCanonical(b, data); ok {
-			return sha256.Sum256(enc)
+		enc, ok := appendObject(b, *obs.Data, func(k string) bool { return !strings.HasSuffix(k, "_ms") })
+		if ok {
+			return sha256.Sum256(enc), enc
 		}
 	}
-	return sha256.Sum256(append(b, obs.Content...))
+	b = append(b, obs.Content...)
+	return sha256.Sum256(b), b
 }
 
 // appendCanonical appends v as json.Marshal encodes it, byte for byte, so
@@ -196,17 +198,7 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 		if v == nil {
 			return append(b, "null"...), true
 		}
-		b = append(b, '{')
-		for i, k := range slices.Sorted(maps.Keys(v)) {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendCanonical(append(appendJSONString(b, k), ':'), v[k]); !ok {
-				return b, false
-			}
-		}
-		return append(b, '}'), true
+		return appendObject(b, v, nil)
 	case []any:
 		if v == nil {
 			return append(b, "null"...), true
@@ -225,6 +217,29 @@ func appendCanonical(b []byte, v any) ([]byte, bool) {
 	}
 	enc, err := json.Marshal(v)
 	return append(b, enc...), err == nil
+}
+
+// appendObject appends m as appendCanonical does, its keys sorted,
+// leaving out those keep (when set) rejects.
+func appendObject(b []byte, m map[string]any, keep func(string) bool) ([]byte, bool) {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		if keep == nil || keep(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for i, k := range keys {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		var ok bool
+		if b, ok = appendCanonical(append(appendJSONString(b, k), ':'), m[k]); !ok {
+			return b, false
+		}
+	}
+	return append(b, '}'), true
 }
 
 // appendJSONString appends s quoted as json.Marshal quotes it: plain

@@ -47,11 +47,11 @@ func TestCallSignatureIsTheCallsJSON(t *testing.T) {
 		Tool string         `json:"tool"`
 		Args map[string]any `json:"args"`
 	}{call.ToolName, call.Arguments})
-	if callSignature(call) != sha256.Sum256(want) {
+	if got, _ := callSignature(nil, call); got != sha256.Sum256(want) {
 		t.Errorf("signature is not that of %s", want)
 	}
 	call.Arguments["left"] = math.NaN()
-	if callSignature(call) != sha256.Sum256([]byte("calculator")) {
+	if got, _ := callSignature(nil, call); got != sha256.Sum256([]byte("calculator")) {
 		t.Error("arguments that do not encode: want the tool name's signature")
 	}
 }
@@ -68,4 +68,21 @@ func FuzzAppendCanonical(f *testing.F) {
 			t.Errorf("appendCanonical = %s, %v; json.Marshal %s", got, ok, want)
 		}
 	})
+}
+
+// A result's signature is the sha256 of its error flag, code and data
+// without durations as encoding/json writes them, else of its content.
+func TestResultSignatureLeavesOutDurations(t *testing.T) {
+	code := gen.ErrorCode("command_failed")
+	data := map[string]any{"exit_code": 1.0, "duration_ms": 12.5, "stdout": "<out>"}
+	obs := &gen.Observation{IsError: true, ErrorCode: &code, Content: "ignored", Data: &data}
+	enc, _ := json.Marshal(map[string]any{"exit_code": 1.0, "stdout": "<out>"})
+	want := sha256.Sum256(append(append(append([]byte{1}, code...), 0), enc...))
+	if got, _ := resultSignature([]byte("stale")[:0], obs); got != want {
+		t.Errorf("signature is not that of %s", enc)
+	}
+	obs.Data = nil
+	if got, _ := resultSignature(nil, obs); got != sha256.Sum256(append(append([]byte{1}, code...), append([]byte{0}, "ignored"...)...)) {
+		t.Error("a result without data: want the signature of its content")
+	}
 }
