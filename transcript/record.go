@@ -45,8 +45,12 @@ func (r *Recorder) Observe(p agent.Progress) {
 			// The union's wire form is the call's own, its type set (what
 			// FromToolCall makes through a JSON merge, for a fifth of a
 			// step's cost).
-			call := *p.ToolCall
-			call.Type = gen.ToolCallTypeToolCall
+			call := p.ToolCall
+			if call.Type != gen.ToolCallTypeToolCall {
+				c := *call
+				c.Type = gen.ToolCallTypeToolCall
+				call = &c
+			}
 			b, _ := json.Marshal(call) // arguments that do not encode: an action of null, as before
 			_ = a.UnmarshalJSON(b)
 			e.Action = &a

@@ -79,26 +79,29 @@ func TestRecorderActionIsTheCallsUnion(t *testing.T) {
 	call := gen.ToolCall{ToolName: "calculator", CallId: &id, Text: &text,
 		Arguments: map[string]any{"left": 1e21, "right": -0.5, "nested": map[string]any{"z": []any{nil, true, "é"}, "a": "x"}},
 		Reasoning: &[]gen.ReasoningBlock{{}}}
-	var sink memSink
-	rec := transcript.NewRecorder(&sink, "task")
-	rec.Observe(agent.Progress{Event: &gen.TraceEvent{EventType: gen.TraceEventTypeModelAction}, ToolCall: &call})
-	var want gen.Action
-	if err := want.FromToolCall(call); err != nil {
-		t.Fatal(err)
-	}
-	if len(sink) != 1 || sink[0].Action == nil {
-		t.Fatalf("entries %+v", sink)
-	}
-	got, _ := sink[0].Action.MarshalJSON()
-	wantJSON, _ := want.MarshalJSON()
-	var g, w any
-	if err := json.Unmarshal(got, &g); err != nil {
-		t.Fatal(err)
-	}
-	if err := json.Unmarshal(wantJSON, &w); err != nil {
-		t.Fatal(err)
-	}
-	if !reflect.DeepEqual(g, w) {
-		t.Errorf("action %s, FromToolCall %s", got, wantJSON)
+	for _, typ := range []gen.ToolCallType{"", gen.ToolCallTypeToolCall} {
+		call.Type = typ
+		var sink memSink
+		rec := transcript.NewRecorder(&sink, "task")
+		rec.Observe(agent.Progress{Event: &gen.TraceEvent{EventType: gen.TraceEventTypeModelAction}, ToolCall: &call})
+		var want gen.Action
+		if err := want.FromToolCall(call); err != nil {
+			t.Fatal(err)
+		}
+		if len(sink) != 1 || sink[0].Action == nil {
+			t.Fatalf("entries %+v", sink)
+		}
+		got, _ := sink[0].Action.MarshalJSON()
+		wantJSON, _ := want.MarshalJSON()
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(wantJSON, &w); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("action %s, FromToolCall %s", got, wantJSON)
+		}
 	}
 }
