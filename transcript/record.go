@@ -1,6 +1,8 @@
 package transcript
 
 import (
+	"encoding/json"
+
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 )
@@ -40,10 +42,20 @@ func (r *Recorder) Observe(p agent.Progress) {
 		var a gen.Action
 		switch {
 		case p.ToolCall != nil:
-			_ = a.FromToolCall(*p.ToolCall) // a generated union always takes its member
+			// The union's wire form is the call's own, its type set (what
+			// FromToolCall makes through a JSON merge, for a fifth of a
+			// step's cost).
+			call := p.ToolCall
+			if call.Type != gen.ToolCallTypeToolCall {
+				c := *call
+				c.Type = gen.ToolCallTypeToolCall
+				call = &c
+			}
+			b, _ := json.Marshal(call) // arguments that do not encode: an action of null, as before
+			_ = a.UnmarshalJSON(b)
 			e.Action = &a
 		case p.Finish != nil:
-			_ = a.FromFinish(*p.Finish)
+			_ = a.FromFinish(*p.Finish) // a generated union always takes its member
 			e.Action = &a
 		}
 		e.Text = p.Text()

@@ -2,7 +2,9 @@ package transcript_test
 
 import (
 	"context"
+	"encoding/json"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -62,5 +64,44 @@ func TestRecorderWritesARunsTranscript(t *testing.T) {
 	}
 	if r := log.Entries[4].Result; r == nil || r.ExitReason != res.ExitReason || *r.Answer != "12 * 7 = 84" {
 		t.Errorf("run_finished: %+v", r)
+	}
+}
+
+// memSink keeps the entries a Recorder writes.
+type memSink []gen.TranscriptEntry
+
+func (s *memSink) Write(e gen.TranscriptEntry) error { *s = append(*s, e); return nil }
+
+// A call's action is the union FromToolCall makes, whatever fields the call
+// has (its type unset included): the same JSON value.
+func TestRecorderActionIsTheCallsUnion(t *testing.T) {
+	text, id := "first <the plan> & more", "c-1"
+	call := gen.ToolCall{ToolName: "calculator", CallId: &id, Text: &text,
+		Arguments: map[string]any{"left": 1e21, "right": -0.5, "nested": map[string]any{"z": []any{nil, true, "é"}, "a": "x"}},
+		Reasoning: &[]gen.ReasoningBlock{{}}}
+	for _, typ := range []gen.ToolCallType{"", gen.ToolCallTypeToolCall} {
+		call.Type = typ
+		var sink memSink
+		rec := transcript.NewRecorder(&sink, "task")
+		rec.Observe(agent.Progress{Event: &gen.TraceEvent{EventType: gen.TraceEventTypeModelAction}, ToolCall: &call})
+		var want gen.Action
+		if err := want.FromToolCall(call); err != nil {
+			t.Fatal(err)
+		}
+		if len(sink) != 1 || sink[0].Action == nil {
+			t.Fatalf("entries %+v", sink)
+		}
+		got, _ := sink[0].Action.MarshalJSON()
+		wantJSON, _ := want.MarshalJSON()
+		var g, w any
+		if err := json.Unmarshal(got, &g); err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(wantJSON, &w); err != nil {
+			t.Fatal(err)
+		}
+		if !reflect.DeepEqual(g, w) {
+			t.Errorf("action %s, FromToolCall %s", got, wantJSON)
+		}
 	}
 }
