@@ -71,6 +71,11 @@ func (s *Runner) Continue(ctx context.Context, id string, body gen.ContinueRunRe
 }
 
 func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRequest) (gen.Run, error) {
+	if s.cfg.Engine != nil {
+		// An engine's run would start without the conversation's history,
+		// which it cannot rebuild yet.
+		return gen.Run{}, &Error{Kind: Conflict, Detail: "runs on an engine (Temporal) cannot be continued yet; start a new run"}
+	}
 	s.runs.mu.RLock()
 	chain := chainOf(r, s.runs.byID)
 	s.runs.mu.RUnlock()

@@ -3,14 +3,17 @@ package server_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"encoding/json"
 	"net/http"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/telemetry"
 	"github.com/specloop/specloop/trace"
@@ -178,5 +181,18 @@ func TestEngineTranscriptIsServed(t *testing.T) {
 	}
 	if len(tr) != 1 || tr[0].Task == nil || *tr[0].Task != task {
 		t.Fatalf("transcript %+v, want the engine's one entry", tr)
+	}
+}
+
+// An engine's run cannot be continued yet (the engine would start it
+// without the conversation's history): 409, saying so.
+func TestEngineRunsAreNotContinued(t *testing.T) {
+	e := &transcriptEngine{fakeEngine: fakeEngine{got: make(chan runner.Spec, 1)}, dir: t.TempDir()}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
+	run := ts.create(calcRequest())
+	ts.wait(run.Id)
+	_, err := ts.sdk.Continue(context.Background(), run.Id, "and now?")
+	if !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), "engine") {
+		t.Fatalf("continue an engine's run: %v, want a conflict naming the engine", err)
 	}
 }
