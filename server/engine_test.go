@@ -3,8 +3,8 @@ package server_test
 import (
 	"bytes"
 	"context"
-	"errors"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"path/filepath"
 	"strings"
