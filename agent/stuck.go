@@ -4,9 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
-	"strconv"
 	"strings"
 
 	"github.com/specloop/specloop/gen"
@@ -67,7 +65,6 @@ type stuckDetector struct {
 	recent []signature // the latest, oldest first, at most keep
 	keep   int
 	warned bool
-	buf    []byte // the encoding being hashed, reused between calls
 }
 
 func newStuckDetector(cfg StuckDetection) *stuckDetector {
@@ -85,10 +82,7 @@ func (d *stuckDetector) add(call *gen.ToolCall, obs *gen.Observation) string {
 		copy(d.recent, d.recent[1:])
 		d.recent = d.recent[:d.keep-1]
 	}
-	sig := signature{failed: obs.IsError}
-	sig.call, d.buf = callSignature(d.buf[:0], call)
-	sig.result, d.buf = resultSignature(d.buf[:0], obs)
-	d.recent = append(d.recent, sig)
+	d.recent = append(d.recent, signature{call: callSignature(call), result: resultSignature(obs), failed: obs.IsError})
 	return d.pattern()
 }
 
@@ -130,127 +124,44 @@ func stuckMessage(pattern string) string {
 }
 
 // callSignature hashes a call's tool and arguments as canonical JSON
-// (encoding/json's, map keys sorted), encoded into b, which it returns.
-func callSignature(b []byte, call *gen.ToolCall) ([sha256.Size]byte, []byte) {
-	b = append(appendJSONString(append(b, `{"tool":`...), call.ToolName), `,"args":`...)
-	b, ok := appendCanonical(b, call.Arguments)
-	if !ok { // arguments that do not encode: the tool name alone
-		return sha256.Sum256([]byte(call.ToolName)), b
+// (encoding/json sorts map keys).
+func callSignature(call *gen.ToolCall) [sha256.Size]byte {
+	data, err := json.Marshal(struct {
+		Tool string         `json:"tool"`
+		Args map[string]any `json:"args"`
+	}{call.ToolName, call.Arguments})
+	if err != nil { // arguments that do not encode: the tool name alone
+		data = []byte(call.ToolName)
 	}
-	b = append(b, '}')
-	return sha256.Sum256(b), b
+	return sha256.Sum256(data)
 }
 
 // resultSignature hashes what an observation says: its error flag and
 // code, and its structured data without durations (keys ending in _ms,
-// such as run_command's duration_ms), else its content; encoded into b,
-// which it returns.
-func resultSignature(b []byte, obs *gen.Observation) ([sha256.Size]byte, []byte) {
-	flag := byte(0)
+// such as run_command's duration_ms), else its content.
+func resultSignature(obs *gen.Observation) [sha256.Size]byte {
+	h := sha256.New()
 	if obs.IsError {
-		flag = 1
+		h.Write([]byte{1})
+	} else {
+		h.Write([]byte{0})
 	}
-	b = append(b, flag)
 	if obs.ErrorCode != nil {
-		b = append(b, *obs.ErrorCode...)
+		h.Write([]byte(*obs.ErrorCode))
 	}
-	b = append(b, 0)
+	h.Write([]byte{0})
 	if obs.Data != nil {
-		enc, ok := appendObject(b, *obs.Data, func(k string) bool { return !strings.HasSuffix(k, "_ms") })
-		if ok {
-			return sha256.Sum256(enc), enc
-		}
-	}
-	b = append(b, obs.Content...)
-	return sha256.Sum256(b), b
-}
-
-// appendCanonical appends v as json.Marshal encodes it, byte for byte, so
-// signatures are those of encoding/json without its reflection: the JSON
-// values a model's arguments and a tool's data are made of are written
-// here, anything else by json.Marshal. It reports false for a value that
-// does not encode.
-func appendCanonical(b []byte, v any) ([]byte, bool) {
-	switch v := v.(type) {
-	case nil:
-		return append(b, "null"...), true
-	case bool:
-		return strconv.AppendBool(b, v), true
-	case string:
-		return appendJSONString(b, v), true
-	case float64:
-		if math.IsInf(v, 0) || math.IsNaN(v) {
-			return b, false
-		}
-		// encoding/json's float format: exponents only outside [1e-6, 1e21),
-		// written without a leading zero (1e-07 is 1e-7).
-		format := byte('f')
-		if abs := math.Abs(v); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-			format = 'e'
-		}
-		b = strconv.AppendFloat(b, v, format, -1, 64)
-		if n := len(b); format == 'e' && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-			b[n-2] = b[n-1]
-			b = b[:n-1]
-		}
-		return b, true
-	case map[string]any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		return appendObject(b, v, nil)
-	case []any:
-		if v == nil {
-			return append(b, "null"...), true
-		}
-		b = append(b, '[')
-		for i, e := range v {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			var ok bool
-			if b, ok = appendCanonical(b, e); !ok {
-				return b, false
+		data := make(map[string]any, len(*obs.Data))
+		for k, v := range *obs.Data {
+			if !strings.HasSuffix(k, "_ms") {
+				data[k] = v
 			}
 		}
-		return append(b, ']'), true
-	}
-	enc, err := json.Marshal(v)
-	return append(b, enc...), err == nil
-}
-
-// appendObject appends m as appendCanonical does, its keys sorted,
-// leaving out those keep (when set) rejects.
-func appendObject(b []byte, m map[string]any, keep func(string) bool) ([]byte, bool) {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		if keep == nil || keep(k) {
-			keys = append(keys, k)
+		if b, err := json.Marshal(data); err == nil {
+			h.Write(b)
+			return [sha256.Size]byte(h.Sum(nil))
 		}
 	}
-	slices.Sort(keys)
-	b = append(b, '{')
-	for i, k := range keys {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		var ok bool
-		if b, ok = appendCanonical(append(appendJSONString(b, k), ':'), m[k]); !ok {
-			return b, false
-		}
-	}
-	return append(b, '}'), true
-}
-
-// appendJSONString appends s quoted as json.Marshal quotes it: plain
-// printable ASCII as it is, anything else (escapes, HTML characters,
-// invalid UTF-8) by json.Marshal.
-func appendJSONString(b []byte, s string) []byte {
-	for i := range len(s) {
-		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			enc, _ := json.Marshal(s) // a string always encodes
-			return append(b, enc...)
-		}
-	}
-	return append(append(append(b, '"'), s...), '"')
+	h.Write([]byte(obs.Content))
+	return [sha256.Size]byte(h.Sum(nil))
 }

@@ -4,38 +4,13 @@ import (
 	"context"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
 )
 
-var calculatorHandler = funcHandler[gen.CalculatorInput, gen.CalculatorResult]{
-	need: NeedsNothing,
-	fn:   calculate,
-	render: func(_ *gen.CalculatorInput, out *gen.CalculatorResult) string {
-		return strconv.FormatFloat(out.Value, 'g', -1, 64)
-	},
-	bind: bindCalculator,
-	// calculate returns only finite values, which JSON holds exactly.
-	data: func(out *gen.CalculatorResult) map[string]any { return map[string]any{"value": out.Value} },
-}
-
-// bindCalculator is schema.Bind for validated calculator arguments: JSON
-// numbers and a valid UTF-8 string are copied as they are; anything else
-// (a number of another Go type, an operand that is not finite) is left to
-// schema.Bind.
-func bindCalculator(args map[string]any, in *gen.CalculatorInput) bool {
-	left, okL := args["left"].(float64)
-	right, okR := args["right"].(float64)
-	op, okOp := args["operation"].(string)
-	if !okL || !okR || !okOp || !isFinite(left) || !isFinite(right) || !utf8.ValidString(op) {
-		return false
-	}
-	*in = gen.CalculatorInput{Left: left, Operation: gen.CalculatorOperation(op), Right: right}
-	return true
-}
-
-func isFinite(v float64) bool { return !math.IsInf(v, 0) && !math.IsNaN(v) }
+var calculatorHandler = Func(NeedsNothing, calculate, func(_ *gen.CalculatorInput, out *gen.CalculatorResult) string {
+	return strconv.FormatFloat(out.Value, 'g', -1, 64)
+})
 
 func calculate(_ context.Context, _ *Env, in *gen.CalculatorInput) (*gen.CalculatorResult, error) {
 	var v float64
@@ -56,7 +31,7 @@ func calculate(_ context.Context, _ *Env, in *gen.CalculatorInput) (*gen.Calcula
 		// the spec gained an operation this handler does not implement.
 		return nil, Errorf(gen.ErrorCodeUnsupportedOperation, "operation %q is unsupported by this handler", in.Operation)
 	}
-	if !isFinite(v) {
+	if math.IsInf(v, 0) || math.IsNaN(v) {
 		return nil, Errorf(gen.ErrorCodeNonFiniteResult, "the result is not a finite number")
 	}
 	return &gen.CalculatorResult{Value: v}, nil

@@ -57,11 +57,6 @@ type funcHandler[In, Out any] struct {
 	need   Needs
 	fn     func(context.Context, *Env, *In) (*Out, error)
 	render func(*In, *Out) string
-	// bind and data, when set, are a built-in tool's typed copies of what
-	// schema.Bind and toData do through JSON: bind reports false for
-	// arguments it leaves to schema.Bind.
-	bind func(map[string]any, *In) bool
-	data func(*Out) map[string]any
 }
 
 func (h funcHandler[In, Out]) inputType() reflect.Type { return reflect.TypeFor[In]() }
@@ -69,23 +64,18 @@ func (h funcHandler[In, Out]) needs() Needs            { return h.need }
 
 func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
 	var in In
-	if h.bind == nil || !h.bind(args, &in) {
-		if err := schema.Bind(args, &in); err != nil {
-			// A schema-valid value the Go type cannot hold (an integer past
-			// its range) is the caller's mistake, not the runtime's.
-			var se *schema.Error
-			if errors.As(err, &se) {
-				return Result{}, &argumentsError{err: se}
-			}
-			return Result{}, fmt.Errorf("bind arguments: %w", err)
+	if err := schema.Bind(args, &in); err != nil {
+		// A schema-valid value the Go type cannot hold (an integer past
+		// its range) is the caller's mistake, not the runtime's.
+		var se *schema.Error
+		if errors.As(err, &se) {
+			return Result{}, &argumentsError{err: se}
 		}
+		return Result{}, fmt.Errorf("bind arguments: %w", err)
 	}
 	out, err := h.fn(ctx, env, &in)
 	if err != nil {
 		return Result{}, err
-	}
-	if h.data != nil {
-		return Result{Content: h.render(&in, out), Data: h.data(out)}, nil
 	}
 	data, err := toData(out)
 	if err != nil {
