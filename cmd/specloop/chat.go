@@ -56,7 +56,6 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 			return exitUsage
 		}
 	}
-	flags := withoutFlag(args, "continue")
 	last := f.continueID
 	// One goroutine reads the person's lines, for the prompt and for the
 	// approval questions of a turn alike (a read cannot be cancelled).
@@ -125,9 +124,9 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 			env.Errorf("chat: %s is not a command: %s", strings.Fields(line)[0], chatHelp)
 			continue
 		}
-		turnArgs := slices.Clone(flags)
-		if last != "" {
-			turnArgs = append([]string{"--continue", last}, turnArgs...)
+		turnArgs := slices.Clone(args)
+		if last != "" { // after the session's flags: the last --continue wins
+			turnArgs = append(turnArgs, "--continue", last)
 		}
 		turnArgs = append(turnArgs, "--", line)
 		turn, cancel := context.WithCancel(session)
@@ -151,23 +150,6 @@ func isSet(fs *flag.FlagSet, name string) bool {
 	set := false
 	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
 	return set
-}
-
-// withoutFlag returns args without flag name and its value (in either of
-// the forms --name V and --name=V).
-func withoutFlag(args []string, name string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := strings.TrimLeft(args[i], "-")
-		switch {
-		case a == name && args[i] != a:
-			i++ // its value
-		case strings.HasPrefix(a, name+"=") && args[i] != a:
-		default:
-			out = append(out, args[i])
-		}
-	}
-	return out
 }
 
 // chatLog reads run id's transcript from the state directory.

@@ -166,3 +166,32 @@ func TestChatApprovesInline(t *testing.T) {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", stdout.String(), stderr.String())
 	}
 }
+
+// chat --continue RUN_ID picks a conversation up again: its first turn
+// continues that run, its next one the turn before.
+func TestChatContinues(t *testing.T) {
+	t.Setenv("OPENAI_API_KEY", "")
+	url, _ := chatServer(t,
+		[]string{"", "finish", `{"answer":"84"}`},
+		[]string{"It is 85."},
+		[]string{"It is 86."},
+	)
+	ws := t.TempDir()
+	code, stdout, stderr := specloop(t, "run", "--model", "openai:gpt-test", "--base-url", url, "--no-commands", "--workspace", ws, "Compute 12 x 7.")
+	first := shownRun.FindStringSubmatch(stdout)
+	if code != exitOK || first == nil {
+		t.Fatalf("run: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	var out, errs bytes.Buffer
+	code = run(context.Background(), []string{"chat", "--continue", first[1]}, strings.NewReader("Add one.\nAdd one more.\n"), &out, &errs)
+	runs := shownRun.FindAllStringSubmatch(out.String(), -1)
+	if code != exitOK || len(runs) != 2 {
+		t.Fatalf("chat: exit %d\n%s\n%s", code, out.String(), errs.String())
+	}
+	for i, want := range []string{first[1], runs[0][1]} {
+		rq, _, err := loadRunRequest(runs[i][1])
+		if err != nil || rq.Continues != want {
+			t.Errorf("turn %d continues %+v (%v), want %s", i+1, rq, err, want)
+		}
+	}
+}
