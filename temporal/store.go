@@ -104,10 +104,11 @@ func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
 	if err != nil {
 		return err
 	}
-	skip, err := wholeLines(path, from, len(lines))
+	have, err := wholeLines(path, from)
 	if err != nil {
 		return fmt.Errorf("the trace of run %s: %w", id, err)
 	}
+	skip := min(have-from, len(lines))
 	var buf []byte
 	for _, l := range lines[skip:] {
 		buf = append(append(buf, l...), '\n')
@@ -135,11 +136,13 @@ func (s *Store) appendTranscript(id string, from int, entries []gen.TranscriptEn
 	if err != nil {
 		return err
 	}
-	skip, err := wholeLines(path, from, len(entries))
+	have, err := wholeLines(path, from)
 	if err != nil {
 		return fmt.Errorf("the transcript of run %s: %w", id, err)
 	}
-	w, err := transcript.Open(path, red, trace.SyncEveryEvent)
+	skip := min(have-from, len(entries))
+	// wholeLines read and cut the file: the writer goes on after its lines.
+	w, err := transcript.OpenAfter(path, red, trace.SyncEveryEvent, have)
 	if err != nil {
 		return err
 	}
@@ -152,9 +155,9 @@ func (s *Store) appendTranscript(id string, from int, entries []gen.TranscriptEn
 }
 
 // wholeLines prepares path (a file of JSON lines, created 0600 in a 0700
-// directory when missing) for the lines from..from+n: it cuts a torn last
-// line and returns how many of those lines the file already holds.
-func wholeLines(path string, from, n int) (skip int, err error) {
+// directory when missing) for the lines from on: it cuts a torn last line
+// and returns how many whole lines it holds, at least from.
+func wholeLines(path string, from int) (have int, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return 0, err
 	}
@@ -163,7 +166,7 @@ func wholeLines(path string, from, n int) (skip int, err error) {
 		return 0, err
 	}
 	whole := bytes.LastIndexByte(data, '\n') + 1
-	have := bytes.Count(data[:whole], []byte("\n"))
+	have = bytes.Count(data[:whole], []byte("\n"))
 	if have < from {
 		return 0, fmt.Errorf("it has %d lines, and the next batch starts at %d", have, from)
 	}
@@ -175,7 +178,7 @@ func wholeLines(path string, from, n int) (skip int, err error) {
 		f.Close()
 		return 0, err
 	}
-	return min(have-from, n), f.Close()
+	return have, f.Close()
 }
 
 // recordedCall returns the observation recorded for call seq of run id.

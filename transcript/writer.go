@@ -68,6 +68,20 @@ func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
+	w, err := OpenAfter(path, red, policy, seq)
+	if err == nil && newline {
+		if _, err = w.f.Write([]byte("\n")); err != nil {
+			w.f.Close()
+			return nil, fmt.Errorf("transcript: %w", err)
+		}
+	}
+	return w, err
+}
+
+// OpenAfter is Open for a transcript the caller knows holds seq whole
+// entries and nothing after them (package temporal, which has just cut and
+// counted its lines): it does not read the file. Its directory must exist.
+func OpenAfter(path string, red *Redactor, policy trace.SyncPolicy, seq int) (*Writer, error) {
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: %w", err)
@@ -75,12 +89,6 @@ func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) 
 	if err := f.Chmod(0o600); err != nil { // a file made by someone else's umask
 		f.Close()
 		return nil, fmt.Errorf("transcript: %w", err)
-	}
-	if newline {
-		if _, err := f.Write([]byte("\n")); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("transcript: %w", err)
-		}
 	}
 	return &Writer{f: f, red: red, policy: policy, seq: seq}, nil
 }
