@@ -40,6 +40,25 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if done {
 		return code
 	}
+	// The files' settings go in front of the session's flags once; each
+	// turn then reads no file.
+	cfg, err := runConfig(fs, &f)
+	if err != nil {
+		env.Errorf("chat: %v", err)
+		return exitUsage
+	}
+	printConfigured(env, cfg, false)
+	if len(cfg.Args) > 0 {
+		args = append(cfg.Args, args...)
+		f = runFlags{}
+		fs = flag.NewFlagSet("chat", flag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(args); err != nil {
+			env.Errorf("chat: %v", err)
+			return exitUsage
+		}
+	}
+	args = append(args, "--no-config")
 	if rest != "" {
 		env.Errorf("chat: unexpected argument %q: type the task at the prompt", rest)
 		return exitUsage

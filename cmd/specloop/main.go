@@ -71,6 +71,7 @@ func commands() []cli.Command {
 		{Name: "demo", Summary: "run the built-in demo: a scripted agent fixes a failing Go test", Run: demoCmd},
 		{Name: "serve", Summary: "serve the HTTP API for remote runs (specloop run --remote)", Run: serveCmd},
 		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd},
+		{Name: "config", Summary: "print the settings a run would use and where each came from (help config: the files)", Run: configCmd},
 		{Name: "show", Summary: "print what a run said and did (show RUN_ID)", Run: showCmd},
 		{Name: "trace", Summary: "read traces (trace show FILE)", Run: traceCmd},
 		{Name: "tools", Summary: "list the tools a model can call", Run: toolsCmd},

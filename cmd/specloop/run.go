@@ -56,6 +56,8 @@ type runFlags struct {
 	toolsSpec     cli.ToolsSpecFlags
 	continueID    string // see conversation.go
 	resume        string // see resume.go
+	profile       string // see config.go
+	noConfig      bool
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -86,6 +88,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
 	fs.StringVar(&f.continueID, "continue", "", "continue run RUN_ID, which ended, with PROMPT as your message: the next turn of its conversation, with the history it ended with, its flags (those given now replace the recorded ones of the same name) and a fresh step budget")
+	fs.StringVar(&f.profile, "profile", "", "apply the configuration files' [profiles.NAME] table over their top-level settings (see `specloop help config`)")
+	fs.BoolVar(&f.noConfig, "no-config", false, "read no configuration file: only the flags given and the defaults")
 	fs.StringVar(&f.resume, "resume", "", "go on with RUN_ID, a run of specloop run killed mid-run, from its transcript: with its own flags and task (give no others), after its last complete step")
 }
 
@@ -146,16 +150,33 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		lines = out.Lines
 	}
 	var f runFlags
-	fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
-		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
-			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
-			"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
-			"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
-			"to a file, the patch, the answer and the error are exact, and --json always is.")
-	f.register(fs)
+	newFlags := func() *flag.FlagSet {
+		f = runFlags{}
+		fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
+			"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
+				"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
+				"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
+				"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
+				"to a file, the patch, the answer and the error are exact, and --json always is. Flags a person\n"+
+				"sets once go in a configuration file (see `specloop help config`).")
+		f.register(fs)
+		return fs
+	}
+	fs := newFlags()
 	prompt, code, done := parseWithPositional(fs, args)
 	if done {
 		return code
+	}
+	if cfg, err := runConfig(fs, &f); err != nil {
+		env.Errorf("run: %v", err)
+		return exitUsage
+	} else if len(cfg.Args) > 0 || len(cfg.Warnings) > 0 {
+		printConfigured(env, cfg, f.asJSON)
+		args = append(cfg.Args, args...)
+		fs = newFlags()
+		if prompt, code, done = parseWithPositional(fs, args); done {
+			return code
+		}
 	}
 	var resumed *runRequest
 	if f.resume != "" {
