@@ -175,7 +175,35 @@ func FuzzRead(f *testing.F) {
 		if err != nil || cf == nil {
 			return
 		}
-		fs, _ := newFlags()
-		_, _, _ = config.Apply(fs, nil, cf, "/r", "")
+		// Whatever an untrusted repository's file says, it never points
+		// the key elsewhere, opens the network, adds a server or turns the
+		// sandbox off.
+		fs, got := newFlags()
+		if _, _, err := config.Apply(fs, nil, cf, "/r", ""); err != nil {
+			return
+		}
+		if got.baseURL != "" || got.allowNetwork || len(got.mcp) > 0 || got.sandbox == "none" {
+			t.Fatalf("an untrusted repository's file set %+v from %q", *got, text)
+		}
 	})
+}
+
+// A repository's file that is a symbolic link out of the repository is
+// not read through it.
+func TestReadRepoStaysInTheRepository(t *testing.T) {
+	outside := filepath.Join(t.TempDir(), "secret.toml")
+	os.WriteFile(outside, []byte("model = \"openai:x\"\n"), 0o600)
+	repo := t.TempDir()
+	os.Mkdir(filepath.Join(repo, ".specloop"), 0o755)
+	if err := os.Symlink(outside, filepath.Join(repo, ".specloop", "config.toml")); err != nil {
+		t.Fatal(err)
+	}
+	if f, err := config.ReadRepo(repo); err == nil {
+		t.Fatalf("read %+v through a link out of the repository", f)
+	}
+	os.Remove(filepath.Join(repo, ".specloop", "config.toml"))
+	os.WriteFile(filepath.Join(repo, ".specloop", "config.toml"), []byte("max_steps = 9\n"), 0o600)
+	if f, err := config.ReadRepo(repo); err != nil || f.Values["max_steps"] != int64(9) {
+		t.Fatalf("ReadRepo = %+v, %v", f, err)
+	}
 }
