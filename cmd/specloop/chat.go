@@ -70,7 +70,7 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 	}
 	if f.continueID == "" {
-		if err := f.validate(); err != nil {
+		if err := f.validate(fs); err != nil {
 			env.Errorf("chat: %v", err)
 			return exitUsage
 		}

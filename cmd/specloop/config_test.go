@@ -2,12 +2,16 @@ package main
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
+	"slices"
 	"testing"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
+	"github.com/specloop/specloop/cmd/internal/readmetest"
+	"github.com/specloop/specloop/internal/config"
 	"github.com/specloop/specloop/gen"
 )
 
@@ -152,3 +156,64 @@ func TestServeConfigNamesABadKey(t *testing.T) {
 }
 
 func quote(s string) string { b, _ := json.Marshal(s); return string(b) }
+
+// A run's trace goes to the user's state directory, beside its
+// transcript, and `trace show RUN_ID` finds it; a --trace inside the
+// workspace is refused before anything runs.
+func TestTraceOutsideTheWorkspace(t *testing.T) {
+	state := t.TempDir()
+	t.Setenv(cli.StateHomeEnv, state)
+	ws := t.TempDir()
+	script := finishScript(t, "done")
+	code, out, errOut := specloop(t, "run", "--script", script, "--no-commands", "--json", "--workspace", ws, "say done")
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	id := *runResult(t, out).RunId
+	if _, err := os.Stat(filepath.Join(state, "specloop", "runs", id, "trace.jsonl")); err != nil {
+		t.Fatalf("no trace beside the transcript: %v", err)
+	}
+	if entries, _ := os.ReadDir(ws); len(entries) != 0 {
+		t.Fatalf("the run left %d files in the workspace", len(entries))
+	}
+	code, out, errOut = specloop(t, "trace", "show", id)
+	if code != exitOK || !strings.Contains(out, "run_finished") {
+		t.Fatalf("trace show %s: exit %d, %s%s", id, code, out, errOut)
+	}
+
+	inside := filepath.Join(ws, "sub", "..", "run.jsonl")
+	code, _, errOut = specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", inside, "say done")
+	if code != exitUsage || !strings.Contains(errOut, "inside the workspace") {
+		t.Fatalf("--trace inside: exit %d, %s", code, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(ws, "run.jsonl")); err == nil {
+		t.Fatal("a refused trace was written")
+	}
+}
+
+// The configuration page's TOML examples are files a run accepts.
+func TestConfigurationDocExamples(t *testing.T) {
+	n := 0
+	for _, f := range readmetest.Fences(t, "../../docs/configuration.md") {
+		if f.Lang != "toml" {
+			continue
+		}
+		n++
+		p := filepath.Join(t.TempDir(), "config.toml")
+		if err := os.WriteFile(p, []byte(f.Body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		cf, err := config.Read(p)
+		if err != nil {
+			t.Fatalf("%s: %v", f.At(), err)
+		}
+		for _, profile := range append([]string{""}, slices.Collect(maps.Keys(cf.Profiles))...) {
+			if _, _, err := config.Apply(scratchRunFlags(), cf, nil, "", profile); err != nil {
+				t.Errorf("%s (profile %q): %v", f.At(), profile, err)
+			}
+		}
+	}
+	if n < 2 {
+		t.Fatalf("found %d toml examples in docs/configuration.md", n)
+	}
+}
