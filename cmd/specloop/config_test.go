@@ -5,14 +5,14 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
-	"strings"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/cmd/internal/readmetest"
-	"github.com/specloop/specloop/internal/config"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/config"
 )
 
 // configured makes a user's configuration home with config.toml holding

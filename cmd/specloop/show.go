@@ -96,7 +96,9 @@ func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string) in
 
 // transcriptOf is the transcript file arg names: a file, or the run id of
 // a run of specloop run.
-func transcriptOf(arg string) (string, error) { return runRecord(arg, transcript.FileName, "transcript") }
+func transcriptOf(arg string) (string, error) {
+	return runRecord(arg, transcript.FileName, "transcript")
+}
 
 // runRecord is the file arg names: a file, or the record name (what) of
 // the run of specloop run whose id arg is, in the state directory.
