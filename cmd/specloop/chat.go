@@ -69,6 +69,10 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 			return exitUsage
 		}
 	}
+	if f.continueID == "" && f.model == "" && f.script == "" {
+		env.Errorf("chat: no model: give --model PROVIDER:NAME, or set model = \"PROVIDER:NAME\" in your configuration file (see `specloop help config`)")
+		return exitUsage
+	}
 	if f.continueID == "" {
 		if err := f.validate(fs); err != nil {
 			env.Errorf("chat: %v", err)
