@@ -672,7 +672,7 @@ type CreateRunRequest struct {
 	// MaxObservationLines The most lines of a tool's output the model sees, cut like max_observation_bytes.
 	MaxObservationLines *int `json:"max_observation_lines,omitempty"`
 
-	// MaxSteps The step budget.
+	// MaxSteps The step budget. When absent, 5 for a script model (the seed's budget) and 100 for a provider model (openai, anthropic), which real tasks fit.
 	MaxSteps *int `json:"max_steps,omitempty"`
 
 	// McpServers Names of MCP servers configured on the server (specloop serve --mcp NAME=...) whose tools the run offers the model as NAME__tool; a name the server does not know is refused with 400. A client can only choose among the configured servers, never give a command or URL.
@@ -684,7 +684,7 @@ type CreateRunRequest struct {
 	// Task What the agent is asked to do.
 	Task Task `json:"task"`
 
-	// TokenBudget The most tokens the run may use in all; unlimited when absent.
+	// TokenBudget The most tokens the run may use in all. When absent, 2000000 for a provider model (openai, anthropic) and unlimited for a script model; 9007199254740991 is no limit.
 	TokenBudget *int64 `json:"token_budget,omitempty"`
 
 	// Transcript Keep the run's transcript (TranscriptEntry lines - the task, the model's actions with their arguments, what the tools returned, the result - redacted of secrets), outside the workspace: the server in its data directory, specloop run in the user's state directory. false keeps the trace only.

@@ -87,6 +87,19 @@ func (sp *Spec) Options() agent.Options {
 	if sp.MaxSteps != nil {
 		opts.MaxSteps = *sp.MaxSteps
 	}
+	// A provider model's run gets budgets that real tasks fit; a script
+	// model keeps the seed's.
+	if provider, _ := sp.Model.Discriminator(); provider == string(gen.OpenAIModelConfigProviderOpenai) || provider == string(gen.AnthropicModelConfigProviderAnthropic) {
+		if sp.MaxSteps == nil {
+			opts.MaxSteps = gen.ProviderDefaultCreateRunRequestMaxSteps
+		}
+		if sp.TokenBudget == nil {
+			opts.TokenBudget = gen.ProviderDefaultCreateRunRequestTokenBudget
+		}
+	}
+	if opts.TokenBudget == gen.MaxCreateRunRequestTokenBudget {
+		opts.TokenBudget = 0 // the most there is: no limit
+	}
 	if p := sp.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
 		opts.ApprovalPolicy = *p
 	}

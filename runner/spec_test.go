@@ -102,3 +102,32 @@ func TestOpenPicksTheNamedMCPServers(t *testing.T) {
 		}
 	}
 }
+
+// A run with a provider model gets budgets real tasks fit unless it gives
+// its own; a script model keeps the seed's; the most a token budget may be
+// is no limit.
+func TestProviderRunsGetRealBudgets(t *testing.T) {
+	var openai, script gen.ModelConfig
+	if err := openai.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: "gpt-4.1"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := script.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: []string{"x"}}); err != nil {
+		t.Fatal(err)
+	}
+	seven, unlimited := 7, int64(gen.MaxCreateRunRequestTokenBudget)
+	for _, c := range []struct {
+		name   string
+		req    gen.CreateRunRequest
+		steps  int
+		tokens int64
+	}{
+		{"provider", gen.CreateRunRequest{Model: openai}, gen.ProviderDefaultCreateRunRequestMaxSteps, gen.ProviderDefaultCreateRunRequestTokenBudget},
+		{"provider with its own", gen.CreateRunRequest{Model: openai, MaxSteps: &seven, TokenBudget: &unlimited}, 7, 0},
+		{"script", gen.CreateRunRequest{Model: script}, agent.DefaultMaxSteps, 0},
+	} {
+		opts := (&runner.Spec{CreateRunRequest: c.req}).Options()
+		if opts.MaxSteps != c.steps || opts.TokenBudget != c.tokens {
+			t.Errorf("%s: max steps %d, token budget %d; want %d, %d", c.name, opts.MaxSteps, opts.TokenBudget, c.steps, c.tokens)
+		}
+	}
+}

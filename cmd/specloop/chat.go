@@ -40,6 +40,25 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if done {
 		return code
 	}
+	// The files' settings go in front of the session's flags once; each
+	// turn then reads no file.
+	cfg, err := runConfig(fs, &f)
+	if err != nil {
+		env.Errorf("chat: %v", err)
+		return exitUsage
+	}
+	printConfigured(env, cfg, false)
+	if len(cfg.Args) > 0 {
+		args = append(cfg.Args, args...)
+		f = runFlags{}
+		fs = flag.NewFlagSet("chat", flag.ContinueOnError)
+		f.register(fs)
+		if err := fs.Parse(args); err != nil {
+			env.Errorf("chat: %v", err)
+			return exitUsage
+		}
+	}
+	args = append(args, "--no-config")
 	if rest != "" {
 		env.Errorf("chat: unexpected argument %q: type the task at the prompt", rest)
 		return exitUsage
@@ -50,8 +69,12 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 			return exitUsage
 		}
 	}
+	if f.continueID == "" && f.model == "" && f.script == "" {
+		env.Errorf("chat: no model: give --model PROVIDER:NAME, or set model = \"PROVIDER:NAME\" in your configuration file (see `specloop help config`)")
+		return exitUsage
+	}
 	if f.continueID == "" {
-		if err := f.validate(); err != nil {
+		if err := f.validate(fs); err != nil {
 			env.Errorf("chat: %v", err)
 			return exitUsage
 		}

@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"github.com/specloop/specloop/internal/termsafe"
 	"io"
 	"strings"
 	"sync"
@@ -192,7 +193,13 @@ func TestLiveShowsTheWaitAndTheStreamedText(t *testing.T) {
 	for _, terminal := range []bool{true, false} {
 		out := newCondBuffer()
 		fc := &fakeClock{t: time.Unix(1000, 0), ticks: make(chan time.Time), out: out}
-		p := &progressPrinter{w: out, clock: fc.clock(terminal)}
+		// On a terminal the printer writes through the sanitiser, which
+		// must not turn the line's own control sequences into escapes.
+		var w io.Writer = out
+		if terminal {
+			w = termsafe.NewWriter(out)
+		}
+		p := &progressPrinter{w: w, clock: fc.clock(terminal)}
 		p.live(agent.Live{Step: 1})
 		if terminal {
 			fc.tick(time.Second)

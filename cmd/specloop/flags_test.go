@@ -68,7 +68,7 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 	if err := os.WriteFile(foreign, []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", foreign, prompt)
+	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", t.TempDir(), "--trace", foreign, prompt)
 	if code != exitUsage || !strings.Contains(stderr, "not a specloop trace") {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -96,7 +96,7 @@ func TestRunTraceRefusesAForeignFile(t *testing.T) {
 	tr := filepath.Join(tmp, "run.jsonl")
 	os.WriteFile(tr, nil, 0o644)
 	for i := range 2 {
-		code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", tr, prompt)
+		code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", t.TempDir(), "--trace", tr, prompt)
 		if code != exitOK {
 			t.Fatalf("run %d: exit %d: %s", i, code, stderr)
 		}
@@ -150,7 +150,7 @@ func TestRunPromptFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	tr := filepath.Join(tmp, "t.jsonl")
-	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", tmp, "--trace", tr, "--prompt-file", pf)
+	code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--workspace", t.TempDir(), "--trace", tr, "--prompt-file", pf)
 	if code != exitOK {
 		t.Fatalf("--prompt-file: exit %d: %s", code, stderr)
 	}

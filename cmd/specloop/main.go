@@ -8,6 +8,9 @@ package main
 import (
 	"context"
 	"io"
+	"os"
+
+	"golang.org/x/term"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
@@ -71,6 +74,7 @@ func commands() []cli.Command {
 		{Name: "demo", Summary: "run the built-in demo: a scripted agent fixes a failing Go test", Run: demoCmd},
 		{Name: "serve", Summary: "serve the HTTP API for remote runs (specloop run --remote)", Run: serveCmd},
 		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd},
+		{Name: "config", Summary: "print the settings a run would use and where each came from (help config: the files)", Run: configCmd},
 		{Name: "show", Summary: "print what a run said and did (show RUN_ID)", Run: showCmd},
 		{Name: "trace", Summary: "read traces (trace show FILE)", Run: traceCmd},
 		{Name: "tools", Summary: "list the tools a model can call", Run: toolsCmd},
@@ -82,6 +86,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	if len(args) > 0 && args[0] == "worker" || len(args) > 1 && args[0] == "help" && args[1] == "worker" {
 		return temporalMoved(stderr, "worker", "worker", "")
 	}
+	// Plain `specloop` at the keyboard opens a session; anywhere else it
+	// prints the usage.
+	if len(args) == 0 && interactive(stdin, stdout) {
+		args = []string{"chat"}
+	}
 	p := cli.Program{Name: "specloop", Commands: commands(),
 		About: "specloop runs code agents: a model proposes actions, the runtime runs tools in a confined workspace,\n" +
 			"and every run ends with a structured result and a JSONL trace.",
@@ -90,4 +99,11 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			"10 context_window_exceeded, 130 cancelled.\n\n" +
 			"Runs as Temporal workflows (serve and worker) are a command of their own: specloop-temporal."}
 	return p.Run(ctx, args, stdin, stdout, stderr)
+}
+
+// interactive reports whether in and out are both a terminal.
+func interactive(in io.Reader, out io.Writer) bool {
+	fi, ok1 := in.(*os.File)
+	fo, ok2 := out.(*os.File)
+	return ok1 && ok2 && term.IsTerminal(int(fi.Fd())) && term.IsTerminal(int(fo.Fd()))
 }

@@ -71,7 +71,7 @@ func golden(t *testing.T, name, got string) {
 func TestRunCalculatorJSON(t *testing.T) {
 	tmp := t.TempDir()
 	tracePath := filepath.Join(tmp, "run.jsonl")
-	code, stdout, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", tracePath, "--json", "--workspace", tmp, prompt)
+	code, stdout, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", tracePath, "--json", "--workspace", t.TempDir(), prompt)
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}

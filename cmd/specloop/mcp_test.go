@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	os.Setenv(cli.StateHomeEnv, state)
+	// Nor does a configuration file of the machine's user apply.
+	os.Setenv(cli.ConfigHomeEnv, filepath.Join(state, "config"))
 	code := m.Run()
 	os.RemoveAll(state)
 	os.Exit(code)

@@ -115,7 +115,7 @@ func openVerify(f *runFlags, name string) (agent.Model, error) {
 	}
 	// Left at its default, the step budget is the recorded run's, so the
 	// replay ends where the recording did.
-	if f.maxSteps == agent.DefaultMaxSteps && r.MaxSteps() > 0 {
+	if f.maxSteps == 0 && r.MaxSteps() > 0 {
 		f.maxSteps = r.MaxSteps()
 	}
 	return r, nil
@@ -159,7 +159,7 @@ func openTranscriptReplay(f *runFlags, name string) (agent.Model, error) {
 	// Left at its default, the step budget is the recorded run's: the
 	// replay ends where the recording did (for a run that was killed,
 	// after its last complete step).
-	if f.maxSteps == agent.DefaultMaxSteps {
+	if f.maxSteps == 0 {
 		if res := r.Result(); res != nil {
 			f.maxSteps = max(res.StepsUsed, 1)
 		} else {

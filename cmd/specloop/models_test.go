@@ -208,7 +208,7 @@ func TestRunModelUsageErrors(t *testing.T) {
 	if err := os.WriteFile(empty, []byte(" \n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", noRaw, "--workspace", tmp, "--json", prompt); code != exitOK {
+	if code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--trace", noRaw, "--workspace", t.TempDir(), "--json", prompt); code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
 	tests := []struct {
@@ -248,11 +248,11 @@ func TestRunModelUsageErrors(t *testing.T) {
 func TestRunVerify(t *testing.T) {
 	tmp := t.TempDir()
 	tracePath := filepath.Join(tmp, "run.jsonl")
-	code, recorded, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--record-raw", "--max-steps", "3", "--trace", tracePath, "--workspace", tmp, "--json", prompt)
+	code, recorded, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--record-raw", "--max-steps", "3", "--trace", tracePath, "--workspace", t.TempDir(), "--json", prompt)
 	if code != exitOK {
 		t.Fatalf("recording: exit %d: %s", code, stderr)
 	}
-	code, replayed, stderr := specloop(t, "run", "--model", "verify:"+tracePath, "--workspace", tmp, "--json", prompt)
+	code, replayed, stderr := specloop(t, "run", "--model", "verify:"+tracePath, "--workspace", t.TempDir(), "--json", prompt)
 	if code != exitOK {
 		t.Fatalf("replay: exit %d: %s", code, stderr)
 	}

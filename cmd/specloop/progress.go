@@ -65,7 +65,9 @@ func (p *progressPrinter) startWaiting() {
 				return
 			case <-ticks:
 				p.mu.Lock()
-				fmt.Fprintf(p.w, "\r\033[K         waiting for the model (%d s)", int(p.clock.now().Sub(start).Seconds()))
+				// The line's own control sequences go past the sanitiser,
+				// which would show them as escapes.
+				fmt.Fprintf(termsafe.Exact(p.w), "\r\033[K         waiting for the model (%d s)", int(p.clock.now().Sub(start).Seconds()))
 				p.mu.Unlock()
 			}
 		}
@@ -75,7 +77,7 @@ func (p *progressPrinter) startWaiting() {
 		p.mu.Unlock() // the ticker's goroutine may be waiting for it
 		<-done
 		p.mu.Lock()
-		io.WriteString(p.w, "\r\033[K")
+		io.WriteString(termsafe.Exact(p.w), "\r\033[K")
 	}
 }
 

@@ -223,8 +223,9 @@ func TestReadmeShellExamples(t *testing.T) {
 			}
 		}
 		// A run that continues or resumes one the docs made earlier is
-		// parsed only, like a run of a real model.
-		local := (w[0] == "run" && !slices.Contains(w, "--model") && !slices.Contains(w, "--continue") && !slices.Contains(w, "--resume")) ||
+		// parsed only, like a run of a real model (one without --script
+		// takes its model from the reader's configuration file).
+		local := (w[0] == "run" && slices.Contains(w, "--script") && !slices.Contains(w, "--model") && !slices.Contains(w, "--continue") && !slices.Contains(w, "--resume")) ||
 			w[0] == "trace" || w[0] == "tools" || w[0] == "spec" || w[0] == "help"
 		args := w
 		if i := slices.Index(w, "--remote"); local && i >= 0 && i+1 < len(w) {

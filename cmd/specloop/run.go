@@ -56,13 +56,16 @@ type runFlags struct {
 	toolsSpec     cli.ToolsSpecFlags
 	continueID    string // see conversation.go
 	resume        string // see resume.go
+	profile       string // see config.go
+	noConfig      bool
+	noTokenLimit  bool // --token-budget 0 (see validate)
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.script, "script", "", "a file of raw model responses, one per line, replayed in order through the JSON action adapter (each line an Action or a Turn of several)")
 	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
-	fs.IntVar(&f.maxSteps, "max-steps", agent.DefaultMaxSteps, "the step budget: model calls, including ones that produced invalid output")
-	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file")
+	fs.IntVar(&f.maxSteps, "max-steps", 0, fmt.Sprintf("the step budget: model calls, including ones that produced invalid output (default: %d for a provider model, %d for --script)", gen.ProviderDefaultCreateRunRequestMaxSteps, agent.DefaultMaxSteps))
+	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file, outside the workspace (default: "+cli.StateDirUsage("runs/RUN_ID/trace.jsonl")+")")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
 	f.telemetry.Register(fs, false)
 	fs.BoolVar(&f.asJSON, "json", false, "print only the RunResult as JSON")
@@ -77,7 +80,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.baseURL, "base-url", "", "the provider's base URL (e.g. a local OpenAI-compatible server); default from OPENAI_BASE_URL or ANTHROPIC_BASE_URL, else the provider's")
 	fs.IntVar(&f.contextWindow, "context-window", 0, "the model's context window in tokens (0: the default for the model's family, see README; else at least 1024)")
 	fs.StringVar(&f.systemFile, "system-file", "", cli.SystemFileUsage)
-	fs.Int64Var(&f.tokenBudget, "token-budget", 0, "end the run once the model calls used more tokens than this (0: no limit)")
+	fs.Int64Var(&f.tokenBudget, "token-budget", 0, fmt.Sprintf("end the run once the model calls used more tokens than this (0: no limit; unset: %d for a provider model, none for --script)", gen.ProviderDefaultCreateRunRequestTokenBudget))
 	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
 	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
@@ -86,14 +89,18 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
 	fs.StringVar(&f.continueID, "continue", "", "continue run RUN_ID, which ended, with PROMPT as your message: the next turn of its conversation, with the history it ended with, its flags (those given now replace the recorded ones of the same name) and a fresh step budget")
+	fs.StringVar(&f.profile, "profile", "", "apply the configuration files' [profiles.NAME] table over their top-level settings (see `specloop help config`)")
+	fs.BoolVar(&f.noConfig, "no-config", false, "read no configuration file: only the flags given and the defaults")
 	fs.StringVar(&f.resume, "resume", "", "go on with RUN_ID, a run of specloop run killed mid-run, from its transcript: with its own flags and task (give no others), after its last complete step")
 }
 
 // check refuses flag values that make no sense; the error names the flag.
-func (f *runFlags) validate() error {
-	if f.maxSteps < 1 {
-		return errors.New("--max-steps must be at least 1")
+func (f *runFlags) validate(fs *flag.FlagSet) error {
+	if f.maxSteps < 1 && isSet(fs, "max-steps") {
+		return fmt.Errorf("--max-steps must be at least 1 (left out: %d for a provider model, %d for --script)", gen.ProviderDefaultCreateRunRequestMaxSteps, agent.DefaultMaxSteps)
 	}
+	// --token-budget 0 is no limit; left out, the model's default.
+	f.noTokenLimit = f.tokenBudget == 0 && isSet(fs, "token-budget")
 	if f.tokenBudget < 0 {
 		return errors.New("--token-budget must not be negative (0 means no limit)")
 	}
@@ -146,16 +153,33 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		lines = out.Lines
 	}
 	var f runFlags
-	fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
-		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
-			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
-			"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
-			"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
-			"to a file, the patch, the answer and the error are exact, and --json always is.")
-	f.register(fs)
+	newFlags := func() *flag.FlagSet {
+		f = runFlags{}
+		fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
+			"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
+				"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
+				"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
+				"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
+				"to a file, the patch, the answer and the error are exact, and --json always is. Flags a person\n"+
+				"sets once go in a configuration file (see `specloop help config`).")
+		f.register(fs)
+		return fs
+	}
+	fs := newFlags()
 	prompt, code, done := parseWithPositional(fs, args)
 	if done {
 		return code
+	}
+	if cfg, err := runConfig(fs, &f); err != nil {
+		env.Errorf("run: %v", err)
+		return exitUsage
+	} else if len(cfg.Args) > 0 || len(cfg.Warnings) > 0 {
+		printConfigured(env, cfg, f.asJSON)
+		args = append(cfg.Args, args...)
+		fs = newFlags()
+		if prompt, code, done = parseWithPositional(fs, args); done {
+			return code
+		}
 	}
 	var resumed *runRequest
 	if f.resume != "" {
@@ -199,7 +223,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 			return exitUsage
 		}
 	}
-	if err := f.validate(); err != nil {
+	if err := f.validate(fs); err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}
@@ -267,6 +291,10 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 			}
 		}
 	}
+	if sp.TracePath, err = runTracePath(f.tracePath, f.workspace, sp.ID); err != nil {
+		env.Errorf("run: %v", err)
+		return exitUsage
+	}
 	if conv != nil {
 		sp.FollowUp, sp.Conversation = &agent.FollowUp{Message: prompt}, conv
 	}
@@ -312,7 +340,11 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if err := setup.Close(); err != nil { // the transcript's writes among it
 		env.Errorf("run: %v", err)
 	}
-	code = report(env, &res, runErr, f.asJSON, f.tracePath)
+	shownTrace := f.tracePath
+	if shownTrace == "" {
+		shownTrace = "specloop trace show " + sp.ID
+	}
+	code = report(env, &res, runErr, f.asJSON, shownTrace)
 	if !f.asJSON && transcriptPath != "" {
 		fmt.Fprintf(env.Stdout, "transcript: specloop show %s\n", sp.ID)
 	}
@@ -320,6 +352,33 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 }
 
 // runTranscriptPath is where `specloop run` keeps run id's transcript.
+// runTracePath is where a local run's trace goes: path, which must lie
+// outside the workspace (the model would list and read it, and the run's
+// patch would hold it), or by default trace.jsonl beside the run's
+// transcript in the user's state directory.
+func runTracePath(path, workspace, id string) (string, error) {
+	given := path != ""
+	if !given {
+		dir, err := cli.StateDir(filepath.Join("runs", id))
+		if err != nil {
+			return "", fmt.Errorf("the trace: %w (give --trace FILE)", err)
+		}
+		path = filepath.Join(dir, traceFile)
+	}
+	err := wiring.CheckRecordsDir(path, workspace)
+	switch {
+	case errors.Is(err, wiring.ErrRecordsInWorkspace) && given:
+		return "", fmt.Errorf("--trace %s is inside the workspace: the model would see it and the patch would hold it; give a path outside it, or leave --trace out for %s", path, cli.StateDirUsage("runs/RUN_ID/trace.jsonl"))
+	case errors.Is(err, wiring.ErrRecordsInWorkspace):
+		return "", fmt.Errorf("the run's records would go to %s, inside the workspace (the state directory is in it): set $%s outside it, or give --trace FILE outside it and --no-transcript", filepath.Dir(path), cli.StateHomeEnv)
+	case err != nil:
+		return "", fmt.Errorf("--trace: %w", err)
+	case !given:
+		err = os.MkdirAll(filepath.Dir(path), 0o700)
+	}
+	return path, err
+}
+
 func runTranscriptPath(id string) (string, error) {
 	dir, err := cli.StateDir("runs")
 	if err != nil {
@@ -456,12 +515,19 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 // model is not in it: a local run builds its own (see models.go), a remote
 // one names it (remoteModel).
 func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolicy, asked bool) gen.CreateRunRequest {
-	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, MaxSteps: &f.maxSteps}
+	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}}
+	if f.maxSteps > 0 {
+		req.MaxSteps = &f.maxSteps
+	}
 	if f.noTranscript {
 		req.Transcript = new(bool) // false
 	}
-	if f.tokenBudget > 0 {
+	switch {
+	case f.tokenBudget > 0:
 		req.TokenBudget = &f.tokenBudget
+	case f.noTokenLimit: // the most the spec allows
+		unlimited := int64(gen.MaxCreateRunRequestTokenBudget)
+		req.TokenBudget = &unlimited
 	}
 	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
 	if f.check != "" {

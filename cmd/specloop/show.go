@@ -97,6 +97,12 @@ func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string) in
 // transcriptOf is the transcript file arg names: a file, or the run id of
 // a run of specloop run.
 func transcriptOf(arg string) (string, error) {
+	return runRecord(arg, transcript.FileName, "transcript")
+}
+
+// runRecord is the file arg names: a file, or the record name (what) of
+// the run of specloop run whose id arg is, in the state directory.
+func runRecord(arg, name, what string) (string, error) {
 	if _, err := os.Stat(arg); err == nil || !ident.Plain(arg) {
 		return arg, nil
 	}
@@ -104,9 +110,9 @@ func transcriptOf(arg string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, arg, transcript.FileName)
+	path := filepath.Join(dir, arg, name)
 	if _, err := os.Stat(path); err != nil {
-		return "", errors.New("no file " + arg + " and no transcript of a run " + arg + " in " + dir)
+		return "", errors.New("no file " + arg + " and no " + what + " of a run " + arg + " in " + dir)
 	}
 	return path, nil
 }

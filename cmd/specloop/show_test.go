@@ -69,8 +69,8 @@ func TestNoTranscript(t *testing.T) {
 	if code != exitOK || strings.Contains(stdout, "transcript:") {
 		t.Fatalf("exit %d\n%s%s", code, stdout, stderr)
 	}
-	if entries, _ := os.ReadDir(filepath.Join(state, "specloop", "runs")); len(entries) > 0 {
-		t.Fatalf("--no-transcript kept %d transcripts", len(entries))
+	if kept, _ := filepath.Glob(filepath.Join(state, "specloop", "runs", "*", "transcript.jsonl")); len(kept) > 0 {
+		t.Fatalf("--no-transcript kept %d transcripts", len(kept))
 	}
 }
 

@@ -10,8 +10,9 @@ import (
 
 func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 	env = runText(env)
-	fs := env.FlagSet("trace show", "FILE",
-		"Prints a JSONL trace for a person, one event a line, in file order. It only reads the file.\n"+
+	fs := env.FlagSet("trace show", "FILE|RUN_ID",
+		"Prints a JSONL trace for a person, one event a line, in file order: FILE, or the trace of a local\n"+
+			"run RUN_ID in "+cli.StateDirUsage("runs/RUN_ID/trace.jsonl")+". It only reads the file.\n"+
 			"A torn last line (a crash mid-write) is reported after the events before it.")
 	if len(args) == 0 || args[0] != "show" {
 		// `trace -h` is a request for help; anything else a usage error.
@@ -31,7 +32,12 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 		fs.Usage()
 		return exitUsage
 	}
-	f, err := os.Open(fs.Arg(0))
+	path, err := runRecord(fs.Arg(0), traceFile, "trace")
+	if err != nil {
+		env.Errorf("%v", err)
+		return exitUsage
+	}
+	f, err := os.Open(path)
 	if err != nil {
 		env.Errorf("%v", err)
 		return exitUsage
@@ -47,3 +53,6 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 	}
 	return exitOK
 }
+
+// traceFile is the name of a local run's trace in its records directory.
+const traceFile = "trace.jsonl"

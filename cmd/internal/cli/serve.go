@@ -108,6 +108,16 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	engine.Register(fs)
 	var mcpf MCPFlags
 	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
+	fs.String("config", "", "a configuration file (TOML, see `specloop help config`) whose keys are these flags in snake_case; the command line's flags override it")
+	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
+	if path := ScanFlag(args, "config"); path != "" {
+		cfg, err := FileConfig(fs, path, ScanFlag(args, "profile"))
+		if err != nil {
+			env.Errorf("serve: %v", err)
+			return ExitUsage
+		}
+		env.Errorf("serve: %d settings from %s", len(cfg.Settings), path)
+	}
 	if code, done := ParseFlags(fs, args); done {
 		return code
 	}

@@ -45,14 +45,16 @@ func main() {
 
 // The extensions the generator reads.
 const (
-	commandKey   = "x-specloop-command" // on a tool operation: it runs commands
-	writesKey    = "x-specloop-writes"  // on a tool operation: it writes files
-	codesKey     = "x-error-codes"      // on a tool's 422 response: its error codes
-	hintsKey     = "x-specloop-hints"   // on a tool operation: its ToolHints
-	meaningsKey  = "x-meanings"         // on a string enum: each value's meaning
-	denialsKey   = "x-sandbox-denials"  // on ErrorCode: the confinement's refusals
-	toolPrefix   = "/v1/tools/"
-	errorCodeRef = "ErrorCode"
+	commandKey = "x-specloop-command" // on a tool operation: it runs commands
+	writesKey  = "x-specloop-writes"  // on a tool operation: it writes files
+	codesKey   = "x-error-codes"      // on a tool's 422 response: its error codes
+	hintsKey   = "x-specloop-hints"   // on a tool operation: its ToolHints
+	// on a property: its default for a run with a provider model
+	providerDefaultKey = "x-specloop-provider-default"
+	meaningsKey        = "x-meanings"        // on a string enum: each value's meaning
+	denialsKey         = "x-sandbox-denials" // on ErrorCode: the confinement's refusals
+	toolPrefix         = "/v1/tools/"
+	errorCodeRef       = "ErrorCode"
 )
 
 type writer struct{ bytes.Buffer }
@@ -158,6 +160,13 @@ func constants(w *writer, doc *openapi3.T) error {
 			w.p("Default%s = %q", n.name, d)
 		default:
 			return fmt.Errorf("%s: a default of type %T", n.name, d)
+		}
+		switch d := s.Extensions[providerDefaultKey].(type) {
+		case nil:
+		case float64:
+			w.p("ProviderDefault%s = %s", n.name, number(s, d))
+		default:
+			return fmt.Errorf("%s: %s of type %T", n.name, providerDefaultKey, d)
 		}
 		if s.Min != nil {
 			w.p("Min%s = %s", n.name, number(s, *s.Min))

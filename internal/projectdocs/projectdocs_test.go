@@ -1,0 +1,138 @@
+package projectdocs_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/internal/projectdocs"
+)
+
+func write(t *testing.T, path, text string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// repo/.git, repo/AGENTS.md, repo/svc/AGENTS.md and AGENTS.override.md,
+// repo/svc/api (the workspace) with its own AGENTS.md; the user's file.
+func tree(t *testing.T) (user, ws string) {
+	dir := t.TempDir()
+	repo := filepath.Join(dir, "repo")
+	write(t, filepath.Join(repo, ".git", "HEAD"), "ref: refs/heads/main\n")
+	write(t, filepath.Join(repo, "AGENTS.md"), "root rules\n")
+	write(t, filepath.Join(repo, "svc", "AGENTS.md"), "svc rules, overridden\n")
+	write(t, filepath.Join(repo, "svc", "AGENTS.override.md"), "svc override\n")
+	write(t, filepath.Join(repo, "svc", "api", "AGENTS.md"), "api rules\n")
+	user = filepath.Join(dir, "config", "AGENTS.md")
+	write(t, user, "user rules\n")
+	return user, filepath.Join(repo, "svc", "api")
+}
+
+func paths(d projectdocs.Docs) []string {
+	var out []string
+	for _, f := range d.Files {
+		out = append(out, f.Path)
+	}
+	return out
+}
+
+func TestFromTheUserAndTheRepositoryRootDown(t *testing.T) {
+	user, ws := tree(t)
+	d, err := projectdocs.Load(user, ws, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{user, "AGENTS.md", "svc/AGENTS.override.md", "svc/api/AGENTS.md"}
+	if got := paths(d); strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	order := []string{"user rules", "root rules", "svc override", "api rules"}
+	last := -1
+	for _, s := range order {
+		i := strings.Index(d.Text, s)
+		if i <= last {
+			t.Fatalf("%q missing or out of order in\n%s", s, d.Text)
+		}
+		last = i
+	}
+	if strings.Contains(d.Text, "overridden") {
+		t.Errorf("the override did not replace the directory's AGENTS.md:\n%s", d.Text)
+	}
+	if !strings.Contains(d.Text, "# Instructions from svc/api/AGENTS.md\n\napi rules") {
+		t.Errorf("a file is not named above its text:\n%s", d.Text)
+	}
+	for _, f := range d.Files {
+		if f.Size == 0 || len(f.SHA256) != 64 || f.Cut {
+			t.Errorf("%s: size %d, sha256 %q, cut %v", f.Path, f.Size, f.SHA256, f.Cut)
+		}
+	}
+}
+
+func TestTheCapCutsTheFarthestFirst(t *testing.T) {
+	user, ws := tree(t)
+	all, _ := projectdocs.Load(user, ws, 0)
+	// Room for the two nearest files only.
+	nearest := len("# Instructions from svc/api/AGENTS.md\n\napi rules\n\n") + len("# Instructions from svc/AGENTS.override.md\n\nsvc override\n\n")
+	d, err := projectdocs.Load(user, ws, nearest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(d.Text) > nearest || len(d.Text) >= len(all.Text) {
+		t.Fatalf("%d bytes under a limit of %d", len(d.Text), nearest)
+	}
+	for _, f := range d.Files {
+		far := f.Path == user || f.Path == "AGENTS.md"
+		if f.Cut != far {
+			t.Errorf("%s: cut %v, want %v", f.Path, f.Cut, far)
+		}
+	}
+	if !strings.Contains(d.Text, "api rules") || strings.Contains(d.Text, "root rules") {
+		t.Fatalf("kept the wrong files:\n%s", d.Text)
+	}
+	tiny, _ := projectdocs.Load("", ws, 20) // the nearest alone is over: its beginning
+	if len(tiny.Text) > 20 || !tiny.Files[len(tiny.Files)-1].Cut || !strings.HasPrefix(tiny.Text, "# Instructions") {
+		t.Fatalf("a limit below the nearest file: %q", tiny.Text)
+	}
+}
+
+func TestASymlinkOutOfTheRepositoryIsNotRead(t *testing.T) {
+	_, ws := tree(t)
+	secret := filepath.Join(t.TempDir(), "secret")
+	write(t, secret, "a secret outside the repository\n")
+	target := filepath.Join(ws, "AGENTS.md")
+	os.Remove(target)
+	if err := os.Symlink(secret, target); err != nil {
+		t.Skip(err)
+	}
+	d, err := projectdocs.Load("", ws, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(d.Text, "secret") {
+		t.Fatalf("read a file outside the repository through a symbolic link:\n%s", d.Text)
+	}
+	f := d.Files[len(d.Files)-1]
+	if f.Path != "svc/api/AGENTS.md" || f.Refused == "" {
+		t.Fatalf("the refused file is not reported: %+v", f)
+	}
+}
+
+func TestOutsideARepositoryOnlyTheWorkspace(t *testing.T) {
+	dir := t.TempDir()
+	write(t, filepath.Join(dir, "AGENTS.md"), "above, not a repository\n")
+	ws := filepath.Join(dir, "ws")
+	write(t, filepath.Join(ws, "AGENTS.md"), "workspace rules\n")
+	d, err := projectdocs.Load("", ws, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(d); len(got) != 1 || got[0] != "AGENTS.md" || strings.Contains(d.Text, "above") {
+		t.Fatalf("files %q, text %q", got, d.Text)
+	}
+}
