@@ -13,23 +13,15 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 	fs := env.FlagSet("trace show", "FILE",
 		"Prints a JSONL trace for a person, one event a line, in file order. It only reads the file.\n"+
 			"A torn last line (a crash mid-write) is reported after the events before it.")
-	if len(args) == 0 || args[0] != "show" {
-		// `trace -h` is a request for help; anything else a usage error.
-		code, done := cli.ParseFlags(fs, args)
-		if done && code == exitOK {
-			return exitOK
-		}
-		if !done {
-			env.Errorf("usage: specloop trace show FILE")
-		}
-		return exitUsage
+	sub := len(args) > 0 && args[0] == "show"
+	if sub {
+		args = args[1:]
 	}
-	if code, done := cli.ParseFlags(fs, args[1:]); done {
+	if code, done := cli.ParseFlags(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if !sub || fs.NArg() != 1 {
+		return cli.Usagef(fs, "expected show and one FILE")
 	}
 	f, err := os.Open(fs.Arg(0))
 	if err != nil {

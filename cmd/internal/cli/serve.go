@@ -112,9 +112,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		env.Errorf("serve: unexpected argument %q", fs.Arg(0))
-		fs.Usage()
-		return ExitUsage
+		return Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	for _, pos := range []struct {
 		name  string
