@@ -174,3 +174,12 @@ func TestPromptThatNamesAFile(t *testing.T) {
 		t.Fatalf("a plain prompt got a hint: %q", stderr)
 	}
 }
+
+// A server that refuses a completion check names the flag it needs.
+func TestRemoteCheckNamesAllowCommands(t *testing.T) {
+	url := remoteURL(t)
+	code, _, stderr := specloop(t, "run", "--remote", url, "--script", "testdata/calculator.script", "--check", "go test ./...", "p")
+	if code != exitUsage || !strings.Contains(stderr, "--allow-commands") {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+}
