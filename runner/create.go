@@ -34,7 +34,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	body := sp.CreateRunRequest
 	sp.ApprovalTimeout = s.cfg.ApprovalTimeout
 	if body.Check != nil && !s.cfg.AllowCommands {
-		return gen.Run{}, badField("/check", "completion checks need a server started with commands allowed")
+		return gen.Run{}, badField("/check", "completion checks need a server started with --allow-commands (specloop serve)")
 	}
 	if _, err := pickMCP(sp.MCPNames(), s.cfg.MCPServers); err != nil {
 		return gen.Run{}, err

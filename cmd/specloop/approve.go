@@ -111,25 +111,31 @@ func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalReques
 	}
 }
 
-// start starts the goroutine that reads the terminal's lines: a read
-// cannot be cancelled, so one goroutine does them all.
+// start starts reading the terminal's lines, on the first question.
 func (a *terminalApprover) start() {
-	if a.lines != nil {
-		return
+	if a.lines == nil {
+		a.lines = readLines(a.in, 1)
 	}
-	a.lines = make(chan lineOrErr, 1)
+}
+
+// readLines sends r's lines on the channel it returns (of buffer size),
+// and then the error that ended them, and closes it: a read cannot be
+// cancelled, so one goroutine does them all.
+func readLines(r io.Reader, size int) chan lineOrErr {
+	lines := make(chan lineOrErr, size)
 	go func() {
-		r := bufio.NewReader(a.in)
+		defer close(lines)
+		br := bufio.NewReader(r)
 		for {
-			line, err := r.ReadString('\n')
+			line, err := br.ReadString('\n')
 			if err != nil && line == "" {
-				a.lines <- lineOrErr{err: err}
-				close(a.lines)
+				lines <- lineOrErr{err: err}
 				return
 			}
-			a.lines <- lineOrErr{line: line}
+			lines <- lineOrErr{line: line}
 		}
 	}()
+	return lines
 }
 
 // errNoTerminal is the error of a question standard input closed on.

@@ -258,7 +258,7 @@ func TestTerminalApprovalTimeoutAndCancel(t *testing.T) {
 		if code := term.exit(done); code != exitCancelled {
 			t.Fatalf("exit %d, want %d:\n%s", code, exitCancelled, term)
 		}
-		term.expect("result: cancelled after 1 steps")
+		term.expect("result: cancelled after 1 step")
 	})
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"flag"
@@ -82,19 +81,7 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	last := f.continueID
 	// One goroutine reads the person's lines, for the prompt and for the
 	// approval questions of a turn alike (a read cannot be cancelled).
-	lines := make(chan lineOrErr)
-	go func() {
-		defer close(lines)
-		r := bufio.NewReader(env.Stdin)
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil && line == "" {
-				lines <- lineOrErr{err: err}
-				return
-			}
-			lines <- lineOrErr{line: line}
-		}
-	}()
+	lines := readLines(env.Stdin, 0)
 
 	// Ctrl-C stops the turn in progress, not the session (the session's
 	// own context ends with SIGTERM only).

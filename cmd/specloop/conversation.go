@@ -22,7 +22,7 @@ import (
 
 // notInherited are the flags of one invocation, not of the run: a run
 // that continues another does not take them over.
-var notInherited = []string{"prompt-file", "trace", "json", "continue", "resume", "remote", "token-file"}
+var notInherited = []string{"prompt-file", "trace", "patch", "json", "continue", "resume", "remote", "token-file"}
 
 // modelFlags name the model, one or the other: giving one replaces both.
 var modelFlags = []string{"script", "model"}

@@ -26,18 +26,16 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 		"Copies a small Go module whose test fails into a temporary workspace and runs a scripted agent on it:\n"+
 			"search, read_file, edit_file, run_command `go test ./...`, finish, with the completion check\n"+
 			"`go test ./...`. Prints each step, the patch, the result and the trace's path. Needs only Go, no network.")
-	keep := fs.Bool("keep", false, "keep the temporary workspace (its path is printed)")
+	keep := fs.Bool("keep", false, "keep the temporary workspace and the trace (their paths are printed); by default the demo removes them")
 	asJSON := fs.Bool("json", false, "print only the RunResult as JSON")
-	tracePath := fs.String("trace", "", "write the trace to this file (default: specloop-demo-RUNID.jsonl in the temporary directory)")
+	tracePath := fs.String("trace", "", "write the trace to this file, which the demo keeps (default: beside the temporary workspace, removed with it)")
 	var sbFlags cli.SandboxFlags
 	sbFlags.Register(fs)
 	if code, done := cli.ParseFlags(fs, args); done {
 		return code
 	}
 	if fs.NArg() > 0 {
-		env.Errorf("demo: unexpected argument %q", fs.Arg(0))
-		fs.Usage()
-		return exitUsage
+		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	sbPolicy, err := sbFlags.Policy()
 	if err != nil {
@@ -63,8 +61,9 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return exitInternal
 	}
 	runID := agent.NewRunID()
-	if *tracePath == "" {
-		*tracePath = filepath.Join(os.TempDir(), "specloop-demo-"+runID+".jsonl")
+	ownTrace := *tracePath == "" // removed with the workspace, unless --keep
+	if ownTrace {
+		*tracePath = filepath.Join(base, "trace.jsonl")
 	}
 	steps, check := demo.MaxSteps, demo.Check
 	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check},
@@ -93,16 +92,26 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if err := setup.Trace.Close(); err != nil && runErr == nil {
 		env.Errorf("demo: trace: %v", err)
 	}
-	code = report(env, &res, runErr, *asJSON, *tracePath)
-	if !*asJSON {
-		fmt.Fprintf(env.Stdout, "time:   %s\n", roundElapsed(realClock(env.Stdout).now().Sub(start)))
+	shownTrace := *tracePath
+	if ownTrace && !*keep {
+		shownTrace = "" // about to be removed
 	}
-	if *keep {
-		w := env.Stdout
-		if *asJSON {
-			w = env.Stderr // stdout holds only the JSON
-		}
-		fmt.Fprintf(w, "kept:   %s\n", dir)
+	code = report(env, &res, runErr, *asJSON, shownTrace)
+	w := env.Stdout
+	if *asJSON {
+		w = env.Stderr // stdout holds only the JSON
+	} else {
+		fmt.Fprintf(w, "time:   %s\n", roundElapsed(realClock(env.Stdout).now().Sub(start)))
+	}
+	switch {
+	case *keep && ownTrace:
+		fmt.Fprintf(w, "kept:   %s (the workspace %s/ and the trace %s; remove it when done)\n", base, demo.ModuleName, filepath.Base(*tracePath))
+	case *keep:
+		fmt.Fprintf(w, "kept:   %s (the workspace; remove it when done)\n", dir)
+	case ownTrace && !*asJSON:
+		fmt.Fprintln(w, "removed: the temporary workspace and its trace (--keep keeps them, --trace FILE keeps a trace)")
+	case !*asJSON:
+		fmt.Fprintln(w, "removed: the temporary workspace (--keep keeps it)")
 	}
 	return code
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -48,6 +49,7 @@ func TestDemo(t *testing.T) {
 		"result: finished after 5 steps",
 		"check:  exit code 0",
 		"trace:  " + tracePath,
+		"\nremoved: the temporary workspace (--keep keeps it)\n",
 	} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("output lacks %q:\n%s", want, stdout)
@@ -77,6 +79,45 @@ func TestDemo(t *testing.T) {
 	for _, ev := range log.Events {
 		if ev.IsError != nil && *ev.IsError {
 			t.Errorf("a tool call failed: %+v", ev)
+		}
+	}
+}
+
+// The demo says what it leaves: by default nothing (the workspace and the
+// trace beside it are removed, and no path of them is printed as if it
+// stayed); with --keep both, their paths printed (on standard error with
+// --json, whose standard output is the RunResult alone).
+func TestDemoCleansUpOrSaysWhatItKept(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	code, stdout, stderr := specloop(t, "demo")
+	if code != exitOK {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if !strings.HasSuffix(stdout, "\nremoved: the temporary workspace and its trace (--keep keeps them, --trace FILE keeps a trace)\n") || strings.Contains(stdout, "trace:  ") {
+		t.Errorf("the demo's end does not say it removed the workspace and the trace:\n%s", stdout)
+	}
+	ws := regexp.MustCompile(`(?m)^workspace: (\S+)`).FindStringSubmatch(stdout)
+	if ws == nil {
+		t.Fatalf("no workspace line:\n%s", stdout)
+	}
+	if _, err := os.Stat(filepath.Dir(ws[1])); !os.IsNotExist(err) {
+		t.Errorf("the demo left %s (%v)", filepath.Dir(ws[1]), err)
+	}
+
+	code, stdout, stderr = specloop(t, "demo", "--keep", "--json")
+	if code != exitOK || !json.Valid([]byte(stdout)) {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	kept := regexp.MustCompile(`(?m)^kept:   (\S+) \(the workspace roman/ and the trace trace.jsonl; remove it when done\)$`).FindStringSubmatch(stderr)
+	if kept == nil {
+		t.Fatalf("--keep --json does not say what it kept:\n%s", stderr)
+	}
+	t.Cleanup(func() { os.RemoveAll(kept[1]) })
+	for _, f := range []string{"roman/roman.go", "trace.jsonl"} {
+		if _, err := os.Stat(filepath.Join(kept[1], f)); err != nil {
+			t.Errorf("kept: %v", err)
 		}
 	}
 }

@@ -9,12 +9,14 @@ import (
 	"context"
 	"io"
 	"os"
+	"slices"
 
 	"golang.org/x/term"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/termsafe"
+	"github.com/specloop/specloop/telemetry"
 )
 
 func main() { cli.Main(run) }
@@ -64,21 +66,64 @@ func exitCodeFor(reason gen.ExitReason) int {
 // the person's terminal; a file gets the text exactly. Output that must
 // stay exact everywhere (--json) is written to termsafe.Exact(env.Stdout).
 func runText(env *cli.Env) *cli.Env {
-	return &cli.Env{Prog: env.Prog, Stdin: env.Stdin, Stdout: termsafe.Guard(env.Stdout), Stderr: termsafe.Guard(env.Stderr)}
+	e := *env
+	e.Stdout, e.Stderr = termsafe.Guard(env.Stdout), termsafe.Guard(env.Stderr)
+	return &e
 }
+
+// The environment variables commands read (see the help pages).
+var (
+	modelEnv = []string{"OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL"}
+	localEnv = []string{cli.StateHomeEnv, "XDG_CONFIG_HOME", telemetry.EnvEndpoint, "PATH"}
+)
 
 func commands() []cli.Command {
 	return []cli.Command{
-		{Name: "run", Summary: "run an agent on a task", Run: runCmd},
-		{Name: "chat", Summary: "open a session: type a task, watch it, type follow-ups (a conversation of runs)", Run: chatCmd},
-		{Name: "demo", Summary: "run the built-in demo: a scripted agent fixes a failing Go test", Run: demoCmd},
-		{Name: "serve", Summary: "serve the HTTP API for remote runs (specloop run --remote)", Run: serveCmd},
-		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd},
-		{Name: "config", Summary: "print the settings a run would use and where each came from (help config: the files)", Run: configCmd},
-		{Name: "show", Summary: "print what a run said and did (show RUN_ID)", Run: showCmd},
-		{Name: "trace", Summary: "read traces (trace show FILE)", Run: traceCmd},
-		{Name: "tools", Summary: "list the tools a model can call", Run: toolsCmd},
-		{Name: "spec", Summary: "print the OpenAPI document everything is generated from", Run: specCmd},
+		{Name: "run", Summary: "run an agent on a task", Run: runCmd,
+			Examples: []string{
+				`specloop run --model openai:gpt-4.1 --check "go test ./..." "fix the failing test"`,
+				`specloop run --model openai:qwen2.5-coder --base-url http://localhost:8000/v1 --workspace ./myproject --prompt-file task.md`,
+				`specloop run --remote http://127.0.0.1:8080 --model anthropic:claude-sonnet-4-5 --workspace proj "explain main.go"`,
+			},
+			Env: slices.Concat(modelEnv, []string{cli.TokenEnv}, localEnv)},
+		{Name: "chat", Summary: "open a session: type a task, watch it, type follow-ups (a conversation of runs)", Run: chatCmd,
+			Examples: []string{
+				`specloop chat --model openai:gpt-4.1 --check "go test ./..."`,
+				`specloop chat --model anthropic:claude-sonnet-4-5 --approval writes`,
+				`specloop chat --continue 1f0c9a3e5b7d2468`,
+			},
+			Env: slices.Concat(modelEnv, localEnv)},
+		{Name: "demo", Summary: "run the built-in demo: a scripted agent fixes a failing Go test", Run: demoCmd,
+			Examples: []string{"specloop demo", "specloop demo --keep", "specloop demo --json --trace demo.jsonl"},
+			Env:      []string{"PATH"}},
+		{Name: "serve", Summary: "serve the HTTP API for remote runs (specloop run --remote)", Run: serveCmd,
+			Examples: []string{
+				"specloop serve --workspace-root ./workspaces --allow-commands",
+				"specloop serve --addr 0.0.0.0:8080 --token-file token.txt --workspace-root /srv/work",
+				"specloop serve --metrics-addr 127.0.0.1:9464 --otel",
+			},
+			Env: slices.Concat(modelEnv, []string{cli.TokenEnv}, localEnv)},
+		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd,
+			Examples: []string{"specloop mcp --workspace .", "specloop mcp --workspace . --sandbox bwrap", "specloop mcp --no-commands"},
+			Env:      []string{"PATH"}},
+		{Name: "config", Summary: "print the settings a run would use and where each came from (help config: the files)", Run: configCmd,
+			Examples: []string{"specloop config", "specloop config --workspace ./myproject --profile local"},
+			Env:      []string{"XDG_CONFIG_HOME"}},
+		{Name: "show", Summary: "print what a run said and did (show RUN_ID)", Run: showCmd,
+			Examples: []string{
+				"specloop show 1f0c9a3e5b7d2468",
+				"specloop show --follow 1f0c9a3e5b7d2468",
+				"specloop show --remote http://127.0.0.1:8080 1f0c9a3e5b7d2468",
+			},
+			Env: []string{cli.StateHomeEnv, cli.TokenEnv}},
+		{Name: "trace", Summary: "read traces (trace show RUN_ID|FILE)", Run: traceCmd,
+			Examples: []string{"specloop trace show 1f0c9a3e5b7d2468", "specloop trace show run.jsonl", "specloop trace show ~/.local/state/specloop/server/traces/1f0c9a3e5b7d2468.jsonl"}},
+		{Name: "tools", Summary: "list the tools a model can call", Run: toolsCmd,
+			Examples: []string{"specloop tools", "specloop tools --json --no-commands"}},
+		{Name: "spec", Summary: "print the OpenAPI document everything is generated from", Run: specCmd,
+			Examples: []string{"specloop spec > agent.yaml", "specloop spec | grep operationId"}},
+		{Name: "version", Summary: "print the version and the revision it was built from", Run: cli.Version,
+			Examples: []string{"specloop version", "specloop --version"}},
 	}
 }
 

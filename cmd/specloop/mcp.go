@@ -26,9 +26,7 @@ func mcpCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		env.Errorf("mcp: unexpected argument %q", fs.Arg(0))
-		fs.Usage()
-		return exitUsage
+		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	policy, err := sb.Policy()
 	if err != nil {

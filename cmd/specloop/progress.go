@@ -168,7 +168,11 @@ func printResult(w io.Writer, res *gen.RunResult, tracePath string) {
 			fmt.Fprintln(w)
 		}
 	}
-	fmt.Fprintf(w, "\nresult: %s after %d steps\n", res.ExitReason, res.StepsUsed)
+	steps := "steps"
+	if res.StepsUsed == 1 {
+		steps = "step"
+	}
+	fmt.Fprintf(w, "\nresult: %s after %d %s\n", res.ExitReason, res.StepsUsed, steps)
 	if res.Answer != nil {
 		fmt.Fprintf(w, "answer: %s\n", *res.Answer)
 	}
@@ -179,11 +183,20 @@ func printResult(w io.Writer, res *gen.RunResult, tracePath string) {
 		fmt.Fprintf(w, "tokens: %d in, %d out\n", res.Usage.InputTokens, res.Usage.OutputTokens)
 	}
 	if res.Error != nil {
-		fmt.Fprintf(w, "error:  %s\n", *res.Error)
+		fmt.Fprintf(w, "error:  %s%s\n", *res.Error, raisedBy[res.ExitReason])
 	}
 	if tracePath != "" {
 		fmt.Fprintf(w, "trace:  %s\n", tracePath)
 	}
+}
+
+// raisedBy names the flag that raises the budget a run ended on: each of
+// these reasons ends a run only when its budget ran out.
+var raisedBy = map[gen.ExitReason]string{
+	gen.ExitReasonMaxStepsExceeded:    " (--max-steps raises it)",
+	gen.ExitReasonInvalidModelOutput:  " (--max-steps raises it)",
+	gen.ExitReasonCheckFailed:         " (--max-steps raises it)",
+	gen.ExitReasonTokenBudgetExceeded: " (--token-budget raises it)",
 }
 
 // compactJSON encodes v for a person: &, < and > stay as they are.

@@ -158,7 +158,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		env.Errorf("run: run %s: %v", run.Id, err)
 		return exitInternal
 	}
-	return report(env, final.Result, nil, f.asJSON, f.tracePath)
+	return writePatch(env, f.patchPath, final.Result, report(env, final.Result, nil, f.asJSON, f.tracePath))
 }
 
 // remoteModel is the server-side model configuration the run flags name:

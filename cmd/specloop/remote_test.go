@@ -64,7 +64,7 @@ func TestRunRemote(t *testing.T) {
 
 	// A run that ends otherwise exits with its status.
 	code, stdout, _ = specloop(t, "run", "--remote", url, "--token-file", tokenFile, "--script", "testdata/calculator.script", "--max-steps", "1", prompt)
-	if code != exitMaxSteps || !strings.Contains(stdout, "result: max_steps_exceeded after 1 steps") {
+	if code != exitMaxSteps || !strings.Contains(stdout, "result: max_steps_exceeded after 1 step\nerror:  the step budget of 1 ran out (--max-steps raises it)") {
 		t.Errorf("max steps: exit %d:\n%s", code, stdout)
 	}
 

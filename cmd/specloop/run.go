@@ -31,6 +31,7 @@ type runFlags struct {
 	promptFile   string
 	maxSteps     int
 	tracePath    string
+	patchPath    string
 	telemetry    cli.TelemetryFlags // see telemetry.go
 	syncPolicy   string
 	asJSON       bool
@@ -66,6 +67,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.promptFile, "prompt-file", "", "read the task from this file (- for standard input) instead of the PROMPT argument")
 	fs.IntVar(&f.maxSteps, "max-steps", 0, fmt.Sprintf("the step budget: model calls, including ones that produced invalid output (default: %d for a provider model, %d for --script)", gen.ProviderDefaultCreateRunRequestMaxSteps, agent.DefaultMaxSteps))
 	fs.StringVar(&f.tracePath, "trace", "", "append the run's JSONL trace to this file, outside the workspace (default: "+cli.StateDirUsage("runs/RUN_ID/trace.jsonl")+")")
+	fs.StringVar(&f.patchPath, "patch", "", "write the run's patch (a unified diff, empty when nothing changed) to this file, made 0600; not inside the workspace")
 	fs.StringVar(&f.syncPolicy, "sync", "end", "when the trace is fsynced: none, end (after run_finished) or every (each event)")
 	f.telemetry.Register(fs, false)
 	fs.BoolVar(&f.asJSON, "json", false, "print only the RunResult as JSON")
@@ -89,7 +91,7 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	f.mcp.Register(fs, "an MCP server whose tools the model may call as NAME__tool: NAME=COMMAND (stdio; split like a shell would, without one; runs unsandboxed, as you) or NAME=URL (streamable HTTP); repeatable. With --remote: the NAME of a server the remote server configured")
 	f.toolsSpec.Register(fs)
 	fs.StringVar(&f.continueID, "continue", "", "continue run RUN_ID, which ended, with PROMPT as your message: the next turn of its conversation, with the history it ended with, its flags (those given now replace the recorded ones of the same name) and a fresh step budget")
-	fs.StringVar(&f.profile, "profile", "", "apply the configuration files' [profiles.NAME] table over their top-level settings (see `specloop help config`)")
+	fs.StringVar(&f.profile, "profile", "", "apply the configuration files' [profiles.NAME] table over their top-level settings (see: specloop help config)")
 	fs.BoolVar(&f.noConfig, "no-config", false, "read no configuration file: only the flags given and the defaults")
 	fs.StringVar(&f.resume, "resume", "", "go on with RUN_ID, a run of specloop run killed mid-run, from its transcript: with its own flags and task (give no others), after its last complete step")
 }
@@ -195,11 +197,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		err = nil // the recorded run's task
 	}
 	if err != nil {
-		env.Errorf("run: %v", err)
-		if errors.Is(err, errNoPrompt) {
-			fs.Usage()
-		}
-		return exitUsage
+		return cli.Usagef(fs, "%v", err)
 	}
 	// A run that continues another (or is resumed, having continued one)
 	// starts from the conversation's history.
@@ -224,8 +222,10 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		}
 	}
 	if err := f.validate(fs); err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return cli.Usagef(fs, "%v", err)
+	}
+	if f.patchPath != "" && f.remote == "" && insideDir(f.patchPath, f.workspace) {
+		return cli.Usagef(fs, "--patch %s is inside the workspace: the run could change it, and the next run's patch would hold it; give a path outside %s", f.patchPath, f.workspace)
 	}
 	if f.remote != "" {
 		return runRemote(ctx, env, &f, prompt, runFlagsSet(args, workingDir()))
@@ -344,7 +344,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if shownTrace == "" {
 		shownTrace = "specloop trace show " + sp.ID
 	}
-	code = report(env, &res, runErr, f.asJSON, shownTrace)
+	code = writePatch(env, f.patchPath, &res, report(env, &res, runErr, f.asJSON, shownTrace))
 	if !f.asJSON && transcriptPath != "" {
 		fmt.Fprintf(env.Stdout, "transcript: specloop show %s\n", sp.ID)
 	}
@@ -403,10 +403,56 @@ func report(env *cli.Env, res *gen.RunResult, runErr error, asJSON bool, tracePa
 	} else {
 		printResult(env.Stdout, res, tracePath)
 	}
-	if runErr != nil {
+	// The error the result carries is printed with it (or in the JSON).
+	if runErr != nil && (res.Error == nil || *res.Error != runErr.Error()) {
 		env.Errorf("%v", runErr)
 	}
 	return exitCodeFor(res.ExitReason)
+}
+
+// writePatch writes the patch of res to path (--patch), made 0600, and
+// returns code, the run's exit status, or exitInternal when the patch
+// could not be written.
+func writePatch(env *cli.Env, path string, res *gen.RunResult, code int) int {
+	if path == "" {
+		return code
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		if st, serr := f.Stat(); serr == nil && st.Mode().IsRegular() {
+			err = f.Chmod(0o600) // a file that existed keeps no wider mode
+		}
+		_, werr := io.WriteString(f, deref(res.Patch))
+		err = errors.Join(err, werr, f.Close())
+	}
+	if err != nil {
+		env.Errorf("run: --patch: %v", err)
+		return max(code, exitInternal)
+	}
+	return code
+}
+
+// insideDir reports whether the file path (which need not exist) is in
+// dir or below it, by the directories' identity: a symbolic link or
+// another spelling of the path is no way around it.
+func insideDir(path, dir string) bool {
+	di, err := os.Stat(dir)
+	if err != nil {
+		return false
+	}
+	p, err := filepath.Abs(path)
+	if err != nil {
+		return false
+	}
+	for {
+		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, di) {
+			return true
+		}
+		if filepath.Dir(p) == p {
+			return false
+		}
+		p = filepath.Dir(p)
+	}
 }
 
 // readScriptLines reads the raw model responses of a script file, one per
@@ -434,28 +480,16 @@ func readScriptLines(path string) ([]string, error) {
 	return lines, nil
 }
 
-// parseWithPositional parses flags that may come before or after the one
-// positional argument, so `run PROMPT --json` works like `run --json PROMPT`.
+// parseWithPositional parses the flags and at most one positional
+// argument, before, between or after them (cli.ParseFlags).
 func parseWithPositional(fs *flag.FlagSet, args []string) (positional string, code int, done bool) {
-	var rest []string
-	for {
-		if code, done := cli.ParseFlags(fs, args); done {
-			return "", code, true
-		}
-		if fs.NArg() == 0 {
-			break
-		}
-		rest = append(rest, fs.Arg(0))
-		args = fs.Args()[1:]
+	if code, done := cli.ParseFlags(fs, args); done {
+		return "", code, true
 	}
-	if len(rest) > 1 {
-		fmt.Fprintf(fs.Output(), "specloop %s: expected one PROMPT argument, got %d (quote the prompt)\n", fs.Name(), len(rest))
-		return "", exitUsage, true
+	if fs.NArg() > 1 {
+		return "", cli.Usagef(fs, "expected one PROMPT argument, got %d (quote the prompt)", fs.NArg()), true
 	}
-	if len(rest) == 1 {
-		positional = rest[0]
-	}
-	return positional, 0, false
+	return fs.Arg(0), 0, false
 }
 
 // errNoPrompt is the usage error of a run without a task.
@@ -473,6 +507,9 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 	if file == "" {
 		if arg == "" {
 			return "", errNoPrompt
+		}
+		if st, err := os.Stat(arg); err == nil && st.Mode().IsRegular() {
+			env.Errorf("run: the task is the text %q, which is also a file's name; --prompt-file %s makes its contents the task", arg, arg)
 		}
 		return arg, nil
 	}

@@ -34,7 +34,7 @@ func temporalMoved(w io.Writer, what, instead, flags string) int {
 type embedded struct{}
 
 func (embedded) Register(fs *flag.FlagSet) {
-	fs.Func("engine", "where runs execute: embedded, in this process, the only engine here (runs as Temporal workflows: `specloop-temporal serve`)", func(v string) error {
+	fs.Func("engine", "where runs execute: embedded, in this process, the only engine here (runs as Temporal workflows: specloop-temporal serve)", func(v string) error {
 		if v != "embedded" {
 			return errors.New("the engine must be embedded")
 		}

@@ -27,8 +27,7 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+		return cli.Usagef(fs, "expected one RUN_ID or FILE, got %d arguments", fs.NArg())
 	}
 	if *remote != "" {
 		if *follow {

@@ -18,6 +18,9 @@ func specCmd(_ context.Context, env *cli.Env, args []string) int {
 	if code, done := cli.ParseFlags(fs, args); done {
 		return code
 	}
+	if fs.NArg() > 0 {
+		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
+	}
 	if _, err := env.Stdout.Write(spec.YAML()); err != nil {
 		return exitInternal
 	}
@@ -32,6 +35,9 @@ func toolsCmd(_ context.Context, env *cli.Env, args []string) int {
 	noCommands := fs.Bool("no-commands", false, "leave run_command out")
 	if code, done := cli.ParseFlags(fs, args); done {
 		return code
+	}
+	if fs.NArg() > 0 {
+		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	// Only the tool list is needed: no command runs, so no sandbox.
 	setup, err := wiring.Open(wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})

@@ -14,23 +14,15 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 		"Prints a JSONL trace for a person, one event a line, in file order: FILE, or the trace of a local\n"+
 			"run RUN_ID in "+cli.StateDirUsage("runs/RUN_ID/trace.jsonl")+". It only reads the file.\n"+
 			"A torn last line (a crash mid-write) is reported after the events before it.")
-	if len(args) == 0 || args[0] != "show" {
-		// `trace -h` is a request for help; anything else a usage error.
-		code, done := cli.ParseFlags(fs, args)
-		if done && code == exitOK {
-			return exitOK
-		}
-		if !done {
-			env.Errorf("usage: specloop trace show FILE")
-		}
-		return exitUsage
+	sub := len(args) > 0 && args[0] == "show"
+	if sub {
+		args = args[1:]
 	}
-	if code, done := cli.ParseFlags(fs, args[1:]); done {
+	if code, done := cli.ParseFlags(fs, args); done {
 		return code
 	}
-	if fs.NArg() != 1 {
-		fs.Usage()
-		return exitUsage
+	if !sub || fs.NArg() != 1 {
+		return cli.Usagef(fs, "expected show and one FILE")
 	}
 	path, err := runRecord(fs.Arg(0), traceFile, "trace")
 	if err != nil {

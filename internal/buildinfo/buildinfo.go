@@ -12,3 +12,25 @@ func Version() string {
 	}
 	return "(devel)"
 }
+
+// Revision is the VCS revision the binary was built from, "+modified"
+// when its work tree had changes, or "" when the build did not record one.
+func Revision() string {
+	bi, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, modified string
+	for _, s := range bi.Settings {
+		switch {
+		case s.Key == "vcs.revision":
+			rev = s.Value
+		case s.Key == "vcs.modified" && s.Value == "true":
+			modified = "+modified"
+		}
+	}
+	if rev == "" {
+		return ""
+	}
+	return rev + modified
+}

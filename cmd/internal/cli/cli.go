@@ -8,7 +8,6 @@ package cli
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +32,7 @@ type Env struct {
 	Prog           string // the program's name, which its messages start with
 	Stdin          io.Reader
 	Stdout, Stderr io.Writer
+	cmd            *Command // the command running, whose help FlagSet prints
 }
 
 // Errorf prints a message of the program to standard error.
@@ -40,41 +40,15 @@ func (e *Env) Errorf(format string, args ...any) {
 	fmt.Fprintf(e.Stderr, e.Prog+": "+format+"\n", args...)
 }
 
-// FlagSet returns the flag set of subcommand name, whose -h prints a usage
-// that helps.
-func (e *Env) FlagSet(name, synopsis, about string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(e.Stderr)
-	fs.Usage = func() {
-		w := fs.Output()
-		fmt.Fprintf(w, "Usage: %s %s %s\n\n%s\n", e.Prog, name, synopsis, about)
-		n := 0
-		fs.VisitAll(func(*flag.Flag) { n++ })
-		if n > 0 {
-			fmt.Fprintln(w, "\nFlags:")
-			fs.PrintDefaults()
-		}
-	}
-	return fs
-}
-
-// ParseFlags parses args; done reports that the command must return code
-// (help was asked for, or the flags were wrong).
-func ParseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return ExitOK, true
-		}
-		return ExitUsage, true
-	}
-	return 0, false
-}
-
 // Command is one subcommand.
 type Command struct {
 	Name    string
 	Summary string
-	Run     func(ctx context.Context, env *Env, args []string) int
+	// Examples open the command's help page, one command line each; Env
+	// names the environment variables it reads (see envHelp).
+	Examples []string
+	Env      []string
+	Run      func(ctx context.Context, env *Env, args []string) int
 }
 
 // Program is a command of subcommands.
@@ -110,25 +84,36 @@ func (p *Program) Run(ctx context.Context, args []string, stdin io.Reader, stdou
 	switch args[0] {
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[0] == "help" {
-			// `PROG help run` is `PROG run -h`, on standard output.
+			// `PROG help run` is `PROG run --help`, on standard output.
 			if c := p.command(args[1]); c != nil {
-				return c.Run(ctx, &Env{Prog: p.Name, Stdin: stdin, Stdout: stdout, Stderr: stdout}, append([]string{"-h"}, args[2:]...))
+				env.Stderr, env.cmd = stdout, c
+				return c.Run(ctx, env, append([]string{"-h"}, args[2:]...))
 			}
-			env.Errorf("help: unknown command %q", args[1])
-			p.usage(stderr)
-			return ExitUsage
+			return p.unknown(env, "help: ", args[1])
 		}
 		p.usage(stdout)
 		return ExitOK
+	case "--version", "-version":
+		args = append([]string{"version"}, args[1:]...)
 	case "sandbox-exec":
 		env.Errorf("sandbox-exec is internal: %s starts it itself to run a command in a sandbox", p.Name)
 		return ExitUsage
 	}
 	if c := p.command(args[0]); c != nil {
+		env.cmd = c
 		return c.Run(ctx, env, args[1:])
 	}
-	env.Errorf("unknown command %q", args[0])
-	p.usage(stderr)
+	return p.unknown(env, "", args[0])
+}
+
+// unknown reports the unknown command name in two lines, the closest
+// command's name among them.
+func (p *Program) unknown(env *Env, prefix, name string) int {
+	var names []string
+	for _, c := range p.Commands {
+		names = append(names, c.Name)
+	}
+	env.Errorf("%sunknown command %q%s\nrun '%s help' for usage", prefix, name, didYouMean(name, names, ""), p.Name)
 	return ExitUsage
 }
 
@@ -144,7 +129,7 @@ func (p *Program) usage(w io.Writer) {
 	for _, c := range p.Commands {
 		fmt.Fprintf(w, "  %-7s %s\n", c.Name, c.Summary)
 	}
-	fmt.Fprintf(w, "\nRun `%s help COMMAND` (or `%s COMMAND -h`) for a command's flags.\n", p.Name, p.Name)
+	fmt.Fprintf(w, "\nRun `%s help COMMAND` (or `%s COMMAND --help`) for a command's examples and flags.\n", p.Name, p.Name)
 	if p.Notes != "" {
 		fmt.Fprintf(w, "\n%s\n", p.Notes)
 	}

@@ -108,7 +108,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	engine.Register(fs)
 	var mcpf MCPFlags
 	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
-	fs.String("config", "", "a configuration file (TOML, see `specloop help config`) whose keys are these flags in snake_case; the command line's flags override it")
+	fs.String("config", "", "a configuration file (TOML; see: specloop help config) whose keys are these flags in snake_case; the command line's flags override it")
 	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
 	if path := ScanFlag(args, "config"); path != "" {
 		cfg, err := FileConfig(fs, path, ScanFlag(args, "profile"))
@@ -122,9 +122,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 		return code
 	}
 	if fs.NArg() > 0 {
-		env.Errorf("serve: unexpected argument %q", fs.Arg(0))
-		fs.Usage()
-		return ExitUsage
+		return Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	for _, pos := range []struct {
 		name  string
