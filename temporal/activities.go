@@ -71,58 +71,42 @@ type openOutput struct {
 // modelInput is one model call: the history so far goes by value (the
 // DataConverter stores it out of the workflow's history when it is large).
 type modelInput struct {
-	RunID     string
+	runEvents
 	Task      gen.Task
 	Model     gen.ModelConfig
 	Tools     []gen.ToolSpec
 	Calls     int // the model calls of the run before this one
-	History   []gen.HistoryItem
+	History   []agent.Item
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
-	Events    eventBatch
 }
 
 // modelOutput is a model turn, the summary asked for, or the model's
-// invalid output.
+// invalid output; the raw output only when the run records it.
 type modelOutput struct {
-	Actions []wireAction
-	Summary string `json:",omitempty"`
-	Usage   *gen.Usage
-	Invalid *invalidOutput
+	agent.Turn
+	Invalid *agent.InvalidOutputError
 	// RequestTokens is the model's own estimate of the request (0 when
 	// the model is no agent.ContextSizer).
 	RequestTokens int `json:",omitempty"`
 }
 
-// wireAction is an agent.Action as an activity returns it.
-type wireAction struct {
-	ToolCall *gen.ToolCall
-	Finish   *gen.Finish
-	Raw      string
-}
-
-// invalidOutput is an agent.InvalidOutputError as an activity returns it.
-type invalidOutput struct {
-	Message string
-	Raw     string
-	Usage   *gen.Usage
-}
-
-// ToolInput is tool call Seq (0-based, in the run's order) of a run.
+// toolInput is tool call Seq (0-based, in the run's order) of a run.
 type toolInput struct {
-	Run    runRef
-	Seq    int
-	Call   gen.ToolCall
-	Events eventBatch
+	runEvents
+	Seq  int
+	Call gen.ToolCall
 }
 
-// runEvents is the input of the Check, Patch and Close activities: the
-// run, and the trace lines to write first.
+// runEvents is the run an activity works for and the trace lines to
+// write first; every activity's input but Open's holds it.
 type runEvents struct {
 	Run    runRef
 	Events eventBatch
 }
+
+func (e *runEvents) carry() *runEvents { return e }
 
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
@@ -263,7 +247,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 			if cs, ok := m.(agent.ContextSizer); ok {
 				req := &agent.Request{Task: in.Task, Tools: out.Tools}
 				out.ContextWindow = cs.ContextWindow()
-				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, nil)
+				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, agent.History{})
 			}
 		}
 	}
@@ -272,7 +256,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 
 // model asks the run's model for its next turn.
 func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, error) {
-	if err := a.write(in.RunID, in.Events); err != nil {
+	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return modelOutput{}, err
 	}
 	if a.Models == nil {
@@ -287,35 +271,28 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	if s, ok := m.(*model.Script); ok {
 		s.Skip(in.Calls)
 	}
-	items := make([]agent.Item, len(in.History))
-	for i := range in.History {
-		if items[i], err = item(in.History[i]); err != nil {
-			return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
-		}
-	}
 	defer heartbeat(ctx)()
-	req := &agent.Request{Task: in.Task, History: agent.NewHistory(items...), Tools: in.Tools, Summarize: in.Summarize}
-	tokens := 0
+	req := &agent.Request{Task: in.Task, History: agent.NewHistory(in.History...), Tools: in.Tools, Summarize: in.Summarize}
+	out := modelOutput{}
 	if cs, ok := m.(agent.ContextSizer); ok {
-		tokens = cs.RequestTokens(req)
+		out.RequestTokens = cs.RequestTokens(req)
 	}
-	turn, err := m.Next(ctx, req)
-	var invalid *agent.InvalidOutputError
-	switch {
-	case errors.As(err, &invalid):
-		out := &invalidOutput{Message: invalid.Message, Usage: invalid.Usage}
-		if in.RecordRaw {
-			out.Raw = invalid.Raw
+	out.Turn, err = m.Next(ctx, req)
+	if errors.As(err, &out.Invalid) {
+		inv := *out.Invalid
+		out.Turn, out.Invalid = agent.Turn{}, &inv
+		if !in.RecordRaw {
+			inv.Raw = ""
 		}
-		return modelOutput{Invalid: out, RequestTokens: tokens}, nil
-	case err != nil:
+		return out, nil
+	}
+	if err != nil {
 		return modelOutput{}, modelError(err)
 	}
-	out := modelOutput{Actions: make([]wireAction, len(turn.Actions)), Summary: turn.Summary, Usage: turn.Usage, RequestTokens: tokens}
-	for i, act := range turn.Actions {
-		out.Actions[i] = wireAction{ToolCall: act.ToolCall, Finish: act.Finish}
-		if in.RecordRaw {
-			out.Actions[i].Raw = act.Raw
+	for i := range out.Actions {
+		out.Actions[i].Usage = nil // the turn's counts
+		if !in.RecordRaw {
+			out.Actions[i].Raw = ""
 		}
 	}
 	return out, nil
@@ -386,11 +363,13 @@ func (f *modelFailure) rebuild(msg string) error {
 // history, in tokens: their bytes in the spec's wire form at three bytes a
 // token, as the adapters count. The model's own estimate adds its
 // overhead (openOutput.RequestOverhead).
-func requestTokens(task gen.Task, items []gen.HistoryItem) int {
+func requestTokens(task gen.Task, h agent.History) int {
 	n := len(task.Prompt)
-	for i := range items {
-		b, _ := items[i].MarshalJSON()
-		n += len(b)
+	for _, it := range h.All() {
+		if w, err := it.Wire(); err == nil {
+			b, _ := w.MarshalJSON()
+			n += len(b)
+		}
 	}
 	return (n + 2) / 3
 }
@@ -460,16 +439,10 @@ func (a *Activities) patch(ctx context.Context, in runEvents) (string, error) {
 	return patch, nil
 }
 
-// eventsInput is trace lines of a run to write now: the events before a
-// wait, so that they are visible while the run waits.
-type eventsInput struct {
-	RunID  string
-	Events eventBatch
-}
-
-// events writes trace lines of a run.
-func (a *Activities) events(ctx context.Context, in eventsInput) error {
-	return a.write(in.RunID, in.Events)
+// events writes trace lines of a run: the events before a wait, so
+// that they are visible while the run waits.
+func (a *Activities) events(ctx context.Context, in runEvents) error {
+	return a.write(in.Run.RunID, in.Events)
 }
 
 // close writes the end of the run's trace and releases its workspace.
@@ -511,27 +484,6 @@ func heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// item decodes a history item.
-func item(w gen.HistoryItem) (agent.Item, error) {
-	v, err := w.ValueByDiscriminator()
-	if err != nil {
-		return agent.Item{}, fmt.Errorf("a history item: %w", err)
-	}
-	switch v := v.(type) {
-	case gen.ToolCall:
-		return agent.Item{ToolCall: &v}, nil
-	case gen.Finish:
-		return agent.Item{Finish: &v}, nil
-	case gen.Observation:
-		return agent.Item{Observation: &v}, nil
-	case gen.ModelFeedback:
-		return agent.Item{Feedback: &v}, nil
-	case gen.UserMessage:
-		return agent.Item{UserMessage: &v}, nil
-	}
-	return agent.Item{}, errors.New("a history item of an unknown type")
 }
 
 // storeError is the error of an activity whose store access failed: one

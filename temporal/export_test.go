@@ -6,11 +6,7 @@ import "github.com/specloop/specloop/agent"
 // overhead: a test model whose estimate is this plus a constant is sized
 // alike by both engines.
 func RequestTokens(req *agent.Request) int {
-	items, err := wireHistory(req.History)
-	if err != nil {
-		panic(err)
-	}
-	return requestTokens(req.Task, items)
+	return requestTokens(req.Task, req.History)
 }
 
 // The workflow's and activities' wire names and types, for the tests that
