@@ -180,7 +180,7 @@ func (s *Runner) Cancel(id string) (gen.Run, error) {
 	case j == nil:
 		return gen.Run{}, errRunFinished
 	}
-	if queued && s.sched.dequeue(r, j.ws.key) {
+	if queued && s.sched.dequeue(r) {
 		s.cancelQueued(r, errCancelRequested)
 	} else {
 		j.cancel(errCancelRequested)
