@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -158,35 +157,21 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	s.finalize(r, j, started, res, finished, finishedLine)
 }
 
-// reattach makes r, a run without a result in the run log, an in-flight
-// run again that the engine is still executing: its trace is made
-// appendable (a torn last line cut), its events are served again, and an
+// reattach makes r, a run without a result in the run log whose trace t
+// (made appendable) lacks its run_finished, an in-flight run again that
+// the engine is still executing: its events are served again, and an
 // approval it was waiting for is listed again, its decision handed to the
-// engine. followAttached follows it once the server is up. A run whose trace has its run_finished (the
-// server stopped before it logged the result) is not attached: recoverRun
-// settles it.
-func (s *Runner) reattach(r *run) (bool, error) {
-	evs, err := s.recoverTrace(r.id)
-	if err != nil {
-		return false, err
-	}
-	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
-		return false, nil
-	}
-	j := &job{attached: true, seen: len(evs), events: &liveEvents{}}
+// engine. followAttached follows it once the server is up.
+func (s *Runner) reattach(r *run, t traceLog) {
+	evs := t.evs
+	j := &job{attached: true, seen: len(evs), events: t.live(len(evs), false)}
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	// Whether the run asks for approvals is the engine's to know: every
 	// attached run takes decisions.
 	j.gate = newApprovalGate(s, r, s.cfg.ApprovalTimeout)
 	var waiting *gen.TraceEvent // the approval request still waiting for a decision
 	for i := range evs {
-		ev := &evs[i]
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return false, fmt.Errorf("run %s: %w", r.id, err)
-		}
-		j.events.publishJSON(ev.EventType, line, false)
-		switch {
+		switch ev := &evs[i]; {
 		case ev.EventType == gen.TraceEventTypeApprovalRequested && ev.CallId != nil && ev.ToolName != nil:
 			waiting = ev
 		case ev.EventType == gen.TraceEventTypeApprovalDecided && waiting != nil && ev.CallId != nil && *ev.CallId == *waiting.CallId:
@@ -205,7 +190,6 @@ func (s *Runner) reattach(r *run) (bool, error) {
 		// listed at all, not once the goroutine that follows it ran.
 		s.forwardApproval(s.cfg.Engine, r, j, waiting)
 	}
-	return true, nil
 }
 
 // followAttached follows the runs reattach prepared, each in a goroutine
