@@ -71,12 +71,12 @@ type openOutput struct {
 // modelInput is one model call: the history so far goes by value (the
 // DataConverter stores it out of the workflow's history when it is large).
 type modelInput struct {
-	runEvents
+	eventsInput
 	Task      gen.Task
 	Model     gen.ModelConfig
 	Tools     []gen.ToolSpec
 	Calls     int // the model calls of the run before this one
-	History   []agent.Item
+	History   []gen.HistoryItem
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
@@ -99,14 +99,25 @@ type toolInput struct {
 	Call gen.ToolCall
 }
 
-// runEvents is the run an activity works for and the trace lines to
-// write first; every activity's input but Open's holds it.
+// runEvents is the input of the Check, Patch and Close activities: the
+// run, and the trace lines to write first.
 type runEvents struct {
 	Run    runRef
 	Events eventBatch
 }
 
-func (e *runEvents) carry() *runEvents { return e }
+// eventsInput is trace lines of a run to write first, the input of the
+// Events activity (the events before a wait, so that they are visible
+// while the run waits).
+type eventsInput struct {
+	RunID  string
+	Events eventBatch
+}
+
+// carry gives an activity's input its run and the trace lines to write
+// (wfRun.exec).
+func (in *runEvents) carry(run runRef, b eventBatch)   { in.Run, in.Events = run, b }
+func (in *eventsInput) carry(run runRef, b eventBatch) { in.RunID, in.Events = run.RunID, b }
 
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
@@ -247,7 +258,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 			if cs, ok := m.(agent.ContextSizer); ok {
 				req := &agent.Request{Task: in.Task, Tools: out.Tools}
 				out.ContextWindow = cs.ContextWindow()
-				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, agent.History{})
+				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, nil)
 			}
 		}
 	}
@@ -256,7 +267,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 
 // model asks the run's model for its next turn.
 func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, error) {
-	if err := a.write(in.Run.RunID, in.Events); err != nil {
+	if err := a.write(in.RunID, in.Events); err != nil {
 		return modelOutput{}, err
 	}
 	if a.Models == nil {
@@ -271,8 +282,14 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	if s, ok := m.(*model.Script); ok {
 		s.Skip(in.Calls)
 	}
+	items := make([]agent.Item, len(in.History))
+	for i := range in.History {
+		if items[i], err = item(in.History[i]); err != nil {
+			return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
+		}
+	}
 	defer heartbeat(ctx)()
-	req := &agent.Request{Task: in.Task, History: agent.NewHistory(in.History...), Tools: in.Tools, Summarize: in.Summarize}
+	req := &agent.Request{Task: in.Task, History: agent.NewHistory(items...), Tools: in.Tools, Summarize: in.Summarize}
 	out := modelOutput{}
 	if cs, ok := m.(agent.ContextSizer); ok {
 		out.RequestTokens = cs.RequestTokens(req)
@@ -363,13 +380,11 @@ func (f *modelFailure) rebuild(msg string) error {
 // history, in tokens: their bytes in the spec's wire form at three bytes a
 // token, as the adapters count. The model's own estimate adds its
 // overhead (openOutput.RequestOverhead).
-func requestTokens(task gen.Task, h agent.History) int {
+func requestTokens(task gen.Task, items []gen.HistoryItem) int {
 	n := len(task.Prompt)
-	for _, it := range h.All() {
-		if w, err := it.Wire(); err == nil {
-			b, _ := w.MarshalJSON()
-			n += len(b)
-		}
+	for i := range items {
+		b, _ := items[i].MarshalJSON()
+		n += len(b)
 	}
 	return (n + 2) / 3
 }
@@ -439,10 +454,9 @@ func (a *Activities) patch(ctx context.Context, in runEvents) (string, error) {
 	return patch, nil
 }
 
-// events writes trace lines of a run: the events before a wait, so
-// that they are visible while the run waits.
-func (a *Activities) events(ctx context.Context, in runEvents) error {
-	return a.write(in.Run.RunID, in.Events)
+// events writes trace lines of a run.
+func (a *Activities) events(ctx context.Context, in eventsInput) error {
+	return a.write(in.RunID, in.Events)
 }
 
 // close writes the end of the run's trace and releases its workspace.
@@ -484,6 +498,27 @@ func heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
+}
+
+// item decodes a history item.
+func item(w gen.HistoryItem) (agent.Item, error) {
+	v, err := w.ValueByDiscriminator()
+	if err != nil {
+		return agent.Item{}, fmt.Errorf("a history item: %w", err)
+	}
+	switch v := v.(type) {
+	case gen.ToolCall:
+		return agent.Item{ToolCall: &v}, nil
+	case gen.Finish:
+		return agent.Item{Finish: &v}, nil
+	case gen.Observation:
+		return agent.Item{Observation: &v}, nil
+	case gen.ModelFeedback:
+		return agent.Item{Feedback: &v}, nil
+	case gen.UserMessage:
+		return agent.Item{UserMessage: &v}, nil
+	}
+	return agent.Item{}, errors.New("a history item of an unknown type")
 }
 
 // storeError is the error of an activity whose store access failed: one

@@ -6,7 +6,11 @@ import "github.com/specloop/specloop/agent"
 // overhead: a test model whose estimate is this plus a constant is sized
 // alike by both engines.
 func RequestTokens(req *agent.Request) int {
-	return requestTokens(req.Task, req.History)
+	items, err := wireHistory(req.History)
+	if err != nil {
+		panic(err)
+	}
+	return requestTokens(req.Task, items)
 }
 
 // The workflow's and activities' wire names and types, for the tests that

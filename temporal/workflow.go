@@ -157,7 +157,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 // continueAsNew writes the trace lines still queued and continues the run
 // as a new execution from st.
 func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
-	if err := r.exec(r.shared, eventsActivity, &runEvents{}, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, &eventsInput{}, nil); err != nil {
 		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
 	}
 	next := r.in
@@ -221,13 +221,12 @@ func (t *wfTranscript) Write(e gen.TranscriptEntry) error {
 // out; once it succeeded, they are in the store. After a failure they
 // stay queued for the next activity (the store skips those an earlier
 // attempt wrote).
-func (r *wfRun) exec(ctx workflow.Context, fn string, in interface{ carry() *runEvents }, out any) error {
-	ev := in.carry()
-	ev.Run, ev.Events = r.ref(), r.batch()
+func (r *wfRun) exec(ctx workflow.Context, fn string, in interface{ carry(runRef, eventBatch) }, out any) error {
+	b := r.batch()
+	in.carry(r.ref(), b)
 	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
 		return err
 	}
-	b := ev.Events
 	r.written = b.From + len(b.Lines)
 	r.pending = r.pending[len(b.Lines):]
 	r.transcribed = b.EntriesFrom + len(b.Entries)
@@ -252,20 +251,41 @@ var (
 func (m *wfModel) ContextWindow() int { return m.opened.ContextWindow }
 
 func (m *wfModel) RequestTokens(req *agent.Request) int {
-	return m.opened.RequestOverhead + requestTokens(req.Task, req.History)
+	items, err := wireHistory(req.History)
+	if err != nil {
+		return 0
+	}
+	return m.opened.RequestOverhead + requestTokens(req.Task, items)
+}
+
+// wireHistory is h in the spec's wire form.
+func wireHistory(h agent.History) ([]gen.HistoryItem, error) {
+	items := make([]gen.HistoryItem, 0, h.Len())
+	for _, it := range h.All() {
+		w, err := it.Wire()
+		if err != nil {
+			return nil, fmt.Errorf("encode the history: %w", err)
+		}
+		items = append(items, w)
+	}
+	return items, nil
 }
 
 func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
 	r := (*wfRun)(m)
+	items, err := wireHistory(req.History)
+	if err != nil {
+		return agent.Turn{}, err
+	}
 	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
-		History: req.History.Items(), RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
+		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
 	r.modelCalls++
 	var out modelOutput
 	if err := r.exec(r.shared, modelActivity, in, &out); err != nil {
 		return agent.Turn{}, modelCallError(err)
 	}
 	if out.RequestTokens > 0 && !req.Summarize {
-		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, req.History)
+		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, items)
 	}
 	switch {
 	case req.Summarize:
