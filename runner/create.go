@@ -88,7 +88,11 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	}
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(input), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
 		Continues: r.continues, Conversation: r.conversation}
-	if err := s.store.append(e, true); err != nil {
+	line, err := jsonLine(e)
+	if err == nil {
+		err = s.store.append(line, true)
+	}
+	if err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)
 		j.cancel(err)

@@ -1,11 +1,11 @@
 package runner
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -127,15 +127,27 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 // run_finished always gets the result.
 // data is ev as written to the trace, or nil when it was not written.
 func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
-	res = compact(res, &r.id)
+	res.RunId = &r.id
 	finished := time.Now().UTC()
 	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
 	if !started.IsZero() {
 		e.Started = &started
 	}
-	if err := s.store.append(e, false); err != nil {
+	line, err := jsonLine(e)
+	if err == nil {
+		err = s.store.append(line, false)
+	}
+	if err != nil {
 		// The trace still has run_finished; a restart recovers from it.
 		s.log.Error("record a run's result", "run", r.id, "err", err)
+	}
+	// The record is the line read back, as a restart reads it: it keeps
+	// nothing of the loop alive (the loop's result points into the loop,
+	// and its strings may share memory with the model's raw output).
+	var kept entry
+	if json.Unmarshal(line, &kept) == nil && kept.Result != nil {
+		res = *kept.Result
+		res.RunId = &r.id
 	}
 	s.runs.mu.Lock()
 	r.status = gen.RunStatusFinished
@@ -150,31 +162,6 @@ func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
 	s.releaseWorkspace(j.ws)
-}
-
-// compact copies a result so that it keeps nothing else alive: the loop's
-// result points into the loop (its run id) and its strings may share memory
-// with the model's raw output or the request.
-func compact(res gen.RunResult, id *string) gen.RunResult {
-	res.RunId = id
-	clone := func(p *string) *string {
-		if p == nil {
-			return nil
-		}
-		s := strings.Clone(*p)
-		return &s
-	}
-	res.Answer, res.Error, res.Patch = clone(res.Answer), clone(res.Error), clone(res.Patch)
-	if res.Usage != nil {
-		u := *res.Usage
-		res.Usage = &u
-	}
-	if res.Check != nil {
-		c := *res.Check
-		c.OutputTail = clone(c.OutputTail)
-		res.Check = &c
-	}
-	return res
 }
 
 // cancelQueued ends a run that never started: its trace gets only
@@ -278,7 +265,7 @@ func (s *Runner) recover(entries []entry) error {
 		fixes = append(fixes, line...)
 	}
 	if len(fixes) > 0 {
-		if err := s.store.appendLines(fixes, true); err != nil {
+		if err := s.store.append(fixes, true); err != nil {
 			return err
 		}
 	}

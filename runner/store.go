@@ -168,24 +168,16 @@ func readLog(r io.Reader) (entries []entry, good int64, bad []error, err error) 
 	}
 }
 
-// append writes e to the run log; with durable set it returns only once
-// the line is on disk. Without it the line is written at once (so it
-// survives a crash of the process) and fsynced within lazySync.
-func (st *store) append(e *entry, durable bool) error {
-	line, err := jsonLine(e)
-	if err != nil {
-		return err
-	}
-	return st.appendLines(line, durable)
-}
-
 // jsonLine encodes e as one line of the run log.
 func jsonLine(e *entry) ([]byte, error) {
 	b, err := json.Marshal(e)
 	return append(b, '\n'), err
 }
 
-func (st *store) appendLines(lines []byte, durable bool) error {
+// append writes lines to the run log; with durable set it returns only
+// once they are on disk. Without it they are written at once (so they
+// survive a crash of the process) and fsynced within lazySync.
+func (st *store) append(lines []byte, durable bool) error {
 	st.mu.Lock()
 	err := st.err
 	if st.closed {
