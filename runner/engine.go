@@ -225,29 +225,22 @@ func SetFollowHook(f func(id string)) (restore func()) {
 const pendingCallTimeout = 10 * time.Second
 
 // forwardApproval lists the call of an approval_requested event of an
-// engine's run and hands the decision made through the API to the engine.
-// A call the engine decided itself (its timeout) stays listed until the
-// next request or the run's end; a late decision on it is ignored by the
-// run.
-func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
-	if ea, call, ok := s.listApproval(e, r, j, ev); ok {
-		s.awaitDecision(ea, r, j, ev.Step, call)
-	}
-}
-
-// listApproval registers the call of an approval_requested event of an
 // engine's run with the run's gate, with the arguments and expiry the
-// engine holds: from then on the run is waiting_for_approval and lists
-// the call. It reports false when the engine takes no decisions.
-func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
+// engine holds (from then on the run is waiting_for_approval and lists
+// the call), and hands the decision made through the API to the engine,
+// in a goroutine that ends with the run. A call the engine decided itself
+// (its timeout) stays listed until the next request or the run's end; a
+// late decision on it is ignored by the run.
+func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 	ea, ok := e.(EngineApprovals)
 	if !ok {
-		return nil, gen.ToolCall{}, false
+		return
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
 	var expires time.Time
 	// The arguments come from the engine, not the trace. Without them the
-	// call is still listed and can be decided.
+	// call is still listed and can be decided. The engine's timer decides,
+	// not the gate's timeout (which an attached run does not know).
 	ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
 	p, err := ea.PendingCall(ctx, r.id, *ev.CallId)
 	cancel()
@@ -257,25 +250,9 @@ func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 	case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
 		call.Arguments, expires = p.Call.Arguments, p.Expires
 	}
-	j.gate.requested(ev.Step, &call, "")
-	if !expires.IsZero() {
-		// The engine's timer decides, not the gate's timeout (which an
-		// attached run does not know).
-		j.gate.mu.Lock()
-		if p := j.gate.pending; p != nil && p.CallId == *call.CallId {
-			p.ExpiresAt = ptr(expires.UTC())
-		}
-		j.gate.mu.Unlock()
-	}
-	return ea, call, true
-}
-
-// awaitDecision hands the decision made through the API on call, which
-// listApproval registered, to the engine, in a goroutine that ends with
-// the run.
-func (s *Runner) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
+	j.gate.requested(ev.Step, &call, "", expires)
 	go func() {
-		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: step, Call: call})
+		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: ev.Step, Call: call})
 		if err != nil {
 			return // the run ended
 		}

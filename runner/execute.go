@@ -39,7 +39,7 @@ func (s *Runner) execute(r *run) {
 			return
 		}
 		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
-			j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason)
+			j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason, time.Time{})
 		}
 		j.events.publishJSON(p.Event.EventType, tf.last, false)
 	})
