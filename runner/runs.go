@@ -71,31 +71,23 @@ var (
 
 // view returns the run as the API shows it. Call with registry.mu held.
 func (r *run) view() gen.Run {
-	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created, ConversationId: r.conversationID()}
-	if r.continues != "" {
-		v.Continues = ptr(r.continues)
-	}
-	if r.workspace != "" {
-		ws := r.workspace
-		v.Workspace = &ws
-	}
-	if r.taskLine != "" {
-		tl := r.taskLine
-		v.TaskLine = &tl
-	}
-	if !r.started.IsZero() {
-		t := r.started
-		v.StartedAt = &t
-	}
-	if !r.finished.IsZero() {
-		t := r.finished
-		v.FinishedAt = &t
-	}
+	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created, ConversationId: r.conversationID(),
+		Continues: orNil(r.continues), Workspace: orNil(r.workspace), TaskLine: orNil(r.taskLine),
+		StartedAt: orNil(r.started), FinishedAt: orNil(r.finished)}
 	if r.result != nil {
 		res := *r.result
 		v.Result = &res
 	}
 	return v
+}
+
+// orNil is a pointer to a copy of v, or nil for the zero value.
+func orNil[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }
 
 // conversationID is the id of the run's conversation: its first run's.
