@@ -104,12 +104,8 @@ func (s *Runner) prepareResume(r *run, t traceLog, byID map[string]*run) string 
 	if err != nil {
 		return "its workspace cannot be opened"
 	}
-	j := &job{spec: sp, model: m, ws: ws, events: t.live(n, false), resume: log}
-	j.ctx, j.cancel = context.WithCancelCause(context.Background())
-	j.telemetry = runTelemetry(context.Background(), sp.Model)
-	if p := sp.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
-		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
-	}
+	j := s.newJob(context.Background(), r, sp, m, ws, t.live(n, false))
+	j.resume = log
 	if n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
 		r.started = evs[0].Time.UTC()
 	}
