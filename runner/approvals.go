@@ -49,13 +49,17 @@ func newApprovalGate(s *Runner, r *run, timeout time.Duration) *approvalGate {
 
 // requested registers the call of an approval_requested event before the
 // event reaches any stream, so that a client that saw the event finds the
-// call in the list.
-func (g *approvalGate) requested(step int, call *gen.ToolCall, reason string) {
+// call in the list. The wait expires at expires, or when zero after the
+// gate's timeout.
+func (g *approvalGate) requested(step int, call *gen.ToolCall, reason string, expires time.Time) {
 	now := time.Now().UTC()
+	if expires.IsZero() {
+		expires = now.Add(g.timeout)
+	}
 	// The arguments are the loop's copy for the request, which nothing
 	// changes.
 	p := &pendingCall{PendingApproval: gen.PendingApproval{CallId: *call.CallId, ToolName: call.ToolName, Arguments: call.Arguments,
-		Step: step, RequestedAt: now, ExpiresAt: ptr(now.Add(g.timeout))}, done: make(chan struct{})}
+		Step: step, RequestedAt: now, ExpiresAt: ptr(expires.UTC())}, done: make(chan struct{})}
 	if reason != "" {
 		p.Reason = &reason
 	}
@@ -74,7 +78,7 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 		// The run traces nothing (it always does on a server) or the
 		// event did not reach the observer: register the call now.
 		g.mu.Unlock()
-		g.requested(req.Step, &req.Call, req.Reason)
+		g.requested(req.Step, &req.Call, req.Reason, time.Time{})
 		g.mu.Lock()
 		p = g.pending
 	}

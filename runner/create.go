@@ -47,24 +47,17 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	if err != nil {
 		return gen.Run{}, err
 	}
-	sp.Workspace = nil
-	if wsName != "" {
-		sp.Workspace = &wsName
-	}
+	sp.Workspace = orNil(wsName)
 	if body.ApprovalTimeoutSeconds != nil {
 		sp.ApprovalTimeout = time.Duration(*body.ApprovalTimeoutSeconds) * time.Second
 	}
-	j := &job{model: m, ws: ws, events: &liveEvents{}}
 	if err := s.sched.admit(); err != nil {
 		s.releaseWorkspace(ws)
 		return gen.Run{}, err
 	}
-	r := &run{workspace: wsName, status: gen.RunStatusQueued, job: j}
+	r := &run{workspace: wsName, status: gen.RunStatusQueued}
 	if prev != nil {
 		r.continues, r.conversation = prev.id, prev.conversationID()
-	}
-	if p := body.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
-		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
 	}
 	s.runs.mu.Lock()
 	for r.id == "" || s.runs.byID[r.id] != nil {
@@ -73,9 +66,8 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	r.created = s.runs.stamp()
 	s.runs.mu.Unlock()
 	sp.ID = r.id
-	j.spec = sp
-	j.ctx, j.cancel = context.WithCancelCause(context.Background())
-	j.telemetry = runTelemetry(ctx, body.Model)
+	j := s.newJob(ctx, r, sp, m, ws, &liveEvents{})
+	r.job = j
 	input := body.Task.Prompt
 	if sp.FollowUp != nil {
 		input = sp.FollowUp.Message
@@ -88,7 +80,11 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	}
 	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(input), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
 		Continues: r.continues, Conversation: r.conversation}
-	if err := s.store.append(e, true); err != nil {
+	line, err := jsonLine(e)
+	if err == nil {
+		err = s.store.append(line, true)
+	}
+	if err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)
 		j.cancel(err)
@@ -104,6 +100,19 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	s.runs.mu.Unlock()
 	s.sched.enqueue(r, ws.key)
 	return view, nil
+}
+
+// newJob returns the job of run r, accepted as sp, with model m in
+// workspace ws, its trace's events so far, its own context and, when sp
+// asks for approvals, an approval gate; ctx carries the trace context
+// that becomes the parent of the run's span.
+func (s *Runner) newJob(ctx context.Context, r *run, sp Spec, m agent.Model, ws *heldWorkspace, events *liveEvents) *job {
+	j := &job{spec: sp, model: m, ws: ws, events: events, telemetry: runTelemetry(ctx, sp.Model)}
+	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	if sp.Options().ApprovalPolicy != "" {
+		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
+	}
+	return j
 }
 
 // taskLine is what the runs list shows of a task (Run.task_line): its
@@ -180,7 +189,7 @@ func (s *Runner) Cancel(id string) (gen.Run, error) {
 	case j == nil:
 		return gen.Run{}, errRunFinished
 	}
-	if queued && s.sched.dequeue(r, j.ws.key) {
+	if queued && s.sched.dequeue(r) {
 		s.cancelQueued(r, errCancelRequested)
 	} else {
 		j.cancel(errCancelRequested)

@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -158,35 +157,21 @@ func (s *Runner) executeOn(e Engine, r *run) {
 	s.finalize(r, j, started, res, finished, finishedLine)
 }
 
-// reattach makes r, a run without a result in the run log, an in-flight
-// run again that the engine is still executing: its trace is made
-// appendable (a torn last line cut), its events are served again, and an
+// reattach makes r, a run without a result in the run log whose trace t
+// (made appendable) lacks its run_finished, an in-flight run again that
+// the engine is still executing: its events are served again, and an
 // approval it was waiting for is listed again, its decision handed to the
-// engine. followAttached follows it once the server is up. A run whose trace has its run_finished (the
-// server stopped before it logged the result) is not attached: recoverRun
-// settles it.
-func (s *Runner) reattach(r *run) (bool, error) {
-	evs, err := s.recoverTrace(r.id)
-	if err != nil {
-		return false, err
-	}
-	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
-		return false, nil
-	}
-	j := &job{attached: true, seen: len(evs), events: &liveEvents{}}
+// engine. followAttached follows it once the server is up.
+func (s *Runner) reattach(r *run, t traceLog) {
+	evs := t.evs
+	j := &job{attached: true, seen: len(evs), events: t.live(len(evs), false)}
 	j.ctx, j.cancel = context.WithCancelCause(context.Background())
 	// Whether the run asks for approvals is the engine's to know: every
 	// attached run takes decisions.
 	j.gate = newApprovalGate(s, r, s.cfg.ApprovalTimeout)
 	var waiting *gen.TraceEvent // the approval request still waiting for a decision
 	for i := range evs {
-		ev := &evs[i]
-		line, err := json.Marshal(ev)
-		if err != nil {
-			return false, fmt.Errorf("run %s: %w", r.id, err)
-		}
-		j.events.publishJSON(ev.EventType, line, false)
-		switch {
+		switch ev := &evs[i]; {
 		case ev.EventType == gen.TraceEventTypeApprovalRequested && ev.CallId != nil && ev.ToolName != nil:
 			waiting = ev
 		case ev.EventType == gen.TraceEventTypeApprovalDecided && waiting != nil && ev.CallId != nil && *ev.CallId == *waiting.CallId:
@@ -205,7 +190,6 @@ func (s *Runner) reattach(r *run) (bool, error) {
 		// listed at all, not once the goroutine that follows it ran.
 		s.forwardApproval(s.cfg.Engine, r, j, waiting)
 	}
-	return true, nil
 }
 
 // followAttached follows the runs reattach prepared, each in a goroutine
@@ -241,29 +225,22 @@ func SetFollowHook(f func(id string)) (restore func()) {
 const pendingCallTimeout = 10 * time.Second
 
 // forwardApproval lists the call of an approval_requested event of an
-// engine's run and hands the decision made through the API to the engine.
-// A call the engine decided itself (its timeout) stays listed until the
-// next request or the run's end; a late decision on it is ignored by the
-// run.
-func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
-	if ea, call, ok := s.listApproval(e, r, j, ev); ok {
-		s.awaitDecision(ea, r, j, ev.Step, call)
-	}
-}
-
-// listApproval registers the call of an approval_requested event of an
 // engine's run with the run's gate, with the arguments and expiry the
-// engine holds: from then on the run is waiting_for_approval and lists
-// the call. It reports false when the engine takes no decisions.
-func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (EngineApprovals, gen.ToolCall, bool) {
+// engine holds (from then on the run is waiting_for_approval and lists
+// the call), and hands the decision made through the API to the engine,
+// in a goroutine that ends with the run. A call the engine decided itself
+// (its timeout) stays listed until the next request or the run's end; a
+// late decision on it is ignored by the run.
+func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 	ea, ok := e.(EngineApprovals)
 	if !ok {
-		return nil, gen.ToolCall{}, false
+		return
 	}
 	call := gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: *ev.ToolName, CallId: ev.CallId, Arguments: map[string]any{}}
 	var expires time.Time
 	// The arguments come from the engine, not the trace. Without them the
-	// call is still listed and can be decided.
+	// call is still listed and can be decided. The engine's timer decides,
+	// not the gate's timeout (which an attached run does not know).
 	ctx, cancel := context.WithTimeout(j.ctx, pendingCallTimeout)
 	p, err := ea.PendingCall(ctx, r.id, *ev.CallId)
 	cancel()
@@ -273,25 +250,9 @@ func (s *Runner) listApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) (Eng
 	case p.Call.CallId != nil && *p.Call.CallId == *ev.CallId && p.Call.ToolName == *ev.ToolName:
 		call.Arguments, expires = p.Call.Arguments, p.Expires
 	}
-	j.gate.requested(ev.Step, &call, "")
-	if !expires.IsZero() {
-		// The engine's timer decides, not the gate's timeout (which an
-		// attached run does not know).
-		j.gate.mu.Lock()
-		if p := j.gate.pending; p != nil && p.CallId == *call.CallId {
-			p.ExpiresAt = ptr(expires.UTC())
-		}
-		j.gate.mu.Unlock()
-	}
-	return ea, call, true
-}
-
-// awaitDecision hands the decision made through the API on call, which
-// listApproval registered, to the engine, in a goroutine that ends with
-// the run.
-func (s *Runner) awaitDecision(ea EngineApprovals, r *run, j *job, step int, call gen.ToolCall) {
+	j.gate.requested(ev.Step, &call, "", expires)
 	go func() {
-		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: step, Call: call})
+		a, err := j.gate.Approve(j.ctx, agent.ApprovalRequest{RunID: r.id, Step: ev.Step, Call: call})
 		if err != nil {
 			return // the run ended
 		}

@@ -83,17 +83,6 @@ func (l *liveEvents) publishJSON(typ gen.TraceEventType, data []byte, last bool)
 	l.wakeUp()
 }
 
-// size is the number of bytes of the events' JSON.
-func (l *liveEvents) size() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := 0
-	for _, d := range l.data {
-		n += len(d)
-	}
-	return n
-}
-
 // since appends the events after position c.pos (1-based positions) to
 // buf as Server-Sent Events and returns the new cursor, whether the run
 // has ended, and a channel that is closed at the next change.
@@ -120,44 +109,6 @@ func (l *liveEvents) since(buf []byte, c cursor) ([]byte, cursor, bool, <-chan s
 		l.wake = make(chan struct{})
 	}
 	return buf, c, false, l.wake
-}
-
-// recentRuns keeps the events of the last runs that finished, so that the
-// streams that follow a run's end (a client waiting for its result) are
-// served from memory; older runs are read from their trace files.
-type recentRuns struct {
-	mu   sync.Mutex
-	byID map[string]*liveEvents
-	ring []string
-	next int
-}
-
-func newRecentRuns(n int) *recentRuns {
-	return &recentRuns{byID: make(map[string]*liveEvents, n), ring: make([]string, n)}
-}
-
-// recentRunMaxBytes bounds the events of a run kept in memory after it
-// finished; longer runs are streamed from their trace files.
-const recentRunMaxBytes = 16 << 10
-
-func (c *recentRuns) add(id string, l *liveEvents) {
-	if len(c.ring) == 0 || l.size() > recentRunMaxBytes {
-		return
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if old := c.ring[c.next]; old != "" {
-		delete(c.byID, old)
-	}
-	c.ring[c.next] = id
-	c.byID[id] = l
-	c.next = (c.next + 1) % len(c.ring)
-}
-
-func (c *recentRuns) get(id string) *liveEvents {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.byID[id]
 }
 
 // traceFile is a run's trace file as the destination of its trace.Writer.
@@ -278,8 +229,18 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 		defer tail.close()
 	}
 	if live == nil {
-		if live = s.recent.get(id); live == nil {
-			return s.streamFile(id, final, c, tail, pw)
+		// A finished run's events come from its trace file. A trace that
+		// lacks run_finished (its last write failed) gets one built from
+		// the run's record, so every stream ends the same way.
+		t, _, _, err := readTrace(s.store.tracePath(id))
+		if err != nil {
+			return err
+		}
+		if live = t.live(len(t.evs), t.finished()); !t.finished() {
+			ev := finishedEvent(id, deref(final.FinishedAt), final.Result)
+			if err := live.publish(&ev, true); err != nil {
+				return err
+			}
 		}
 	}
 	var buf []byte
@@ -321,41 +282,6 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 
 // keepAliveEvery is how often an idle event stream gets a comment line.
 const keepAliveEvery = 15 * time.Second
-
-// streamFile sends a finished run's events from its trace file. A trace
-// that lacks run_finished (its last write failed) gets one built from the
-// run's record, so every stream ends the same way.
-func (s *Runner) streamFile(id string, final gen.Run, c cursor, tail *transcriptTail, pw *io.PipeWriter) error {
-	evs, err := readTrace(s.store.tracePath(id))
-	if err != nil {
-		return err
-	}
-	if n := len(evs); n == 0 || evs[n-1].EventType != gen.TraceEventTypeRunFinished {
-		if final.Result != nil {
-			evs = append(evs, finishedEvent(id, deref(final.FinishedAt), final.Result))
-		}
-	}
-	// Encoded as trace.Writer encodes, so the data is the trace's line.
-	var line bytes.Buffer
-	enc := json.NewEncoder(&line)
-	enc.SetEscapeHTML(false)
-	var buf []byte
-	for c.pos < len(evs) {
-		c.pos++
-		line.Reset()
-		if err := enc.Encode(&evs[c.pos-1]); err != nil {
-			return err
-		}
-		buf = appendSSE(buf, c, string(evs[c.pos-1].EventType), bytes.TrimSuffix(line.Bytes(), []byte("\n")))
-	}
-	if tail != nil {
-		if buf, _, err = tail.since(buf, c); err != nil {
-			return err
-		}
-	}
-	_, err = pw.Write(buf)
-	return err
-}
 
 // transcriptTail reads a run's transcript file as it grows: each call of
 // since sends the complete lines written since the last one.
@@ -414,24 +340,55 @@ func (t *transcriptTail) close() {
 	}
 }
 
-// readTrace reads a trace file's valid events; a missing file has none. A
-// torn last line is left out (trace.Read's contract), as are the lines from
-// the first invalid one on.
-func readTrace(path string) ([]gen.TraceEvent, error) {
-	f, err := os.Open(path)
+// traceLog is a trace file's valid events and each one's line.
+type traceLog struct {
+	evs   []gen.TraceEvent
+	lines [][]byte
+}
+
+// finished reports whether the trace ends with run_finished.
+func (t traceLog) finished() bool {
+	n := len(t.evs)
+	return n > 0 && t.evs[n-1].EventType == gen.TraceEventTypeRunFinished
+}
+
+// live returns the trace's first n events as a run's live events; done
+// marks the last one as the run's end.
+func (t traceLog) live(n int, done bool) *liveEvents {
+	l := &liveEvents{}
+	for i := range n {
+		l.publishJSON(t.evs[i].EventType, t.lines[i], done && i == n-1)
+	}
+	return l
+}
+
+// readTrace reads the trace file at path, whose content is data: its
+// valid events up to a torn last line or the first invalid one (bad is
+// that line, 1-based; 0 when every line is valid). A missing file has
+// none.
+func readTrace(path string) (t traceLog, data []byte, bad int, err error) {
+	data, err = os.ReadFile(path)
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return t, nil, 0, nil
 	}
 	if err != nil {
-		return nil, err
+		return t, nil, 0, err
 	}
-	defer f.Close()
-	log, err := trace.Read(f)
+	torn, err := trace.ReadLines(bytes.NewReader(data), func(line []byte) error {
+		ev, err := trace.ParseEvent(line)
+		if err == nil {
+			t.evs, t.lines = append(t.evs, ev), append(t.lines, bytes.Clone(line))
+		}
+		return err
+	})
 	var le *trace.LineError
-	if err != nil && !errors.As(err, &le) {
-		return nil, err
+	switch {
+	case errors.As(err, &le):
+		bad, err = le.Line, nil
+	case torn != nil:
+		bad = torn.Line
 	}
-	return log.Events, nil
+	return t, data, bad, err
 }
 
 // finishedEvent builds the run_finished event at time at from a result.

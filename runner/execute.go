@@ -1,12 +1,11 @@
 package runner
 
 import (
-	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -40,7 +39,7 @@ func (s *Runner) execute(r *run) {
 			return
 		}
 		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
-			j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason)
+			j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason, time.Time{})
 		}
 		j.events.publishJSON(p.Event.EventType, tf.last, false)
 	})
@@ -128,15 +127,27 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 // run_finished always gets the result.
 // data is ev as written to the trace, or nil when it was not written.
 func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
-	res = compact(res, &r.id)
+	res.RunId = &r.id
 	finished := time.Now().UTC()
 	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
 	if !started.IsZero() {
 		e.Started = &started
 	}
-	if err := s.store.append(e, false); err != nil {
+	line, err := jsonLine(e)
+	if err == nil {
+		err = s.store.append(line, false)
+	}
+	if err != nil {
 		// The trace still has run_finished; a restart recovers from it.
 		s.log.Error("record a run's result", "run", r.id, "err", err)
+	}
+	// The record is the line read back, as a restart reads it: it keeps
+	// nothing of the loop alive (the loop's result points into the loop,
+	// and its strings may share memory with the model's raw output).
+	var kept entry
+	if json.Unmarshal(line, &kept) == nil && kept.Result != nil {
+		res = *kept.Result
+		res.RunId = &r.id
 	}
 	s.runs.mu.Lock()
 	r.status = gen.RunStatusFinished
@@ -150,33 +161,7 @@ func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 	} else if err := j.events.publish(ev, true); err != nil {
 		s.log.Error("publish an event", "run", r.id, "err", err)
 	}
-	s.recent.add(r.id, j.events)
 	s.releaseWorkspace(j.ws)
-}
-
-// compact copies a result so that it keeps nothing else alive: the loop's
-// result points into the loop (its run id) and its strings may share memory
-// with the model's raw output or the request.
-func compact(res gen.RunResult, id *string) gen.RunResult {
-	res.RunId = id
-	clone := func(p *string) *string {
-		if p == nil {
-			return nil
-		}
-		s := strings.Clone(*p)
-		return &s
-	}
-	res.Answer, res.Error, res.Patch = clone(res.Answer), clone(res.Error), clone(res.Patch)
-	if res.Usage != nil {
-		u := *res.Usage
-		res.Usage = &u
-	}
-	if res.Check != nil {
-		c := *res.Check
-		c.OutputTail = clone(c.OutputTail)
-		res.Check = &c
-	}
-	return res
 }
 
 // cancelQueued ends a run that never started: its trace gets only
@@ -248,31 +233,25 @@ func (s *Runner) recover(entries []entry) error {
 		if r.status == gen.RunStatusFinished {
 			continue
 		}
-		if s.cfg.Engine != nil {
+		t, err := s.recoverTrace(r.id)
+		if err != nil {
+			return err
+		}
+		why := ""
+		switch {
+		case t.finished():
+		case s.cfg.Engine != nil:
 			// The engine may still be executing it: follow it again.
-			attached, err := s.reattach(r)
-			if err != nil {
-				return err
-			}
-			if attached {
-				s.attached = append(s.attached, r)
+			s.reattach(r, t)
+			s.attached = append(s.attached, r)
+			continue
+		default:
+			if why = s.prepareResume(r, t, byID); why == "" {
+				s.resumed = append(s.resumed, r)
 				continue
 			}
 		}
-		why := ""
-		if s.cfg.Engine == nil {
-			evs, err := s.recoverTrace(r.id)
-			if err != nil {
-				return err
-			}
-			if n := len(evs); n == 0 || evs[n-1].EventType != gen.TraceEventTypeRunFinished {
-				if why = s.prepareResume(r, evs, byID); why == "" {
-					s.resumed = append(s.resumed, r)
-					continue
-				}
-			}
-		}
-		e, wasInterrupted, err := s.recoverRun(r, why)
+		e, wasInterrupted, err := s.recoverRun(r, t, why)
 		if err != nil {
 			return err
 		}
@@ -286,7 +265,7 @@ func (s *Runner) recover(entries []entry) error {
 		fixes = append(fixes, line...)
 	}
 	if len(fixes) > 0 {
-		if err := s.store.appendLines(fixes, true); err != nil {
+		if err := s.store.append(fixes, true); err != nil {
 			return err
 		}
 	}
@@ -301,20 +280,17 @@ func (s *Runner) recover(entries []entry) error {
 	return nil
 }
 
-// recoverRun settles a run that has no result in the log: from its trace's
-// run_finished if it has one, or as interrupted (why says why it could not
-// go on from its transcript), appending run_finished to the trace so that
-// its event stream ends.
-func (s *Runner) recoverRun(r *run, why string) (e *entry, interrupted bool, err error) {
-	evs, err := s.recoverTrace(r.id)
-	if err != nil {
-		return nil, false, err
-	}
+// recoverRun settles a run that has no result in the log, whose trace
+// (made appendable) is t: from its trace's run_finished if it has one, or
+// as interrupted (why says why it could not go on from its transcript),
+// appending run_finished to the trace so that its event stream ends.
+func (s *Runner) recoverRun(r *run, t traceLog, why string) (e *entry, interrupted bool, err error) {
+	evs := t.evs
 	if n := len(evs); n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
 		r.started = evs[0].Time.UTC()
 	}
-	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
-		last := evs[n-1]
+	if t.finished() {
+		last := evs[len(evs)-1]
 		res := gen.RunResult{RunId: &r.id, StepsUsed: deref(last.StepsUsed), Error: last.Error, Usage: last.Usage}
 		if last.ExitReason != nil {
 			res.ExitReason = *last.ExitReason
@@ -345,51 +321,26 @@ func (s *Runner) recoverRun(r *run, why string) (e *entry, interrupted bool, err
 	return e, interrupted, nil
 }
 
-// recoverTrace reads run id's trace with trace.Read and, unless it ends
-// with run_finished, makes it appendable: a torn last line (or, after
-// damage, everything from the first invalid line on) is cut, and a last
-// line that lacks its newline gets one.
-func (s *Runner) recoverTrace(id string) ([]gen.TraceEvent, error) {
+// recoverTrace reads run id's trace and, unless it ends with
+// run_finished, makes it appendable: a torn last line (or, after damage,
+// everything from the first invalid line on) is cut, and a last line that
+// lacks its newline gets one.
+func (s *Runner) recoverTrace(id string) (traceLog, error) {
 	path := s.store.tracePath(id)
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("run %s: %w", id, err)
-	}
-	log, err := trace.Read(bytes.NewReader(data))
-	var le *trace.LineError
-	bad := 0 // the first line to cut, 1-based
+	t, data, bad, err := readTrace(path)
 	switch {
-	case errors.As(err, &le):
-		bad = le.Line
-	case err != nil:
-		return nil, fmt.Errorf("run %s: %w", id, err)
-	case log.Torn != nil:
-		bad = log.Torn.Line
-	}
-	evs := log.Events
-	if n := len(evs); n > 0 && evs[n-1].EventType == gen.TraceEventTypeRunFinished {
-		return evs, nil
-	}
-	keep := len(data)
-	if bad > 0 {
-		keep = 0
-		for range bad - 1 {
-			keep += bytes.IndexByte(data[keep:], '\n') + 1
+	case err != nil || t.finished():
+	case bad > 0:
+		err = transcript.CutLines(path, data, bad-1)
+	case len(data) > 0 && data[len(data)-1] != '\n':
+		var f *os.File
+		if f, err = os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600); err == nil {
+			_, err = f.Write([]byte("\n"))
+			err = errors.Join(err, f.Close())
 		}
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY, 0o600)
-	if err == nil {
-		err = f.Truncate(int64(keep))
-		if err == nil && keep > 0 && data[keep-1] != '\n' {
-			_, err = f.WriteAt([]byte("\n"), int64(keep))
-		}
-		err = errors.Join(err, f.Close())
 	}
 	if err != nil {
-		return nil, fmt.Errorf("run %s: make the trace appendable: %w", id, err)
+		return t, fmt.Errorf("run %s: read the trace or make it appendable: %w", id, err)
 	}
-	return evs, nil
+	return t, nil
 }

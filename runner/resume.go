@@ -61,10 +61,11 @@ func (st *store) readRequest(id string) (Spec, error) {
 }
 
 // prepareResume makes r, a run in flight when the runner stopped whose
-// trace (evs, made appendable) has no run_finished, ready to go on: its
-// job holds its spec, model, workspace and transcript, and its live
-// events those of its trace. It returns why it cannot go on, or "".
-func (s *Runner) prepareResume(r *run, evs []gen.TraceEvent, byID map[string]*run) string {
+// trace t (made appendable) has no run_finished, ready to go on: its job
+// holds its spec, model, workspace and transcript, and its live events
+// those of its trace. It returns why it cannot go on, or "".
+func (s *Runner) prepareResume(r *run, t traceLog, byID map[string]*run) string {
+	evs := t.evs
 	sp, err := s.store.readRequest(r.id)
 	if errors.Is(err, fs.ErrNotExist) {
 		return "its request was not kept (it keeps no transcript)"
@@ -103,19 +104,8 @@ func (s *Runner) prepareResume(r *run, evs []gen.TraceEvent, byID map[string]*ru
 	if err != nil {
 		return "its workspace cannot be opened"
 	}
-	j := &job{spec: sp, model: m, ws: ws, events: &liveEvents{}, resume: log}
-	j.ctx, j.cancel = context.WithCancelCause(context.Background())
-	j.telemetry = runTelemetry(context.Background(), sp.Model)
-	if p := sp.ApprovalPolicy; p != nil && *p != gen.ApprovalPolicyNever {
-		j.gate = newApprovalGate(s, r, sp.ApprovalTimeout)
-	}
-	for i := range evs[:n] {
-		line, err := json.Marshal(&evs[i])
-		if err != nil {
-			return err.Error()
-		}
-		j.events.publishJSON(evs[i].EventType, line, false)
-	}
+	j := s.newJob(context.Background(), r, sp, m, ws, t.live(n, false))
+	j.resume = log
 	if n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
 		r.started = evs[0].Time.UTC()
 	}

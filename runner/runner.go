@@ -30,9 +30,8 @@
 // changes nothing for the run.
 //
 // Finished runs cost memory only for their compact record (about 1 KiB);
-// their events are read back from the trace files, except for the last
-// runs that finished, whose events stay in memory for the streams that
-// follow a run to its end.
+// their events are read back from the trace files (a stream that
+// followed a run to its end keeps its live events).
 package runner
 
 import (
@@ -62,10 +61,6 @@ const (
 	// --transcript-retention.
 	DefaultTranscriptRetention = 30 * 24 * time.Hour
 )
-
-// recentRunsKept is how many finished runs keep their events in memory,
-// for the streams that follow a run's end.
-const recentRunsKept = 1024
 
 // Config configures a Runner. DataDir and WorkspaceRoot are required.
 type Config struct {
@@ -136,13 +131,12 @@ type Config struct {
 // Runner accepts, schedules, executes and records runs. Create it with
 // New and end it with Shutdown.
 type Runner struct {
-	cfg    Config
-	log    *slog.Logger
-	store  *store
-	runs   *registry
-	recent *recentRuns
-	sched  *scheduler
-	ws     *workspaces
+	cfg   Config
+	log   *slog.Logger
+	store *store
+	runs  *registry
+	sched *scheduler
+	ws    *workspaces
 
 	closing      atomic.Bool
 	attached     []*run        // runs an Engine executes, to follow once the runner is up
@@ -174,7 +168,7 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout
 	}
-	s := &Runner{cfg: cfg, log: cfg.Logger, runs: newRegistry(), recent: newRecentRuns(recentRunsKept)}
+	s := &Runner{cfg: cfg, log: cfg.Logger, runs: newRegistry()}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}

@@ -71,31 +71,23 @@ var (
 
 // view returns the run as the API shows it. Call with registry.mu held.
 func (r *run) view() gen.Run {
-	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created, ConversationId: r.conversationID()}
-	if r.continues != "" {
-		v.Continues = ptr(r.continues)
-	}
-	if r.workspace != "" {
-		ws := r.workspace
-		v.Workspace = &ws
-	}
-	if r.taskLine != "" {
-		tl := r.taskLine
-		v.TaskLine = &tl
-	}
-	if !r.started.IsZero() {
-		t := r.started
-		v.StartedAt = &t
-	}
-	if !r.finished.IsZero() {
-		t := r.finished
-		v.FinishedAt = &t
-	}
+	v := gen.Run{Id: r.id, Status: r.status, CreatedAt: r.created, ConversationId: r.conversationID(),
+		Continues: orNil(r.continues), Workspace: orNil(r.workspace), TaskLine: orNil(r.taskLine),
+		StartedAt: orNil(r.started), FinishedAt: orNil(r.finished)}
 	if r.result != nil {
 		res := *r.result
 		v.Result = &res
 	}
 	return v
+}
+
+// orNil is a pointer to a copy of v, or nil for the zero value.
+func orNil[T comparable](v T) *T {
+	var zero T
+	if v == zero {
+		return nil
+	}
+	return &v
 }
 
 // conversationID is the id of the run's conversation: its first run's.
@@ -220,22 +212,24 @@ type scheduler struct {
 	waiting  int // admitted runs not yet started
 	capacity int // the most runs that may wait
 	closing  bool
-	byWS     map[string]*wsQueue
-	ready    []*wsQueue     // free workspaces with waiting runs, FIFO
+	// The queued runs in order of acceptance, and the workspaces a run
+	// executes in. After each change, either no slot is free or every
+	// queued run's workspace is busy.
+	queue    []queued
+	busy     map[string]bool
 	creating sync.WaitGroup // admitted runs not yet queued
 	workers  sync.WaitGroup
 	start    func(*run) // runs a run; called in a new goroutine
 }
 
-type wsQueue struct {
-	key     string
-	busy    bool
-	inReady bool
-	queue   []*run
+// queued is a queued run and its workspace's key.
+type queued struct {
+	r   *run
+	key string
 }
 
 func newScheduler(slots, capacity int, start func(*run)) *scheduler {
-	return &scheduler{free: slots, capacity: capacity, byWS: map[string]*wsQueue{}, start: start}
+	return &scheduler{free: slots, capacity: capacity, busy: map[string]bool{}, start: start}
 }
 
 // admit reserves a place in the queue; the caller must follow with enqueue
@@ -262,108 +256,73 @@ func (s *scheduler) release() {
 	s.creating.Done()
 }
 
-// enqueue queues an admitted run for the workspace key.
+// enqueue queues an admitted run for the workspace key, or starts it when
+// a slot and its workspace are free (no queued run can start then).
 func (s *scheduler) enqueue(r *run, key string) {
 	defer s.creating.Done()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := s.byWS[key]
-	if q == nil {
-		q = &wsQueue{key: key}
-		s.byWS[key] = q
-	}
-	q.queue = append(q.queue, r)
-	if !q.busy && !q.inReady {
-		q.inReady = true
-		s.ready = append(s.ready, q)
-	}
-	s.dispatch()
-}
-
-// dispatch starts runs while there are free slots and free workspaces.
-// Call with mu held.
-func (s *scheduler) dispatch() {
-	for s.free > 0 && len(s.ready) > 0 {
-		q := s.ready[0]
-		s.ready[0] = nil
-		s.ready = s.ready[1:]
-		q.inReady = false
-		if len(q.queue) == 0 || q.busy {
-			continue
-		}
-		r := q.queue[0]
-		q.queue[0] = nil
-		q.queue = q.queue[1:]
-		q.busy = true
-		s.waiting--
-		s.free--
-		s.workers.Add(1)
-		go func() {
-			defer s.workers.Done()
-			s.start(r)
-			s.finished(r, q)
-		}()
+	if s.free > 0 && !s.busy[key] {
+		s.run(queued{r, key})
+	} else {
+		s.queue = append(s.queue, queued{r, key})
 	}
 }
 
-// finished frees the run's slot and workspace.
-func (s *scheduler) finished(r *run, q *wsQueue) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.free++
-	q.busy = false
-	if len(q.queue) > 0 {
-		if !q.inReady {
-			q.inReady = true
-			s.ready = append(s.ready, q)
+// run starts q in a new goroutine, which frees its slot and workspace at
+// its end and starts the first queued runs that can start then. Call with
+// mu held.
+func (s *scheduler) run(q queued) {
+	s.busy[q.key] = true
+	s.waiting--
+	s.free--
+	s.workers.Add(1)
+	go func() {
+		defer s.workers.Done()
+		s.start(q.r)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		s.free++
+		delete(s.busy, q.key)
+		for i := 0; s.free > 0 && i < len(s.queue); i++ {
+			if next := s.queue[i]; !s.busy[next.key] {
+				s.queue = slices.Delete(s.queue, i, i+1)
+				i--
+				s.run(next)
+			}
 		}
-	} else if s.byWS[q.key] == q && !q.inReady {
-		delete(s.byWS, q.key)
-	}
-	s.dispatch()
+	}()
 }
 
 // dequeue removes a queued run; it reports false when the run is not
 // queued (it started already).
-func (s *scheduler) dequeue(r *run, key string) bool {
+func (s *scheduler) dequeue(r *run) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	q := s.byWS[key]
-	if q == nil {
-		return false
-	}
-	i := slices.Index(q.queue, r)
+	i := slices.IndexFunc(s.queue, func(q queued) bool { return q.r == r })
 	if i < 0 {
 		return false
 	}
-	q.queue = slices.Delete(q.queue, i, i+1)
+	s.queue = slices.Delete(s.queue, i, i+1)
 	s.waiting--
-	if len(q.queue) == 0 && !q.busy && !q.inReady {
-		delete(s.byWS, key)
-	}
 	return true
 }
 
 // close refuses new runs and returns the queued ones (removed from the
 // queue) once every admitted run is queued.
-func (s *scheduler) close() (queued []*run) {
+func (s *scheduler) close() (runs []*run) {
 	s.mu.Lock()
 	s.closing = true
 	s.mu.Unlock()
 	s.creating.Wait()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for key, q := range s.byWS {
-		queued = append(queued, q.queue...)
-		s.waiting -= len(q.queue)
-		q.queue = nil
-		if !q.busy {
-			delete(s.byWS, key)
-		}
+	for _, q := range s.queue {
+		runs = append(runs, q.r)
 	}
-	s.ready = nil
-	slices.SortFunc(queued, func(a, b *run) int { return a.created.Compare(b.created) })
-	return queued
+	s.waiting -= len(s.queue)
+	s.queue = nil
+	return runs
 }
 
 // wait blocks until every started run has ended or ctx is done.

@@ -67,23 +67,25 @@ const (
 	opFinished = "finished"
 )
 
-// store appends entries to the run log. Writers write under a mutex and
-// never wait for an fsync; a writer that needs its line durable waits for
-// the syncer goroutine, which fsyncs whatever has been written so far: one
-// fsync covers every line written while the previous one ran (group commit).
+// store appends entries to the run log. Writers write under a mutex; a
+// writer that needs its line durable then fsyncs, one at a time: one
+// fsync covers every line written before it started, so the writers that
+// waited for it find their lines synced (group commit). A line written
+// without waiting is fsynced by a timer within lazySync.
 type store struct {
 	dir      string
 	file     *os.File
 	createMu sync.Mutex // serializes trace file creation
 
-	mu      sync.Mutex // guards the fields below and writes to file
-	written int64      // lines written
-	synced  int64      // lines known to be on disk
-	want    int64      // the highest line a writer waits for
-	err     error      // the first write or sync error; the log is then read-only
-	closed  bool
-	cond    *sync.Cond // signalled when synced, want or closed change
-	done    chan struct{}
+	mu      sync.Mutex  // guards the fields below and writes to file
+	written int64       // lines written
+	err     error       // the first write or sync error; the log is then read-only
+	closed  bool        // no more lines
+	lazy    *time.Timer // the pending sync of lines written without waiting
+
+	syncMu sync.Mutex // held while fsyncing; guards synced
+	synced int64      // lines known to be on disk
+	done   bool       // the file is closed
 }
 
 // errStoreClosed is returned by append after close.
@@ -134,10 +136,7 @@ func openStore(dir string) (*store, []entry, []error, error) {
 		f.Close()
 		return nil, nil, nil, fmt.Errorf("run log: %w", err)
 	}
-	st := &store{dir: dir, file: f, done: make(chan struct{})}
-	st.cond = sync.NewCond(&st.mu)
-	go st.syncer()
-	go st.ticker()
+	st := &store{dir: dir, file: f}
 	return st, entries, bad, nil
 }
 
@@ -169,95 +168,68 @@ func readLog(r io.Reader) (entries []entry, good int64, bad []error, err error) 
 	}
 }
 
-// append writes e to the run log; with durable set it returns only once
-// the line is on disk. Without it the line is written at once (so it
-// survives a crash of the process) and fsynced within lazySync.
-func (st *store) append(e *entry, durable bool) error {
-	line, err := jsonLine(e)
-	if err != nil {
-		return err
-	}
-	return st.appendLines(line, durable)
-}
-
 // jsonLine encodes e as one line of the run log.
 func jsonLine(e *entry) ([]byte, error) {
 	b, err := json.Marshal(e)
 	return append(b, '\n'), err
 }
 
-func (st *store) appendLines(lines []byte, durable bool) error {
+// append writes lines to the run log; with durable set it returns only
+// once they are on disk. Without it they are written at once (so they
+// survive a crash of the process) and fsynced within lazySync.
+func (st *store) append(lines []byte, durable bool) error {
 	st.mu.Lock()
-	defer st.mu.Unlock()
+	err := st.err
 	if st.closed {
-		return errStoreClosed
+		err = errStoreClosed
 	}
-	if st.err != nil {
-		return st.err
+	if err == nil {
+		if _, werr := st.file.Write(lines); werr != nil {
+			st.err = fmt.Errorf("run log: %w", werr)
+			err = st.err
+		}
 	}
-	if _, err := st.file.Write(lines); err != nil {
-		st.err = fmt.Errorf("run log: %w", err)
-		return st.err
+	if err != nil {
+		st.mu.Unlock()
+		return err
 	}
 	st.written++
+	seq := st.written
+	if !durable && st.lazy == nil {
+		st.lazy = time.AfterFunc(lazySync, func() {
+			st.mu.Lock()
+			st.lazy = nil
+			st.mu.Unlock()
+			_ = st.sync(seq) // a durable write reports the error
+		})
+	}
+	st.mu.Unlock()
 	if !durable {
 		return nil
 	}
-	seq := st.written
-	st.want = max(st.want, seq)
-	st.cond.Broadcast()
-	for st.synced < seq && st.err == nil {
-		st.cond.Wait()
-	}
-	return st.err
+	return st.sync(seq)
 }
 
-// syncer fsyncs the log whenever a writer waits, covering every line
-// written so far.
-func (st *store) syncer() {
-	defer close(st.done)
+// sync returns once line seq is on disk, fsyncing every line written so
+// far unless an fsync since seq was written did.
+func (st *store) sync(seq int64) error {
+	st.syncMu.Lock()
+	defer st.syncMu.Unlock()
 	st.mu.Lock()
-	defer st.mu.Unlock()
-	for {
-		for st.want <= st.synced && !st.closed {
-			st.cond.Wait()
-		}
-		if st.want <= st.synced && st.closed {
-			return
-		}
-		target := st.written
-		st.mu.Unlock()
+	target := st.written
+	st.mu.Unlock()
+	if st.synced < seq && !st.done {
 		err := st.file.Sync()
 		st.mu.Lock()
 		if err != nil && st.err == nil {
 			st.err = fmt.Errorf("run log: sync: %w", err)
 		}
-		st.synced = max(st.synced, target)
-		st.cond.Broadcast()
-		if st.err != nil {
-			// Writers waiting for durability get the error.
-			st.synced = st.written
-		}
-	}
-}
-
-// ticker asks for a sync of lines written without waiting.
-func (st *store) ticker() {
-	t := time.NewTicker(lazySync)
-	defer t.Stop()
-	for {
-		select {
-		case <-st.done:
-			return
-		case <-t.C:
-		}
-		st.mu.Lock()
-		if st.written > st.synced && st.want < st.written && !st.closed {
-			st.want = st.written
-			st.cond.Broadcast()
-		}
 		st.mu.Unlock()
+		st.synced = target
 	}
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.err
 }
 
 // close syncs every written line and closes the log.
@@ -267,14 +239,14 @@ func (st *store) close() error {
 		st.mu.Unlock()
 		return nil
 	}
-	st.want = st.written
 	st.closed = true
-	st.cond.Broadcast()
+	seq := st.written
 	st.mu.Unlock()
-	<-st.done
-	st.mu.Lock()
-	defer st.mu.Unlock()
-	return errors.Join(st.err, st.file.Close())
+	err := st.sync(seq)
+	st.syncMu.Lock()
+	defer st.syncMu.Unlock()
+	st.done = true
+	return errors.Join(err, st.file.Close())
 }
 
 // transcriptPath is where run id's transcript is (made 0600 in a 0700

@@ -71,7 +71,7 @@ type openOutput struct {
 // modelInput is one model call: the history so far goes by value (the
 // DataConverter stores it out of the workflow's history when it is large).
 type modelInput struct {
-	RunID     string
+	eventsInput
 	Task      gen.Task
 	Model     gen.ModelConfig
 	Tools     []gen.ToolSpec
@@ -80,41 +80,23 @@ type modelInput struct {
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
-	Events    eventBatch
 }
 
 // modelOutput is a model turn, the summary asked for, or the model's
-// invalid output.
+// invalid output; the raw output only when the run records it.
 type modelOutput struct {
-	Actions []wireAction
-	Summary string `json:",omitempty"`
-	Usage   *gen.Usage
-	Invalid *invalidOutput
+	agent.Turn
+	Invalid *agent.InvalidOutputError
 	// RequestTokens is the model's own estimate of the request (0 when
 	// the model is no agent.ContextSizer).
 	RequestTokens int `json:",omitempty"`
 }
 
-// wireAction is an agent.Action as an activity returns it.
-type wireAction struct {
-	ToolCall *gen.ToolCall
-	Finish   *gen.Finish
-	Raw      string
-}
-
-// invalidOutput is an agent.InvalidOutputError as an activity returns it.
-type invalidOutput struct {
-	Message string
-	Raw     string
-	Usage   *gen.Usage
-}
-
-// ToolInput is tool call Seq (0-based, in the run's order) of a run.
+// toolInput is tool call Seq (0-based, in the run's order) of a run.
 type toolInput struct {
-	Run    runRef
-	Seq    int
-	Call   gen.ToolCall
-	Events eventBatch
+	runEvents
+	Seq  int
+	Call gen.ToolCall
 }
 
 // runEvents is the input of the Check, Patch and Close activities: the
@@ -123,6 +105,19 @@ type runEvents struct {
 	Run    runRef
 	Events eventBatch
 }
+
+// eventsInput is trace lines of a run to write first, the input of the
+// Events activity (the events before a wait, so that they are visible
+// while the run waits).
+type eventsInput struct {
+	RunID  string
+	Events eventBatch
+}
+
+// carry gives an activity's input its run and the trace lines to write
+// (wfRun.exec).
+func (in *runEvents) carry(run runRef, b eventBatch)   { in.Run, in.Events = run, b }
+func (in *eventsInput) carry(run runRef, b eventBatch) { in.RunID, in.Events = run.RunID, b }
 
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
@@ -295,27 +290,26 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	}
 	defer heartbeat(ctx)()
 	req := &agent.Request{Task: in.Task, History: agent.NewHistory(items...), Tools: in.Tools, Summarize: in.Summarize}
-	tokens := 0
+	out := modelOutput{}
 	if cs, ok := m.(agent.ContextSizer); ok {
-		tokens = cs.RequestTokens(req)
+		out.RequestTokens = cs.RequestTokens(req)
 	}
-	turn, err := m.Next(ctx, req)
-	var invalid *agent.InvalidOutputError
-	switch {
-	case errors.As(err, &invalid):
-		out := &invalidOutput{Message: invalid.Message, Usage: invalid.Usage}
-		if in.RecordRaw {
-			out.Raw = invalid.Raw
+	out.Turn, err = m.Next(ctx, req)
+	if errors.As(err, &out.Invalid) {
+		inv := *out.Invalid
+		out.Turn, out.Invalid = agent.Turn{}, &inv
+		if !in.RecordRaw {
+			inv.Raw = ""
 		}
-		return modelOutput{Invalid: out, RequestTokens: tokens}, nil
-	case err != nil:
+		return out, nil
+	}
+	if err != nil {
 		return modelOutput{}, modelError(err)
 	}
-	out := modelOutput{Actions: make([]wireAction, len(turn.Actions)), Summary: turn.Summary, Usage: turn.Usage, RequestTokens: tokens}
-	for i, act := range turn.Actions {
-		out.Actions[i] = wireAction{ToolCall: act.ToolCall, Finish: act.Finish}
-		if in.RecordRaw {
-			out.Actions[i].Raw = act.Raw
+	for i := range out.Actions {
+		out.Actions[i].Usage = nil // the turn's counts
+		if !in.RecordRaw {
+			out.Actions[i].Raw = ""
 		}
 	}
 	return out, nil
@@ -458,13 +452,6 @@ func (a *Activities) patch(ctx context.Context, in runEvents) (string, error) {
 		return "", temporal.NewNonRetryableApplicationError(err.Error(), "patch", nil)
 	}
 	return patch, nil
-}
-
-// eventsInput is trace lines of a run to write now: the events before a
-// wait, so that they are visible while the run waits.
-type eventsInput struct {
-	RunID  string
-	Events eventBatch
 }
 
 // events writes trace lines of a run.

@@ -25,7 +25,8 @@ func TestToolCallRetryDoesNotRepeatTheEdit(t *testing.T) {
 	if err := json.Unmarshal([]byte(writeDone), &call); err != nil {
 		t.Fatal(err)
 	}
-	in := temporal.ToolInput{Run: temporal.RunRef{RunID: "run1"}, Seq: 3, Call: call}
+	in := temporal.ToolInput{Seq: 3, Call: call}
+	in.Run = temporal.RunRef{RunID: "run1"}
 	attempt := func() gen.Observation {
 		t.Helper()
 		var suite testsuite.WorkflowTestSuite

@@ -148,8 +148,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	// The rest of the trace and the release of the workspace happen even
 	// when the run was cancelled.
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
-	b := r.batch()
-	if err := r.exec(dctx, closeActivity, runEvents{Run: r.ref(), Events: b}, b, nil); err != nil {
+	if err := r.exec(dctx, closeActivity, &runEvents{}, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
 	return res, nil
@@ -158,8 +157,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 // continueAsNew writes the trace lines still queued and continues the run
 // as a new execution from st.
 func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
-	b := r.batch()
-	if err := r.exec(r.shared, eventsActivity, eventsInput{RunID: r.in.ID, Events: b}, b, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, &eventsInput{}, nil); err != nil {
 		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
 	}
 	next := r.in
@@ -218,11 +216,14 @@ func (t *wfTranscript) Write(e gen.TranscriptEntry) error {
 	return nil
 }
 
-// exec runs activity fn with input in, which carries batch b, and decodes
-// its result into out; once it succeeded, b is in the store. After a
-// failure the lines stay queued for the next activity (the store skips
-// those an earlier attempt wrote).
-func (r *wfRun) exec(ctx workflow.Context, fn, in any, b eventBatch, out any) error {
+// exec runs activity fn with input in, which it gives the run and the
+// queued trace lines and transcript entries, and decodes its result into
+// out; once it succeeded, they are in the store. After a failure they
+// stay queued for the next activity (the store skips those an earlier
+// attempt wrote).
+func (r *wfRun) exec(ctx workflow.Context, fn string, in interface{ carry(runRef, eventBatch) }, out any) error {
+	b := r.batch()
+	in.carry(r.ref(), b)
 	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
 		return err
 	}
@@ -276,28 +277,23 @@ func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error
 	if err != nil {
 		return agent.Turn{}, err
 	}
-	b := r.batch()
-	in := modelInput{RunID: r.in.ID, Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
-		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize, Events: b}
+	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
+		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
 	r.modelCalls++
 	var out modelOutput
-	if err := r.exec(r.shared, modelActivity, in, b, &out); err != nil {
+	if err := r.exec(r.shared, modelActivity, in, &out); err != nil {
 		return agent.Turn{}, modelCallError(err)
 	}
 	if out.RequestTokens > 0 && !req.Summarize {
 		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, items)
 	}
-	if req.Summarize {
+	switch {
+	case req.Summarize:
 		return agent.Turn{Summary: out.Summary, Usage: out.Usage}, nil
+	case out.Invalid != nil:
+		return agent.Turn{}, out.Invalid
 	}
-	if out.Invalid != nil {
-		return agent.Turn{}, &agent.InvalidOutputError{Message: out.Invalid.Message, Raw: out.Invalid.Raw, Usage: out.Invalid.Usage}
-	}
-	t := agent.Turn{Actions: make([]agent.Action, len(out.Actions)), Usage: out.Usage}
-	for i, a := range out.Actions {
-		t.Actions[i] = agent.Action{ToolCall: a.ToolCall, Finish: a.Finish, Raw: a.Raw}
-	}
-	return t, nil
+	return out.Turn, nil
 }
 
 // wfTools is the run's tool runtime: each call is a Tool activity on the
@@ -308,11 +304,10 @@ func (t *wfTools) Specs() []gen.ToolSpec { return t.opened.Tools }
 
 func (t *wfTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
 	r := (*wfRun)(t)
-	b := r.batch()
-	in := toolInput{Run: r.ref(), Seq: r.toolCalls, Call: *call, Events: b}
+	in := &toolInput{Seq: r.toolCalls, Call: *call}
 	r.toolCalls++
 	var obs gen.Observation
-	if err := r.exec(r.host, toolActivity, in, b, &obs); err != nil {
+	if err := r.exec(r.host, toolActivity, in, &obs); err != nil {
 		return gen.Observation{}, activityError(err)
 	}
 	return obs, nil
@@ -323,8 +318,7 @@ func (t *wfTools) Patch(context.Context) (string, error) {
 	r := (*wfRun)(t)
 	dctx, _ := workflow.NewDisconnectedContext(r.host)
 	var patch string
-	b := r.batch()
-	if err := r.exec(dctx, patchActivity, runEvents{Run: r.ref(), Events: b}, b, &patch); err != nil {
+	if err := r.exec(dctx, patchActivity, &runEvents{}, &patch); err != nil {
 		return "", activityError(err)
 	}
 	return patch, nil
@@ -338,8 +332,7 @@ type wfCheck wfRun
 func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
 	r := (*wfRun)(c)
 	var res gen.CheckResult
-	b := r.batch()
-	if err := r.exec(r.host, checkActivity, runEvents{Run: r.ref(), Events: b}, b, &res); err != nil {
+	if err := r.exec(r.host, checkActivity, &runEvents{}, &res); err != nil {
 		return gen.CheckResult{}, activityError(err)
 	}
 	return res, nil
