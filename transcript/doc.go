@@ -11,7 +11,9 @@
 // workspace (the caller chooses a directory outside it, such as Dir's);
 // and its directory and file are its owner's only (0700 and 0600).
 //
-// A transcript is append-only, like a trace: Writer writes each entry with
-// one write of one complete line, so a crash loses at most the line being
-// written, and Read skips a torn last line.
+// A transcript is append-only, like a trace: Writer writes complete lines,
+// a step's actions together with the observations that answer them and
+// every other entry at once, so a finished step is on disk before the next
+// model call and a crash loses at most the step in flight; Read skips a
+// torn last line.
 package transcript

@@ -21,6 +21,7 @@ const MinSecretLen = 8
 // Redactor replaces secrets in the lines of a transcript.
 type Redactor struct {
 	values []string // the secrets, longest first
+	bytes  [][]byte // values, as bytes to look for in a line
 }
 
 // SecretName reports whether an environment variable's name says it holds
@@ -55,6 +56,9 @@ func NewRedactor(env []string, secrets ...string) *Redactor {
 		}
 	}
 	slices.SortFunc(r.values, func(a, b string) int { return len(b) - len(a) })
+	for _, v := range r.values {
+		r.bytes = append(r.bytes, []byte(v))
+	}
 	return r
 }
 
@@ -88,8 +92,13 @@ func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
 			continue
 		}
 		var s string
-		if !escaped {
-			s = string(line[i+1 : j-1])
+		if body := line[i+1 : j-1]; !escaped {
+			// Most strings hold nothing to redact: ask without a copy.
+			if !r.hit(body, keep) {
+				i = j
+				continue
+			}
+			s = string(body)
 		} else if unquoted, err := jsontext.AppendUnquote(nil, line[i:j]); err == nil {
 			s = string(unquoted)
 		} else {
@@ -200,6 +209,17 @@ func opaque(line []byte) map[string]bool {
 	}
 	walk(v)
 	return keep
+}
+
+// hit reports whether Text (or known, for a string of keep) would
+// replace anything in the unescaped string b.
+func (r *Redactor) hit(b []byte, keep map[string]bool) bool {
+	for _, v := range r.bytes {
+		if bytes.Contains(b, v) {
+			return true
+		}
+	}
+	return !keep[string(b)] && secretshape.Looks(b)
 }
 
 // known replaces the known secrets of s alone.

@@ -331,12 +331,20 @@ func TestFollowSeesEntriesAsTheyAreWritten(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
+	// A step's action is written with the observation that answers it;
+	// every other entry at once.
+	seen := 0
 	for i, e := range es {
 		if err := w.Write(e); err != nil {
 			t.Fatal(err)
 		}
-		if f := <-got; f.Seq != i+1 || f.EventType != e.EventType {
-			t.Fatalf("followed entry %d: seq %d, %s; want %d, %s", i, f.Seq, f.EventType, i+1, e.EventType)
+		if e.EventType == gen.TraceEventTypeModelAction {
+			continue
+		}
+		for ; seen <= i; seen++ {
+			if f := <-got; f.Seq != seen+1 || f.EventType != es[seen].EventType {
+				t.Fatalf("followed entry %d: seq %d, %s; want %d, %s", seen, f.Seq, f.EventType, seen+1, es[seen].EventType)
+			}
 		}
 	}
 	if err := <-done; err != nil {
@@ -407,5 +415,45 @@ func TestReasoningTokensAreKept(t *testing.T) {
 	}
 	if p := got.Arguments["path"]; p != transcript.Redacted {
 		t.Errorf("a credential's shape in an argument was kept: %v", p)
+	}
+}
+
+// TestWriterWritesAFinishedStep: the entries of a step whose calls are all
+// answered are in the file before the next model call (no Close), and
+// Close writes what a step in flight left.
+func TestWriterWritesAFinishedStep(t *testing.T) {
+	path := filepath.Join(t.TempDir(), transcript.FileName)
+	w, err := transcript.Open(path, transcript.NewRedactor(nil), trace.SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := func() int {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(data, []byte("\n"))
+	}
+	obs := &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "calculator", Content: "2"}
+	for _, e := range []gen.TranscriptEntry{
+		{RunId: "r1", EventType: gen.TraceEventTypeRunStarted},
+		{RunId: "r1", Step: 1, EventType: gen.TraceEventTypeModelAction},
+		{RunId: "r1", Step: 1, EventType: gen.TraceEventTypeModelAction},
+		{RunId: "r1", Step: 1, EventType: gen.TraceEventTypeObservation, Observation: obs},
+		{RunId: "r1", Step: 1, EventType: gen.TraceEventTypeObservation, Observation: obs},
+		{RunId: "r1", Step: 2, EventType: gen.TraceEventTypeModelAction},
+	} {
+		if err := w.Write(e); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := lines(); n != 5 {
+		t.Fatalf("%d lines on disk after step 1, want 5", n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := lines(); n != 6 {
+		t.Fatalf("%d lines on disk after Close, want 6", n)
 	}
 }

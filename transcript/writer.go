@@ -38,6 +38,10 @@ type Writer struct {
 	policy trace.SyncPolicy
 	seq    int
 	err    error
+	// held are the lines of the step in flight not written yet, and
+	// unanswered the step's actions that no observation answered yet.
+	held       []byte
+	unanswered int
 }
 
 // Open opens the transcript file path to append to it, creating it (0600)
@@ -123,12 +127,38 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 	if n > 0 { // the count goes in the entry, as its last field
 		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
-	if _, err := w.f.Write(append(line, '\n')); err != nil {
-		w.err = fmt.Errorf("transcript: %w", err)
-		return w.err
-	}
+	w.held = append(append(w.held, line...), '\n')
 	w.seq++
-	if w.policy == trace.SyncEveryEvent || w.policy == trace.SyncAtRunEnd && e.EventType == gen.TraceEventTypeRunFinished {
+	// A step's actions and the observations of its calls are written
+	// together, with the last observation: one write a step rather than
+	// one an entry. Any other entry (feedback, an approval, the check's
+	// verdict, the end) is written at once with what is held, so a
+	// finished step is on disk before the next model call, and a crash
+	// loses at most the step in flight.
+	switch e.EventType {
+	case gen.TraceEventTypeModelAction:
+		w.unanswered++
+		return nil
+	case gen.TraceEventTypeObservation:
+		if w.unanswered--; w.unanswered > 0 {
+			return nil
+		}
+	}
+	w.unanswered = 0
+	return w.flush(w.policy == trace.SyncEveryEvent || w.policy == trace.SyncAtRunEnd && e.EventType == gen.TraceEventTypeRunFinished)
+}
+
+// flush writes the held lines, and fsyncs the file when sync is set.
+func (w *Writer) flush(sync bool) error {
+	if len(w.held) > 0 {
+		_, err := w.f.Write(w.held)
+		w.held = w.held[:0]
+		if err != nil {
+			w.err = fmt.Errorf("transcript: %w", err)
+			return w.err
+		}
+	}
+	if sync {
 		if err := w.f.Sync(); err != nil {
 			w.err = fmt.Errorf("transcript: %w", err)
 			return w.err
@@ -137,10 +167,14 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 	return nil
 }
 
-// Close closes the file; it returns the first failed write, if any.
+// Close writes what is held and closes the file; it returns the first
+// failed write, if any.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	if w.err == nil {
+		w.flush(w.policy != trace.SyncNone)
+	}
 	return errors.Join(w.err, w.f.Close())
 }
 

@@ -74,7 +74,9 @@ const MinHighEntropy = 32
 const minEntropy = 4.0
 
 // Looks reports whether s holds text of a credential's shape (see Find).
-func Looks(s string) bool {
+// It takes bytes as they are, so a caller that scans a buffer copies
+// nothing to ask.
+func Looks[S ~string | ~[]byte](s S) bool {
 	found := false
 	scan(s, func(int, int) bool { found = true; return false })
 	return found
@@ -95,7 +97,7 @@ func Find(s string) [][2]int {
 }
 
 // scan calls found with each span Find returns, until it returns false.
-func scan(s string, found func(i, j int) bool) {
+func scan[S ~string | ~[]byte](s S, found func(i, j int) bool) {
 	for i := 0; i < len(s); {
 		if i > 0 && alnum(s[i-1]) {
 			i++
@@ -138,10 +140,10 @@ var byFirst = func() (b [256][]uint8) {
 }()
 
 // prefixedAt returns the end of the prefixed shape at s[i:], or i for none.
-func prefixedAt(s string, i int) int {
+func prefixedAt[S ~string | ~[]byte](s S, i int) int {
 	for _, k := range byFirst[s[i]] {
 		p := &prefixes[k]
-		if len(s)-i < len(p.prefix) || s[i:i+len(p.prefix)] != p.prefix {
+		if len(s)-i < len(p.prefix) || string(s[i:i+len(p.prefix)]) != p.prefix {
 			continue
 		}
 		j := i + len(p.prefix)
@@ -157,7 +159,7 @@ func prefixedAt(s string, i int) int {
 
 // highEntropy reports whether tok mixes upper-case and lower-case letters
 // and digits with more than minEntropy bits per character.
-func highEntropy(tok string) bool {
+func highEntropy[S ~string | ~[]byte](tok S) bool {
 	var count [256]int
 	upper, lower, digit := false, false, false
 	for i := 0; i < len(tok); i++ {

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
@@ -68,14 +69,15 @@ func ParseAction(text string) (agent.Action, error) {
 	if strings.TrimSpace(body) == "" {
 		return agent.Action{}, invalid("the output is empty; expected one JSON action object", text)
 	}
-	value, err := schema.Decode([]byte(body))
+	data := []byte(body)
+	value, err := schema.Decode(data)
 	if err == nil {
 		err = as.validator.Validate(value)
 	}
 	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
 	}
-	a, err := as.bind([]byte(body), value.(map[string]any)) // the schema says it is an object
+	a, err := as.bind(data, value.(map[string]any)) // the schema says it is an object
 	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
 	}
@@ -94,12 +96,17 @@ func (as *actionSchema) bind(text []byte, obj map[string]any) (agent.Action, err
 		fin := &gen.Finish{}
 		return agent.Action{Finish: fin}, schema.Unmarshal(text, fin)
 	}
-	call := &gen.ToolCall{}
-	if err := schema.Unmarshal(text, call); err != nil {
+	// The arguments, decoded already, are not decoded again: the outer
+	// field takes them as text, which is dropped.
+	var call struct {
+		gen.ToolCall
+		Arguments jsontext.Value `json:"arguments"`
+	}
+	if err := schema.Unmarshal(text, &call); err != nil {
 		return agent.Action{}, err
 	}
-	call.Arguments = obj["arguments"].(map[string]any)
-	return agent.Action{ToolCall: call}, nil
+	call.ToolCall.Arguments = obj["arguments"].(map[string]any)
+	return agent.Action{ToolCall: &call.ToolCall}, nil
 }
 
 func invalid(msg, raw string) error {
