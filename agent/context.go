@@ -90,15 +90,12 @@ type contextBudget struct {
 }
 
 func newContextBudget(m Model, c Compaction) contextBudget {
-	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns}
+	b := contextBudget{threshold: c.Threshold, keep: orDefault(c.KeepTurns, DefaultKeepTurns)}
 	if s, ok := m.(ContextSizer); ok && s.ContextWindow() > 0 {
 		b.sizer, b.window = s, s.ContextWindow()
 	}
 	if b.threshold <= 0 || b.threshold > 1 {
 		b.threshold = DefaultCompactionThreshold
-	}
-	if b.keep <= 0 {
-		b.keep = DefaultKeepTurns
 	}
 	return b
 }
@@ -181,7 +178,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	}
 	out := make([]Item, len(items))
 	copy(out, items)
-	elided += elide(out[:cut], items, l.hints)
+	elided += elide(out[:cut], items, l.offered)
 	measure := func() int {
 		if b.sizer == nil {
 			return 0
@@ -223,7 +220,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
 		// The kept turns are too large: keep only the last one whole.
 		last := starts[len(starts)-1]
-		elided += elide(out[:last], out, l.hints)
+		elided += elide(out[:last], out, l.offered)
 		tokens = measure()
 	}
 	if elided == 0 && !summarized && usage == nil {
@@ -235,14 +232,12 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		return tokens, nil
 	}
 	l.history = historyLog{items: out}
-	if l.tracing {
-		ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
-		ev.ItemsElided, ev.Summarized, ev.Usage = &elided, &summarized, usage
-		ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
-		ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
-		if err := l.emitDetail(Progress{Event: ev, Summary: said, History: l.history.view()}); err != nil {
-			return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
-		}
+	ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
+	ev.ItemsElided, ev.Summarized, ev.Usage = &elided, &summarized, usage
+	ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
+	ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
+	if err := l.emitDetail(Progress{Event: ev, Summary: said, History: l.history.view()}); err != nil {
+		return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
 	}
 	return tokens, nil
 }
@@ -270,8 +265,8 @@ func turnStarts(items []Item) []int {
 // elide replaces, in dst, each observation longer than its stub by the
 // stub, and returns how many it replaced. calls holds the tool calls the
 // observations answer (dst's items or a copy with the same positions);
-// hints are the tools' hints by name.
-func elide(dst []Item, calls []Item, hints map[string]*gen.ToolHints) int {
+// offered are the tools by name, for their hints.
+func elide(dst []Item, calls []Item, offered map[string]gen.ToolSpec) int {
 	n := 0
 	for i, it := range dst {
 		obs := it.Observation
@@ -281,7 +276,7 @@ func elide(dst []Item, calls []Item, hints map[string]*gen.ToolHints) int {
 		call := callOf(calls, i)
 		var h *gen.ToolHints
 		if call != nil {
-			h = hints[call.ToolName]
+			h = offered[call.ToolName].Hints
 		}
 		stub := elisionStub(h, call, obs)
 		if len(stub) >= len(obs.Content) {

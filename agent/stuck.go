@@ -40,16 +40,11 @@ type StuckDetection struct {
 }
 
 func (s StuckDetection) withDefaults() StuckDetection {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&s.SameResult, 4)
-	def(&s.SameError, 3)
-	def(&s.Alternating, 6)
-	def(&s.Window, 10)
-	def(&s.WindowRepeats, 5)
+	s.SameResult = orDefault(s.SameResult, 4)
+	s.SameError = orDefault(s.SameError, 3)
+	s.Alternating = orDefault(s.Alternating, 6)
+	s.Window = orDefault(s.Window, 10)
+	s.WindowRepeats = orDefault(s.WindowRepeats, 5)
 	return s
 }
 
