@@ -133,8 +133,8 @@ var builtinTools = sync.OnceValue(func() map[string]bool {
 // approvals is a loop's approval state.
 type approvals struct {
 	approved map[string]bool // tools approved for the rest of the run
-	named    int                     // call ids the loop gave
-	asked    map[string]bool         // the call ids of the run's requests so far
+	named    int             // call ids the loop gave
+	asked    map[string]bool // the call ids of the run's requests so far
 	// writes counts the calls of tools that write files that ran, and
 	// approvedAt holds, for each tool that runs commands and was
 	// approved, writes at its last approval: an approve_for_run of it
