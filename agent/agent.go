@@ -207,8 +207,22 @@ type Options struct {
 // paused (Options.PauseAfter) returns a *PausedError and a result with
 // only its RunId and StepsUsed.
 func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.RunResult, error) {
-	l := newLoop(task, model, opts)
+	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: orDefault(opts.MaxSteps, DefaultMaxSteps),
+		ctxb: newContextBudget(model, opts.Compaction), stuck: newStuckDetector(opts.Stuck),
+		obsBytes: orDefault(opts.MaxObservationBytes, DefaultMaxObservationBytes),
+		obsLines: orDefault(opts.MaxObservationLines, DefaultMaxObservationLines)}
+	if l.runID == "" {
+		l.runID = NewRunID()
+	}
 	return l.run(ctx)
+}
+
+// orDefault is v when it is positive, else d.
+func orDefault(v, d int) int {
+	if v <= 0 {
+		return d
+	}
+	return v
 }
 
 type loop struct {
@@ -226,34 +240,12 @@ type loop struct {
 	start   time.Time
 	check   *gen.CheckResult
 	sandbox *gen.SandboxInfo
-	tracing bool       // events are built only when someone receives them
 	vocab   vocabulary // what of a tool call the trace records verbatim
 	ctxb    contextBudget
 	stuck   *stuckDetector // nil when detection is off
 	// the cap of an observation as the model sees it
 	obsBytes, obsLines int
-	hints              map[string]*gen.ToolHints // each offered tool's (hints.go)
-}
-
-func newLoop(task gen.Task, model Model, opts Options) *loop {
-	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: opts.MaxSteps,
-		tracing: opts.Trace != nil || opts.Observer != nil}
-	l.ctxb = newContextBudget(model, opts.Compaction)
-	l.stuck = newStuckDetector(opts.Stuck)
-	l.obsBytes, l.obsLines = opts.MaxObservationBytes, opts.MaxObservationLines
-	if l.obsBytes <= 0 {
-		l.obsBytes = DefaultMaxObservationBytes
-	}
-	if l.obsLines <= 0 {
-		l.obsLines = DefaultMaxObservationLines
-	}
-	if l.runID == "" {
-		l.runID = NewRunID()
-	}
-	if l.max <= 0 {
-		l.max = DefaultMaxSteps
-	}
-	return l
+	offered            map[string]gen.ToolSpec // the tools the run offers, by name
 }
 
 // NewRunID returns a random run id of 16 hex digits.
@@ -277,16 +269,21 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 	toolNames := []string{}
 	if l.opts.Tools != nil {
 		l.tools = l.opts.Tools.Specs()
-		l.hints = make(map[string]*gen.ToolHints, len(l.tools))
+		l.offered = make(map[string]gen.ToolSpec, len(l.tools))
 		for _, s := range l.tools {
 			toolNames = append(toolNames, s.Name)
-			l.hints[s.Name] = s.Hints
+			l.offered[s.Name] = s
 		}
-		if l.tracing {
-			l.vocab = newVocabulary(l.tools)
-		}
+		l.vocab = newVocabulary(l.tools)
 	}
-	l.sandbox = l.sandboxInfo()
+	// The confinement of the run's commands: the tool runtime's, else the
+	// check's.
+	if s, ok := l.opts.Tools.(Sandboxed); ok {
+		l.sandbox = s.SandboxInfo()
+	}
+	if s, ok := l.opts.Check.(Sandboxed); ok && l.sandbox == nil {
+		l.sandbox = s.SandboxInfo()
+	}
 	st := l.opts.Resume
 	steps := 0
 	if st != nil {
@@ -301,11 +298,11 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 		started.MaxSteps = &l.max
 		started.ToolNames = &toolNames
 		started.Sandbox = l.sandbox
-		if err := l.emit(started); err != nil {
+		if err := l.emitDetail(Progress{Event: started}); err != nil {
 			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 		}
 	}
-	if err := l.initApprovals(l.tools); err != nil {
+	if err := l.initApprovals(); err != nil {
 		return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err, steps: steps})
 	}
 	if st != nil {
@@ -317,20 +314,6 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 		l.history.add(Item{UserMessage: &gen.UserMessage{Type: gen.UserMessageTypeUserMessage, Text: f.Message}})
 	}
 	return l.finish(ctx, l.steps(ctx))
-}
-
-// sandboxInfo is the confinement of the run's commands: the tool
-// runtime's, else the check's.
-func (l *loop) sandboxInfo() *gen.SandboxInfo {
-	if s, ok := l.opts.Tools.(Sandboxed); ok {
-		if info := s.SandboxInfo(); info != nil {
-			return info
-		}
-	}
-	if s, ok := l.opts.Check.(Sandboxed); ok {
-		return s.SandboxInfo()
-	}
-	return nil
 }
 
 func (l *loop) steps(ctx context.Context) end {
@@ -360,42 +343,41 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		turn, err := l.model.Next(ctx, req)
 		modelMs, now := l.lap(t0)
-		if invalid := (*InvalidOutputError)(nil); errors.As(err, &invalid) {
+		var invalid *InvalidOutputError
+		if errors.As(err, &invalid) {
 			if t := l.textOnly(invalid); t != nil {
 				turn, err = *t, nil
 			}
 		}
-		if err != nil {
-			var invalid *InvalidOutputError
-			switch {
-			case errors.As(err, &invalid):
-				refused = false
-				l.ctxb.reported(invalid.Usage)
-				if e := l.addUsage(invalid.Usage); e != nil {
-					return end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step}
-				}
-				if e := l.feedback(step, invalid, modelMs, now); e != nil {
-					return *e
-				}
-				lastFeedback = gen.FeedbackKindInvalidModelOutput
-				continue
-			case ctx.Err() != nil:
-				return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
-			case errors.Is(err, ErrContextLength):
-				// One compaction and a retry of the step; a second refusal
-				// in a row ends the run.
-				if refused || l.opts.Compaction.Disabled {
-					return end{reason: gen.ExitReasonContextWindowExceeded, err: fmt.Errorf("model: %w", err), steps: step}
-				}
-				refused = true
-				if _, e := l.compact(ctx, step, 0, true); e != nil {
-					return *e
-				}
-				step--
-				continue
-			default:
-				return end{reason: gen.ExitReasonModelError, err: fmt.Errorf("model: %w", err), steps: step}
+		switch {
+		case err == nil:
+		case invalid != nil:
+			refused = false
+			l.ctxb.reported(invalid.Usage)
+			if e := l.addUsage(invalid.Usage); e != nil {
+				return end{reason: gen.ExitReasonTokenBudgetExceeded, err: e, steps: step}
 			}
+			if e := l.feedback(step, invalid, modelMs, now); e != nil {
+				return *e
+			}
+			lastFeedback = gen.FeedbackKindInvalidModelOutput
+			continue
+		case ctx.Err() != nil:
+			return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
+		case errors.Is(err, ErrContextLength):
+			// One compaction and a retry of the step; a second refusal in
+			// a row ends the run.
+			if refused || l.opts.Compaction.Disabled {
+				return end{reason: gen.ExitReasonContextWindowExceeded, err: fmt.Errorf("model: %w", err), steps: step}
+			}
+			refused = true
+			if _, e := l.compact(ctx, step, 0, true); e != nil {
+				return *e
+			}
+			step--
+			continue
+		default:
+			return end{reason: gen.ExitReasonModelError, err: fmt.Errorf("model: %w", err), steps: step}
 		}
 		refused = false
 		l.ctxb.reported(turn.Usage)
@@ -418,11 +400,9 @@ func (l *loop) steps(ctx context.Context) end {
 				l.history.add(Item{Finish: &recs[i].fin})
 			}
 		}
-		if l.tracing {
-			for i := range turn.Actions {
-				if err := l.traceAction(step, &turn, i, &recs[i], modelMs, now); err != nil {
-					return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-				}
+		for i := range turn.Actions {
+			if err := l.traceAction(step, &turn, i, &recs[i], modelMs, now); err != nil {
+				return end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 			}
 		}
 		if err := l.addUsage(turn.Usage); err != nil {
@@ -430,10 +410,8 @@ func (l *loop) steps(ctx context.Context) end {
 		}
 		stuck := "" // the first pattern of repeats the turn's calls formed
 		for i := range recs {
-			if i > 0 {
-				if err := ctx.Err(); err != nil {
-					return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
-				}
+			if i > 0 && ctx.Err() != nil {
+				return end{reason: gen.ExitReasonCancelled, err: context.Cause(ctx), steps: step}
 			}
 			if turn.Actions[i].ToolCall != nil {
 				if e := l.callTool(ctx, step, &recs[i]); e != nil {
@@ -446,16 +424,12 @@ func (l *loop) steps(ctx context.Context) end {
 				}
 				continue
 			}
-			fin := &recs[i].fin // the last action of the turn
-			if l.opts.Check == nil {
-				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
-			}
-			passed, e := l.gate(ctx, step, fin)
+			passed, e := l.gate(ctx, step) // for the last action of the turn, its finish
 			if e != nil {
 				return *e
 			}
 			if passed {
-				return end{reason: gen.ExitReasonFinished, answer: &fin.Answer, steps: step}
+				return end{reason: gen.ExitReasonFinished, answer: &recs[i].fin.Answer, steps: step}
 			}
 			lastFeedback = gen.FeedbackKindFinishRejected
 		}
@@ -464,12 +438,8 @@ func (l *loop) steps(ctx context.Context) end {
 				return end{reason: gen.ExitReasonStuck, err: fmt.Errorf("the run is stuck: %s, after a warning", stuck), steps: step}
 			}
 			l.stuck.warned = true
-			fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindStuckWarning, Message: stuckMessage(stuck)}
-			var ev *gen.TraceEvent
-			if l.tracing {
-				ev = l.event(step, gen.TraceEventTypeModelFeedback)
-			}
-			if e := l.tellModel(step, Progress{Event: ev, Feedback: fb}); e != nil {
+			ev := l.event(step, gen.TraceEventTypeModelFeedback)
+			if e := l.tellModel(step, gen.FeedbackKindStuckWarning, stuckMessage(stuck), Progress{Event: ev}); e != nil {
 				return *e
 			}
 		}
@@ -500,34 +470,27 @@ type toolStep struct {
 // feedback turns invalid model output into feedback for the next step; a
 // non-nil end stops the run.
 func (l *loop) feedback(step int, invalid *InvalidOutputError, modelMs float64, now time.Time) *end {
-	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindInvalidModelOutput, Message: ClipMessage(invalid.Message)}
-	var ev *gen.TraceEvent
-	if l.tracing {
-		ev = l.eventAt(step, gen.TraceEventTypeModelFeedback, now)
-		ev.ModelDurationMs = &modelMs
-		ev.Usage = invalid.Usage
-		if l.opts.RecordRaw {
-			ev.RawResponse = &invalid.Raw
-		}
+	ev := l.eventAt(step, gen.TraceEventTypeModelFeedback, now)
+	ev.ModelDurationMs = &modelMs
+	ev.Usage = invalid.Usage
+	if l.opts.RecordRaw {
+		ev.RawResponse = &invalid.Raw
 	}
-	return l.tellModel(step, Progress{Event: ev, Feedback: fb})
+	return l.tellModel(step, gen.FeedbackKindInvalidModelOutput, ClipMessage(invalid.Message), Progress{Event: ev})
 }
 
-// tellModel gives p.Feedback to the model: it traces p.Event (its
-// model_feedback or finish_rejected event; nil records nothing) with the
-// feedback's kind and summary, shows p to the observer, and adds the
-// feedback to the history. A non-nil end
-// stops the run.
-func (l *loop) tellModel(step int, p Progress) *end {
-	fb := p.Feedback
-	if ev := p.Event; ev != nil {
-		ev.FeedbackKind = &fb.Kind
-		ev.Output = ptr(trace.Summary(fb.Message))
-		if err := l.emitDetail(p); err != nil {
-			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-		}
+// tellModel gives the model feedback of kind with message msg: it traces
+// p.Event (its model_feedback or finish_rejected event) with the
+// feedback's kind and summary, shows p with the feedback to the observer,
+// and adds the feedback to the history. A non-nil end stops the run.
+func (l *loop) tellModel(step int, kind gen.FeedbackKind, msg string, p Progress) *end {
+	p.Feedback = &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: kind, Message: msg}
+	p.Event.FeedbackKind = &p.Feedback.Kind
+	p.Event.Output = ptr(trace.Summary(msg))
+	if err := l.emitDetail(p); err != nil {
+		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
-	l.history.add(Item{Feedback: fb})
+	l.history.add(Item{Feedback: p.Feedback})
 	return nil
 }
 
@@ -549,7 +512,7 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", textclip.Clip(call.ToolName, 64)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
-		l.approvals.ran(call.ToolName)
+		l.ran(call.ToolName)
 	}
 	toolMs, now := l.lap(t0)
 	if err != nil {
@@ -562,27 +525,28 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 	}
 	rec.seen = *obs
 	seen := &rec.seen
-	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(l.hints[call.ToolName], call, obs))
-	if l.tracing {
-		ev := l.eventAt(step, gen.TraceEventTypeObservation, now)
-		ev.ToolName = l.vocab.toolName(&obs.ToolName)
-		ev.CallId = traceCallID(obs.CallId)
-		ev.Output = ptr(trace.Summary(seen.Content)) // what the model saw, as replay compares it
-		ev.IsError = &obs.IsError
-		ev.ErrorCode = obs.ErrorCode
-		ev.ToolDurationMs = &toolMs
-		if err := l.emitDetail(Progress{Event: ev, Observation: obs, Seen: seen}); err != nil {
-			return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-		}
+	seen.Content, _ = TruncateOutput(obs.Content, l.obsBytes, l.obsLines, restHint(l.offered[call.ToolName].Hints, call, obs))
+	ev := l.eventAt(step, gen.TraceEventTypeObservation, now)
+	ev.ToolName = l.vocab.toolName(&obs.ToolName)
+	ev.CallId = traceCallID(obs.CallId)
+	ev.Output = ptr(trace.Summary(seen.Content)) // what the model saw, as replay compares it
+	ev.IsError = &obs.IsError
+	ev.ErrorCode = obs.ErrorCode
+	ev.ToolDurationMs = &toolMs
+	if err := l.emitDetail(Progress{Event: ev, Observation: obs, Seen: seen}); err != nil {
+		return &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
 	l.history.add(Item{Observation: seen})
 	return nil
 }
 
-// gate runs the completion check for a finish (already in the history); it
-// reports whether the check passed, or how the run ends when it could not
-// run.
-func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end) {
+// gate runs the completion check, if any, for a finish (already in the
+// history); it reports whether the check passed, or how the run ends when
+// it could not run.
+func (l *loop) gate(ctx context.Context, step int) (bool, *end) {
+	if l.opts.Check == nil {
+		return true, nil
+	}
 	t0 := l.now()
 	res, err := l.opts.Check.Check(ctx)
 	checkMs := ms(l.now().Sub(t0))
@@ -600,11 +564,10 @@ func (l *loop) gate(ctx context.Context, step int, fin *gen.Finish) (bool, *end)
 	if res.OutputTail != nil && *res.OutputTail != "" {
 		msg += "\nEnd of the check's output:\n" + clipTail(*res.OutputTail)
 	}
-	fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindFinishRejected, Message: msg}
 	ev := l.event(step, gen.TraceEventTypeFinishRejected)
 	ev.ExitCode = &res.ExitCode
 	ev.ToolDurationMs = &checkMs
-	return false, l.tellModel(step, Progress{Event: ev, Feedback: fb, Check: &res})
+	return false, l.tellModel(step, gen.FeedbackKindFinishRejected, msg, Progress{Event: ev, Check: &res})
 }
 
 func (l *loop) addUsage(u *gen.Usage) error {
@@ -630,8 +593,7 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	}
 	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check, Sandbox: l.sandbox}
 	if l.counted {
-		u := l.usage
-		res.Usage = &u
+		res.Usage = ptr(l.usage)
 	}
 	if p, ok := l.opts.Tools.(Patcher); ok {
 		// The patch is read even after a cancellation: the edits were made.
@@ -652,9 +614,7 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	ev.StepsUsed = &res.StepsUsed
 	ev.Error = res.Error
 	ev.DurationMs = ptr(ms(l.now().Sub(l.start)))
-	if l.counted {
-		ev.Usage = res.Usage
-	}
+	ev.Usage = res.Usage
 	if err := l.emitDetail(Progress{Event: ev, Result: &res}); err != nil && e.reason != gen.ExitReasonInternalError {
 		res.ExitReason, res.Answer = gen.ExitReasonInternalError, nil
 		res.Error = ptr(ClipMessage(err.Error()))
@@ -713,8 +673,6 @@ func (l *loop) event(step int, typ gen.TraceEventType) *gen.TraceEvent {
 func (l *loop) eventAt(step int, typ gen.TraceEventType, now time.Time) *gen.TraceEvent {
 	return &gen.TraceEvent{RunId: l.runID, Step: step, EventType: typ, Time: now.UTC()}
 }
-
-func (l *loop) emit(ev *gen.TraceEvent) error { return l.emitDetail(Progress{Event: ev}) }
 
 // emitDetail traces p.Event and shows p, with its raw details, to the observer.
 func (l *loop) emitDetail(p Progress) error {

@@ -132,10 +132,9 @@ var builtinTools = sync.OnceValue(func() map[string]bool {
 
 // approvals is a loop's approval state.
 type approvals struct {
-	offered  map[string]gen.ToolSpec // the tools the run offers
-	approved map[string]bool         // tools approved for the rest of the run
-	named    int                     // call ids the loop gave
-	asked    map[string]bool         // the call ids of the run's requests so far
+	approved map[string]bool // tools approved for the rest of the run
+	named    int             // call ids the loop gave
+	asked    map[string]bool // the call ids of the run's requests so far
 	// writes counts the calls of tools that write files that ran, and
 	// approvedAt holds, for each tool that runs commands and was
 	// approved, writes at its last approval: an approve_for_run of it
@@ -147,25 +146,14 @@ type approvals struct {
 // ran notes that a call of the tool named ran (approved, or not asked
 // about): one of a tool that writes files changes what the next command
 // may run.
-func (a *approvals) ran(tool string) {
-	if a.offered[tool].WritesFiles {
-		a.writes++
+func (l *loop) ran(tool string) {
+	if l.offered[tool].WritesFiles {
+		l.approvals.writes++
 	}
-}
-
-// changedSince returns how many calls of tools that write files ran since
-// the tool named, one that runs commands, was last approved; 0 when it
-// was never approved in the run.
-func (a *approvals) changedSince(tool string) int {
-	at, ok := a.approvedAt[tool]
-	if !ok || !runsCommands(a.offered[tool]) {
-		return 0
-	}
-	return a.writes - at
 }
 
 // initApprovals checks the options' policy and approver.
-func (l *loop) initApprovals(specs []gen.ToolSpec) error {
+func (l *loop) initApprovals() error {
 	a := &l.approvals
 	a.approved, a.asked, a.approvedAt = map[string]bool{}, map[string]bool{}, map[string]int{}
 	p := l.opts.ApprovalPolicy
@@ -178,10 +166,6 @@ func (l *loop) initApprovals(specs []gen.ToolSpec) error {
 	if l.opts.Approver == nil {
 		return fmt.Errorf("approval policy %s needs an Approver to ask", p)
 	}
-	a.offered = map[string]gen.ToolSpec{}
-	for _, s := range specs {
-		a.offered[s.Name] = s
-	}
 	return nil
 }
 
@@ -191,10 +175,15 @@ func (l *loop) initApprovals(specs []gen.ToolSpec) error {
 func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end) {
 	a := &l.approvals
 	name := rec.call.ToolName
-	if tool, ok := a.offered[name]; !ok || !NeedsApproval(l.opts.ApprovalPolicy, tool) {
+	if tool, ok := l.offered[name]; !ok || !NeedsApproval(l.opts.ApprovalPolicy, tool) {
 		return true, nil
 	}
-	changed := a.changedSince(name)
+	// changed: the calls of tools that write files that ran since the
+	// tool, one that runs commands, was last approved in the run.
+	changed := 0
+	if at, ok := a.approvedAt[name]; ok && runsCommands(l.offered[name]) {
+		changed = a.writes - at
+	}
 	if a.approved[name] && changed == 0 {
 		return true, nil
 	}
@@ -226,12 +215,10 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		req.Call.CallId = &name
 	}
 	a.asked[*req.Call.CallId] = true
-	if l.tracing {
-		ev := l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
-		ev.ArgumentKeys = ptr(l.vocab.argumentKeys(name, req.Call.Arguments))
-		if err := l.emitDetail(Progress{Event: ev, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
-			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-		}
+	ev := l.approvalEvent(step, gen.TraceEventTypeApprovalRequested, &req.Call)
+	ev.ArgumentKeys = ptr(l.vocab.argumentKeys(name, req.Call.Arguments))
+	if err := l.emitDetail(Progress{Event: ev, ToolCall: &req.Call, ApprovalReason: req.Reason}); err != nil {
+		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
 	dec, err := l.opts.Approver.Approve(ctx, req)
 	switch {
@@ -248,17 +235,15 @@ func (l *loop) approve(ctx context.Context, step int, rec *toolStep) (bool, *end
 		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
 	}
 	reason := ClipMessage(dec.Reason)
-	if l.tracing {
-		ev := l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
-		ev.Decision = &dec.Decision
-		if reason != "" {
-			ev.Output = ptr(trace.Summary(reason))
-		}
-		if err := l.emitDetail(Progress{Event: ev, ApprovalReason: reason}); err != nil {
-			return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
-		}
+	ev = l.approvalEvent(step, gen.TraceEventTypeApprovalDecided, &req.Call)
+	ev.Decision = &dec.Decision
+	if reason != "" {
+		ev.Output = ptr(trace.Summary(reason))
 	}
-	if dec.Decision != gen.ApprovalDecisionDeny && runsCommands(a.offered[name]) {
+	if err := l.emitDetail(Progress{Event: ev, ApprovalReason: reason}); err != nil {
+		return false, &end{reason: gen.ExitReasonInternalError, err: err, steps: step}
+	}
+	if dec.Decision != gen.ApprovalDecisionDeny && runsCommands(l.offered[name]) {
 		a.approvedAt[name] = a.writes
 	}
 	switch dec.Decision {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -90,15 +91,12 @@ type contextBudget struct {
 }
 
 func newContextBudget(m Model, c Compaction) contextBudget {
-	b := contextBudget{threshold: c.Threshold, keep: c.KeepTurns}
+	b := contextBudget{threshold: c.Threshold, keep: orDefault(c.KeepTurns, DefaultKeepTurns)}
 	if s, ok := m.(ContextSizer); ok && s.ContextWindow() > 0 {
 		b.sizer, b.window = s, s.ContextWindow()
 	}
 	if b.threshold <= 0 || b.threshold > 1 {
 		b.threshold = DefaultCompactionThreshold
-	}
-	if b.keep <= 0 {
-		b.keep = DefaultKeepTurns
 	}
 	return b
 }
@@ -121,18 +119,13 @@ func (b *contextBudget) reported(u *gen.Usage) {
 	b.base, b.baseEst, b.known = int(u.InputTokens+u.OutputTokens), b.sent, true
 }
 
-// over reports whether tokens pass the compaction threshold.
-func (b *contextBudget) over(tokens int) bool {
-	return float64(tokens) > b.threshold*float64(b.window)
-}
-
-// overTarget reports whether tokens pass what a compaction aims for, three
-// quarters of the threshold: a compaction that leaves the request just
-// under the threshold would be back at the next step, changing the
-// request's prefix (and so defeating the provider's prompt cache) each
-// time.
-func (b *contextBudget) overTarget(tokens int) bool {
-	return float64(tokens) > 0.75*b.threshold*float64(b.window)
+// over reports whether tokens pass share of the compaction threshold: 1
+// for the threshold itself, 0.75 for what a compaction aims for (one that
+// leaves the request just under the threshold would be back at the next
+// step, changing the request's prefix, and so defeating the provider's
+// prompt cache, each time).
+func (b *contextBudget) over(tokens int, share float64) bool {
+	return float64(tokens) > share*b.threshold*float64(b.window)
 }
 
 // beforeCall makes sure the next request fits: it compacts the history
@@ -144,7 +137,7 @@ func (l *loop) beforeCall(ctx context.Context, step int) *end {
 		return nil
 	}
 	tokens, raw := b.estimate(l.request(l.history.view()))
-	if b.over(tokens) && !l.opts.Compaction.Disabled {
+	if b.over(tokens, 1) && !l.opts.Compaction.Disabled {
 		var e *end
 		if tokens, e = l.compact(ctx, step, tokens, false); e != nil {
 			return e
@@ -172,16 +165,15 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	}
 	// What the compaction did, for its event.
 	tokensBefore, bytesBefore := tokens, textBytes(items)
-	elided, summarized, said := 0, false, "" // said: the summary the model wrote
+	elided, said := 0, "" // said: the summary the model wrote
 	var usage *gen.Usage
 	starts := turnStarts(items)
 	cut := 0 // the first item of the turns kept whole
 	if len(starts) > b.keep {
 		cut = starts[len(starts)-b.keep]
 	}
-	out := make([]Item, len(items))
-	copy(out, items)
-	elided += elide(out[:cut], items, l.hints)
+	out := slices.Clone(items)
+	elided += elide(out[:cut], items, l.offered)
 	measure := func() int {
 		if b.sizer == nil {
 			return 0
@@ -190,7 +182,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		return t
 	}
 	tokens = measure()
-	if (force || b.sizer != nil && b.overTarget(tokens)) && cut > 0 {
+	if (force || b.sizer != nil && b.over(tokens, 0.75)) && cut > 0 {
 		req := l.request(History{items: out[:cut:cut]})
 		req.Summarize = true
 		// A summary request that would not fit the window is not sent;
@@ -214,7 +206,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 			default:
 				fb := &gen.ModelFeedback{Type: gen.ModelFeedbackTypeModelFeedback, Kind: gen.FeedbackKindHistorySummary, Message: summaryPreface + summary}
 				out = append([]Item{{Feedback: fb}}, out[cut:]...)
-				summarized, said = true, summary
+				said = summary
 				tokens = measure()
 				starts = turnStarts(out)
 			}
@@ -223,10 +215,10 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
 		// The kept turns are too large: keep only the last one whole.
 		last := starts[len(starts)-1]
-		elided += elide(out[:last], out, l.hints)
+		elided += elide(out[:last], out, l.offered)
 		tokens = measure()
 	}
-	if elided == 0 && !summarized && usage == nil {
+	if elided == 0 && said == "" && usage == nil {
 		// Nothing to compact: no event, and the history stays.
 		if force {
 			return tokens, &end{reason: gen.ExitReasonContextWindowExceeded, steps: step - 1,
@@ -235,14 +227,12 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 		return tokens, nil
 	}
 	l.history = historyLog{items: out}
-	if l.tracing {
-		ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
-		ev.ItemsElided, ev.Summarized, ev.Usage = &elided, &summarized, usage
-		ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
-		ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
-		if err := l.emitDetail(Progress{Event: ev, Summary: said, History: l.history.view()}); err != nil {
-			return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
-		}
+	ev := l.event(step, gen.TraceEventTypeHistoryCompacted)
+	ev.ItemsElided, ev.Summarized, ev.Usage = &elided, ptr(said != ""), usage
+	ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
+	ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
+	if err := l.emitDetail(Progress{Event: ev, Summary: said, History: l.history.view()}); err != nil {
+		return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
 	}
 	return tokens, nil
 }
@@ -270,8 +260,8 @@ func turnStarts(items []Item) []int {
 // elide replaces, in dst, each observation longer than its stub by the
 // stub, and returns how many it replaced. calls holds the tool calls the
 // observations answer (dst's items or a copy with the same positions);
-// hints are the tools' hints by name.
-func elide(dst []Item, calls []Item, hints map[string]*gen.ToolHints) int {
+// offered are the tools by name, for their hints.
+func elide(dst []Item, calls []Item, offered map[string]gen.ToolSpec) int {
 	n := 0
 	for i, it := range dst {
 		obs := it.Observation
@@ -281,7 +271,7 @@ func elide(dst []Item, calls []Item, hints map[string]*gen.ToolHints) int {
 		call := callOf(calls, i)
 		var h *gen.ToolHints
 		if call != nil {
-			h = hints[call.ToolName]
+			h = offered[call.ToolName].Hints
 		}
 		stub := elisionStub(h, call, obs)
 		if len(stub) >= len(obs.Content) {

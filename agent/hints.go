@@ -29,12 +29,7 @@ func restHint(h *gen.ToolHints, call *gen.ToolCall, obs *gen.Observation) func(s
 		switch {
 		case h != nil && h.LineRange != nil:
 			r := h.LineRange
-			first, last := numberedRange(omitted)
-			if first == 0 {
-				how = fmt.Sprintf("call %s on %s with a narrower %s and %s to see the rest", call.ToolName, quoteArg(call.Arguments, r.Path), r.Start, r.End)
-			} else {
-				how = fmt.Sprintf("call %s on %s with %s %d and %s %d to see them", call.ToolName, quoteArg(call.Arguments, r.Path), r.Start, first, r.End, last)
-			}
+			how = lineRangeCall(r, call, omitted, fmt.Sprintf(" with a narrower %s and %s to see the rest", r.Start, r.End), "to see them")
 		case h != nil && h.Rest != nil:
 			how = *h.Rest
 		}
@@ -75,13 +70,7 @@ func elisionStub(h *gen.ToolHints, call *gen.ToolCall, obs *gen.Observation) str
 	switch {
 	case call == nil || h == nil:
 	case h.LineRange != nil:
-		r := h.LineRange
-		first, last := numberedRange(obs.Content)
-		if first == 0 {
-			how = fmt.Sprintf("call %s on %s again to see it", call.ToolName, quoteArg(call.Arguments, r.Path))
-		} else {
-			how = fmt.Sprintf("call %s on %s with %s %d and %s %d to see it again", call.ToolName, quoteArg(call.Arguments, r.Path), r.Start, first, r.End, last)
-		}
+		how = lineRangeCall(h.LineRange, call, obs.Content, " again to see it", "to see it again")
 	case h.Again != nil:
 		how = *h.Again
 	}
@@ -90,6 +79,18 @@ func elisionStub(h *gen.ToolHints, call *gen.ToolCall, obs *gen.Observation) str
 		what = "error message"
 	}
 	return fmt.Sprintf("[%s elided to save context: %d lines, %d bytes; %s]", what, lineCount(obs.Content), len(obs.Content), how)
+}
+
+// lineRangeCall says how to see the numbered lines of text (the output of
+// call, or a part of it) with the tool's line range r: which lines to ask
+// for and then seeing, or, when text has no numbered line, unnumbered.
+func lineRangeCall(r *gen.LineRangeArguments, call *gen.ToolCall, text, unnumbered, seeing string) string {
+	on := fmt.Sprintf("call %s on %s", call.ToolName, quoteArg(call.Arguments, r.Path))
+	first, last := numberedRange(text)
+	if first == 0 {
+		return on + unnumbered
+	}
+	return fmt.Sprintf("%s with %s %d and %s %d %s", on, r.Start, first, r.End, last, seeing)
 }
 
 // quoteArg returns the string argument name of args quoted and clipped for

@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -40,16 +41,11 @@ type StuckDetection struct {
 }
 
 func (s StuckDetection) withDefaults() StuckDetection {
-	def := func(v *int, d int) {
-		if *v <= 0 {
-			*v = d
-		}
-	}
-	def(&s.SameResult, 4)
-	def(&s.SameError, 3)
-	def(&s.Alternating, 6)
-	def(&s.Window, 10)
-	def(&s.WindowRepeats, 5)
+	s.SameResult = orDefault(s.SameResult, 4)
+	s.SameError = orDefault(s.SameError, 3)
+	s.Alternating = orDefault(s.Alternating, 6)
+	s.Window = orDefault(s.Window, 10)
+	s.WindowRepeats = orDefault(s.WindowRepeats, 5)
 	return s
 }
 
@@ -123,45 +119,37 @@ func stuckMessage(pattern string) string {
 		"Read the last result carefully and try something different: other arguments, another tool, another file, or finish with what you have."
 }
 
-// callSignature hashes a call's tool and arguments as canonical JSON
-// (encoding/json sorts map keys).
+// callSignature hashes a call's tool and arguments.
 func callSignature(call *gen.ToolCall) [sha256.Size]byte {
-	data, err := json.Marshal(struct {
+	return hashJSON(struct {
 		Tool string         `json:"tool"`
 		Args map[string]any `json:"args"`
-	}{call.ToolName, call.Arguments})
-	if err != nil { // arguments that do not encode: the tool name alone
-		data = []byte(call.ToolName)
-	}
-	return sha256.Sum256(data)
+	}{call.ToolName, call.Arguments}, call.ToolName) // arguments that do not encode: the tool name alone
 }
 
 // resultSignature hashes what an observation says: its error flag and
 // code, and its structured data without durations (keys ending in _ms,
 // such as run_command's duration_ms), else its content.
 func resultSignature(obs *gen.Observation) [sha256.Size]byte {
-	h := sha256.New()
-	if obs.IsError {
-		h.Write([]byte{1})
-	} else {
-		h.Write([]byte{0})
-	}
-	if obs.ErrorCode != nil {
-		h.Write([]byte(*obs.ErrorCode))
-	}
-	h.Write([]byte{0})
+	r := struct {
+		Failed  bool           `json:"failed"`
+		Code    *gen.ErrorCode `json:"code"`
+		Data    map[string]any `json:"data"`
+		Content string         `json:"content"`
+	}{Failed: obs.IsError, Code: obs.ErrorCode, Content: obs.Content}
 	if obs.Data != nil {
-		data := make(map[string]any, len(*obs.Data))
-		for k, v := range *obs.Data {
-			if !strings.HasSuffix(k, "_ms") {
-				data[k] = v
-			}
-		}
-		if b, err := json.Marshal(data); err == nil {
-			h.Write(b)
-			return [sha256.Size]byte(h.Sum(nil))
-		}
+		r.Data, r.Content = maps.Clone(*obs.Data), ""
+		maps.DeleteFunc(r.Data, func(k string, _ any) bool { return strings.HasSuffix(k, "_ms") })
 	}
-	h.Write([]byte(obs.Content))
-	return [sha256.Size]byte(h.Sum(nil))
+	return hashJSON(r, obs.Content)
+}
+
+// hashJSON hashes v as canonical JSON (encoding/json sorts map keys), or
+// fallback when v does not encode.
+func hashJSON(v any, fallback string) [sha256.Size]byte {
+	data, err := json.Marshal(v)
+	if err != nil {
+		data = []byte(fallback)
+	}
+	return sha256.Sum256(data)
 }

@@ -81,9 +81,7 @@ func Read(r io.Reader) (*Log, error) {
 		}
 		return err
 	})
-	if torn != nil {
-		log.Torn = torn
-	}
+	log.Torn = torn
 	return log, err
 }
 
@@ -94,36 +92,33 @@ func Read(r io.Reader) (*Log, error) {
 // it is returned, not an error; any other line parse refuses stops the
 // reading with a *LineError.
 func ReadLines(r io.Reader, parse func(line []byte) error) (*TornLine, error) {
-	br := bufio.NewReaderSize(r, 64<<10)
-	var line []byte
-	for n := 1; ; n++ {
-		line = line[:0]
-		var err error
-		for {
-			var chunk []byte
-			chunk, err = br.ReadSlice('\n')
-			line = append(line, chunk...)
-			if len(line) > MaxLineBytes {
-				return nil, &LineError{Line: n, Err: fmt.Errorf("longer than %d bytes", MaxLineBytes)}
-			}
-			if !errors.Is(err, bufio.ErrBufferFull) {
-				break
-			}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 64<<10), MaxLineBytes)
+	sc.Split(func(data []byte, atEOF bool) (int, []byte, error) {
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			return i + 1, data[:i+1], nil // the line end stays: it says the line is complete
 		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read: %w", err)
+		if atEOF && len(data) > 0 {
+			return len(data), data, nil
 		}
-		complete := len(line) > 0 && line[len(line)-1] == '\n'
+		return 0, nil, nil
+	})
+	n := 1
+	for ; sc.Scan(); n++ {
+		line := sc.Bytes()
 		if body := bytes.TrimSpace(line); len(body) > 0 {
-			if perr := parse(body); perr != nil {
-				if !complete {
+			if err := parse(body); err != nil {
+				if line[len(line)-1] != '\n' {
 					return &TornLine{Line: n, Bytes: len(line)}, nil
 				}
-				return nil, &LineError{Line: n, Err: perr}
+				return nil, &LineError{Line: n, Err: err}
 			}
 		}
-		if err != nil { // io.EOF
-			return nil, nil
-		}
 	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return nil, &LineError{Line: n, Err: fmt.Errorf("longer than %d bytes", MaxLineBytes)}
+	} else if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	return nil, nil
 }

@@ -46,22 +46,14 @@ type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
 	file   *os.File
-	policy SyncPolicy   // SyncNone when file is not a regular file
-	buf    bytes.Buffer // the line being written, reused between events
-	enc    *json.Encoder
+	policy SyncPolicy // SyncNone when file is not a regular file
 	err    error
 }
-
-// maxKeptBuffer is the largest line buffer a Writer keeps for the next
-// event; a longer line (a large raw response) gets a buffer of its own.
-const maxKeptBuffer = 64 << 10
 
 // NewWriter writes events to w. Sync policies apply only when w is an
 // *os.File.
 func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
 	tw := &Writer{w: w, policy: policy}
-	tw.enc = json.NewEncoder(&tw.buf)
-	tw.enc.SetEscapeHTML(false) // summaries and raw text stay readable
 	if f, ok := w.(*os.File); ok {
 		tw.file = f
 		// fsync means nothing for a device or a pipe (/dev/null fails it
@@ -119,23 +111,20 @@ func checkTraceFile(path string) error {
 // Emit appends one event as a line. After a write error every later Emit
 // returns that error.
 func (w *Writer) Emit(ev *gen.TraceEvent) error {
+	var line bytes.Buffer
+	enc := json.NewEncoder(&line)
+	enc.SetEscapeHTML(false) // summaries and raw text stay readable
+	// Encode ends the line with a newline.
+	if err := enc.Encode(ev); err != nil {
+		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	w.buf.Reset()
-	defer func() {
-		if w.buf.Cap() > maxKeptBuffer {
-			w.buf = bytes.Buffer{}
-		}
-	}()
-	// Encode ends the line with a newline.
-	if err := w.enc.Encode(ev); err != nil {
-		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
-	}
 	// One write of the whole line: a crash loses at most this event.
-	if _, err := w.w.Write(w.buf.Bytes()); err != nil {
+	if _, err := w.w.Write(line.Bytes()); err != nil {
 		w.err = fmt.Errorf("trace: write: %w", err)
 		return w.err
 	}

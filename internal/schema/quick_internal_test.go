@@ -116,7 +116,11 @@ func FuzzQuickAgreesOnTheSpec(f *testing.F) {
 	}
 	var checks []*resolved
 	for _, name := range []string{"Action", "HistoryItem", "Turn"} {
-		rs, err := resolve(prepare(doc.Schemas[name], Neither))
+		root, err := prepare(doc.Schemas[name], Neither)
+		if err != nil {
+			f.Fatal(err)
+		}
+		rs, err := resolve(root)
 		if err != nil || rs.quick == nil {
 			f.Fatalf("%s has no quick check: %v", name, err)
 		}

@@ -67,7 +67,10 @@ func Compile(s map[string]any, dir Direction) (*Validator, error) {
 	if s == nil {
 		return nil, errors.New("schema: nil schema")
 	}
-	root := prepare(s, dir).(map[string]any)
+	root, err := prepare(s, dir)
+	if err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
 	if v, ok := root["$schema"].(string); ok && !slices.Contains(knownDrafts, v) {
 		delete(root, "$schema")
 	}
@@ -123,13 +126,11 @@ func check(root map[string]any) error {
 		state[k] = 2
 	}
 	walkSchemas(root, "", func(m map[string]any, at string) {
-		types, _ := m["type"].([]any)
-		if t, ok := m["type"]; ok && types == nil {
-			types = []any{t}
-		}
-		for _, t := range types {
-			if !slices.Contains(jsonTypes, t) {
-				errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", where(at), t))
+		if types, ok := m["type"]; ok {
+			for _, t := range typeList(types) {
+				if !slices.Contains(jsonTypes, t) {
+					errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", where(at), t))
+				}
 			}
 		}
 		if len(errs) == 0 {
@@ -207,59 +208,45 @@ var (
 	schemaMapKeys  = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
 )
 
-// prepare copies a schema with what the library does not check written as
-// keywords it does: a property the direction bars (readOnly in a request,
-// writeOnly in a response) becomes a false schema that keeps its marker
-// and is no longer required, and an enforced format adds its pattern or
-// range to allOf. The original is not modified.
-func prepare(s any, dir Direction) any {
-	m, ok := s.(map[string]any)
-	if !ok {
-		return s
+// prepare copies a schema, as JSON, with what the library does not check
+// written as keywords it does: a property the direction bars (readOnly in
+// a request, writeOnly in a response) becomes a false schema that keeps
+// its marker and is no longer required, and an enforced format adds its
+// pattern or range to allOf. The original is not modified.
+func prepare(s map[string]any, dir Direction) (map[string]any, error) {
+	data, err := json.Marshal(s)
+	if err != nil {
+		return nil, err
 	}
-	out := maps.Clone(m)
-	for _, k := range schemaKeys {
-		if x, ok := m[k]; ok {
-			out[k] = prepare(x, dir)
-		}
+	var root map[string]any
+	if err := json.Unmarshal(data, &root); err != nil {
+		return nil, err
 	}
-	for _, k := range schemaListKeys {
-		if list, ok := m[k].([]any); ok {
-			copied := make([]any, len(list))
-			for i, x := range list {
-				copied[i] = prepare(x, dir)
-			}
-			out[k] = copied
-		}
-	}
-	for _, k := range schemaMapKeys {
-		if sub, ok := m[k].(map[string]any); ok {
-			copied := make(map[string]any, len(sub))
-			for name, x := range sub {
-				copied[name] = prepare(x, dir)
-			}
-			out[k] = copied
-		}
-	}
-	if props, ok := out["properties"].(map[string]any); ok && dir != Neither {
-		for name, p := range props {
-			if pm, ok := p.(map[string]any); ok && pm[barred[dir]] == true {
-				props[name] = map[string]any{"not": map[string]any{}, barred[dir]: true}
-				if req, ok := out["required"].([]any); ok {
-					out["required"] = slices.DeleteFunc(slices.Clone(req), func(r any) bool { return r == name })
+	walkSchemas(root, "", func(m map[string]any, _ string) {
+		if props, ok := m["properties"].(map[string]any); ok && dir != Neither {
+			for name, p := range props {
+				if pm, ok := p.(map[string]any); ok && pm[barred[dir].marker] == true {
+					props[name] = map[string]any{"not": map[string]any{}, barred[dir].marker: true}
+					if req, ok := m["required"].([]any); ok {
+						m["required"] = slices.DeleteFunc(req, func(r any) bool { return r == name })
+					}
 				}
 			}
 		}
-	}
-	if f, ok := m["format"].(string); ok && formats[f] != nil {
-		all, _ := out["allOf"].([]any)
-		out["allOf"] = append(slices.Clip(all), formats[f])
-	}
-	return out
+		if f, ok := m["format"].(string); ok && formats[f] != nil {
+			all, _ := m["allOf"].([]any)
+			m["allOf"] = append(all, formats[f])
+		}
+	})
+	return root, nil
 }
 
-// barred is the marker of the properties a direction refuses.
-var barred = map[Direction]string{Request: "readOnly", Response: "writeOnly"}
+// barred is the marker of the properties a direction refuses, and what a
+// value of one is told.
+var barred = map[Direction]struct{ marker, reason string }{
+	Request:  {"readOnly", "is read-only and not allowed in a request"},
+	Response: {"writeOnly", "is write-only and not allowed in a response"},
+}
 
 // formats are the formats Compile enforces, as the keywords that check
 // them: kin-openapi's defaults, which the spec's date-times rely on.
@@ -412,7 +399,7 @@ var localKeywords = []string{
 // at returns the first problem of x (at ptr) against s, or nil when it
 // finds none.
 func (l *locator) at(s, x any, ptr []string, depth int) *Error {
-	fail := func(reason string) *Error { return &Error{Pointer: pointer(ptr), Reason: reason} }
+	fail := func(reason string) *Error { return errAt(ptr, reason) }
 	m, ok := s.(map[string]any)
 	if !ok {
 		if s == false {
@@ -462,7 +449,7 @@ func (l *locator) at(s, x any, ptr []string, depth int) *Error {
 }
 
 func (l *locator) composite(m map[string]any, x any, ptr []string, depth int) *Error {
-	fail := func(reason string) *Error { return &Error{Pointer: pointer(ptr), Reason: reason} }
+	fail := func(reason string) *Error { return errAt(ptr, reason) }
 	if all, ok := m["allOf"].([]any); ok {
 		for _, b := range all {
 			if !l.matches(b, x) {
@@ -527,7 +514,7 @@ func (l *locator) discriminated(m map[string]any, branches []any, x any, ptr []s
 	}
 	obj, isObject := x.(map[string]any)
 	if !isObject {
-		return &Error{Pointer: pointer(ptr), Reason: "must be an object"}, true
+		return errAt(ptr, "must be an object"), true
 	}
 	at := pointer(append(slices.Clip(ptr), prop))
 	v, present := obj[prop]
@@ -543,7 +530,7 @@ func (l *locator) discriminated(m map[string]any, branches []any, x any, ptr []s
 	case !l.matches(branch, x):
 		return l.at(branch, x, ptr, depth), true
 	}
-	return &Error{Pointer: pointer(ptr), Reason: "must match exactly one of its schemas"}, true
+	return errAt(ptr, "must match exactly one of its schemas"), true
 }
 
 // discriminator returns the property that tells m's oneOf branches apart
@@ -621,11 +608,8 @@ func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth
 		at := append(slices.Clip(ptr), k)
 		var children []any
 		if child, ok := props[k]; ok {
-			if cm, ok := child.(map[string]any); ok && cm[barred[l.c.dir]] == true {
-				if l.c.dir == Request {
-					return &Error{Pointer: pointer(at), Reason: "is read-only and not allowed in a request"}
-				}
-				return &Error{Pointer: pointer(at), Reason: "is write-only and not allowed in a response"}
+			if cm, ok := child.(map[string]any); ok && cm[barred[l.c.dir].marker] == true {
+				return errAt(at, barred[l.c.dir].reason)
 			}
 			children = append(children, child)
 		}
@@ -643,19 +627,19 @@ func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth
 		for _, child := range children {
 			if !l.matches(child, x[k]) {
 				if x[k] == nil && slices.Contains(required, any(k)) {
-					return &Error{Pointer: pointer(at), Reason: "is required and must not be null"}
+					return errAt(at, "is required and must not be null")
 				}
 				if e := l.at(child, x[k], at, depth); e != nil {
 					return e
 				}
-				return &Error{Pointer: pointer(at), Reason: "does not match the schema"}
+				return errAt(at, "does not match the schema")
 			}
 		}
 	}
 	for _, r := range required {
 		if name, ok := r.(string); ok {
 			if _, present := x[name]; !present {
-				return &Error{Pointer: pointer(append(slices.Clip(ptr), name)), Reason: "is required"}
+				return errAt(append(slices.Clip(ptr), name), "is required")
 			}
 		}
 	}
@@ -672,15 +656,32 @@ func isFalse(s any) bool {
 	return s == false
 }
 
-// reason says, in the style of the project's messages, why a value fails
-// keyword k of m. It quotes only the schema, never the value.
+// reasons say, in the style of the project's messages, why a value fails
+// a keyword; {} stands for the keyword's value in the schema.
+var reasons = map[string]string{
+	"const":            "must be {}",
+	"format":           "must be a valid {}",
+	"minimum":          "must be at least {}",
+	"maximum":          "must be at most {}",
+	"exclusiveMinimum": "must be greater than {}",
+	"exclusiveMaximum": "must be less than {}",
+	"multipleOf":       "must be a multiple of {}",
+	"minLength":        "must be at least {} characters long",
+	"maxLength":        "must be at most {} characters long",
+	"minItems":         "must have at least {} items",
+	"maxItems":         "must have at most {} items",
+	"uniqueItems":      "must not contain duplicate items",
+	"minProperties":    "must have at least {} properties",
+	"maxProperties":    "must have at most {} properties",
+}
+
+// reason says why a value fails keyword k of m. It quotes only the
+// schema, never the value.
 func reason(k string, m map[string]any) string {
 	v := m[k]
 	switch k {
 	case "type":
 		return "must be " + typeNames(v)
-	case "const":
-		return "must be " + fmt.Sprint(v)
 	case "enum":
 		list, _ := v.([]any)
 		shown := make([]string, len(list))
@@ -688,34 +689,11 @@ func reason(k string, m map[string]any) string {
 			shown[i] = fmt.Sprint(e)
 		}
 		return "must be one of " + strings.Join(shown, ", ")
-	case "format":
-		return "must be a valid " + fmt.Sprint(v)
-	case "minimum":
-		return "must be at least " + number(v)
-	case "maximum":
-		return "must be at most " + number(v)
-	case "exclusiveMinimum":
-		return "must be greater than " + number(v)
-	case "exclusiveMaximum":
-		return "must be less than " + number(v)
-	case "multipleOf":
-		return "must be a multiple of " + number(v)
-	case "minLength":
-		return "must be at least " + number(v) + " characters long"
-	case "maxLength":
-		return "must be at most " + number(v) + " characters long"
 	case "pattern":
 		return "must match the pattern " + strconv.Quote(textclip.Clip(fmt.Sprint(v), 200))
-	case "minItems":
-		return "must have at least " + number(v) + " items"
-	case "maxItems":
-		return "must have at most " + number(v) + " items"
-	case "uniqueItems":
-		return "must not contain duplicate items"
-	case "minProperties":
-		return "must have at least " + number(v) + " properties"
-	case "maxProperties":
-		return "must have at most " + number(v) + " properties"
+	}
+	if r, ok := reasons[k]; ok {
+		return strings.ReplaceAll(r, "{}", fmt.Sprint(v))
 	}
 	return "does not match the schema (" + k + ")"
 }
@@ -723,24 +701,15 @@ func reason(k string, m map[string]any) string {
 // typeNames says which types a schema's type keyword allows: "a string",
 // "an integer or null".
 func typeNames(t any) string {
-	var types []string
-	switch t := t.(type) {
-	case string:
-		types = []string{t}
-	case []any:
-		for _, x := range t {
-			types = append(types, fmt.Sprint(x))
-		}
-	}
-	names := make([]string, len(types))
-	for i, t := range types {
+	var names []string
+	for _, t := range typeList(t) {
 		switch t {
 		case "array", "object", "integer":
-			names[i] = "an " + t
+			names = append(names, "an "+t.(string))
 		case "null":
-			names[i] = "null"
+			names = append(names, "null")
 		default:
-			names[i] = "a " + t
+			names = append(names, "a "+fmt.Sprint(t))
 		}
 	}
 	if len(names) == 0 {
@@ -749,12 +718,12 @@ func typeNames(t any) string {
 	return strings.Join(names, " or ")
 }
 
-// number shows a bound of the schema as JSON writes it.
-func number(v any) string {
-	if f, ok := v.(float64); ok {
-		return strconv.FormatFloat(f, 'g', -1, 64)
+// typeList is the list of types a type keyword's value names.
+func typeList(t any) []any {
+	if list, ok := t.([]any); ok {
+		return list
 	}
-	return fmt.Sprint(v)
+	return []any{t}
 }
 
 // Error is a value that does not match its schema (or its Go type). Neither
@@ -785,6 +754,9 @@ func (e *Error) Error() string {
 	}
 	return "field " + quotePointer(e.Pointer) + ": " + e.Reason
 }
+
+// errAt is the problem reason at the reference tokens ptr.
+func errAt(ptr []string, reason string) *Error { return &Error{Pointer: pointer(ptr), Reason: reason} }
 
 // pointer renders reference tokens as an RFC 6901 JSON pointer.
 func pointer(tokens []string) string {
