@@ -55,7 +55,7 @@ func landlockUsable(p Policy) (int, error) {
 	if abi == 0 {
 		return 0, errors.New("the kernel does not offer landlock")
 	}
-	if !p.AllowNetwork && !seccompSupported {
+	if !p.AllowNetwork && auditArch == 0 {
 		return 0, errors.New("no seccomp network filter for this architecture; allow the network or use bwrap")
 	}
 	if _, err := os.Executable(); err != nil {
