@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 
@@ -107,8 +108,8 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 	tc := goToolchain()
 	cfg := helperConfig{
 		Backend: s.info.Backend, Args: c.Args, ParentPID: os.Getpid(),
-		RODirs:  append(append([]string{}, systemRODirs...), nonEmpty(tc.goroot, tc.gomodcache)...),
-		RWDirs:  nonEmpty(tc.gocache),
+		RODirs:  append(slices.Clip(systemRODirs), tc.ro...),
+		RWDirs:  slices.Clip(tc.rw),
 		Network: s.policy.AllowNetwork, GitRO: !s.policy.AllowGitWrites,
 	}
 	var cmd *exec.Cmd
@@ -232,16 +233,6 @@ func openAt(dir *os.File, name string) (*os.File, error) {
 		return nil, errors.New("not a file or directory")
 	}
 	return os.NewFile(uintptr(fd), name), nil
-}
-
-func nonEmpty(ss ...string) []string {
-	var out []string
-	for _, s := range ss {
-		if s != "" {
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 func readStatus(f *os.File) (helperStatus, bool) {

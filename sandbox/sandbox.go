@@ -278,12 +278,7 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 			env = append(env, kv)
 		}
 	}
-	env = append(env, "HOME="+scratch, "TMPDIR="+scratch, "PWD="+pwd)
-	for _, v := range [][2]string{{"GOROOT", tc.goroot}, {"GOPATH", tc.gopath}, {"GOMODCACHE", tc.gomodcache}, {"GOCACHE", tc.gocache}} {
-		if v[1] != "" {
-			env = append(env, v[0]+"="+v[1])
-		}
-	}
+	env = append(append(env, "HOME="+scratch, "TMPDIR="+scratch, "PWD="+pwd), tc.env...)
 	return append(env, extra...)
 }
 
