@@ -120,11 +120,7 @@ func (st *gitState) recordTrusted(root *os.Root) {
 		}
 		// Opened without blocking: a command may have put a FIFO there
 		// (following a link is fine, the root keeps it inside).
-		d, err := root.OpenFile(p, os.O_RDONLY|nonblock, 0)
-		var entries []fs.DirEntry
-		if err == nil {
-			entries, err = readDir(d)
-		}
+		entries, err := readDir(root, p, unix.O_NONBLOCK)
 		if err != nil {
 			if fi.Mode()&fs.ModeSymlink == 0 {
 				st.unreadable[p] = true
@@ -157,12 +153,7 @@ func walkGit(root *os.Root) *gitState {
 	}
 	var visit func(r *os.Root, rel, hooksOf string, depth int)
 	visit = func(r *os.Root, rel, hooksOf string, depth int) {
-		d, err := r.OpenFile(".", os.O_RDONLY|noFollow, 0)
-		if err != nil {
-			st.unreadable[rel] = true
-			return
-		}
-		entries, err := readDir(d)
+		entries, err := readDir(r, ".", noFollow)
 		if err != nil {
 			st.unreadable[rel] = true
 			return
@@ -211,11 +202,11 @@ func walkGit(root *os.Root) *gitState {
 				st.unreadable[p] = true
 				continue
 			}
+			owner := hooksOf // of the hooks below
 			if looks && m == gitshape.Hooks {
-				visit(sub, p, rel, depth+1)
-			} else {
-				visit(sub, p, hooksOf, depth+1)
+				owner = rel
 			}
+			visit(sub, p, owner, depth+1)
 			sub.Close()
 		}
 	}
@@ -480,15 +471,16 @@ func errText(err error) string {
 // noFollow makes an open fail on a symbolic link, and not block on a FIFO.
 const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
-// nonblock makes an open not block on a FIFO (reading one as a directory
-// then fails).
-const nonblock = unix.O_NONBLOCK
-
-// readDir lists the directory d (opened in an os.Root) and closes it. It
-// reads the entries' types from the directory itself, through a
-// descriptor of its own: a ReadDir of a file of an os.Root stats every
-// entry, which costs most of a walk.
-func readDir(d *os.File) ([]fs.DirEntry, error) {
+// readDir lists the directory name of r, opened with flags (O_NONBLOCK
+// at least: a FIFO there fails as a directory and never blocks). It reads
+// the entries' types from the directory itself, through a descriptor of
+// its own: a ReadDir of a file of an os.Root stats every entry, which
+// costs most of a walk.
+func readDir(r *os.Root, name string, flags int) ([]fs.DirEntry, error) {
+	d, err := r.OpenFile(name, os.O_RDONLY|flags, 0)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.Dup(int(d.Fd()))
 	d.Close()
 	if err != nil {

@@ -17,31 +17,30 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// resolve picks the backend for p on this machine.
+// resolve picks the backend for p on this machine: Auto is bwrap when it
+// works, else Landlock.
 func resolve(p Policy) (Info, error) {
-	switch p.Backend {
-	case None:
+	if p.Backend == None {
 		return Info{Backend: None}, nil
-	case Bwrap:
-		if _, err := bwrapUsable(); err != nil {
-			return Info{}, fmt.Errorf("%w: bwrap: %v", ErrUnavailable, err)
-		}
-		return Info{Backend: Bwrap}, nil
-	case Landlock:
-		abi, err := landlockUsable(p)
-		if err != nil {
-			return Info{}, fmt.Errorf("%w: landlock: %v", ErrUnavailable, err)
-		}
-		return Info{Backend: Landlock, LandlockABI: abi}, nil
-	default: // Auto
-		if _, err := bwrapUsable(); err == nil {
+	}
+	var err error
+	if p.Backend != Landlock {
+		if _, err = bwrapUsable(); err == nil {
 			return Info{Backend: Bwrap}, nil
 		}
-		if abi, err := landlockUsable(p); err == nil {
+		err = fmt.Errorf("%w: bwrap: %v", ErrUnavailable, err)
+	}
+	if p.Backend != Bwrap {
+		abi, lerr := landlockUsable(p)
+		if lerr == nil {
 			return Info{Backend: Landlock, LandlockABI: abi}, nil
 		}
+		err = fmt.Errorf("%w: landlock: %v", ErrUnavailable, lerr)
+	}
+	if p.Backend == Auto {
 		return Info{}, fmt.Errorf("%w: neither bwrap nor landlock works here; install bubblewrap or pass --sandbox none to run commands unconfined", ErrUnavailable)
 	}
+	return Info{}, err
 }
 
 func landlockUsable(p Policy) (int, error) {

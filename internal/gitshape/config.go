@@ -204,23 +204,18 @@ func (p *configParser) value() (string, bool) {
 			comment = true
 			continue
 		}
-		for ; space > 0; space-- {
-			b.WriteByte(' ')
-		}
+		b.WriteString(strings.Repeat(" ", space))
+		space = 0
 		switch c {
 		case '\\':
-			switch e := p.next(); e {
-			case '\n': // also the end of the data, as in git
-			case 't':
-				b.WriteByte('\t')
-			case 'b':
-				b.WriteByte('\b')
-			case 'n':
-				b.WriteByte('\n')
-			case '\\', '"':
-				b.WriteByte(e)
-			default:
-				return "", false
+			// A backslash before the newline (or the end of the data, as
+			// in git) continues the line.
+			if e := p.next(); e != '\n' {
+				r, ok := escapes[e]
+				if !ok {
+					return "", false
+				}
+				b.WriteByte(r)
 			}
 		case '"':
 			quoted = !quoted
@@ -229,6 +224,9 @@ func (p *configParser) value() (string, bool) {
 		}
 	}
 }
+
+// escapes are the characters git unescapes in a value.
+var escapes = map[byte]byte{'t': '\t', 'b': '\b', 'n': '\n', '\\': '\\', '"': '"'}
 
 func lower(c byte) byte {
 	if c >= 'A' && c <= 'Z' {
