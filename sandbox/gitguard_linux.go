@@ -1,7 +1,6 @@
 package sandbox
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
@@ -17,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/internal/gitshape"
+	"github.com/specloop/specloop/internal/wslock"
 	"golang.org/x/sys/unix"
 )
 
@@ -50,12 +50,12 @@ func (f guardedFile) same(g guardedFile) bool {
 // gitState is what the guard saw of a directory tree.
 type gitState struct {
 	markers    map[string]gitshape.Entries // every directory with a marker entry (Looks: a git directory)
-	names      map[string][]string         // the marker entries' names, by directory
+	marks      map[string]gitshape.Entries // every marker entry, by path
 	linkTarget map[string]string           // marker entries that are symbolic links, of git directories
 	dotGit     map[string]fs.FileMode      // every .git entry (any case), by path
 	files      map[string]guardedFile      // guarded files, by path
 	unreadable map[string]bool
-	tooDeep    map[string]bool // directories at maxGuardDepth, not walked (also unreadable)
+	tooDeep    map[string]bool // directories at maxGuardDepth, not walked
 	held       int
 	trust      []gitshape.Rel // the trusted paths of the repositories (see guardTrust)
 }
@@ -70,16 +70,7 @@ const maxGuardRepos = 4096
 func snapshotGit(root *os.Root, dirPath string) *gitState {
 	st := walkGit(root)
 	st.trust = guardTrust(dirPath, st)
-	st.recordTrusted(root, st.trust)
-	return st
-}
-
-// walkAgain records the state after a command, with the trusted paths of
-// before.
-func walkAgain(root *os.Root, before *gitState) *gitState {
-	st := walkGit(root)
-	st.trust = before.trust
-	st.recordTrusted(root, st.trust)
+	st.recordTrusted(root)
 	return st
 }
 
@@ -105,20 +96,14 @@ func guardTrust(dirPath string, st *gitState) []gitshape.Rel {
 	return out
 }
 
-// recordTrusted records the trusted files: every file in a trusted hooks
-// directory (and the directory's entry when it is a symbolic link), and
-// each trusted configuration file. Paths are looked up through os.Root,
+// recordTrusted records the files of st.trust: every file in a trusted
+// hooks directory (and the directory's entry when it is a symbolic link),
+// and each trusted configuration file. Paths are looked up through os.Root,
 // which follows symbolic links inside the tree as git would: what is
 // compared is what git would run or read at the path.
-func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
-	record := func(p string) {
-		st.record(root, p, p, "")
-		if f, ok := st.files[p]; ok {
-			f.trusted = true
-			st.files[p] = f
-		}
-	}
-	for _, t := range trust {
+func (st *gitState) recordTrusted(root *os.Root) {
+	record := func(p string) { st.record(root, p, p, guardedFile{trusted: true}) }
+	for _, t := range st.trust {
 		p := t.Rel
 		if !t.Dir {
 			if p != "." {
@@ -135,11 +120,7 @@ func (st *gitState) recordTrusted(root *os.Root, trust []gitshape.Rel) {
 		}
 		// Opened without blocking: a command may have put a FIFO there
 		// (following a link is fine, the root keeps it inside).
-		d, err := root.OpenFile(p, os.O_RDONLY|nonblock, 0)
-		var entries []fs.DirEntry
-		if err == nil {
-			entries, err = readDir(d)
-		}
+		entries, err := readDir(root, p, unix.O_NONBLOCK)
 		if err != nil {
 			if fi.Mode()&fs.ModeSymlink == 0 {
 				st.unreadable[p] = true
@@ -166,18 +147,13 @@ const maxGuardDepth = 256
 // name.
 func walkGit(root *os.Root) *gitState {
 	st := &gitState{
-		markers: map[string]gitshape.Entries{}, names: map[string][]string{}, linkTarget: map[string]string{},
+		markers: map[string]gitshape.Entries{}, marks: map[string]gitshape.Entries{}, linkTarget: map[string]string{},
 		dotGit: map[string]fs.FileMode{}, files: map[string]guardedFile{}, unreadable: map[string]bool{},
 		tooDeep: map[string]bool{},
 	}
 	var visit func(r *os.Root, rel, hooksOf string, depth int)
 	visit = func(r *os.Root, rel, hooksOf string, depth int) {
-		d, err := r.OpenFile(".", os.O_RDONLY|noFollow, 0)
-		if err != nil {
-			st.unreadable[rel] = true
-			return
-		}
-		entries, err := readDir(d)
+		entries, err := readDir(r, ".", noFollow)
 		if err != nil {
 			st.unreadable[rel] = true
 			return
@@ -186,7 +162,7 @@ func walkGit(root *os.Root) *gitState {
 		for _, de := range entries {
 			if m := gitshape.Marker(de.Name(), de.Type()); m != 0 {
 				e |= m
-				st.names[rel] = append(st.names[rel], de.Name())
+				st.marks[path.Join(rel, de.Name())] = m
 			}
 		}
 		if e != 0 {
@@ -196,29 +172,29 @@ func walkGit(root *os.Root) *gitState {
 		for _, de := range entries {
 			name, typ := de.Name(), de.Type()
 			p := path.Join(rel, name)
+			m := st.marks[p]
 			switch {
 			case gitshape.IsGitName(name):
 				st.dotGit[p] = typ
 				if !typ.IsDir() {
-					st.record(r, name, p, "")
+					st.record(r, name, p, guardedFile{})
 				}
 			case hooksOf != "" && !typ.IsDir():
-				st.record(r, name, p, hooksOf)
+				st.record(r, name, p, guardedFile{owner: hooksOf})
 			case looks && gitshape.Guarded(name) && !typ.IsDir():
-				st.record(r, name, p, rel)
+				st.record(r, name, p, guardedFile{owner: rel})
 			}
-			if looks && typ&fs.ModeSymlink != 0 && gitshape.Marker(name, typ) != 0 {
+			if looks && typ&fs.ModeSymlink != 0 && m != 0 {
 				st.linkTarget[p], _ = r.Readlink(name)
 			}
 			if !typ.IsDir() {
 				continue
 			}
-			m := gitshape.Marker(name, typ)
 			if looks && (m == gitshape.Objects || m == gitshape.Refs) {
 				continue
 			}
 			if depth >= maxGuardDepth {
-				st.unreadable[p], st.tooDeep[p] = true, true
+				st.tooDeep[p] = true
 				continue
 			}
 			sub, err := r.OpenRoot(name)
@@ -226,11 +202,11 @@ func walkGit(root *os.Root) *gitState {
 				st.unreadable[p] = true
 				continue
 			}
+			owner := hooksOf // of the hooks below
 			if looks && m == gitshape.Hooks {
-				visit(sub, p, rel, depth+1)
-			} else {
-				visit(sub, p, hooksOf, depth+1)
+				owner = rel
 			}
+			visit(sub, p, owner, depth+1)
 			sub.Close()
 		}
 	}
@@ -238,14 +214,14 @@ func walkGit(root *os.Root) *gitState {
 	return st
 }
 
-// record reads the guarded file name of the directory r, at p, of the git
-// directory owner.
-func (st *gitState) record(r *os.Root, name, p, owner string) {
+// record reads the guarded file name of the directory r, at p, into f
+// (which says whose it is).
+func (st *gitState) record(r *os.Root, name, p string, f guardedFile) {
 	fi, err := r.Lstat(name)
 	if err != nil {
 		return
 	}
-	f := guardedFile{owner: owner, mode: fi.Mode(), size: fi.Size()}
+	f.mode, f.size = fi.Mode(), fi.Size()
 	switch {
 	case fi.Mode()&fs.ModeSymlink != 0:
 		f.link, _ = r.Readlink(name)
@@ -257,23 +233,15 @@ func (st *gitState) record(r *os.Root, name, p, owner string) {
 		if err != nil {
 			return
 		}
-		var buf bytes.Buffer
-		h := sha256.New()
-		hold := fi.Size() <= maxHeldFile && st.held+int(fi.Size()) <= maxHeld
-		w := io.Writer(h)
-		if hold {
-			w = io.MultiWriter(h, &buf)
-		}
-		n, err := io.Copy(w, io.LimitReader(fr, maxHashedFile+1))
+		data, err := io.ReadAll(io.LimitReader(fr, maxHashedFile+1))
 		fr.Close()
 		if err != nil {
 			return
 		}
-		f.size = n
-		copy(f.sum[:], h.Sum(nil))
-		if hold && n <= maxHeldFile {
-			f.content, f.held = buf.Bytes(), true
-			st.held += int(n)
+		f.size, f.sum = int64(len(data)), sha256.Sum256(data)
+		if len(data) <= maxHeldFile && st.held+len(data) <= maxHeld {
+			f.content, f.held = data, true
+			st.held += len(data)
 		}
 	}
 	st.files[p] = f
@@ -283,52 +251,42 @@ func (st *gitState) record(r *os.Root, name, p, owner string) {
 // at present started: they all are checked against it, so a command that
 // starts while another runs cannot make the other's changes its baseline.
 type gitGuard struct {
-	key    dirKey
-	mu     sync.Mutex    // one check at a time
-	ready  chan struct{} // closed once before is taken
+	key    string    // the directory's identity (see wslock.Key)
+	once   sync.Once // takes before
 	before *gitState
+	mu     sync.Mutex // one check at a time
 	users  int
 }
 
-// dirKey identifies a directory whatever path it is reached by.
-type dirKey struct{ dev, ino uint64 }
-
 var gitGuards = struct {
 	sync.Mutex
-	m map[dirKey]*gitGuard
-}{m: map[dirKey]*gitGuard{}}
+	m map[string]*gitGuard
+}{m: map[string]*gitGuard{}}
 
 // startGuard takes (or shares) the baseline of the directory of c, which
 // it opens as an os.Root through the descriptor held open, never its path
 // looked up again.
 func startGuard(c Command) (*gitGuard, *os.Root, error) {
+	fi, err := c.Dir.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
 	root, err := os.OpenRoot("/proc/self/fd/" + strconv.Itoa(int(c.Dir.Fd())))
 	if err != nil {
 		return nil, nil, fmt.Errorf("open the command's directory: %w", err)
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(int(c.Dir.Fd()), &st); err != nil {
-		root.Close()
-		return nil, nil, err
-	}
-	key := dirKey{uint64(st.Dev), st.Ino}
+	key := wslock.Key(fi, c.DirPath)
 	gitGuards.Lock()
 	g := gitGuards.m[key]
-	first := g == nil
-	if first {
-		g = &gitGuard{key: key, ready: make(chan struct{})}
+	if g == nil {
+		g = &gitGuard{key: key}
 		gitGuards.m[key] = g
 	}
 	g.users++
 	gitGuards.Unlock()
 	// The walk runs outside the lock of all directories; commands in this
 	// one wait for it and share it.
-	if first {
-		g.before = snapshotGit(root, c.DirPath)
-		close(g.ready)
-	} else {
-		<-g.ready
-	}
+	g.once.Do(func() { g.before = snapshotGit(root, c.DirPath) })
 	return g, root, nil
 }
 
@@ -352,24 +310,29 @@ func (g *gitGuard) finish(root *os.Root, allowGitWrites bool) *GitError {
 // undoGit walks the tree, compares it with before and undoes every change
 // that adds or alters a git directory; it returns nil when there was none.
 func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
-	now := walkAgain(root, before)
+	// The state after the command, with the trusted paths of before.
+	again := func() *gitState {
+		st := walkGit(root)
+		st.trust = before.trust
+		st.recordTrusted(root)
+		return st
+	}
+	now := again()
 	// A directory a command made unreadable could hide a git directory:
 	// it is made readable to its owner again.
 	for range 3 {
 		fixed := false
 		for d := range now.unreadable {
-			if !before.unreadable[d] && d != "." && !now.tooDeep[d] {
-				if fi, err := root.Lstat(d); err == nil && fi.IsDir() {
-					if root.Chmod(d, fi.Mode().Perm()|0o700) == nil {
-						fixed = true
-					}
+			if !before.unreadable[d] && d != "." {
+				if fi, err := root.Lstat(d); err == nil && fi.IsDir() && root.Chmod(d, fi.Mode().Perm()|0o700) == nil {
+					fixed = true
 				}
 			}
 		}
 		if !fixed {
 			break
 		}
-		now = walkAgain(root, before)
+		now = again()
 	}
 	e := &GitError{}
 	var removed []string
@@ -398,7 +361,7 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 		}
 	}
 	for d := range now.unreadable {
-		if !before.unreadable[d] && !gone(d) && !now.tooDeep[d] {
+		if !before.unreadable[d] && !gone(d) {
 			e.Unchecked = append(e.Unchecked, d+" (unreadable)")
 		}
 	}
@@ -410,15 +373,10 @@ func undoGit(root *os.Root, before *gitState, allowGitWrites bool) *GitError {
 	}
 	// Directories that look like git directories now and did not: the
 	// marker entries the command added go (never what was there before).
-	for _, d := range slices.Sorted(maps.Keys(now.markers)) {
-		had := before.markers[d]
-		if !now.markers[d].Looks() || had.Looks() || gone(d) {
-			continue
-		}
-		for _, name := range now.names[d] {
-			if m := gitshape.Marker(name, typeOf(root, path.Join(d, name))); m != 0 && had&m == 0 {
-				remove(path.Join(d, name))
-			}
+	for _, p := range slices.Sorted(maps.Keys(now.marks)) {
+		d := path.Dir(p)
+		if had := before.markers[d]; now.markers[d].Looks() && !had.Looks() && had&now.marks[p] == 0 {
+			remove(p)
 		}
 	}
 	// Git directories that were there before: a marker entry turned into
@@ -502,14 +460,6 @@ func restore(root *os.Root, p string, f guardedFile, e *GitError) {
 	}
 }
 
-func typeOf(root *os.Root, p string) fs.FileMode {
-	fi, err := root.Lstat(p)
-	if err != nil {
-		return fs.ModeIrregular
-	}
-	return fi.Mode().Type()
-}
-
 func errText(err error) string {
 	var pe *fs.PathError
 	if errors.As(err, &pe) {
@@ -521,15 +471,16 @@ func errText(err error) string {
 // noFollow makes an open fail on a symbolic link, and not block on a FIFO.
 const noFollow = unix.O_NOFOLLOW | unix.O_NONBLOCK
 
-// nonblock makes an open not block on a FIFO (reading one as a directory
-// then fails).
-const nonblock = unix.O_NONBLOCK
-
-// readDir lists the directory d (opened in an os.Root) and closes it. It
-// reads the entries' types from the directory itself, through a
-// descriptor of its own: a ReadDir of a file of an os.Root stats every
-// entry, which costs most of a walk.
-func readDir(d *os.File) ([]fs.DirEntry, error) {
+// readDir lists the directory name of r, opened with flags (O_NONBLOCK
+// at least: a FIFO there fails as a directory and never blocks). It reads
+// the entries' types from the directory itself, through a descriptor of
+// its own: a ReadDir of a file of an os.Root stats every entry, which
+// costs most of a walk.
+func readDir(r *os.Root, name string, flags int) ([]fs.DirEntry, error) {
+	d, err := r.OpenFile(name, os.O_RDONLY|flags, 0)
+	if err != nil {
+		return nil, err
+	}
 	fd, err := unix.Dup(int(d.Fd()))
 	d.Close()
 	if err != nil {

@@ -107,11 +107,9 @@ func helperMain(cfgJSON string) int {
 	case st := <-done:
 		return report(st)
 	case <-term:
+		// The command ends, and then killTree kills what is left.
 		if pid > 0 {
 			_ = unix.Kill(pid, unix.SIGKILL)
-			for _, p := range descendants(os.Getpid()) {
-				_ = unix.Kill(p, unix.SIGKILL)
-			}
 		}
 		return report(<-done)
 	}
@@ -120,16 +118,14 @@ func helperMain(cfgJSON string) int {
 // confineAndStart applies the confinement to the calling (locked) thread
 // and starts the command as its child.
 func confineAndStart(cfg *helperConfig) (int, error) {
-	if cfg.Backend == Landlock {
-		if err := unix.Fchdir(dirFD); err != nil {
-			return 0, fmt.Errorf("sandbox helper: enter the workspace: %w", err)
-		}
-	}
 	// Nothing inherited beyond stdio reaches the command.
 	if err := unix.CloseRange(statusFD, ^uint(0), unix.CLOSE_RANGE_CLOEXEC); err != nil {
 		return 0, fmt.Errorf("sandbox helper: close descriptors: %w", err)
 	}
 	if cfg.Backend == Landlock {
+		if err := unix.Fchdir(dirFD); err != nil {
+			return 0, fmt.Errorf("sandbox helper: enter the workspace: %w", err)
+		}
 		if err := confineLandlock(cfg); err != nil {
 			return 0, err
 		}

@@ -10,18 +10,15 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// landlockConfigs are go-landlock's presets by ABI version (index 0 is
-// ABI 1).
-var landlockConfigs = []landlock.Config{landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6, landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11}
-
 // landlockABI returns the kernel's Landlock ABI version, capped at the
-// newest go-landlock knows; 0 when Landlock is unavailable.
+// newest go-landlock knows (landlock.V11); 0 when Landlock is
+// unavailable.
 func landlockABI() int {
 	v, err := llsys.LandlockGetABIVersion()
 	if err != nil || v < 1 {
 		return 0
 	}
-	return min(v, len(landlockConfigs))
+	return min(v, 11)
 }
 
 // systemRODirs are the directories every command may read and execute
@@ -37,10 +34,6 @@ func confineLandlock(cfg *helperConfig) error {
 			return err
 		}
 	}
-	abi := landlockABI()
-	if abi == 0 {
-		return errors.New("sandbox helper: landlock is not available")
-	}
 	want := landlock.V11
 	if cfg.Network {
 		want.HandledAccessNet = 0
@@ -50,6 +43,10 @@ func confineLandlock(cfg *helperConfig) error {
 		landlock.RWDirs(cfg.RWDirs...).WithRefer().IgnoreIfMissing(),
 		landlock.ROFiles("/dev/random", "/dev/urandom").IgnoreIfMissing(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
+		// The workspace is the working directory, which the helper
+		// entered from the descriptor it was given: never a path looked
+		// up again. It gets every right the ruleset handles.
+		landlock.PathAccess(want.HandledAccessFS, "."),
 	}
 	fd, flags, err := want.BestEffort().NewRulesetFD(rules...)
 	if err != nil {
@@ -59,19 +56,6 @@ func confineLandlock(cfg *helperConfig) error {
 		return errors.New("sandbox helper: landlock restricts nothing on this kernel")
 	}
 	defer unix.Close(fd)
-	// The workspace is added through the directory the helper is in,
-	// which it entered from the descriptor it was given: never a path
-	// looked up again. It gets every right the ruleset handles.
-	handled := landlockConfigs[abi-1].HandledAccessFS & want.HandledAccessFS
-	ws, err := unix.Open(".", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return fmt.Errorf("sandbox helper: open the workspace: %w", err)
-	}
-	err = llsys.LandlockAddPathBeneathRule(fd, &llsys.PathBeneathAttr{AllowedAccess: uint64(handled), ParentFd: ws}, 0)
-	unix.Close(ws)
-	if err != nil {
-		return fmt.Errorf("sandbox helper: landlock workspace rule: %w", err)
-	}
 	if err := unix.Prctl(unix.PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0); err != nil {
 		return fmt.Errorf("sandbox helper: no_new_privs: %w", err)
 	}

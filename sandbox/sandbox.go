@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"time"
@@ -205,57 +206,80 @@ func (s *Sandbox) Warning() string {
 	return ""
 }
 
+// grace is how long the Landlock helper has to kill its tree after
+// SIGTERM before it is killed, and how long output is still read after a
+// command ended, from processes that escaped the kill (only possible with
+// None).
+const grace = 2 * time.Second
+
+// unconfined runs c with no confinement (None), with the environment of
+// a sandboxed command and a scratch HOME.
+func (s *Sandbox) unconfined(ctx context.Context, c Command) (Result, error) {
+	scratch, err := os.MkdirTemp("", "specloop-cmd-")
+	if err != nil {
+		return Result{}, &StartError{err}
+	}
+	defer os.RemoveAll(scratch)
+	tctx, cancel := context.WithTimeout(ctx, c.Timeout)
+	defer cancel()
+	cmd := exec.CommandContext(tctx, c.Args[0], c.Args[1:]...)
+	cmd.Env = s.environment(scratch, c.DirPath, goToolchain(), c.Env)
+	unconfinedIn(cmd, c)
+	return execute(ctx, cmd, c)
+}
+
+// execute runs cmd, made with exec.CommandContext of a context with c's
+// timeout and the Cancel that ends it and everything it started, and
+// waits for it. A command the timeout stopped has ExitCode -1.
+func execute(ctx context.Context, cmd *exec.Cmd, c Command) (Result, error) {
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = c.Stdin, c.Stdout, c.Stderr
+	stopped, stop := false, cmd.Cancel
+	cmd.Cancel = func() error {
+		stopped = true
+		return stop()
+	}
+	cmd.WaitDelay = grace
+	t0 := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Result{}, &StartError{err}
+	}
+	waitErr := cmd.Wait()
+	res := Result{ExitCode: cmd.ProcessState.ExitCode(), Duration: time.Since(t0), TimedOut: stopped}
+	killGroup(cmd) // what is left in the group (None: the background)
+	if stopped && ctx.Err() != nil {
+		return Result{}, ctx.Err()
+	}
+	// Not failures: a command that ended with an error status or a signal,
+	// or exited 0 once stopped or leaving its output open past grace.
+	var ee *exec.ExitError
+	if waitErr != nil && !errors.As(waitErr, &ee) && !stopped && !errors.Is(waitErr, exec.ErrWaitDelay) {
+		return res, fmt.Errorf("wait for the command: %w", waitErr)
+	}
+	if stopped {
+		res.ExitCode = -1
+	}
+	return res, nil
+}
+
 // baseEnvNames are the variables a command always gets from this process
 // when they are set; LC_* are added by prefix.
 var baseEnvNames = []string{"PATH", "LANG", "LANGUAGE", "TERM", "TZ", "GOFLAGS", "GOTOOLCHAIN", "GOPROXY", "GONOSUMDB", "GOPRIVATE", "GOARCH", "GOOS", "CGO_ENABLED"}
 
-// environment builds a command's environment: the allowlist from this
-// process, HOME and TMPDIR set to scratch, the Go toolchain locations, the
-// policy's PassEnv and then extra.
+// environment builds a command's environment: the allowlist and the
+// policy's PassEnv from this process, HOME and TMPDIR set to scratch, the
+// Go toolchain locations and then extra. os/exec keeps the last value of
+// a name, so extra overrides everything, and this process's variables
+// override neither HOME, TMPDIR and PWD nor the toolchain's.
 func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string) []string {
-	var env []string
-	have := map[string]bool{}
-	add := func(name, value string) {
-		if !have[name] {
-			have[name] = true
-			env = append(env, name+"="+value)
-		}
-	}
-	for _, name := range baseEnvNames {
-		if v, ok := os.LookupEnv(name); ok {
-			add(name, v)
-		}
-	}
+	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"} // unless this process has one
 	for _, kv := range os.Environ() {
-		if name, v, ok := strings.Cut(kv, "="); ok && strings.HasPrefix(name, "LC_") {
-			add(name, v)
-		}
-	}
-	if !have["PATH"] {
-		add("PATH", "/usr/local/bin:/usr/bin:/bin")
-	}
-	add("HOME", scratch)
-	add("TMPDIR", scratch)
-	add("PWD", pwd)
-	for _, v := range [][2]string{{"GOROOT", tc.goroot}, {"GOPATH", tc.gopath}, {"GOMODCACHE", tc.gomodcache}, {"GOCACHE", tc.gocache}} {
-		if v[1] != "" {
-			add(v[0], v[1])
-		}
-	}
-	for _, name := range s.policy.PassEnv {
-		if v, ok := os.LookupEnv(name); ok {
-			add(name, v)
-		}
-	}
-	// extra overrides: later entries win for the programs that read the
-	// environment (the last definition of a name is the one getenv finds
-	// in Go; the shell takes the last too).
-	for _, kv := range extra {
 		name, _, _ := strings.Cut(kv, "=")
-		env = slices.DeleteFunc(env, func(e string) bool { return strings.HasPrefix(e, name+"=") })
-		env = append(env, kv)
+		if slices.Contains(baseEnvNames, name) || strings.HasPrefix(name, "LC_") || slices.Contains(s.policy.PassEnv, name) {
+			env = append(env, kv)
+		}
 	}
-	return env
+	env = append(append(env, "HOME="+scratch, "TMPDIR="+scratch, "PWD="+pwd), tc.env...)
+	return append(env, extra...)
 }
 
 // GitError is a command that made or changed what git would take for a

@@ -8,24 +8,27 @@ import (
 	"sync"
 )
 
-// toolchain is where the Go toolchain found in PATH keeps its files; the
-// zero value when there is none. Commands such as `go test` need GOROOT and
-// GOMODCACHE to read and a build cache to write.
+// toolchain is where the Go toolchain found in PATH keeps its files: the
+// variables that say so to a command (GOROOT, GOPATH, GOMODCACHE,
+// GOCACHE), the directories it reads (GOROOT, GOMODCACHE) and the one it
+// writes (the build cache); all empty when there is none. Commands such
+// as `go test` need GOROOT and GOMODCACHE to read and a build cache to
+// write.
 //
 // The build cache is not the user's own GOCACHE: a sandboxed command could
 // write crafted entries into it that the user's later builds, outside any
 // sandbox, would link into their binaries. Sandboxed commands share a cache
 // of their own, USER_CACHE_DIR/specloop/go-build; without a user cache
-// directory, gocache is empty and each command builds into its scratch HOME.
+// directory, there is none and each command builds into its scratch HOME.
 type toolchain struct {
-	goroot, gopath, gomodcache, gocache string
+	env, ro, rw []string
 }
 
 // goToolchain asks the go command once where its files are.
-var goToolchain = sync.OnceValue(func() toolchain {
+var goToolchain = sync.OnceValue(func() (tc toolchain) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
-		return toolchain{}
+		return tc
 	}
 	// Asked from "/", with the local toolchain: run from a workspace, a
 	// go.mod or go.work there could make the go command switch to
@@ -34,24 +37,35 @@ var goToolchain = sync.OnceValue(func() toolchain {
 	cmd.Dir = "/"
 	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off")
 	out, err := cmd.Output()
-	if err != nil {
-		return toolchain{}
-	}
 	var v struct{ GOROOT, GOPATH, GOMODCACHE string }
-	if json.Unmarshal(out, &v) != nil {
-		return toolchain{}
+	if err != nil || json.Unmarshal(out, &v) != nil {
+		return tc
 	}
-	clean := func(p string) string {
-		if p == "" || p == "off" || !filepath.IsAbs(p) {
-			return ""
+	add := func(name, value string, dirs *[]string) {
+		if value != "" {
+			tc.env = append(tc.env, name+"="+value)
+			*dirs = append(*dirs, value)
 		}
-		if r, err := filepath.EvalSymlinks(p); err == nil {
-			return r
-		}
-		return filepath.Clean(p)
 	}
-	return toolchain{goroot: clean(v.GOROOT), gopath: v.GOPATH, gomodcache: clean(v.GOMODCACHE), gocache: sandboxGoCache()}
+	var none []string
+	add("GOROOT", realDir(v.GOROOT), &tc.ro)
+	add("GOPATH", v.GOPATH, &none)
+	add("GOMODCACHE", realDir(v.GOMODCACHE), &tc.ro)
+	add("GOCACHE", sandboxGoCache(), &tc.rw)
+	return tc
 })
+
+// realDir is the absolute directory p with symbolic links resolved (when
+// it exists); "" when p is not absolute (or "off").
+func realDir(p string) string {
+	if !filepath.IsAbs(p) {
+		return ""
+	}
+	if r, err := filepath.EvalSymlinks(p); err == nil {
+		return r
+	}
+	return filepath.Clean(p)
+}
 
 // sandboxGoCache is the build cache sandboxed commands share, created
 // private to the user; "" when there is no user cache directory.
@@ -64,8 +78,5 @@ func sandboxGoCache() string {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return ""
 	}
-	if r, err := filepath.EvalSymlinks(dir); err == nil {
-		return r
-	}
-	return dir
+	return realDir(dir)
 }

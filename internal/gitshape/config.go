@@ -4,15 +4,15 @@ import (
 	"strings"
 )
 
-// Var is one variable of a git configuration file: its section and key
-// lower-cased (git compares them without case), its subsection as written
-// (git compares it with case; HasSubsection tells "[s]" from "[s \"\"]"),
-// and its value after git's unquoting (each blank outside quotes between
-// other characters a space). A key with no "=" has the value "" and Bool
-// set.
+// Var is one variable of a git configuration file: its name as git
+// builds it (and git config --list prints it), the section and key
+// lower-cased, a subsection as written, "section.subsection.key" or
+// "section.key" (the key alone before any section), and its value after
+// git's unquoting (each blank outside quotes between other characters a
+// space). A key with no "=" has the value "" and Bool set.
 type Var struct {
-	Section, Subsection, Key, Value string
-	HasSubsection, Bool             bool
+	Name, Value string
+	Bool        bool
 }
 
 // ParseConfig reads the variables of a git configuration file the way
@@ -32,12 +32,11 @@ func ParseConfig(data []byte) []Var {
 }
 
 type configParser struct {
-	s                   string
-	i                   int
-	eof                 bool
-	section, subsection string
-	hasSub              bool
-	vars                []Var
+	s    string
+	i    int
+	eof  bool
+	stem string // the section header's name and a dot, "" before any
+	vars []Var
 }
 
 // next is git's get_next_char: "\r\n" reads as "\n", and the end of the
@@ -88,11 +87,12 @@ func (p *configParser) parse() {
 	}
 }
 
-// header reads the rest of "[section]", "[section "subsection"]" or
-// "[section.sub]" (git's get_base_var and get_extended_base_var).
+// header reads the rest of "[section]", "[section.sub]" or
+// "[section "subsection"]" (git's get_base_var and
+// get_extended_base_var): the name lower-cased, then a dot and the
+// quoted subsection as written.
 func (p *configParser) header() bool {
 	var name strings.Builder
-	sub, hasSub := "", false
 	for {
 		c := p.next()
 		if p.eof {
@@ -102,18 +102,15 @@ func (p *configParser) header() bool {
 			break
 		}
 		if isSpace(c) {
-			for {
+			for ; isSpace(c); c = p.next() {
 				if c == '\n' {
 					return false
-				}
-				if c = p.next(); !isSpace(c) {
-					break
 				}
 			}
 			if c != '"' {
 				return false
 			}
-			var b strings.Builder
+			name.WriteByte('.')
 			for {
 				c := p.next()
 				if c == '\n' {
@@ -127,12 +124,11 @@ func (p *configParser) header() bool {
 						return false
 					}
 				}
-				b.WriteByte(c)
+				name.WriteByte(c)
 			}
 			if p.next() != ']' {
 				return false
 			}
-			sub, hasSub = b.String(), true
 			break
 		}
 		if !isKeyChar(c) && c != '.' {
@@ -140,46 +136,30 @@ func (p *configParser) header() bool {
 		}
 		name.WriteByte(lower(c))
 	}
-	section := name.String()
-	// A dot in the name (the old form, or before a quoted subsection)
-	// starts the subsection: "a.b" and "a.b "c"" name a.b.c.
-	if dot := strings.IndexByte(section, '.'); dot >= 0 {
-		if hasSub {
-			sub = section[dot+1:] + "." + sub
-		} else {
-			sub = section[dot+1:]
-		}
-		section, hasSub = section[:dot], true
-	}
-	if section == "" && !hasSub {
+	if name.Len() == 0 {
 		return false
 	}
-	// Git holds names as C strings: one ends at a NUL byte.
-	sub, _, _ = strings.Cut(sub, "\x00")
-	p.section, p.subsection, p.hasSub = section, sub, hasSub
+	p.stem = name.String() + "."
 	return true
 }
 
 // variable reads the rest of "key" or "key = value" (git's get_value),
 // first being the key's first letter.
 func (p *configParser) variable(first byte) bool {
-	key := []byte{lower(first)}
+	name := []byte(p.stem + string(lower(first)))
 	c := p.next()
 	for !p.eof && isKeyChar(c) {
-		key = append(key, lower(c))
+		name = append(name, lower(c))
 		c = p.next()
 	}
 	for c == ' ' || c == '\t' {
 		c = p.next()
 	}
-	v := Var{Section: p.section, Subsection: p.subsection, HasSubsection: p.hasSub, Key: string(key)}
+	// Git holds names and values as C strings: one ends at a NUL byte.
+	v := Var{Name: cutNUL(string(name))}
 	if c == '\n' {
 		v.Bool = true
 		p.vars = append(p.vars, v)
-		if p.eof {
-			p.i = len(p.s) // parse sees the end again
-			p.eof = false
-		}
 		return true
 	}
 	if c != '=' {
@@ -189,9 +169,14 @@ func (p *configParser) variable(first byte) bool {
 	if !ok {
 		return false
 	}
-	v.Value, _, _ = strings.Cut(value, "\x00")
+	v.Value = cutNUL(value)
 	p.vars = append(p.vars, v)
 	return true
+}
+
+func cutNUL(s string) string {
+	s, _, _ = strings.Cut(s, "\x00")
+	return s
 }
 
 // value reads a value after "=" to the end of its line (git's
@@ -205,9 +190,6 @@ func (p *configParser) value() (string, bool) {
 	for {
 		c := p.next()
 		if c == '\n' {
-			if p.eof {
-				p.i, p.eof = len(p.s), false
-			}
 			return b.String(), !quoted
 		}
 		switch {
@@ -222,23 +204,18 @@ func (p *configParser) value() (string, bool) {
 			comment = true
 			continue
 		}
-		for ; space > 0; space-- {
-			b.WriteByte(' ')
-		}
+		b.WriteString(strings.Repeat(" ", space))
+		space = 0
 		switch c {
 		case '\\':
-			switch e := p.next(); e {
-			case '\n': // also the end of the data, as in git
-			case 't':
-				b.WriteByte('\t')
-			case 'b':
-				b.WriteByte('\b')
-			case 'n':
-				b.WriteByte('\n')
-			case '\\', '"':
-				b.WriteByte(e)
-			default:
-				return "", false
+			// A backslash before the newline (or the end of the data, as
+			// in git) continues the line.
+			if e := p.next(); e != '\n' {
+				r, ok := escapes[e]
+				if !ok {
+					return "", false
+				}
+				b.WriteByte(r)
 			}
 		case '"':
 			quoted = !quoted
@@ -247,6 +224,9 @@ func (p *configParser) value() (string, bool) {
 		}
 	}
 }
+
+// escapes are the characters git unescapes in a value.
+var escapes = map[byte]byte{'t': '\t', 'b': '\b', 'n': '\n', '\\': '\\', '"': '"'}
 
 func lower(c byte) byte {
 	if c >= 'A' && c <= 'Z' {

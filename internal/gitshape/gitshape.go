@@ -3,6 +3,7 @@ package gitshape
 
 import (
 	"io/fs"
+	"slices"
 	"strings"
 )
 
@@ -24,16 +25,6 @@ const (
 // of their bits.
 var Names = [...]string{"HEAD", "objects", "refs", "config", "hooks", "commondir"}
 
-// markerNames are the marker entries by name, lower-cased; a name is
-// matched without regard to case, as file systems that fold case see it.
-var markerNames = func() map[string]Entries {
-	m := map[string]Entries{}
-	for i, n := range Names {
-		m[strings.ToLower(n)] = 1 << i
-	}
-	return m
-}()
-
 // String names the marker entries in e, directories with a slash, for a
 // message: "HEAD, objects/, refs/".
 func (e Entries) String() string {
@@ -54,25 +45,17 @@ func (e Entries) String() string {
 // (a config directory is no configuration), and a symbolic link always
 // counts, since its target may be either.
 func Marker(name string, typ fs.FileMode) Entries {
-	if len(name) > len("commondir") {
+	// Without regard to case, as file systems that fold case see names.
+	i := slices.IndexFunc(Names[:], func(n string) bool { return strings.EqualFold(n, name) })
+	if i < 0 {
 		return 0
 	}
-	m := markerNames[strings.ToLower(name)]
-	if m == 0 || typ&fs.ModeSymlink != 0 {
+	m := Entries(1 << i)
+	isDir := m == Objects || m == Refs || m == Hooks
+	if typ&fs.ModeSymlink != 0 || isDir && typ.IsDir() || !isDir && typ&fs.ModeType == 0 {
 		return m
 	}
-	dir := typ.IsDir()
-	switch m {
-	case Objects, Refs, Hooks:
-		if !dir {
-			return 0
-		}
-	default:
-		if dir || typ&fs.ModeType != 0 {
-			return 0
-		}
-	}
-	return m
+	return 0
 }
 
 // Looks reports whether a directory with these entries looks like a git

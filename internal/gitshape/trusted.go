@@ -97,17 +97,11 @@ func Enclosing(dir string) string {
 // a .git file's "gitdir:" line points; "" when there is none.
 func GitDir(top string) string {
 	dotGit := filepath.Join(top, ".git")
-	fi, err := os.Lstat(dotGit)
-	switch {
-	case err != nil:
+	// Through a symbolic link, as git reads it.
+	if fi, err := os.Stat(dotGit); err != nil {
 		return ""
-	case fi.IsDir():
+	} else if fi.IsDir() {
 		return dotGit
-	case fi.Mode()&os.ModeSymlink != 0:
-		if fi, err := os.Stat(dotGit); err == nil && fi.IsDir() {
-			return dotGit
-		}
-		return ""
 	}
 	data := readCapped(dotGit, 4096)
 	line, _, _ := strings.Cut(string(data), "\n")
@@ -151,43 +145,28 @@ func Repository(top string, person []string) []Trusted {
 		}
 		common = filepath.Clean(cd)
 	}
-	r := &repoReader{top: top, seen: map[string]bool{}}
-	home, _ := os.UserHomeDir()
-	r.home = home
-	var hooks []string
-	r.visit = func(v Var, file string) {
-		switch {
-		case v.Section == "core" && !v.HasSubsection && v.Key == "hookspath" && !v.Bool && v.Value != "":
-			hooks = append(hooks, v.Value)
-			r.hookKeys = append(r.hookKeys, file)
-		case v.Section == "core" && !v.HasSubsection && v.Key == "worktree" && !v.Bool && v.Value != "":
-			wt := r.expand(v.Value)
-			if !filepath.IsAbs(wt) {
-				wt = filepath.Join(gitDir, wt)
-			}
-			r.worktrees = append(r.worktrees, filepath.Clean(wt))
-		}
-	}
+	r := &repoReader{top: top, gitDir: gitDir, seen: map[string]bool{}}
+	r.home, _ = os.UserHomeDir()
 	for _, f := range person {
 		r.read(f, 0)
 	}
 	r.read(filepath.Join(common, "config"), 0)
 	r.read(filepath.Join(gitDir, "config.worktree"), 0)
-	for i, h := range hooks {
-		h = r.expand(h)
-		bases := []string{top}
-		if filepath.IsAbs(h) {
+	// Every core.worktree counts for every hooks path, wherever it is set.
+	for _, h := range r.hooks {
+		value := r.expand(h.Path)
+		bases := append([]string{top}, r.worktrees...)
+		if filepath.IsAbs(value) {
 			bases = []string{""}
-		} else {
-			bases = append(bases, r.worktrees...)
 		}
 		for _, b := range bases {
-			p := filepath.Clean(filepath.Join(b, h))
-			r.out = append(r.out, Trusted{Path: p, Dir: true, Key: "core.hooksPath", Config: r.hookKeys[i]})
+			h.Path = filepath.Clean(filepath.Join(b, value))
+			r.out = append(r.out, h)
 			// husky 9 points core.hooksPath at .husky/_, whose shims run
 			// the hook files of the directory above.
-			if filepath.Base(p) == "_" && filepath.Dir(p) != filepath.Clean(b) {
-				r.out = append(r.out, Trusted{Path: filepath.Dir(p), Dir: true, Key: "core.hooksPath", Config: r.hookKeys[i]})
+			if filepath.Base(h.Path) == "_" && filepath.Dir(h.Path) != filepath.Clean(b) {
+				h.Path = filepath.Dir(h.Path)
+				r.out = append(r.out, h)
 			}
 		}
 	}
@@ -232,13 +211,12 @@ func hookLinks(dir string, display func(string) string) []Trusted {
 }
 
 type repoReader struct {
-	top, home string
-	seen      map[string]bool
-	files     int
-	visit     func(v Var, file string)
-	hookKeys  []string // the config of each hooks path, for a message
-	worktrees []string
-	out       []Trusted
+	top, gitDir, home string
+	seen              map[string]bool
+	files             int
+	hooks             []Trusted // core.hooksPath values as written, resolved once all is read
+	worktrees         []string
+	out               []Trusted
 }
 
 // expand resolves a leading "~/" as git does for paths.
@@ -277,9 +255,25 @@ func (r *repoReader) read(file string, depth int) {
 	r.files++
 	shown := r.display(file)
 	for _, v := range ParseConfig(data) {
-		r.visit(v, shown)
-		isInclude := v.Section == "include" && !v.HasSubsection || v.Section == "includeif" && v.HasSubsection
-		if !isInclude || v.Key != "path" || v.Bool || v.Value == "" {
+		if v.Bool || v.Value == "" {
+			continue
+		}
+		key := "include.path"
+		switch {
+		case v.Name == "core.hookspath":
+			r.hooks = append(r.hooks, Trusted{Path: v.Value, Dir: true, Key: "core.hooksPath", Config: shown})
+			continue
+		case v.Name == "core.worktree":
+			wt := r.expand(v.Value)
+			if !filepath.IsAbs(wt) {
+				wt = filepath.Join(r.gitDir, wt)
+			}
+			r.worktrees = append(r.worktrees, filepath.Clean(wt))
+			continue
+		case v.Name == "include.path":
+		case strings.HasPrefix(v.Name, "includeif.") && strings.HasSuffix(v.Name, ".path") && len(v.Name) >= len("includeif..path"):
+			key = "includeIf" + strings.TrimPrefix(v.Name, "includeif") // includeIf.<condition>.path
+		default:
 			continue
 		}
 		p := r.expand(v.Value)
@@ -287,10 +281,6 @@ func (r *repoReader) read(file string, depth int) {
 			p = filepath.Join(filepath.Dir(file), p)
 		}
 		p = filepath.Clean(p)
-		key := "include.path"
-		if v.Section == "includeif" {
-			key = "includeIf." + v.Subsection + ".path"
-		}
 		r.out = append(r.out, Trusted{Path: p, Key: key, Config: shown})
 		r.read(p, depth+1)
 	}
