@@ -190,7 +190,7 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 		return Result{}, fmt.Errorf("open the workspace: %w", err)
 	}
 	defer dir.Close()
-	stdout := &cappedBuffer{max: c.cfg.MaxOutput}
+	stdout := newCapture(c.cfg.MaxOutput, 0)
 	stderr := newCapture(1<<10, 1<<10)
 	run, err := env.Sandbox.Run(ctx, sandbox.Command{
 		Args:    c.argv,
@@ -212,7 +212,7 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 		return Result{}, err
 	case run.TimedOut:
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s timed out after %s and was killed", c.def.Spec.Name, c.cfg.Timeout)
-	case stdout.over:
+	case stdout.omitted() > 0:
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s printed more than %s", c.def.Spec.Name, sizeText(c.cfg.MaxOutput))
 	case run.ExitCode != 0:
 		msg := fmt.Sprintf("the command of %s exited with status %d", c.def.Spec.Name, run.ExitCode)
@@ -221,7 +221,7 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 		}
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "%s", msg)
 	}
-	return resultFor(c.def, stdout.buf.Bytes())
+	return resultFor(c.def, stdout.head)
 }
 
 // endpointHandler posts a tool's arguments to its declared endpoint.
@@ -271,20 +271,4 @@ func (e *endpointHandler) call(ctx context.Context, _ *Env, args map[string]any)
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered more than %s", e.def.Spec.Name, sizeText(e.cfg.MaxOutput))
 	}
 	return resultFor(e.def, body)
-}
-
-// cappedBuffer keeps up to max bytes and notes whether more came.
-type cappedBuffer struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.buf.Len(); len(p) > room {
-		b.buf.Write(p[:max(room, 0)])
-		b.over = true
-		return len(p), nil
-	}
-	return b.buf.Write(p)
 }

@@ -32,19 +32,15 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 	if err != nil {
 		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
-	rel, err := clean(deref(in.Path))
+	rel, err := clean(orDefault(in.Path, ""))
 	if err != nil {
 		return nil, err
 	}
-	g, err := compileGlob(deref(in.Glob))
+	g, err := compileGlob(orDefault(in.Glob, ""))
 	if err != nil {
 		return nil, err
 	}
-	limit := defaultSearchLimit
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
-	s := &searcher{ws: env.Workspace, m: m, glob: g, limit: limit}
+	s := &searcher{ws: env.Workspace, m: m, glob: g, limit: orDefault(in.Limit, defaultSearchLimit)}
 	matches, truncated, err := s.run(ctx, rel)
 	if err != nil {
 		return nil, err
@@ -118,19 +114,12 @@ func (s *searcher) notes() []string {
 		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.nLarge, "file"), mib(maxScanFileSize), noteList(s.large, s.nLarge)))
 	}
 	if s.nCut > 0 {
-		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), itsTheir(s.nCut), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
+		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), pick(s.nCut, "its", "their"), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
 	}
 	if s.walk != nil {
 		ns = append(ns, walkNotes(s.walk)...)
 	}
 	return ns
-}
-
-func itsTheir(n int) string {
-	if n == 1 {
-		return "its"
-	}
-	return "their"
 }
 
 // noteList renders some of n file names.
@@ -415,6 +404,7 @@ func clipAround(line []byte, col, n int) string {
 
 func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	var b strings.Builder
+	matches := fmt.Sprintf("%d %s", len(out.Matches), pick(len(out.Matches), "match", "matches"))
 	kind := "the string"
 	if orDefault(in.Regex, defaultSearchRegex) {
 		kind = "the regular expression"
@@ -424,23 +414,16 @@ func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 		fmt.Fprintf(&b, "no matches for %s %s\n", kind, quote(in.Pattern))
 	case out.Truncated:
 		why := "at the limit"
-		if in.Limit != nil && len(out.Matches) < *in.Limit || in.Limit == nil && len(out.Matches) < defaultSearchLimit {
+		if len(out.Matches) < orDefault(in.Limit, defaultSearchLimit) {
 			why = "where the walk stopped"
 		}
-		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", pluralES(len(out.Matches), "match"), why)
+		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", matches, why)
 	default:
-		fmt.Fprintf(&b, "%s:\n", pluralES(len(out.Matches), "match"))
+		fmt.Fprintf(&b, "%s:\n", matches)
 	}
 	for _, m := range out.Matches {
 		fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
 	}
 	writeNotes(&b, out.Notes)
 	return b.String()
-}
-
-func pluralES(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ses", n, noun)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -258,38 +257,6 @@ func notRegular(rel string, fi fs.FileInfo) error {
 		kind = "a symbolic link"
 	}
 	return Errorf(gen.ErrorCodeNotARegularFile, "%s is %s, not a regular file", quote(rel), kind)
-}
-
-// readRegular reads the whole regular file rel.
-func (w *Workspace) readRegular(rel string) ([]byte, fs.FileInfo, error) {
-	f, fi, err := w.openRegular(rel)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	data, err := readAll(f, fi.Size())
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", rel, err)
-	}
-	return data, fi, nil
-}
-
-// readAll reads f to its end, expecting about size bytes.
-func readAll(f *os.File, size int64) ([]byte, error) {
-	buf := make([]byte, 0, size+1)
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
 }
 
 // writeTarget resolves rel for a write: it must not escape, and when it
