@@ -304,14 +304,17 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 		lineBase = 0 // lines before buf
 		limit    = w.s.limit + 1
 	)
+	readSome := func(p []byte) int {
+		k, err := read(p)
+		total += int64(k)
+		if k == 0 || err != nil || size > 0 && total >= size || total >= maxScanFileSize {
+			eof = true
+		}
+		return k
+	}
 	fill := func() {
 		for n < len(buf) && !eof {
-			k, err := read(buf[n:])
-			n += k
-			total += int64(k)
-			if k == 0 || err != nil || size > 0 && total >= size || total >= maxScanFileSize {
-				eof = true
-			}
+			n += readSome(buf[n:])
 		}
 	}
 	match := func(data []byte) {
@@ -349,7 +352,13 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 			if w.st.Cut == cut {
 				w.st.Cut++
 			}
-			n = w.skipLine(ctx, read, buf, &total, size, &eof)
+			for n = 0; !eof && ctx.Err() == nil; {
+				k := readSome(buf)
+				if j := bytes.IndexByte(buf[:k], '\n'); j >= 0 {
+					n = copy(buf, buf[j+1:k])
+					break
+				}
+			}
 			lineBase++
 			continue
 		}
@@ -359,22 +368,6 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 	}
 	r.cut = w.st.Cut
 	return r
-}
-
-// skipLine reads on to the end of the current line and moves what follows
-// it to the start of buf, returning its length.
-func (w *searchWorker) skipLine(ctx context.Context, read func([]byte) (int, error), buf []byte, total *int64, size int64, eof *bool) int {
-	for !*eof && ctx.Err() == nil {
-		k, err := read(buf)
-		*total += int64(k)
-		if k == 0 || err != nil || size > 0 && *total >= size || *total >= maxScanFileSize {
-			*eof = true
-		}
-		if j := bytes.IndexByte(buf[:k], '\n'); j >= 0 {
-			return copy(buf, buf[j+1:k])
-		}
-	}
-	return 0
 }
 
 // clipAround shortens a long line to about n bytes around offset col,
