@@ -72,15 +72,10 @@ type searcher struct {
 	walk     *fswalk.Walker
 }
 
+// searchJob is a file to search and where its result goes.
 type searchJob struct {
-	idx int
-	f   fswalk.File
-}
-
-type searchDone struct {
-	idx int
-	rel string
-	fileResult
+	f    fswalk.File
+	done chan fileResult
 }
 
 // fileResult is what searching one file found.
@@ -165,17 +160,20 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	// The walker sends each file to the workers and, in path order, to the
+	// collector, which waits for each file's result in turn.
 	jobs := make(chan searchJob, searchQueue)
-	done := make(chan searchDone, searchQueue)
+	order := make(chan searchJob, searchQueue)
 	var walkErr error
 	s.walk = newWalker(s.ws, s.glob)
 	go func() {
+		defer close(order)
 		defer close(jobs)
-		n := 0
 		walkErr = s.walk.Walk(ctx, rel, func(f fswalk.File) bool {
+			j := searchJob{f: f, done: make(chan fileResult, 1)}
 			select {
-			case jobs <- searchJob{idx: n, f: f}:
-				n++
+			case order <- j:
+				jobs <- j // the workers take every job, also once cancelled
 				return true
 			case <-ctx.Done():
 				f.Dir.Release()
@@ -188,10 +186,9 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		workers = runtime.GOMAXPROCS(0)
 	}
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			w := newSearchWorker(s)
 			for j := range jobs {
 				var r fileResult
@@ -199,41 +196,20 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 					r = w.file(ctx, j.f.Dir, j.f.Name, j.f.Rel)
 				}
 				j.f.Dir.Release()
-				done <- searchDone{idx: j.idx, rel: j.f.Rel, fileResult: r}
+				j.done <- r
 			}
-		}()
+		})
 	}
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-
-	// Collect in path order: a file's matches are taken once every file
-	// before it is done.
-	var (
-		out       = []gen.SearchMatch{}
-		pending   = map[int]searchDone{}
-		next      = 0
-		truncated = false
-	)
-	for d := range done {
+	out, truncated := []gen.SearchMatch{}, false
+	for j := range order {
+		r := <-j.done
 		if truncated {
 			continue // draining
 		}
-		pending[d.idx] = d
-		for {
-			r, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			next++
-			out = append(out, s.add(r.rel, r.fileResult)...)
-			if len(out) > s.limit {
-				out, truncated = out[:s.limit], true
-				cancel()
-				break
-			}
+		out = append(out, s.add(j.f.Rel, r)...)
+		if len(out) > s.limit {
+			out, truncated = out[:s.limit], true
+			cancel()
 		}
 	}
 	if err := parent.Err(); err != nil {
