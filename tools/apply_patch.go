@@ -118,20 +118,8 @@ func (p *patchPlan) hold(rel string, n int) error {
 	return nil
 }
 
-// patchPath cleans a path the patch names; the root is not a file.
-func patchPath(p string) (string, error) {
-	rel, err := clean(p)
-	if err != nil {
-		return "", err
-	}
-	if rel == "." {
-		return "", Errorf(gen.ErrorCodeNotARegularFile, "the workspace root is a directory, not a regular file")
-	}
-	return rel, nil
-}
-
 func (p *patchPlan) apply(op patchfmt.Op) error {
-	rel, err := patchPath(op.Path)
+	rel, err := clean(op.Path)
 	if err != nil {
 		return err
 	}
@@ -182,7 +170,7 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 		f.content = []byte(updated)
 		return nil
 	}
-	to, err := patchPath(op.MoveTo)
+	to, err := clean(op.MoveTo)
 	if err != nil {
 		return err
 	}

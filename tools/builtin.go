@@ -21,28 +21,21 @@ func Builtin() []Handler {
 	}
 }
 
-// binding is a registry with its tools bound to handlers.
-type binding struct {
-	reg   *Registry
-	bound map[string]Handler
-}
-
 // embeddedRegistry derives the embedded spec's tools once per process.
 var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
 	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, fmt.Errorf("tools: spec: %w", err)
 	}
-	return newRegistry(doc)
+	return newRegistry(doc, false)
 })
 
-// embeddedBinding binds the embedded spec's tools to the built-in handlers
+// embeddedBound binds the embedded spec's tools to the built-in handlers
 // once per process.
-var embeddedBinding = sync.OnceValues(func() (binding, error) {
+var embeddedBound = sync.OnceValues(func() (map[string]Handler, error) {
 	reg, err := embeddedRegistry()
 	if err != nil {
-		return binding{}, err
+		return nil, err
 	}
-	bound, err := Bind(reg, Builtin())
-	return binding{reg: reg, bound: bound}, err
+	return Bind(reg, Builtin())
 })

@@ -12,8 +12,7 @@ type capture struct {
 	headMax int
 	tailMax int
 	head    []byte
-	tail    []byte // a ring once full
-	tailPos int    // next write position in a full ring
+	tail    []byte // its last tailMax bytes are the tail; it holds at most twice that
 	total   int64
 }
 
@@ -31,51 +30,30 @@ func (c *capture) Write(p []byte) (int, error) {
 		c.head = append(c.head, p[:k]...)
 		p = p[k:]
 	}
-	if c.tailMax == 0 {
-		return n, nil
+	p = p[max(0, len(p)-c.tailMax):]
+	if len(c.tail)+len(p) > 2*c.tailMax {
+		c.tail = append(c.tail[:0], c.tail[len(c.tail)-(c.tailMax-len(p)):]...)
 	}
-	if len(p) >= c.tailMax {
-		c.tail = append(c.tail[:0], p[len(p)-c.tailMax:]...)
-		c.tailPos = 0
-		return n, nil
-	}
-	for len(p) > 0 {
-		if len(c.tail) < c.tailMax {
-			k := min(c.tailMax-len(c.tail), len(p))
-			c.tail = append(c.tail, p[:k]...)
-			p = p[k:]
-			continue
-		}
-		k := copy(c.tail[c.tailPos:], p)
-		c.tailPos = (c.tailPos + k) % c.tailMax
-		p = p[k:]
-	}
+	c.tail = append(c.tail, p...)
 	return n, nil
 }
 
-// tailBytes returns the kept tail in order.
-func (c *capture) tailBytes() []byte {
-	if len(c.tail) < c.tailMax || c.tailPos == 0 {
-		return c.tail
-	}
-	out := make([]byte, 0, len(c.tail))
-	out = append(out, c.tail[c.tailPos:]...)
-	return append(out, c.tail[:c.tailPos]...)
-}
+// tailBytes returns the kept tail.
+func (c *capture) tailBytes() []byte { return c.tail[max(0, len(c.tail)-c.tailMax):] }
 
 // omitted is the number of bytes dropped between head and tail.
 func (c *capture) omitted() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.total - int64(len(c.head)) - int64(len(c.tail))
+	return c.total - int64(len(c.head)) - int64(len(c.tailBytes()))
 }
 
 // text returns head and tail, with a note where bytes were cut out.
 func (c *capture) text() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	cut := c.total - int64(len(c.head)) - int64(len(c.tail))
 	tail := c.tailBytes()
+	cut := c.total - int64(len(c.head)) - int64(len(tail))
 	if cut == 0 {
 		return string(c.head) + string(tail)
 	}
@@ -87,7 +65,7 @@ func (c *capture) tailText() string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	s := string(c.tailBytes())
-	if c.total > int64(len(c.tail)) {
+	if c.total > int64(len(s)) {
 		return trimToRunes(s)
 	}
 	return s

@@ -52,12 +52,8 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	if timeout <= 0 {
 		timeout = DefaultCheckTimeout
 	}
-	if c.Sandbox == nil {
-		sb, err := sandbox.New(sandbox.Policy{})
-		if err != nil {
-			return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
-		}
-		c.Sandbox = sb
+	if err := c.resolveSandbox(); err != nil {
+		return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
 	}
 	out := newCapture(0, checkTailBytes)
 	run, err := runShell(ctx, c.Sandbox, c.ws, c.command, timeout, c.Env, out, out)
@@ -90,12 +86,16 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 // sandbox when none was set); nil when no sandbox is available, in which
 // case Check fails.
 func (c *CommandCheck) SandboxInfo() *gen.SandboxInfo {
-	if c.Sandbox == nil {
-		sb, err := sandbox.New(sandbox.Policy{})
-		if err != nil {
-			return nil
-		}
-		c.Sandbox = sb
+	if c.resolveSandbox() != nil {
+		return nil
 	}
 	return sandboxInfo(c.Sandbox.Info())
+}
+
+// resolveSandbox sets the default sandbox when none was set.
+func (c *CommandCheck) resolveSandbox() (err error) {
+	if c.Sandbox == nil {
+		c.Sandbox, err = sandbox.New(sandbox.Policy{})
+	}
+	return err
 }

@@ -52,23 +52,9 @@ func LoadSpec(doc []byte) (*Spec, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: custom spec: %w", placed(err))
 	}
-	reg := &Registry{byName: map[string]*Def{}}
-	for _, p := range d.Paths {
-		name, ok := strings.CutPrefix(p.Path, toolPathPrefix)
-		if !ok || !ValidToolName(name) {
-			return nil, fmt.Errorf("tools: custom spec: path %s is not a tool: a custom tool document holds only operations POST %s{name}, the name of letters, digits, _ and - (at most 64)", textclip.Clip(p.Path, 200), toolPathPrefix)
-		}
-		for _, method := range slices.Sorted(maps.Keys(p.Operations)) {
-			if method != "POST" {
-				return nil, fmt.Errorf("tools: custom spec: tool %q: %s %s is not allowed: a tool is only a POST operation", name, method, p.Path)
-			}
-		}
-		def, err := newCustomDef(name, p.Operations["POST"])
-		if err != nil {
-			return nil, fmt.Errorf("tools: custom spec: %w", err)
-		}
-		reg.defs = append(reg.defs, def) // sorted by name, as the paths are
-		reg.byName[name] = def
+	reg, err := newRegistry(d, true)
+	if err != nil {
+		return nil, fmt.Errorf("tools: custom spec: %w", err)
 	}
 	if len(reg.defs) == 0 {
 		return nil, fmt.Errorf("tools: custom spec: the document defines no tool (POST %s{name})", toolPathPrefix)
@@ -90,53 +76,6 @@ func placed(err error) error {
 	return fmt.Errorf("tool %q: %s (at %s)", textclip.Clip(name, 64), e.Problem, textclip.Clip(oas.Pointer(e.At), 200))
 }
 
-// newCustomDef is newDef with a custom tool's looser rules: the result
-// schema and the 422 response are optional, the input must be an object.
-func newCustomDef(name string, op *oas.Operation) (*Def, error) {
-	switch {
-	case op == nil:
-		return nil, fmt.Errorf("tool %q has no POST operation", name)
-	case op.ID != name:
-		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, textclip.Clip(op.ID, 64))
-	case strings.TrimSpace(op.Description) == "" && strings.TrimSpace(op.Summary) == "":
-		return nil, fmt.Errorf("tool %q has no description or summary (it is what the model is told)", name)
-	case op.Request == nil:
-		return nil, fmt.Errorf("tool %q has no application/json request body (its input schema)", name)
-	case op.Request.Schema == nil || op.Request.Ref == "":
-		return nil, fmt.Errorf("tool %q: the request body's schema must be a $ref to a component (its generated Go type is the handler's input)", name)
-	case !isObject(op.Request.Schema):
-		return nil, fmt.Errorf("tool %q: the input schema %s must be of type object", name, refName(op.Request.Ref))
-	}
-	ok := op.Responses[200]
-	if ok == nil || ok.Description == nil {
-		return nil, fmt.Errorf("tool %q has no described 200 response", name)
-	}
-	var codes []gen.ErrorCode
-	if failed := op.Responses[422]; failed != nil {
-		var err error
-		if codes, err = operationCodes(name, failed); err != nil {
-			return nil, err
-		}
-	}
-	// A 200 response without a JSON schema is an open object.
-	result := map[string]any{"type": "object"}
-	if ok.Body != nil && ok.Body.Schema != nil {
-		result = ok.Body.Schema
-	}
-	return buildDef(name, op, result, codes)
-}
-
-// isObject reports whether a schema's type is object (or object and null).
-func isObject(s map[string]any) bool {
-	switch t := s["type"].(type) {
-	case string:
-		return t == "object"
-	case []any:
-		return slices.Contains(t, any("object")) && !slices.ContainsFunc(t, func(n any) bool { return n != "object" && n != "null" })
-	}
-	return false
-}
-
 // Tools returns the document's tools, sorted by name.
 func (s *Spec) Tools() []*Def { return s.reg.Defs() }
 
@@ -149,7 +88,7 @@ func (s *Spec) Tools() []*Def { return s.reg.Defs() }
 // document), and a tool bound twice.
 func (s *Spec) Register(handlers ...Handler) error {
 	for _, h := range handlers {
-		name := handlerInputName(h)
+		name := InputName(h)
 		var def *Def
 		for _, d := range s.reg.Defs() {
 			if d.InputSchemaName != name {

@@ -125,15 +125,17 @@ func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 		if err != nil {
 			return nil, err
 		}
-		c := &commandHandler{def: def, argv: argv, cfg: cfg}
-		return rawHandler{need: NeedsCommands, fn: c.call}, nil
+		return rawHandler{need: NeedsCommands, fn: func(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+			return runDeclared(ctx, env, def, argv, cfg, args)
+		}}, nil
 	case hasServer:
 		u, err := endpointURL(servers, toolPathPrefix+def.Spec.Name)
 		if err != nil {
 			return nil, err
 		}
-		e := &endpointHandler{def: def, url: u, cfg: cfg}
-		return rawHandler{need: NeedsNothing, fn: e.call}, nil
+		return rawHandler{need: NeedsNothing, fn: func(ctx context.Context, _ *Env, args map[string]any) (Result, error) {
+			return postDeclared(ctx, def, u, cfg, args)
+		}}, nil
 	}
 	return nil, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
 }
@@ -169,16 +171,10 @@ func endpointURL(servers []string, path string) (string, error) {
 	return u.JoinPath(path).String(), nil
 }
 
-// commandHandler runs a tool's declared program.
-type commandHandler struct {
-	def  *Def
-	argv []string
-	cfg  DeclaredConfig
-}
-
-func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+// runDeclared runs the program argv a tool declares.
+func runDeclared(ctx context.Context, env *Env, def *Def, argv []string, cfg DeclaredConfig, args map[string]any) (Result, error) {
 	if env.Sandbox == nil || env.Workspace == nil {
-		return Result{}, Errorf(gen.ErrorCodeCommandsDisabled, "%s runs a command, and this runtime offers no commands", c.def.Spec.Name)
+		return Result{}, Errorf(gen.ErrorCodeCommandsDisabled, "%s runs a command, and this runtime offers no commands", def.Spec.Name)
 	}
 	input, err := json.Marshal(args)
 	if err != nil {
@@ -190,101 +186,79 @@ func (c *commandHandler) call(ctx context.Context, env *Env, args map[string]any
 		return Result{}, fmt.Errorf("open the workspace: %w", err)
 	}
 	defer dir.Close()
-	stdout := &cappedBuffer{max: c.cfg.MaxOutput}
+	stdout := newCapture(cfg.MaxOutput, 0)
 	stderr := newCapture(1<<10, 1<<10)
 	run, err := env.Sandbox.Run(ctx, sandbox.Command{
-		Args:    c.argv,
+		Args:    argv,
 		Dir:     dir,
 		DirPath: env.Workspace.Dir(),
 		Stdin:   bytes.NewReader(input),
 		Stdout:  stdout,
 		Stderr:  stderr,
-		Timeout: c.cfg.Timeout,
+		Timeout: cfg.Timeout,
 	})
 	var se *sandbox.StartError
 	switch {
 	case errors.As(err, &se):
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s could not be started: %v", c.def.Spec.Name, se.Err)
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s could not be started: %v", def.Spec.Name, se.Err)
 	case err != nil:
 		if msg, ok := gitGuardMessage(err); ok {
-			return Result{}, Errorf(gen.ErrorCodeProtectedPath, "the command of %s: %s", c.def.Spec.Name, msg)
+			return Result{}, Errorf(gen.ErrorCodeProtectedPath, "the command of %s: %s", def.Spec.Name, msg)
 		}
 		return Result{}, err
 	case run.TimedOut:
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s timed out after %s and was killed", c.def.Spec.Name, c.cfg.Timeout)
-	case stdout.over:
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s printed more than %s", c.def.Spec.Name, sizeText(c.cfg.MaxOutput))
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s timed out after %s and was killed", def.Spec.Name, cfg.Timeout)
+	case stdout.omitted() > 0:
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the command of %s printed more than %s", def.Spec.Name, sizeText(cfg.MaxOutput))
 	case run.ExitCode != 0:
-		msg := fmt.Sprintf("the command of %s exited with status %d", c.def.Spec.Name, run.ExitCode)
+		msg := fmt.Sprintf("the command of %s exited with status %d", def.Spec.Name, run.ExitCode)
 		if text := strings.TrimSpace(stderr.text()); text != "" {
 			msg += "; its standard error:\n" + text
 		}
 		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "%s", msg)
 	}
-	return resultFor(c.def, stdout.buf.Bytes())
+	return resultFor(def, stdout.head)
 }
 
-// endpointHandler posts a tool's arguments to its declared endpoint.
-type endpointHandler struct {
-	def *Def
-	url string
-	cfg DeclaredConfig
-}
-
-func (e *endpointHandler) call(ctx context.Context, _ *Env, args map[string]any) (Result, error) {
+// postDeclared posts a tool's arguments to its declared endpoint.
+func postDeclared(ctx context.Context, def *Def, endpoint string, cfg DeclaredConfig, args map[string]any) (Result, error) {
 	input, err := json.Marshal(args)
 	if err != nil {
 		return Result{}, fmt.Errorf("encode the arguments: %w", err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, e.cfg.Timeout)
+	tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
-	req, err := http.NewRequestWithContext(tctx, http.MethodPost, e.url, bytes.NewReader(input))
+	req, err := http.NewRequestWithContext(tctx, http.MethodPost, endpoint, bytes.NewReader(input))
 	if err != nil {
 		return Result{}, fmt.Errorf("build the request: %w", err)
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	resp, err := e.cfg.Client.Do(req)
+	resp, err := cfg.Client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()
 		}
 		if tctx.Err() != nil {
-			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s did not answer within %s", e.def.Spec.Name, e.cfg.Timeout)
+			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s did not answer within %s", def.Spec.Name, cfg.Timeout)
 		}
 		if errors.Is(err, redirect.ErrOtherOrigin) {
-			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s redirected to another origin, which a declared endpoint may not; the request was not sent there", e.def.Spec.Name)
+			return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s redirected to another origin, which a declared endpoint may not; the request was not sent there", def.Spec.Name)
 		}
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s cannot be reached", e.def.Spec.Name)
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s cannot be reached", def.Spec.Name)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode < 200 || resp.StatusCode > 299 {
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered HTTP %d", e.def.Spec.Name, resp.StatusCode)
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered HTTP %d", def.Spec.Name, resp.StatusCode)
 	}
-	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(e.cfg.MaxOutput)+1))
+	body, err := io.ReadAll(io.LimitReader(resp.Body, int64(cfg.MaxOutput)+1))
 	switch {
 	case ctx.Err() != nil:
 		return Result{}, ctx.Err()
 	case err != nil:
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "reading the answer of the endpoint of %s failed", e.def.Spec.Name)
-	case len(body) > e.cfg.MaxOutput:
-		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered more than %s", e.def.Spec.Name, sizeText(e.cfg.MaxOutput))
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "reading the answer of the endpoint of %s failed", def.Spec.Name)
+	case len(body) > cfg.MaxOutput:
+		return Result{}, Errorf(gen.ErrorCodeHandlerFailed, "the endpoint of %s answered more than %s", def.Spec.Name, sizeText(cfg.MaxOutput))
 	}
-	return resultFor(e.def, body)
-}
-
-// cappedBuffer keeps up to max bytes and notes whether more came.
-type cappedBuffer struct {
-	buf  bytes.Buffer
-	max  int
-	over bool
-}
-
-func (b *cappedBuffer) Write(p []byte) (int, error) {
-	if room := b.max - b.buf.Len(); len(p) > room {
-		b.buf.Write(p[:max(room, 0)])
-		b.over = true
-		return len(p), nil
-	}
-	return b.buf.Write(p)
+	return resultFor(def, body)
 }

@@ -59,30 +59,15 @@ func diffName(prefix, rel string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for i := 0; i < len(name); i++ {
-		switch c := name[i]; c {
-		case '\a':
-			b.WriteString(`\a`)
-		case '\b':
-			b.WriteString(`\b`)
-		case '\t':
-			b.WriteString(`\t`)
-		case '\n':
-			b.WriteString(`\n`)
-		case '\v':
-			b.WriteString(`\v`)
-		case '\f':
-			b.WriteString(`\f`)
-		case '\r':
-			b.WriteString(`\r`)
-		case '"', '\\':
+		c := name[i]
+		switch k := strings.IndexByte("\a\b\t\n\v\f\r\"\\", c); {
+		case k >= 0:
 			b.WriteByte('\\')
-			b.WriteByte(c)
+			b.WriteByte("abtnvfr\"\\"[k])
+		case c < 0x20 || c == 0x7f:
+			fmt.Fprintf(&b, "\\%03o", c)
 		default:
-			if c < 0x20 || c == 0x7f {
-				fmt.Fprintf(&b, "\\%03o", c)
-			} else {
-				b.WriteByte(c)
-			}
+			b.WriteByte(c)
 		}
 	}
 	b.WriteByte('"')

@@ -95,20 +95,16 @@ func countOccurrences(data, sub []byte) int {
 	}
 }
 
-// lineList renders the line numbers of the first offsets.
+// lineList renders the line numbers of the offsets.
 func lineList(data []byte, offsets []int) string {
-	var parts []string
+	lines := make([]int, len(offsets))
 	line, counted := 1, 0
 	for i, off := range offsets {
-		if i == maxReportedLines {
-			parts = append(parts, "…")
-			break
-		}
 		line += bytes.Count(data[counted:off], []byte{'\n'})
 		counted = off
-		parts = append(parts, strconv.Itoa(line))
+		lines[i] = line
 	}
-	return strings.Join(parts, ", ")
+	return joinInts(lines)
 }
 
 // noMatchMessage explains a missing old_text and, when cheap, points at the
@@ -145,7 +141,7 @@ func noMatchMessage(data []byte, oldText, rel string) string {
 	}
 	switch {
 	case len(same) > 0:
-		msg += fmt.Sprintf(" The first line of old_text occurs, with different white space or different lines after it, at %s %s.", linesWord(len(same)), joinInts(same))
+		msg += fmt.Sprintf(" The first line of old_text occurs, with different white space or different lines after it, at %s %s.", pick(len(same), "line", "lines"), joinInts(same))
 	case len(containing) > 0:
 		msg += fmt.Sprintf(" Lines containing the first line of old_text: %s.", joinInts(containing))
 	default:
@@ -156,13 +152,6 @@ func noMatchMessage(data []byte, oldText, rel string) string {
 
 // squeeze trims s and turns each run of white space in it into one space.
 func squeeze(s string) string { return strings.Join(strings.Fields(s), " ") }
-
-func linesWord(n int) string {
-	if n == 1 {
-		return "line"
-	}
-	return "lines"
-}
 
 func joinInts(ns []int) string {
 	parts := make([]string, 0, len(ns))

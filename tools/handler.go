@@ -107,7 +107,7 @@ func Errorf(code gen.ErrorCode, format string, args ...any) error {
 
 // InputName returns the name of a handler's input type, which is the
 // component name of the input schema of the tool it implements.
-func InputName(h Handler) string { return handlerInputName(h) }
+func InputName(h Handler) string { return InputType(h).Name() }
 
 // InputType returns the Go type a handler takes as input (a generated type
 // of package gen); the contract tests compare its fields with the schema.

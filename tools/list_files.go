@@ -13,15 +13,15 @@ var listFilesHandler = Func(NeedsWorkspace, listFiles, renderListFiles)
 
 func listFiles(ctx context.Context, env *Env, in *gen.ListFilesInput) (*gen.ListFilesResult, error) {
 	ws := env.Workspace
-	rel, err := clean(deref(in.Path))
+	rel, err := clean(orDefault(in.Path, ""))
 	if err != nil {
 		return nil, err
 	}
-	g, err := compileGlob(deref(in.Glob))
+	g, err := compileGlob(orDefault(in.Glob, ""))
 	if err != nil {
 		return nil, err
 	}
-	limit := listLimit(in)
+	limit := orDefault(in.Limit, defaultListLimit)
 	fi, err := ws.root.Stat(rel)
 	if err != nil {
 		return nil, fsError(err, rel, gen.ErrorCodeNotFound)
@@ -75,32 +75,18 @@ func walkNotes(wk *fswalk.Walker) []string {
 		ns = append(ns, fmt.Sprintf("the walk stopped after %d entries (its cap); narrow it with path or glob", wk.MaxEntries))
 	}
 	if wk.Unapplied > 0 {
-		ns = append(ns, fmt.Sprintf("%s not applied: with %s the .gitignore patterns in effect would pass %d (the first: %s); files they ignore may be listed", plural(wk.Unapplied, ".gitignore file"), itOrThem(wk.Unapplied), wk.MaxIgnoreLines, quote(wk.FirstIgnore)))
+		ns = append(ns, fmt.Sprintf("%s not applied: with %s the .gitignore patterns in effect would pass %d (the first: %s); files they ignore may be listed", plural(wk.Unapplied, ".gitignore file"), pick(wk.Unapplied, "it", "them"), wk.MaxIgnoreLines, quote(wk.FirstIgnore)))
 	}
 	if wk.Deep > 0 {
-		ns = append(ns, fmt.Sprintf("%s more than %d levels deep %s not entered (the first: %s)", plural(wk.Deep, "directory"), wk.MaxDepth, isAre(wk.Deep), quote(wk.FirstDeep)))
+		ns = append(ns, fmt.Sprintf("%d %s more than %d levels deep %s not entered (the first: %s)", wk.Deep, pick(wk.Deep, "directory", "directories"), wk.MaxDepth, pick(wk.Deep, "was", "were"), quote(wk.FirstDeep)))
 	}
 	return ns
-}
-
-func itOrThem(n int) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
-}
-
-func isAre(n int) string {
-	if n == 1 {
-		return "was"
-	}
-	return "were"
 }
 
 func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 	var b strings.Builder
 	where := "the workspace"
-	if p := deref(in.Path); p != "" && p != "." {
+	if p := orDefault(in.Path, ""); p != "" && p != "." {
 		where = p
 	}
 	switch {
@@ -112,7 +98,7 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 		b.WriteString("\n")
 	case out.Truncated:
 		why := "at the limit"
-		if len(out.Files) < listLimit(in) {
+		if len(out.Files) < orDefault(in.Limit, defaultListLimit) {
 			why = "where the walk stopped"
 		}
 		fmt.Fprintf(&b, "the first %s under %s (the list was cut %s; narrow it with path or glob):\n", plural(len(out.Files), "file"), where, why)
@@ -127,24 +113,9 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 	return b.String()
 }
 
-func deref[T any](p *T) T {
-	var zero T
-	if p == nil {
-		return zero
-	}
-	return *p
-}
-
 // writeNotes appends a result's notes, one a line.
 func writeNotes(b *strings.Builder, notes *[]string) {
-	for _, n := range deref(notes) {
+	for _, n := range orDefault(notes, nil) {
 		fmt.Fprintf(b, "[note: %s]\n", n)
 	}
-}
-
-func listLimit(in *gen.ListFilesInput) int {
-	if in.Limit != nil {
-		return *in.Limit
-	}
-	return defaultListLimit
 }

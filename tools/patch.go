@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/specloop/specloop/internal/gitshape"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
@@ -79,7 +81,7 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, patchTimeout)
 	defer cancel()
-	out := &capWriter{max: maxPatchBytes}
+	out := newCapture(maxPatchBytes, 0)
 	var err error
 	if w.git != nil {
 		err = w.git.diffSince(ctx, w.baseTree, out)
@@ -87,18 +89,15 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 	if w.git == nil || err != nil {
 		// Not a git work tree, or git failed on it: the file tools' record
 		// still says what they changed.
-		out = &capWriter{max: maxPatchBytes}
+		out = newCapture(maxPatchBytes, 0)
 		if err := w.toolPatch(out); err != nil {
 			return "", err
 		}
 	}
-	p := string(out.buf)
-	if out.dropped > 0 {
-		cut := len(p)
-		for cut > 0 && p[cut-1] != '\n' {
-			cut--
-		}
-		p = p[:cut] + fmt.Sprintf("[patch cut: %d more bytes]\n", int64(len(p)-cut)+out.dropped)
+	p := string(out.head)
+	if dropped := out.omitted(); dropped > 0 {
+		cut := strings.LastIndexByte(p, '\n') + 1
+		p = p[:cut] + fmt.Sprintf("[patch cut: %d more bytes]\n", int64(len(p)-cut)+dropped)
 	}
 	return p, nil
 }
@@ -118,19 +117,16 @@ func (w *Workspace) removeGit() error {
 // toolPatch diffs the files the file tools changed against their originals.
 func (w *Workspace) toolPatch(out io.Writer) error {
 	w.mu.Lock()
-	paths := make([]string, 0, len(w.original))
-	for p := range w.original {
-		paths = append(paths, p)
-	}
-	originals := make(map[string]originalFile, len(w.original))
-	for p, o := range w.original {
-		originals[p] = o
-	}
+	originals := maps.Clone(w.original)
 	w.mu.Unlock()
-	slices.Sort(paths)
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(originals)) {
 		o := originals[p]
-		cur, _, err := w.readRegular(p)
+		f, _, err := w.openRegular(p)
+		var cur []byte
+		if err == nil {
+			cur, err = io.ReadAll(f)
+			f.Close()
+		}
 		exists := err == nil
 		if err != nil {
 			var te *Error
@@ -142,20 +138,6 @@ func (w *Workspace) toolPatch(out io.Writer) error {
 		io.WriteString(out, fileDiff(p, o.content, o.existed, cur, exists))
 	}
 	return nil
-}
-
-// capWriter keeps the first max bytes written to it and counts the rest.
-type capWriter struct {
-	max     int
-	buf     []byte
-	dropped int64
-}
-
-func (c *capWriter) Write(p []byte) (int, error) {
-	keep := min(len(p), c.max-len(c.buf))
-	c.buf = append(c.buf, p[:keep]...)
-	c.dropped += int64(len(p) - keep)
-	return len(p), nil
 }
 
 // shadowGit is a private git repository whose work tree is the repository
@@ -252,16 +234,9 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	if err != nil {
 		return nil, err
 	}
-	top, dotGit := "", ""
-	for d := real; ; d = filepath.Dir(d) {
-		p := filepath.Join(d, ".git")
-		if fi, err := os.Stat(p); err == nil && (fi.IsDir() || fi.Mode().IsRegular()) {
-			top, dotGit = d, p
-			break
-		}
-		if filepath.Dir(d) == d {
-			return nil, errNotGit
-		}
+	top := gitshape.Enclosing(real)
+	if top == "" {
+		return nil, errNotGit
 	}
 	rel, err := filepath.Rel(top, real)
 	if err != nil {
@@ -271,7 +246,7 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	if err != nil {
 		return nil, err
 	}
-	common := commonDir(dotGit)
+	common := commonDir(top)
 	g := &shadowGit{bin: bin, tmp: tmp, gitDir: filepath.Join(tmp, "repo"), top: top, rel: filepath.ToSlash(rel), objects: repoObjects(common)}
 	for _, d := range []string{"info", "objects", "refs/heads"} {
 		if err := os.MkdirAll(filepath.Join(g.gitDir, filepath.FromSlash(d)), 0o700); err != nil {
@@ -295,21 +270,13 @@ func newShadowGit(dir string) (*shadowGit, error) {
 }
 
 // commonDir returns the directory that holds the objects and info/exclude
-// of the repository whose .git entry is dotGit (a directory, or the gitfile
-// of a linked worktree or submodule: "gitdir: <dir>", with its common
-// directory in <dir>/commondir).
-func commonDir(dotGit string) string {
-	fi, err := os.Stat(dotGit)
-	if err != nil || !fi.Mode().IsRegular() {
-		return dotGit
-	}
-	b, err := readSmall(dotGit, 4096)
-	if err != nil || !bytes.HasPrefix(b, []byte("gitdir: ")) {
+// of the repository whose work tree top is top: its git directory (see
+// gitshape.GitDir), or the common directory its commondir file names (a
+// linked worktree's); "" when there is none.
+func commonDir(top string) string {
+	gd := gitshape.GitDir(top)
+	if gd == "" {
 		return ""
-	}
-	gd := strings.TrimSpace(string(b[len("gitdir: "):]))
-	if !filepath.IsAbs(gd) {
-		gd = filepath.Join(filepath.Dir(dotGit), gd)
 	}
 	if cd, err := readSmall(filepath.Join(gd, "commondir"), 4096); err == nil {
 		c := strings.TrimSpace(string(cd))
@@ -400,7 +367,7 @@ func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 	}
 	writeTree := func(index string) (string, error) {
 		var tree bytes.Buffer
-		if err := g.runIn(ctx, &tree, base, g.top, index, args...); err != nil {
+		if err := g.git(ctx, nil, &tree, base, true, g.top, index, args...); err != nil {
 			return "", err
 		}
 		return strings.TrimSpace(tree.String()), nil
@@ -435,12 +402,12 @@ func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 	}
 	combined := filepath.Join(g.tmp, "index-combined")
 	_ = os.Remove(combined)
-	if err := g.runIn(ctx, io.Discard, base, g.top, combined, "read-tree", tree); err != nil {
+	if err := g.git(ctx, nil, io.Discard, base, true, g.top, combined, "read-tree", tree); err != nil {
 		return "", err
 	}
 	slices.SortFunc(nested, func(a, b nestedTree) int { return strings.Compare(a.prefix, b.prefix) })
 	for _, n := range nested {
-		if err := g.runIn(ctx, io.Discard, base, g.top, combined, "read-tree", "--prefix="+n.prefix+"/", n.tree); err != nil {
+		if err := g.git(ctx, nil, io.Discard, base, true, g.top, combined, "read-tree", "--prefix="+n.prefix+"/", n.tree); err != nil {
 			return "", err
 		}
 	}
@@ -454,7 +421,7 @@ func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 // lists with a trailing slash.
 func (g *shadowGit) add(ctx context.Context, base bool, top, index, pathspec, prefix string) ([]string, error) {
 	var others bytes.Buffer
-	if err := g.commandIn(ctx, nil, &others, false, top, index, "ls-files", "--others", "--exclude-standard", "-z", "--", pathspec); err != nil {
+	if err := g.git(ctx, nil, &others, false, true, top, index, "ls-files", "--others", "--exclude-standard", "-z", "--", pathspec); err != nil {
 		return nil, err
 	}
 	var specs bytes.Buffer
@@ -466,7 +433,7 @@ func (g *shadowGit) add(ctx context.Context, base bool, top, index, pathspec, pr
 			specs.WriteString(":(exclude,literal)" + string(entry) + "\x00")
 		}
 	}
-	if err := g.commandMagic(ctx, &specs, io.Discard, base, top, index, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
+	if err := g.git(ctx, &specs, io.Discard, base, false, top, index, "add", "--all", "--pathspec-from-file=-", "--pathspec-file-nul"); err != nil {
 		return nil, err
 	}
 	tracked, err := g.dropNested(ctx, index, prefix)
@@ -482,7 +449,7 @@ func (g *shadowGit) add(ctx context.Context, base bool, top, index, pathspec, pr
 // their own (see snapshot).
 func (g *shadowGit) dropNested(ctx context.Context, index, prefix string) ([]string, error) {
 	var staged bytes.Buffer
-	if err := g.runIn(ctx, &staged, false, g.top, index, "ls-files", "--stage", "-z"); err != nil {
+	if err := g.git(ctx, nil, &staged, false, true, g.top, index, "ls-files", "--stage", "-z"); err != nil {
 		return nil, err
 	}
 	var nested bytes.Buffer
@@ -500,7 +467,7 @@ func (g *shadowGit) dropNested(ctx context.Context, index, prefix string) ([]str
 	if nested.Len() == 0 {
 		return nil, nil
 	}
-	return paths, g.commandIn(ctx, &nested, io.Discard, false, g.top, index, "update-index", "--force-remove", "-z", "--stdin")
+	return paths, g.git(ctx, &nested, io.Discard, false, true, g.top, index, "update-index", "--force-remove", "-z", "--stdin")
 }
 
 // diffSince writes the diff of the workspace from the snapshot base to now,
@@ -516,31 +483,14 @@ func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) e
 		args = append(args, "--relative="+g.rel)
 	}
 	// The private objects are looked up before the alternate's.
-	return g.run(ctx, out, true, append(args, base, now, "--", g.rel)...)
+	return g.git(ctx, nil, out, true, true, g.top, filepath.Join(g.tmp, "index"), append(args, base, now, "--", g.rel)...)
 }
 
-// run runs git in the private repository with a minimal environment;
-// alternate adds the workspace repository's objects as a read-only
-// alternate.
-func (g *shadowGit) run(ctx context.Context, out io.Writer, alternate bool, args ...string) error {
-	return g.commandIn(ctx, nil, out, alternate, g.top, filepath.Join(g.tmp, "index"), args...)
-}
-
-// runIn runs git on the work tree top with the private index file index.
-func (g *shadowGit) runIn(ctx context.Context, out io.Writer, alternate bool, top, index string, args ...string) error {
-	return g.commandIn(ctx, nil, out, alternate, top, index, args...)
-}
-
-func (g *shadowGit) commandIn(ctx context.Context, in io.Reader, out io.Writer, alternate bool, top, index string, args ...string) error {
-	return g.git(ctx, in, out, alternate, true, top, index, args...)
-}
-
-// commandMagic is commandIn with pathspec magic: its pathspecs say
-// :(literal) themselves.
-func (g *shadowGit) commandMagic(ctx context.Context, in io.Reader, out io.Writer, alternate bool, top, index string, args ...string) error {
-	return g.git(ctx, in, out, alternate, false, top, index, args...)
-}
-
+// git runs git in the private repository with a minimal environment, on
+// the work tree top with the private index file index, in and out its
+// standard input and output. alternate adds the workspace repository's
+// objects as a read-only alternate; literal makes every pathspec literal
+// (without it, the pathspecs say :(literal) themselves).
 func (g *shadowGit) git(ctx context.Context, in io.Reader, out io.Writer, alternate, literal bool, top, index string, args ...string) error {
 	cmd := exec.CommandContext(ctx, g.bin, append([]string{"--no-pager"}, args...)...)
 	cmd.Stdin = in

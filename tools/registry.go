@@ -2,11 +2,14 @@ package tools
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/oas"
 	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // toolPathPrefix is where the spec keeps tools: every tool is POST {prefix}{name}.
@@ -58,19 +61,34 @@ func NewRegistry(doc []byte) (*Registry, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tools: spec: %w", err)
 	}
-	return newRegistry(d)
+	r, err := newRegistry(d, false)
+	if err != nil {
+		return nil, fmt.Errorf("tools: spec: %w", err)
+	}
+	return r, nil
 }
 
-func newRegistry(doc *oas.Doc) (*Registry, error) {
+// newRegistry derives the tools of doc. A custom tool document (custom)
+// holds nothing but tools, each only a POST operation, and a tool's
+// result schema and 422 response are optional there.
+func newRegistry(doc *oas.Doc, custom bool) (*Registry, error) {
 	r := &Registry{byName: map[string]*Def{}}
 	for _, p := range doc.Paths {
 		name, ok := strings.CutPrefix(p.Path, toolPathPrefix)
 		if !ok || !ValidToolName(name) {
+			if custom {
+				return nil, fmt.Errorf("path %s is not a tool: a custom tool document holds only operations POST %s{name}, the name of letters, digits, _ and - (at most 64)", textclip.Clip(p.Path, 200), toolPathPrefix)
+			}
 			continue
 		}
-		def, err := newDef(name, p.Operations["POST"])
+		for _, method := range slices.Sorted(maps.Keys(p.Operations)) {
+			if custom && method != "POST" {
+				return nil, fmt.Errorf("tool %q: %s %s is not allowed: a tool is only a POST operation", name, method, p.Path)
+			}
+		}
+		def, err := newDef(name, p.Operations["POST"], custom)
 		if err != nil {
-			return nil, fmt.Errorf("tools: %s %s: %w", "POST", p.Path, err)
+			return nil, err
 		}
 		r.defs = append(r.defs, def) // sorted by name, as the paths are
 		r.byName[name] = def
@@ -78,40 +96,46 @@ func newRegistry(doc *oas.Doc) (*Registry, error) {
 	return r, nil
 }
 
-func newDef(name string, op *oas.Operation) (*Def, error) {
-	if op == nil {
+// newDef is the Def of the tool name, whose operation is op. What a
+// built-in tool does (writes files, runs commands, its hints) is the
+// generated table's (gen.BuiltinTools); any other tool runs commands for
+// all the runtime can vouch for.
+func newDef(name string, op *oas.Operation, custom bool) (*Def, error) {
+	switch {
+	case op == nil:
 		return nil, fmt.Errorf("tool %q has no POST operation", name)
-	}
-	if op.ID != name {
-		return nil, fmt.Errorf("operationId %q differs from the tool name %q", op.ID, name)
-	}
-	if op.Request == nil || op.Request.Schema == nil || op.Request.Ref == "" {
-		return nil, fmt.Errorf("tool %q: request body must be application/json with a $ref schema", name)
+	case op.ID != name:
+		return nil, fmt.Errorf("tool %q: operationId %q differs from the name in the path", name, textclip.Clip(op.ID, 64))
+	case strings.TrimSpace(op.Description) == "" && strings.TrimSpace(op.Summary) == "":
+		return nil, fmt.Errorf("tool %q has no description or summary (it is what the model is told)", name)
+	case op.Request == nil:
+		return nil, fmt.Errorf("tool %q has no application/json request body (its input schema)", name)
+	case op.Request.Schema == nil || op.Request.Ref == "":
+		return nil, fmt.Errorf("tool %q: the request body's schema must be a $ref to a component (its generated Go type is the handler's input)", name)
+	case !isObject(op.Request.Schema):
+		return nil, fmt.Errorf("tool %q: the input schema %s must be of type object", name, refName(op.Request.Ref))
 	}
 	ok := op.Responses[200]
 	if ok == nil || ok.Description == nil {
 		return nil, fmt.Errorf("tool %q has no described 200 response", name)
 	}
-	if ok.Body == nil || ok.Body.Schema == nil {
+	// A custom tool's 200 response without a JSON schema is an open object.
+	out := map[string]any{"type": "object"}
+	switch {
+	case ok.Body != nil && ok.Body.Schema != nil:
+		out = ok.Body.Schema
+	case !custom:
 		return nil, fmt.Errorf("tool %q: 200 response must be application/json", name)
 	}
-	failed := op.Responses[422]
-	if failed == nil {
+	var codes []gen.ErrorCode
+	if failed := op.Responses[422]; failed != nil {
+		var err error
+		if codes, err = operationCodes(name, failed); err != nil {
+			return nil, err
+		}
+	} else if !custom {
 		return nil, fmt.Errorf("tool %q has no 422 response (its error codes)", name)
 	}
-	codes, err := operationCodes(name, failed)
-	if err != nil {
-		return nil, err
-	}
-	return buildDef(name, op, ok.Body.Schema, codes)
-}
-
-// buildDef is the Def of the tool name, whose operation op has the result
-// schema out and the error codes codes. What a built-in tool does (writes
-// files, runs commands, its hints) is the generated table's
-// (gen.BuiltinTools); any other tool runs commands for all the runtime can
-// vouch for.
-func buildDef(name string, op *oas.Operation, out map[string]any, codes []gen.ErrorCode) (*Def, error) {
 	description := op.Description
 	if description == "" {
 		description = op.Summary
@@ -129,7 +153,7 @@ func buildDef(name string, op *oas.Operation, out map[string]any, codes []gen.Er
 			Name:              name,
 			Description:       description,
 			InputSchema:       op.Request.Schema,
-			OutputDescription: *op.Responses[200].Description,
+			OutputDescription: *ok.Description,
 			ErrorDescription:  errorDescription(codes),
 			ResultSchema:      &out,
 			RunsCommands:      true,
@@ -148,6 +172,17 @@ func buildDef(name string, op *oas.Operation, out map[string]any, codes []gen.Er
 	return def, nil
 }
 
+// isObject reports whether a schema's type is object (or object and null).
+func isObject(s map[string]any) bool {
+	switch t := s["type"].(type) {
+	case string:
+		return t == "object"
+	case []any:
+		return slices.Contains(t, any("object")) && !slices.ContainsFunc(t, func(n any) bool { return n != "object" && n != "null" })
+	}
+	return false
+}
+
 // Defs returns every tool the spec defines, sorted by name.
 func (r *Registry) Defs() []*Def { return r.defs }
 
@@ -158,7 +193,3 @@ func (r *Registry) Lookup(name string) (*Def, bool) {
 }
 
 func refName(ref string) string { return ref[strings.LastIndexByte(ref, '/')+1:] }
-
-// handlerInputName is the Go type name of a handler's input, which must equal
-// the component name of the tool's input schema.
-func handlerInputName(h Handler) string { return InputType(h).Name() }

@@ -21,10 +21,7 @@ const (
 var runCommandHandler = Func(NeedsCommands, runCommand, renderRunCommand)
 
 func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.RunCommandResult, error) {
-	timeout := defaultCommandTimeout
-	if in.TimeoutSeconds != nil {
-		timeout = time.Duration(*in.TimeoutSeconds) * time.Second
-	}
+	timeout := commandTimeout(in)
 	env.Workspace.changing(ctx)
 	stdout := newCapture(commandHeadBytes, commandTailBytes)
 	stderr := newCapture(commandHeadBytes, commandTailBytes)
@@ -63,11 +60,7 @@ func renderRunCommand(in *gen.RunCommandInput, out *gen.RunCommandResult) string
 	secs := out.DurationMs / 1e3
 	switch {
 	case out.TimedOut:
-		timeout := defaultCommandTimeout
-		if in.TimeoutSeconds != nil {
-			timeout = time.Duration(*in.TimeoutSeconds) * time.Second
-		}
-		fmt.Fprintf(&b, "timed out after %s: the command and its children were killed (exit code -1)\n", timeout)
+		fmt.Fprintf(&b, "timed out after %s: the command and its children were killed (exit code -1)\n", commandTimeout(in))
 	case out.ExitCode < 0:
 		fmt.Fprintf(&b, "killed by a signal after %.2fs (exit code -1)\n", secs)
 	default:
@@ -86,4 +79,12 @@ func renderRunCommand(in *gen.RunCommandInput, out *gen.RunCommandResult) string
 	section("stdout", out.Stdout)
 	section("stderr", out.Stderr)
 	return b.String()
+}
+
+// commandTimeout is the call's timeout_seconds, or the spec's default.
+func commandTimeout(in *gen.RunCommandInput) time.Duration {
+	if in.TimeoutSeconds != nil {
+		return time.Duration(*in.TimeoutSeconds) * time.Second
+	}
+	return defaultCommandTimeout
 }

@@ -130,10 +130,6 @@ func noCommandsWhy(cfg Config) string {
 // the built-in handlers, which most runtimes of a process use, is derived
 // and bound once.
 func bindingFor(doc []byte, handlers []Handler) (*Registry, map[string]Handler, error) {
-	if doc == nil && handlers == nil {
-		b, err := embeddedBinding()
-		return b.reg, b.bound, err
-	}
 	var reg *Registry
 	var err error
 	if doc == nil {
@@ -143,6 +139,10 @@ func bindingFor(doc []byte, handlers []Handler) (*Registry, map[string]Handler, 
 	}
 	if err != nil {
 		return nil, nil, err
+	}
+	if doc == nil && handlers == nil {
+		bound, err := embeddedBound()
+		return reg, bound, err
 	}
 	if handlers == nil {
 		handlers = Builtin()
@@ -156,7 +156,7 @@ func bindingFor(doc []byte, handlers []Handler) (*Registry, map[string]Handler, 
 func Bind(reg *Registry, handlers []Handler) (map[string]Handler, error) {
 	byInput := map[string]Handler{}
 	for _, h := range handlers {
-		name := handlerInputName(h)
+		name := InputName(h)
 		if _, dup := byInput[name]; dup {
 			return nil, fmt.Errorf("tools: two handlers take %s", name)
 		}

@@ -32,19 +32,15 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 	if err != nil {
 		return nil, Errorf(gen.ErrorCodeInvalidRegex, "%v", err)
 	}
-	rel, err := clean(deref(in.Path))
+	rel, err := clean(orDefault(in.Path, ""))
 	if err != nil {
 		return nil, err
 	}
-	g, err := compileGlob(deref(in.Glob))
+	g, err := compileGlob(orDefault(in.Glob, ""))
 	if err != nil {
 		return nil, err
 	}
-	limit := defaultSearchLimit
-	if in.Limit != nil {
-		limit = *in.Limit
-	}
-	s := &searcher{ws: env.Workspace, m: m, glob: g, limit: limit}
+	s := &searcher{ws: env.Workspace, m: m, glob: g, limit: orDefault(in.Limit, defaultSearchLimit)}
 	matches, truncated, err := s.run(ctx, rel)
 	if err != nil {
 		return nil, err
@@ -76,15 +72,10 @@ type searcher struct {
 	walk     *fswalk.Walker
 }
 
+// searchJob is a file to search and where its result goes.
 type searchJob struct {
-	idx int
-	f   fswalk.File
-}
-
-type searchDone struct {
-	idx int
-	rel string
-	fileResult
+	f    fswalk.File
+	done chan fileResult
 }
 
 // fileResult is what searching one file found.
@@ -118,19 +109,12 @@ func (s *searcher) notes() []string {
 		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.nLarge, "file"), mib(maxScanFileSize), noteList(s.large, s.nLarge)))
 	}
 	if s.nCut > 0 {
-		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), itsTheir(s.nCut), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
+		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), pick(s.nCut, "its", "their"), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
 	}
 	if s.walk != nil {
 		ns = append(ns, walkNotes(s.walk)...)
 	}
 	return ns
-}
-
-func itsTheir(n int) string {
-	if n == 1 {
-		return "its"
-	}
-	return "their"
 }
 
 // noteList renders some of n file names.
@@ -176,17 +160,20 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 
 	ctx, cancel := context.WithCancel(parent)
 	defer cancel()
+	// The walker sends each file to the workers and, in path order, to the
+	// collector, which waits for each file's result in turn.
 	jobs := make(chan searchJob, searchQueue)
-	done := make(chan searchDone, searchQueue)
+	order := make(chan searchJob, searchQueue)
 	var walkErr error
 	s.walk = newWalker(s.ws, s.glob)
 	go func() {
+		defer close(order)
 		defer close(jobs)
-		n := 0
 		walkErr = s.walk.Walk(ctx, rel, func(f fswalk.File) bool {
+			j := searchJob{f: f, done: make(chan fileResult, 1)}
 			select {
-			case jobs <- searchJob{idx: n, f: f}:
-				n++
+			case order <- j:
+				jobs <- j // the workers take every job, also once cancelled
 				return true
 			case <-ctx.Done():
 				f.Dir.Release()
@@ -199,10 +186,9 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		workers = runtime.GOMAXPROCS(0)
 	}
 	var wg sync.WaitGroup
+	defer wg.Wait()
 	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			w := newSearchWorker(s)
 			for j := range jobs {
 				var r fileResult
@@ -210,41 +196,20 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 					r = w.file(ctx, j.f.Dir, j.f.Name, j.f.Rel)
 				}
 				j.f.Dir.Release()
-				done <- searchDone{idx: j.idx, rel: j.f.Rel, fileResult: r}
+				j.done <- r
 			}
-		}()
+		})
 	}
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
-
-	// Collect in path order: a file's matches are taken once every file
-	// before it is done.
-	var (
-		out       = []gen.SearchMatch{}
-		pending   = map[int]searchDone{}
-		next      = 0
-		truncated = false
-	)
-	for d := range done {
+	out, truncated := []gen.SearchMatch{}, false
+	for j := range order {
+		r := <-j.done
 		if truncated {
 			continue // draining
 		}
-		pending[d.idx] = d
-		for {
-			r, ok := pending[next]
-			if !ok {
-				break
-			}
-			delete(pending, next)
-			next++
-			out = append(out, s.add(r.rel, r.fileResult)...)
-			if len(out) > s.limit {
-				out, truncated = out[:s.limit], true
-				cancel()
-				break
-			}
+		out = append(out, s.add(j.f.Rel, r)...)
+		if len(out) > s.limit {
+			out, truncated = out[:s.limit], true
+			cancel()
 		}
 	}
 	if err := parent.Err(); err != nil {
@@ -315,14 +280,17 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 		lineBase = 0 // lines before buf
 		limit    = w.s.limit + 1
 	)
+	readSome := func(p []byte) int {
+		k, err := read(p)
+		total += int64(k)
+		if k == 0 || err != nil || size > 0 && total >= size || total >= maxScanFileSize {
+			eof = true
+		}
+		return k
+	}
 	fill := func() {
 		for n < len(buf) && !eof {
-			k, err := read(buf[n:])
-			n += k
-			total += int64(k)
-			if k == 0 || err != nil || size > 0 && total >= size || total >= maxScanFileSize {
-				eof = true
-			}
+			n += readSome(buf[n:])
 		}
 	}
 	match := func(data []byte) {
@@ -360,7 +328,13 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 			if w.st.Cut == cut {
 				w.st.Cut++
 			}
-			n = w.skipLine(ctx, read, buf, &total, size, &eof)
+			for n = 0; !eof && ctx.Err() == nil; {
+				k := readSome(buf)
+				if j := bytes.IndexByte(buf[:k], '\n'); j >= 0 {
+					n = copy(buf, buf[j+1:k])
+					break
+				}
+			}
 			lineBase++
 			continue
 		}
@@ -370,22 +344,6 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 	}
 	r.cut = w.st.Cut
 	return r
-}
-
-// skipLine reads on to the end of the current line and moves what follows
-// it to the start of buf, returning its length.
-func (w *searchWorker) skipLine(ctx context.Context, read func([]byte) (int, error), buf []byte, total *int64, size int64, eof *bool) int {
-	for !*eof && ctx.Err() == nil {
-		k, err := read(buf)
-		*total += int64(k)
-		if k == 0 || err != nil || size > 0 && *total >= size || *total >= maxScanFileSize {
-			*eof = true
-		}
-		if j := bytes.IndexByte(buf[:k], '\n'); j >= 0 {
-			return copy(buf, buf[j+1:k])
-		}
-	}
-	return 0
 }
 
 // clipAround shortens a long line to about n bytes around offset col,
@@ -415,6 +373,7 @@ func clipAround(line []byte, col, n int) string {
 
 func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	var b strings.Builder
+	matches := fmt.Sprintf("%d %s", len(out.Matches), pick(len(out.Matches), "match", "matches"))
 	kind := "the string"
 	if orDefault(in.Regex, defaultSearchRegex) {
 		kind = "the regular expression"
@@ -424,23 +383,16 @@ func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 		fmt.Fprintf(&b, "no matches for %s %s\n", kind, quote(in.Pattern))
 	case out.Truncated:
 		why := "at the limit"
-		if in.Limit != nil && len(out.Matches) < *in.Limit || in.Limit == nil && len(out.Matches) < defaultSearchLimit {
+		if len(out.Matches) < orDefault(in.Limit, defaultSearchLimit) {
 			why = "where the walk stopped"
 		}
-		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", pluralES(len(out.Matches), "match"), why)
+		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", matches, why)
 	default:
-		fmt.Fprintf(&b, "%s:\n", pluralES(len(out.Matches), "match"))
+		fmt.Fprintf(&b, "%s:\n", matches)
 	}
 	for _, m := range out.Matches {
 		fmt.Fprintf(&b, "%s:%d:%s\n", m.Path, m.Line, m.Text)
 	}
 	writeNotes(&b, out.Notes)
 	return b.String()
-}
-
-func pluralES(n int, noun string) string {
-	if n == 1 {
-		return "1 " + noun
-	}
-	return fmt.Sprintf("%d %ses", n, noun)
 }

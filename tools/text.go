@@ -33,11 +33,14 @@ func clipLine(line []byte, n int) string {
 }
 
 // plural renders n and a noun, pluralized with s.
-func plural(n int, noun string) string {
+func plural(n int, noun string) string { return fmt.Sprintf("%d %s%s", n, noun, pick(n, "", "s")) }
+
+// pick returns one when n is 1, else many.
+func pick(n int, one, many string) string {
 	if n == 1 {
-		return "1 " + noun
+		return one
 	}
-	return fmt.Sprintf("%d %ss", n, noun)
+	return many
 }
 
 func randomSuffix() string {

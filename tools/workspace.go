@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -13,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"unicode"
 
 	"github.com/specloop/specloop/gen"
 
@@ -260,38 +260,6 @@ func notRegular(rel string, fi fs.FileInfo) error {
 	return Errorf(gen.ErrorCodeNotARegularFile, "%s is %s, not a regular file", quote(rel), kind)
 }
 
-// readRegular reads the whole regular file rel.
-func (w *Workspace) readRegular(rel string) ([]byte, fs.FileInfo, error) {
-	f, fi, err := w.openRegular(rel)
-	if err != nil {
-		return nil, nil, err
-	}
-	defer f.Close()
-	data, err := readAll(f, fi.Size())
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s: %w", rel, err)
-	}
-	return data, fi, nil
-}
-
-// readAll reads f to its end, expecting about size bytes.
-func readAll(f *os.File, size int64) ([]byte, error) {
-	buf := make([]byte, 0, size+1)
-	for {
-		n, err := f.Read(buf[len(buf):cap(buf)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-	}
-}
-
 // writeTarget resolves rel for a write: it must not escape, and when it
 // exists it must be a regular file (a symbolic link is refused rather than
 // replaced, and one that leads outside says so). It returns whether the
@@ -463,33 +431,22 @@ func (w *Workspace) trusted(top string) []gitshape.Rel {
 // validName refuses a path with a character no patch can carry or that
 // makes a name read as another: C0 and C1 control characters, DEL, and the
 // bidirectional controls (embeddings, overrides, isolates and marks).
+// The bidirectional controls are Unicode's Bidi_Control property: the
+// marks (ALM, LRM, RLM), embeddings and overrides (U+202A–U+202E) and
+// isolates (U+2066–U+2069).
 func validName(rel string) error {
-	for i := 0; i < len(rel); i++ {
-		if c := rel[i]; c < 0x20 || c == 0x7f {
-			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), c)
-		}
+	if i := strings.IndexFunc(rel, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
+		return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), rel[i])
 	}
 	for _, r := range rel {
 		switch {
 		case r >= 0x80 && r <= 0x9f:
 			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a C1 control character (U+%04X), which a patch cannot carry; choose a name without control characters", quote(rel), r)
-		case isBidiControl(r):
+		case unicode.Is(unicode.Bidi_Control, r):
 			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a bidirectional control character (U+%04X), which makes a name display as another; choose a name without it", quote(rel), r)
 		}
 	}
 	return nil
-}
-
-// isBidiControl reports whether r is one of Unicode's bidirectional
-// formatting characters: the marks (LRM, RLM, ALM), embeddings and
-// overrides (U+202A–U+202E) and isolates (U+2066–U+2069).
-func isBidiControl(r rune) bool {
-	switch {
-	case r == 0x061c, r == 0x200e, r == 0x200f,
-		r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069:
-		return true
-	}
-	return false
 }
 
 // gitShaped refuses a write of the files paths (as a whole: the files a

@@ -7,7 +7,6 @@ import (
 	"path"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 )
@@ -88,9 +87,14 @@ func (wk *Walker) Walk(ctx context.Context, start string, visit func(File) bool)
 			if dir == "" {
 				dir = "."
 			}
-			if lines, ok := loadIgnore(wk.Root, path.Join(dir, ".gitignore")); ok {
+			d, err := openStart(wk.Root, dir)
+			if err != nil {
+				continue
+			}
+			if lines, ok := loadIgnore(d); ok {
 				frames = wk.addIgnore(frames, lines, base, path.Join(dir, ".gitignore"))
 			}
+			d.Release()
 		}
 	}
 	d, err := openStart(wk.Root, start)
@@ -146,7 +150,7 @@ func (wk *Walker) dir(ctx context.Context, d *Dir, rel string, depth int, frames
 	}
 	entries = nil
 	if hasIgnore {
-		if lines, ok := loadIgnoreAt(d, ".gitignore"); ok {
+		if lines, ok := loadIgnore(d); ok {
 			frames = wk.addIgnore(frames, lines, rel, path.Join(rel, ".gitignore"))
 		}
 	}
@@ -218,33 +222,13 @@ func ignored(frames []ignoreFrame, p string, dir bool) bool {
 	return false
 }
 
-// nonblock makes opening a FIFO or a device return at once.
-const nonblock = syscall.O_NONBLOCK
-
 // maxIgnoreSize: larger .gitignore files are not read.
 const maxIgnoreSize = 1 << 20
 
-// loadIgnore reads the lines of a .gitignore; ok is false when there is
-// none or it is not a readable regular file.
-func loadIgnore(root *os.Root, name string) (lines []string, ok bool) {
-	fi, err := root.Lstat(name)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreSize {
-		return nil, false
-	}
-	f, err := root.OpenFile(name, os.O_RDONLY|nonblock, 0)
-	if err != nil {
-		return nil, false
-	}
-	defer f.Close()
-	if fi, err := f.Stat(); err != nil || !fi.Mode().IsRegular() || fi.Size() > maxIgnoreSize {
-		return nil, false
-	}
-	return readIgnore(f)
-}
-
-// loadIgnoreAt is loadIgnore for the file name of the directory d.
-func loadIgnoreAt(d *Dir, name string) (lines []string, ok bool) {
-	f, size, err := d.OpenFile(name)
+// loadIgnore reads the lines of the .gitignore of the directory d; ok is
+// false when there is none or it is not a readable regular file.
+func loadIgnore(d *Dir) (lines []string, ok bool) {
+	f, size, err := d.OpenFile(".gitignore")
 	if err != nil {
 		return nil, false
 	}
@@ -252,12 +236,6 @@ func loadIgnoreAt(d *Dir, name string) (lines []string, ok bool) {
 	if size > maxIgnoreSize {
 		return nil, false
 	}
-	return readIgnore(f)
-}
-
-// readIgnore reads the lines of the .gitignore f, at most maxIgnoreSize
-// bytes of it.
-func readIgnore(f io.Reader) ([]string, bool) {
 	data, err := io.ReadAll(io.LimitReader(f, maxIgnoreSize))
 	if err != nil {
 		return nil, false

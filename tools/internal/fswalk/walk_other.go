@@ -11,6 +11,9 @@ import (
 	"syscall"
 )
 
+// nonblock makes opening a FIFO or a device return at once.
+const nonblock = syscall.O_NONBLOCK
+
 // Dir is an open directory of the workspace, shared by the files of
 // it that are being visited; it is closed when the last user releases it.
 // Without openat (this file is for the systems that are not Unix), its

@@ -37,7 +37,8 @@ func (e *ConflictError) Error() string {
 }
 
 // Apply returns content changed by hunks, or a *ConflictError naming the
-// first hunk that does not apply.
+// first hunk that does not apply, spending b's comparisons; once they are
+// spent every hunk that still has to be looked for is a conflict.
 //
 // Each hunk is looked for after the previous one: its @@ context line
 // first (the hunk's lines must then come after it), then its old lines,
@@ -53,14 +54,6 @@ func (e *ConflictError) Error() string {
 // matched without the "\r" and written back with CRLF on every line. The
 // result always ends with a newline unless it is empty, like the codex
 // tool's.
-//
-// Apply has a Budget of its own; see Budget.Apply to share one.
-func Apply(content string, hunks []Hunk) (string, error) {
-	return NewBudget().Apply(content, hunks)
-}
-
-// Apply is the package's Apply, spending b's comparisons; once they are
-// spent every hunk that still has to be looked for is a conflict.
 func (b *Budget) Apply(content string, hunks []Hunk) (string, error) {
 	crlf := false
 	if i := strings.IndexByte(content, '\n'); i > 0 && content[i-1] == '\r' {

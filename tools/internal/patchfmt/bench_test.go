@@ -34,7 +34,7 @@ func BenchmarkApply(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if _, err := Apply(content, ops[0].Hunks); err != nil {
+		if _, err := NewBudget().Apply(content, ops[0].Hunks); err != nil {
 			b.Fatal(err)
 		}
 	}
@@ -45,7 +45,7 @@ func BenchmarkApply(b *testing.B) {
 func BenchmarkApplyWorstCase(b *testing.B) {
 	file, h := ambiguous(1000)
 	for b.Loop() {
-		if _, err := Apply(file, []Hunk{h}); err == nil {
+		if _, err := NewBudget().Apply(file, []Hunk{h}); err == nil {
 			b.Fatal("applied")
 		}
 	}

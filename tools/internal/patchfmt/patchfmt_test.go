@@ -19,7 +19,7 @@ func TestParseErrorLines(t *testing.T) {
 // MaxSeekWork comparisons instead of taking the product of their sizes.
 func TestApplyBoundsSeekWork(t *testing.T) {
 	file, h := ambiguous(100_000)
-	_, err := Apply(file, []Hunk{h})
+	_, err := NewBudget().Apply(file, []Hunk{h})
 	ce, ok := err.(*ConflictError)
 	if !ok || !strings.Contains(ce.Msg, "too ambiguous") {
 		t.Fatalf("got %v, want a conflict that gave up", err)
@@ -58,7 +58,7 @@ func FuzzParseApply(f *testing.F) {
 			if op.Kind != Update {
 				continue
 			}
-			out, err := Apply(content, op.Hunks)
+			out, err := NewBudget().Apply(content, op.Hunks)
 			if err != nil {
 				if _, ok := err.(*ConflictError); !ok {
 					t.Fatalf("Apply returned %T, want *ConflictError", err)
