@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"reflect"
 	"regexp/syntax"
 	"slices"
@@ -82,34 +83,51 @@ const maxCostWork = 1 << 16
 // errSchemaTooComplex is a schema whose cost schemaCost gave up computing.
 var errSchemaTooComplex = errors.New("its structure is too complex to bound what validating a value costs")
 
-// jsonDepth is how deep v (a decoded JSON value) nests: 0 for a scalar, 1
-// for an object or array of scalars, and so on. It stops counting past
-// limit.
-func jsonDepth(v any, limit int) int {
-	if limit < 0 {
-		return 0
-	}
-	d := 0
-	switch v := v.(type) {
-	case map[string]any:
-		for _, x := range v {
-			d = max(d, jsonDepth(x, limit-1))
-			if d > limit {
-				break
+// measured is how a decoded JSON value measures: how deep it nests (0 for
+// a scalar, 1 for an object or array of scalars, and so on), its values
+// (itself, and every member and item within) and the bytes of its
+// strings, keys included, and one more for each (matching the empty
+// string takes a step too).
+type measured struct{ depth, values, bytes int }
+
+// measure measures v in one walk, which stops descending past limit.depth
+// and stops once its values or bytes are past limit's: a figure past its
+// limit is only known to be over it.
+func measure(v any, limit measured) measured {
+	var n measured
+	var walk func(v any, level int)
+	walk = func(v any, level int) {
+		n.values++
+		switch v := v.(type) {
+		case string:
+			n.bytes += len(v) + 1
+		case map[string]any:
+			if n.depth = max(n.depth, level+1); level < limit.depth {
+				for k, x := range v {
+					if n.values > limit.values || n.bytes > limit.bytes {
+						return
+					}
+					n.bytes += len(k) + 1
+					walk(x, level+1)
+				}
+			}
+		case []any:
+			if n.depth = max(n.depth, level+1); level < limit.depth {
+				for _, x := range v {
+					if n.values > limit.values || n.bytes > limit.bytes {
+						return
+					}
+					walk(x, level+1)
+				}
 			}
 		}
-	case []any:
-		for _, x := range v {
-			d = max(d, jsonDepth(x, limit-1))
-			if d > limit {
-				break
-			}
-		}
-	default:
-		return 0
 	}
-	return d + 1
+	walk(v, 0)
+	return n
 }
+
+// unlimited measures a value whole.
+var unlimited = measured{math.MaxInt, math.MaxInt, math.MaxInt}
 
 // checkSchema bounds a decoded schema before it is compiled: its size (of
 // its compact JSON, n bytes) and its depth.
@@ -117,17 +135,25 @@ func checkSchema(n int, m map[string]any) error {
 	if n > MaxSchemaBytes {
 		return fmt.Errorf("it is %d bytes, over the %d KiB a tool's schema may be", n, MaxSchemaBytes>>10)
 	}
-	if jsonDepth(m, MaxSchemaDepth) > MaxSchemaDepth {
+	if measure(m, measured{MaxSchemaDepth, math.MaxInt, math.MaxInt}).depth > MaxSchemaDepth {
 		return fmt.Errorf("it nests deeper than %d levels", MaxSchemaDepth)
 	}
 	return nil
 }
 
-// schemaCost is the most times validating one value against root checks
-// one place of the value against a subschema (saturating just over
-// MaxSchemaCost), for values nesting at most MaxArgumentDepth levels; deep
-// reports whether the cost still grows at that depth, so that deeper
-// values must be refused.
+// costs are what checking one place of a value costs, in two measures:
+// checks against subschemas (and their enum members and names), and the
+// pattern instructions a string of the place is matched with.
+type costs [2]uint64
+
+// costLimits are where schemaCost stops counting each of its costs.
+var costLimits = costs{MaxSchemaCost + 1, MaxPatternWork + 1}
+
+// schemaCost is, in each of its measures, the most validating one value
+// against root costs at one place of the value (saturating just over
+// MaxSchemaCost and MaxPatternWork), for values nesting at most
+// MaxArgumentDepth levels; deep reports whether a cost still grows at
+// that depth, so that deeper values must be refused.
 //
 // It works on the decoded schema, following its references ($ref by JSON
 // pointer or anchor, $dynamicRef to every schema of its anchor) as the
@@ -140,157 +166,85 @@ func checkSchema(n int, m map[string]any) error {
 // descend into the value is refused (the validator would loop on one
 // place), and so is a reference the cost cannot follow (another document,
 // or a base URI set by $id).
-func schemaCost(root map[string]any) (cost uint64, deep bool, err error) {
-	return weightedCost(root, checkWeight, MaxSchemaCost+1)
-}
-
-// checkWeight is what checking a place against s alone costs: one check,
-// and one more for each member of its enum (compared with the place one
-// by one) and each name its required, dependentRequired and dependencies
-// list (looked up in the place, and a missing one named in the error).
-func checkWeight(s map[string]any) uint64 {
-	w := uint64(1)
-	if enum, ok := s["enum"].([]any); ok {
-		w += uint64(len(enum))
-	}
-	if req, ok := s["required"].([]any); ok {
-		w += uint64(len(req))
-	}
-	for _, k := range []string{"dependentRequired", "dependencies"} {
-		deps, _ := s[k].(map[string]any)
-		for _, v := range deps {
-			w++
-			if names, ok := v.([]any); ok {
-				w += uint64(len(names))
-			}
-		}
-	}
-	return w
-}
-
-// patternWeight is the pattern instructions checking a place against s
-// alone matches a string with: its pattern's, and its patternProperties'
-// (each matched against every key of an object), as checkPatterns
-// counted them.
-func patternWeight(insts map[string]int) func(map[string]any) uint64 {
-	return func(s map[string]any) uint64 {
-		var w uint64
-		if p, ok := s["pattern"].(string); ok {
-			w += uint64(insts[p])
-		}
-		pp, _ := s["patternProperties"].(map[string]any)
-		for p := range pp {
-			w += uint64(insts[p])
-		}
-		return w
-	}
-}
-
-// checkPatterns bounds every regular expression of a schema (pattern and
-// patternProperties) before the library compiles it, naming the place of
-// the first one out of bounds, and returns the instructions of each.
-func checkPatterns(root any) (map[string]int, error) {
-	insts := map[string]int{}
-	var walk func(v any, at string) error
-	try := func(p, at string) error {
-		if _, done := insts[p]; done {
-			return nil
-		}
-		n, err := compilePattern(p)
-		if err != nil {
-			return fmt.Errorf("the pattern at %s: %w", at, err)
-		}
-		insts[p] = n
-		return nil
-	}
-	walk = func(v any, at string) error {
-		switch v := v.(type) {
-		case []any:
-			for i, x := range v {
-				if err := walk(x, at+"/"+strconv.Itoa(i)); err != nil {
-					return err
-				}
-			}
-		case map[string]any:
-			for _, k := range slices.Sorted(maps.Keys(v)) {
-				here := at + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
-				if p, ok := v[k].(string); ok && k == "pattern" {
-					if err := try(p, here); err != nil {
-						return err
-					}
-				}
-				if pp, ok := v[k].(map[string]any); ok && k == "patternProperties" {
-					for _, p := range slices.Sorted(maps.Keys(pp)) {
-						if err := try(p, here); err != nil {
-							return err
-						}
-					}
-				}
-				if err := walk(v[k], here); err != nil {
-					return err
-				}
-			}
-		}
-		return nil
-	}
-	return insts, walk(root, "")
-}
-
-// weightedCost is schemaCost with each subschema's own check weighing
-// weight(s) instead of one, saturating at limit.
-func weightedCost(root map[string]any, weight func(map[string]any) uint64, limit uint64) (cost uint64, deep bool, err error) {
-	c := &coster{
-		root:   root,
-		weight: weight,
-		limit:  limit,
-		nodes:  map[uintptr]*costNode{},
-	}
+func schemaCost(root map[string]any) (cost costs, deep bool, err error) {
+	c := &coster{root: root, insts: map[string]int{}, nodes: map[uintptr]*costNode{},
+		anchors: map[string][]*costNode{}, dyn: map[string][]*costNode{}}
 	rootNode, err := c.collect(root)
 	if err != nil {
-		return 0, false, err
+		return costs{}, false, err
 	}
 	for _, n := range c.order {
 		if err := c.inPlace(n); err != nil {
-			return 0, false, err
+			return costs{}, false, err
 		}
 	}
-	// f[n] is the most checks at one place at most d levels below a place
+	// f[n] is the most cost at one place at most d levels below a place
 	// where n is checked once.
-	f := make(map[*costNode]uint64, len(c.order))
+	f := make(map[*costNode]costs, len(c.order))
 	for _, n := range c.order {
 		f[n] = n.ip
 	}
 	for d := 1; d <= MaxArgumentDepth; d++ {
-		next := make(map[*costNode]uint64, len(c.order))
+		next := make(map[*costNode]costs, len(c.order))
 		stable := true
 		for _, n := range c.order {
-			v := n.ip
 			wild := c.sum(n.slots[slotAnyProperty], f)
-			v = max(v, wild)
+			v := maxCosts(n.ip, wild)
 			for slot, ts := range n.slots {
 				if slot == slotAnyProperty {
 					continue
 				}
 				s := c.sum(ts, f)
 				if slot != slotItems {
-					s = c.add(s, wild) // a named property also gets the patterns'
+					s = addCosts(s, wild) // a named property also gets the patterns'
 				}
-				v = max(v, s)
+				v = maxCosts(v, s)
 			}
 			next[n] = v
-			if v != f[n] {
-				stable = false
-			}
+			stable = stable && v == f[n]
 		}
 		f = next
 		if stable {
 			return f[rootNode], false, nil
 		}
-		if f[rootNode] >= c.limit {
-			return c.limit, true, nil
+		if r := f[rootNode]; r[0] >= costLimits[0] || r[1] >= costLimits[1] {
+			return r, true, nil
 		}
 	}
 	return f[rootNode], true, nil
+}
+
+// weight is what checking a place against s alone costs. In checks: one,
+// and one more for each member of its enum (compared with the place one
+// by one) and each name its required, dependentRequired and dependencies
+// list (looked up in the place, and a missing one named in the error). In
+// pattern instructions: its pattern's, and its patternProperties' (each
+// matched against every key of an object).
+func (c *coster) weight(s map[string]any) costs {
+	w := costs{1, 0}
+	if enum, ok := s["enum"].([]any); ok {
+		w[0] += uint64(len(enum))
+	}
+	if req, ok := s["required"].([]any); ok {
+		w[0] += uint64(len(req))
+	}
+	for _, k := range []string{"dependentRequired", "dependencies"} {
+		deps, _ := s[k].(map[string]any)
+		for _, v := range deps {
+			w[0]++
+			if names, ok := v.([]any); ok {
+				w[0] += uint64(len(names))
+			}
+		}
+	}
+	if p, ok := s["pattern"].(string); ok {
+		w[1] += uint64(c.insts[p])
+	}
+	pp, _ := s["patternProperties"].(map[string]any)
+	for p := range pp {
+		w[1] += uint64(c.insts[p])
+	}
+	return minCosts(w, costLimits)
 }
 
 // The places below a value a subschema applies to, besides properties by
@@ -302,8 +256,7 @@ const (
 
 type coster struct {
 	root    map[string]any
-	weight  func(map[string]any) uint64
-	limit   uint64
+	insts   map[string]int
 	nodes   map[uintptr]*costNode
 	order   []*costNode
 	anchors map[string][]*costNode // "$anchor" or "$dynamicAnchor" name -> schemas
@@ -318,26 +271,39 @@ type costNode struct {
 	inplace []*costNode            // with repeats: each is checked at the same place
 	own     map[string][]*costNode // applied to the places below
 	state   uint8                  // 0 new, 1 being computed, 2 done
-	ip      uint64                 // checks at its place, itself included
+	ip      costs                  // at its place, itself included
 	slots   map[string]map[*costNode]uint64
 }
 
-func (c *coster) add(a, b uint64) uint64 { return min(a+b, c.limit) }
+// The sums and products of costs saturate at costLimits; a number of
+// applications saturates at the larger limit, which saturates any
+// product with it.
+func addCosts(a, b costs) costs { return minCosts(costs{a[0] + b[0], a[1] + b[1]}, costLimits) }
 
-func (c *coster) mul(a, b uint64) uint64 {
-	if a == 0 || b == 0 {
-		return 0
+func minCosts(a, b costs) costs { return costs{min(a[0], b[0]), min(a[1], b[1])} }
+
+func maxCosts(a, b costs) costs { return costs{max(a[0], b[0]), max(a[1], b[1])} }
+
+func addTimes(a, b uint64) uint64 { return min(a+b, costLimits[1]) }
+
+func mulCosts(times uint64, f costs) costs {
+	var out costs
+	for i, v := range f {
+		switch {
+		case times == 0 || v == 0:
+		case times >= costLimits[i] || v >= costLimits[i] || times > costLimits[i]/v:
+			out[i] = costLimits[i]
+		default:
+			out[i] = min(times*v, costLimits[i])
+		}
 	}
-	if a >= c.limit || b >= c.limit || a > c.limit/b {
-		return c.limit
-	}
-	return min(a*b, c.limit)
+	return out
 }
 
-func (c *coster) sum(ts map[*costNode]uint64, f map[*costNode]uint64) uint64 {
-	var s uint64
+func (c *coster) sum(ts map[*costNode]uint64, f map[*costNode]costs) costs {
+	var s costs
 	for t, m := range ts {
-		s = c.add(s, c.mul(m, f[t]))
+		s = addCosts(s, mulCosts(m, f[t]))
 	}
 	return s
 }
@@ -374,7 +340,7 @@ func (c *coster) node(v any, at string) (*costNode, error) {
 // collect finds every subschema reachable from root, and the targets each
 // reference may resolve to.
 func (c *coster) collect(root map[string]any) (*costNode, error) {
-	if err := c.indexAnchors(root, ""); err != nil {
+	if err := c.scan(root, "", false); err != nil {
 		return nil, err
 	}
 	rootNode, err := c.node(root, "")
@@ -465,26 +431,28 @@ func where(at string) string {
 	return at
 }
 
-// indexAnchors records the schemas that carry $anchor or $dynamicAnchor,
-// and refuses $id below the root: it moves the base of the references
-// under it, which the cost does not follow.
-func (c *coster) indexAnchors(v any, at string) error {
+// scan walks the whole schema once, before anything else reads it: it
+// bounds every regular expression (pattern, and the names of
+// patternProperties) before the library compiles it, naming the place of
+// the first one out of bounds, and keeps the instructions of each; it
+// records the schemas that carry $anchor or $dynamicAnchor; and it refuses
+// $id below the root: it moves the base of the references under it, which
+// the cost does not follow. Values (enum, const, default, examples) are
+// searched for patterns only.
+func (c *coster) scan(v any, at string, value bool) error {
 	switch v := v.(type) {
 	case []any:
 		for i, x := range v {
-			if err := c.indexAnchors(x, at+"/"+strconv.Itoa(i)); err != nil {
+			if err := c.scan(x, at+"/"+strconv.Itoa(i), value); err != nil {
 				return err
 			}
 		}
 	case map[string]any:
-		if c.anchors == nil {
-			c.anchors, c.dyn = map[string][]*costNode{}, map[string][]*costNode{}
-		}
-		if _, ok := v["$id"].(string); ok && at != "" {
+		if _, ok := v["$id"].(string); ok && at != "" && !value {
 			return fmt.Errorf("%s sets $id: specloop bounds only schemas whose references are JSON pointers or anchors", at)
 		}
 		for _, k := range []string{"$anchor", "$dynamicAnchor"} {
-			if name, ok := v[k].(string); ok {
+			if name, ok := v[k].(string); ok && !value {
 				n, err := c.node(v, at)
 				if err != nil {
 					return err
@@ -496,14 +464,37 @@ func (c *coster) indexAnchors(v any, at string) error {
 			}
 		}
 		for _, k := range slices.Sorted(maps.Keys(v)) {
-			if k == "enum" || k == "const" || k == "default" || k == "examples" {
-				continue // values, not schemas
+			here := at + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+			if p, ok := v[k].(string); ok && k == "pattern" {
+				if err := c.pattern(p, here); err != nil {
+					return err
+				}
 			}
-			if err := c.indexAnchors(v[k], at+"/"+k); err != nil {
+			if pp, ok := v[k].(map[string]any); ok && k == "patternProperties" {
+				for _, p := range slices.Sorted(maps.Keys(pp)) {
+					if err := c.pattern(p, here); err != nil {
+						return err
+					}
+				}
+			}
+			if err := c.scan(v[k], here, value || k == "enum" || k == "const" || k == "default" || k == "examples"); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// pattern bounds a pattern of the schema, found at at, once.
+func (c *coster) pattern(p, at string) error {
+	if _, done := c.insts[p]; done {
+		return nil
+	}
+	n, err := compilePattern(p)
+	if err != nil {
+		return fmt.Errorf("the pattern at %s: %w", at, err)
+	}
+	c.insts[p] = n
 	return nil
 }
 
@@ -555,7 +546,7 @@ func (c *coster) inPlace(n *costNode) error {
 		return fmt.Errorf("it refers to itself (%s) without descending into the value", where(n.at))
 	}
 	n.state = 1
-	n.ip = min(c.weight(n.s), c.limit)
+	n.ip = c.weight(n.s)
 	n.slots = map[string]map[*costNode]uint64{}
 	for slot, ts := range n.own {
 		m := n.slots[slot]
@@ -564,7 +555,7 @@ func (c *coster) inPlace(n *costNode) error {
 			n.slots[slot] = m
 		}
 		for _, t := range ts {
-			m[t] = c.add(m[t], 1)
+			m[t] = addTimes(m[t], 1)
 		}
 		if err := c.charge(len(ts)); err != nil {
 			return err
@@ -574,7 +565,7 @@ func (c *coster) inPlace(n *costNode) error {
 		if err := c.inPlace(u); err != nil {
 			return err
 		}
-		n.ip = c.add(n.ip, u.ip)
+		n.ip = addCosts(n.ip, u.ip)
 		for slot, ts := range u.slots {
 			m := n.slots[slot]
 			if m == nil {
@@ -582,7 +573,7 @@ func (c *coster) inPlace(n *costNode) error {
 				n.slots[slot] = m
 			}
 			for t, k := range ts {
-				m[t] = c.add(m[t], k)
+				m[t] = addTimes(m[t], k)
 			}
 			if err := c.charge(len(ts)); err != nil {
 				return err
@@ -607,22 +598,14 @@ type validator struct {
 // one place specloop compiles schemas) after bounding its patterns and
 // its cost.
 func newValidator(root map[string]any) (*validator, error) {
-	insts, err := checkPatterns(root)
-	if err != nil {
-		return nil, err
-	}
 	cost, deep, err := schemaCost(root)
 	if err != nil {
 		return nil, err
 	}
-	if cost > MaxSchemaCost {
+	if cost[0] > MaxSchemaCost {
 		return nil, fmt.Errorf("validating one value could take more than %d checks against its subschemas and enum members, over the budget specloop allows (its oneOf/anyOf/allOf branches multiply along $ref chains)", MaxSchemaCost)
 	}
-	pattern, pdeep, err := weightedCost(root, patternWeight(insts), MaxPatternWork+1)
-	if err != nil {
-		return nil, err
-	}
-	if pattern > MaxPatternWork/1024 {
+	if cost[1] > MaxPatternWork/1024 {
 		return nil, fmt.Errorf("its patterns could match one string with more than %d regular expression instructions, over the budget specloop allows", MaxPatternWork/1024)
 	}
 	sv, err := schema.Compile(root, schema.Neither)
@@ -630,7 +613,7 @@ func newValidator(root map[string]any) (*validator, error) {
 		why := strings.TrimPrefix(err.Error(), "schema: ")
 		return nil, fmt.Errorf("it is not a valid JSON Schema: %s", textclip.Clip(why, 300))
 	}
-	return &validator{schema: sv, root: root, cost: max(cost, 1), pattern: pattern, deep: deep || pdeep}, nil
+	return &validator{schema: sv, root: root, cost: max(cost[0], 1), pattern: cost[1], deep: deep}, nil
 }
 
 // compilePattern checks a schema's regular expression (pattern or a
@@ -662,55 +645,12 @@ func compilePattern(s string) (int, error) {
 	return len(prog.Inst), nil
 }
 
-// stringBytes is the bytes of the strings in v, its keys included, and
-// one more for each (matching the empty string takes a step too),
-// stopping past limit.
-func stringBytes(v any, limit int) int {
-	return tally(v, limit, func(x any) int {
-		if s, ok := x.(string); ok {
-			return len(s) + 1
-		}
-		return 0
-	}, func(k string) int { return len(k) + 1 })
-}
-
-// tally walks v (v itself, and every member and item within), adding
-// value(x) for each value x and key(k) for each object key, and stops
-// past limit.
-func tally(v any, limit int, value func(any) int, key func(string) int) int {
-	n := value(v)
-	switch v := v.(type) {
-	case map[string]any:
-		for k, x := range v {
-			if n > limit {
-				break
-			}
-			n += key(k)
-			n += tally(x, limit-n, value, key)
-		}
-	case []any:
-		for _, x := range v {
-			if n > limit {
-				break
-			}
-			n += tally(x, limit-n, value, key)
-		}
-	}
-	return n
-}
-
 // errTooDeep is a value nesting deeper than a recursive schema is checked
 // for.
 var errTooDeep = fmt.Errorf("the value nests deeper than %d levels, more than this tool's recursive schema is checked for", MaxArgumentDepth)
 
 // errTooMuchWork is a value with too many places for a schema's cost.
 var errTooMuchWork = errors.New("too many values to check")
-
-// countValues counts the values in v (v itself, and every member and item
-// within), stopping past limit.
-func countValues(v any, limit int) int {
-	return tally(v, limit, func(any) int { return 1 }, func(string) int { return 0 })
-}
 
 // runValidate is the validation itself; tests replace it.
 var runValidate = func(s *schema.Validator, v any) error { return s.Validate(v) }
@@ -720,18 +660,23 @@ var runValidate = func(s *schema.Validator, v any) error { return s.Validate(v) 
 // cost times the values in v, at most MaxValidationWork), so a validation
 // left behind ends soon after.
 func (vd *validator) validate(ctx context.Context, v any) error {
-	if vd.deep && jsonDepth(v, MaxArgumentDepth+1) > MaxArgumentDepth {
-		return errTooDeep
-	}
-	if limit := int(MaxValidationWork / vd.cost); countValues(v, limit) > limit {
-		return fmt.Errorf("%w: it holds more than %d values, which with this tool's schema (%d checks a value) is more than the %d checks specloop spends on one value",
-			errTooMuchWork, limit, vd.cost, MaxValidationWork)
+	limit := unlimited
+	limit.values = int(MaxValidationWork / vd.cost)
+	if vd.deep {
+		limit.depth = MaxArgumentDepth
 	}
 	if vd.pattern > 0 {
-		if limit := int(MaxPatternWork / vd.pattern); stringBytes(v, limit) > limit {
-			return fmt.Errorf("%w: its strings hold more than %d bytes, which with this tool's patterns (%d instructions a string) is more than the %d specloop matches for one value",
-				errTooMuchWork, limit, vd.pattern, MaxPatternWork)
-		}
+		limit.bytes = int(MaxPatternWork / vd.pattern)
+	}
+	switch n := measure(v, limit); {
+	case n.depth > limit.depth:
+		return errTooDeep
+	case n.values > limit.values:
+		return fmt.Errorf("%w: it holds more than %d values, which with this tool's schema (%d checks a value) is more than the %d checks specloop spends on one value",
+			errTooMuchWork, limit.values, vd.cost, MaxValidationWork)
+	case n.bytes > limit.bytes:
+		return fmt.Errorf("%w: its strings hold more than %d bytes, which with this tool's patterns (%d instructions a string) is more than the %d specloop matches for one value",
+			errTooMuchWork, limit.bytes, vd.pattern, MaxPatternWork)
 	}
 	if err := ctx.Err(); err != nil {
 		return err

@@ -149,8 +149,8 @@ func TestStringBytes(t *testing.T) {
 		{map[string]any{"": ""}, 2},
 		{[]any{"", 1.0, map[string]any{"ab": nil}}, 4},
 	} {
-		if got := stringBytes(tc.v, 1<<20); got != tc.want {
-			t.Errorf("stringBytes(%v) = %d, want %d", tc.v, got, tc.want)
+		if got := measure(tc.v, unlimited).bytes; got != tc.want {
+			t.Errorf("measure(%v).bytes = %d, want %d", tc.v, got, tc.want)
 		}
 	}
 }

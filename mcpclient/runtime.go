@@ -65,12 +65,12 @@ func NewRuntime(base agent.ToolRuntime, sessions ...*Session) (*Runtime, error) 
 	if base == nil {
 		return nil, errors.New("mcpclient: a base runtime is required")
 	}
-	r := &Runtime{base: base, sessions: sessions, tools: map[string]*tool{}, builtin: map[string]bool{}}
-	seen := map[string]bool{}
-	for _, s := range base.Specs() {
-		seen[s.Name], r.builtin[s.Name] = true, true
+	r := &Runtime{base: base, sessions: sessions, tools: map[string]*tool{}, builtin: map[string]bool{}, specs: slices.Clone(base.Specs())}
+	names := make([]string, 0, len(r.specs))
+	for _, s := range r.specs {
+		r.builtin[s.Name] = true
+		names = append(names, s.Name)
 	}
-	r.specs = slices.Clone(base.Specs())
 	n := 0
 	for _, s := range sessions {
 		n += len(s.tools)
@@ -80,17 +80,13 @@ func NewRuntime(base agent.ToolRuntime, sessions ...*Session) (*Runtime, error) 
 	}
 	for _, s := range sessions {
 		for _, t := range s.tools {
-			if seen[t.spec.Name] {
+			if r.builtin[t.spec.Name] || r.tools[t.spec.Name] != nil {
 				return nil, fmt.Errorf("mcpclient: the tool %s is offered twice (is the server name %q given twice?)", t.spec.Name, s.server.Name)
 			}
-			seen[t.spec.Name] = true
 			r.tools[t.spec.Name] = t
 			r.specs = append(r.specs, t.spec)
+			names = append(names, t.spec.Name)
 		}
-	}
-	names := make([]string, len(r.specs))
-	for i, s := range r.specs {
-		names[i] = s.Name
 	}
 	r.names = strings.Join(names, ", ")
 	return r, nil
@@ -154,9 +150,6 @@ func (r *Runtime) Call(ctx context.Context, call *gen.ToolCall) (gen.Observation
 	if err := t.input.validate(ctx, args); err != nil {
 		if ctx.Err() != nil {
 			return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled"), nil
-		}
-		if errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork) {
-			return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %s", call.ToolName, err)), nil
 		}
 		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %s", call.ToolName, describe(err))), nil
 	}

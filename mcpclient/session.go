@@ -15,7 +15,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/specloop/specloop/gen"
@@ -154,46 +153,46 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		_ = cs.Wait()
 		close(s.ended)
 	}()
-	var clipped []string
-	size := 0
-	for t, err := range cs.Tools(ctx, nil) {
-		if err != nil {
-			s.Close()
-			return nil, s.errorf("cannot list its tools: %w", err)
-		}
-		if len(s.tools) == MaxToolsPerServer {
-			s.Close()
-			return nil, s.errorf("it offers more than %d tools, the most specloop takes from one server", MaxToolsPerServer)
-		}
-		bt, err := s.bind(t)
-		if err != nil {
-			s.Close()
-			return nil, s.errorf("%w", err)
-		}
-		if bt.clipped {
-			clipped = append(clipped, t.Name)
-		}
-		size += bt.size()
-		if size > MaxServerBytes {
-			s.Close()
-			return nil, s.errorf("its tools' descriptions and schemas come to more than %d MiB (at tool %q), the most specloop sends the model of one server", MaxServerBytes>>20, t.Name)
-		}
-		s.tools = append(s.tools, bt)
+	clipped, err := s.list(ctx)
+	if err != nil {
+		s.Close()
+		return nil, s.errorf("%w", err)
 	}
 	if len(clipped) > 0 {
-		s.warn(fmt.Sprintf("the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped",
-			len(clipped), strings.Join(clipped, ", "), MaxDescriptionBytes>>10, MaxDescriptionBytes>>10), cfg.Stderr)
+		msg := fmt.Sprintf("mcp server %q: the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped",
+			s.server.Name, len(clipped), strings.Join(clipped, ", "), MaxDescriptionBytes>>10, MaxDescriptionBytes>>10)
+		s.warnings = append(s.warnings, msg)
+		if cfg.Stderr != nil {
+			fmt.Fprintf(cfg.Stderr, "specloop: warning: %s\n", msg)
+		}
 	}
 	return s, nil
 }
 
-// warn records a warning about the server, and writes it to w when set.
-func (s *Session) warn(msg string, w io.Writer) {
-	msg = fmt.Sprintf("mcp server %q: %s", s.server.Name, msg)
-	s.warnings = append(s.warnings, msg)
-	if w != nil {
-		fmt.Fprintf(w, "specloop: warning: %s\n", msg)
+// list lists the server's tools and binds them within the caps; clipped
+// are those whose descriptions were clipped.
+func (s *Session) list(ctx context.Context) (clipped []string, err error) {
+	size := 0
+	for t, err := range s.cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, fmt.Errorf("cannot list its tools: %w", err)
+		}
+		if len(s.tools) == MaxToolsPerServer {
+			return nil, fmt.Errorf("it offers more than %d tools, the most specloop takes from one server", MaxToolsPerServer)
+		}
+		bt, err := s.bind(t)
+		if err != nil {
+			return nil, err
+		}
+		if bt.clipped {
+			clipped = append(clipped, t.Name)
+		}
+		if size += bt.size(); size > MaxServerBytes {
+			return nil, fmt.Errorf("its tools' descriptions and schemas come to more than %d MiB (at tool %q), the most specloop sends the model of one server", MaxServerBytes>>20, t.Name)
+		}
+		s.tools = append(s.tools, bt)
 	}
+	return clipped, nil
 }
 
 // Warnings are what Connect clipped or otherwise changed of what the
@@ -303,9 +302,6 @@ func (s *Session) scrub(msg string) string {
 	}
 	return msg
 }
-
-// Name is the server's name, the prefix of its tools.
-func (s *Session) Name() string { return s.server.Name }
 
 // Specs returns the specs of the server's tools as the model sees them
 // (NAME__tool), in the order the server listed them.
@@ -478,11 +474,7 @@ func (t *tool) call(ctx context.Context, obs gen.Observation, args map[string]an
 				if ctx.Err() != nil {
 					return fail(obs, gen.ErrorCodeCancelled, "the tool call was cancelled")
 				}
-				why := describe(err)
-				if errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork) {
-					why = err.Error()
-				}
-				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, why))
+				return fail(obs, gen.ErrorCodeMcpUnavailable, fmt.Sprintf("the MCP server %s broke the protocol: the structured result does not match the tool's output schema (%s)", s.server.Name, describe(err)))
 			}
 		}
 		if m, ok := res.StructuredContent.(map[string]any); ok && t.output != nil {
@@ -518,23 +510,22 @@ func contentText(content []mcp.Content) string {
 	}
 	text := strings.Join(parts, "\n")
 	if len(text) > MaxContentBytes {
-		n := MaxContentBytes
-		for n > 0 && !utf8.RuneStart(text[n]) {
-			n--
-		}
-		text = text[:n] + fmt.Sprintf("\n[the result was clipped: %d bytes in all]", len(text))
+		text = textclip.Head(text, MaxContentBytes) + fmt.Sprintf("\n[the result was clipped: %d bytes in all]", len(text))
 	}
 	return text
 }
 
 // describe says where and why a value fails a schema, naming the JSON
-// pointer of the value, never the value.
+// pointer of the value, never the value, or which bound it is over.
 func describe(err error) string {
 	var se *schema.Error
-	if !errors.As(err, &se) {
-		return "it does not match the schema"
+	switch {
+	case errors.Is(err, errTooDeep) || errors.Is(err, errTooMuchWork):
+		return err.Error()
+	case errors.As(err, &se):
+		return se.Error()
 	}
-	return se.Error()
+	return "it does not match the schema"
 }
 
 // fail makes obs the error Observation of code; the loop clips long

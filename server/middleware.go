@@ -1,12 +1,11 @@
 package server
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"crypto/subtle"
+	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"math"
 	"net/http"
 	"net/url"
@@ -15,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	echomw "github.com/labstack/echo/v4/middleware"
@@ -25,29 +23,12 @@ import (
 	"github.com/specloop/specloop/internal/textclip"
 )
 
-// The middleware, outermost first: telemetry (with Config.Telemetry; see
-// telemetry.go) → access log → recover → write deadlines
+// The middleware, outermost first: the access log and telemetry (see
+// telemetry.go) → recover → write deadlines
 // → Host check → cross-origin check → body limit → auth → body read (under ReadTimeout) →
 // request validation against the spec → the strict handlers; the event
 // stream adds its stream cap. edges.go has the write deadlines, the Host
 // check, the cross-origin check, the body read and the stream cap.
-
-// accessLog logs each request at debug level: method, route, status and
-// duration; never headers, query strings or bodies.
-func (s *Server) accessLog(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		if !s.log.Enabled(c.Request().Context(), slog.LevelDebug) {
-			return next(c)
-		}
-		t0 := time.Now()
-		err := next(c)
-		if err != nil {
-			c.Error(err)
-		}
-		s.log.Debug("request", "method", c.Request().Method, "route", c.Path(), "status", c.Response().Status, "duration", time.Since(t0))
-		return nil
-	}
-}
 
 // recoverer turns a panic into a 500 and logs it with its stack.
 func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
@@ -74,7 +55,7 @@ func (s *Server) bodyLimit() echo.MiddlewareFunc {
 // everything through.
 func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.tokenHash == nil || s.public[c.Request().Method+" "+c.Path()] {
+		if s.tokenHash == nil || s.public[route(c)] {
 			return next(c)
 		}
 		h := c.Request().Header.Get(echo.HeaderAuthorization)
@@ -92,34 +73,18 @@ func (s *Server) auth(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// publicOperations lists "METHOD /echo/path" of the operations whose
-// security is explicitly empty in the spec.
-func publicOperations() map[string]bool {
-	public := map[string]bool{}
+// operations are the spec's operations by their echo routes, "METHOD
+// /echo/path" (an OpenAPI path template {id} is echo's :id).
+var operations = sync.OnceValue(func() map[string]gen.SpecOperation {
+	ops := map[string]gen.SpecOperation{}
 	for _, op := range gen.Operations() {
-		if op.Public {
-			public[op.Method+" "+echoPath(op.Path)] = true
-		}
+		ops[op.Method+" "+strings.NewReplacer("{", ":", "}", "").Replace(op.Path)] = op
 	}
-	return public
-}
+	return ops
+})
 
-// echoPath turns an OpenAPI path template into echo's form: {id} → :id.
-func echoPath(p string) string {
-	var b strings.Builder
-	for {
-		i := strings.IndexByte(p, '{')
-		j := strings.IndexByte(p, '}')
-		if i < 0 || j < i {
-			b.WriteString(p)
-			return b.String()
-		}
-		b.WriteString(p[:i])
-		b.WriteByte(':')
-		b.WriteString(p[i+1 : j])
-		p = p[j+1:]
-	}
-}
+// route is the request's echo route, "METHOD /echo/path".
+func route(c echo.Context) string { return c.Request().Method + " " + c.Path() }
 
 // validator validates every request against the spec: each operation's
 // path, query and header parameters and its JSON body against their
@@ -137,27 +102,26 @@ func (s *Server) validator() (echo.MiddlewareFunc, error) {
 	checks := map[string]func() (*opCheck, error){}
 	for _, p := range doc.Paths {
 		for method, op := range p.Operations {
-			key := method + " " + echoPath(p.Path)
+			key := method + " " + strings.NewReplacer("{", ":", "}", "").Replace(p.Path)
 			checks[key] = sync.OnceValues(func() (*opCheck, error) { return compileOp(op, key == "POST "+toolRoute) })
 		}
 	}
-	return s.strictBefore(func(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			key := c.Request().Method + " " + c.Path()
-			check, ok := checks[key]
-			if !s.routes[key] || !ok {
+			check, ok := checks[route(c)]
+			if !s.routes[route(c)] || !ok {
 				return next(c)
 			}
 			oc, err := check()
 			if err != nil {
-				return fmt.Errorf("the spec's %s: %w", key, err)
+				return fmt.Errorf("the spec's %s: %w", route(c), err)
 			}
 			if p := oc.validate(c); p != nil {
 				return p
 			}
 			return next(c)
 		}
-	}), nil
+	}, nil
 }
 
 // opCheck validates the requests of one operation.
@@ -235,16 +199,10 @@ func (oc *opCheck) validate(c echo.Context) *problemError {
 	}
 	value := req.Context().Value(bodyKey{})
 	if value == nil {
-		// strictJSON decodes every non-empty JSON body.
-		data, _ := io.ReadAll(req.Body)
-		req.Body = io.NopCloser(bytes.NewReader(data))
-		if len(bytes.TrimSpace(data)) == 0 {
-			return problemf(http.StatusBadRequest, "the request body is required")
-		}
-		return &problemError{status: http.StatusBadRequest, field: "Content-Type", detail: "the request body must be application/json"}
+		return noBody(req, "the request body is required")
 	}
 	if err := oc.body.Validate(value); err != nil {
-		return bodyProblem(schemaErr(err))
+		return fieldProblem(schemaErr(err), "the body", "has a property that is not allowed")
 	}
 	// The generated wrappers bind the value validated, matching member
 	// names exactly, rather than decode the body again case-insensitively.
@@ -290,22 +248,41 @@ func paramValue(text string, s map[string]any) (any, string) {
 	return text, ""
 }
 
-// bodyProblem is the 400 of a body that does not match its schema: it
-// names the field, or, for a property the schema does not declare (the
-// client's text), the object holding it and the properties it allows.
-func bodyProblem(e *schema.Error) *problemError {
+// fieldProblem is the 400 of a value (subject: the body, a tool's input)
+// that does not match its schema: it names the field, or, for a property
+// the schema does not declare (the client's text), the object holding it,
+// why (unknown) and the properties it allows.
+func fieldProblem(e *schema.Error, subject, unknown string) *problemError {
 	ptr, reason := e.Pointer, e.Reason
 	if e.Unknown {
-		ptr, reason = ptr[:strings.LastIndexByte(ptr, '/')], "has a property that is not allowed"
+		ptr, reason = ptr[:strings.LastIndexByte(ptr, '/')], unknown
 		if len(e.Allowed) > 0 {
 			reason += " (allowed: " + strings.Join(e.Allowed, ", ") + ")"
 		}
 	}
-	ptr = textclip.Clip(ptr, 512)
+	ptr = textclip.Clip(ptr, schema.MaxPointer)
 	if ptr == "" {
-		return badField("", "the body %s", reason)
+		return problemf(http.StatusBadRequest, "%s %s", subject, reason)
 	}
 	return badField(ptr, "field %q: %s", ptr, reason)
+}
+
+// noBody is the 400 of a request without the JSON body it needs (detail
+// says which): none, or one that is not JSON.
+func noBody(req *http.Request, detail string) *problemError {
+	if req.ContentLength != 0 && !isJSON(req.Header.Get(echo.HeaderContentType)) {
+		return &problemError{status: http.StatusBadRequest, field: "Content-Type", detail: "the request body must be application/json"}
+	}
+	return problemf(http.StatusBadRequest, "%s", detail)
+}
+
+// schemaErr is the *schema.Error err holds, or one for the whole value.
+func schemaErr(err error) *schema.Error {
+	var se *schema.Error
+	if errors.As(err, &se) {
+		return se
+	}
+	return &schema.Error{Reason: "does not match its schema"}
 }
 
 // noStore marks the event stream as not cacheable, for proxies too.

@@ -10,7 +10,6 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/textclip"
-	"github.com/specloop/specloop/tools"
 )
 
 // problemContentType is the media type of every error response (RFC 9457).
@@ -154,15 +153,4 @@ func (s *Server) fromHTTPError(he *echo.HTTPError, c echo.Context) *problemError
 	}
 	s.log.Error("request failed", "route", c.Path(), "status", he.Code, "err", he.Internal)
 	return problemf(http.StatusInternalServerError, "the server failed; see its log")
-}
-
-// toolErrorDetail is the detail of a tool's 422: what the spec's ErrorCode
-// schema says code means. It is the spec's text, never the tool's message,
-// which is written for the model and quotes the path, glob or expression it
-// was given.
-func toolErrorDetail(reg *tools.Registry, code gen.ErrorCode) string {
-	if m := reg.ErrorMeaning(code); m != "" {
-		return m
-	}
-	return "the tool failed with an error code the spec does not define"
 }

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -14,7 +15,8 @@ import (
 )
 
 // The run operations: each is its runner.Runner method, with the runner's
-// refusals (runner.Error) answered as problems.
+// refusals (runner.Error) answered as problems. A JSON body is never nil:
+// request validation requires it.
 
 // runProblem maps a runner.Error to its problem; other errors pass.
 func runProblem(err error) error {
@@ -38,9 +40,6 @@ func runProblem(err error) error {
 // CreateRun accepts a run (runner.Runner.Create). The 202 is sent only
 // once the run is on disk.
 func (s api) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) (gen.CreateRunResponseObject, error) {
-	if req.Body == nil {
-		return nil, problemf(http.StatusBadRequest, "the request body is required")
-	}
 	v, err := s.rn.Create(ctx, *req.Body)
 	if err != nil {
 		return nil, runProblem(err)
@@ -63,15 +62,8 @@ const defaultPageSize = gen.DefaultListRunsParamsLimit
 
 // ListRuns returns one page of runs, newest first.
 func (s api) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
-	limit := defaultPageSize
-	if req.Params.Limit != nil {
-		limit = *req.Params.Limit
-	}
-	var cursor string
-	if req.Params.Cursor != nil {
-		cursor = *req.Params.Cursor
-	}
-	runs, next, err := s.rn.List(req.Params.Status, limit, cursor)
+	// The spec's minimum limit is 1: 0 is its absence.
+	runs, next, err := s.rn.List(req.Params.Status, cmp.Or(deref(req.Params.Limit), defaultPageSize), deref(req.Params.Cursor))
 	if err != nil {
 		return nil, runProblem(err)
 	}
@@ -96,9 +88,6 @@ func (s api) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.C
 // person's message (runner.Runner.Continue): the next turn of its
 // conversation.
 func (s api) ContinueRun(ctx context.Context, req gen.ContinueRunRequestObject) (gen.ContinueRunResponseObject, error) {
-	if req.Body == nil {
-		return nil, problemf(http.StatusBadRequest, "the request body is required")
-	}
 	v, err := s.rn.Continue(ctx, req.RunId, *req.Body)
 	if err != nil {
 		return nil, runProblem(err)
@@ -126,12 +115,8 @@ func (s api) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject
 	if _, err := s.rn.Get(req.RunId); err != nil {
 		return nil, runProblem(err)
 	}
-	content := req.Params.Content != nil && *req.Params.Content
-	after, seq := 0, 0
-	switch {
-	case req.Params.After != nil:
-		after = *req.Params.After
-	case req.Params.LastEventID != nil:
+	after, seq := deref(req.Params.After), 0
+	if req.Params.After == nil && req.Params.LastEventID != nil {
 		// "P", or "P:S" from a stream with content.
 		p, q, hasSeq := strings.Cut(*req.Params.LastEventID, ":")
 		n, err := strconv.Atoi(p)
@@ -146,7 +131,7 @@ func (s api) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject
 	}
 	var body io.ReadCloser
 	var err error
-	if content {
+	if deref(req.Params.Content) {
 		body, err = s.rn.ContentEvents(ctx, req.RunId, after, seq)
 	} else {
 		body, err = s.rn.Events(ctx, req.RunId, after)
@@ -169,14 +154,7 @@ func (s api) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject
 
 // DecideApproval approves or denies the run's pending call call_id.
 func (s api) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
-	if req.Body == nil {
-		return nil, problemf(http.StatusBadRequest, "the request body is required")
-	}
-	a := agent.Approval{Decision: req.Body.Decision}
-	if req.Body.Reason != nil {
-		a.Reason = strings.Clone(*req.Body.Reason)
-	}
-	v, err := s.rn.Decide(req.RunId, req.CallId, a)
+	v, err := s.rn.Decide(req.RunId, req.CallId, agent.Approval{Decision: req.Body.Decision, Reason: strings.Clone(deref(req.Body.Reason))})
 	if err != nil {
 		return nil, runProblem(err)
 	}
@@ -186,11 +164,7 @@ func (s api) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObje
 // GetRunTranscript returns the run's transcript entries, those after
 // ?after when it is given.
 func (s api) GetRunTranscript(_ context.Context, req gen.GetRunTranscriptRequestObject) (gen.GetRunTranscriptResponseObject, error) {
-	after := 0
-	if req.Params.After != nil {
-		after = *req.Params.After
-	}
-	entries, err := s.rn.Transcript(req.RunId, after)
+	entries, err := s.rn.Transcript(req.RunId, deref(req.Params.After))
 	if err != nil {
 		return nil, runProblem(err)
 	}

@@ -24,7 +24,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"slices"
 	"time"
 
@@ -32,7 +31,6 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/spec"
-	"github.com/specloop/specloop/wiring"
 )
 
 // DefaultBodyLimit is Config.BodyLimit's default.
@@ -132,7 +130,10 @@ func New(cfg Config) (*Server, error) {
 		h := sha256.Sum256([]byte(cfg.Token))
 		s.tokenHash = h[:]
 	}
-	s.public = publicOperations()
+	s.public = map[string]bool{}
+	for key, op := range operations() {
+		s.public[key] = op.Public
+	}
 	rc := cfg.Config
 	rc.Logger = s.log
 	if cfg.Token != "" {
@@ -158,9 +159,6 @@ func New(cfg Config) (*Server, error) {
 // Runner returns the runner that executes the server's runs.
 func (s *Server) Runner() *runner.Runner { return s.rn }
 
-// setupConfig is the base of a tool call's setup: the runner's.
-func (s *Server) setupConfig() wiring.Config { return s.rn.Host() }
-
 func (s *Server) initEcho() error {
 	e := echo.New()
 	e.HideBanner = true
@@ -170,10 +168,10 @@ func (s *Server) initEcho() error {
 	if err != nil {
 		return fmt.Errorf("server: request validator: %w", err)
 	}
-	if err := s.useTelemetry(e); err != nil {
+	if err := s.registerGauges(); err != nil {
 		return err
 	}
-	e.Use(s.accessLog, s.recoverer, s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, validate)
+	e.Use(s.observe, s.recoverer, s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, s.strictJSON, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(api{s}, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})
@@ -219,20 +217,6 @@ func (s api) GetHealth(context.Context, gen.GetHealthRequestObject) (gen.GetHeal
 // GetSpec returns the OpenAPI document the server implements.
 func (s api) GetSpec(context.Context, gen.GetSpecRequestObject) (gen.GetSpecResponseObject, error) {
 	return gen.GetSpec200ApplicationyamlResponse{Body: bytes.NewReader(s.specYAML), ContentLength: int64(len(s.specYAML))}, nil
-}
-
-// openTools opens a workspace's directory for a tool call: the directory
-// the name resolves to now, which the call then uses alone (wiring.Open
-// makes a tools.Workspace of it). The caller closes it.
-func (s *Server) openTools(name *string, field string) (*os.Root, error) {
-	clean, root, err := s.rn.OpenWorkspace(name, field)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	if s.wsHook != nil {
-		s.wsHook(clean)
-	}
-	return root, nil
 }
 
 func deref[T any](p *T) T {

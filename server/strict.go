@@ -9,10 +9,8 @@ import (
 	"mime"
 	"net/http"
 	"strings"
-	"sync"
 
 	"github.com/labstack/echo/v4"
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/internal/textclip"
 )
@@ -28,28 +26,15 @@ import (
 // arguments would be (and is not written again).
 //
 // It also turns a body that validated but does not fit the Go type it binds
-// to (an integer past the type's range) into a 400 naming the field.
-//
-// strictBefore puts it in front of the request validator.
-func (s *Server) strictBefore(validate echo.MiddlewareFunc) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc { return s.strictJSON(validate(next)) }
-}
-
+// to (an integer past the type's range) into a 400 naming the field. It
+// runs after readBody, which read the body whole.
 func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := c.Request()
-		if !jsonBodies()[req.Method+" "+c.Path()] || req.Body == nil || req.Body == http.NoBody || !isJSON(req.Header.Get(echo.HeaderContentType)) {
+		if !operations()[route(c)].JSONBody || req.Body == nil || req.Body == http.NoBody || !isJSON(req.Header.Get(echo.HeaderContentType)) {
 			return next(c)
 		}
-		data, err := io.ReadAll(req.Body)
-		req.Body.Close()
-		if err != nil {
-			var he *echo.HTTPError
-			if errors.As(err, &he) {
-				return he // the body limit
-			}
-			return problemf(http.StatusBadRequest, "the request body could not be read")
-		}
+		data, _ := io.ReadAll(req.Body) // readBody's bytes
 		if len(bytes.TrimSpace(data)) == 0 {
 			// Empty: request validation says the body is required.
 			req.Body = io.NopCloser(bytes.NewReader(data))
@@ -80,27 +65,8 @@ func (s *Server) strictJSON(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// jsonBodies lists "METHOD /echo/path" of the operations of the embedded
-// spec that take a JSON request body; other requests' bodies are left to
-// request validation, which ignores them.
-var jsonBodies = sync.OnceValue(func() map[string]bool {
-	out := map[string]bool{}
-	for _, op := range gen.Operations() {
-		if op.JSONBody {
-			out[op.Method+" "+echoPath(op.Path)] = true
-		}
-	}
-	return out
-})
-
 // bodyKey is the context key of the strictly decoded request body.
 type bodyKey struct{}
-
-// strictBody returns the request body strictJSON decoded, if any.
-func strictBody(ctx context.Context) (any, bool) {
-	v := ctx.Value(bodyKey{})
-	return v, v != nil
-}
 
 // encodeCanonical writes a decoded value as JSON: numbers in their shortest
 // form (an integral float64 has no fraction or exponent below 1e21), HTML

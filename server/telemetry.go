@@ -20,50 +20,41 @@ import (
 
 var errNoMetrics = &problemError{status: http.StatusNotFound, detail: "this server keeps no metrics"}
 
-// useTelemetry registers the server's gauges with the metrics and puts the
-// request middleware outermost on e, so that it sees every answer.
-func (s *Server) useTelemetry(e *echo.Echo) error {
-	tel := s.cfg.Telemetry
-	if tel == nil {
-		return nil
-	}
-	ops := map[string]string{} // "METHOD /echo/path" → operationId
-	for _, op := range gen.Operations() {
-		ops[op.Method+" "+echoPath(op.Path)] = op.OperationID
-	}
-	if m := tel.Metrics; m != nil {
-		if err := m.RunStatuses(s.rn.Statuses); err != nil {
+// registerGauges registers the server's gauges with the metrics.
+func (s *Server) registerGauges() error {
+	if tel := s.cfg.Telemetry; tel != nil && tel.Metrics != nil {
+		if err := tel.Metrics.RunStatuses(s.rn.Statuses); err != nil {
 			return fmt.Errorf("server: metrics: %w", err)
 		}
-		if err := m.OpenStreams(s.streams.open); err != nil {
+		if err := tel.Metrics.OpenStreams(s.streams.open); err != nil {
 			return fmt.Errorf("server: metrics: %w", err)
 		}
 	}
-	e.Use(s.telemetryMiddleware(ops))
 	return nil
 }
 
-// telemetryMiddleware counts each request by operation (ops maps echo's
-// routes to operationIds) and status, and reads the W3C trace context
-// (traceparent, tracestate) of requests when the server exports spans.
-func (s *Server) telemetryMiddleware(ops map[string]string) echo.MiddlewareFunc {
+// observe, the outermost middleware, sees every answer: it logs each
+// request at debug level (method, route, status and duration; never
+// headers, query strings or bodies), counts it by operation and status
+// with metrics, and reads the W3C trace context (traceparent, tracestate)
+// of requests when the server exports spans.
+func (s *Server) observe(next echo.HandlerFunc) echo.HandlerFunc {
 	tel := s.cfg.Telemetry
 	var prop propagation.TraceContext
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		return func(c echo.Context) error {
-			if tel.Tracer != nil {
-				req := c.Request()
-				c.SetRequest(req.WithContext(prop.Extract(req.Context(), propagation.HeaderCarrier(req.Header))))
-			}
-			t0 := time.Now()
-			if err := next(c); err != nil {
-				c.Error(err)
-			}
-			if tel.Metrics != nil {
-				tel.Metrics.HTTPRequest(ops[c.Request().Method+" "+c.Path()], c.Response().Status, time.Since(t0))
-			}
-			return nil
+	return func(c echo.Context) error {
+		if tel != nil && tel.Tracer != nil {
+			req := c.Request()
+			c.SetRequest(req.WithContext(prop.Extract(req.Context(), propagation.HeaderCarrier(req.Header))))
 		}
+		t0 := time.Now()
+		if err := next(c); err != nil {
+			c.Error(err)
+		}
+		s.log.Debug("request", "method", c.Request().Method, "route", c.Path(), "status", c.Response().Status, "duration", time.Since(t0))
+		if tel != nil && tel.Metrics != nil {
+			tel.Metrics.HTTPRequest(operations()[route(c)].OperationID, c.Response().Status, time.Since(t0))
+		}
+		return nil
 	}
 }
 

@@ -4,18 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"net/http"
 	"os"
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/schema"
-	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/wiring"
@@ -55,7 +52,7 @@ func (s *Server) initTools() error {
 	if err != nil {
 		return fmt.Errorf("server: workspace root: %w", err)
 	}
-	cfg := s.setupConfig()
+	cfg := s.rn.Host()
 	cfg.Root = root
 	setup, err := wiring.Open(cfg)
 	if err != nil {
@@ -143,7 +140,7 @@ func (s *Server) callTool(c echo.Context) error {
 		return err
 	}
 	reg := s.tools.base.Registry()
-	if !offers(rt, name) {
+	if !slices.ContainsFunc(rt.Specs(), func(t gen.ToolSpec) bool { return t.Name == name }) {
 		def, builtin := reg.Lookup(name)
 		if !builtin || s.cfg.AllowCommands {
 			return problemf(http.StatusNotFound, "no such tool on this server (GET /v1/tools lists them)")
@@ -152,25 +149,29 @@ func (s *Server) callTool(c echo.Context) error {
 		// commands: their input is still checked (no runtime will), then
 		// refused.
 		if err := def.ValidateInput(args); err != nil {
-			return invalidInput(schemaErr(err), def)
+			return invalidInput(schemaErr(err))
 		}
-		return &problemError{status: http.StatusUnprocessableEntity, code: gen.ErrorCodeCommandsDisabled, detail: toolErrorDetail(reg, gen.ErrorCodeCommandsDisabled)}
+		return toolProblem(gen.ErrorCodeCommandsDisabled)
 	}
 	var workspace *string
 	if q := c.QueryParams(); q.Has("workspace") {
 		w := q.Get("workspace")
 		workspace = &w
 	}
-	dir, err := s.openTools(workspace, "workspace")
+	// The directory the name resolves to now, which the call then uses
+	// alone.
+	clean, dir, err := s.rn.OpenWorkspace(workspace, "workspace")
 	if err != nil {
-		return err
+		return runProblem(err)
 	}
 	defer dir.Close()
+	if s.wsHook != nil {
+		s.wsHook(clean)
+	}
 	call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: name, Arguments: args}
 	var obs gen.Observation
 	var invalid *schema.Error
-	def, local := reg.Lookup(name)
-	if local {
+	if _, local := reg.Lookup(name); local {
 		ws, err := tools.OpenWorkspaceIn(dir, ".")
 		if err != nil {
 			return &problemError{status: http.StatusNotFound, field: "workspace", detail: "the workspace cannot be opened any more"}
@@ -196,15 +197,13 @@ func (s *Server) callTool(c echo.Context) error {
 		return problemf(http.StatusNotFound, "no such tool on this server (GET /v1/tools lists them)")
 	case gen.ErrorCodeInvalidArguments:
 		if invalid != nil {
-			return invalidInput(invalid, def)
+			return invalidInput(invalid)
 		}
 		// An MCP tool's: its server's schema, whose messages may quote
 		// the input.
 		return problemf(http.StatusBadRequest, "the input does not match the tool's input schema")
 	}
-	// The tool's message is the model's and may quote what was sent: the
-	// problem gives the spec's meaning of the code instead.
-	return &problemError{status: http.StatusUnprocessableEntity, code: code, detail: toolErrorDetail(reg, code)}
+	return toolProblem(code)
 }
 
 func (s *Server) toolInternal(name string, err error) error {
@@ -214,12 +213,9 @@ func (s *Server) toolInternal(name string, err error) error {
 
 // toolInput is the body strictJSON decoded, which must be a JSON object.
 func toolInput(c echo.Context) (map[string]any, error) {
-	v, ok := strictBody(c.Request().Context())
-	if !ok {
-		if req := c.Request(); req.ContentLength != 0 && !isJSON(req.Header.Get(echo.HeaderContentType)) {
-			return nil, &problemError{status: http.StatusBadRequest, field: "Content-Type", detail: "the request body must be application/json"}
-		}
-		return nil, problemf(http.StatusBadRequest, "the request body is required: the tool's input, a JSON object")
+	v := c.Request().Context().Value(bodyKey{})
+	if v == nil {
+		return nil, noBody(c.Request(), "the request body is required: the tool's input, a JSON object")
 	}
 	m, ok := v.(map[string]any)
 	if !ok {
@@ -228,39 +224,20 @@ func toolInput(c echo.Context) (map[string]any, error) {
 	return m, nil
 }
 
-// offers reports whether rt offers the tool named name.
-func offers(rt agent.ToolRuntime, name string) bool {
-	for _, spec := range rt.Specs() {
-		if spec.Name == name {
-			return true
-		}
-	}
-	return false
-}
-
 // invalidInput is the 400 of a tool input that does not match the tool's
-// schema or its handler's Go type: it names the field, or, for a property
-// the schema does not declare (the client's text), the object holding it.
-func invalidInput(e *schema.Error, def *tools.Def) error {
-	ptr, reason := e.Pointer, e.Reason
-	if e.Unknown {
-		ptr, reason = ptr[:strings.LastIndexByte(ptr, '/')], "has a property the tool's input schema does not allow"
-		if props, _ := def.Spec.InputSchema["properties"].(map[string]any); ptr == "" && len(props) > 0 {
-			reason += " (allowed: " + strings.Join(slices.Sorted(maps.Keys(props)), ", ") + ")"
-		}
-	}
-	ptr = textclip.Clip(ptr, schema.MaxPointer)
-	if ptr == "" {
-		return problemf(http.StatusBadRequest, "the input %s", reason)
-	}
-	return badField(ptr, "field %q: %s", ptr, reason)
+// schema or its handler's Go type.
+func invalidInput(e *schema.Error) error {
+	return fieldProblem(e, "the input", "has a property the tool's input schema does not allow")
 }
 
-// schemaErr is the *schema.Error err holds, or one for the whole input.
-func schemaErr(err error) *schema.Error {
-	var se *schema.Error
-	if errors.As(err, &se) {
-		return se
+// toolProblem is the 422 of a tool error: its code, and what the spec's
+// ErrorCode schema says it means. It is the spec's text, never the tool's
+// message, which is written for the model and quotes the path, glob or
+// expression it was given.
+func toolProblem(code gen.ErrorCode) *problemError {
+	detail := code.Meaning()
+	if detail == "" {
+		detail = "the tool failed with an error code the spec does not define"
 	}
-	return &schema.Error{Reason: "does not match the tool's input schema"}
+	return &problemError{status: http.StatusUnprocessableEntity, code: code, detail: detail}
 }

@@ -30,33 +30,16 @@ const (
 	MaxToolLabels    = 512
 )
 
-// vocabulary is what the spec allows as label values.
-type vocabulary struct {
-	exitReasons []gen.ExitReason
-	statuses    []gen.RunStatus
-	errorCodes  []gen.ErrorCode
-	providers   []string // the ModelConfig discriminator values
-	denials     []gen.ErrorCode
-	operations  []string // the operationIds
-	builtin     []string // the built-in tools
-}
-
-// specVocabulary is the vocabulary of the spec, from its generated tables.
-var specVocabulary = sync.OnceValue(func() *vocabulary {
-	v := &vocabulary{
-		exitReasons: gen.ExitReasonValues(),
-		statuses:    gen.RunStatusValues(),
-		errorCodes:  gen.ErrorCodeValues(),
-		providers:   gen.ModelProviders(),
-		denials:     gen.SandboxDenials(),
-	}
+// specNames are the spec's operationIds and built-in tool names, from its
+// generated tables.
+var specNames = sync.OnceValue(func() (n struct{ operations, builtin []string }) {
 	for _, op := range gen.Operations() {
-		v.operations = append(v.operations, op.OperationID)
+		n.operations = append(n.operations, op.OperationID)
 	}
 	for _, t := range gen.BuiltinTools() {
-		v.builtin = append(v.builtin, t.Name)
+		n.builtin = append(n.builtin, t.Name)
 	}
-	return v
+	return n
 })
 
 // label is the label of value v: v when it is one of allowed, other for
@@ -69,22 +52,15 @@ func label[T ~string](allowed []T, v T) string {
 	return labelOther
 }
 
-// toolOutcome is the label of a tool call's outcome: ok, its error code,
-// or error when it failed without a (known) code.
-func (v *vocabulary) toolOutcome(isError bool, code *gen.ErrorCode) string {
+// toolOutcome is the label of a tool call's outcome (an observation
+// event): ok, its error code, or error when it failed without a (known)
+// code.
+func toolOutcome(ev *gen.TraceEvent) string {
 	switch {
-	case !isError:
+	case ev.IsError == nil || !*ev.IsError:
 		return outcomeOK
-	case code != nil && slices.Contains(v.errorCodes, *code):
-		return string(*code)
+	case ev.ErrorCode != nil && slices.Contains(gen.ErrorCodeValues(), *ev.ErrorCode):
+		return string(*ev.ErrorCode)
 	}
 	return outcomeError
 }
-
-// denied reports whether code says the confinement refused the call.
-func (v *vocabulary) denied(code *gen.ErrorCode) bool {
-	return code != nil && slices.Contains(v.denials, *code)
-}
-
-// isBuiltin reports whether name is a built-in tool of the spec.
-func (v *vocabulary) isBuiltin(name string) bool { return slices.Contains(v.builtin, name) }

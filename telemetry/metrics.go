@@ -13,7 +13,6 @@ import (
 
 	"github.com/VictoriaMetrics/metrics"
 	"github.com/specloop/specloop/gen"
-	semconv "go.opentelemetry.io/otel/semconv/v1.41.0"
 )
 
 // Metrics are a process's Prometheus metrics, in a metrics.Set of their
@@ -26,7 +25,6 @@ import (
 // command, this library's about 160.
 type Metrics struct {
 	set         *metrics.Set
-	vocab       *vocabulary
 	help        *strings.Replacer // adds the help texts to the library's "# HELP name" lines
 	runDuration *metrics.PrometheusHistogram
 	runSteps    *metrics.PrometheusHistogram
@@ -82,20 +80,19 @@ func NewMetrics() (*Metrics, error) {
 	// The library writes # TYPE and # HELP lines only when told to, for
 	// the whole process.
 	metrics.ExposeMetadata(true)
-	v := specVocabulary()
 	set := metrics.NewSet()
 	var help []string
 	for _, f := range families {
 		help = append(help, "# HELP "+f.name+"\n", "# HELP "+f.name+" "+f.help+"\n")
 	}
-	m := &Metrics{set: set, vocab: v, help: strings.NewReplacer(help...), toolLabels: map[string]bool{},
+	m := &Metrics{set: set, help: strings.NewReplacer(help...), toolLabels: map[string]bool{},
 		runDuration: set.NewPrometheusHistogramExt(famRunDuration, []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600}),
 		runSteps:    set.NewPrometheusHistogramExt(famRunSteps, []float64{1, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1000})}
 	// The series of the spec's enums exist from the start, at zero.
-	for _, r := range v.exitReasons {
+	for _, r := range gen.ExitReasonValues() {
 		m.counter(famRuns, "exit_reason", string(r))
 	}
-	for _, c := range v.denials {
+	for _, c := range gen.SandboxDenials() {
 		m.counter(famSandboxDenials, "code", string(c))
 	}
 	for _, r := range []string{checkPassed, checkFailed, checkError} {
@@ -110,23 +107,11 @@ var labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
 // series is the name of family's series with labels, given as name,
 // value pairs: family{name="value",...}.
 func series(family string, labels ...string) string {
-	if len(labels) == 0 {
-		return family
-	}
-	var b strings.Builder
-	b.Grow(128)
-	b.WriteString(family)
-	sep := byte('{')
+	pairs := make([]string, 0, len(labels)/2)
 	for i := 0; i+1 < len(labels); i += 2 {
-		b.WriteByte(sep)
-		b.WriteString(labels[i])
-		b.WriteString(`="`)
-		b.WriteString(labelEscaper.Replace(labels[i+1]))
-		b.WriteByte('"')
-		sep = ','
+		pairs = append(pairs, labels[i]+`="`+labelEscaper.Replace(labels[i+1])+`"`)
 	}
-	b.WriteByte('}')
-	return b.String()
+	return family + "{" + strings.Join(pairs, ",") + "}"
 }
 
 // counter is the counter of family's series with labels (name, value
@@ -179,7 +164,7 @@ func (m *Metrics) WriteText(w io.Writer) error {
 // spec; anything else, such as "" for a path the spec does not have, is
 // counted as other) answered with status after d.
 func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
-	op := label(m.vocab.operations, operation)
+	op := label(specNames().operations, operation)
 	m.counter(famHTTPRequests, "operation", op, "status", strconv.Itoa(status)).Inc()
 	m.set.GetOrCreatePrometheusHistogram(series(famHTTPDuration, "operation", op)).Update(d.Seconds())
 }
@@ -190,7 +175,7 @@ func (m *Metrics) HTTPRequest(operation string, status int, d time.Duration) {
 // count when scraped (once for each status). count returns the number of
 // runs in each status; it must be safe to call from any goroutine.
 func (m *Metrics) RunStatuses(count func() map[gen.RunStatus]int) error {
-	for _, s := range m.vocab.statuses {
+	for _, s := range gen.RunStatusValues() {
 		if s == gen.RunStatusFinished {
 			continue
 		}
@@ -214,45 +199,13 @@ func (m *Metrics) RunEnded(ev *gen.TraceEvent) {
 	if ev.EventType != gen.TraceEventTypeRunFinished || ev.ExitReason == nil {
 		return
 	}
-	m.counter(famRuns, "exit_reason", label(m.vocab.exitReasons, *ev.ExitReason)).Inc()
+	m.counter(famRuns, "exit_reason", label(gen.ExitReasonValues(), *ev.ExitReason)).Inc()
 	if ev.DurationMs != nil {
 		m.runDuration.Update(*ev.DurationMs / 1e3)
 	}
 	if ev.StepsUsed != nil {
 		m.runSteps.Update(float64(*ev.StepsUsed))
 	}
-}
-
-// runMetrics are the metrics of one run's events.
-type runMetrics struct {
-	m        *Metrics
-	provider string
-	tools    map[string]string // a tool's label in this run, once chosen
-	own      int               // the tools not built in with a label of their own
-}
-
-func (m *Metrics) forRun(provider string) *runMetrics {
-	return &runMetrics{m: m, provider: label(m.vocab.providers, provider), tools: map[string]string{}}
-}
-
-// toolLabel is the metric label of a tool the run offers (other already
-// stands for any other): its name for a built-in tool; for another, its
-// name while the run has given fewer than MaxRunToolLabels such names a
-// label and the process has it or fewer than MaxToolLabels; other then.
-func (r *runMetrics) toolLabel(name string) string {
-	if name == labelOther || r.m.vocab.isBuiltin(name) {
-		return name
-	}
-	if l, ok := r.tools[name]; ok {
-		return l
-	}
-	l := labelOther
-	if r.own < MaxRunToolLabels && r.m.admitTool(name) {
-		l = name
-		r.own++
-	}
-	r.tools[name] = l
-	return l
 }
 
 // admitTool reports whether a tool that is not built in may have a label
@@ -269,44 +222,4 @@ func (m *Metrics) admitTool(name string) bool {
 	}
 	m.toolLabels[name] = true
 	return true
-}
-
-// event counts what ev says happened; tool is the label of its tool among
-// the tools the run offers.
-func (r *runMetrics) event(ev *gen.TraceEvent, tool string) {
-	m := r.m
-	switch ev.EventType {
-	case gen.TraceEventTypeModelAction:
-		if ev.ModelDurationMs != nil { // the turn's first action: one model call
-			m.counter(famModelCalls, "provider", r.provider, "outcome", outcomeOK).Inc()
-			r.usage(ev.Usage)
-		}
-	case gen.TraceEventTypeModelFeedback:
-		if ev.FeedbackKind != nil && *ev.FeedbackKind == gen.FeedbackKindInvalidModelOutput {
-			m.counter(famModelCalls, "provider", r.provider, "outcome", string(gen.FeedbackKindInvalidModelOutput)).Inc()
-			r.usage(ev.Usage)
-		}
-	case gen.TraceEventTypeObservation:
-		isErr := ev.IsError != nil && *ev.IsError
-		m.counter(famToolCalls, "tool", r.toolLabel(tool), "outcome", m.vocab.toolOutcome(isErr, ev.ErrorCode)).Inc()
-		if isErr && m.vocab.denied(ev.ErrorCode) {
-			m.counter(famSandboxDenials, "code", string(*ev.ErrorCode)).Inc()
-		}
-	case gen.TraceEventTypeRunFinished:
-		if ev.ExitReason != nil && *ev.ExitReason == gen.ExitReasonModelError {
-			m.counter(famModelCalls, "provider", r.provider, "outcome", string(gen.ExitReasonModelError)).Inc()
-		}
-		m.RunEnded(ev)
-	}
-}
-
-// check counts a completion check's result.
-func (r *runMetrics) check(res string) { r.m.counter(famChecks, "result", res).Inc() }
-
-func (r *runMetrics) usage(u *gen.Usage) {
-	if u == nil {
-		return
-	}
-	r.m.counter(famTokens, "provider", r.provider, "kind", semconv.GenAITokenTypeInput.Value.AsString()).AddInt64(u.InputTokens)
-	r.m.counter(famTokens, "provider", r.provider, "kind", semconv.GenAITokenTypeOutput.Value.AsString()).AddInt64(u.OutputTokens)
 }

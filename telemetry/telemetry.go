@@ -81,10 +81,14 @@ const (
 // Tools(opts.Tools) as the Tools. Its methods are called by the run's loop,
 // one at a time.
 type Run struct {
-	t       *Telemetry
-	info    RunInfo
-	next    agent.Tracer
-	metrics *runMetrics
+	t    *Telemetry
+	info RunInfo
+	next agent.Tracer
+
+	m          *Metrics          // nil without metrics
+	provider   string            // the provider's label
+	toolLabels map[string]string // a tool's metric label in this run, once chosen
+	ownLabels  int               // the tools not built in with a label of their own
 
 	ctx   context.Context // the run's span's context
 	span  trace.Span      // the run's span; nil before run_started or without a tracer
@@ -101,38 +105,60 @@ type callContent struct {
 // Observe returns the observer of one run; its Emit forwards every event to
 // next (nil: none).
 func (t *Telemetry) Observe(info RunInfo, next agent.Tracer) *Run {
-	r := &Run{t: t, info: info, next: next}
-	if t != nil && t.Metrics != nil {
-		r.metrics = t.Metrics.forRun(info.Provider)
+	r := &Run{t: t, info: info, next: next, provider: label(gen.ModelProviders(), info.Provider), toolLabels: map[string]string{}}
+	if t != nil {
+		r.m = t.Metrics
 	}
 	return r
 }
 
-// Emit forwards ev to the wrapped tracer, then records it. An error of the
-// wrapped tracer is returned as it is: the run ends, and the event still
-// counts.
+// Emit forwards ev to the wrapped tracer, then records it: the metrics it
+// counts and the spans it completes. An error of the wrapped tracer is
+// returned as it is: the run ends, and the event still counts.
 func (r *Run) Emit(ev *gen.TraceEvent) error {
 	var err error
 	if r.next != nil {
 		err = r.next.Emit(ev)
 	}
-	if ev.EventType == gen.TraceEventTypeRunStarted && ev.ToolNames != nil {
-		r.tools = slices.Clone(*ev.ToolNames)
+	switch ev.EventType {
+	case gen.TraceEventTypeRunStarted:
+		if ev.ToolNames != nil {
+			r.tools = slices.Clone(*ev.ToolNames)
+		}
+		r.started(ev)
+	case gen.TraceEventTypeModelAction:
+		if ev.ModelDurationMs != nil { // the turn's first action: one model call
+			r.modelCall(ev.Time.Add(-msDuration(ev.ModelDurationMs)), ev.Time, ev.Usage, outcomeOK)
+		}
+	case gen.TraceEventTypeModelFeedback:
+		if ev.FeedbackKind != nil && *ev.FeedbackKind == gen.FeedbackKindInvalidModelOutput {
+			r.modelCall(ev.Time.Add(-msDuration(ev.ModelDurationMs)), ev.Time, ev.Usage, string(gen.FeedbackKindInvalidModelOutput))
+		}
+	case gen.TraceEventTypeObservation:
+		r.toolCall(ev)
+	case gen.TraceEventTypeRunFinished:
+		r.finished(ev)
+		return err
 	}
-	if r.metrics != nil {
-		r.metrics.event(ev, r.toolLabel(ev.ToolName))
-	}
-	if r.t != nil && r.t.Tracer != nil {
-		r.spanEvent(ev)
+	if !ev.Time.Before(r.last) {
+		r.last = ev.Time
 	}
 	return err
+}
+
+// msDuration is a duration in milliseconds of an event, 0 when absent.
+func msDuration(ms *float64) time.Duration {
+	if ms == nil {
+		return 0
+	}
+	return time.Duration(*ms * float64(time.Millisecond))
 }
 
 // Check wraps a completion check so that the Run sees each result and how
 // long the check took. The wrapper passes the check's agent.Sandboxed
 // ability on (nil for a check without one). A nil check stays nil.
 func (r *Run) Check(c agent.Checker) agent.Checker {
-	if c == nil || r.t == nil || (r.metrics == nil && r.t.Tracer == nil) {
+	if c == nil || r.t == nil || (r.m == nil && r.t.Tracer == nil) {
 		return c
 	}
 	return timedCheck{r, c}
@@ -207,8 +233,8 @@ func (r *Run) checked(start, end time.Time, res gen.CheckResult, err error) {
 	case res.Passed:
 		result = checkPassed
 	}
-	if r.metrics != nil {
-		r.metrics.check(result)
+	if r.m != nil {
+		r.m.counter(famChecks, "result", result).Inc()
 	}
 	if r.span == nil {
 		return
@@ -225,54 +251,44 @@ func (r *Run) checked(start, end time.Time, res gen.CheckResult, err error) {
 	r.last = end
 }
 
-// spanEvent builds the spans ev completes.
-func (r *Run) spanEvent(ev *gen.TraceEvent) {
-	tr := r.t.Tracer
-	switch ev.EventType {
-	case gen.TraceEventTypeRunStarted:
-		parent := context.Background()
-		if r.info.Parent.IsValid() {
-			parent = trace.ContextWithRemoteSpanContext(parent, r.info.Parent)
-		}
-		r.ctx, r.span = tr.Start(parent, semconv.GenAIOperationNameInvokeAgent.Value.AsString(),
-			trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(ev.Time),
-			trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIConversationID(ev.RunId)),
-			trace.WithAttributes(r.modelAttributes()...))
-		r.last = ev.Time
-		return
-	case gen.TraceEventTypeModelAction, gen.TraceEventTypeModelFeedback:
-		// The model call that ended at the event (the turn's first action,
-		// or invalid output) after ModelDurationMs.
-		if ms := ev.ModelDurationMs; ms != nil && r.span != nil {
-			failure := ""
-			if ev.EventType == gen.TraceEventTypeModelFeedback {
-				failure = string(gen.FeedbackKindInvalidModelOutput)
-			}
-			r.chatSpan(ev.Time.Add(-time.Duration(*ms*float64(time.Millisecond))), ev.Time, ev.Usage, failure)
-		}
-	case gen.TraceEventTypeObservation:
-		r.tool(ev)
-	case gen.TraceEventTypeRunFinished:
-		r.finished(ev)
+// started starts the run's span, with a tracer.
+func (r *Run) started(ev *gen.TraceEvent) {
+	r.last = ev.Time
+	if r.t == nil || r.t.Tracer == nil {
 		return
 	}
-	if !ev.Time.Before(r.last) {
-		r.last = ev.Time
+	parent := context.Background()
+	if r.info.Parent.IsValid() {
+		parent = trace.ContextWithRemoteSpanContext(parent, r.info.Parent)
 	}
+	r.ctx, r.span = r.t.Tracer.Start(parent, semconv.GenAIOperationNameInvokeAgent.Value.AsString(),
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(ev.Time),
+		trace.WithAttributes(semconv.GenAIOperationNameInvokeAgent, semconv.GenAIConversationID(ev.RunId)),
+		trace.WithAttributes(r.modelAttributes()...))
 }
 
 // modelAttributes are the provider and model of the run's model.
 func (r *Run) modelAttributes() []attribute.KeyValue {
-	attrs := []attribute.KeyValue{semconv.GenAIProviderNameKey.String(label(specVocabulary().providers, r.info.Provider))}
+	attrs := []attribute.KeyValue{semconv.GenAIProviderNameKey.String(r.provider)}
 	if r.info.Model != "" {
 		attrs = append(attrs, semconv.GenAIRequestModel(r.info.Model))
 	}
 	return attrs
 }
 
-// chatSpan records a model call from start to end; failure, when set, is
-// why it failed.
-func (r *Run) chatSpan(start, end time.Time, u *gen.Usage, failure string) {
+// modelCall records a model call from start to end with its usage and
+// outcome: ok, invalid_model_output or model_error.
+func (r *Run) modelCall(start, end time.Time, u *gen.Usage, outcome string) {
+	if r.m != nil {
+		r.m.counter(famModelCalls, "provider", r.provider, "outcome", outcome).Inc()
+		if u != nil {
+			r.m.counter(famTokens, "provider", r.provider, "kind", semconv.GenAITokenTypeInput.Value.AsString()).AddInt64(u.InputTokens)
+			r.m.counter(famTokens, "provider", r.provider, "kind", semconv.GenAITokenTypeOutput.Value.AsString()).AddInt64(u.OutputTokens)
+		}
+	}
+	if r.span == nil {
+		return
+	}
 	name := semconv.GenAIOperationNameChat.Value.AsString()
 	if r.info.Model != "" {
 		name += " " + r.info.Model
@@ -282,65 +298,86 @@ func (r *Run) chatSpan(start, end time.Time, u *gen.Usage, failure string) {
 	if u != nil {
 		s.SetAttributes(semconv.GenAIUsageInputTokens(int(u.InputTokens)), semconv.GenAIUsageOutputTokens(int(u.OutputTokens)))
 	}
-	if failure != "" {
-		s.SetAttributes(semconv.ErrorTypeKey.String(failure))
-		s.SetStatus(codes.Error, failure)
+	if outcome != outcomeOK {
+		s.SetAttributes(semconv.ErrorTypeKey.String(outcome))
+		s.SetStatus(codes.Error, outcome)
 	}
 	s.End(trace.WithTimestamp(end))
 }
 
-// tool records the tool call whose observation ev is.
-func (r *Run) tool(ev *gen.TraceEvent) {
+// toolCall records the tool call whose observation ev is. Its span's tool
+// name is the name when the run offers the tool, other for anything else
+// (a name the model made up); its metric label is capped (metricTool).
+func (r *Run) toolCall(ev *gen.TraceEvent) {
 	cc := r.call
 	r.call = nil
+	name := labelOther
+	if ev.ToolName != nil && slices.Contains(r.tools, *ev.ToolName) {
+		name = *ev.ToolName
+	}
+	outcome := toolOutcome(ev)
+	if r.m != nil {
+		r.m.counter(famToolCalls, "tool", r.metricTool(name), "outcome", outcome).Inc()
+		if outcome != outcomeOK && ev.ErrorCode != nil && slices.Contains(gen.SandboxDenials(), *ev.ErrorCode) {
+			r.m.counter(famSandboxDenials, "code", string(*ev.ErrorCode)).Inc()
+		}
+	}
 	if r.span == nil {
 		return
 	}
-	end := ev.Time
-	start := end
-	if ev.ToolDurationMs != nil {
-		start = end.Add(-time.Duration(*ev.ToolDurationMs * float64(time.Millisecond)))
-	}
-	name := r.toolLabel(ev.ToolName)
 	attrs := []attribute.KeyValue{semconv.GenAIOperationNameExecuteTool, semconv.GenAIToolName(name)}
 	if ev.CallId != nil {
 		attrs = append(attrs, semconv.GenAIToolCallID(*ev.CallId))
 	}
 	_, s := r.t.Tracer.Start(r.ctx, semconv.GenAIOperationNameExecuteTool.Value.AsString()+" "+name,
-		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(start), trace.WithAttributes(attrs...))
+		trace.WithSpanKind(trace.SpanKindInternal), trace.WithTimestamp(ev.Time.Add(-msDuration(ev.ToolDurationMs))), trace.WithAttributes(attrs...))
 	if cc != nil && r.t.Content {
 		s.SetAttributes(semconv.GenAIToolCallArgumentsKey.String(textclip.Head(cc.arguments, contentMaxLength)), semconv.GenAIToolCallResultKey.String(textclip.Head(cc.result, contentMaxLength)))
 	}
-	if ev.IsError != nil && *ev.IsError {
-		code := specVocabulary().toolOutcome(true, ev.ErrorCode)
-		s.SetAttributes(semconv.ErrorTypeKey.String(code))
-		s.SetStatus(codes.Error, code)
+	if outcome != outcomeOK {
+		s.SetAttributes(semconv.ErrorTypeKey.String(outcome))
+		s.SetStatus(codes.Error, outcome)
 	}
-	s.End(trace.WithTimestamp(end))
+	s.End(trace.WithTimestamp(ev.Time))
 }
 
-// toolLabel is the label and span name of a tool name: the name when the
-// run offers the tool, other for anything else (a name the model made up).
-func (r *Run) toolLabel(name *string) string {
-	if name != nil && slices.Contains(r.tools, *name) {
-		return *name
+// metricTool is the metric label of a tool the run offers (other already
+// stands for any other): its name for a built-in tool; for another, its
+// name while the run has given fewer than MaxRunToolLabels such names a
+// label and the process has it or fewer than MaxToolLabels; other then.
+func (r *Run) metricTool(name string) string {
+	if name == labelOther || slices.Contains(specNames().builtin, name) {
+		return name
 	}
-	return labelOther
+	if l, ok := r.toolLabels[name]; ok {
+		return l
+	}
+	l := labelOther
+	if r.ownLabels < MaxRunToolLabels && r.m.admitTool(name) {
+		l = name
+		r.ownLabels++
+	}
+	r.toolLabels[name] = l
+	return l
 }
 
-// finished ends the run's span (and the model call a model_error ended).
+// finished counts the run and ends its span (and the model call a
+// model_error ended).
 func (r *Run) finished(ev *gen.TraceEvent) {
-	if r.span == nil {
-		return
-	}
 	reason := gen.ExitReasonInternalError
 	if ev.ExitReason != nil {
 		reason = *ev.ExitReason
 	}
 	if reason == gen.ExitReasonModelError {
-		r.chatSpan(r.last, ev.Time, nil, string(gen.ExitReasonModelError))
+		r.modelCall(r.last, ev.Time, nil, string(gen.ExitReasonModelError))
 	}
-	exit := label(specVocabulary().exitReasons, reason)
+	if r.m != nil {
+		r.m.RunEnded(ev)
+	}
+	if r.span == nil {
+		return
+	}
+	exit := label(gen.ExitReasonValues(), reason)
 	r.span.SetAttributes(attrExitReason.String(exit))
 	if ev.StepsUsed != nil {
 		r.span.SetAttributes(attrStepsUsed.Int(*ev.StepsUsed))
