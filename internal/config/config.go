@@ -211,6 +211,8 @@ func repoRefused(key string, v any, approval string) string {
 	switch {
 	case !slices.Contains(RepoSafe, key):
 		return "a repository may not set it"
+	case key == "model" && !isProviderModel(v):
+		return "a repository may name only a provider's model (openai:NAME or anthropic:NAME), not a file to replay"
 	case key == "sandbox" && v == "none":
 		return "a repository may not turn the sandbox off"
 	case key == "approval":
@@ -283,4 +285,11 @@ func userName(user *File) string {
 		return "your configuration file"
 	}
 	return user.Path
+}
+
+// isProviderModel reports whether v is a provider's model, which reads
+// no file (replay: and verify: name files of the user's).
+func isProviderModel(v any) bool {
+	s, _ := v.(string)
+	return strings.HasPrefix(s, "openai:") || strings.HasPrefix(s, "anthropic:")
 }

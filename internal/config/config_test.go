@@ -165,6 +165,7 @@ func TestReadRefusesWhatIsNotAConfiguration(t *testing.T) {
 func FuzzRead(f *testing.F) {
 	f.Add(userText)
 	f.Add("trusted_projects = [\"/a\"]\n[profiles.x]\nmodel = 1\n")
+	f.Add("model = \"replay:/home/me/.local/state/specloop/runs/x/transcript.jsonl\"\n")
 	dir := f.TempDir()
 	f.Fuzz(func(t *testing.T, text string) {
 		path := filepath.Join(dir, "c.toml")
@@ -182,7 +183,8 @@ func FuzzRead(f *testing.F) {
 		if _, _, err := config.Apply(fs, nil, cf, "/r", ""); err != nil {
 			return
 		}
-		if got.baseURL != "" || got.allowNetwork || len(got.mcp) > 0 || got.sandbox == "none" {
+		if got.baseURL != "" || got.allowNetwork || len(got.mcp) > 0 || got.sandbox == "none" ||
+			got.model != "" && !strings.HasPrefix(got.model, "openai:") && !strings.HasPrefix(got.model, "anthropic:") {
 			t.Fatalf("an untrusted repository's file set %+v from %q", *got, text)
 		}
 	})
