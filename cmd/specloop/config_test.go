@@ -11,7 +11,6 @@ import (
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/cmd/internal/readmetest"
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/config"
 )
 
@@ -52,15 +51,6 @@ func finishScript(t *testing.T, answer string) string {
 	return p
 }
 
-func runResult(t *testing.T, stdout string) gen.RunResult {
-	t.Helper()
-	var r gen.RunResult
-	if err := json.Unmarshal([]byte(stdout), &r); err != nil {
-		t.Fatalf("not a RunResult: %v\n%s", err, stdout)
-	}
-	return r
-}
-
 // A person sets the model once: a run without --model or --script takes
 // the file's, and the command line's flags win over it.
 func TestConfigGivesTheModelAndTheFlagsWin(t *testing.T) {
@@ -68,15 +58,15 @@ func TestConfigGivesTheModelAndTheFlagsWin(t *testing.T) {
 	ws := configured(t, "script = "+quote(fromFile)+"\nmax_steps = 1\n[profiles.other]\nscript = "+quote(finishScript(t, "from-profile"))+"\n", "")
 
 	code, out, errOut := specloop(t, "run", "--json", "--no-commands", "--workspace", ws, "say done")
-	if code != exitOK || runResult(t, out).Answer == nil || *runResult(t, out).Answer != "from-file" {
+	if code != exitOK || decodeResult(t, out).Answer == nil || *decodeResult(t, out).Answer != "from-file" {
 		t.Fatalf("exit %d, stdout %s, stderr %s; want the file's script to answer", code, out, errOut)
 	}
 	code, out, _ = specloop(t, "run", "--json", "--no-commands", "--workspace", ws, "--profile", "other", "say done")
-	if code != exitOK || *runResult(t, out).Answer != "from-profile" {
+	if code != exitOK || *decodeResult(t, out).Answer != "from-profile" {
 		t.Fatalf("--profile other: exit %d, %s", code, out)
 	}
 	code, out, _ = specloop(t, "run", "--json", "--no-commands", "--workspace", ws, "--script", finishScript(t, "from-flag"), "say done")
-	if code != exitOK || *runResult(t, out).Answer != "from-flag" {
+	if code != exitOK || *decodeResult(t, out).Answer != "from-flag" {
 		t.Fatalf("--script on the command line: exit %d, %s", code, out)
 	}
 	// --no-config: the file's model is gone, so the run has none.
@@ -169,7 +159,7 @@ func TestTraceOutsideTheWorkspace(t *testing.T) {
 	if code != exitOK {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
-	id := *runResult(t, out).RunId
+	id := *decodeResult(t, out).RunId
 	if _, err := os.Stat(filepath.Join(state, "specloop", "runs", id, "trace.jsonl")); err != nil {
 		t.Fatalf("no trace beside the transcript: %v", err)
 	}

@@ -224,7 +224,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if err := f.validate(fs); err != nil {
 		return cli.Usagef(fs, "%v", err)
 	}
-	if f.patchPath != "" && f.remote == "" && insideDir(f.patchPath, f.workspace) {
+	if f.patchPath != "" && f.remote == "" && errors.Is(wiring.CheckRecordsDir(f.patchPath, f.workspace), wiring.ErrRecordsInWorkspace) {
 		return cli.Usagef(fs, "--patch %s is inside the workspace: the run could change it, and the next run's patch would hold it; give a path outside %s", f.patchPath, f.workspace)
 	}
 	if f.remote != "" {
@@ -430,29 +430,6 @@ func writePatch(env *cli.Env, path string, res *gen.RunResult, code int) int {
 		return max(code, exitInternal)
 	}
 	return code
-}
-
-// insideDir reports whether the file path (which need not exist) is in
-// dir or below it, by the directories' identity: a symbolic link or
-// another spelling of the path is no way around it.
-func insideDir(path, dir string) bool {
-	di, err := os.Stat(dir)
-	if err != nil {
-		return false
-	}
-	p, err := filepath.Abs(path)
-	if err != nil {
-		return false
-	}
-	for {
-		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, di) {
-			return true
-		}
-		if filepath.Dir(p) == p {
-			return false
-		}
-		p = filepath.Dir(p)
-	}
 }
 
 // readScriptLines reads the raw model responses of a script file, one per

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/specloop/specloop/internal/gitshape"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
@@ -159,14 +160,8 @@ func readFile(root *os.Root, name string) (string, error) {
 // upwards that holds a .git (a directory, or a worktree's file), else dir
 // itself. dir is absolute.
 func RepoRoot(dir string) string {
-	for d := dir; ; {
-		if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
-			return d
-		}
-		up := filepath.Dir(d)
-		if up == d {
-			return dir
-		}
-		d = up
+	if top := gitshape.Enclosing(dir); top != "" {
+		return top
 	}
+	return dir
 }
