@@ -161,6 +161,9 @@ type Options struct {
 	// model_feedback events (for replay). Off by default: it breaks the
 	// trace's privacy guarantee.
 	RecordRaw bool
+	// ProjectDocs are the project docs files the task's instructions were
+	// read from (runner.ProjectDocs), recorded in run_started.
+	ProjectDocs []gen.ProjectDoc
 	// Observer, when set, is called after each event was traced, for
 	// progress display. It must not block for long.
 	Observer func(p Progress)
@@ -298,6 +301,9 @@ func (l *loop) run(ctx context.Context) (gen.RunResult, error) {
 		started.MaxSteps = &l.max
 		started.ToolNames = &toolNames
 		started.Sandbox = l.sandbox
+		if len(l.opts.ProjectDocs) > 0 {
+			started.ProjectDocs = &l.opts.ProjectDocs
+		}
 		if err := l.emitDetail(Progress{Event: started}); err != nil {
 			return l.finish(ctx, end{reason: gen.ExitReasonInternalError, err: err})
 		}

@@ -681,6 +681,12 @@ type CreateRunRequest struct {
 	// Model The model a run talks to.
 	Model ModelConfig `json:"model"`
 
+	// ProjectDocs Read the project docs into the task's instructions - the AGENTS.md of the user running the host and, in each directory from the workspace's repository root down to the workspace, AGENTS.override.md or else AGENTS.md. A server reads no further up than the run's workspace. run_started lists the files read.
+	ProjectDocs *bool `json:"project_docs,omitempty"`
+
+	// ProjectDocsLimit The most bytes of project docs a run reads; over it the files farthest from the workspace are left out first, and the nearest is cut short if it alone is over.
+	ProjectDocsLimit *int `json:"project_docs_limit,omitempty"`
+
 	// Task What the agent is asked to do.
 	Task Task `json:"task"`
 
@@ -922,6 +928,24 @@ type Problem struct {
 
 	// Type A URI reference naming the problem type, or about:blank.
 	Type string `json:"type"`
+}
+
+// ProjectDoc One project docs file (AGENTS.md) a run read into its instructions; never its content.
+type ProjectDoc struct {
+	// Cut True when the file was left out, or cut short, to fit project_docs_limit (the files farthest from the workspace go first).
+	Cut *bool `json:"cut,omitempty"`
+
+	// Path The file, from the repository root (from the workspace when it is in no repository); the user's own file as ~/... when it is under the home directory.
+	Path string `json:"path"`
+
+	// Refused Why a file that exists was not read (a symbolic link out of the repository, not a regular file); it is then left out.
+	Refused *string `json:"refused,omitempty"`
+
+	// Sha256 The SHA-256 of the bytes read, in hex.
+	Sha256 string `json:"sha256"`
+
+	// Size The bytes read.
+	Size int `json:"size"`
 }
 
 // ReadFileInput Which file and lines to read.
@@ -1173,6 +1197,9 @@ type SearchResult struct {
 
 // Task What the agent is asked to do.
 type Task struct {
+	// Instructions Standing instructions for the task, sent to the model before the prompt. A run reads its project docs (AGENTS.md, see CreateRunRequest.project_docs) into them, in front of any the request gives.
+	Instructions *string `json:"instructions,omitempty"`
+
 	// Prompt The task, in words.
 	Prompt string `json:"prompt"`
 }
@@ -1340,6 +1367,9 @@ type TraceEvent struct {
 
 	// Output The summary of a text output - an observation's content, a finish answer, a feedback message or an approval decision's reason.
 	Output *string `json:"output,omitempty"`
+
+	// ProjectDocs run_started. The project docs files read into the task's instructions, farthest from the workspace first; never their content.
+	ProjectDocs *[]ProjectDoc `json:"project_docs,omitempty"`
 
 	// RawResponse model_action and model_feedback, only when raw recording is on. The model's output in the wire form of an Action (each action of a turn has its own), or the raw text that failed to parse, for replay.
 	RawResponse *string `json:"raw_response,omitempty"`

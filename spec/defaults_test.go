@@ -55,6 +55,8 @@ func TestDefaultsAreSpecData(t *testing.T) {
 		"CreateRunRequest.max_observation_bytes": float64(gen.DefaultCreateRunRequestMaxObservationBytes),
 		"CreateRunRequest.max_observation_lines": float64(gen.DefaultCreateRunRequestMaxObservationLines),
 		"CreateRunRequest.transcript":            gen.DefaultCreateRunRequestTranscript,
+		"CreateRunRequest.project_docs":          gen.DefaultCreateRunRequestProjectDocs,
+		"CreateRunRequest.project_docs_limit":    float64(gen.DefaultCreateRunRequestProjectDocsLimit),
 		"ListFilesInput.limit":                   float64(gen.DefaultListFilesInputLimit),
 		"ReadFileInput.start_line":               float64(gen.DefaultReadFileInputStartLine),
 		"SearchInput.regex":                      gen.DefaultSearchInputRegex,

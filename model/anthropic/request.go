@@ -125,7 +125,11 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 	text := func(s string) textBlock { return textBlock{Type: "text", Text: s} }
 	turns := ts.Render(req.History)
 	msgs := make([]message, 0, len(turns)+1)
-	msgs = append(msgs, message{Role: "user", Content: []any{text(req.Task.Prompt)}})
+	var first []any
+	if in := req.Task.Instructions; in != nil { // the project's, before the task
+		first = append(first, text(*in))
+	}
+	msgs = append(msgs, message{Role: "user", Content: append(first, text(req.Task.Prompt))})
 	// add adds a block to the last message when it has the role, or
 	// starts a message with it.
 	add := func(role string, block any) {

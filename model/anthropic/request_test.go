@@ -96,3 +96,36 @@ func encode(m *Model, req *agent.Request) ([]byte, error) {
 	_, body, err := m.request(req)
 	return body, err
 }
+
+// The task's instructions (the project's AGENTS.md) reach the model as the
+// first text block of the first user message, before the task.
+func TestInstructionsComeBeforeTheTask(t *testing.T) {
+	m, err := New(Config{Model: "claude-sonnet-4-5", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "# Instructions from AGENTS.md\n\nRun go vet before you finish."
+	body, err := encode(m, &agent.Request{Task: gen.Task{Prompt: "fix the test", Instructions: &in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Messages []struct {
+			Role    string
+			Content []struct{ Type, Text string }
+		} `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	if len(req.Messages) != 1 || req.Messages[0].Role != "user" {
+		t.Fatalf("messages %+v, want one user message", req.Messages)
+	}
+	var got []string
+	for _, b := range req.Messages[0].Content {
+		got = append(got, b.Type+":"+b.Text)
+	}
+	if want := []string{"text:" + in, "text:fix the test"}; !cmp.Equal(got, want) {
+		t.Fatalf("content %q, want %q", got, want)
+	}
+}

@@ -115,8 +115,12 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 	}
 	text := func(role, s string) message { return message{Role: role, Content: &s} }
 	turns := ts.Render(req.History)
-	msgs := make([]message, 0, len(turns)+3)
-	msgs = append(msgs, text("system", m.cfg.System), text("user", req.Task.Prompt))
+	msgs := make([]message, 0, len(turns)+4)
+	msgs = append(msgs, text("system", m.cfg.System))
+	if in := req.Task.Instructions; in != nil { // the project's, before the task
+		msgs = append(msgs, text("user", *in))
+	}
+	msgs = append(msgs, text("user", req.Task.Prompt))
 	open := -1 // the index of the assistant message of the calls just rendered
 	for _, t := range turns {
 		if t.Kind != adapt.Call {

@@ -113,3 +113,30 @@ func encode(m *Model, req *agent.Request) ([]byte, error) {
 	_, body, err := m.request(req)
 	return body, err
 }
+
+// The task's instructions (the project's AGENTS.md) reach the model as a
+// user message of their own between the system prompt and the task.
+func TestInstructionsComeBeforeTheTask(t *testing.T) {
+	m, err := New(Config{Model: "gpt-4o-mini", APIKey: "k"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := "# Instructions from AGENTS.md\n\nRun go vet before you finish."
+	body, err := encode(m, &agent.Request{Task: gen.Task{Prompt: "fix the test", Instructions: &in}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var req struct {
+		Messages []struct{ Role, Content string } `json:"messages"`
+	}
+	if err := json.Unmarshal(body, &req); err != nil {
+		t.Fatal(err)
+	}
+	var got [][2]string
+	for _, msg := range req.Messages[1:] {
+		got = append(got, [2]string{msg.Role, msg.Content})
+	}
+	if want := [][2]string{{"user", in}, {"user", "fix the test"}}; !cmp.Equal(got, want) || req.Messages[0].Role != "system" {
+		t.Fatalf("messages after the system prompt %q, want %q", got, want)
+	}
+}
