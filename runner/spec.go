@@ -117,7 +117,8 @@ func (sp *Spec) MCPNames() []string { return deref(sp.McpServers) }
 // environment, telemetry, trace sync, and in MCPServers the MCP servers
 // a run may name); sp says what this run does (its workspace directory,
 // check, trace and MCP servers, and through Options its budgets and
-// approvals). Setup.Options is ready for agent.Run. It is the one place a
+// approvals), and its project docs become its task's instructions
+// (ProjectDocs). Setup.Options is ready for agent.Run. It is the one place a
 // spec becomes a run: `specloop run` and `demo`, the runner and the
 // Temporal workers all call it. A failure is a *wiring.Error naming the
 // part that failed, or an *Error naming the MCP server the host lacks.
@@ -165,6 +166,11 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 			return nil, fmt.Errorf("rebuild the conversation's history: %w", err)
 		}
 		sp.Task, opts.FollowUp = task, &agent.FollowUp{History: h, Message: f.Message}
+	}
+	sp.Task, opts.ProjectDocs, err = ProjectDocs(&sp.CreateRunRequest, setup.Workspace.Dir(), cfg.Root != nil)
+	if err != nil {
+		setup.Close()
+		return nil, fmt.Errorf("read the project docs: %w", err)
 	}
 	setup.Options = opts
 	return setup, nil

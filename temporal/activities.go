@@ -42,12 +42,15 @@ type eventBatch struct {
 	Entries     []gen.TranscriptEntry `json:",omitempty"`
 }
 
-// openInput is a run to open: where it runs, and its task and model, whose
-// context window the Open activity reports.
+// openInput is a run to open: where it runs, its task, whose project docs
+// the Open activity reads (unless the request turns them off), and its
+// model, whose context window it reports.
 type openInput struct {
-	Run   runRef
-	Task  gen.Task
-	Model gen.ModelConfig
+	Run              runRef
+	Task             gen.Task
+	ProjectDocs      *bool `json:",omitempty"`
+	ProjectDocsLimit *int  `json:",omitempty"`
+	Model            gen.ModelConfig
 }
 
 // openOutput is what the Open activity learnt about the run's setup.
@@ -57,6 +60,10 @@ type openOutput struct {
 	Tools        []gen.ToolSpec
 	ToolsSandbox *gen.SandboxInfo
 	CheckSandbox *gen.SandboxInfo
+	// Task is the run's task with its project docs as its instructions,
+	// and ProjectDocs the files read (runner.ProjectDocs).
+	Task        gen.Task
+	ProjectDocs []gen.ProjectDoc `json:",omitempty"`
 	// ContextWindow is the model's context window, 0 when the model is
 	// no agent.ContextSizer (the run then compacts only when the
 	// provider refuses a request as too long).
@@ -183,6 +190,7 @@ func (a *Activities) setup(run runRef) (*openRun, error) {
 	// The run's part of its spec that its host needs (the rest went to the
 	// workflow's options).
 	sp := runner.Spec{ID: run.RunID}
+	sp.ProjectDocs = new(bool) // read once, by the Open activity
 	if run.Check != "" {
 		sp.Check = &run.Check
 	}
@@ -244,6 +252,10 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 		return openOutput{}, err
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
+	req := gen.CreateRunRequest{Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit}
+	if out.Task, out.ProjectDocs, err = runner.ProjectDocs(&req, s.Workspace.Dir(), true); err != nil {
+		return openOutput{}, fmt.Errorf("read the project docs: %w", err)
+	}
 	if s.Options.Tools != nil {
 		out.Tools = s.Options.Tools.Specs()
 		if sb, ok := s.Options.Tools.(agent.Sandboxed); ok {
@@ -256,7 +268,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 	if a.Models != nil {
 		if m, err := a.Models(in.Model); err == nil {
 			if cs, ok := m.(agent.ContextSizer); ok {
-				req := &agent.Request{Task: in.Task, Tools: out.Tools}
+				req := &agent.Request{Task: out.Task, Tools: out.Tools}
 				out.ContextWindow = cs.ContextWindow()
 				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, nil)
 			}
@@ -382,6 +394,9 @@ func (f *modelFailure) rebuild(msg string) error {
 // overhead (openOutput.RequestOverhead).
 func requestTokens(task gen.Task, items []gen.HistoryItem) int {
 	n := len(task.Prompt)
+	if task.Instructions != nil {
+		n += len(*task.Instructions)
+	}
 	for i := range items {
 		b, _ := items[i].MarshalJSON()
 		n += len(b)

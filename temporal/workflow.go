@@ -98,7 +98,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		r.opened, r.modelCalls, r.toolCalls, r.written, r.transcribed = c.Opened, c.ModelCalls, c.ToolCalls, c.Written, c.Transcribed
 	} else {
 		var opened openOutput
-		open := openInput{Run: r.ref(), Task: in.Task, Model: in.Model}
+		open := openInput{Run: r.ref(), Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit, Model: in.Model}
 		if err := workflow.ExecuteActivity(r.shared, openActivity, open).Get(wctx, &opened); err != nil {
 			msg := agent.ClipMessage("open the run: " + activityMessage(err))
 			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
@@ -119,6 +119,12 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	// check, the trace and the approvals behind activities.
 	opts := in.Options()
 	opts.Tools, opts.Trace = (*wfTools)(r), r
+	// The task with its project docs, as the Open activity read them (a
+	// workflow opened before it read them has none).
+	task := in.Task
+	if opened.Task.Prompt != "" {
+		task, opts.ProjectDocs = opened.Task, opened.ProjectDocs
+	}
 	opts.Clock = func() time.Time { return workflow.Now(wctx) }
 	opts.PauseAfter = in.ContinueAsNewSteps
 	if opts.PauseAfter <= 0 {
@@ -138,7 +144,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if opts.ApprovalPolicy != "" {
 		opts.Approver = (*wfApprover)(r)
 	}
-	res, runErr := agent.Run(wfContext{wctx}, in.Task, (*wfModel)(r), opts)
+	res, runErr := agent.Run(wfContext{wctx}, task, (*wfModel)(r), opts)
 	// Otherwise the result says it: internal_error or model_error with the
 	// error's text.
 	var paused *agent.PausedError

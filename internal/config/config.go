@@ -29,9 +29,10 @@ type File struct {
 	Trusted []string
 }
 
-// UserPath is the user's file: specloop/config.toml in $XDG_CONFIG_HOME,
-// else in the system's configuration directory (~/.config on Linux).
-func UserPath() (string, error) {
+// UserDir is the user's specloop directory, which holds config.toml and
+// AGENTS.md: specloop in $XDG_CONFIG_HOME, else in the system's
+// configuration directory (~/.config on Linux).
+func UserDir() (string, error) {
 	dir := os.Getenv("XDG_CONFIG_HOME")
 	if dir == "" {
 		var err error
@@ -39,7 +40,13 @@ func UserPath() (string, error) {
 			return "", fmt.Errorf("config: %w", err)
 		}
 	}
-	return filepath.Join(dir, "specloop", "config.toml"), nil
+	return filepath.Join(dir, "specloop"), nil
+}
+
+// UserPath is the user's file: config.toml in UserDir.
+func UserPath() (string, error) {
+	dir, err := UserDir()
+	return filepath.Join(dir, "config.toml"), err
 }
 
 // RepoFile is where a repository keeps its file, from its root.
@@ -143,12 +150,13 @@ type Setting struct {
 }
 
 // RepoSafe are the keys a repository's file may set without the user's
-// trust: what changes the run's budget and its check (a sandboxed
-// command), never where it sends the user's key, what it reads or writes
+// trust: what changes the run's budget, its check (a sandboxed command)
+// and how much of its own AGENTS.md it reads, never where it sends the user's key, what it reads or writes
 // outside the workspace, or how it is confined. Approval may only grow
 // stricter and the sandbox only not be turned off (repoValueRefused).
 var RepoSafe = []string{"model", "context_window", "check", "max_steps", "token_budget",
-	"max_observation_bytes", "max_observation_lines", "approval", "sandbox", "mcp_timeout"}
+	"max_observation_bytes", "max_observation_lines", "approval", "sandbox", "mcp_timeout",
+	"no_project_docs", "project_docs_limit"}
 
 // approvalOrder ranks the approval policies, laxest first.
 var approvalOrder = []string{"never", "commands", "writes", "always"}

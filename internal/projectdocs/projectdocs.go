@@ -15,13 +15,14 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/gitshape"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
 // DefaultLimit is the most bytes of instructions a run gets unless it says
-// otherwise (Codex's cap).
-const DefaultLimit = 32 << 10
+// otherwise: the spec's default of project_docs_limit (Codex's cap).
+const DefaultLimit = gen.DefaultCreateRunRequestProjectDocsLimit
 
 // Names are the files read in each directory, the first that exists: an
 // override takes the place of the directory's AGENTS.md.
@@ -29,8 +30,10 @@ var Names = []string{"AGENTS.override.md", "AGENTS.md"}
 
 // File is one file that was read.
 type File struct {
-	// Path is the file's path: absolute for the user's file, else from the
-	// repository root (from the workspace when it is in no repository).
+	// Path is the file's path: for the user's file absolute, or ~/... under
+	// the home directory; else from the repository root (from the
+	// workspace when it is in no repository, or when read by
+	// LoadWorkspace).
 	Path   string
 	Size   int
 	SHA256 string
@@ -59,14 +62,28 @@ type Docs struct {
 // bytes (0 means DefaultLimit) the files farthest from the workspace are
 // left out first, and the nearest one is cut short if it alone is over.
 func Load(userFile, workspace string, limit int) (Docs, error) {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
 	ws, err := filepath.Abs(workspace)
 	if err != nil {
 		return Docs{}, fmt.Errorf("project docs: %w", err)
 	}
-	top := RepoRoot(ws)
+	return load(userFile, RepoRoot(ws), ws, limit)
+}
+
+// LoadWorkspace is Load for a host that confines a run to its workspace
+// (the server): it reads the user's file and the workspace's own, never a
+// directory above it.
+func LoadWorkspace(userFile, workspace string, limit int) (Docs, error) {
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return Docs{}, fmt.Errorf("project docs: %w", err)
+	}
+	return load(userFile, ws, ws, limit)
+}
+
+func load(userFile, top, ws string, limit int) (Docs, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
 	root, err := os.OpenRoot(top)
 	if err != nil {
 		return Docs{}, fmt.Errorf("project docs: %w", err)
@@ -82,7 +99,7 @@ func Load(userFile, workspace string, limit int) (Docs, error) {
 		data, err := os.ReadFile(userFile)
 		switch {
 		case err == nil:
-			parts = append(parts, part{File{Path: userFile}, string(data)})
+			parts = append(parts, part{File{Path: homeRelative(userFile)}, string(data)})
 		case !errors.Is(err, fs.ErrNotExist):
 			return Docs{}, fmt.Errorf("project docs: %w", err)
 		}
@@ -138,6 +155,19 @@ func Load(userFile, workspace string, limit int) (Docs, error) {
 	}
 	docs.Text = strings.TrimRight(docs.Text, "\n")
 	return docs, nil
+}
+
+// homeRelative writes a path under the home directory as ~/..., so a
+// record of it does not name the user.
+func homeRelative(path string) string {
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return path
+	}
+	if rel, err := filepath.Rel(home, path); err == nil && filepath.IsLocal(rel) {
+		return "~/" + filepath.ToSlash(rel)
+	}
+	return path
 }
 
 // maxFileBytes bounds what is read of one file: more than any limit.

@@ -136,3 +136,36 @@ func TestOutsideARepositoryOnlyTheWorkspace(t *testing.T) {
 		t.Fatalf("files %q, text %q", got, d.Text)
 	}
 }
+
+// LoadWorkspace, for a host that confines a run to its workspace, reads
+// the user's file and the workspace's own, none of the repository's above.
+func TestLoadWorkspaceReadsNothingAbove(t *testing.T) {
+	user, ws := tree(t)
+	d, err := projectdocs.LoadWorkspace(user, ws, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := paths(d), []string{user, "AGENTS.md"}; strings.Join(got, "|") != strings.Join(want, "|") {
+		t.Fatalf("files %q, want %q", got, want)
+	}
+	if strings.Contains(d.Text, "root rules") || strings.Contains(d.Text, "svc") || !strings.Contains(d.Text, "api rules") {
+		t.Fatalf("text %q, want the workspace's rules only beside the user's", d.Text)
+	}
+}
+
+// The user's file under the home directory is named ~/..., so the trace
+// that records it does not name the user.
+func TestTheUsersFileIsNamedFromHome(t *testing.T) {
+	home := t.TempDir()
+	t.Setenv("HOME", home)
+	t.Setenv("USERPROFILE", home)
+	user := filepath.Join(home, ".config", "specloop", "AGENTS.md")
+	write(t, user, "user rules\n")
+	d, err := projectdocs.Load(user, t.TempDir(), 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := paths(d); len(got) != 1 || got[0] != "~/.config/specloop/AGENTS.md" {
+		t.Fatalf("files %q, want ~/.config/specloop/AGENTS.md", got)
+	}
+}

@@ -1,0 +1,54 @@
+package runner
+
+import (
+	"path/filepath"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/config"
+	"github.com/specloop/specloop/internal/projectdocs"
+	"github.com/specloop/specloop/internal/textclip"
+)
+
+// ProjectDocs reads the project docs of a run in workspace (the user's
+// AGENTS.md and the repository's, see projectdocs) into its task's
+// instructions, in front of those the request gives, unless the request
+// turns them off; it returns the task and the files read, for
+// run_started. confined reads no directory above the workspace: a host
+// that confines its runs to their workspace (the server, the Temporal
+// workers) must not read its parent's files.
+func ProjectDocs(req *gen.CreateRunRequest, workspace string, confined bool) (gen.Task, []gen.ProjectDoc, error) {
+	task := req.Task
+	if req.ProjectDocs != nil && !*req.ProjectDocs {
+		return task, nil, nil
+	}
+	user := ""
+	if dir, err := config.UserDir(); err == nil {
+		user = filepath.Join(dir, "AGENTS.md")
+	}
+	load := projectdocs.Load
+	if confined {
+		load = projectdocs.LoadWorkspace
+	}
+	docs, err := load(user, workspace, deref(req.ProjectDocsLimit))
+	if err != nil {
+		return task, nil, err
+	}
+	files := make([]gen.ProjectDoc, len(docs.Files))
+	for i, f := range docs.Files {
+		files[i] = gen.ProjectDoc{Path: f.Path, Size: f.Size, Sha256: f.SHA256}
+		if f.Cut {
+			files[i].Cut = &f.Cut
+		}
+		if f.Refused != "" {
+			files[i].Refused = ptr(textclip.Clip(f.Refused, 256))
+		}
+	}
+	if docs.Text != "" {
+		text := docs.Text
+		if own := deref(task.Instructions); own != "" {
+			text += "\n\n" + own
+		}
+		task.Instructions = &text
+	}
+	return task, files, nil
+}
