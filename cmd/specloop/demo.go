@@ -66,7 +66,9 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 		*tracePath = filepath.Join(base, "trace.jsonl")
 	}
 	steps, check := demo.MaxSteps, demo.Check
-	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check},
+	// The demo's scripted model reads no instructions: the same run on
+	// every machine.
+	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check, ProjectDocs: new(bool)},
 		ID: runID, Dir: dir, TracePath: *tracePath}
 	setup, code := openSetup(ctx, env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
 	if setup == nil {

@@ -107,6 +107,10 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 	p.closeStreamed()
 	ev := pr.Event
 	switch ev.EventType {
+	case gen.TraceEventTypeRunStarted:
+		if docs := deref(ev.ProjectDocs); len(docs) > 0 {
+			fmt.Fprintf(p.w, "instructions from %s\n", docList(docs))
+		}
 	case gen.TraceEventTypeModelAction:
 		// The model's own words, before the turn's first action, unless
 		// they were streamed already.
@@ -239,4 +243,21 @@ func deref[T any](p *T) (v T) {
 		v = *p
 	}
 	return v
+}
+
+// docList names the project docs files a run read, with their sizes and
+// what was left out.
+func docList(docs []gen.ProjectDoc) string {
+	parts := make([]string, len(docs))
+	for i, d := range docs {
+		note := fmt.Sprintf("%d bytes", d.Size)
+		switch {
+		case d.Refused != nil:
+			note = "refused: " + oneLine(*d.Refused, 100)
+		case deref(d.Cut):
+			note += ", cut to fit --project-docs-limit"
+		}
+		parts[i] = fmt.Sprintf("%s (%s)", oneLine(d.Path, 200), note)
+	}
+	return strings.Join(parts, ", ")
 }

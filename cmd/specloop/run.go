@@ -60,6 +60,8 @@ type runFlags struct {
 	profile       string // see config.go
 	noConfig      bool
 	noTokenLimit  bool // --token-budget 0 (see validate)
+	noDocs        bool
+	docsLimit     int
 }
 
 func (f *runFlags) register(fs *flag.FlagSet) {
@@ -85,6 +87,8 @@ func (f *runFlags) register(fs *flag.FlagSet) {
 	fs.Int64Var(&f.tokenBudget, "token-budget", 0, fmt.Sprintf("end the run once the model calls used more tokens than this (0: no limit; unset: %d for a provider model, none for --script)", gen.ProviderDefaultCreateRunRequestTokenBudget))
 	fs.IntVar(&f.obsBytes, "max-observation-bytes", agent.DefaultMaxObservationBytes, "the most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker (the trace and --json keep the model's view, the progress display the whole)")
 	fs.IntVar(&f.obsLines, "max-observation-lines", agent.DefaultMaxObservationLines, "the most lines of a tool's output the model sees, cut like --max-observation-bytes")
+	fs.BoolVar(&f.noDocs, "no-project-docs", false, "read no AGENTS.md: neither yours ($XDG_CONFIG_HOME/specloop/AGENTS.md, or ~/.config/specloop/AGENTS.md) nor the repository's (AGENTS.override.md or AGENTS.md in each directory from its root down to the workspace)")
+	fs.IntVar(&f.docsLimit, "project-docs-limit", gen.DefaultCreateRunRequestProjectDocsLimit, "the most bytes of AGENTS.md the model gets; over it the files farthest from the workspace are left out first")
 	fs.StringVar(&f.remote, "remote", "", "run on a specloop server at this base URL instead of locally")
 	fs.StringVar(&f.tokenFile, "token-file", "", "with --remote: a file holding the server's bearer token (default: $SPECLOOP_TOKEN)")
 	f.sandbox.Register(fs)
@@ -118,6 +122,7 @@ func (f *runFlags) validate(fs *flag.FlagSet) error {
 	}{
 		{"--max-observation-bytes", f.obsBytes, gen.MinCreateRunRequestMaxObservationBytes, gen.MaxCreateRunRequestMaxObservationBytes},
 		{"--max-observation-lines", f.obsLines, gen.MinCreateRunRequestMaxObservationLines, gen.MaxCreateRunRequestMaxObservationLines},
+		{"--project-docs-limit", f.docsLimit, gen.MinCreateRunRequestProjectDocsLimit, gen.MaxCreateRunRequestProjectDocsLimit},
 	} {
 		if c.v < c.lo || c.v > c.hi {
 			return fmt.Errorf("%s must be between %d and %d", c.flag, c.lo, c.hi)
@@ -544,6 +549,12 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 		req.TokenBudget = &unlimited
 	}
 	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
+	if f.noDocs {
+		req.ProjectDocs = new(bool) // false
+	}
+	if f.docsLimit != gen.DefaultCreateRunRequestProjectDocsLimit {
+		req.ProjectDocsLimit = &f.docsLimit
+	}
 	if f.check != "" {
 		req.Check = &f.check
 	}
