@@ -169,3 +169,34 @@ func TestTheUsersFileIsNamedFromHome(t *testing.T) {
 		t.Fatalf("files %q, want ~/.config/specloop/AGENTS.md", got)
 	}
 }
+
+// FuzzLoad: whatever the repository's files hold (they are untrusted
+// workspace files), the text stays within the limit, every file is listed
+// with its size, and a file cut or left out says so.
+func FuzzLoad(f *testing.F) {
+	f.Add("root rules\n", "api rules\n", 1024)
+	f.Add(strings.Repeat("é", 700), "\x00\xff not UTF-8", 1100)
+	f.Add("", strings.Repeat("x\n", 4000), 2048)
+	f.Fuzz(func(t *testing.T, root, api string, limit int) {
+		limit = 1024 + int(uint(limit)%(64<<10))
+		dir := t.TempDir()
+		write(t, filepath.Join(dir, ".git", "HEAD"), "ref: refs/heads/main\n")
+		write(t, filepath.Join(dir, "AGENTS.md"), root)
+		write(t, filepath.Join(dir, "api", "AGENTS.md"), api)
+		d, err := projectdocs.Load("", filepath.Join(dir, "api"), limit)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(d.Text) > limit {
+			t.Fatalf("text of %d bytes over the limit %d", len(d.Text), limit)
+		}
+		if len(d.Files) != 2 || d.Files[0].Size != len(root) || d.Files[1].Size != len(api) {
+			t.Fatalf("files %+v, want both with their sizes", d.Files)
+		}
+		for i, text := range []string{root, api} {
+			if whole := strings.Contains(d.Text, strings.TrimRight(text, "\n")); !whole && !d.Files[i].Cut {
+				t.Fatalf("%s is not in the text whole and not marked cut", d.Files[i].Path)
+			}
+		}
+	})
+}
