@@ -644,8 +644,11 @@ func openSetup(ctx context.Context, env *cli.Env, name string, sp *runner.Spec, 
 	case errors.As(err, &we) && we.Part == wiring.PartTranscript:
 		env.Errorf("%s: the transcript: %v (--no-transcript keeps none)", name, we.Err)
 		return nil, exitUsage
-	case errors.As(err, &we) && we.Part == wiring.PartMCP, errors.As(err, new(*runner.Error)):
+	case errors.As(err, &we) && we.Part == wiring.PartMCP:
 		env.Errorf("%s: --mcp: %v", name, we.Err)
+		return nil, exitUsage
+	case errors.As(err, new(*runner.Error)): // a server it names that --mcp does not give
+		env.Errorf("%s: --mcp: %v", name, err)
 		return nil, exitUsage
 	case errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.Tools) > 0:
 		env.Errorf("%s: --tools-spec: %v", name, we.Err)
