@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"os"
 	"path/filepath"
 
 	"github.com/specloop/specloop/gen"
@@ -13,10 +14,10 @@ import (
 // AGENTS.md and the repository's, see projectdocs) into its task's
 // instructions, in front of those the request gives, unless the request
 // turns them off; it returns the task and the files read, for
-// run_started. confined reads no directory above the workspace: a host
-// that confines its runs to their workspace (the server, the Temporal
-// workers) must not read its parent's files.
-func ProjectDocs(req *gen.CreateRunRequest, workspace string, confined bool) (gen.Task, []gen.ProjectDoc, error) {
+// run_started. A host that confines its runs to their workspace (the
+// server, the Temporal workers) gives the workspace's open root instead:
+// the run then reads nothing above the workspace, and only through root.
+func ProjectDocs(req *gen.CreateRunRequest, workspace string, root *os.Root) (gen.Task, []gen.ProjectDoc, error) {
 	task := req.Task
 	if req.ProjectDocs != nil && !*req.ProjectDocs {
 		return task, nil, nil
@@ -25,11 +26,13 @@ func ProjectDocs(req *gen.CreateRunRequest, workspace string, confined bool) (ge
 	if dir, err := config.UserDir(); err == nil {
 		user = filepath.Join(dir, "AGENTS.md")
 	}
-	load := projectdocs.Load
-	if confined {
-		load = projectdocs.LoadWorkspace
+	var docs projectdocs.Docs
+	var err error
+	if root != nil {
+		docs, err = projectdocs.LoadWorkspace(user, root, deref(req.ProjectDocsLimit))
+	} else {
+		docs, err = projectdocs.Load(user, workspace, deref(req.ProjectDocsLimit))
 	}
-	docs, err := load(user, workspace, deref(req.ProjectDocsLimit))
 	if err != nil {
 		return task, nil, err
 	}

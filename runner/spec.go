@@ -167,7 +167,7 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 		}
 		sp.Task, opts.FollowUp = task, &agent.FollowUp{History: h, Message: f.Message}
 	}
-	sp.Task, opts.ProjectDocs, err = ProjectDocs(&sp.CreateRunRequest, setup.Workspace.Dir(), cfg.Root != nil)
+	sp.Task, opts.ProjectDocs, err = ProjectDocs(&sp.CreateRunRequest, setup.Workspace.Dir(), cfg.Root)
 	if err != nil {
 		setup.Close()
 		return nil, fmt.Errorf("read the project docs: %w", err)

@@ -253,7 +253,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
 	req := gen.CreateRunRequest{Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit}
-	if out.Task, out.ProjectDocs, err = runner.ProjectDocs(&req, s.Workspace.Dir(), true); err != nil {
+	if out.Task, out.ProjectDocs, err = runner.ProjectDocs(&req, s.Workspace.Dir(), s.dir); err != nil {
 		return openOutput{}, fmt.Errorf("read the project docs: %w", err)
 	}
 	if s.Options.Tools != nil {

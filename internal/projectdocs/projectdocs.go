@@ -66,30 +66,35 @@ func Load(userFile, workspace string, limit int) (Docs, error) {
 	if err != nil {
 		return Docs{}, fmt.Errorf("project docs: %w", err)
 	}
-	return load(userFile, RepoRoot(ws), ws, limit)
-}
-
-// LoadWorkspace is Load for a host that confines a run to its workspace
-// (the server): it reads the user's file and the workspace's own, never a
-// directory above it.
-func LoadWorkspace(userFile, workspace string, limit int) (Docs, error) {
-	ws, err := filepath.Abs(workspace)
-	if err != nil {
-		return Docs{}, fmt.Errorf("project docs: %w", err)
-	}
-	return load(userFile, ws, ws, limit)
-}
-
-func load(userFile, top, ws string, limit int) (Docs, error) {
-	if limit <= 0 {
-		limit = DefaultLimit
-	}
+	top := RepoRoot(ws)
 	root, err := os.OpenRoot(top)
 	if err != nil {
 		return Docs{}, fmt.Errorf("project docs: %w", err)
 	}
 	defer root.Close()
+	rel, _ := filepath.Rel(top, ws)
+	dirs := []string{"."}
+	if rel != "." {
+		for i, elems := 0, strings.Split(rel, string(filepath.Separator)); i < len(elems); i++ {
+			dirs = append(dirs, filepath.Join(elems[:i+1]...))
+		}
+	}
+	return load(userFile, root, dirs, limit)
+}
 
+// LoadWorkspace is Load for a host that confines a run to its workspace,
+// the open directory root (the server): it reads the user's file and the
+// workspace's own, never a directory above it, through root only.
+func LoadWorkspace(userFile string, root *os.Root, limit int) (Docs, error) {
+	return load(userFile, root, []string{"."}, limit)
+}
+
+// load reads userFile and the first of Names in each of dirs (of root,
+// outermost first).
+func load(userFile string, root *os.Root, dirs []string, limit int) (Docs, error) {
+	if limit <= 0 {
+		limit = DefaultLimit
+	}
 	type part struct {
 		file File
 		text string
@@ -102,13 +107,6 @@ func load(userFile, top, ws string, limit int) (Docs, error) {
 			parts = append(parts, part{File{Path: homeRelative(userFile)}, string(data)})
 		case !errors.Is(err, fs.ErrNotExist):
 			return Docs{}, fmt.Errorf("project docs: %w", err)
-		}
-	}
-	rel, _ := filepath.Rel(top, ws)
-	dirs := []string{"."}
-	if rel != "." {
-		for i, elems := 0, strings.Split(rel, string(filepath.Separator)); i < len(elems); i++ {
-			dirs = append(dirs, filepath.Join(elems[:i+1]...))
 		}
 	}
 	for _, d := range dirs {

@@ -141,7 +141,12 @@ func TestOutsideARepositoryOnlyTheWorkspace(t *testing.T) {
 // the user's file and the workspace's own, none of the repository's above.
 func TestLoadWorkspaceReadsNothingAbove(t *testing.T) {
 	user, ws := tree(t)
-	d, err := projectdocs.LoadWorkspace(user, ws, 0)
+	root, err := os.OpenRoot(ws)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer root.Close()
+	d, err := projectdocs.LoadWorkspace(user, root, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
