@@ -41,11 +41,11 @@ const (
 	// path until one decides, so a walk's cost grows with their number. A
 	// .gitignore that would pass it is not applied, and a note says so.
 	walkMaxIgnoreLines = 2000
+	// walkMaxEntries: a walk stops after reading this many directory
+	// entries (files, directories and others); Workspace.walkMaxEntries
+	// holds it, so that a test can lower it for one workspace.
+	walkMaxEntries = 200_000
 )
-
-// walkMaxEntries: a walk stops after reading this many directory entries
-// (files, directories and others). A variable so that a test can lower it.
-var walkMaxEntries = 200_000
 
 // tooLarge is the file_too_large error for rel, of size bytes, over the
 // limit of tool; advice says what to do instead.

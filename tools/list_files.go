@@ -65,7 +65,7 @@ func compileGlob(pattern string) (*fswalk.Glob, error) {
 // newWalker walks the workspace ws for list_files and search, keeping to
 // the files g matches, within the walk's caps.
 func newWalker(ws *Workspace, g *fswalk.Glob) *fswalk.Walker {
-	return &fswalk.Walker{Root: ws.root, Glob: g, MaxEntries: walkMaxEntries, MaxDepth: walkMaxDepth, MaxIgnoreLines: walkMaxIgnoreLines}
+	return &fswalk.Walker{Root: ws.root, Glob: g, MaxEntries: ws.walkMaxEntries, MaxDepth: walkMaxDepth, MaxIgnoreLines: walkMaxIgnoreLines}
 }
 
 // walkNotes describes what the walk wk left out, for a result's notes.

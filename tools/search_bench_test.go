@@ -143,6 +143,7 @@ const ripgrepBudget = 1.5
 //
 //	SPECLOOP_PERF=1 SPECLOOP_BENCH_SEARCH=9 go test ./tools -run TestSearchVersusRipgrep -v
 func TestSearchVersusRipgrep(t *testing.T) {
+	t.Parallel()
 	env := os.Getenv("SPECLOOP_BENCH_SEARCH")
 	if os.Getenv(perfEnv) != "1" && env == "" {
 		t.Skip(perfEnv + " is not 1: this test times the search against ripgrep, shown by .ci/run's timed step; run it with " +

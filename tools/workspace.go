@@ -58,6 +58,8 @@ const nonblock = syscall.O_NONBLOCK
 type Workspace struct {
 	dir  string
 	root *os.Root
+	// walkMaxEntries caps the entries a walk reads (see the constant).
+	walkMaxEntries int
 
 	// calls orders the calls that run at once on the workspace's
 	// directory, from this Workspace and every other one on the same
@@ -104,7 +106,7 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 // newWorkspace is a workspace on the opened directory root, whose path is
 // dir; every constructor ends here.
 func newWorkspace(dir string, root *os.Root) *Workspace {
-	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}, calls: directoryCalls(dir)}
+	return &Workspace{dir: dir, root: root, walkMaxEntries: walkMaxEntries, original: map[string]originalFile{}, calls: directoryCalls(dir)}
 }
 
 // dirCalls holds the call semaphore of each directory a workspace was
