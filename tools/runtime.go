@@ -105,7 +105,11 @@ func New(cfg Config) (*Runtime, error) {
 		case NeedsCommands:
 			if cfg.Workspace == nil || cfg.DisableCommands {
 				if custom[def.Spec.Name] {
-					return nil, fmt.Errorf("tools: custom tool %q runs a command, and this runtime offers no commands (%s)", def.Spec.Name, noCommandsWhy(cfg))
+					why := "commands are disabled"
+					if cfg.Workspace == nil {
+						why = "it has no workspace"
+					}
+					return nil, fmt.Errorf("tools: custom tool %q runs a command, and this runtime offers no commands (%s)", def.Spec.Name, why)
 				}
 				continue
 			}
@@ -116,13 +120,6 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.names = strings.Join(names, ", ")
 	return r, nil
-}
-
-func noCommandsWhy(cfg Config) string {
-	if cfg.Workspace == nil {
-		return "it has no workspace"
-	}
-	return "commands are disabled"
 }
 
 // bindingFor returns the registry of doc (the embedded spec when nil) and

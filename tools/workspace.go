@@ -120,9 +120,6 @@ func directoryCalls(dir string) *semaphore.Weighted {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	if sem, ok := dirCalls.Load(dir); ok {
-		return sem.(*semaphore.Weighted)
-	}
 	sem, _ := dirCalls.LoadOrStore(dir, semaphore.NewWeighted(maxSharedCalls))
 	return sem.(*semaphore.Weighted)
 }
@@ -437,11 +434,10 @@ func (w *Workspace) trusted(top string) []gitshape.Rel {
 // marks (ALM, LRM, RLM), embeddings and overrides (U+202A–U+202E) and
 // isolates (U+2066–U+2069).
 func validName(rel string) error {
-	if i := strings.IndexFunc(rel, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-		return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), rel[i])
-	}
 	for _, r := range rel {
 		switch {
+		case r < 0x20 || r == 0x7f:
+			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), r)
 		case r >= 0x80 && r <= 0x9f:
 			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a C1 control character (U+%04X), which a patch cannot carry; choose a name without control characters", quote(rel), r)
 		case unicode.Is(unicode.Bidi_Control, r):
@@ -513,14 +509,7 @@ func (w *Workspace) markers(rel string) gitshape.Entries {
 // gitPath reports whether a component of the slash-separated path p names
 // a .git entry, the way file systems that fold case or ignore some
 // characters (macOS, Windows) would see it.
-func gitPath(p string) bool {
-	for c := range strings.SplitSeq(p, "/") {
-		if gitshape.IsGitName(c) {
-			return true
-		}
-	}
-	return false
-}
+func gitPath(p string) bool { return slices.ContainsFunc(strings.Split(p, "/"), gitshape.IsGitName) }
 
 // maxLinkHops bounds the symbolic links resolve follows.
 const maxLinkHops = 40

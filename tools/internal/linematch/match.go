@@ -2,9 +2,11 @@ package linematch
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -429,14 +431,9 @@ func better(a, b []literal) bool {
 	return ma > mb || ma == mb && len(a) < len(b)
 }
 
+// shortest is the length of the shortest of lits (never empty).
 func shortest(lits []literal) int {
-	n := -1
-	for _, l := range lits {
-		if n < 0 || len(l.s) < n {
-			n = len(l.s)
-		}
-	}
-	return n
+	return len(slices.MinFunc(lits, func(a, b literal) int { return cmp.Compare(len(a.s), len(b.s)) }).s)
 }
 
 // foldablePiece returns the longest run of a case-insensitive literal that
