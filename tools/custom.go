@@ -169,7 +169,7 @@ func withExtra(reg *Registry, bound map[string]Handler, extra []*Spec) (*Registr
 		for _, d := range s.reg.Defs() {
 			name := d.Spec.Name
 			switch {
-			case s.bound[name] == nil:
+			case s.bound[name].call == nil:
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q has no handler (register one with Spec.Register or Spec.RegisterDeclared)", name)
 			case custom[name]:
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q is defined by two documents", name)
@@ -206,17 +206,12 @@ func resultFor(def *Def, text []byte) (Result, error) {
 
 // rawHandler is a handler bound by tool name that gets the arguments as
 // JSON text: the handlers a document declares.
-type rawHandler struct {
-	need Needs
-	fn   func(ctx context.Context, env *Env, input []byte) (Result, error)
-}
-
-func (h rawHandler) inputType() reflect.Type { return reflect.TypeFor[map[string]any]() }
-func (h rawHandler) needs() Needs            { return h.need }
-func (h rawHandler) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
-	input, err := json.Marshal(args)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode the arguments: %w", err)
-	}
-	return h.fn(ctx, env, input)
+func rawHandler(need Needs, fn func(ctx context.Context, env *Env, input []byte) (Result, error)) Handler {
+	return Handler{in: reflect.TypeFor[map[string]any](), need: need, call: func(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+		input, err := json.Marshal(args)
+		if err != nil {
+			return Result{}, fmt.Errorf("encode the arguments: %w", err)
+		}
+		return fn(ctx, env, input)
+	}}
 }

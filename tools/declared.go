@@ -83,7 +83,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 	client.CheckRedirect = redirect.SameOrigin
 	cfg.Client = client
 	for _, def := range s.reg.Defs() {
-		if s.bound[def.Spec.Name] != nil {
+		if _, bound := s.bound[def.Spec.Name]; bound {
 			continue
 		}
 		h, err := declaredHandler(def, cfg)
@@ -96,7 +96,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 		// The model is told the codes every declared handler may answer:
 		// a command's also protected_path (see sandbox.GitError).
 		codes := []gen.ErrorCode{gen.ErrorCodeHandlerFailed}
-		if h.needs() == NeedsCommands {
+		if h.need == NeedsCommands {
 			codes = append(codes, gen.ErrorCodeProtectedPath)
 		}
 		for _, code := range codes {
@@ -111,32 +111,32 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 
 func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 	if _, old := def.op.Extensions[oldArgvKey]; old {
-		return nil, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
+		return Handler{}, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
 	}
 	raw, hasCommand := def.op.Extensions[argvKey]
 	servers := def.op.Servers
 	hasServer := len(servers) > 0
 	switch {
 	case hasCommand && hasServer:
-		return nil, fmt.Errorf("declares both %s and servers; keep one", argvKey)
+		return Handler{}, fmt.Errorf("declares both %s and servers; keep one", argvKey)
 	case hasCommand:
 		argv, err := commandArgv(raw)
 		if err != nil {
-			return nil, err
+			return Handler{}, err
 		}
-		return rawHandler{need: NeedsCommands, fn: func(ctx context.Context, env *Env, input []byte) (Result, error) {
+		return rawHandler(NeedsCommands, func(ctx context.Context, env *Env, input []byte) (Result, error) {
 			return runDeclared(ctx, env, def, argv, cfg, input)
-		}}, nil
+		}), nil
 	case hasServer:
 		u, err := endpointURL(servers, toolPathPrefix+def.Spec.Name)
 		if err != nil {
-			return nil, err
+			return Handler{}, err
 		}
-		return rawHandler{need: NeedsNothing, fn: func(ctx context.Context, _ *Env, input []byte) (Result, error) {
+		return rawHandler(NeedsNothing, func(ctx context.Context, _ *Env, input []byte) (Result, error) {
 			return postDeclared(ctx, def, u, cfg, input)
-		}}, nil
+		}), nil
 	}
-	return nil, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
+	return Handler{}, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
 }
 
 func commandArgv(raw any) ([]string, error) {

@@ -97,7 +97,7 @@ func New(cfg Config) (*Runtime, error) {
 	var names []string
 	for _, def := range reg.Defs() {
 		h := bound[def.Spec.Name]
-		switch h.needs() {
+		switch h.need {
 		case NeedsWorkspace:
 			if cfg.Workspace == nil {
 				continue
@@ -262,7 +262,7 @@ func (r *Runtime) In(ws *Workspace) *Runtime {
 
 func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {
 	if ws := r.env.Workspace; ws != nil {
-		command, writes := t.handler.needs() == NeedsCommands, t.def.Spec.WritesFiles
+		command, writes := t.handler.need == NeedsCommands, t.def.Spec.WritesFiles
 		if command || writes {
 			release, err := ws.acquire(ctx, writes)
 			if err != nil {

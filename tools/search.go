@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools/internal/fswalk"
 	"github.com/specloop/specloop/tools/internal/linematch"
 )
@@ -65,11 +66,34 @@ type searcher struct {
 
 	// What the search left out, for the notes; written by run's
 	// collector (or the single-file path) only.
-	large    []string // files over maxScanFileSize, up to maxNoteFiles
-	nLarge   int
-	cutFiles []string // files with lines matched in part
-	nCut     int      // such lines
-	walk     *fswalk.Walker
+	large   fileNote // files over maxScanFileSize
+	partial fileNote // files with lines matched in part; n counts the lines
+	walk    *fswalk.Walker
+}
+
+// fileNote is some files a note names (up to maxNoteFiles) and a count.
+type fileNote struct {
+	names []string
+	n     int
+}
+
+func (f *fileNote) add(rel string, n int) {
+	if len(f.names) < maxNoteFiles {
+		f.names = append(f.names, rel)
+	}
+	f.n += n
+}
+
+// list renders the names, with "…" when there were more files.
+func (f *fileNote) list(files int) string {
+	qs := make([]string, len(f.names))
+	for i, p := range f.names {
+		qs[i] = quote(p)
+	}
+	if files > len(f.names) {
+		qs = append(qs, "…")
+	}
+	return strings.Join(qs, ", ")
 }
 
 // searchJob is a file to search and where its result goes.
@@ -88,16 +112,10 @@ type fileResult struct {
 // add records a file's result in the notes and returns its matches.
 func (s *searcher) add(rel string, r fileResult) []gen.SearchMatch {
 	if r.large {
-		if s.nLarge < maxNoteFiles {
-			s.large = append(s.large, rel)
-		}
-		s.nLarge++
+		s.large.add(rel, 1)
 	}
 	if r.cut > 0 {
-		if len(s.cutFiles) < maxNoteFiles {
-			s.cutFiles = append(s.cutFiles, rel)
-		}
-		s.nCut += r.cut
+		s.partial.add(rel, r.cut)
 	}
 	return r.matches
 }
@@ -105,28 +123,16 @@ func (s *searcher) add(rel string, r fileResult) []gen.SearchMatch {
 // notes says what the search left out.
 func (s *searcher) notes() []string {
 	var ns []string
-	if s.nLarge > 0 {
-		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.nLarge, "file"), mib(maxScanFileSize), noteList(s.large, s.nLarge)))
+	if s.large.n > 0 {
+		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.large.n, "file"), mib(maxScanFileSize), s.large.list(s.large.n)))
 	}
-	if s.nCut > 0 {
-		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), pick(s.nCut, "its", "their"), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
+	if s.partial.n > 0 {
+		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.partial.n, "line"), sizeText(s.m.LineCap()), pick(s.partial.n, "its", "their"), sizeText(s.m.LineCap()), s.partial.list(len(s.partial.names))))
 	}
 	if s.walk != nil {
 		ns = append(ns, walkNotes(s.walk)...)
 	}
 	return ns
-}
-
-// noteList renders some of n file names.
-func noteList(names []string, n int) string {
-	qs := make([]string, len(names))
-	for i, p := range names {
-		qs[i] = quote(p)
-	}
-	if n > len(names) {
-		qs = append(qs, "…")
-	}
-	return strings.Join(qs, ", ")
 }
 
 // run searches the file or directory rel. It returns once every worker
@@ -356,16 +362,13 @@ func clipAround(line []byte, col, n int) string {
 	for start > 0 && !utf8.RuneStart(line[start]) {
 		start--
 	}
-	end := min(len(line), start+n)
-	for end < len(line) && !utf8.RuneStart(line[end]) {
-		end--
-	}
+	mid := textclip.Head(line[start:], n)
 	var b strings.Builder
 	if start > 0 {
 		b.WriteString("…")
 	}
-	b.Write(line[start:end])
-	if end < len(line) {
+	b.Write(mid)
+	if start+len(mid) < len(line) {
 		b.WriteString("…")
 	}
 	return b.String()
