@@ -195,24 +195,17 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 func (p *patchPlan) checkShapes() error {
 	var written []string
 	for _, f := range p.order {
-		if f.exists {
-			written = append(written, f.rel)
-		}
-	}
-	if err := p.ws.gitShaped(written); err != nil {
-		return err
-	}
-	for _, f := range p.order {
 		if !f.exists {
 			continue
 		}
+		written = append(written, f.rel)
 		for dir := path.Dir(f.rel); dir != "."; dir = path.Dir(dir) {
 			if g, ok := p.files[dir]; ok && g.exists {
 				return Errorf(gen.ErrorCodeInvalidPatch, "the patch makes %s a file and also creates %s inside it; no file was changed", quote(dir), quote(f.rel))
 			}
 		}
 	}
-	return nil
+	return p.ws.gitShaped(written)
 }
 
 // write carries the plan out: every new or changed file, then every

@@ -102,12 +102,11 @@ func (s *Spec) Register(handlers ...Handler) error {
 		if def == nil {
 			return fmt.Errorf("tools: the handler for %s matches no tool of the custom spec (no tool's input schema is named %s)", name, name)
 		}
+		if err := sameFields(InputType(h), def.Spec.InputSchema); err != nil {
+			return fmt.Errorf("tools: tool %q: the handler's input type %s: %w", def.Spec.Name, name, err)
+		}
 		if err := s.bind(def, h); err != nil {
 			return err
-		}
-		if err := sameFields(InputType(h), def.Spec.InputSchema); err != nil {
-			delete(s.bound, def.Spec.Name)
-			return fmt.Errorf("tools: tool %q: the handler's input type %s: %w", def.Spec.Name, name, err)
 		}
 	}
 	return nil

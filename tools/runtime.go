@@ -213,7 +213,11 @@ func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observ
 		args = map[string]any{}
 	}
 	if err := t.def.ValidateInput(args); err != nil {
-		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), schemaError(err), nil
+		var se *schema.Error
+		if !errors.As(err, &se) {
+			se = &schema.Error{Reason: "does not match the schema"} // the whole value
+		}
+		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), se, nil
 	}
 	res, err := r.invoke(ctx, t, args)
 	if err != nil {
@@ -240,15 +244,6 @@ func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observ
 	obs.Content = res.Content
 	obs.Data = &res.Data
 	return obs, nil, nil
-}
-
-// schemaError is the *schema.Error err holds, or one for the whole value.
-func schemaError(err error) *schema.Error {
-	var se *schema.Error
-	if errors.As(err, &se) {
-		return se
-	}
-	return &schema.Error{Reason: "does not match the schema"}
 }
 
 // In returns a runtime with r's tools (those r offers, bound once) working

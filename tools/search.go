@@ -58,11 +58,10 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 // caller collects the results back in path order, stopping everything once
 // the limit is passed.
 type searcher struct {
-	ws      *Workspace
-	m       *linematch.Matcher
-	glob    *fswalk.Glob
-	limit   int
-	workers int // 0: GOMAXPROCS
+	ws    *Workspace
+	m     *linematch.Matcher
+	glob  *fswalk.Glob
+	limit int
 
 	// What the search left out, for the notes; written by run's
 	// collector (or the single-file path) only.
@@ -187,13 +186,9 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 			}
 		})
 	}()
-	workers := s.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for range workers {
+	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			w := newSearchWorker(s)
 			for j := range jobs {

@@ -551,17 +551,17 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 		}
 		return le + 1
 	}
-	switch {
-	case len(m.lits) > 0:
-		if cap(st.next) < len(m.lits) {
-			st.next = make([]int, len(m.lits))
-		}
-		next := st.next[:len(m.lits)]
-		for i := range next {
-			next[i] = -1 // not looked for yet
-		}
-		for pos <= len(data) && found < max {
-			c := -1
+	if cap(st.next) < len(m.lits) {
+		st.next = make([]int, len(m.lits))
+	}
+	next := st.next[:len(m.lits)]
+	for i := range next {
+		next[i] = -1 // not looked for yet
+	}
+	for pos <= len(data) && found < max {
+		c := pos // without a prefilter every line is a candidate
+		if len(m.lits) > 0 {
+			c = -1
 			for i, l := range m.lits {
 				if next[i] < pos && next[i] != len(data)+1 {
 					next[i] = l.find(data, pos)
@@ -570,19 +570,13 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 					c = next[i]
 				}
 			}
-			if c < 0 || m.re != nil && st.stopped() {
-				return
-			}
-			pos = check(c)
+		} else if pos == len(data) && (pos == 0 || data[pos-1] == '\n') {
+			return // no last line after the final newline
 		}
-	default:
-		// Every line is a candidate.
-		for pos <= len(data) && found < max {
-			if pos == len(data) && (pos == 0 || data[pos-1] == '\n') || st.stopped() {
-				return // no last line after the final newline
-			}
-			pos = check(pos)
+		if c < 0 || m.re != nil && st.stopped() {
+			return
 		}
+		pos = check(c)
 	}
 }
 
