@@ -259,11 +259,18 @@ func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any)
 	if ws := r.env.Workspace; ws != nil {
 		command, writes := t.handler.need == NeedsCommands, t.def.Spec.WritesFiles
 		if command || writes {
-			release, err := ws.acquire(ctx, writes)
-			if err != nil {
+			// The call waits until the workspace is free for it: alone
+			// when it writes, else with other commands. It is released
+			// when the call has ended (a command's processes are all gone
+			// by then).
+			n := int64(1)
+			if writes {
+				n = maxSharedCalls
+			}
+			if err := ws.calls.Acquire(ctx, n); err != nil {
 				return Result{}, err
 			}
-			defer release()
+			defer ws.calls.Release(n)
 		}
 	}
 	defer func() {
