@@ -126,6 +126,7 @@ func TestRunCommand(t *testing.T) {
 // A command that hangs is killed at its timeout with everything it
 // started, including what left its process group.
 func TestRunCommandTimeoutKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -150,6 +151,7 @@ func TestRunCommandTimeoutKillsTheGroup(t *testing.T) {
 // What a command leaves running in the background is killed when it ends,
 // and does not hold the call up.
 func TestRunCommandKillsBackgroundProcesses(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -167,6 +169,7 @@ func TestRunCommandKillsBackgroundProcesses(t *testing.T) {
 // Under a sandbox even a process in a new session is killed with the
 // command (it survives only with none, which the control case shows).
 func TestRunCommandKillsNewSessions(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
