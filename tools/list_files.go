@@ -97,11 +97,7 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 		}
 		b.WriteString("\n")
 	case out.Truncated:
-		why := "at the limit"
-		if len(out.Files) < orDefault(in.Limit, defaultListLimit) {
-			why = "where the walk stopped"
-		}
-		fmt.Fprintf(&b, "the first %s under %s (the list was cut %s; narrow it with path or glob):\n", plural(len(out.Files), "file"), where, why)
+		fmt.Fprintf(&b, "the first %s under %s (the list was cut %s; narrow it with path or glob):\n", plural(len(out.Files), "file"), where, cutWhere(len(out.Files), orDefault(in.Limit, defaultListLimit)))
 	default:
 		fmt.Fprintf(&b, "%s under %s:\n", plural(len(out.Files), "file"), where)
 	}
@@ -111,6 +107,15 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 	}
 	writeNotes(&b, out.Notes)
 	return b.String()
+}
+
+// cutWhere says where a truncated result of n items, at most limit, was
+// cut.
+func cutWhere(n, limit int) string {
+	if n < limit {
+		return "where the walk stopped"
+	}
+	return "at the limit"
 }
 
 // writeNotes appends a result's notes, one a line.

@@ -236,7 +236,7 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	}
 	top := gitshape.Enclosing(real)
 	if top == "" {
-		return nil, errNotGit
+		return nil, errors.New("not a git work tree")
 	}
 	rel, err := filepath.Rel(top, real)
 	if err != nil {
@@ -523,6 +523,3 @@ func (g *shadowGit) git(ctx context.Context, in io.Reader, out io.Writer, altern
 }
 
 func (g *shadowGit) remove() error { return os.RemoveAll(g.tmp) }
-
-// errNotGit: the workspace is not in a git work tree.
-var errNotGit = errors.New("not a git work tree")

@@ -380,11 +380,7 @@ func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	case len(out.Matches) == 0:
 		fmt.Fprintf(&b, "no matches for %s %s\n", kind, quote(in.Pattern))
 	case out.Truncated:
-		why := "at the limit"
-		if len(out.Matches) < orDefault(in.Limit, defaultSearchLimit) {
-			why = "where the walk stopped"
-		}
-		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", matches, why)
+		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", matches, cutWhere(len(out.Matches), orDefault(in.Limit, defaultSearchLimit)))
 	default:
 		fmt.Fprintf(&b, "%s:\n", matches)
 	}
