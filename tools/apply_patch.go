@@ -123,31 +123,27 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 	if err != nil {
 		return err
 	}
+	notFound := gen.ErrorCodeNotFound
+	if op.Kind == patchfmt.Add {
+		notFound = "" // the file may be created
+	}
+	f, err := p.file(rel, notFound)
+	if err != nil {
+		return err
+	}
 	switch op.Kind {
 	case patchfmt.Add:
-		f, err := p.file(rel, "")
-		if err != nil {
-			return err
-		}
 		if err := p.hold(rel, len(op.Content)); err != nil {
 			return err
 		}
 		f.exists, f.content = true, []byte(op.Content)
 		return nil
 	case patchfmt.Delete:
-		f, err := p.file(rel, gen.ErrorCodeNotFound)
-		if err != nil {
-			return err
-		}
 		if !f.exists {
 			return Errorf(gen.ErrorCodeNotFound, "*** Delete File: %s does not exist (line %d of the patch); no file was changed", quote(rel), op.Line)
 		}
 		f.exists, f.content = false, nil
 		return nil
-	}
-	f, err := p.file(rel, gen.ErrorCodeNotFound)
-	if err != nil {
-		return err
 	}
 	if !f.exists {
 		return Errorf(gen.ErrorCodeNotFound, "*** Update File: %s does not exist (line %d of the patch); create it with *** Add File; no file was changed", quote(rel), op.Line)
@@ -166,13 +162,11 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 	if err := p.hold(rel, len(updated)); err != nil {
 		return err
 	}
-	if op.MoveTo == "" {
-		f.content = []byte(updated)
-		return nil
-	}
-	to, err := clean(op.MoveTo)
-	if err != nil {
-		return err
+	to := rel
+	if op.MoveTo != "" {
+		if to, err = clean(op.MoveTo); err != nil {
+			return err
+		}
 	}
 	if to == rel {
 		f.content = []byte(updated)
