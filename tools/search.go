@@ -42,11 +42,14 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 		return nil, err
 	}
 	s := &searcher{ws: env.Workspace, m: m, glob: g, limit: orDefault(in.Limit, defaultSearchLimit)}
-	matches, truncated, err := s.run(ctx, rel)
+	matches, err := s.run(ctx, rel)
 	if err != nil {
 		return nil, err
 	}
-	out := &gen.SearchResult{Matches: matches, Truncated: truncated}
+	out := &gen.SearchResult{
+		Matches:   append([]gen.SearchMatch{}, matches[:min(len(matches), s.limit)]...),
+		Truncated: len(matches) > s.limit || s.walk != nil && s.walk.Capped,
+	}
 	if ns := s.notes(); len(ns) > 0 {
 		out.Notes = &ns
 	}
@@ -134,12 +137,13 @@ func (s *searcher) notes() []string {
 	return ns
 }
 
-// run searches the file or directory rel. It returns once every worker
-// has stopped: a cancelled search burns no more CPU.
-func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, bool, error) {
+// run searches the file or directory rel, until it has more matches than
+// the limit. It returns once every worker has stopped: a cancelled search
+// burns no more CPU.
+func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, error) {
 	fi, err := s.ws.root.Stat(rel)
 	if err != nil {
-		return nil, false, fsError(err, rel, gen.ErrorCodeNotFound)
+		return nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if !fi.IsDir() {
 		// A file named explicitly is searched even when ignored; one that
@@ -147,20 +151,17 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		f, fi, err := s.ws.openRegular(rel)
 		var te *Error
 		if errors.As(err, &te) && te.Code == gen.ErrorCodeNotARegularFile {
-			return s.cut(nil)
+			return nil, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		defer f.Close()
 		if fi.Size() > maxScanFileSize {
-			return nil, false, tooLarge(rel, fi.Size(), maxScanFileSize, "search", "search it with run_command (grep) instead")
+			return nil, tooLarge(rel, fi.Size(), maxScanFileSize, "search", "search it with run_command (grep) instead")
 		}
 		r := newSearchWorker(s).scan(parent, f.Read, fi.Size(), rel)
-		if err := parent.Err(); err != nil {
-			return nil, false, err
-		}
-		return s.cut(s.add(rel, r))
+		return s.add(rel, r), parent.Err()
 	}
 
 	ctx, cancel := context.WithCancel(parent)
@@ -201,35 +202,23 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 			}
 		})
 	}
-	out, truncated := []gen.SearchMatch{}, false
+	var out []gen.SearchMatch
 	for j := range order {
 		r := <-j.done
-		if truncated {
+		if len(out) > s.limit {
 			continue // draining
 		}
-		out = append(out, s.add(j.f.Rel, r)...)
-		if len(out) > s.limit {
-			out, truncated = out[:s.limit], true
+		if out = append(out, s.add(j.f.Rel, r)...); len(out) > s.limit {
 			cancel()
 		}
 	}
 	if err := parent.Err(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	if walkErr != nil && !truncated {
-		return nil, false, fsError(walkErr, rel, gen.ErrorCodeNotFound)
+	if walkErr != nil && len(out) <= s.limit {
+		return nil, fsError(walkErr, rel, gen.ErrorCodeNotFound)
 	}
-	return out, truncated || s.walk.Capped, nil
-}
-
-func (s *searcher) cut(ms []gen.SearchMatch) ([]gen.SearchMatch, bool, error) {
-	if ms == nil {
-		ms = []gen.SearchMatch{}
-	}
-	if len(ms) > s.limit {
-		return ms[:s.limit], true, nil
-	}
-	return ms, false, nil
+	return out, nil
 }
 
 // searchWorker reads and matches files with buffers of its own.

@@ -57,7 +57,7 @@ func searchAll(tb testing.TB, ws *Workspace, pattern string, regex, fold bool) i
 		tb.Fatal(err)
 	}
 	s := &searcher{ws: ws, m: m, limit: 1 << 30}
-	ms, _, err := s.run(context.Background(), ".")
+	ms, err := s.run(context.Background(), ".")
 	if err != nil {
 		tb.Fatal(err)
 	}
