@@ -123,31 +123,27 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 	if err != nil {
 		return err
 	}
+	notFound := gen.ErrorCodeNotFound
+	if op.Kind == patchfmt.Add {
+		notFound = "" // the file may be created
+	}
+	f, err := p.file(rel, notFound)
+	if err != nil {
+		return err
+	}
 	switch op.Kind {
 	case patchfmt.Add:
-		f, err := p.file(rel, "")
-		if err != nil {
-			return err
-		}
 		if err := p.hold(rel, len(op.Content)); err != nil {
 			return err
 		}
 		f.exists, f.content = true, []byte(op.Content)
 		return nil
 	case patchfmt.Delete:
-		f, err := p.file(rel, gen.ErrorCodeNotFound)
-		if err != nil {
-			return err
-		}
 		if !f.exists {
 			return Errorf(gen.ErrorCodeNotFound, "*** Delete File: %s does not exist (line %d of the patch); no file was changed", quote(rel), op.Line)
 		}
 		f.exists, f.content = false, nil
 		return nil
-	}
-	f, err := p.file(rel, gen.ErrorCodeNotFound)
-	if err != nil {
-		return err
 	}
 	if !f.exists {
 		return Errorf(gen.ErrorCodeNotFound, "*** Update File: %s does not exist (line %d of the patch); create it with *** Add File; no file was changed", quote(rel), op.Line)
@@ -166,13 +162,11 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 	if err := p.hold(rel, len(updated)); err != nil {
 		return err
 	}
-	if op.MoveTo == "" {
-		f.content = []byte(updated)
-		return nil
-	}
-	to, err := clean(op.MoveTo)
-	if err != nil {
-		return err
+	to := rel
+	if op.MoveTo != "" {
+		if to, err = clean(op.MoveTo); err != nil {
+			return err
+		}
 	}
 	if to == rel {
 		f.content = []byte(updated)
@@ -195,24 +189,17 @@ func (p *patchPlan) apply(op patchfmt.Op) error {
 func (p *patchPlan) checkShapes() error {
 	var written []string
 	for _, f := range p.order {
-		if f.exists {
-			written = append(written, f.rel)
-		}
-	}
-	if err := p.ws.gitShaped(written); err != nil {
-		return err
-	}
-	for _, f := range p.order {
 		if !f.exists {
 			continue
 		}
+		written = append(written, f.rel)
 		for dir := path.Dir(f.rel); dir != "."; dir = path.Dir(dir) {
 			if g, ok := p.files[dir]; ok && g.exists {
 				return Errorf(gen.ErrorCodeInvalidPatch, "the patch makes %s a file and also creates %s inside it; no file was changed", quote(dir), quote(f.rel))
 			}
 		}
 	}
-	return nil
+	return p.ws.gitShaped(written)
 }
 
 // write carries the plan out: every new or changed file, then every

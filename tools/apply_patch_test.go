@@ -39,6 +39,7 @@ func wsFiles(t *testing.T, dir string) map[string]string {
 }
 
 func TestApplyPatchScenarios(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name   string
 		before map[string]string
@@ -233,6 +234,7 @@ func TestApplyPatchScenarios(t *testing.T) {
 // A patch whose files change modes keeps the mode of an updated or moved
 // file.
 func TestApplyPatchKeepsMode(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"run.sh": "echo a\n"})
 	if err := os.Chmod(filepath.Join(dir, "run.sh"), 0o755); err != nil {
@@ -253,6 +255,7 @@ func TestApplyPatchKeepsMode(t *testing.T) {
 // operations of the patch did, and the error names the code, the file and
 // the hunk.
 func TestApplyPatchAllOrNothing(t *testing.T) {
+	t.Parallel()
 	before := map[string]string{
 		"a.txt":      "a1\na2\na3\n",
 		"b.txt":      "b1\nb2\nb3\nb4\nb5\n",
@@ -320,6 +323,7 @@ func TestApplyPatchAllOrNothing(t *testing.T) {
 }
 
 func TestApplyPatchInvalid(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, patch, mention string }{
 		{"no begin marker", "*** Update File: a.txt\n@@\n-a\n+b\n*** End Patch\n", "*** Begin Patch"},
 		{"no end marker", "*** Begin Patch\n*** Update File: a.txt\n@@\n-a\n+b\n", "*** End Patch"},
@@ -353,6 +357,7 @@ func TestApplyPatchInvalid(t *testing.T) {
 // Every way out of the workspace, into its git metadata or through a hard
 // link is refused, and nothing outside (or inside) changes.
 func TestApplyPatchEscapes(t *testing.T) {
+	t.Parallel()
 	base, ws, _ := escapeFixture(t)
 	writeFiles(t, ws, map[string]string{".git/config": "[core]\n", "sub/.GIT/hooks/x": "x\n"})
 	if err := os.Link(filepath.Join(base, "outside", "secret.txt"), filepath.Join(ws, "hard.txt")); err != nil {
@@ -420,6 +425,7 @@ func containsCode(codes []gen.ErrorCode, c string) bool {
 
 // The run's patch (Runtime.Patch) includes what apply_patch changed.
 func TestApplyPatchInRunPatch(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.txt": "a\n", "gone.txt": "g\n"})
 	rt := wsRuntime(t, dir)
@@ -440,6 +446,7 @@ func TestApplyPatchInRunPatch(t *testing.T) {
 // would otherwise buy patchfmt.MaxSeekWork comparisons for every few KiB
 // of patch (minutes of CPU for the 4 MiB a patch may have).
 func TestApplyPatchBoundsSearchPerPatch(t *testing.T) {
+	t.Parallel()
 	rt, patch := repeatedOps(t, t.TempDir())
 	mustSucceed(t, callTool(t, rt, "apply_patch", map[string]any{"patch": patch(1)}))
 	obs := callTool(t, rt, "apply_patch", map[string]any{"patch": patch(3)})

@@ -43,6 +43,7 @@ func sample(s map[string]any) map[string]any {
 // whether the schema bounds it or only the Go type cannot hold it; it is
 // never an internal error that ends the run.
 func TestIntegersPastTheGoRange(t *testing.T) {
+	t.Parallel()
 	ws, err := tools.OpenWorkspace(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 		return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
 	}
 	out := newCapture(0, checkTailBytes)
-	run, err := runShell(ctx, c.Sandbox, c.ws, c.command, timeout, c.Env, out, out)
+	run, err := runCmd(ctx, c.Sandbox, c.ws, sandbox.Command{Args: []string{shellPath, "-c", c.command}, Env: c.Env, Stdout: out, Stderr: out, Timeout: timeout})
 	guard, guarded := gitGuardMessage(err)
 	if guarded {
 		err = nil

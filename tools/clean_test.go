@@ -9,6 +9,7 @@ import (
 )
 
 func TestClean(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		in, want string
 		code     gen.ErrorCode

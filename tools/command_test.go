@@ -99,6 +99,7 @@ func sandboxRuntime(t *testing.T, dir string, p sandbox.Policy) *tools.Runtime {
 }
 
 func TestRunCommand(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rt := wsRuntime(t, dir)
 	tests := []struct {
@@ -125,6 +126,7 @@ func TestRunCommand(t *testing.T) {
 // A command that hangs is killed at its timeout with everything it
 // started, including what left its process group.
 func TestRunCommandTimeoutKillsTheGroup(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -149,6 +151,7 @@ func TestRunCommandTimeoutKillsTheGroup(t *testing.T) {
 // What a command leaves running in the background is killed when it ends,
 // and does not hold the call up.
 func TestRunCommandKillsBackgroundProcesses(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -166,6 +169,7 @@ func TestRunCommandKillsBackgroundProcesses(t *testing.T) {
 // Under a sandbox even a process in a new session is killed with the
 // command (it survives only with none, which the control case shows).
 func TestRunCommandKillsNewSessions(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -190,6 +194,7 @@ func TestRunCommandKillsNewSessions(t *testing.T) {
 }
 
 func TestRunCommandCancelled(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			dir, m := t.TempDir(), sleepMarker()
@@ -278,6 +283,7 @@ func TestRunCommandEnvironmentAllowlist(t *testing.T) {
 
 // Huge outputs keep their head and tail and say how much was cut.
 func TestRunCommandCapsOutput(t *testing.T) {
+	t.Parallel()
 	rt := wsRuntime(t, t.TempDir())
 	obs := mustSucceed(t, callTool(t, rt, "run_command", map[string]any{
 		"command": "echo FIRST; head -c 200000 /dev/zero | tr '\\0' x; echo; echo LAST; echo ERR >&2",
@@ -298,6 +304,7 @@ func TestRunCommandCapsOutput(t *testing.T) {
 }
 
 func TestCommandsCanBeDisabled(t *testing.T) {
+	t.Parallel()
 	ws := mustWorkspace(t, t.TempDir())
 	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: true})
 	if err != nil {

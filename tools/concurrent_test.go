@@ -18,6 +18,7 @@ import (
 // symbolic link to .git, before the patch's last file, sub/hooks/..., is
 // written.
 func TestCommandCannotSwapAPathDuringAWrite(t *testing.T) {
+	t.Parallel()
 	t.Run("one runtime", func(t *testing.T) { t.Parallel(); commandSwapsDuringWrite(t, false) })
 	// The server opens a workspace per /v1/tools call, next to a run's and
 	// /mcp's on the same directory: they must order their calls too.

@@ -43,6 +43,7 @@ func escapeFixture(t testing.TB) (base, ws, outside string) {
 // Every file tool refuses every way out of the workspace, and nothing
 // outside is read, listed or written.
 func TestEscapeAttempts(t *testing.T) {
+	t.Parallel()
 	base, ws, outside := escapeFixture(t)
 	rt := wsRuntime(t, ws)
 	before := snapshot(t, base)

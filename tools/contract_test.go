@@ -23,6 +23,7 @@ import (
 // against the tool's result schema or an error the tool's error
 // description names. See internal/contract.CheckTools.
 func TestContractTools(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.Spec()
 	if err != nil {
 		t.Fatal(err)
@@ -100,6 +101,7 @@ func containsAll(s string, parts []string) bool {
 // required field its handler never sees; the unchanged handlers must fail
 // the contract with messages that name the tool, the field and the value.
 func TestContractCatchesDrift(t *testing.T) {
+	t.Parallel()
 	const enumLine = "enum: [add, subtract, multiply, divide]"
 	if !bytes.Contains(spec.YAML(), []byte(enumLine)) {
 		t.Fatalf("spec/agent.yaml no longer has the line %q this test edits; update the test", enumLine)
@@ -126,6 +128,7 @@ func TestContractCatchesDrift(t *testing.T) {
 // input schema in turn: whatever the enum, the unchanged handler must be
 // caught rejecting the value the spec now allows.
 func TestContractCatchesNewEnumValues(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("proves the checker, not the tools; runs without -short")
 	}
@@ -154,6 +157,7 @@ func TestContractCatchesNewEnumValues(t *testing.T) {
 
 // TestContractCatchesMissingHandlers removes each handler in turn.
 func TestContractCatchesMissingHandlers(t *testing.T) {
+	t.Parallel()
 	doc := contractDoc(t, spec.YAML())
 	reg := builtinRegistry(t)
 	for i, h := range tools.Builtin() {
@@ -178,6 +182,7 @@ func TestContractCatchesMissingHandlers(t *testing.T) {
 // TestContractCatchesHandlerWithoutTool removes a tool from the spec: its
 // handler is left implementing nothing.
 func TestContractCatchesHandlerWithoutTool(t *testing.T) {
+	t.Parallel()
 	doc := contractDoc(t, spec.YAML())
 	input := reflect.TypeFor[gen.CalculatorInput]().Name()
 	for path, item := range doc.Paths.Map() {
@@ -199,6 +204,7 @@ type badCalculatorResult struct {
 // TestContractCatchesBadHandlers swaps the calculator's handler for ones
 // that break the contract in the other ways a handler can.
 func TestContractCatchesBadHandlers(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("proves the checker, not the tools; runs without -short")
 	}
@@ -254,6 +260,7 @@ func TestContractCatchesBadHandlers(t *testing.T) {
 // spec defines but its operation does not list (x-error-codes) is drift,
 // and the contract names the tool and the code.
 func TestContractCatchesUndeclaredCode(t *testing.T) {
+	t.Parallel()
 	doc := contractDoc(t, spec.YAML())
 	calc, ok := builtinRegistry(t).Lookup("calculator")
 	if !ok {

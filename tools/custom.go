@@ -2,12 +2,12 @@ package tools
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
 	"reflect"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/specloop/specloop/gen"
@@ -102,12 +102,11 @@ func (s *Spec) Register(handlers ...Handler) error {
 		if def == nil {
 			return fmt.Errorf("tools: the handler for %s matches no tool of the custom spec (no tool's input schema is named %s)", name, name)
 		}
+		if err := sameFields(InputType(h), def.Spec.InputSchema); err != nil {
+			return fmt.Errorf("tools: tool %q: the handler's input type %s: %w", def.Spec.Name, name, err)
+		}
 		if err := s.bind(def, h); err != nil {
 			return err
-		}
-		if err := sameFields(InputType(h), def.Spec.InputSchema); err != nil {
-			delete(s.bound, def.Spec.Name)
-			return fmt.Errorf("tools: tool %q: the handler's input type %s: %w", def.Spec.Name, name, err)
 		}
 	}
 	return nil
@@ -149,17 +148,6 @@ func sameFields(t reflect.Type, s map[string]any) error {
 	return nil
 }
 
-// unbound lists the document's tools that have no handler.
-func (s *Spec) unbound() []string {
-	var names []string
-	for _, d := range s.reg.Defs() {
-		if s.bound[d.Spec.Name] == nil {
-			names = append(names, d.Spec.Name)
-		}
-	}
-	return names
-}
-
 // withExtra returns a registry and binding of the built-in tools (reg,
 // bound) and the custom ones of extra. It refuses a custom tool without a
 // handler, and a name or an input schema name a built-in tool or an
@@ -177,12 +165,11 @@ func withExtra(reg *Registry, bound map[string]Handler, extra []*Spec) (*Registr
 		if s == nil {
 			return nil, nil, nil, fmt.Errorf("tools: a nil custom spec")
 		}
-		if names := s.unbound(); len(names) > 0 {
-			return nil, nil, nil, fmt.Errorf("tools: custom tool %q has no handler (register one with Spec.Register or Spec.RegisterDeclared)", names[0])
-		}
 		for _, d := range s.reg.Defs() {
 			name := d.Spec.Name
 			switch {
+			case s.bound[name].call == nil:
+				return nil, nil, nil, fmt.Errorf("tools: custom tool %q has no handler (register one with Spec.Register or Spec.RegisterDeclared)", name)
 			case custom[name]:
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q is defined by two documents", name)
 			case merged.byName[name] != nil:
@@ -196,7 +183,7 @@ func withExtra(reg *Registry, bound map[string]Handler, extra []*Spec) (*Registr
 			all[name] = s.bound[name]
 		}
 	}
-	sort.Slice(merged.defs, func(i, j int) bool { return merged.defs[i].Spec.Name < merged.defs[j].Spec.Name })
+	slices.SortFunc(merged.defs, func(a, b *Def) int { return strings.Compare(a.Spec.Name, b.Spec.Name) })
 	return merged, all, custom, nil
 }
 
@@ -217,14 +204,13 @@ func resultFor(def *Def, text []byte) (Result, error) {
 }
 
 // rawHandler is a handler bound by tool name that gets the arguments as
-// JSON values: the handlers a document declares.
-type rawHandler struct {
-	need Needs
-	fn   func(ctx context.Context, env *Env, args map[string]any) (Result, error)
-}
-
-func (h rawHandler) inputType() reflect.Type { return reflect.TypeFor[map[string]any]() }
-func (h rawHandler) needs() Needs            { return h.need }
-func (h rawHandler) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
-	return h.fn(ctx, env, args)
+// JSON text: the handlers a document declares.
+func rawHandler(need Needs, fn func(ctx context.Context, env *Env, input []byte) (Result, error)) Handler {
+	return Handler{in: reflect.TypeFor[map[string]any](), need: need, call: func(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+		input, err := json.Marshal(args)
+		if err != nil {
+			return Result{}, fmt.Errorf("encode the arguments: %w", err)
+		}
+		return fn(ctx, env, input)
+	}}
 }

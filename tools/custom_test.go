@@ -53,6 +53,7 @@ components:
 }
 
 func TestLoadSpecRefuses(t *testing.T) {
+	t.Parallel()
 	good := toolDoc("echo", "", "")
 	cases := []struct{ name, doc, want string }{
 		{"not YAML", "{{{", "not YAML"},
@@ -91,6 +92,7 @@ type GetWeatherInput struct {
 }
 
 func TestRegisterRefuses(t *testing.T) {
+	t.Parallel()
 	load := func(t *testing.T) *tools.Spec {
 		spec, err := tools.LoadSpec(weather.Spec)
 		if err != nil {
@@ -145,6 +147,7 @@ func TestRegisterRefuses(t *testing.T) {
 }
 
 func TestNewRefusesCustomTools(t *testing.T) {
+	t.Parallel()
 	spec := func(t *testing.T, doc string) *tools.Spec {
 		t.Helper()
 		s, err := tools.LoadSpec([]byte(doc))
@@ -198,6 +201,7 @@ func TestNewRefusesCustomTools(t *testing.T) {
 }
 
 func TestRegisterDeclaredRefuses(t *testing.T) {
+	t.Parallel()
 	cases := []struct{ name, op, want string }{
 		{"nothing declared", "", `custom tool "echo": has no handler`},
 		{"both", "      x-specloop-argv: [cat]\n      servers: [{url: \"http://127.0.0.1:1\"}]\n", "declares both"},
@@ -266,6 +270,7 @@ func withResult(op string) string {
 }
 
 func TestDeclaredCommand(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		t.Run(string(b), func(t *testing.T) {
 			dir := t.TempDir()
@@ -324,6 +329,7 @@ func TestDeclaredCommand(t *testing.T) {
 // A declared command runs confined like run_command: it cannot write
 // outside the workspace or into .git, and has no network.
 func TestDeclaredCommandIsConfined(t *testing.T) {
+	t.Parallel()
 	for _, b := range backends(t) {
 		if b == sandbox.None {
 			continue // no confinement to test
@@ -353,6 +359,7 @@ func TestDeclaredCommandIsConfined(t *testing.T) {
 }
 
 func TestDeclaredEndpoint(t *testing.T) {
+	t.Parallel()
 	type request struct {
 		method, path, contentType string
 		body                      []byte
@@ -423,6 +430,7 @@ func TestDeclaredEndpoint(t *testing.T) {
 // host: a 307 or 308 makes Go's client post the same body to wherever the
 // Location points. Redirects within the endpoint's own origin still work.
 func TestDeclaredEndpointRedirects(t *testing.T) {
+	t.Parallel()
 	var (
 		mu  sync.Mutex
 		got []string
@@ -483,6 +491,7 @@ func TestDeclaredEndpointRedirects(t *testing.T) {
 // schemas as JSON Schema 2020-12, its $refs inlined, nullable as a "null"
 // type, x- keys and examples left out; validation follows the same schema.
 func TestLoadSpecSchemasAreJSONSchema(t *testing.T) {
+	t.Parallel()
 	doc := strings.Replace(toolDoc("echo", "", `    Note:
       type: string
       nullable: true

@@ -13,6 +13,7 @@ import (
 // member, []byte is base64 text, times are RFC 3339, omitted fields are
 // absent.
 func TestToDataIsTheResultsJSON(t *testing.T) {
+	t.Parallel()
 	var member gen.ModelConfig
 	if err := member.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: []string{"r"}}); err != nil {
 		t.Fatal(err)

@@ -3,7 +3,6 @@ package tools
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -84,7 +83,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 	client.CheckRedirect = redirect.SameOrigin
 	cfg.Client = client
 	for _, def := range s.reg.Defs() {
-		if s.bound[def.Spec.Name] != nil {
+		if _, bound := s.bound[def.Spec.Name]; bound {
 			continue
 		}
 		h, err := declaredHandler(def, cfg)
@@ -97,7 +96,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 		// The model is told the codes every declared handler may answer:
 		// a command's also protected_path (see sandbox.GitError).
 		codes := []gen.ErrorCode{gen.ErrorCodeHandlerFailed}
-		if h.needs() == NeedsCommands {
+		if h.need == NeedsCommands {
 			codes = append(codes, gen.ErrorCodeProtectedPath)
 		}
 		for _, code := range codes {
@@ -112,32 +111,32 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 
 func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 	if _, old := def.op.Extensions[oldArgvKey]; old {
-		return nil, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
+		return Handler{}, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
 	}
 	raw, hasCommand := def.op.Extensions[argvKey]
 	servers := def.op.Servers
 	hasServer := len(servers) > 0
 	switch {
 	case hasCommand && hasServer:
-		return nil, fmt.Errorf("declares both %s and servers; keep one", argvKey)
+		return Handler{}, fmt.Errorf("declares both %s and servers; keep one", argvKey)
 	case hasCommand:
 		argv, err := commandArgv(raw)
 		if err != nil {
-			return nil, err
+			return Handler{}, err
 		}
-		return rawHandler{need: NeedsCommands, fn: func(ctx context.Context, env *Env, args map[string]any) (Result, error) {
-			return runDeclared(ctx, env, def, argv, cfg, args)
-		}}, nil
+		return rawHandler(NeedsCommands, func(ctx context.Context, env *Env, input []byte) (Result, error) {
+			return runDeclared(ctx, env, def, argv, cfg, input)
+		}), nil
 	case hasServer:
 		u, err := endpointURL(servers, toolPathPrefix+def.Spec.Name)
 		if err != nil {
-			return nil, err
+			return Handler{}, err
 		}
-		return rawHandler{need: NeedsNothing, fn: func(ctx context.Context, _ *Env, args map[string]any) (Result, error) {
-			return postDeclared(ctx, def, u, cfg, args)
-		}}, nil
+		return rawHandler(NeedsNothing, func(ctx context.Context, _ *Env, input []byte) (Result, error) {
+			return postDeclared(ctx, def, u, cfg, input)
+		}), nil
 	}
-	return nil, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
+	return Handler{}, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
 }
 
 func commandArgv(raw any) ([]string, error) {
@@ -171,32 +170,16 @@ func endpointURL(servers []string, path string) (string, error) {
 	return u.JoinPath(path).String(), nil
 }
 
-// runDeclared runs the program argv a tool declares.
-func runDeclared(ctx context.Context, env *Env, def *Def, argv []string, cfg DeclaredConfig, args map[string]any) (Result, error) {
+// runDeclared runs the program argv a tool declares, the arguments' JSON
+// input on its standard input.
+func runDeclared(ctx context.Context, env *Env, def *Def, argv []string, cfg DeclaredConfig, input []byte) (Result, error) {
 	if env.Sandbox == nil || env.Workspace == nil {
 		return Result{}, Errorf(gen.ErrorCodeCommandsDisabled, "%s runs a command, and this runtime offers no commands", def.Spec.Name)
 	}
-	input, err := json.Marshal(args)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode the arguments: %w", err)
-	}
 	env.Workspace.changing(ctx)
-	dir, err := env.Workspace.root.Open(".")
-	if err != nil {
-		return Result{}, fmt.Errorf("open the workspace: %w", err)
-	}
-	defer dir.Close()
 	stdout := newCapture(cfg.MaxOutput, 0)
 	stderr := newCapture(1<<10, 1<<10)
-	run, err := env.Sandbox.Run(ctx, sandbox.Command{
-		Args:    argv,
-		Dir:     dir,
-		DirPath: env.Workspace.Dir(),
-		Stdin:   bytes.NewReader(input),
-		Stdout:  stdout,
-		Stderr:  stderr,
-		Timeout: cfg.Timeout,
-	})
+	run, err := runCmd(ctx, env.Sandbox, env.Workspace, sandbox.Command{Args: argv, Stdin: bytes.NewReader(input), Stdout: stdout, Stderr: stderr, Timeout: cfg.Timeout})
 	var se *sandbox.StartError
 	switch {
 	case errors.As(err, &se):
@@ -220,12 +203,8 @@ func runDeclared(ctx context.Context, env *Env, def *Def, argv []string, cfg Dec
 	return resultFor(def, stdout.head)
 }
 
-// postDeclared posts a tool's arguments to its declared endpoint.
-func postDeclared(ctx context.Context, def *Def, endpoint string, cfg DeclaredConfig, args map[string]any) (Result, error) {
-	input, err := json.Marshal(args)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode the arguments: %w", err)
-	}
+// postDeclared posts a tool's arguments, input, to its declared endpoint.
+func postDeclared(ctx context.Context, def *Def, endpoint string, cfg DeclaredConfig, input []byte) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(tctx, http.MethodPost, endpoint, bytes.NewReader(input))

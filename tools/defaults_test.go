@@ -28,6 +28,7 @@ func specIntDefault(t *testing.T, schema, prop string) int {
 // A call that leaves limit out gets the spec's default number of paths and
 // matches: one more than the default is cut to exactly the default.
 func TestLimitsDefaultToTheSpec(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	listLimit := specIntDefault(t, "ListFilesInput", "limit")
 	for i := range listLimit + 1 {

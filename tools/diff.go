@@ -28,22 +28,21 @@ func fileDiff(rel string, old []byte, oldExists bool, new []byte, newExists bool
 	if isBinary(old) || isBinary(new) {
 		return "Binary files " + from + " and " + to + " differ\n"
 	}
-	body := udiff.Unified("a", "b", string(old), string(new))
+	return labeled(from, to, rel, udiff.Unified("a", "b", string(old), string(new)))
+}
+
+// labeled gives a diff body that udiff labeled a and b the ---/+++ header
+// of the file rel, as git writes it: a name with a space is followed by a
+// tab, so that patch(1) reads the whole name. An empty body stays empty.
+func labeled(from, to, rel, body string) string {
 	if body == "" {
 		return ""
 	}
-	return diffHeader(from, to, rel) + strings.TrimPrefix(body, "--- a\n+++ b\n")
-}
-
-// diffHeader is the ---/+++ header of a file's diff, as git writes it: a
-// name with a space is followed by a tab, so that patch(1) reads the whole
-// name.
-func diffHeader(from, to, rel string) string {
 	tab := ""
 	if strings.IndexByte(rel, ' ') >= 0 {
 		tab = "\t"
 	}
-	return "--- " + from + tab + "\n+++ " + to + tab + "\n"
+	return "--- " + from + tab + "\n+++ " + to + tab + "\n" + strings.TrimPrefix(body, "--- a\n+++ b\n")
 }
 
 // diffName is prefix+rel as a diff header names it, quoted as git quotes it
@@ -83,11 +82,8 @@ func editDiff(rel string, content []byte, start, end int, replacement []byte) (s
 	for i := 0; i < diffContext && ws > 0; i++ {
 		ws = bytes.LastIndexByte(content[:ws-1], '\n') + 1
 	}
-	we := len(content)
-	if i := bytes.IndexByte(content[end:], '\n'); i >= 0 {
-		we = end + i + 1
-	}
-	for i := 0; i < diffContext && we < len(content); i++ {
+	we := end // past the line end at or after end, then diffContext more
+	for i := 0; i <= diffContext && we < len(content); i++ {
 		if j := bytes.IndexByte(content[we:], '\n'); j >= 0 {
 			we += j + 1
 		} else {
@@ -110,9 +106,5 @@ func editDiff(rel string, content []byte, start, end int, replacement []byte) (s
 		h.FromLine += offset
 		h.ToLine += offset
 	}
-	body := u.String()
-	if body == "" {
-		return "", nil
-	}
-	return diffHeader(diffName("a/", rel), diffName("b/", rel), rel) + strings.TrimPrefix(body, "--- a\n+++ b\n"), nil
+	return labeled(diffName("a/", rel), diffName("b/", rel), rel, u.String()), nil
 }

@@ -31,6 +31,7 @@ var hostileNames = []string{
 // so applying it with git apply or patch -p1 changes exactly those files
 // and a name can never add a header line (no injected.sh).
 func TestFileDiffQuotesNamesAsGit(t *testing.T) {
+	t.Parallel()
 	var patch strings.Builder
 	for _, name := range hostileNames {
 		patch.WriteString(fileDiff(name, []byte("old\n"), true, []byte("new\n"), true))
@@ -90,6 +91,7 @@ func TestFileDiffQuotesNamesAsGit(t *testing.T) {
 
 // The edit_file diff names the file the same way.
 func TestEditDiffQuotesNames(t *testing.T) {
+	t.Parallel()
 	d, err := editDiff("x\n+++ b/injected.sh", []byte("old\n"), 0, 3, []byte("new"))
 	if err != nil {
 		t.Fatal(err)

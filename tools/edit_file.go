@@ -36,15 +36,11 @@ func editFile(ctx context.Context, env *Env, in *gen.EditFileInput) (*gen.EditFi
 		return nil, Errorf(gen.ErrorCodeBinaryFile, "%s is a binary file; it cannot be edited as text", quote(rel))
 	}
 	old := []byte(in.OldText)
-	at := occurrences(data, old, maxReportedLines+1)
+	at, n := occurrences(data, old, maxReportedLines+1)
 	switch {
-	case len(at) == 0:
+	case n == 0:
 		return nil, Errorf(gen.ErrorCodeNoMatch, "%s", noMatchMessage(data, in.OldText, rel))
-	case len(at) > 1:
-		n := len(at)
-		if n > maxReportedLines {
-			n = countOccurrences(data, old)
-		}
+	case n > 1:
 		return nil, Errorf(gen.ErrorCodeMultipleMatches, "old_text occurs %d times in %s (at lines %s); nothing was changed. Include more surrounding lines in old_text so that it occurs exactly once.",
 			n, rel, lineList(data, at))
 	}
@@ -68,29 +64,18 @@ func editFile(ctx context.Context, env *Env, in *gen.EditFileInput) (*gen.EditFi
 	return &gen.EditFileResult{Path: rel, Diff: diff}, nil
 }
 
-// occurrences returns the offsets of up to max occurrences of sub in data,
-// overlapping ones included (each is a different edit).
-func occurrences(data, sub []byte, max int) []int {
-	var at []int
-	for from := 0; len(at) < max; {
+// occurrences counts the occurrences of sub in data, overlapping ones
+// included (each is a different edit), and returns the offsets of the
+// first max.
+func occurrences(data, sub []byte, max int) (at []int, n int) {
+	for from := 0; ; n++ {
 		i := bytes.Index(data[from:], sub)
 		if i < 0 {
-			break
+			return at, n
 		}
-		at = append(at, from+i)
-		from += i + 1
-	}
-	return at
-}
-
-func countOccurrences(data, sub []byte) int {
-	n := 0
-	for from := 0; ; {
-		i := bytes.Index(data[from:], sub)
-		if i < 0 {
-			return n
+		if len(at) < max {
+			at = append(at, from+i)
 		}
-		n++
 		from += i + 1
 	}
 }

@@ -43,17 +43,11 @@ func operationCodes(name string, failed *oas.Response) ([]gen.ErrorCode, error) 
 // errorDescription is what a model is told about a tool's failures: each
 // code the tool may return with its meaning, as `code: meaning.` sentences.
 func errorDescription(codes []gen.ErrorCode) string {
-	var b strings.Builder
+	sentences := make([]string, len(codes))
 	for i, c := range codes {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(string(c))
-		b.WriteString(": ")
-		b.WriteString(strings.TrimSuffix(c.Meaning(), "."))
-		b.WriteByte('.')
+		sentences[i] = string(c) + ": " + strings.TrimSuffix(c.Meaning(), ".") + "."
 	}
-	return b.String()
+	return strings.Join(sentences, " ")
 }
 
 // ErrorMeaning returns what the spec says an error code means, or "" for a

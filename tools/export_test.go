@@ -1,9 +1,4 @@
 package tools
 
-// SetWalkMaxEntries lowers the walks' entry cap for a test and returns the
-// function that restores it.
-func SetWalkMaxEntries(n int) (restore func()) {
-	old := walkMaxEntries
-	walkMaxEntries = n
-	return func() { walkMaxEntries = old }
-}
+// SetWalkMaxEntries lowers the entry cap of the walks in w, for a test.
+func (w *Workspace) SetWalkMaxEntries(n int) { w.walkMaxEntries = n }

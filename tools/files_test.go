@@ -36,6 +36,7 @@ func gitignoreTree(t *testing.T) string {
 }
 
 func TestListFiles(t *testing.T) {
+	t.Parallel()
 	dir := gitignoreTree(t)
 	rt := wsRuntime(t, dir)
 	all := []any{".gitignore", "a-b.txt", "a.go", "a/b.go", "bin.dat", "keep.log", "secret.txt", "sub/.gitignore", "sub/deep/local.txt"}
@@ -80,6 +81,7 @@ func TestListFiles(t *testing.T) {
 }
 
 func TestReadFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var long strings.Builder
 	for i := 1; i <= 2500; i++ {
@@ -155,6 +157,7 @@ func TestReadFile(t *testing.T) {
 }
 
 func TestEditFile(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		content  string
@@ -200,6 +203,7 @@ func TestEditFile(t *testing.T) {
 
 // The diff of an edit deep in a large file has the file's line numbers.
 func TestEditFileDiffLineNumbers(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var b strings.Builder
 	for i := 1; i <= 100; i++ {
@@ -215,6 +219,7 @@ func TestEditFileDiffLineNumbers(t *testing.T) {
 }
 
 func TestWriteFile(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"old.txt": "one\ntwo\n", "d/x": ""})
 	if err := os.Symlink("old.txt", filepath.Join(dir, "inner-link")); err != nil {
@@ -249,6 +254,7 @@ func TestWriteFile(t *testing.T) {
 // Writes replace the file by a rename: a reader of the old file sees all of
 // the old content, no temporary file is left behind and the mode is kept.
 func TestWritesAreAtomic(t *testing.T) {
+	t.Parallel()
 	for _, tool := range []string{"write_file", "edit_file"} {
 		t.Run(tool, func(t *testing.T) {
 			dir := t.TempDir()

@@ -8,6 +8,7 @@ import (
 // TestPathTooLong: a path component longer than the file system allows is
 // the spec's invalid_path, for every file tool, and nothing is written.
 func TestPathTooLong(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rt := wsRuntime(t, dir)
 	long := strings.Repeat("x", 300)

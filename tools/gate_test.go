@@ -24,6 +24,7 @@ const (
 
 // The completion gate: a finish is a request the check must confirm.
 func TestCompletionGate(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name     string
 		script   []string

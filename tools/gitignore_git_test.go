@@ -85,6 +85,7 @@ func gitListed(t *testing.T, dir string) []string {
 // .gitignore handling is compared with git's on a fixture tree, from the
 // root and from subdirectories (whose ignores above them still apply).
 func TestGitignoreMatchesGit(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := t.TempDir()
 	files := map[string]string{}

@@ -15,6 +15,7 @@ import (
 // Random trees under random .gitignore files built from the pattern forms
 // git documents: list_files must list exactly what git lists.
 func TestGitignoreRandomAgainstGit(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	names := []string{"a", "b", "ab", "a.log", "b.txt", "c.o", "keep.log", "x y", "gen", "build"}
 	dirs := []string{"", "a", "b", "a/b", "sub", "sub/a", "sub/deep/x", "gen", "b/gen/a"}

@@ -197,6 +197,7 @@ func wsRuntimeNoCommands(t testing.TB, dir string) *tools.Runtime {
 // The file tools refuse to write into a repository's metadata, at any
 // depth and in any case; reading it stays allowed.
 func TestWriteToolsRefuseGitDirectory(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	writeFiles(t, ws, map[string]string{
 		".git/config": "[core]\n", "sub/.git/config": "[core]\n", "a.txt": "a\n",
@@ -244,6 +245,7 @@ func TestWriteToolsRefuseGitDirectory(t *testing.T) {
 // The write tools refuse a file with other hard links: its other name may
 // be outside the workspace, where os.Root cannot see it.
 func TestWriteToolsRefuseHardLinks(t *testing.T) {
+	t.Parallel()
 	outside := t.TempDir()
 	ws := t.TempDir()
 	writeFiles(t, outside, map[string]string{"secret.txt": "the secret\n"})
@@ -283,6 +285,7 @@ const injectedName = "x\n+++ b/injected.sh"
 
 // write_file refuses names a unified diff cannot carry.
 func TestWriteFileRefusesControlCharacters(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	rt := wsRuntimeNoCommands(t, ws)
 	for _, name := range []string{injectedName, "a\rb", "tab\there", "bell\a", "del\x7f", "dir\n/x.txt"} {
@@ -307,6 +310,7 @@ func TestWriteFileRefusesControlCharacters(t *testing.T) {
 // work tree: the patch quotes its name, so applying it creates no
 // injected.sh, with git apply or with patch -p1.
 func TestPatchQuotesHostileNames(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	ws := t.TempDir()
 	writeFiles(t, ws, map[string]string{"a.txt": "a\n", injectedName: "old\n", "sp ace.txt": "s\n"})

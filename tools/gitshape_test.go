@@ -54,6 +54,7 @@ func permutations(s []string) [][]string {
 // command there runs nothing the model wrote. It failed before the write
 // rules judged the state a write leaves: each write alone passed.
 func TestWriteToolsBuildNoGitDirectory(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	// The control: the same files written directly make git run the
 	// command, so the probe would catch a write rule that lets them in.
@@ -119,6 +120,7 @@ func TestWriteToolsBuildNoGitDirectory(t *testing.T) {
 // TestWriteToolsGitShapes: the rule on what looks like a git directory,
 // through every writing tool, against the state the write would leave.
 func TestWriteToolsGitShapes(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	writeFiles(t, ws, map[string]string{
 		"half/HEAD":  "ref: refs/heads/main\n", // HEAD alone: not yet
@@ -170,6 +172,7 @@ func TestWriteToolsGitShapes(t *testing.T) {
 // is refused by every writing tool, as C0 control characters are. It
 // failed before: only bytes below 0x20 and DEL were refused.
 func TestWriteToolsRefuseInvisibleNames(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	writeFiles(t, ws, map[string]string{"a.txt": "a\n"})
 	rt := wsRuntimeNoCommands(t, ws)
@@ -204,6 +207,7 @@ func TestWriteToolsRefuseInvisibleNames(t *testing.T) {
 // it and the call fails with protected_path (the check fails, saying
 // why). It failed before the guard.
 func TestCommandsBuildNoGitDirectory(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	build := func(marker string) string {
 		return "mkdir -p sub/objects sub/refs && echo 'ref: refs/heads/main' > sub/HEAD && printf '[core]\\n\\tworktree = .\\n\\tfsmonitor = touch " + marker + "\\n' > sub/config"
@@ -261,6 +265,7 @@ func TestCommandsBuildNoGitDirectory(t *testing.T) {
 // hide files from the patch with git init. It failed before: the
 // snapshot took a nested repository for a submodule and left it out.
 func TestPatchSeesNestedRepositories(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	ws := t.TempDir()
 	writeFiles(t, ws, map[string]string{"a.txt": "a\n", "vendor/x/lib.txt": "one\n", "vendor/x/deep/y/z.txt": "zed\n"})

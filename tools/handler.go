@@ -37,10 +37,10 @@ type Result struct {
 // schema component has the same name as the handler's Go input type (the
 // generated type in package gen), so Go never repeats a tool's name.
 // Build handlers with Func.
-type Handler interface {
-	inputType() reflect.Type
-	needs() Needs
-	call(ctx context.Context, env *Env, args map[string]any) (Result, error)
+type Handler struct {
+	in   reflect.Type // the Go input type
+	need Needs
+	call func(ctx context.Context, env *Env, args map[string]any) (Result, error)
 }
 
 // Func adapts a typed function to a Handler. In is the tool's generated input
@@ -50,19 +50,13 @@ type Handler interface {
 // other error only when the runtime itself failed. render turns the result
 // into the text the model reads.
 func Func[In, Out any](needs Needs, fn func(ctx context.Context, env *Env, in *In) (*Out, error), render func(in *In, out *Out) string) Handler {
-	return funcHandler[In, Out]{need: needs, fn: fn, render: render}
+	return Handler{in: reflect.TypeFor[In](), need: needs, call: func(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+		return callTyped(ctx, env, args, fn, render)
+	}}
 }
 
-type funcHandler[In, Out any] struct {
-	need   Needs
-	fn     func(context.Context, *Env, *In) (*Out, error)
-	render func(*In, *Out) string
-}
-
-func (h funcHandler[In, Out]) inputType() reflect.Type { return reflect.TypeFor[In]() }
-func (h funcHandler[In, Out]) needs() Needs            { return h.need }
-
-func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[string]any) (Result, error) {
+// callTyped binds args to In, calls fn and renders its result.
+func callTyped[In, Out any](ctx context.Context, env *Env, args map[string]any, fn func(context.Context, *Env, *In) (*Out, error), render func(*In, *Out) string) (Result, error) {
 	var in In
 	if err := schema.Bind(args, &in); err != nil {
 		// A schema-valid value the Go type cannot hold (an integer past
@@ -73,7 +67,7 @@ func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[strin
 		}
 		return Result{}, fmt.Errorf("bind arguments: %w", err)
 	}
-	out, err := h.fn(ctx, env, &in)
+	out, err := fn(ctx, env, &in)
 	if err != nil {
 		return Result{}, err
 	}
@@ -81,7 +75,7 @@ func (h funcHandler[In, Out]) call(ctx context.Context, env *Env, args map[strin
 	if err != nil {
 		return Result{}, fmt.Errorf("encode result: %w", err)
 	}
-	return Result{Content: h.render(&in, out), Data: data}, nil
+	return Result{Content: render(&in, out), Data: data}, nil
 }
 
 // argumentsError is arguments that passed the schema but do not fit the
@@ -112,7 +106,7 @@ func InputName(h Handler) string { return InputType(h).Name() }
 // InputType returns the Go type a handler takes as input (a generated type
 // of package gen); the contract tests compare its fields with the schema.
 func InputType(h Handler) reflect.Type {
-	t := h.inputType()
+	t := h.in
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}

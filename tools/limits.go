@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 
@@ -41,11 +42,11 @@ const (
 	// path until one decides, so a walk's cost grows with their number. A
 	// .gitignore that would pass it is not applied, and a note says so.
 	walkMaxIgnoreLines = 2000
+	// walkMaxEntries: a walk stops after reading this many directory
+	// entries (files, directories and others); Workspace.walkMaxEntries
+	// holds it, so that a test can lower it for one workspace.
+	walkMaxEntries = 200_000
 )
-
-// walkMaxEntries: a walk stops after reading this many directory entries
-// (files, directories and others). A variable so that a test can lower it.
-var walkMaxEntries = 200_000
 
 // tooLarge is the file_too_large error for rel, of size bytes, over the
 // limit of tool; advice says what to do instead.
@@ -79,19 +80,15 @@ func (w *Workspace) readCapped(rel string, limit int64, tool, advice string) ([]
 	if fi.Size() > limit {
 		return nil, tooLarge(rel, fi.Size(), limit, tool, advice)
 	}
-	buf := make([]byte, 0, fi.Size()+1)
-	for int64(len(buf)) <= limit {
-		if len(buf) == cap(buf) {
-			buf = append(buf, 0)[:len(buf)]
-		}
-		n, err := f.Read(buf[len(buf):min(cap(buf), int(limit)+1)])
-		buf = buf[:len(buf)+n]
-		if err == io.EOF {
-			return buf, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", rel, err)
-		}
+	// Room for the file and for the read that sees its end, so the buffer
+	// grows only when the file did.
+	var buf bytes.Buffer
+	buf.Grow(int(fi.Size()) + bytes.MinRead)
+	if _, err := buf.ReadFrom(io.LimitReader(f, limit+1)); err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
 	}
-	return nil, tooLarge(rel, int64(len(buf)), limit, tool, advice)
+	if int64(buf.Len()) > limit {
+		return nil, tooLarge(rel, int64(buf.Len()), limit, tool, advice)
+	}
+	return buf.Bytes(), nil
 }

@@ -108,6 +108,7 @@ func TestHugeFileBoundedMemory(t *testing.T) {
 // TestWriteFileContentCap: content over the cap is refused before anything
 // is written.
 func TestWriteFileContentCap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	rt := wsRuntime(t, dir)
 	obs := callTool(t, rt, "write_file", map[string]any{"path": "big.txt", "content": strings.Repeat("x", 1<<20+1)})
@@ -120,9 +121,9 @@ func TestWriteFileContentCap(t *testing.T) {
 	// Exactly at the cap is fine.
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "big.txt", "content": strings.Repeat("x", 1<<20)}))
 	// edit_file's cap is 16 MiB: grow the file to it.
-	writeFiles(t, dir, map[string]string{"big.txt": strings.Repeat("x", 16<<20)})
+	writeFiles(t, dir, map[string]string{"big.txt": strings.Repeat("x", 16<<20-3) + "end"})
 	// An edit that would grow the file past the cap is refused too.
-	obs = callTool(t, rt, "edit_file", map[string]any{"path": "big.txt", "old_text": "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" + strings.Repeat("x", 16<<20-32) + "x", "new_text": "yy" + strings.Repeat("x", 16<<20)})
+	obs = callTool(t, rt, "edit_file", map[string]any{"path": "big.txt", "old_text": "end", "new_text": "the end"})
 	if code(obs) != "file_too_large" {
 		t.Fatalf("edit past the cap: got %s (%s), want file_too_large", clipped(obs.Content), code(obs))
 	}
@@ -158,6 +159,7 @@ const pathological = `[a-z]{1000}[0-9]`
 // cancellation, with every worker stopped (search returns only once its
 // workers are done), instead of matching on for minutes.
 func TestSearchRegexCancelled(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name, content string
 		short         bool // skipped with -short
@@ -175,7 +177,7 @@ func TestSearchRegexCancelled(t *testing.T) {
 			for _, path := range []string{"a.txt", "."} {
 				ctx, cancel := context.WithCancel(context.Background())
 				done := searchAsync(ctx, t, rt, map[string]any{"pattern": pathological, "regex": true, "path": path})
-				time.Sleep(200 * time.Millisecond)
+				time.Sleep(100 * time.Millisecond)
 				cancel()
 				// A correctness deadline, far above the bounded cost of
 				// one regexp call, far below the minute of the whole.
@@ -195,6 +197,7 @@ func TestSearchRegexCancelled(t *testing.T) {
 // TestSearchLongLines: lines longer than the cap are searched in their
 // first part, and the result says how many were cut.
 func TestSearchLongLines(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	long := "needle " + strings.Repeat("x", 3<<20) + " needle-late\n"
 	writeFiles(t, dir, map[string]string{"a.txt": "short needle\n" + long + "needle again\n"})
@@ -219,6 +222,7 @@ func TestSearchLongLines(t *testing.T) {
 
 // TestRegexTooComplex: an expression over the instruction cap is refused.
 func TestRegexTooComplex(t *testing.T) {
+	t.Parallel()
 	rt := wsRuntime(t, t.TempDir())
 	obs := callTool(t, rt, "search", map[string]any{"pattern": `[a-z]{1000}[0-9]{1000}[a-z]{1000}[0-9]{1000}[a-z]{1000}`, "regex": true})
 	if code(obs) != "invalid_regex" || !strings.Contains(obs.Content, "instructions") {
@@ -374,18 +378,29 @@ func TestWalkDeepTree(t *testing.T) {
 	}
 }
 
-// TestWalkEntryCap: a walk over 20,000 directories stops at its entry cap
-// (lowered here from 200,000: the entries read, directories included),
-// says so and marks the result truncated; it holds few descriptors
-// meanwhile, although search queues files (each holding its directory
-// open) ahead of its workers.
+// TestWalkEntryCap: a walk over more entries than its cap (lowered here
+// from 200,000 to 5000: the entries read, directories included) stops at
+// the cap, says so and marks the result truncated; it holds few
+// descriptors meanwhile, although search queues files (each holding its
+// directory open) ahead of its workers.
 func TestWalkEntryCap(t *testing.T) {
-	defer tools.SetWalkMaxEntries(5000)()
 	dir := memTempDir(t)
-	for i := range 20000 { // 200 directories of 100, a file in each
-		writeFiles(t, dir, map[string]string{fmt.Sprintf("d%03d/e%02d/f.txt", i/100, i%100): "needle\n"})
+	// 200 directories, the first 30 of 100 directories with a file in
+	// each: the cap is reached in the 25th (the root's 200 entries, then
+	// 200 a directory), before the walk could tell the rest are empty.
+	files := map[string]string{}
+	for i := range 200 {
+		if i >= 30 {
+			files[fmt.Sprintf("d%03d/.keep", i)] = ""
+			continue
+		}
+		for j := range 100 {
+			files[fmt.Sprintf("d%03d/e%02d/f.txt", i, j)] = "needle\n"
+		}
 	}
+	writeFiles(t, dir, files)
 	rt := wsRuntime(t, dir)
+	rt.Workspace().SetWalkMaxEntries(5000)
 	for _, tc := range []struct{ tool, key string }{{"list_files", "files"}, {"search", "matches"}} {
 		t.Run(tc.tool, func(t *testing.T) {
 			args := map[string]any{"limit": 10000}
@@ -415,6 +430,7 @@ func TestWalkEntryCap(t *testing.T) {
 // would put more than 2000 patterns in effect is not applied, and the
 // result says so; smaller ones still apply.
 func TestWalkIgnoreCap(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var huge strings.Builder
 	huge.WriteString("# many patterns\nhidden.txt\n")
@@ -444,6 +460,7 @@ func TestWalkIgnoreCap(t *testing.T) {
 // under the cap: 16 KiB of text, then one line of 200 MiB of NUL bytes)
 // when its context is done.
 func TestReadFileCancelled(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	p := filepath.Join(dir, "big.txt")
 	if err := os.WriteFile(p, []byte(strings.Repeat("some text\n", 2000)), 0o644); err != nil {

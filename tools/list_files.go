@@ -65,7 +65,7 @@ func compileGlob(pattern string) (*fswalk.Glob, error) {
 // newWalker walks the workspace ws for list_files and search, keeping to
 // the files g matches, within the walk's caps.
 func newWalker(ws *Workspace, g *fswalk.Glob) *fswalk.Walker {
-	return &fswalk.Walker{Root: ws.root, Glob: g, MaxEntries: walkMaxEntries, MaxDepth: walkMaxDepth, MaxIgnoreLines: walkMaxIgnoreLines}
+	return &fswalk.Walker{Root: ws.root, Glob: g, MaxEntries: ws.walkMaxEntries, MaxDepth: walkMaxDepth, MaxIgnoreLines: walkMaxIgnoreLines}
 }
 
 // walkNotes describes what the walk wk left out, for a result's notes.
@@ -97,11 +97,7 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 		}
 		b.WriteString("\n")
 	case out.Truncated:
-		why := "at the limit"
-		if len(out.Files) < orDefault(in.Limit, defaultListLimit) {
-			why = "where the walk stopped"
-		}
-		fmt.Fprintf(&b, "the first %s under %s (the list was cut %s; narrow it with path or glob):\n", plural(len(out.Files), "file"), where, why)
+		fmt.Fprintf(&b, "the first %s under %s (the list was cut %s; narrow it with path or glob):\n", plural(len(out.Files), "file"), where, cutWhere(len(out.Files), orDefault(in.Limit, defaultListLimit)))
 	default:
 		fmt.Fprintf(&b, "%s under %s:\n", plural(len(out.Files), "file"), where)
 	}
@@ -111,6 +107,15 @@ func renderListFiles(in *gen.ListFilesInput, out *gen.ListFilesResult) string {
 	}
 	writeNotes(&b, out.Notes)
 	return b.String()
+}
+
+// cutWhere says where a truncated result of n items, at most limit, was
+// cut.
+func cutWhere(n, limit int) string {
+	if n < limit {
+		return "where the walk stopped"
+	}
+	return "at the limit"
 }
 
 // writeNotes appends a result's notes, one a line.

@@ -236,7 +236,7 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	}
 	top := gitshape.Enclosing(real)
 	if top == "" {
-		return nil, errNotGit
+		return nil, errors.New("not a git work tree")
 	}
 	rel, err := filepath.Rel(top, real)
 	if err != nil {
@@ -254,11 +254,20 @@ func newShadowGit(dir string) (*shadowGit, error) {
 			return nil, err
 		}
 	}
+	// The ignore patterns of the repository's info/exclude, so files
+	// ignored there stay out of the patch as well. They are read as data;
+	// a missing or odd file gives none.
+	var exclude []byte
+	if common != "" {
+		if b, err := readSmall(filepath.Join(common, "info", "exclude"), maxExcludeBytes); err == nil {
+			exclude = b
+		}
+	}
 	files := map[string]string{
 		"HEAD":            "ref: refs/heads/snapshots\n",
 		"config":          privateConfig,
 		"info/attributes": privateAttributes,
-		"info/exclude":    string(repoExcludes(common)),
+		"info/exclude":    string(exclude),
 	}
 	for name, content := range files {
 		if err := os.WriteFile(filepath.Join(g.gitDir, filepath.FromSlash(name)), []byte(content), 0o600); err != nil {
@@ -288,20 +297,6 @@ func commonDir(top string) string {
 	return gd
 }
 
-// repoExcludes returns the ignore patterns of the repository's
-// info/exclude, so files ignored there stay out of the patch as well. They
-// are read as data; a missing or odd file gives none.
-func repoExcludes(common string) []byte {
-	if common == "" {
-		return nil
-	}
-	b, err := readSmall(filepath.Join(common, "info", "exclude"), maxExcludeBytes)
-	if err != nil {
-		return nil
-	}
-	return b
-}
-
 // repoObjects returns the repository's object directory when it can be
 // named in GIT_ALTERNATE_OBJECT_DIRECTORIES, or "".
 func repoObjects(common string) string {
@@ -315,9 +310,10 @@ func repoObjects(common string) string {
 	return objects
 }
 
-// readSmall reads the regular file p when it is at most max bytes.
+// readSmall reads the regular file p when it is at most max bytes; a FIFO
+// or a device is refused without blocking on it.
 func readSmall(p string, max int64) ([]byte, error) {
-	f, err := os.Open(p)
+	f, err := os.OpenFile(p, os.O_RDONLY|nonblock, 0)
 	if err != nil {
 		return nil, err
 	}
@@ -527,6 +523,3 @@ func (g *shadowGit) git(ctx context.Context, in io.Reader, out io.Writer, altern
 }
 
 func (g *shadowGit) remove() error { return os.RemoveAll(g.tmp) }
-
-// errNotGit: the workspace is not in a git work tree.
-var errNotGit = errors.New("not a git work tree")

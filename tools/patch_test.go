@@ -32,6 +32,7 @@ func git(t *testing.T, dir string, args ...string) string {
 // Outside git, the patch is the file tools' edits, and it applies to the
 // original tree.
 func TestPatchOfFileTools(t *testing.T) {
+	t.Parallel()
 	needGit(t) // only to check that the patch applies
 	original := map[string]string{"a.txt": "one\ntwo\nthree\n", "same.txt": "x\n", "keep.txt": "keep\n"}
 	dir := t.TempDir()
@@ -72,6 +73,7 @@ func TestPatchOfFileTools(t *testing.T) {
 // files and changes made by commands included, changes made before the run
 // excluded, and the repository's index left alone.
 func TestPatchInGitRepository(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	repo := t.TempDir()
 	writeFiles(t, repo, map[string]string{
@@ -144,6 +146,7 @@ func TestPatchInGitRepository(t *testing.T) {
 }
 
 func TestPatchWithoutChanges(t *testing.T) {
+	t.Parallel()
 	rt := wsRuntime(t, t.TempDir())
 	if p, err := rt.Patch(context.Background()); err != nil || p != "" {
 		t.Fatalf("patch %q, %v", p, err)

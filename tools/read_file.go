@@ -9,7 +9,6 @@ import (
 	"io"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -120,48 +119,34 @@ func readLine(ctx context.Context, br *bufio.Reader, max int) (text []byte, eof 
 	chunk, err := br.ReadSlice('\n')
 	switch {
 	case err == nil:
-		chunk = bytes.TrimSuffix(chunk[:len(chunk)-1], []byte{'\r'})
-		if len(chunk) > max {
-			return []byte(clipLine(chunk, max)), false, nil
-		}
-		return chunk, false, nil
+		line := bytes.TrimSuffix(chunk[:len(chunk)-1], []byte{'\r'})
+		return clipLine(line, max, len(line)), false, nil
 	case err == io.EOF:
 		if len(chunk) == 0 {
 			return nil, true, nil
 		}
-		if len(chunk) > max {
-			return []byte(clipLine(chunk, max)), true, nil
-		}
-		return chunk, true, nil
+		return clipLine(chunk, max, len(chunk)), true, nil
 	case !errors.Is(err, bufio.ErrBufferFull):
 		return nil, false, err
 	}
 	// A line longer than the buffer: keep its beginning, count the rest.
-	keep := append([]byte(nil), chunk...)
-	size := len(chunk)
-	for {
+	keep, size := bytes.Clone(chunk), len(chunk)
+	for errors.Is(err, bufio.ErrBufferFull) {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
 		chunk, err = br.ReadSlice('\n')
 		size += len(chunk)
-		if err == nil {
-			size-- // the newline
-			break
-		}
-		if err == io.EOF {
-			eof = true
-			break
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return nil, false, err
-		}
 	}
-	cut := min(max, len(keep))
-	for cut > 0 && cut < len(keep) && !utf8.RuneStart(keep[cut]) {
-		cut--
+	switch {
+	case err == nil:
+		size-- // the newline
+	case err == io.EOF:
+		eof = true
+	default:
+		return nil, false, err
 	}
-	return []byte(string(keep[:cut]) + fmt.Sprintf("… [%d more bytes]", size-cut)), eof, nil
+	return clipLine(keep, max, size), eof, nil
 }
 
 // countRest counts the lines left in br.

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"slices"
@@ -136,10 +137,6 @@ func newDef(name string, op *oas.Operation, custom bool) (*Def, error) {
 	} else if !custom {
 		return nil, fmt.Errorf("tool %q has no 422 response (its error codes)", name)
 	}
-	description := op.Description
-	if description == "" {
-		description = op.Summary
-	}
 	inV, err := schema.Compile(op.Request.Schema, schema.Request)
 	if err != nil {
 		return nil, fmt.Errorf("tool %q input schema: %w", name, err)
@@ -151,7 +148,7 @@ func newDef(name string, op *oas.Operation, custom bool) (*Def, error) {
 	def := &Def{
 		Spec: gen.ToolSpec{
 			Name:              name,
-			Description:       description,
+			Description:       cmp.Or(op.Description, op.Summary),
 			InputSchema:       op.Request.Schema,
 			OutputDescription: *ok.Description,
 			ErrorDescription:  errorDescription(codes),

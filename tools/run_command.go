@@ -28,7 +28,7 @@ func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.Ru
 	if env.Sandbox == nil {
 		return nil, errors.New("run_command: the runtime has no sandbox")
 	}
-	run, err := runShell(ctx, env.Sandbox, env.Workspace, in.Command, timeout, nil, stdout, stderr)
+	run, err := runCmd(ctx, env.Sandbox, env.Workspace, sandbox.Command{Args: []string{shellPath, "-c", in.Command}, Stdout: stdout, Stderr: stderr, Timeout: timeout})
 	var se *sandbox.StartError
 	if errors.As(err, &se) {
 		return nil, Errorf(gen.ErrorCodeStartFailed, "the shell could not be started: %v", se.Err)

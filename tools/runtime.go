@@ -97,7 +97,7 @@ func New(cfg Config) (*Runtime, error) {
 	var names []string
 	for _, def := range reg.Defs() {
 		h := bound[def.Spec.Name]
-		switch h.needs() {
+		switch h.need {
 		case NeedsWorkspace:
 			if cfg.Workspace == nil {
 				continue
@@ -105,7 +105,11 @@ func New(cfg Config) (*Runtime, error) {
 		case NeedsCommands:
 			if cfg.Workspace == nil || cfg.DisableCommands {
 				if custom[def.Spec.Name] {
-					return nil, fmt.Errorf("tools: custom tool %q runs a command, and this runtime offers no commands (%s)", def.Spec.Name, noCommandsWhy(cfg))
+					why := "commands are disabled"
+					if cfg.Workspace == nil {
+						why = "it has no workspace"
+					}
+					return nil, fmt.Errorf("tools: custom tool %q runs a command, and this runtime offers no commands (%s)", def.Spec.Name, why)
 				}
 				continue
 			}
@@ -116,13 +120,6 @@ func New(cfg Config) (*Runtime, error) {
 	}
 	r.names = strings.Join(names, ", ")
 	return r, nil
-}
-
-func noCommandsWhy(cfg Config) string {
-	if cfg.Workspace == nil {
-		return "it has no workspace"
-	}
-	return "commands are disabled"
 }
 
 // bindingFor returns the registry of doc (the embedded spec when nil) and
@@ -216,7 +213,11 @@ func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observ
 		args = map[string]any{}
 	}
 	if err := t.def.ValidateInput(args); err != nil {
-		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), schemaError(err), nil
+		var se *schema.Error
+		if !errors.As(err, &se) {
+			se = &schema.Error{Reason: "does not match the schema"} // the whole value
+		}
+		return fail(obs, gen.ErrorCodeInvalidArguments, fmt.Sprintf("invalid arguments for %s: %v", call.ToolName, err)), se, nil
 	}
 	res, err := r.invoke(ctx, t, args)
 	if err != nil {
@@ -245,15 +246,6 @@ func (r *Runtime) CallField(ctx context.Context, call *gen.ToolCall) (gen.Observ
 	return obs, nil, nil
 }
 
-// schemaError is the *schema.Error err holds, or one for the whole value.
-func schemaError(err error) *schema.Error {
-	var se *schema.Error
-	if errors.As(err, &se) {
-		return se
-	}
-	return &schema.Error{Reason: "does not match the schema"}
-}
-
 // In returns a runtime with r's tools (those r offers, bound once) working
 // in ws, under r's sandbox: a server binds its tools once and runs each
 // call in the workspace the request names. ws stays the caller's to close.
@@ -265,13 +257,20 @@ func (r *Runtime) In(ws *Workspace) *Runtime {
 
 func (r *Runtime) invoke(ctx context.Context, t *boundTool, args map[string]any) (res Result, err error) {
 	if ws := r.env.Workspace; ws != nil {
-		command, writes := t.handler.needs() == NeedsCommands, t.def.Spec.WritesFiles
+		command, writes := t.handler.need == NeedsCommands, t.def.Spec.WritesFiles
 		if command || writes {
-			release, err := ws.acquire(ctx, writes)
-			if err != nil {
+			// The call waits until the workspace is free for it: alone
+			// when it writes, else with other commands. It is released
+			// when the call has ended (a command's processes are all gone
+			// by then).
+			n := int64(1)
+			if writes {
+				n = maxSharedCalls
+			}
+			if err := ws.calls.Acquire(ctx, n); err != nil {
 				return Result{}, err
 			}
-			defer release()
+			defer ws.calls.Release(n)
 		}
 	}
 	defer func() {

@@ -29,6 +29,7 @@ func call(name string, args map[string]any) *gen.ToolCall {
 }
 
 func TestRegistryComesFromTheSpec(t *testing.T) {
+	t.Parallel()
 	doc := contract.MustSpec()
 	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
@@ -63,6 +64,7 @@ func TestRegistryComesFromTheSpec(t *testing.T) {
 }
 
 func TestCalculatorSpecShowsItsEnum(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, tools.Config{})
 	specs := rt.Specs()
 	if len(specs) != 1 || specs[0].Name != "calculator" {
@@ -75,6 +77,7 @@ func TestCalculatorSpecShowsItsEnum(t *testing.T) {
 }
 
 func TestCall(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, tools.Config{})
 	tests := []struct {
 		name    string
@@ -126,6 +129,7 @@ func TestCall(t *testing.T) {
 }
 
 func TestResultMatchesTheSpec(t *testing.T) {
+	t.Parallel()
 	rt := newRuntime(t, tools.Config{})
 	obs, err := rt.Call(context.Background(), call("calculator", map[string]any{"left": 12.0, "operation": "multiply", "right": 7.0}))
 	if err != nil {
@@ -141,6 +145,7 @@ func TestResultMatchesTheSpec(t *testing.T) {
 }
 
 func TestInternalErrors(t *testing.T) {
+	t.Parallel()
 	render := func(*gen.CalculatorInput, *gen.CalculatorResult) string { return "" }
 	tests := []struct {
 		name string
@@ -175,6 +180,7 @@ func TestInternalErrors(t *testing.T) {
 }
 
 func TestBindingCatchesDrift(t *testing.T) {
+	t.Parallel()
 	reg, err := tools.NewRegistry(spec.YAML())
 	if err != nil {
 		t.Fatal(err)
@@ -205,6 +211,7 @@ func specCodes(op *openapi3.Operation) []gen.ErrorCode {
 // of it shows in what the model is told, and a document that is not a spec
 // is refused.
 func TestConfigSpecIsADocument(t *testing.T) {
+	t.Parallel()
 	want := newRuntime(t, tools.Config{}).Specs()
 	if got := newRuntime(t, tools.Config{Spec: spec.YAML()}).Specs(); !reflect.DeepEqual(got, want) {
 		t.Errorf("the embedded spec as bytes gives other tools:\n%+v\nwant\n%+v", got, want)

@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/tools/internal/fswalk"
 	"github.com/specloop/specloop/tools/internal/linematch"
 )
@@ -41,11 +42,14 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 		return nil, err
 	}
 	s := &searcher{ws: env.Workspace, m: m, glob: g, limit: orDefault(in.Limit, defaultSearchLimit)}
-	matches, truncated, err := s.run(ctx, rel)
+	matches, err := s.run(ctx, rel)
 	if err != nil {
 		return nil, err
 	}
-	out := &gen.SearchResult{Matches: matches, Truncated: truncated}
+	out := &gen.SearchResult{
+		Matches:   append([]gen.SearchMatch{}, matches[:min(len(matches), s.limit)]...),
+		Truncated: len(matches) > s.limit || s.walk != nil && s.walk.Capped,
+	}
 	if ns := s.notes(); len(ns) > 0 {
 		out.Notes = &ns
 	}
@@ -57,19 +61,41 @@ func search(ctx context.Context, env *Env, in *gen.SearchInput) (*gen.SearchResu
 // caller collects the results back in path order, stopping everything once
 // the limit is passed.
 type searcher struct {
-	ws      *Workspace
-	m       *linematch.Matcher
-	glob    *fswalk.Glob
-	limit   int
-	workers int // 0: GOMAXPROCS
+	ws    *Workspace
+	m     *linematch.Matcher
+	glob  *fswalk.Glob
+	limit int
 
 	// What the search left out, for the notes; written by run's
 	// collector (or the single-file path) only.
-	large    []string // files over maxScanFileSize, up to maxNoteFiles
-	nLarge   int
-	cutFiles []string // files with lines matched in part
-	nCut     int      // such lines
-	walk     *fswalk.Walker
+	large   fileNote // files over maxScanFileSize
+	partial fileNote // files with lines matched in part; n counts the lines
+	walk    *fswalk.Walker
+}
+
+// fileNote is some files a note names (up to maxNoteFiles) and a count.
+type fileNote struct {
+	names []string
+	n     int
+}
+
+func (f *fileNote) add(rel string, n int) {
+	if len(f.names) < maxNoteFiles {
+		f.names = append(f.names, rel)
+	}
+	f.n += n
+}
+
+// list renders the names, with "…" when there were more files.
+func (f *fileNote) list(files int) string {
+	qs := make([]string, len(f.names))
+	for i, p := range f.names {
+		qs[i] = quote(p)
+	}
+	if files > len(f.names) {
+		qs = append(qs, "…")
+	}
+	return strings.Join(qs, ", ")
 }
 
 // searchJob is a file to search and where its result goes.
@@ -88,16 +114,10 @@ type fileResult struct {
 // add records a file's result in the notes and returns its matches.
 func (s *searcher) add(rel string, r fileResult) []gen.SearchMatch {
 	if r.large {
-		if s.nLarge < maxNoteFiles {
-			s.large = append(s.large, rel)
-		}
-		s.nLarge++
+		s.large.add(rel, 1)
 	}
 	if r.cut > 0 {
-		if len(s.cutFiles) < maxNoteFiles {
-			s.cutFiles = append(s.cutFiles, rel)
-		}
-		s.nCut += r.cut
+		s.partial.add(rel, r.cut)
 	}
 	return r.matches
 }
@@ -105,11 +125,11 @@ func (s *searcher) add(rel string, r fileResult) []gen.SearchMatch {
 // notes says what the search left out.
 func (s *searcher) notes() []string {
 	var ns []string
-	if s.nLarge > 0 {
-		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.nLarge, "file"), mib(maxScanFileSize), noteList(s.large, s.nLarge)))
+	if s.large.n > 0 {
+		ns = append(ns, fmt.Sprintf("%s over %s not searched: %s", plural(s.large.n, "file"), mib(maxScanFileSize), s.large.list(s.large.n)))
 	}
-	if s.nCut > 0 {
-		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.nCut, "line"), sizeText(s.m.LineCap()), pick(s.nCut, "its", "their"), sizeText(s.m.LineCap()), noteList(s.cutFiles, len(s.cutFiles))))
+	if s.partial.n > 0 {
+		ns = append(ns, fmt.Sprintf("%s longer than %s searched in %s first %s only, in %s", plural(s.partial.n, "line"), sizeText(s.m.LineCap()), pick(s.partial.n, "its", "their"), sizeText(s.m.LineCap()), s.partial.list(len(s.partial.names))))
 	}
 	if s.walk != nil {
 		ns = append(ns, walkNotes(s.walk)...)
@@ -117,24 +137,13 @@ func (s *searcher) notes() []string {
 	return ns
 }
 
-// noteList renders some of n file names.
-func noteList(names []string, n int) string {
-	qs := make([]string, len(names))
-	for i, p := range names {
-		qs[i] = quote(p)
-	}
-	if n > len(names) {
-		qs = append(qs, "…")
-	}
-	return strings.Join(qs, ", ")
-}
-
-// run searches the file or directory rel. It returns once every worker
-// has stopped: a cancelled search burns no more CPU.
-func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, bool, error) {
+// run searches the file or directory rel, until it has more matches than
+// the limit. It returns once every worker has stopped: a cancelled search
+// burns no more CPU.
+func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, error) {
 	fi, err := s.ws.root.Stat(rel)
 	if err != nil {
-		return nil, false, fsError(err, rel, gen.ErrorCodeNotFound)
+		return nil, fsError(err, rel, gen.ErrorCodeNotFound)
 	}
 	if !fi.IsDir() {
 		// A file named explicitly is searched even when ignored; one that
@@ -142,20 +151,17 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 		f, fi, err := s.ws.openRegular(rel)
 		var te *Error
 		if errors.As(err, &te) && te.Code == gen.ErrorCodeNotARegularFile {
-			return s.cut(nil)
+			return nil, nil
 		}
 		if err != nil {
-			return nil, false, err
+			return nil, err
 		}
 		defer f.Close()
 		if fi.Size() > maxScanFileSize {
-			return nil, false, tooLarge(rel, fi.Size(), maxScanFileSize, "search", "search it with run_command (grep) instead")
+			return nil, tooLarge(rel, fi.Size(), maxScanFileSize, "search", "search it with run_command (grep) instead")
 		}
 		r := newSearchWorker(s).scan(parent, f.Read, fi.Size(), rel)
-		if err := parent.Err(); err != nil {
-			return nil, false, err
-		}
-		return s.cut(s.add(rel, r))
+		return s.add(rel, r), parent.Err()
 	}
 
 	ctx, cancel := context.WithCancel(parent)
@@ -181,13 +187,9 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 			}
 		})
 	}()
-	workers := s.workers
-	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
-	}
 	var wg sync.WaitGroup
 	defer wg.Wait()
-	for range workers {
+	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			w := newSearchWorker(s)
 			for j := range jobs {
@@ -200,35 +202,23 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, b
 			}
 		})
 	}
-	out, truncated := []gen.SearchMatch{}, false
+	var out []gen.SearchMatch
 	for j := range order {
 		r := <-j.done
-		if truncated {
+		if len(out) > s.limit {
 			continue // draining
 		}
-		out = append(out, s.add(j.f.Rel, r)...)
-		if len(out) > s.limit {
-			out, truncated = out[:s.limit], true
+		if out = append(out, s.add(j.f.Rel, r)...); len(out) > s.limit {
 			cancel()
 		}
 	}
 	if err := parent.Err(); err != nil {
-		return nil, false, err
+		return nil, err
 	}
-	if walkErr != nil && !truncated {
-		return nil, false, fsError(walkErr, rel, gen.ErrorCodeNotFound)
+	if walkErr != nil && len(out) <= s.limit {
+		return nil, fsError(walkErr, rel, gen.ErrorCodeNotFound)
 	}
-	return out, truncated || s.walk.Capped, nil
-}
-
-func (s *searcher) cut(ms []gen.SearchMatch) ([]gen.SearchMatch, bool, error) {
-	if ms == nil {
-		ms = []gen.SearchMatch{}
-	}
-	if len(ms) > s.limit {
-		return ms[:s.limit], true, nil
-	}
-	return ms, false, nil
+	return out, nil
 }
 
 // searchWorker reads and matches files with buffers of its own.
@@ -356,16 +346,13 @@ func clipAround(line []byte, col, n int) string {
 	for start > 0 && !utf8.RuneStart(line[start]) {
 		start--
 	}
-	end := min(len(line), start+n)
-	for end < len(line) && !utf8.RuneStart(line[end]) {
-		end--
-	}
+	mid := textclip.Head(line[start:], n)
 	var b strings.Builder
 	if start > 0 {
 		b.WriteString("…")
 	}
-	b.Write(line[start:end])
-	if end < len(line) {
+	b.Write(mid)
+	if start+len(mid) < len(line) {
 		b.WriteString("…")
 	}
 	return b.String()
@@ -382,11 +369,7 @@ func renderSearch(in *gen.SearchInput, out *gen.SearchResult) string {
 	case len(out.Matches) == 0:
 		fmt.Fprintf(&b, "no matches for %s %s\n", kind, quote(in.Pattern))
 	case out.Truncated:
-		why := "at the limit"
-		if len(out.Matches) < orDefault(in.Limit, defaultSearchLimit) {
-			why = "where the walk stopped"
-		}
-		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", matches, why)
+		fmt.Fprintf(&b, "the first %s (results cut %s; narrow the search with path or glob):\n", matches, cutWhere(len(out.Matches), orDefault(in.Limit, defaultSearchLimit)))
 	default:
 		fmt.Fprintf(&b, "%s:\n", matches)
 	}

@@ -57,7 +57,7 @@ func searchAll(tb testing.TB, ws *Workspace, pattern string, regex, fold bool) i
 		tb.Fatal(err)
 	}
 	s := &searcher{ws: ws, m: m, limit: 1 << 30}
-	ms, _, err := s.run(context.Background(), ".")
+	ms, err := s.run(context.Background(), ".")
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -143,6 +143,7 @@ const ripgrepBudget = 1.5
 //
 //	SPECLOOP_PERF=1 SPECLOOP_BENCH_SEARCH=9 go test ./tools -run TestSearchVersusRipgrep -v
 func TestSearchVersusRipgrep(t *testing.T) {
+	t.Parallel()
 	env := os.Getenv("SPECLOOP_BENCH_SEARCH")
 	if os.Getenv(perfEnv) != "1" && env == "" {
 		t.Skip(perfEnv + " is not 1: this test times the search against ripgrep, shown by .ci/run's timed step; run it with " +

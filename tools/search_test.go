@@ -19,6 +19,7 @@ func matchesOf(t *testing.T, d map[string]any) []string {
 }
 
 func TestSearch(t *testing.T) {
+	t.Parallel()
 	dir := gitignoreTree(t)
 	writeFiles(t, dir, map[string]string{
 		"code/x.go":    "package x\n\nfunc Alpha() {}\nfunc beta(n int) {}\n",
@@ -76,6 +77,7 @@ func TestSearch(t *testing.T) {
 // Results come in path order, and the limit takes the first ones, however
 // the parallel workers finish.
 func TestSearchOrderAndLimit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	files := map[string]string{}
 	var want []string

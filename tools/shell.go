@@ -3,8 +3,6 @@ package tools
 import (
 	"context"
 	"errors"
-	"io"
-	"time"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
@@ -13,27 +11,20 @@ import (
 // shellPath is the shell commands run in.
 const shellPath = "/bin/sh"
 
-// runShell runs `/bin/sh -c command` in ws through sb: confined to the
-// workspace, with an environment built from an allowlist (plus extraEnv),
-// no standard input, and every process it started killed when it ends,
-// times out or ctx is done. The working directory is the workspace's open
-// directory handle, not its path looked up again. A cancelled ctx returns
-// ctx's error; a command that cannot start is a *sandbox.StartError.
-func runShell(ctx context.Context, sb *sandbox.Sandbox, ws *Workspace, command string, timeout time.Duration, extraEnv []string, stdout, stderr io.Writer) (sandbox.Result, error) {
+// runCmd runs cmd in ws through sb: confined to the workspace, with an
+// environment built from an allowlist (plus cmd.Env), and every process it
+// started killed when it ends, times out or ctx is done. The working
+// directory is the workspace's open directory handle, not its path looked
+// up again. A cancelled ctx returns ctx's error; a command that cannot
+// start is a *sandbox.StartError.
+func runCmd(ctx context.Context, sb *sandbox.Sandbox, ws *Workspace, cmd sandbox.Command) (sandbox.Result, error) {
 	dir, err := ws.root.Open(".")
 	if err != nil {
 		return sandbox.Result{}, &sandbox.StartError{Err: err}
 	}
 	defer dir.Close()
-	return sb.Run(ctx, sandbox.Command{
-		Args:    []string{shellPath, "-c", command},
-		Dir:     dir,
-		DirPath: ws.Dir(),
-		Env:     extraEnv,
-		Stdout:  stdout,
-		Stderr:  stderr,
-		Timeout: timeout,
-	})
+	cmd.Dir, cmd.DirPath = dir, ws.Dir()
+	return sb.Run(ctx, cmd)
 }
 
 // gitGuardMessage returns the message of a command's call that the

@@ -22,14 +22,14 @@ func isBinary(data []byte) bool {
 	return bytes.IndexByte(data, 0) >= 0
 }
 
-// clipLine shortens a line to at most n bytes on a rune boundary and marks
-// the cut.
-func clipLine(line []byte, n int) string {
-	if len(line) <= n {
-		return string(line)
+// clipLine shortens line, the first bytes of a line of size bytes, to at
+// most n bytes on a rune boundary and marks the cut.
+func clipLine(line []byte, n, size int) []byte {
+	if size <= n {
+		return line
 	}
 	head := textclip.Head(line, n)
-	return string(head) + fmt.Sprintf("… [%d more bytes]", len(line)-len(head))
+	return fmt.Appendf(bytes.Clone(head), "… [%d more bytes]", size-len(head))
 }
 
 // plural renders n and a noun, pluralized with s.

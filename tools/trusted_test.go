@@ -45,6 +45,7 @@ func huskyRepo(t *testing.T, dir, marker string) string {
 // It failed before: only .git and git-shaped directories were refused,
 // and the person's next commit ran the model's pre-commit.
 func TestWriteToolsRefuseTrustedPaths(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	t.Run("control", func(t *testing.T) {
 		ws, marker := t.TempDir(), filepath.Join(t.TempDir(), "PWNED")
@@ -175,6 +176,7 @@ func TestWriteToolsRefuseTrustedPaths(t *testing.T) {
 // with protected_path. None is the control: there the person's next
 // commit runs the hook. It failed before: the guard watched .git only.
 func TestCommandsCannotChangeTrustedPaths(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	for _, b := range backends(t) {
 		for _, hook := range []string{"pre-commit", "post-checkout"} {

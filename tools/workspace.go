@@ -1,7 +1,6 @@
 package tools
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -58,6 +57,8 @@ const nonblock = syscall.O_NONBLOCK
 type Workspace struct {
 	dir  string
 	root *os.Root
+	// walkMaxEntries caps the entries a walk reads (see the constant).
+	walkMaxEntries int
 
 	// calls orders the calls that run at once on the workspace's
 	// directory, from this Workspace and every other one on the same
@@ -73,8 +74,7 @@ type Workspace struct {
 
 	trustMu sync.Mutex
 	trust   map[string][]gitshape.Rel // by the work tree top (workspace-relative, "" for the enclosing repository)
-	nested  []string                  // the nested repositories' tops, found once (see nestedRepos)
-	walked  bool
+	nested  func() []string           // the nested repositories' tops, found once (see nestedRepos)
 
 	baseMu   sync.Mutex
 	touched  bool       // a tool that can change files was called
@@ -104,7 +104,9 @@ func OpenWorkspace(dir string) (*Workspace, error) {
 // newWorkspace is a workspace on the opened directory root, whose path is
 // dir; every constructor ends here.
 func newWorkspace(dir string, root *os.Root) *Workspace {
-	return &Workspace{dir: dir, root: root, original: map[string]originalFile{}, calls: directoryCalls(dir)}
+	w := &Workspace{dir: dir, root: root, walkMaxEntries: walkMaxEntries, original: map[string]originalFile{}, trust: map[string][]gitshape.Rel{}, calls: directoryCalls(dir)}
+	w.nested = sync.OnceValue(w.nestedRepos)
+	return w
 }
 
 // dirCalls holds the call semaphore of each directory a workspace was
@@ -118,9 +120,6 @@ func directoryCalls(dir string) *semaphore.Weighted {
 	if real, err := filepath.EvalSymlinks(dir); err == nil {
 		dir = real
 	}
-	if sem, ok := dirCalls.Load(dir); ok {
-		return sem.(*semaphore.Weighted)
-	}
 	sem, _ := dirCalls.LoadOrStore(dir, semaphore.NewWeighted(maxSharedCalls))
 	return sem.(*semaphore.Weighted)
 }
@@ -128,20 +127,6 @@ func directoryCalls(dir string) *semaphore.Weighted {
 // maxSharedCalls is the weight of the workspace: a write tool takes all of
 // it, a command one.
 const maxSharedCalls = 1 << 30
-
-// acquire waits until the workspace is free for a call: alone when
-// exclusive, else with other shared calls. Call release when the call has
-// ended (a command's processes are all gone by then).
-func (w *Workspace) acquire(ctx context.Context, exclusive bool) (release func(), err error) {
-	n := int64(1)
-	if exclusive {
-		n = maxSharedCalls
-	}
-	if err := w.calls.Acquire(ctx, n); err != nil {
-		return nil, err
-	}
-	return func() { w.calls.Release(n) }, nil
-}
 
 // Dir returns the workspace's absolute directory.
 func (w *Workspace) Dir() string { return w.dir }
@@ -332,7 +317,7 @@ func (w *Workspace) writable(rel string) error {
 // refusing.
 func (w *Workspace) trustedPath(rel string) error {
 	resolved := w.resolve(rel)
-	tops := append([]string{""}, w.nestedRepos()...)
+	tops := append([]string{""}, w.nested()...)
 	for d := path.Dir(rel); d != "."; d = path.Dir(d) {
 		if _, err := w.root.Lstat(path.Join(d, ".git")); err == nil && !slices.Contains(tops, d) {
 			tops = append(tops, d)
@@ -372,17 +357,12 @@ func (w *Workspace) trustedPath(rel string) error {
 const maxNestedWalk = 200_000
 
 // nestedRepos returns the workspace-relative tops of the repositories
-// nested in the workspace (directories with a .git entry), found by one
-// walk per workspace that follows no symbolic link and skips the inside
-// of .git directories. The file tools cannot make a .git entry and the
-// sandbox's guard undoes one a command makes, so the walk stays true.
-func (w *Workspace) nestedRepos() []string {
-	w.trustMu.Lock()
-	defer w.trustMu.Unlock()
-	if w.walked {
-		return w.nested
-	}
-	w.walked = true
+// nested in the workspace (directories with a .git entry), found by a walk
+// that follows no symbolic link and skips the inside of .git directories;
+// w.nested runs it once per workspace. The file tools cannot make a .git
+// entry and the sandbox's guard undoes one a command makes, so the walk
+// stays true.
+func (w *Workspace) nestedRepos() (nested []string) {
 	seen := 0
 	_ = filepath.WalkDir(w.dir, func(p string, d fs.DirEntry, err error) error {
 		if seen++; seen > maxNestedWalk {
@@ -393,7 +373,7 @@ func (w *Workspace) nestedRepos() []string {
 		}
 		if gitshape.IsGitName(d.Name()) {
 			if rel, ok := gitshape.Within(w.dir, filepath.Dir(p)); ok && rel != "." {
-				w.nested = append(w.nested, rel)
+				nested = append(nested, rel)
 			}
 			if d.IsDir() {
 				return filepath.SkipDir
@@ -401,7 +381,7 @@ func (w *Workspace) nestedRepos() []string {
 		}
 		return nil
 	})
-	return w.nested
+	return nested
 }
 
 // trusted returns the trusted paths inside the workspace of the
@@ -413,16 +393,13 @@ func (w *Workspace) trusted(top string) []gitshape.Rel {
 	if ts, ok := w.trust[top]; ok {
 		return ts
 	}
-	if w.trust == nil {
-		w.trust = map[string][]gitshape.Rel{}
+	repo := filepath.Join(w.dir, filepath.FromSlash(top))
+	if top == "" {
+		repo = gitshape.Enclosing(w.dir)
 	}
 	var ts []gitshape.Rel
-	if top == "" {
-		if t := gitshape.Enclosing(w.dir); t != "" {
-			ts = gitshape.InWorkspace(w.dir, t, gitshape.PersonConfigs())
-		}
-	} else {
-		ts = gitshape.InWorkspace(w.dir, filepath.Join(w.dir, filepath.FromSlash(top)), gitshape.PersonConfigs())
+	if repo != "" {
+		ts = gitshape.InWorkspace(w.dir, repo, gitshape.PersonConfigs())
 	}
 	w.trust[top] = ts
 	return ts
@@ -435,11 +412,10 @@ func (w *Workspace) trusted(top string) []gitshape.Rel {
 // marks (ALM, LRM, RLM), embeddings and overrides (U+202A–U+202E) and
 // isolates (U+2066–U+2069).
 func validName(rel string) error {
-	if i := strings.IndexFunc(rel, func(r rune) bool { return r < 0x20 || r == 0x7f }); i >= 0 {
-		return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), rel[i])
-	}
 	for _, r := range rel {
 		switch {
+		case r < 0x20 || r == 0x7f:
+			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a control character (byte 0x%02x), which a patch cannot carry; choose a name without newlines, tabs or other control characters", quote(rel), r)
 		case r >= 0x80 && r <= 0x9f:
 			return Errorf(gen.ErrorCodeInvalidPath, "the path %s contains a C1 control character (U+%04X), which a patch cannot carry; choose a name without control characters", quote(rel), r)
 		case unicode.Is(unicode.Bidi_Control, r):
@@ -511,14 +487,7 @@ func (w *Workspace) markers(rel string) gitshape.Entries {
 // gitPath reports whether a component of the slash-separated path p names
 // a .git entry, the way file systems that fold case or ignore some
 // characters (macOS, Windows) would see it.
-func gitPath(p string) bool {
-	for c := range strings.SplitSeq(p, "/") {
-		if gitshape.IsGitName(c) {
-			return true
-		}
-	}
-	return false
-}
+func gitPath(p string) bool { return slices.ContainsFunc(strings.Split(p, "/"), gitshape.IsGitName) }
 
 // maxLinkHops bounds the symbolic links resolve follows.
 const maxLinkHops = 40

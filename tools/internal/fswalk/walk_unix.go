@@ -62,25 +62,31 @@ func openStart(root *os.Root, start string) (*Dir, error) {
 	return newDirHandle(os.NewFile(uintptr(dup), start)), nil
 }
 
-// openSub opens the subdirectory name: a single path component, never
-// through a symbolic link.
-func (d *Dir) openSub(name string) (*Dir, error) {
+// openat opens the entry name of the directory with flags, never
+// following a symbolic link: name must be a single path component.
+func (d *Dir) openat(name string, flags int) (int, error) {
 	if !validName(name) {
-		return nil, fs.ErrInvalid
+		return -1, fs.ErrInvalid
 	}
 	rc, err := d.dir.SyscallConn()
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
-	var fd int
-	var openErr error
+	fd, openErr := -1, error(nil)
 	if err := rc.Control(func(dirfd uintptr) {
-		fd, openErr = unix.Openat(int(dirfd), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, openErr = unix.Openat(int(dirfd), name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	}); err != nil {
-		return nil, err
+		return -1, err
 	}
-	if openErr != nil {
-		return nil, openErr
+	return fd, openErr
+}
+
+// openSub opens the subdirectory name: a single path component, never
+// through a symbolic link.
+func (d *Dir) openSub(name string) (*Dir, error) {
+	fd, err := d.openat(name, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, err
 	}
 	return newDirHandle(os.NewFile(uintptr(fd), name)), nil
 }
@@ -90,22 +96,9 @@ func (d *Dir) openSub(name string) (*Dir, error) {
 // blocking on a FIFO or a device, so it cannot leave the directory. It
 // returns the open file and its size.
 func (d *Dir) OpenFile(name string) (f FD, size int64, err error) {
-	if !validName(name) {
-		return -1, 0, fs.ErrInvalid
-	}
-	rc, err := d.dir.SyscallConn()
+	fd, err := d.openat(name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY)
 	if err != nil {
 		return -1, 0, err
-	}
-	var fd int
-	var openErr error
-	if err := rc.Control(func(dirfd uintptr) {
-		fd, openErr = unix.Openat(int(dirfd), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	}); err != nil {
-		return -1, 0, err
-	}
-	if openErr != nil {
-		return -1, 0, openErr
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {

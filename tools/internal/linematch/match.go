@@ -2,9 +2,11 @@ package linematch
 
 import (
 	"bytes"
+	"cmp"
 	"fmt"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -429,14 +431,9 @@ func better(a, b []literal) bool {
 	return ma > mb || ma == mb && len(a) < len(b)
 }
 
+// shortest is the length of the shortest of lits (never empty).
 func shortest(lits []literal) int {
-	n := -1
-	for _, l := range lits {
-		if n < 0 || len(l.s) < n {
-			n = len(l.s)
-		}
-	}
-	return n
+	return len(slices.MinFunc(lits, func(a, b literal) int { return cmp.Compare(len(a.s), len(b.s)) }).s)
 }
 
 // foldablePiece returns the longest run of a case-insensitive literal that
@@ -554,17 +551,17 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 		}
 		return le + 1
 	}
-	switch {
-	case len(m.lits) > 0:
-		if cap(st.next) < len(m.lits) {
-			st.next = make([]int, len(m.lits))
-		}
-		next := st.next[:len(m.lits)]
-		for i := range next {
-			next[i] = -1 // not looked for yet
-		}
-		for pos <= len(data) && found < max {
-			c := -1
+	if cap(st.next) < len(m.lits) {
+		st.next = make([]int, len(m.lits))
+	}
+	next := st.next[:len(m.lits)]
+	for i := range next {
+		next[i] = -1 // not looked for yet
+	}
+	for pos <= len(data) && found < max {
+		c := pos // without a prefilter every line is a candidate
+		if len(m.lits) > 0 {
+			c = -1
 			for i, l := range m.lits {
 				if next[i] < pos && next[i] != len(data)+1 {
 					next[i] = l.find(data, pos)
@@ -573,19 +570,13 @@ func (m *Matcher) Match(st *State, data []byte, max int, emit func(Line)) {
 					c = next[i]
 				}
 			}
-			if c < 0 || m.re != nil && st.stopped() {
-				return
-			}
-			pos = check(c)
+		} else if pos == len(data) && (pos == 0 || data[pos-1] == '\n') {
+			return // no last line after the final newline
 		}
-	default:
-		// Every line is a candidate.
-		for pos <= len(data) && found < max {
-			if pos == len(data) && (pos == 0 || data[pos-1] == '\n') || st.stopped() {
-				return // no last line after the final newline
-			}
-			pos = check(pos)
+		if c < 0 || m.re != nil && st.stopped() {
+			return
 		}
+		pos = check(c)
 	}
 }
 

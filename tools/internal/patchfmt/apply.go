@@ -55,10 +55,8 @@ func (e *ConflictError) Error() string {
 // result always ends with a newline unless it is empty, like the codex
 // tool's.
 func (b *Budget) Apply(content string, hunks []Hunk) (string, error) {
-	crlf := false
-	if i := strings.IndexByte(content, '\n'); i > 0 && content[i-1] == '\r' {
-		crlf = true
-	}
+	i := strings.IndexByte(content, '\n')
+	crlf := i > 0 && content[i-1] == '\r'
 	lines := strings.Split(content, "\n")
 	if lines[len(lines)-1] == "" {
 		lines = lines[:len(lines)-1]

@@ -109,8 +109,7 @@ func syntaxErr(line int, format string, args ...any) error {
 func Parse(text string) ([]Op, error) {
 	// Leading blank lines are dropped before counting lines, so numbers
 	// count from the first line that is not blank.
-	text = strings.TrimLeft(text, " \t\r\n")
-	text = strings.TrimRight(text, " \t\r\n")
+	text = strings.Trim(text, " \t\r\n")
 	lines := strings.Split(text, "\n")
 	for i, l := range lines {
 		lines[i] = strings.TrimSuffix(l, "\r")
@@ -207,8 +206,6 @@ func (p *parser) op() (Op, error) {
 	return op, nil
 }
 
-func isEOF(l string) bool { return strings.TrimSpace(l) == eofMarker }
-
 // isOpHeader reports whether l, white space around it ignored, starts an
 // operation. Only the three headers count, so that a context line such as
 // " ***" (a Markdown rule) stays a context line.
@@ -238,7 +235,7 @@ func (p *parser) hunk(first bool) (Hunk, error) {
 		if isOpHeader(l) {
 			break // the next operation, even when padded with spaces
 		}
-		if isEOF(l) {
+		if strings.TrimSpace(l) == eofMarker {
 			if n == 0 {
 				break
 			}
