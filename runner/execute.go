@@ -145,10 +145,7 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
 	res.RunId = &r.id
 	finished := time.Now().UTC()
-	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
-	if !started.IsZero() {
-		e.Started = &started
-	}
+	e := &entry{Op: opFinished, ID: r.id, Time: finished, Started: orNil(started), Result: &res}
 	line, err := jsonLine(e)
 	if err == nil {
 		err = s.store.append(line, false)
@@ -329,11 +326,7 @@ func (s *Runner) recoverRun(r *run, t traceLog, why string) (e *entry, interrupt
 		r.status, r.finished, r.result = gen.RunStatusFinished, ev.Time, &res
 		interrupted = true
 	}
-	e = &entry{Op: opFinished, ID: r.id, Time: r.finished, Result: r.result}
-	if !r.started.IsZero() {
-		st := r.started
-		e.Started = &st
-	}
+	e = &entry{Op: opFinished, ID: r.id, Time: r.finished, Started: orNil(r.started), Result: r.result}
 	return e, interrupted, nil
 }
 
