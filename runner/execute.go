@@ -20,7 +20,16 @@ import (
 // scheduler calls it in its own goroutine once the run's workspace and a
 // slot are free (followAttached for a run attached at start).
 func (s *Runner) execute(r *run) {
-	j, started := s.start(r)
+	s.runs.mu.Lock()
+	j := r.job
+	if !j.attached { // an attached run is running (or waiting) since reattach
+		r.status = gen.RunStatusRunning
+	}
+	if r.started.IsZero() { // a resumed or attached run keeps its start
+		r.started = time.Now().UTC()
+	}
+	started := r.started
+	s.runs.mu.Unlock()
 	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	if err != nil {
 		err = fmt.Errorf("open the trace: %w", err)
@@ -74,20 +83,6 @@ func (s *Runner) execute(r *run) {
 func internalError(id string, err error) gen.RunResult {
 	msg := err.Error()
 	return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInternalError, Error: &msg}
-}
-
-// start marks r running and returns its job and start time; an attached
-// run is running (or waiting for approval) since reattach.
-func (s *Runner) start(r *run) (*job, time.Time) {
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
-	if !r.job.attached {
-		r.status = gen.RunStatusRunning
-	}
-	if r.started.IsZero() { // a resumed or attached run keeps its start
-		r.started = time.Now().UTC()
-	}
-	return r.job, r.started
 }
 
 // runAgent sets up the run's workspace, tools and check, and runs
