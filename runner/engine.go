@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"errors"
-	"fmt"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -72,29 +71,22 @@ func CancelRequested(ctx context.Context) bool {
 }
 
 // executeOn runs r on engine e: the events it hands back go to the run's
-// trace and live streams, and its result is recorded as an embedded run's.
-// An attached run (one the engine ran before this server started) is
-// followed where its trace stopped.
-func (s *Runner) executeOn(e Engine, r *run) {
-	var j *job
-	var started time.Time
-	if s.runs.mu.RLock(); r.job != nil && r.job.attached {
-		j, started = r.job, r.started
-		s.runs.mu.RUnlock()
-	} else {
-		s.runs.mu.RUnlock()
-		j, started = s.start(r)
-	}
-
+// trace tf and live streams, and its result is recorded as an embedded
+// run's; openErr is why tf could not be opened. An attached run (one the
+// engine ran before this server started) is followed where its trace
+// stopped.
+func (s *Runner) executeOn(e Engine, r *run, j *job, started time.Time, tf *traceFile, openErr error) {
 	var finished *gen.TraceEvent
 	var finishedLine []byte
 	// The run's metrics and spans come from its durable events, as the
 	// engine hands them over (an attached run's earlier events were
 	// counted by the server that saw them).
 	obs := s.cfg.Telemetry.Observe(j.telemetry, nil)
-	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
 	var res gen.RunResult
-	if err == nil {
+	err := openErr
+	if err != nil {
+		res = internalError(r.id, err)
+	} else {
 		event := func(ev *gen.TraceEvent, line []byte) {
 			if _, werr := tf.Write(append(line[:len(line):len(line)], '\n')); werr != nil {
 				s.log.Error("write a trace", "run", r.id, "err", werr)
@@ -119,13 +111,6 @@ func (s *Runner) executeOn(e Engine, r *run) {
 				s.log.Error("sync a trace", "run", r.id, "err", serr)
 			}
 		}
-		if cerr := tf.Close(); cerr != nil {
-			s.log.Error("close a trace", "run", r.id, "err", cerr)
-		}
-	} else {
-		err = fmt.Errorf("open the trace: %w", err)
-		msg := err.Error()
-		res = gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}
 	}
 	if errors.Is(err, ErrNoEngineRun) {
 		msg := interruptedError
@@ -202,7 +187,7 @@ func (s *Runner) followAttached(runs []*run) {
 			if followHook != nil {
 				followHook(r.id)
 			}
-			s.executeOn(s.cfg.Engine, r)
+			s.execute(r)
 		}()
 	}
 }

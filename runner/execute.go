@@ -16,33 +16,57 @@ import (
 	"github.com/specloop/specloop/wiring"
 )
 
-// execute runs one run to its end; the scheduler calls it in its own
-// goroutine once the run's workspace and a slot are free.
+// execute runs one run to its end, in this process or on the Engine; the
+// scheduler calls it in its own goroutine once the run's workspace and a
+// slot are free (followAttached for a run attached at start).
 func (s *Runner) execute(r *run) {
+	s.runs.mu.Lock()
+	j := r.job
+	if !j.attached { // an attached run is running (or waiting) since reattach
+		r.status = gen.RunStatusRunning
+	}
+	if r.started.IsZero() { // a resumed or attached run keeps its start
+		r.started = time.Now().UTC()
+	}
+	started := r.started
+	s.runs.mu.Unlock()
+	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
+	if err != nil {
+		err = fmt.Errorf("open the trace: %w", err)
+	} else {
+		defer func() {
+			if err := tf.Close(); err != nil {
+				s.log.Error("close a trace", "run", r.id, "err", err)
+			}
+		}()
+	}
 	if s.cfg.Engine != nil {
-		s.executeOn(s.cfg.Engine, r)
+		s.executeOn(s.cfg.Engine, r, j, started, tf, err)
 		return
 	}
-	j, started := s.start(r)
 
 	finalized := false // the run_finished the loop traced was recorded
-	var tf *traceFile
-	res, err := s.runAgent(r, j, &tf, func(p agent.Progress) {
-		// The observer runs right after the event was written: tf.last is
-		// its line.
-		if p.Event.EventType == gen.TraceEventTypeRunFinished && p.Result != nil {
-			if err := tf.ended(); err != nil {
-				s.log.Error("sync a trace", "run", r.id, "err", err)
+	var res gen.RunResult
+	if err != nil {
+		res = internalError(r.id, err)
+	} else {
+		res, err = s.runAgent(r, j, tf, func(p agent.Progress) {
+			// The observer runs right after the event was written: tf.last
+			// is its line.
+			if p.Event.EventType == gen.TraceEventTypeRunFinished && p.Result != nil {
+				if err := tf.ended(); err != nil {
+					s.log.Error("sync a trace", "run", r.id, "err", err)
+				}
+				finalized = true
+				s.finalize(r, j, started, *p.Result, p.Event, tf.last)
+				return
 			}
-			finalized = true
-			s.finalize(r, j, started, *p.Result, p.Event, tf.last)
-			return
-		}
-		if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
-			j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason, time.Time{})
-		}
-		j.events.publishJSON(p.Event.EventType, tf.last, false)
-	})
+			if p.Event.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil {
+				j.gate.requested(p.Event.Step, p.ToolCall, p.ApprovalReason, time.Time{})
+			}
+			j.events.publishJSON(p.Event.EventType, tf.last, false)
+		})
+	}
 	if err != nil && res.ExitReason == gen.ExitReasonInternalError {
 		s.log.Error("run failed internally", "run", r.id, "err", err)
 	}
@@ -54,30 +78,17 @@ func (s *Runner) execute(r *run) {
 	}
 }
 
-// start marks r running and returns its job and start time.
-func (s *Runner) start(r *run) (*job, time.Time) {
-	s.runs.mu.Lock()
-	defer s.runs.mu.Unlock()
-	r.status = gen.RunStatusRunning
-	if r.started.IsZero() { // a resumed run keeps its start
-		r.started = time.Now().UTC()
-	}
-	return r.job, r.started
+// internalError is the result of run id that err ended before or outside
+// its loop.
+func internalError(id string, err error) gen.RunResult {
+	msg := err.Error()
+	return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInternalError, Error: &msg}
 }
 
-// runAgent sets up the run's workspace, tools, check and trace, and runs
+// runAgent sets up the run's workspace, tools and check, and runs
 // the agent loop. Setup failures end the run with internal_error.
-func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
-	fail := func(err error) (gen.RunResult, error) {
-		msg := err.Error()
-		return gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInternalError, Error: &msg}, err
-	}
-	tf, err := s.store.createTrace(r.id, s.cfg.TraceSync)
-	if err != nil {
-		return fail(fmt.Errorf("open the trace: %w", err))
-	}
-	defer tf.Close()
-	*tfp = tf
+func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
+	fail := func(err error) (gen.RunResult, error) { return internalError(r.id, err), err }
 	sp := j.spec
 	sp.TraceWriter, sp.Observer = tf, observe
 	sp.Live = func(l agent.Live) {
@@ -129,10 +140,7 @@ func (s *Runner) runAgent(r *run, j *job, tfp **traceFile, observe func(agent.Pr
 func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
 	res.RunId = &r.id
 	finished := time.Now().UTC()
-	e := &entry{Op: opFinished, ID: r.id, Time: finished, Result: &res}
-	if !started.IsZero() {
-		e.Started = &started
-	}
+	e := &entry{Op: opFinished, ID: r.id, Time: finished, Started: orNil(started), Result: &res}
 	line, err := jsonLine(e)
 	if err == nil {
 		err = s.store.append(line, false)
@@ -313,11 +321,7 @@ func (s *Runner) recoverRun(r *run, t traceLog, why string) (e *entry, interrupt
 		r.status, r.finished, r.result = gen.RunStatusFinished, ev.Time, &res
 		interrupted = true
 	}
-	e = &entry{Op: opFinished, ID: r.id, Time: r.finished, Result: r.result}
-	if !r.started.IsZero() {
-		st := r.started
-		e.Started = &st
-	}
+	e = &entry{Op: opFinished, ID: r.id, Time: r.finished, Started: orNil(r.started), Result: r.result}
 	return e, interrupted, nil
 }
 

@@ -208,12 +208,6 @@ func (r *wfRun) Emit(ev *gen.TraceEvent) error {
 	return nil
 }
 
-// batch returns the queued trace lines and transcript entries, for the
-// next activity to write.
-func (r *wfRun) batch() eventBatch {
-	return eventBatch{From: r.written, Lines: r.pending, EntriesFrom: r.transcribed, Entries: r.entries}
-}
-
 // wfTranscript queues the run's transcript entries (a transcript.Sink).
 type wfTranscript wfRun
 
@@ -228,7 +222,7 @@ func (t *wfTranscript) Write(e gen.TranscriptEntry) error {
 // stay queued for the next activity (the store skips those an earlier
 // attempt wrote).
 func (r *wfRun) exec(ctx workflow.Context, fn string, in interface{ carry(runRef, eventBatch) }, out any) error {
-	b := r.batch()
+	b := eventBatch{From: r.written, Lines: r.pending, EntriesFrom: r.transcribed, Entries: r.entries}
 	in.carry(r.ref(), b)
 	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
 		return err
