@@ -9,6 +9,7 @@ import (
 )
 
 func TestSplit(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		in   string
 		want []string
@@ -35,6 +36,7 @@ func TestSplit(t *testing.T) {
 }
 
 func TestParseServer(t *testing.T) {
+	t.Parallel()
 	s, err := mcpclient.ParseServer("fs=npx -y server /tmp/a=b")
 	if err != nil || s.Name != "fs" || !slices.Equal(s.Command, []string{"npx", "-y", "server", "/tmp/a=b"}) || s.URL != "" {
 		t.Fatalf("%+v %v", s, err)

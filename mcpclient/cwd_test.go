@@ -21,12 +21,13 @@ func TestStdioServerStartsOutsideTheWorkingDirectory(t *testing.T) {
 		t.Skip("reads /proc")
 	}
 	ws := t.TempDir()
-	exe := stdioCommand(t)[0]
+	self := stdioCommand(t)
+	exe := self[0]
 	if err := os.Symlink(exe, filepath.Join(ws, "server")); err != nil {
 		t.Fatal(err)
 	}
 	t.Chdir(ws)
-	for _, cmd := range [][]string{{exe}, {"./server"}} {
+	for _, cmd := range [][]string{self, {"./server", self[1]}} {
 		rt := open(t, mcpclient.Server{Name: "ext", Command: cmd}, mcpclient.Config{})
 		pid := strings.TrimSpace(call(t, rt, "ext__pid", nil).Content)
 		cwd, err := os.Readlink("/proc/" + pid + "/cwd")

@@ -19,6 +19,7 @@ import (
 // before anything is clipped: one that answers more than
 // MaxResponseBytes fails the call instead of filling the memory.
 func TestFloodingHTTPServerIsCut(t *testing.T) {
+	t.Parallel()
 	real := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return testServer(nil, nil) }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)

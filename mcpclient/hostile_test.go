@@ -72,6 +72,7 @@ func within[T any](t *testing.T, what string, f func() T) T {
 // the server and the tool, instead of taking minutes and gigabytes (and
 // every run of a server) on its first call.
 func TestExponentialSchemaRefusedAtStart(t *testing.T) {
+	t.Parallel()
 	schema := chainSchema(24)
 	url := serveRaw(t, rawTool{name: "chain", description: "Looks harmless.", schema: schema})
 	type opened struct {
@@ -133,6 +134,7 @@ func manyTools(n int) []rawTool {
 // A server may offer MaxToolsPerServer tools; one that offers more is
 // refused whole (which of them would the user miss?), saying so.
 func TestToolsPerServerCap(t *testing.T) {
+	t.Parallel()
 	if err := openErr(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, manyTools(mcpclient.MaxToolsPerServer)...)}); err != nil {
 		t.Fatalf("%d tools: %v", mcpclient.MaxToolsPerServer, err)
 	}
@@ -142,6 +144,7 @@ func TestToolsPerServerCap(t *testing.T) {
 
 // A run takes at most MaxTools MCP tools from all its servers together.
 func TestToolsInAllCap(t *testing.T) {
+	t.Parallel()
 	full := serveRaw(t, manyTools(mcpclient.MaxToolsPerServer)...)
 	servers := make([]mcpclient.Server, mcpclient.MaxTools/mcpclient.MaxToolsPerServer)
 	for i := range servers {
@@ -158,6 +161,7 @@ func TestToolsInAllCap(t *testing.T) {
 // clipped with a marker the model sees, and the session warns once,
 // naming the server and the tool.
 func TestDescriptionCap(t *testing.T) {
+	t.Parallel()
 	atCap := strings.Repeat("d", mcpclient.MaxDescriptionBytes)
 	over := strings.Repeat("é", mcpclient.MaxDescriptionBytes) // twice the cap in bytes
 	url := serveRaw(t,
@@ -205,6 +209,7 @@ func nestedSchema(depth int) string {
 
 // The size and depth of a schema are capped before it is compiled.
 func TestSchemaSizeAndDepthCaps(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		fits, not string
@@ -270,6 +275,7 @@ func TestServerBytesCap(t *testing.T) {
 // values are checked, of 1,001 refused before validation (each would
 // otherwise take its share of a second).
 func TestValidationWorkCap(t *testing.T) {
+	t.Parallel()
 	const cost = 1000
 	schema := `{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[` + strings.Repeat(`{},`, cost-2) + `{}]}}}}`
 	rt := open(t, mcpclient.Server{Name: "ext", URL: serveRaw(t, rawTool{name: "list", schema: schema})}, mcpclient.Config{})
@@ -289,6 +295,7 @@ func TestValidationWorkCap(t *testing.T) {
 // the output schema's cost allows checking is a broken protocol, not a
 // long validation.
 func TestResultValidationWorkCap(t *testing.T) {
+	t.Parallel()
 	const cost = 1000
 	out := `{"type":"object","properties":{"a":{"type":"array","items":{"anyOf":[` + strings.Repeat(`{},`, cost-2) + `{}]}}}}`
 	srv := mcp.NewServer(&mcp.Implementation{Name: "hostile", Version: "v1"}, nil)

@@ -33,6 +33,7 @@ func costOf(t *testing.T, schema string) (uint64, bool, error) {
 // (trees, expressions, lists) costs what one level costs, so the schemas
 // of real tools pass; branches that check one place again multiply.
 func TestSchemaCost(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name   string
 		schema string
@@ -122,6 +123,7 @@ func nest(depth int) any {
 // validated; for other schemas (plain recursion included) depth costs
 // nothing more and is not refused.
 func TestDeepArgumentsOfRecursiveSchemas(t *testing.T) {
+	t.Parallel()
 	tree := strings.ReplaceAll(linearRaw, `"a"`, `"left"`)
 	flat := `{"type":"object","properties":{"left":{"$ref":"#/$defs/n"}},"$defs":{"n":{"properties":{"left":{"$ref":"#/$defs/n"}}}}}`
 	for _, tc := range []struct {
@@ -150,6 +152,7 @@ func TestDeepArgumentsOfRecursiveSchemas(t *testing.T) {
 // error Observation with code cancelled, and the server never sees the
 // call.
 func TestValidationStopsWhenCancelled(t *testing.T) {
+	// Not parallel: it replaces the package's runValidate.
 	release := make(chan struct{})
 	defer close(release)
 	started := make(chan struct{})
@@ -228,6 +231,7 @@ func FuzzSchemaCost(f *testing.F) {
 // The schemas of specloop's own tools, real schemas with $ref, oneOf and
 // enums, are well within the bounds.
 func TestOwnSchemasWithinBounds(t *testing.T) {
+	t.Parallel()
 	rt, err := tools.New(tools.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 // user never configured: redirects are followed only within the server's
 // own scheme and host, and anything else fails the call.
 func TestRedirectToAnotherHostIsRefused(t *testing.T) {
+	t.Parallel()
 	var reached atomic.Int32
 	other := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		reached.Add(1)

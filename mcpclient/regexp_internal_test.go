@@ -25,6 +25,7 @@ func compileRaw(t *testing.T, schema string) (*validator, error) {
 // 20 KB string, and the validation cannot be interrupted. Such a pattern
 // is refused when the tool is compiled.
 func TestHugePatternRefused(t *testing.T) {
+	t.Parallel()
 	pat := "^(?:" + strings.Repeat(".?", 30000) + ")$"
 	for name, schema := range map[string]any{
 		"pattern": map[string]any{"type": "object", "properties": map[string]any{
@@ -47,6 +48,7 @@ func TestHugePatternRefused(t *testing.T) {
 // character: strings too long for the schema's patterns are refused
 // before the validation starts, as values too many for its cost are.
 func TestLongStringsForPatternsRefused(t *testing.T) {
+	t.Parallel()
 	pat := strings.Repeat("[a-z]?", 150) + "$" // 303 instructions: 3.3 s for 1 MiB
 	vd, err := compileRaw(t, `{"type":"object","properties":{"s":{"type":"string","pattern":`+quoteJSON(pat)+`}}}`)
 	if err != nil {
@@ -73,6 +75,7 @@ func TestLongStringsForPatternsRefused(t *testing.T) {
 // format "regex" is an annotation, even in a draft-07 schema: a value is
 // never compiled as a pattern, so a long one costs nothing to check.
 func TestFormatRegexIsAnAnnotation(t *testing.T) {
+	t.Parallel()
 	vd, err := compileRaw(t, `{"$schema":"http://json-schema.org/draft-07/schema#","type":"object","properties":{"r":{"type":"string","format":"regex"}}}`)
 	if err != nil {
 		t.Fatal(err)
@@ -91,6 +94,7 @@ func TestFormatRegexIsAnAnnotation(t *testing.T) {
 // them, so that 8,000 numbers checked against an 8,000-member enum
 // (64 million comparisons through big.Rat) are refused, not run.
 func TestEnumCountsItsMembers(t *testing.T) {
+	t.Parallel()
 	members := make([]string, 8000)
 	for i := range members {
 		members[i] = itoa(i)
@@ -118,6 +122,7 @@ func quoteJSON(s string) string { b, _ := json.Marshal(s); return string(b) }
 // name in its error: 3,000 required names checked at 20,000 empty
 // objects are 60 million names in errors. The cost counts the names.
 func TestRequiredCountsItsNames(t *testing.T) {
+	t.Parallel()
 	names := make([]string, 3000)
 	for i := range names {
 		names[i] = quoteJSON("p" + itoa(i))
@@ -141,6 +146,7 @@ func TestRequiredCountsItsNames(t *testing.T) {
 // Every string and key costs its bytes and one step: many empty keys are
 // not free to match.
 func TestStringBytes(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		v    any
 		want int
@@ -176,6 +182,7 @@ func FuzzCompilePattern(f *testing.F) {
 // quoting it: Go's syntax errors quote the offending text (here 3 KB of
 // the server's pattern, an escape sequence included).
 func TestInvalidPatternNotEchoed(t *testing.T) {
+	t.Parallel()
 	pat := "(\x1b]52;c;" + strings.Repeat("a", 3000)
 	b, _ := json.Marshal(map[string]any{"type": "object", "properties": map[string]any{
 		"s": map[string]any{"type": "string", "pattern": pat}}})

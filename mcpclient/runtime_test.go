@@ -75,6 +75,7 @@ func transports(t *testing.T) map[string]func(t *testing.T) mcpclient.Server {
 }
 
 func TestToolsOfferedNextToTheBuiltins(t *testing.T) {
+	t.Parallel()
 	for name, server := range transports(t) {
 		t.Run(name, func(t *testing.T) {
 			b := base(t)
@@ -126,6 +127,7 @@ func TestToolsOfferedNextToTheBuiltins(t *testing.T) {
 // Arguments that do not match the tool's input schema are refused before
 // the call: the server never sees them.
 func TestInvalidArgumentsNeverReachTheServer(t *testing.T) {
+	t.Parallel()
 	url, calls := httpServer(t)
 	rt := open(t, mcpclient.Server{Name: "ext", URL: url}, mcpclient.Config{})
 	for _, args := range []map[string]any{
@@ -154,6 +156,7 @@ func TestInvalidArgumentsNeverReachTheServer(t *testing.T) {
 // A server that exits during a call gives an error Observation naming it,
 // at once, and so does every later call of its tools.
 func TestServerExitsMidCall(t *testing.T) {
+	t.Parallel()
 	rt := open(t, mcpclient.Server{Name: "ext", Command: stdioCommand(t)}, mcpclient.Config{CallTimeout: time.Minute})
 	obs := call(t, rt, "ext__die", nil)
 	wantCode(t, obs, gen.ErrorCodeMcpUnavailable)
@@ -168,6 +171,7 @@ func TestServerExitsMidCall(t *testing.T) {
 }
 
 func TestCallTimeout(t *testing.T) {
+	t.Parallel()
 	url, _ := httpServer(t)
 	rt := open(t, mcpclient.Server{Name: "ext", URL: url}, mcpclient.Config{CallTimeout: 200 * time.Millisecond})
 	wantCode(t, call(t, rt, "ext__hang", nil), gen.ErrorCodeMcpUnavailable)
@@ -178,6 +182,7 @@ func TestCallTimeout(t *testing.T) {
 }
 
 func TestCancelledCall(t *testing.T) {
+	t.Parallel()
 	url, _, release := httpServerStop(t)
 	rt := open(t, mcpclient.Server{Name: "ext", URL: url}, mcpclient.Config{})
 	ctx, cancel := context.WithCancel(context.Background())
@@ -209,6 +214,7 @@ func gone(pid int) bool {
 // Closing the runtime stops the stdio server and what it started: no
 // orphans.
 func TestCloseLeavesNoProcess(t *testing.T) {
+	t.Parallel()
 	if _, err := os.Stat("/proc/self/stat"); err != nil {
 		t.Skip("needs /proc")
 	}
@@ -241,6 +247,7 @@ func TestCloseLeavesNoProcess(t *testing.T) {
 // the trace records the call like any tool's: the name and the argument
 // keys, never the values.
 func TestScriptedRun(t *testing.T) {
+	t.Parallel()
 	for name, server := range transports(t) {
 		t.Run(name, func(t *testing.T) {
 			rt := open(t, server(t), mcpclient.Config{})
@@ -288,6 +295,7 @@ func serveTool(t *testing.T, name string, schema string) string {
 // A server whose tools cannot be offered is refused at start, with a
 // message naming the server and the tool.
 func TestConnectRefusesUnusableTools(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct{ name, tool, schema, want string }{
 		{"name", "get.weather", `{"type":"object"}`, "get.weather"},
 		{"long name", strings.Repeat("t", 70), `{"type":"object"}`, "valid tool name"},
@@ -304,6 +312,7 @@ func TestConnectRefusesUnusableTools(t *testing.T) {
 }
 
 func TestNameClashRefused(t *testing.T) {
+	t.Parallel()
 	url := serveTool(t, "weather", `{"type":"object"}`)
 	var sessions []*mcpclient.Session
 	for range 2 {
@@ -364,6 +373,7 @@ func withArg(s string) []int {
 
 // A huge result is clipped for the model, saying so.
 func TestLargeResultClipped(t *testing.T) {
+	t.Parallel()
 	srv := mcp.NewServer(&mcp.Implementation{Name: "big", Version: "v1"}, nil)
 	srv.AddTool(&mcp.Tool{Name: "dump", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Repeat("é", mcpclient.MaxContentBytes)}}}, nil

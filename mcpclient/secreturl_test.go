@@ -16,6 +16,7 @@ import (
 // as hosted servers hand them out). A call that fails must not show it
 // to the model, whose observations reach the trace and the provider.
 func TestFailedCallKeepsTheURLsSecret(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-url-secret-0123456789"
 	srv := testServer(nil, nil)
 	ts := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil))
@@ -34,6 +35,7 @@ func TestFailedCallKeepsTheURLsSecret(t *testing.T) {
 // Neither does the error of a server that cannot be reached at all,
 // which a run's setup reports and the server logs.
 func TestConnectErrorKeepsTheURLsSecret(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-url-secret-0123456789"
 	ts := httptest.NewServer(http.NotFoundHandler())
 	addr := ts.Listener.Addr().String()

@@ -17,12 +17,13 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// serverEnv switches the test binary into an MCP stdio server (the test
-// re-executes itself as the external server).
-const serverEnv = "SPECLOOP_MCPCLIENT_TEST_SERVER"
+// serverArg, the only argument, switches the test binary into an MCP stdio
+// server (the test re-executes itself as the external server). An argument,
+// not the environment, so that the tests that start one can run in parallel.
+const serverArg = "specloop-mcpclient-test-server"
 
 func TestMain(m *testing.M) {
-	if os.Getenv(serverEnv) == "1" {
+	if len(os.Args) == 2 && os.Args[1] == serverArg {
 		if err := testServer(nil, nil).Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(1)
@@ -131,14 +132,12 @@ func httpServerStop(t *testing.T) (string, *atomic.Int64, func()) {
 }
 
 // stdioCommand returns the command line of the test binary as a stdio
-// server; the caller must have set serverEnv (t.Setenv), which the child
-// inherits.
+// server.
 func stdioCommand(t *testing.T) []string {
 	t.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Setenv(serverEnv, "1")
-	return []string{exe}
+	return []string{exe, serverArg}
 }

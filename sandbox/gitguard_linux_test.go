@@ -60,6 +60,7 @@ func fsmonitorConfig(marker string, worktree bool) string {
 // probe would catch a sandbox that lets it. It failed before the guard:
 // only the top-level .git was read-only.
 func TestCommandsBuildNoGitDirectory(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -147,6 +148,7 @@ func TestCommandsBuildNoGitDirectory(t *testing.T) {
 // (objects, refs, index, logs, HEAD of the top-level .git) but not change
 // its configuration or hooks.
 func TestGuardAllowGitWrites(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -187,6 +189,7 @@ func TestGuardAllowGitWrites(t *testing.T) {
 // first command's change was undone. Conditions, not timing, order the
 // two commands (a generous deadline only guards against a hang).
 func TestGuardSharedBaseline(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -258,6 +261,7 @@ func runGuardedNoFatal(p sandbox.Policy, dir, script string) (sandbox.Result, *s
 // was there before fails every command, since the guard cannot vouch for
 // what happens inside it.
 func TestGuardDeepTrees(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}

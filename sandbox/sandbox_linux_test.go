@@ -179,6 +179,7 @@ func withProbe(t *testing.T, dir string) {
 }
 
 func TestBasics(t *testing.T) {
+	t.Parallel()
 	for _, b := range withControl(t) {
 		t.Run(string(b), func(t *testing.T) {
 			dir := t.TempDir()
@@ -207,6 +208,7 @@ func TestBasics(t *testing.T) {
 // The Go toolchain works inside the sandbox: the completion check of the
 // demo is `go test`.
 func TestGoToolchain(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("builds a Go test")
 	}
@@ -224,6 +226,7 @@ func TestGoToolchain(t *testing.T) {
 }
 
 func TestInfo(t *testing.T) {
+	t.Parallel()
 	for _, b := range confining(t) {
 		sb, err := sandbox.New(sandbox.Policy{Backend: b, AllowNetwork: true})
 		if err != nil {
@@ -259,6 +262,7 @@ func TestInfo(t *testing.T) {
 // the secret, standing in for the server; the command's own parent is read
 // too.
 func TestParentEnvironInvisible(t *testing.T) {
+	t.Parallel()
 	const secret = "sk-specloop-test-secret-4711"
 	victim, err := os.StartProcess("/bin/sleep", []string{"sleep", "300"}, &os.ProcAttr{Env: []string{"SPECLOOP_TEST_API_KEY=" + secret}})
 	if err != nil {
@@ -285,6 +289,7 @@ func TestParentEnvironInvisible(t *testing.T) {
 // A command cannot signal processes outside its sandbox (the server, other
 // runs' commands).
 func TestCannotSignalOthers(t *testing.T) {
+	t.Parallel()
 	for _, b := range withControl(t) {
 		t.Run(string(b), func(t *testing.T) {
 			victim, err := os.StartProcess("/bin/sleep", []string{"sleep", "300"}, &os.ProcAttr{})
@@ -315,6 +320,7 @@ func TestCannotSignalOthers(t *testing.T) {
 }
 
 func TestNoTCP(t *testing.T) {
+	t.Parallel()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -357,6 +363,7 @@ func TestNoTCP(t *testing.T) {
 }
 
 func TestNoUDP(t *testing.T) {
+	t.Parallel()
 	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
@@ -402,6 +409,7 @@ func TestNoUDP(t *testing.T) {
 // A command can neither read nor write outside its workspace (another
 // workspace, the home directory).
 func TestFilesOutsideWorkspace(t *testing.T) {
+	t.Parallel()
 	for _, b := range withControl(t) {
 		t.Run(string(b), func(t *testing.T) {
 			other := t.TempDir()
@@ -427,6 +435,7 @@ func TestFilesOutsideWorkspace(t *testing.T) {
 // .git is read-only to commands unless git writes are allowed: a command
 // must not plant a filter or fsmonitor that the runtime's git would run.
 func TestGitReadOnly(t *testing.T) {
+	t.Parallel()
 	for _, b := range confining(t) {
 		for _, allow := range []bool{false, true} {
 			t.Run(fmt.Sprintf("%s/allow=%v", b, allow), func(t *testing.T) {
@@ -544,6 +553,7 @@ func survivors(m string) []int {
 // Processes a command starts in a new session, or double-forked, are gone
 // when it ends and when it times out.
 func TestNoSurvivors(t *testing.T) {
+	t.Parallel()
 	for _, b := range withControl(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel() // each case finds its processes by its own marker
@@ -574,6 +584,7 @@ func TestNoSurvivors(t *testing.T) {
 // A cancelled context ends a command and everything it started, and Run
 // returns the context's error.
 func TestCancelEndsTree(t *testing.T) {
+	t.Parallel()
 	for _, b := range confining(t) {
 		t.Run(string(b), func(t *testing.T) {
 			t.Parallel()
@@ -615,6 +626,7 @@ func TestCancelEndsTree(t *testing.T) {
 // When the process that ran a command dies (a server crash, kill -9), the
 // command and everything it started die too.
 func TestNoSurvivorsOfParentCrash(t *testing.T) {
+	t.Parallel()
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
@@ -689,6 +701,7 @@ func TestEnvironmentAllowlist(t *testing.T) {
 // The command runs in the directory it was given as it was when opened:
 // replacing the path with a symbolic link afterwards changes nothing.
 func TestDirectoryFromHandle(t *testing.T) {
+	t.Parallel()
 	for _, b := range withControl(t) {
 		t.Run(string(b), func(t *testing.T) {
 			base := t.TempDir()
@@ -746,6 +759,7 @@ func BenchmarkTrue(b *testing.B) {
 // the user's later builds outside any sandbox would link: sandboxed
 // commands get a build cache of their own.
 func TestUserGoCacheUntouched(t *testing.T) {
+	t.Parallel()
 	out, err := exec.Command("go", "env", "GOCACHE").Output()
 	if err != nil {
 		t.Fatalf("go env GOCACHE: %v", err)

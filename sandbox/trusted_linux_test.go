@@ -50,6 +50,7 @@ func writeAll(t *testing.T, dir string, files map[string]string) {
 // person's next commit. It failed before: the guard watched git
 // directories only.
 func TestGuardTrustedPaths(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -170,6 +171,7 @@ func TestGuardTrustedPaths(t *testing.T) {
 // is put back as it was, mode included, and a command that leaves the
 // hooks alone passes.
 func TestGuardTrustedPathsRestored(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
@@ -205,6 +207,7 @@ func TestGuardTrustedPathsRestored(t *testing.T) {
 // after it). The guard reads it without blocking, and the next command
 // and a file tool's view of the repository return too. It hung before.
 func TestGuardTrustedFIFO(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}

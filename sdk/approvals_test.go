@@ -50,6 +50,7 @@ func ptr[T any](v T) *T { return &v }
 // answers the model and the run goes on, approve_for_run lets later calls
 // of the tool through; the events never hold the arguments.
 func TestApprovalsThroughTheSDK(t *testing.T) {
+	t.Parallel()
 	_, c, root := approvalServer(t)
 	ctx := context.Background()
 	const secret = "ghp_0123456789abcdefSECRET"
@@ -128,6 +129,7 @@ func TestApprovalsThroughTheSDK(t *testing.T) {
 // A run waiting for approval can be cancelled, times out as a denial, and
 // ends interrupted when the server stops.
 func TestApprovalWaitEndsThroughTheSDK(t *testing.T) {
+	t.Parallel()
 	tests := []struct {
 		name    string
 		timeout int
@@ -146,6 +148,7 @@ func TestApprovalWaitEndsThroughTheSDK(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // each has its own server; the timeout case waits a second
 			srv, c, _ := approvalServer(t)
 			ctx := context.Background()
 			req := writesRun(write("w1", "a.txt", "a"), `{"type":"finish","answer":"done"}`)

@@ -15,6 +15,7 @@ import (
 // each with a model of its own (WithModel) and the second with its own
 // step budget (WithMaxSteps); Conversation lists the three in order.
 func TestContinue(t *testing.T) {
+	t.Parallel()
 	c, err := sdk.New(newServer(t, server.Config{}), sdk.Config{})
 	if err != nil {
 		t.Fatal(err)

@@ -20,6 +20,7 @@ import (
 // The helpers build the model configurations of the spec, each one valid
 // against ModelConfig, with the provider set.
 func TestModelHelpers(t *testing.T) {
+	t.Parallel()
 	mcSchema := contract.MustSpec().Components.Schemas["ModelConfig"].Value
 	for _, tt := range []struct {
 		mc   gen.ModelConfig
@@ -52,6 +53,7 @@ func quote(s string) string {
 // A request without a model is refused before it is sent, with a message a
 // person understands; a scripted run built with sdk.Script runs.
 func TestCreateRunWithoutModel(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int32
 	srv, err := server.New(server.Config{Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir()}})
 	if err != nil {
@@ -93,6 +95,7 @@ func TestCreateRunWithoutModel(t *testing.T) {
 // Over plain HTTP, a null model gets a 400 that names the field in words a
 // person understands.
 func TestNullModelProblem(t *testing.T) {
+	t.Parallel()
 	url := newServer(t, server.Config{})
 	resp, err := http.Post(url+"/v1/runs", "application/json", strings.NewReader(`{"task":{"prompt":"hi"},"model":null}`))
 	if err != nil {

@@ -91,6 +91,7 @@ func (b *cutBody) Read(p []byte) (int, error) {
 // TestEventsResumeAfterDrop: when the connection drops mid-stream, Events
 // reconnects after the last event it yielded; every event comes once.
 func TestEventsResumeAfterDrop(t *testing.T) {
+	t.Parallel()
 	url := newServer(t, server.Config{})
 	plain, _ := sdk.New(url, sdk.Config{})
 	ctx := context.Background()
@@ -139,6 +140,7 @@ func (blockModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, err
 // TestWaitHonoursContext: Wait returns the context's error, and Cancel
 // then ends the run cancelled.
 func TestWaitHonoursContext(t *testing.T) {
+	t.Parallel()
 	url := newServer(t, server.Config{Config: runner.Config{Models: func(gen.ModelConfig) (agent.Model, error) { return blockModel{}, nil }}})
 	c, _ := sdk.New(url, sdk.Config{})
 	run, err := c.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.ScriptModel("x")})
@@ -162,6 +164,7 @@ func TestWaitHonoursContext(t *testing.T) {
 }
 
 func TestNew(t *testing.T) {
+	t.Parallel()
 	for _, u := range []string{"", "localhost:8080", "ftp://x", "http://"} {
 		if _, err := sdk.New(u, sdk.Config{}); err == nil {
 			t.Errorf("New(%q) accepted a bad URL", u)
@@ -173,6 +176,7 @@ func TestNew(t *testing.T) {
 }
 
 func TestAPIErrorIs(t *testing.T) {
+	t.Parallel()
 	for status, want := range map[int]error{
 		400: sdk.ErrBadRequest, 401: sdk.ErrUnauthorized, 404: sdk.ErrNotFound, 409: sdk.ErrConflict,
 		413: sdk.ErrTooLarge, 422: sdk.ErrToolFailed, 429: sdk.ErrQueueFull, 503: sdk.ErrUnavailable, 500: sdk.ErrServer,
@@ -190,6 +194,7 @@ func TestAPIErrorIs(t *testing.T) {
 // TestNonProblemErrors: an error answer that is not a problem document
 // (a proxy's HTML page) still becomes an *APIError with its status.
 func TestNonProblemErrors(t *testing.T) {
+	t.Parallel()
 	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadGateway)
 		io.WriteString(w, "<html>bad gateway</html>")

@@ -17,6 +17,7 @@ import (
 // TestCalculatorRun creates the 12 × 7 script run through the generated
 // client, streams its events and reads its result.
 func TestCalculatorRun(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	ctx := context.Background()
 	created := decodeReply[gen.Run](t, ts.answer(ts.raw.CreateRun(ctx, calcRequest())), http.StatusAccepted)

@@ -71,6 +71,7 @@ func (ts *testServer) decide(id, call, decision, reason string) (int, []byte) {
 // decided twice is a 409, an unknown one a 404; a denial reaches the model
 // and the run finishes.
 func TestApprovalsOverHTTP(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	turn := `{"actions":[` + writeCall("w1", "a.txt", "a") + "," + writeCall("w2", "b.txt", "b") + `]}`
 	run := ts.create(approvalRequest(turn, doneAnswer))
@@ -139,6 +140,7 @@ func TestApprovalsOverHTTP(t *testing.T) {
 // The server's approval timeout denies a call no one decided, and the run
 // goes on; a run's approval_timeout_seconds overrides it.
 func TestApprovalTimeoutOverHTTP(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{Config: runner.Config{ApprovalTimeout: time.Millisecond}})
 	run := ts.create(approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
 	done := ts.wait(run.Id)
@@ -172,6 +174,7 @@ func TestApprovalTimeoutOverHTTP(t *testing.T) {
 // Cancelling a waiting run ends it cancelled; a server that stops while a
 // run waits ends it interrupted, and says so after a restart.
 func TestApprovalWaitEndsOverHTTP(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	ts := newTestServer(t, server.Config{Config: runner.Config{DataDir: data}})
 	cancelled := ts.create(approvalRequest(writeCall("w1", "a.txt", "a"), doneAnswer))
@@ -203,6 +206,7 @@ func TestApprovalWaitEndsOverHTTP(t *testing.T) {
 // The trace and the event stream never hold an approval request's
 // argument values; only the authenticated approvals endpoint does.
 func TestApprovalArgumentsStayOutOfTheTrace(t *testing.T) {
+	t.Parallel()
 	const secret = "AKIAIOSFODNN7EXAMPLE-wJalrXUtnFEMI"
 	ts := newTestServer(t, server.Config{})
 	run := ts.create(approvalRequest(writeCall("w1", "creds.txt", secret), doneAnswer))
@@ -234,6 +238,7 @@ func TestApprovalArgumentsStayOutOfTheTrace(t *testing.T) {
 // replayed (nothing run again) and the approval asked again; approved, it
 // finishes with the result of a run that was never interrupted.
 func TestKill9WhileWaitingForApproval(t *testing.T) {
+	t.Parallel()
 	data, root := t.TempDir(), t.TempDir()
 	cmd, c := startChild(t, data, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -292,6 +297,7 @@ func TestKill9WhileWaitingForApproval(t *testing.T) {
 // asked again under the same id with other arguments, is a 409 and does
 // not run the new call.
 func TestStaleDecisionDoesNotApproveAReusedCallID(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	run := ts.create(approvalRequest(writeCall("x", "harmless.txt", "a"), writeCall("x", "evil.txt", "b"), doneAnswer))
 	if p := ts.pending(run.Id); len(p) != 1 || p[0].CallId != "x" {
@@ -323,6 +329,7 @@ func TestStaleDecisionDoesNotApproveAReusedCallID(t *testing.T) {
 // was approved for the run lists why, so the person sees what the
 // approval no longer covers.
 func TestPendingApprovalSaysWhyItIsAskedAgain(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	command := func(id, cmd string) string {
 		b, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "call_id": id, "arguments": map[string]any{"command": cmd}})

@@ -106,6 +106,7 @@ func contentEvents(t *testing.T, ts *testServer, id, lastID string, content bool
 // redacted; it resumes from a "P:S" id, live and after the run (from
 // memory and, after a restart, from the files). A plain stream has none.
 func TestContentEvents(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	data := t.TempDir()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, DataDir: data}})
@@ -204,6 +205,7 @@ func TestContentEvents(t *testing.T) {
 // the person at its keyboard, who may read the transcript too. A run with
 // transcript false streams no content and lists no task line.
 func TestContentEventsNeedAuth(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	id := ts.wait(ts.create(calcRequest()).Id).Id
 	path := "/v1/runs/" + id + "/events?content=true"

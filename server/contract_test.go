@@ -105,6 +105,7 @@ type ctCase struct {
 }
 
 func TestContractHTTP(t *testing.T) {
+	t.Parallel()
 	e := newCtEnv(t)
 	cases := ctCases(e)
 	declared := contract.Responses(e.doc)
@@ -958,6 +959,7 @@ func ctPublic(doc *openapi3.T, opID string) bool {
 // TestContractHTTPCaseTable: an operation or a status the spec declares
 // without a case is reported by name.
 func TestContractHTTPCaseTable(t *testing.T) {
+	t.Parallel()
 	declared := []contract.Response{
 		{OperationID: "getRun", Method: "GET", Path: "/v1/runs/{run_id}", Status: 200},
 		{OperationID: "getRun", Method: "GET", Path: "/v1/runs/{run_id}", Status: 404},

@@ -100,6 +100,7 @@ var (
 // first turn and every message reach the later requests; a text-only
 // reply in a follow-up is its answer; each run counts its steps from 1.
 func TestConversationOverHTTP(t *testing.T) {
+	t.Parallel()
 	chat := newChatServer(t, convTurn...)
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: chat.models}})
 	first := ts.create(gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.OpenAI("gpt-test")})
@@ -171,6 +172,7 @@ func quote(s string) string {
 // is continued with the same budget, counted from 1, and a continued run
 // that is still going is refused.
 func TestContinueBudgetIsFresh(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	one := 1
 	req := gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.ScriptModel(calcResponses[0]), MaxSteps: &one}

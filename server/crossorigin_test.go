@@ -16,6 +16,7 @@ import (
 // those headers (curl, the SDK) pass, and so does every GET. Before the
 // fix the cross-site cancel and create were served.
 func TestCrossOriginRefused(t *testing.T) {
+	t.Parallel()
 	base := startNoToken(t, server.Config{})
 	host := strings.TrimPrefix(base, "http://")
 	send := func(method, path, body string, header ...string) (int, string) {

@@ -10,6 +10,7 @@ import (
 // The page size of listRuns without a limit is the spec's default for the
 // parameter, read here from a fresh parse of the document.
 func TestDefaultPageSizeIsTheSpecs(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)

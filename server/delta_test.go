@@ -35,6 +35,7 @@ func (m streamingModel) Next(ctx context.Context, req *agent.Request) (agent.Tur
 // delta events without an id, while the step is in flight; a plain stream
 // has none; the stream validates against the spec.
 func TestContentStreamCarriesTheModelsText(t *testing.T) {
+	t.Parallel()
 	release := make(chan struct{})
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: func(gen.ModelConfig) (agent.Model, error) {
 		return streamingModel{release: release}, nil

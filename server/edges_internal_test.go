@@ -33,6 +33,7 @@ func (d *deadlineRecorder) Write(p []byte) (int, error) {
 // a write deadline timeout ahead, so a stalled client fails its own
 // writes and nothing else.
 func TestDeadlineWriter(t *testing.T) {
+	t.Parallel()
 	rec := &deadlineRecorder{ResponseRecorder: httptest.NewRecorder()}
 	w := &deadlineWriter{ResponseWriter: rec, rc: http.NewResponseController(rec), timeout: time.Minute}
 	before := time.Now()

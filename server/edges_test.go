@@ -40,6 +40,7 @@ func swapDir(t *testing.T, dir, target string) {
 // outside directory after the server resolved it is not followed: the
 // tool call works on the directory it resolved.
 func TestWorkspaceSwapToolCall(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	dir := filepath.Join(ts.cfg.WorkspaceRoot, "ws")
 	outside := t.TempDir()
@@ -88,6 +89,7 @@ func TestWorkspaceSwapToolCall(t *testing.T) {
 // TestWorkspaceSwapQueuedRun: a queued run keeps the workspace it was
 // created in, whatever happens to the name before it starts.
 func TestWorkspaceSwapQueuedRun(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 1}})
@@ -156,6 +158,7 @@ func closedByServer(c net.Conn, wait time.Duration) bool {
 // trickles (or stops sending) its body is cut off by the read timeout,
 // and the server keeps serving others meanwhile.
 func TestSlowBodyCutOff(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{ReadTimeout: 300 * time.Millisecond, ReadHeaderTimeout: 300 * time.Millisecond})
 	var conns []net.Conn
 	for range 3 {
@@ -180,6 +183,7 @@ func TestSlowBodyCutOff(t *testing.T) {
 // TestConnectionCap: beyond MaxConnections busy connections a connection
 // is not served until another one ends.
 func TestConnectionCap(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{MaxConnections: 2})
 	// Two connections busy with a request whose body never comes.
 	a := rawConn(t, ts, "")
@@ -232,6 +236,7 @@ func waitConns(t *testing.T, ts *testServer, busy, open int) {
 // need: at the cap a new connection closes the one idle the longest.
 // Before the fix a request waited until an idle socket timed out.
 func TestIdleConnectionsShed(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{MaxConnections: 4, ReadHeaderTimeout: time.Minute, IdleTimeout: time.Minute})
 	var idle []net.Conn
 	for range 4 {
@@ -263,6 +268,7 @@ func TestIdleConnectionsShed(t *testing.T) {
 // nothing: /healthz and run creation still answer. Before the fix the
 // streams took every connection and both waited forever.
 func TestStreamsLeaveReserve(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{MaxConnections: 4, MaxStreams: 4, MaxStreamsPerClient: 4, Config: runner.Config{Models: g.models}})
@@ -345,6 +351,7 @@ func openStream(t *testing.T, ts *testServer, id, from string) *http.Response {
 // TestStreamCaps: idle event streams beyond the total cap or the
 // per-client cap get 429, and the server keeps serving everything else.
 func TestStreamCaps(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{MaxStreams: 3, MaxStreamsPerClient: 2, Config: runner.Config{Models: g.models}})
@@ -445,6 +452,7 @@ func startNoToken(t *testing.T, cfg server.Config) string {
 // (or an allowed one) are served, so a web page cannot reach the server
 // through DNS rebinding; with a token any Host is fine.
 func TestHostHeader(t *testing.T) {
+	t.Parallel()
 	base := startNoToken(t, server.Config{AllowedHosts: []string{"agent.internal"}})
 	_, port, _ := net.SplitHostPort(strings.TrimPrefix(base, "http://"))
 	get := func(base, host, path string) (int, string, string) {
@@ -494,6 +502,7 @@ func TestHostHeader(t *testing.T) {
 // patches, check output), so it and its files are private to the server's
 // user, even when they existed before with wider permissions.
 func TestDataDirPrivate(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	if err := os.Chmod(data, 0o755); err != nil {
 		t.Fatal(err)
@@ -526,6 +535,7 @@ func TestDataDirPrivate(t *testing.T) {
 // request, not the response: an event stream that stays open longer
 // still gets every event to run_finished.
 func TestStreamOutlivesReadTimeout(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{ReadTimeout: 200 * time.Millisecond, Config: runner.Config{Models: g.models}})
@@ -550,6 +560,7 @@ func TestStreamOutlivesReadTimeout(t *testing.T) {
 // active only once a request's headers are whole; this attack held when
 // it was tried, and the test keeps it so.)
 func TestPartialRequestsShed(t *testing.T) {
+	t.Parallel()
 	for _, token := range []string{"", "secret-token-for-test"} {
 		t.Run(fmt.Sprintf("token=%v", token != ""), func(t *testing.T) {
 			ts := newTestServer(t, server.Config{MaxConnections: 4, ReadHeaderTimeout: 5 * time.Minute, ReadTimeout: 5 * time.Minute, Token: token})

@@ -137,6 +137,7 @@ func pendingOf(t *testing.T, ts *testServer, id string) gen.PendingApproval {
 // on with the arguments the engine holds, hands it the decision, and
 // serves every event once. A run the engine never got ends interrupted.
 func TestEngineRunsSurviveAnAPIServerRestart(t *testing.T) {
+	t.Parallel()
 	e := newDurableEngine()
 	data, root := t.TempDir(), t.TempDir()
 	for _, ws := range []string{"a", "b"} {

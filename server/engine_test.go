@@ -59,6 +59,7 @@ func (e *fakeEngine) Execute(ctx context.Context, r runner.Spec, event func(*gen
 // A server with an Engine hands it the run as accepted and serves the
 // engine's result and events through the API, as it does its own.
 func TestEngineRunsAreServedLikeEmbeddedOnes(t *testing.T) {
+	t.Parallel()
 	e := &fakeEngine{got: make(chan runner.Spec, 1)}
 	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	req := calcRequest()
@@ -91,6 +92,7 @@ func TestEngineRunsAreServedLikeEmbeddedOnes(t *testing.T) {
 // A client's cancellation reaches the engine as one (CancelRequested), so
 // the engine cancels the run rather than only stop following it.
 func TestEngineSeesCancelRequested(t *testing.T) {
+	t.Parallel()
 	e := &fakeEngine{block: true, got: make(chan runner.Spec, 1), cancelled: make(chan bool, 1)}
 	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	run := ts.create(calcRequest())
@@ -109,6 +111,7 @@ func TestEngineSeesCancelRequested(t *testing.T) {
 // An engine's runs are counted in the server's metrics from the events the
 // engine hands back, as embedded runs are from theirs.
 func TestEngineRunsAreCounted(t *testing.T) {
+	t.Parallel()
 	m, err := telemetry.NewMetrics()
 	if err != nil {
 		t.Fatal(err)
@@ -131,6 +134,7 @@ func TestEngineRunsAreCounted(t *testing.T) {
 // name only, so a workspace that exists on the workers alone is accepted,
 // and a name that leaves the root is still refused.
 func TestEngineWorkspaceIsNamedOnly(t *testing.T) {
+	t.Parallel()
 	e := &fakeEngine{got: make(chan runner.Spec, 1)}
 	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	req := calcRequest()
@@ -160,6 +164,7 @@ func (e *transcriptEngine) TranscriptPath(id string) (string, error) {
 
 // The transcript of an engine's run is read where the engine keeps it.
 func TestEngineTranscriptIsServed(t *testing.T) {
+	t.Parallel()
 	e := &transcriptEngine{fakeEngine: fakeEngine{got: make(chan runner.Spec, 1)}, dir: t.TempDir()}
 	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	run := ts.create(calcRequest())
@@ -187,6 +192,7 @@ func TestEngineTranscriptIsServed(t *testing.T) {
 // An engine's run cannot be continued yet (the engine would start it
 // without the conversation's history): 409, saying so.
 func TestEngineRunsAreNotContinued(t *testing.T) {
+	t.Parallel()
 	e := &transcriptEngine{fakeEngine: fakeEngine{got: make(chan runner.Spec, 1)}, dir: t.TempDir()}
 	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	run := ts.create(calcRequest())

@@ -90,6 +90,7 @@ func TestBadRequest(t *testing.T) {
 // TestUnauthorized: without the right token every operation but the
 // public ones is a 401.
 func TestUnauthorized(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	for _, tt := range []struct{ name, auth string }{
 		{"no header", ""},
@@ -138,6 +139,7 @@ func TestUnauthorized(t *testing.T) {
 // TestNotFound: unknown runs, routes and workspaces are 404 problems;
 // a wrong method is a 405 problem.
 func TestNotFound(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	for _, tt := range []struct {
 		name, method, path, body string
@@ -175,6 +177,7 @@ func TestNotFound(t *testing.T) {
 // TestTooLarge: bodies over the limit are 413 problems, whether the size
 // is announced or not.
 func TestTooLarge(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{BodyLimit: 1024})
 	big := `{"task":{"prompt":"` + strings.Repeat("a", 2048) + `"},"model":{"provider":"script","responses":["x"]}}`
 	t.Run("content length", func(t *testing.T) {

@@ -90,6 +90,7 @@ func hostileRequests(t *testing.T, doc *openapi3.T, tmpl string, op *openapi3.Op
 // invalid UTF-8 and malformed escapes in paths and query parameters are a
 // 4xx problem, and a malformed query parameter is named.
 func TestEveryOperationRefusesHostileInput(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	doc := contract.MustSpec()
 	n := 0

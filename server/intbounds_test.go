@@ -19,6 +19,7 @@ import (
 // naming the field, never a 500: each such value used to pass validation
 // and fail when bound to the handler's input.
 func TestToolIntegersOutOfRangeAreRefused(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	rt, err := tools.New(tools.Config{})
 	if err != nil {

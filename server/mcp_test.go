@@ -59,6 +59,7 @@ func mcpConnect(ctx context.Context, url string, rt http.RoundTripper) (*mcp.Cli
 
 // /mcp serves the tools behind the API's token.
 func TestMCPEndpoint(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, mcpServerConfig(t))
 	url := ts.http.URL + "/mcp"
 	ctx := context.Background()
@@ -107,6 +108,7 @@ func TestMCPEndpoint(t *testing.T) {
 // A run chooses among the MCP servers the server was configured with; an
 // unknown name is a 400 naming it.
 func TestRunWithMCPServer(t *testing.T) {
+	t.Parallel()
 	var calls atomic.Int64
 	ext := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
 	type in struct {
@@ -145,6 +147,7 @@ func TestRunWithMCPServer(t *testing.T) {
 // The tools of the server's MCP servers are listed and callable over HTTP
 // like the built-in ones, on one session kept for every call.
 func TestMCPToolsOverHTTP(t *testing.T) {
+	t.Parallel()
 	ext := mcp.NewServer(&mcp.Implementation{Name: "weather", Version: "v1"}, nil)
 	type in struct {
 		City string `json:"city"`

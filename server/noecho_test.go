@@ -59,6 +59,7 @@ func shape(form, m string) string {
 // response may contain the marker. The tool's message to a model quotes the
 // path or pattern it gave; the problem names the code and its meaning only.
 func TestToolProblemsNeverEchoSubmittedValues(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for name, content := range map[string]string{"a.txt": "alpha\n", "README.md": "hello\nhello\n", "d/b.txt": "beta\n", "notes/x": "x\n"} {
 		p := filepath.Join(root, name)

@@ -17,6 +17,7 @@ import (
 // model saw (summarized in the trace) is capped by it, and by the spec's
 // default when the field is absent.
 func TestRunObservationCap(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	dir := filepath.Join(ts.cfg.WorkspaceRoot, "proj")
 	if err := os.MkdirAll(dir, 0o700); err != nil {

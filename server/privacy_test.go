@@ -18,6 +18,7 @@ import (
 // argument key no input schema defines, never reach the run's trace file
 // or its event stream verbatim: both carry their summaries.
 func TestModelChosenNamesStayOutOfTracesAndStreams(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	name := "sk-proj-SECRETNAME-" + strings.Repeat("x", 100)
 	key := "SECRETKEY-" + strings.Repeat("y", 20_000)

@@ -24,6 +24,7 @@ import (
 // symbolic links resolved. Before the fix New accepted both, and the
 // forged answer was served.
 func TestRecordsOutsideWorkspaceRoot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	inside := filepath.Join(root, "specloop-data")
 	link := filepath.Join(t.TempDir(), "link")

@@ -84,6 +84,7 @@ func startChild(t *testing.T, data, root string) (*exec.Cmd, *sdk.Client) {
 // result, and the other two go on (the one in flight from its transcript,
 // the queued one from its start) and finish as the first did.
 func TestKill9Recovery(t *testing.T) {
+	t.Parallel()
 	data, root := t.TempDir(), t.TempDir()
 	cmd, c := startChild(t, data, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
@@ -156,6 +157,7 @@ func TestKill9Recovery(t *testing.T) {
 // behind: a torn run log line, a torn trace line, a result only in the
 // trace, a run without a trace. Recovery is idempotent.
 func TestRecoverTornFiles(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	if err := os.Mkdir(filepath.Join(data, "traces"), 0o700); err != nil {
 		t.Fatal(err)
@@ -245,6 +247,7 @@ func TestRecoverTornFiles(t *testing.T) {
 // TestGracefulShutdown: Shutdown refuses new runs, cancels the running and
 // the queued one, records them, and a new server finds them cancelled.
 func TestGracefulShutdown(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	data := t.TempDir()

@@ -22,6 +22,7 @@ import (
 // TestCancel cancels a running and a queued run; both end cancelled, and
 // cancelling a finished run is a 409.
 func TestCancel(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 1}})
@@ -70,6 +71,7 @@ func TestCancel(t *testing.T) {
 
 // TestQueueFull: with one slot and a queue of one, the third run is a 429.
 func TestQueueFull(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 1, QueueSize: 1}})
@@ -109,6 +111,7 @@ func TestQueueFull(t *testing.T) {
 // TestEventsResume resumes a stream after a position, with ?after and with
 // Last-Event-ID, and follows a live run from its start to its end.
 func TestEventsResume(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models}})
 	ctx := context.Background()
@@ -184,6 +187,7 @@ func TestEventsResume(t *testing.T) {
 
 // TestListRuns pages through runs newest first and filters by status.
 func TestListRuns(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models}})
@@ -242,6 +246,7 @@ func TestListRuns(t *testing.T) {
 // TestWorkspaceSerialized: runs naming the same workspace never run at the
 // same time, while runs in other workspaces do.
 func TestWorkspaceSerialized(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models, MaxConcurrent: 4}})
@@ -281,6 +286,7 @@ func TestWorkspaceSerialized(t *testing.T) {
 
 // TestRunsWorkInTheirWorkspace: a run's file tools see its workspace.
 func TestRunsWorkInTheirWorkspace(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	dir := filepath.Join(ts.cfg.WorkspaceRoot, "proj")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -325,6 +331,7 @@ func hasTool(specs []gen.ToolSpec, name string) bool {
 // TestManyRuns runs more runs than slots through one workspace and several,
 // concurrently, and checks that every one finished with its answer.
 func TestManyRuns(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{Config: runner.Config{MaxConcurrent: 3}})
 	for i := range 4 {
 		if err := os.Mkdir(filepath.Join(ts.cfg.WorkspaceRoot, "w"+strconv.Itoa(i)), 0o700); err != nil {
@@ -381,6 +388,7 @@ func TestManyRuns(t *testing.T) {
 // the same workspace as its target (runs in both wait for each other); one
 // that leads out of the root is refused.
 func TestWorkspaceSymlinks(t *testing.T) {
+	t.Parallel()
 	g := newGate()
 	defer g.release()
 	ts := newTestServer(t, server.Config{Config: runner.Config{Models: g.models}})

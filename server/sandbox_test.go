@@ -18,6 +18,7 @@ import (
 // Commands are only allowed with a sandbox that works here, or with none
 // asked for by name.
 func TestAllowCommandsNeedsASandbox(t *testing.T) {
+	t.Parallel()
 	newServer := func(p sandbox.Policy) error {
 		srv, err := server.New(server.Config{Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), AllowCommands: true, Sandbox: p}})
 		if err == nil {
@@ -43,6 +44,7 @@ func TestAllowCommandsNeedsASandbox(t *testing.T) {
 // records the sandbox (the attacks themselves are tested per backend in
 // package sandbox).
 func TestRunCommandsAreSandboxed(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	outside := t.TempDir()
 	script := "echo pwned > " + outside + "/x"

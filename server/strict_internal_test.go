@@ -22,6 +22,7 @@ import (
 // the HTTP path's (openapi3filter, as the request validator middleware
 // runs it, after strictJSON) must give the same verdicts.
 func TestValidatorsAgreeOnFormatsAndReadWriteOnly(t *testing.T) {
+	t.Parallel()
 	doc, err := contract.ParseSpec(spec.YAML())
 	if err != nil {
 		t.Fatal(err)

@@ -79,6 +79,7 @@ type verdict struct {
 // neither path is laxer than the other, and neither answers with an
 // internal error.
 func TestModelAndHTTPPathsAgree(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	dir := filepath.Join(ts.cfg.WorkspaceRoot, "proj")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -175,6 +176,7 @@ func pointerIn(msg string) string {
 // TestIntegersWrittenAsFloats: issue 11's HTTP case, 1.0 and 1e2 for an
 // integer, is accepted and binds as the integer.
 func TestIntegersWrittenAsFloats(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	dir := filepath.Join(ts.cfg.WorkspaceRoot, "proj")
 	if err := os.MkdirAll(dir, 0o700); err != nil {
@@ -201,6 +203,7 @@ func TestIntegersWrittenAsFloats(t *testing.T) {
 // decoder: a duplicate key, invalid UTF-8 or trailing data is a 400 that
 // names the field, not a run of whichever value encoding/json kept.
 func TestRunsAPIDecodesStrictly(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	good, err := json.Marshal(calcRequest())
 	if err != nil {

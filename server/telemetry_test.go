@@ -43,6 +43,7 @@ func (ts *testServer) scrapeMetrics() telemetrytest.Samples {
 // label values are the spec's operationIds and enums and the tools runs
 // offer, never a path, a run id or a name the model made up.
 func TestMetricsEndpoint(t *testing.T) {
+	t.Parallel()
 	m, err := telemetry.NewMetrics()
 	if err != nil {
 		t.Fatal(err)
@@ -117,6 +118,7 @@ func TestMetricsEndpoint(t *testing.T) {
 // TestMetricsNeedToken: GET /metrics is behind the token, and answers 404
 // on a server that keeps no metrics.
 func TestMetricsNeedToken(t *testing.T) {
+	t.Parallel()
 	m, err := telemetry.NewMetrics()
 	if err != nil {
 		t.Fatal(err)
@@ -136,6 +138,7 @@ func TestMetricsNeedToken(t *testing.T) {
 // TestRunSpanParent: the traceparent of the request that creates a run
 // becomes the parent of the run's invoke_agent span.
 func TestRunSpanParent(t *testing.T) {
+	t.Parallel()
 	exp := tracetest.NewInMemoryExporter()
 	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
 	defer tp.Shutdown(context.Background())
@@ -171,6 +174,7 @@ func TestRunSpanParent(t *testing.T) {
 // TestMetricsWaitingRuns: a run whose tool call waits for an approval is
 // counted in specloop_runs under the spec's waiting status, not as running.
 func TestMetricsWaitingRuns(t *testing.T) {
+	t.Parallel()
 	m, err := telemetry.NewMetrics()
 	if err != nil {
 		t.Fatal(err)

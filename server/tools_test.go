@@ -20,6 +20,7 @@ import (
 // TestTools lists the tools and invokes them through the remote runtime:
 // results, tool errors (422 with the code) and invalid arguments (400).
 func TestTools(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	ctx := context.Background()
 	if err := os.MkdirAll(filepath.Join(ts.cfg.WorkspaceRoot, "proj"), 0o700); err != nil {
@@ -107,6 +108,7 @@ func TestTools(t *testing.T) {
 
 // TestCommandsAllowed: with AllowCommands, run_command and checks work.
 func TestCommandsAllowed(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
 	ctx := context.Background()
 	got, err := callTool(ctx, ts.sdk, "", "run_command", map[string]any{"command": "echo hello"})

@@ -16,6 +16,7 @@ import (
 // arguments and the results the event stream only summarizes, and the
 // server's token redacted; a run with transcript false has none.
 func TestRunTranscriptOverHTTP(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	ctx := context.Background()
 	req := calcRequest()

@@ -35,6 +35,7 @@ func uiGet(t *testing.T, base, host, path string) (*http.Response, string) {
 // CSP, /ui redirects there, the API behind it still needs the token, and
 // without a token the Host check guards the page as it guards the API.
 func TestUIRoute(t *testing.T) {
+	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	resp, body := uiGet(t, ts.http.URL, "", server.UIPath)
 	if resp.StatusCode != http.StatusOK || !strings.Contains(body, `src="app.js"`) || resp.Header.Get("Content-Security-Policy") != webui.CSP {

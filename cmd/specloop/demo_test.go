@@ -18,6 +18,7 @@ import (
 // the completion check, and the output shows the steps, the patch, the
 // result and the trace.
 func TestDemo(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}
@@ -88,6 +89,7 @@ func TestDemo(t *testing.T) {
 // stayed); with --keep both, their paths printed (on standard error with
 // --json, whose standard output is the RunResult alone).
 func TestDemoCleansUpOrSaysWhatItKept(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}

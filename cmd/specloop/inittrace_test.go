@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -81,18 +82,31 @@ func TestInitParsesNothing(t *testing.T) {
 	t.Logf("%d specloop packages allocate %d objects at init", ours, total)
 }
 
+// goListDeps is `go list -deps .`: the packages the specloop command links,
+// listed once for the tests that check them.
+var goListDeps = sync.OnceValues(func() ([]byte, error) {
+	return exec.Command("go", "list", "-deps", ".").Output()
+})
+
+// specloopDeps returns goListDeps' lines; it skips without a go command.
+func specloopDeps(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command")
+	}
+	out, err := goListDeps()
+	if err != nil {
+		t.Fatalf("go list -deps: %v", err)
+	}
+	return string(out)
+}
+
 // TestNoTemporalInSpecloop: the Temporal SDK (some 6,000 allocations at
 // init, 10 MB of memory and 30 MB of binary) is specloop-temporal's, and
 // nothing the specloop command links brings it back.
 func TestNoTemporalInSpecloop(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for pkg := range strings.Lines(string(out)) {
+	t.Parallel()
+	for pkg := range strings.Lines(specloopDeps(t)) {
 		if strings.HasPrefix(pkg, "go.temporal.io/") || pkg == modulePath+"/temporal\n" {
 			t.Errorf("specloop links %s", strings.TrimSpace(pkg))
 		}
@@ -105,14 +119,8 @@ func TestNoTemporalInSpecloop(t *testing.T) {
 // the specloop command links brings them back. (Tests parse a scrape with
 // prometheus/common's expfmt: that is theirs only.)
 func TestNoClientGolangInSpecloop(t *testing.T) {
-	if _, err := exec.LookPath("go"); err != nil {
-		t.Skip("no go command")
-	}
-	out, err := exec.Command("go", "list", "-deps", ".").Output()
-	if err != nil {
-		t.Fatalf("go list -deps: %v", err)
-	}
-	for pkg := range strings.Lines(string(out)) {
+	t.Parallel()
+	for pkg := range strings.Lines(specloopDeps(t)) {
 		if strings.HasPrefix(pkg, "github.com/prometheus/") {
 			t.Errorf("specloop links %s", strings.TrimSpace(pkg))
 		}

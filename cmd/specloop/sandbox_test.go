@@ -17,6 +17,7 @@ import (
 // `go test`, which needs GOROOT, GOMODCACHE and GOCACHE inside the
 // sandbox), and the RunResult and run_started record the sandbox.
 func TestDemoUnderEachSandbox(t *testing.T) {
+	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}

@@ -182,6 +182,7 @@ func TestServeMetricsAddrRefusesRebinding(t *testing.T) {
 // never hold a scrape up: it is answered while they stay open. Before the
 // fix the scrape waited for one of them to time out (10 s each).
 func TestMetricsAddrIdleSockets(t *testing.T) {
+	t.Parallel()
 	_, stderr := startServe(t, "--metrics-addr", "127.0.0.1:0")
 	m := regexp.MustCompile(`metrics_addr=(\S+)`).FindStringSubmatch(stderr.String())
 	if m == nil {

@@ -34,6 +34,7 @@ func editScript(t *testing.T, who string) string {
 // once lose no edit: every run holds its workspace against the other
 // processes (wiring.Config.LockDir), so the second waits for the first.
 func TestTwoProcessesLoseNoEdit(t *testing.T) {
+	t.Parallel()
 	rounds := 25
 	if testing.Short() {
 		rounds = 5
