@@ -510,28 +510,9 @@ func (c *coster) ref(ref string) (any, error) {
 		}
 		return nil, fmt.Errorf("the reference %.100q names no anchor of the schema", ref)
 	}
-	var at any = c.root
-	if frag == "" {
-		return at, nil
-	}
-	for tok := range strings.SplitSeq(frag[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := at.(type) {
-		case map[string]any:
-			at = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				at = nil
-			} else {
-				at = x[i]
-			}
-		default:
-			at = nil
-		}
-		if at == nil {
-			return nil, fmt.Errorf("the reference %.100q names nothing in the schema", ref)
-		}
+	at, ok := schema.Lookup(c.root, frag)
+	if !ok || at == nil {
+		return nil, fmt.Errorf("the reference %.100q names nothing in the schema", ref)
 	}
 	return at, nil
 }
