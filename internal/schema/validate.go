@@ -97,7 +97,7 @@ func check(root map[string]any) error {
 		k := reflect.ValueOf(m).Pointer()
 		switch state[k] {
 		case 1:
-			errs = append(errs, fmt.Errorf("%s: a reference leads back to it without descending into the value", where(at)))
+			errs = append(errs, fmt.Errorf("%s: a reference leads back to it without descending into the value", Where(at)))
 			return
 		case 2:
 			return
@@ -129,7 +129,7 @@ func check(root map[string]any) error {
 		if types, ok := m["type"]; ok {
 			for _, t := range typeList(types) {
 				if !slices.Contains(jsonTypes, t) {
-					errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", where(at), t))
+					errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", Where(at), t))
 				}
 			}
 		}
@@ -142,8 +142,8 @@ func check(root map[string]any) error {
 
 var jsonTypes = []any{"null", "boolean", "object", "array", "number", "integer", "string"}
 
-// where names a place of a schema in a message.
-func where(at string) string {
+// Where names the place at (a JSON pointer) of a schema in a message.
+func Where(at string) string {
 	if at == "" {
 		return "the schema's root"
 	}
