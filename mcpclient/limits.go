@@ -369,14 +369,14 @@ func (c *coster) collect(root map[string]any) (*costNode, error) {
 		if ref, ok := s["$ref"].(string); ok {
 			t, err := c.ref(ref)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", where(n.at), err)
+				return nil, fmt.Errorf("%s: %w", schema.Where(n.at), err)
 			}
-			addIn(t, where(n.at)+"/$ref")
+			addIn(t, schema.Where(n.at)+"/$ref")
 		}
 		if ref, ok := s["$dynamicRef"].(string); ok {
 			t, err := c.ref(ref)
 			if err != nil {
-				return nil, fmt.Errorf("%s: %w", where(n.at), err)
+				return nil, fmt.Errorf("%s: %w", schema.Where(n.at), err)
 			}
 			addIn(t, n.at+"/$dynamicRef")
 			n.inplace = append(n.inplace, c.dyn[strings.TrimPrefix(ref, "#")]...)
@@ -421,14 +421,6 @@ func (c *coster) collect(root map[string]any) (*costNode, error) {
 		}
 	}
 	return rootNode, nil
-}
-
-// where names a place of the schema in a message.
-func where(at string) string {
-	if at == "" {
-		return "the schema's root"
-	}
-	return at
 }
 
 // scan walks the whole schema once, before anything else reads it: it
@@ -510,28 +502,9 @@ func (c *coster) ref(ref string) (any, error) {
 		}
 		return nil, fmt.Errorf("the reference %.100q names no anchor of the schema", ref)
 	}
-	var at any = c.root
-	if frag == "" {
-		return at, nil
-	}
-	for tok := range strings.SplitSeq(frag[1:], "/") {
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := at.(type) {
-		case map[string]any:
-			at = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				at = nil
-			} else {
-				at = x[i]
-			}
-		default:
-			at = nil
-		}
-		if at == nil {
-			return nil, fmt.Errorf("the reference %.100q names nothing in the schema", ref)
-		}
+	at, ok := schema.Lookup(c.root, frag)
+	if !ok || at == nil {
+		return nil, fmt.Errorf("the reference %.100q names nothing in the schema", ref)
 	}
 	return at, nil
 }
@@ -543,7 +516,7 @@ func (c *coster) inPlace(n *costNode) error {
 	case 2:
 		return nil
 	case 1:
-		return fmt.Errorf("it refers to itself (%s) without descending into the value", where(n.at))
+		return fmt.Errorf("it refers to itself (%s) without descending into the value", schema.Where(n.at))
 	}
 	n.state = 1
 	n.ip = c.weight(n.s)

@@ -22,7 +22,7 @@ func TestContinue(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "Compute 12 x 7."}, Model: sdk.ScriptModel(calc...)})
+	run, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "Compute 12 x 7."}, Model: sdk.Script(calc...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -32,8 +32,8 @@ func TestContinue(t *testing.T) {
 		message, answer string
 		opts            []sdk.ContinueOption
 	}{
-		{"Now add one.", "85", []sdk.ContinueOption{sdk.WithModel(sdk.ScriptModel(`{"type":"finish","answer":"85"}`))}},
-		{"Double it.", "170", []sdk.ContinueOption{sdk.WithMaxSteps(2), sdk.WithModel(sdk.ScriptModel(calc[0], `{"type":"finish","answer":"170"}`))}},
+		{"Now add one.", "85", []sdk.ContinueOption{sdk.WithModel(sdk.Script(`{"type":"finish","answer":"85"}`))}},
+		{"Double it.", "170", []sdk.ContinueOption{sdk.WithMaxSteps(2), sdk.WithModel(sdk.Script(calc[0], `{"type":"finish","answer":"170"}`))}},
 	} {
 		if _, err := c.Wait(ctx, run.Id); err != nil {
 			t.Fatal(err)

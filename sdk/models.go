@@ -34,7 +34,9 @@ func Anthropic(model string) gen.ModelConfig {
 // Script is the model configuration of a scripted run: the server replays
 // responses, one per model call, each parsed like a real model's raw text.
 func Script(responses ...string) gen.ModelConfig {
-	return ScriptModel(responses...)
+	var mc gen.ModelConfig
+	_ = mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses})
+	return mc
 }
 
 // checkModel catches the model mistakes a person makes in Go before the

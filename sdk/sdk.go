@@ -84,15 +84,6 @@ func New(baseURL string, cfg Config) (*Client, error) {
 	return &Client{raw: raw}, nil
 }
 
-// ScriptModel is the model configuration of a scripted run: the server
-// replays responses, each parsed like a real model's raw text. Script is
-// the same, with a name that matches OpenAI and Anthropic.
-func ScriptModel(responses ...string) gen.ModelConfig {
-	var mc gen.ModelConfig
-	_ = mc.FromScriptModelConfig(gen.ScriptModelConfig{Provider: gen.ScriptModelConfigProviderScript, Responses: responses})
-	return mc
-}
-
 // CreateRun queues a run. The returned Run is on the server's disk.
 //
 // A request without a model fails with ErrModelRequired before anything

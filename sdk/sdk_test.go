@@ -95,7 +95,7 @@ func TestEventsResumeAfterDrop(t *testing.T) {
 	url := newServer(t, server.Config{})
 	plain, _ := sdk.New(url, sdk.Config{})
 	ctx := context.Background()
-	run, err := plain.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.ScriptModel(calc...)})
+	run, err := plain.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.Script(calc...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -143,7 +143,7 @@ func TestWaitHonoursContext(t *testing.T) {
 	t.Parallel()
 	url := newServer(t, server.Config{Config: runner.Config{Models: func(gen.ModelConfig) (agent.Model, error) { return blockModel{}, nil }}})
 	c, _ := sdk.New(url, sdk.Config{})
-	run, err := c.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.ScriptModel("x")})
+	run, err := c.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Model: sdk.Script("x")})
 	if err != nil {
 		t.Fatal(err)
 	}

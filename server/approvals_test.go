@@ -30,7 +30,7 @@ const doneAnswer = `{"type":"finish","answer":"done"}`
 // approvalRequest is a run under the writes policy.
 func approvalRequest(responses ...string) gen.CreateRunRequest {
 	p := gen.ApprovalPolicyWrites
-	return gen.CreateRunRequest{Task: gen.Task{Prompt: "write"}, Model: sdk.ScriptModel(responses...), ApprovalPolicy: &p, MaxSteps: ptr(10)}
+	return gen.CreateRunRequest{Task: gen.Task{Prompt: "write"}, Model: sdk.Script(responses...), ApprovalPolicy: &p, MaxSteps: ptr(10)}
 }
 
 // pending waits (at most 20 s) until run id waits for approval and returns

@@ -91,7 +91,7 @@ func asLimited(c net.Conn) *limitedConn {
 func (l *ConnLimit) admit(c *limitedConn, ln *limitListener) bool {
 	l.mu.Lock()
 	for len(l.conns) >= l.max {
-		if ln.isClosed() {
+		if ln.closed {
 			l.mu.Unlock()
 			return false
 		}
@@ -124,16 +124,8 @@ func (l *ConnLimit) release(c *limitedConn) {
 
 type limitListener struct {
 	net.Listener
-	limit     *ConnLimit
-	closeOnce sync.Once
-	closedMu  sync.Mutex
-	closed    bool
-}
-
-func (ln *limitListener) isClosed() bool {
-	ln.closedMu.Lock()
-	defer ln.closedMu.Unlock()
-	return ln.closed
+	limit  *ConnLimit
+	closed bool // guarded by limit.mu, which admit holds when it looks
 }
 
 func (ln *limitListener) Accept() (net.Conn, error) {
@@ -150,14 +142,10 @@ func (ln *limitListener) Accept() (net.Conn, error) {
 }
 
 func (ln *limitListener) Close() error {
-	ln.closeOnce.Do(func() {
-		ln.closedMu.Lock()
-		ln.closed = true
-		ln.closedMu.Unlock()
-		ln.limit.mu.Lock()
-		ln.limit.cond.Broadcast()
-		ln.limit.mu.Unlock()
-	})
+	ln.limit.mu.Lock()
+	ln.closed = true
+	ln.limit.cond.Broadcast() // an Accept waiting at the cap returns
+	ln.limit.mu.Unlock()
 	return ln.Listener.Close()
 }
 

@@ -175,12 +175,12 @@ func TestContinueBudgetIsFresh(t *testing.T) {
 	t.Parallel()
 	ts := newTestServer(t, server.Config{})
 	one := 1
-	req := gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.ScriptModel(calcResponses[0]), MaxSteps: &one}
+	req := gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.Script(calcResponses[0]), MaxSteps: &one}
 	first := ts.wait(ts.create(req).Id)
 	if first.Result.ExitReason != gen.ExitReasonMaxStepsExceeded {
 		t.Fatalf("first run: %s, want max_steps_exceeded", first.Result.ExitReason)
 	}
-	next, err := ts.sdk.Continue(t.Context(), first.Id, "Finish now.", sdk.WithModel(sdk.ScriptModel(calcResponses[1])))
+	next, err := ts.sdk.Continue(t.Context(), first.Id, "Finish now.", sdk.WithModel(sdk.Script(calcResponses[1])))
 	if err != nil {
 		t.Fatal(err)
 	}

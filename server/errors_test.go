@@ -194,7 +194,7 @@ func TestTooLarge(t *testing.T) {
 		}
 	})
 	t.Run("sdk", func(t *testing.T) {
-		_, err := ts.sdk.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: strings.Repeat("a", 2048)}, Model: sdk.ScriptModel("x")})
+		_, err := ts.sdk.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: strings.Repeat("a", 2048)}, Model: sdk.Script("x")})
 		if !errors.Is(err, sdk.ErrTooLarge) {
 			t.Fatalf("err = %v, want ErrTooLarge", err)
 		}

@@ -37,7 +37,7 @@ var (
 )
 
 func calcRequest() gen.CreateRunRequest {
-	return gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.ScriptModel(calcResponses...)}
+	return gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.Script(calcResponses...)}
 }
 
 // testServer is a server under test on a loopback httptest server, with a
@@ -351,7 +351,7 @@ func (g *gate) waitEntered(t *testing.T, prompt string) {
 }
 
 func blockRequest(prompt string) gen.CreateRunRequest {
-	return gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, Model: sdk.ScriptModel(calcResponses...)}
+	return gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}, Model: sdk.Script(calcResponses...)}
 }
 
 // syncBuffer is a goroutine-safe buffer for logs.

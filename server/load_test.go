@@ -64,7 +64,7 @@ func BenchmarkRuns(b *testing.B) {
 			ctx := context.Background()
 			var mine []time.Duration
 			for next.Add(1) <= int64(b.N) {
-				req := gen.CreateRunRequest{Task: gen.Task{Prompt: "Is 12 x 7 more than 80?"}, Model: sdk.ScriptModel(threeSteps...), Workspace: &ws}
+				req := gen.CreateRunRequest{Task: gen.Task{Prompt: "Is 12 x 7 more than 80?"}, Model: sdk.Script(threeSteps...), Workspace: &ws}
 				c0 := time.Now()
 				run, err := c.CreateRun(ctx, req)
 				mine = append(mine, time.Since(c0))

@@ -124,7 +124,7 @@ func TestRunWithMCPServer(t *testing.T) {
 
 	ts := newTestServer(t, server.Config{Config: runner.Config{MCPServers: []mcpclient.Server{{Name: "weather", URL: hs.URL}}}})
 
-	bad := gen.CreateRunRequest{Task: gen.Task{Prompt: "x"}, Model: sdk.ScriptModel(`{"type":"finish","answer":"x"}`), McpServers: &[]string{"weather", "nope"}}
+	bad := gen.CreateRunRequest{Task: gen.Task{Prompt: "x"}, Model: sdk.Script(`{"type":"finish","answer":"x"}`), McpServers: &[]string{"weather", "nope"}}
 	data, _ := json.Marshal(bad)
 	status, _, body := ts.do(http.MethodPost, "/v1/runs", "application/json", bytes.NewReader(data))
 	if status != http.StatusBadRequest || !strings.Contains(string(body), `nope`) || !strings.Contains(string(body), "/mcp_servers/1") {
@@ -133,7 +133,7 @@ func TestRunWithMCPServer(t *testing.T) {
 
 	run := ts.create(gen.CreateRunRequest{
 		Task: gen.Task{Prompt: "weather?"},
-		Model: sdk.ScriptModel(
+		Model: sdk.Script(
 			`{"type":"tool_call","tool_name":"weather__forecast","arguments":{"city":"Oslo"}}`,
 			`{"type":"finish","answer":"sunny"}`),
 		McpServers: &[]string{"weather"},

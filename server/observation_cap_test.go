@@ -31,7 +31,7 @@ func TestRunObservationCap(t *testing.T) {
 	seen := func(capBytes *int) string {
 		run := ts.wait(ts.create(gen.CreateRunRequest{
 			Task: gen.Task{Prompt: "read"}, Workspace: &ws, MaxObservationBytes: capBytes,
-			Model: sdk.ScriptModel(`{"type":"tool_call","tool_name":"read_file","arguments":{"path":"big.txt"}}`, `{"type":"finish","answer":"done"}`),
+			Model: sdk.Script(`{"type":"tool_call","tool_name":"read_file","arguments":{"path":"big.txt"}}`, `{"type":"finish","answer":"done"}`),
 		}).Id)
 		if run.Result.ExitReason != gen.ExitReasonFinished {
 			t.Fatalf("result: %+v", run.Result)

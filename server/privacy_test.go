@@ -22,7 +22,7 @@ func TestModelChosenNamesStayOutOfTracesAndStreams(t *testing.T) {
 	ts := newTestServer(t, server.Config{})
 	name := "sk-proj-SECRETNAME-" + strings.Repeat("x", 100)
 	key := "SECRETKEY-" + strings.Repeat("y", 20_000)
-	run := ts.create(gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.ScriptModel(
+	run := ts.create(gen.CreateRunRequest{Task: gen.Task{Prompt: calcPrompt}, Model: sdk.Script(
 		`{"type":"tool_call","tool_name":"`+name+`","arguments":{}}`,
 		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":2,"`+key+`":1}}`,
 		calcResponses[1],

@@ -100,7 +100,7 @@ func forgeRunLog(t *testing.T, srv *server.Server, data, root string) bool {
 	}
 	edit, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "edit_file",
 		"arguments": map[string]string{"path": filepath.ToSlash(rel), "old_text": "12 * 7 = 84", "new_text": "FORGED"}})
-	runA(gen.CreateRunRequest{Task: gen.Task{Prompt: "edit"}, Model: sdk.ScriptModel(string(edit), `{"type":"finish","answer":"done"}`)})
+	runA(gen.CreateRunRequest{Task: gen.Task{Prompt: "edit"}, Model: sdk.Script(string(edit), `{"type":"finish","answer":"done"}`)})
 	if err := srv.Shutdown(ctx); err != nil {
 		t.Fatal(err)
 	}

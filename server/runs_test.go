@@ -303,7 +303,7 @@ func TestRunsWorkInTheirWorkspace(t *testing.T) {
 	run := ts.wait(ts.create(gen.CreateRunRequest{
 		Task:      gen.Task{Prompt: "write a note"},
 		Workspace: &ws,
-		Model: sdk.ScriptModel(
+		Model: sdk.Script(
 			`{"type":"tool_call","tool_name":"write_file","arguments":{"path":"note.txt","content":"hello\n"}}`,
 			`{"type":"finish","answer":"done"}`),
 	}).Id)

@@ -50,7 +50,7 @@ func TestRunCommandsAreSandboxed(t *testing.T) {
 	script := "echo pwned > " + outside + "/x"
 	call, _ := json.Marshal(map[string]any{"type": "tool_call", "tool_name": "run_command", "arguments": map[string]any{"command": script}})
 	req := calcRequest()
-	req.Model = sdk.ScriptModel(string(call), calcResponses[1])
+	req.Model = sdk.Script(string(call), calcResponses[1])
 	run := ts.wait(ts.create(req).Id)
 	if run.Result.ExitReason != gen.ExitReasonFinished {
 		t.Fatalf("run %+v", run.Result)

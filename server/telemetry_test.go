@@ -52,14 +52,14 @@ func TestMetricsEndpoint(t *testing.T) {
 	ts := newTestServer(t, server.Config{Config: runner.Config{Telemetry: &telemetry.Telemetry{Metrics: m}, Models: g.models}})
 	defer ts.close()
 
-	hallucinated := gen.CreateRunRequest{Task: gen.Task{Prompt: "Compute."}, Model: sdk.ScriptModel(
+	hallucinated := gen.CreateRunRequest{Task: gen.Task{Prompt: "Compute."}, Model: sdk.Script(
 		`{"type":"tool_call","tool_name":"rm_rf_everything_9f8e7d","arguments":{}}`,
 		calcResponses[0], calcResponses[1])}
 	if run := ts.wait(ts.create(hallucinated).Id); run.Result.ExitReason != gen.ExitReasonFinished {
 		t.Fatalf("the scripted run ended %s", run.Result.ExitReason)
 	}
 	// The script runs out after one response: the model fails.
-	failing := gen.CreateRunRequest{Task: gen.Task{Prompt: "Fail."}, Model: sdk.ScriptModel(calcResponses[0])}
+	failing := gen.CreateRunRequest{Task: gen.Task{Prompt: "Fail."}, Model: sdk.Script(calcResponses[0])}
 	if run := ts.wait(ts.create(failing).Id); run.Result.ExitReason != gen.ExitReasonModelError {
 		t.Fatalf("the failing run ended %s", run.Result.ExitReason)
 	}

@@ -119,7 +119,7 @@ func TestCommandsAllowed(t *testing.T) {
 		t.Errorf("run_command: %v", got)
 	}
 	req := calcRequest()
-	req.Model = sdk.ScriptModel(calcResponses[0], calcResponses[1], calcResponses[1])
+	req.Model = sdk.Script(calcResponses[0], calcResponses[1], calcResponses[1])
 	req.MaxSteps = ptr(3)
 	req.Check = ptr("test -f done.txt")
 	run := ts.wait(ts.create(req).Id)

@@ -466,7 +466,7 @@ func TestBrowserRuns(t *testing.T) {
 	checkRunPage("after reload")
 
 	// Cancel another run from its page.
-	blocked, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "[block] wait"}, Model: sdk.ScriptModel(`{"type":"finish","answer":"never"}`)})
+	blocked, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "[block] wait"}, Model: sdk.Script(`{"type":"finish","answer":"never"}`)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -494,7 +494,7 @@ func TestBrowserRuns(t *testing.T) {
 	b.do(t, "open the list", chromedp.Navigate(srv.url+"/ui/#/"))
 	b.waitJS(t, "both runs listed", rowsJS("runs-body")+` === 2`)
 	b.screenshot(t, shots, "list")
-	if _, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "a third run"}, Model: sdk.ScriptModel(`{"type":"finish","answer":"done"}`)}); err != nil {
+	if _, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "a third run"}, Model: sdk.Script(`{"type":"finish","answer":"done"}`)}); err != nil {
 		t.Fatal(err)
 	}
 	b.waitJS(t, "the list updated live with the third run", rowsJS("runs-body")+` === 3`)
@@ -675,7 +675,7 @@ func TestBrowserPerformance(t *testing.T) {
 	}
 	responses = append(responses, `{"type":"finish","answer":"counted"}`)
 	maxSteps := steps + 1
-	long, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "[pace] count"}, Model: sdk.ScriptModel(responses...), MaxSteps: &maxSteps})
+	long, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "[pace] count"}, Model: sdk.Script(responses...), MaxSteps: &maxSteps})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -779,7 +779,7 @@ func TestBrowserApprovals(t *testing.T) {
 	}
 
 	policy := gen.ApprovalPolicyWrites
-	denied, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "write, to be denied"}, Model: sdk.ScriptModel(write, finish), ApprovalPolicy: &policy})
+	denied, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "write, to be denied"}, Model: sdk.Script(write, finish), ApprovalPolicy: &policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -837,7 +837,7 @@ func (c *firstEventOnly) Flush() { http.NewResponseController(c.ResponseWriter).
 // every step once.
 func TestBrowserResume(t *testing.T) {
 	srv := startServer(t, server.Config{})
-	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "add twice"}, Model: sdk.ScriptModel(
+	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{Task: gen.Task{Prompt: "add twice"}, Model: sdk.Script(
 		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":2}}`,
 		`{"type":"tool_call","tool_name":"calculator","arguments":{"left":3,"operation":"add","right":4}}`,
 		`{"type":"finish","answer":"7"}`)})
@@ -918,7 +918,7 @@ func TestBrowserHiddenCharacters(t *testing.T) {
 	}
 	policy := gen.ApprovalPolicyWrites
 	run, err := srv.sdk.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "write with odd names"},
-		Model: sdk.ScriptModel(call("..", "notes\u202etxt.exe", "x\n"), call("a/b", "plain.txt", "rm -rf ~ #\u2066 harmless\n"), string(finish)), ApprovalPolicy: &policy})
+		Model: sdk.Script(call("..", "notes\u202etxt.exe", "x\n"), call("a/b", "plain.txt", "rm -rf ~ #\u2066 harmless\n"), string(finish)), ApprovalPolicy: &policy})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1047,7 +1047,7 @@ func TestBrowserTranscript(t *testing.T) {
 	command := "echo hello-from-the-command; echo to-stderr >&2"
 	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{
 		Task: gen.Task{Prompt: "Run the greeting command\nand read the page."},
-		Model: sdk.ScriptModel(call("run_command", map[string]any{"command": command}),
+		Model: sdk.Script(call("run_command", map[string]any{"command": command}),
 			call("read_file", map[string]any{"path": "page.html"}),
 			call("read_file", map[string]any{"path": "missing.txt"}),
 			`{"type":"finish","answer":"done"}`),
@@ -1148,7 +1148,7 @@ func TestBrowserReply(t *testing.T) {
 	}}})
 	first, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{
 		Task:  gen.Task{Prompt: "[gate] say hello"},
-		Model: sdk.ScriptModel(`{"type":"finish","answer":"hello"}`, `{"type":"finish","answer":"a test, added"}`),
+		Model: sdk.Script(`{"type":"finish","answer":"hello"}`, `{"type":"finish","answer":"a test, added"}`),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -1246,7 +1246,7 @@ func TestBrowserLiveText(t *testing.T) {
 	}}})
 	run, err := srv.sdk.CreateRun(context.Background(), gen.CreateRunRequest{
 		Task:  gen.Task{Prompt: "Think aloud."},
-		Model: sdk.ScriptModel(`{"type":"finish","answer":"done"}`),
+		Model: sdk.Script(`{"type":"finish","answer":"done"}`),
 	})
 	if err != nil {
 		t.Fatal(err)

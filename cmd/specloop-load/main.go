@@ -146,7 +146,7 @@ func throughput(base string, runs, clients int, syncPolicy string, maxConcurrent
 				if d := time.Until(startAt(n)); d > 0 {
 					time.Sleep(d)
 				}
-				req := gen.CreateRunRequest{Task: gen.Task{Prompt: "Is 12 x 7 more than 80?"}, Model: sdk.ScriptModel(threeSteps...), Workspace: &ws}
+				req := gen.CreateRunRequest{Task: gen.Task{Prompt: "Is 12 x 7 more than 80?"}, Model: sdk.Script(threeSteps...), Workspace: &ws}
 				c0 := time.Now()
 				r, err := c.CreateRun(ctx, req)
 				mine = append(mine, time.Since(c0))
@@ -247,7 +247,7 @@ func inFlight(base string, n int) error {
 	idle, _ := s.memory()
 	for i := range n {
 		ws := fmt.Sprintf("w%04d", i)
-		if _, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "wait"}, Model: sdk.ScriptModel(threeSteps...), Workspace: &ws}); err != nil {
+		if _, err := c.CreateRun(ctx, gen.CreateRunRequest{Task: gen.Task{Prompt: "wait"}, Model: sdk.Script(threeSteps...), Workspace: &ws}); err != nil {
 			return err
 		}
 	}

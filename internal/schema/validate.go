@@ -97,7 +97,7 @@ func check(root map[string]any) error {
 		k := reflect.ValueOf(m).Pointer()
 		switch state[k] {
 		case 1:
-			errs = append(errs, fmt.Errorf("%s: a reference leads back to it without descending into the value", where(at)))
+			errs = append(errs, fmt.Errorf("%s: a reference leads back to it without descending into the value", Where(at)))
 			return
 		case 2:
 			return
@@ -129,7 +129,7 @@ func check(root map[string]any) error {
 		if types, ok := m["type"]; ok {
 			for _, t := range typeList(types) {
 				if !slices.Contains(jsonTypes, t) {
-					errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", where(at), t))
+					errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", Where(at), t))
 				}
 			}
 		}
@@ -142,8 +142,8 @@ func check(root map[string]any) error {
 
 var jsonTypes = []any{"null", "boolean", "object", "array", "number", "integer", "string"}
 
-// where names a place of a schema in a message.
-func where(at string) string {
+// Where names the place at (a JSON pointer) of a schema in a message.
+func Where(at string) string {
 	if at == "" {
 		return "the schema's root"
 	}
@@ -364,25 +364,7 @@ func (l *locator) ref(ref string) any {
 	if !ok {
 		return nil
 	}
-	var at any = l.c.root
-	for tok := range strings.SplitSeq(strings.TrimPrefix(p, "/"), "/") {
-		if p == "" {
-			break
-		}
-		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
-		switch x := at.(type) {
-		case map[string]any:
-			at = x[tok]
-		case []any:
-			i, err := strconv.Atoi(tok)
-			if err != nil || i < 0 || i >= len(x) {
-				return nil
-			}
-			at = x[i]
-		default:
-			return nil
-		}
-	}
+	at, _ := Lookup(l.c.root, p)
 	return at
 }
 
@@ -770,6 +752,36 @@ func pointer(tokens []string) string {
 
 func escapeToken(t string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(t, "~", "~0"), "/", "~1")
+}
+
+// Lookup returns what the RFC 6901 JSON pointer ptr ("" for the whole)
+// names in the decoded document doc; false when it names nothing.
+func Lookup(doc any, ptr string) (any, bool) {
+	if ptr == "" {
+		return doc, true
+	}
+	rest, ok := strings.CutPrefix(ptr, "/")
+	if !ok {
+		return nil, false
+	}
+	for tok := range strings.SplitSeq(rest, "/") {
+		tok = strings.ReplaceAll(strings.ReplaceAll(tok, "~1", "/"), "~0", "~")
+		switch x := doc.(type) {
+		case map[string]any:
+			doc, ok = x[tok]
+		case []any:
+			i, err := strconv.Atoi(tok)
+			if ok = err == nil && i >= 0 && i < len(x); ok {
+				doc = x[i]
+			}
+		default:
+			ok = false
+		}
+		if !ok {
+			return nil, false
+		}
+	}
+	return doc, true
 }
 
 // MaxPointer is the longest pointer, in bytes, an error message shows: keys
