@@ -2,6 +2,7 @@ package sandbox_test
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -12,6 +13,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specloop/specloop/sandbox"
 )
@@ -276,4 +278,100 @@ func TestGoCacheMalformedEntriesMiss(t *testing.T) {
 	if !strings.Contains(outb.String(), own) {
 		t.Fatalf("a put entry was not served from the sandbox's cache: %s", outb.String())
 	}
+}
+
+// BenchmarkFirstGoTest measures the first sandboxed `go test -count=1
+// ./...` of the demo module on a new setup (the sandbox's own build cache
+// cold) with the user's cache warm, against the same command unsandboxed:
+//
+//	go test ./sandbox/ -run '^$' -bench FirstGoTest -benchtime 1x
+//
+// Each backend reads through to the user's cache; cold-own is bwrap or
+// Landlock without it, as before the read-through.
+func BenchmarkFirstGoTest(b *testing.B) {
+	out, err := exec.Command("go", "env", "GOCACHE").Output()
+	if err != nil {
+		b.Fatalf("go env GOCACHE: %v", err)
+	}
+	user := strings.TrimSpace(string(out))
+	dir := b.TempDir()
+	for src, dst := range map[string]string{"roman.go": "roman.go", "roman_test.go": "roman_test.go", "go.mod.txt": "go.mod"} {
+		data, err := os.ReadFile(filepath.Join("..", "internal", "demo", "_module", src))
+		if err != nil {
+			b.Fatal(err)
+		}
+		os.WriteFile(filepath.Join(dir, dst), data, 0o644)
+	}
+	// The demo's test fails until its bug is fixed: what counts is that
+	// it was built and ran.
+	const check = "go test -count=1 ./... 2>&1"
+	tested := func(out string) bool {
+		return strings.Contains(out, "example.com/roman") && !strings.Contains(out, "build failed")
+	}
+	unsandboxed := func() {
+		cmd := exec.Command("/bin/sh", "-c", check)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "GOCACHEPROG=")
+		if out, _ := cmd.CombinedOutput(); !tested(string(out)) {
+			b.Fatalf("unsandboxed: %s", out)
+		}
+	}
+	unsandboxed() // warms the user's cache
+	var backends []sandbox.Backend
+	for _, bk := range []sandbox.Backend{sandbox.Bwrap, sandbox.Landlock} {
+		if sandbox.Available(bk) == nil {
+			backends = append(backends, bk)
+		}
+	}
+	if len(backends) == 0 {
+		b.Skip("no confining backend on this machine")
+	}
+	b.Run("unsandboxed", func(b *testing.B) {
+		for b.Loop() {
+			unsandboxed()
+		}
+	})
+	bench := func(name string, bk sandbox.Backend, readThrough bool) {
+		b.Run(name, func(b *testing.B) {
+			for b.Loop() {
+				b.StopTimer()
+				own := b.TempDir()
+				u := user
+				if !readThrough {
+					u = own
+				}
+				restore := sandbox.UseGoCaches(own, u)
+				b.StartTimer()
+				r, err := runBench(bk, dir, check)
+				b.StopTimer()
+				restore()
+				if err != nil || !tested(r.stdout) {
+					b.Fatalf("sandboxed: %v: %+v", err, r)
+				}
+				b.StartTimer()
+			}
+		})
+	}
+	for _, bk := range backends {
+		bench(string(bk), bk, true)
+	}
+	bench("cold-own", backends[0], false)
+}
+
+func runBench(b sandbox.Backend, dir, script string) (ran, error) {
+	sb, err := sandbox.New(sandbox.Policy{Backend: b})
+	if err != nil {
+		return ran{}, err
+	}
+	d, err := os.Open(dir)
+	if err != nil {
+		return ran{}, err
+	}
+	defer d.Close()
+	var out bytes.Buffer
+	res, err := sb.Run(context.Background(), sandbox.Command{
+		Args: []string{"/bin/sh", "-c", script}, Dir: d, DirPath: dir,
+		Stdout: &out, Stderr: &out, Timeout: 10 * time.Minute,
+	})
+	return ran{res, out.String(), ""}, err
 }
