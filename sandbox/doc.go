@@ -49,7 +49,9 @@
 // goes to the sandbox's cache, its output ID checked against the hash of
 // its body. The user's cache is bound read-only (bwrap) or granted read
 // access only (Landlock), so no command, the cache program included, can
-// add, change or remove an entry there. A go command older than 1.24
+// add, change or remove an entry there. The cache program trims the
+// sandbox's cache as the go command trims its own (files unused for five
+// days go, once a day). A go command older than 1.24
 // ignores GOCACHEPROG and builds with the sandbox's cache alone.
 //
 // Whatever the backend, a command gets an environment built from an

@@ -39,7 +39,7 @@ func init() {
 	}
 }
 
-// cacheProgEnv is the environment that makes a sandboxed go command use
+// cacheProgEnviron is the environment that makes a sandboxed go command use
 // exe (the helper executable as the command sees it) as its cache
 // program, over own and then the user's cache; nil when the toolchain has
 // no user cache to read through or a path cannot be quoted for the go
@@ -121,12 +121,15 @@ func serveCache(in io.Reader, out io.Writer, own, user string) error {
 		switch req.Command {
 		case "close":
 			wg.Wait()
+			trimCache(own)
 			reply(cacheResponse{ID: req.ID})
 			return nil
 		case "get":
 			wg.Go(func() {
 				r, ok := cacheEntry(own, req.ActionID)
-				if !ok {
+				if ok {
+					used(cacheFile(own, req.ActionID, "a"), r.DiskPath)
+				} else {
 					r, ok = cacheEntry(user, req.ActionID)
 				}
 				r.ID, r.Miss = req.ID, !ok
@@ -248,4 +251,40 @@ func writeAtomic(path string, b []byte) error {
 		return fmt.Errorf("put: %w", err)
 	}
 	return nil
+}
+
+// used marks the files of an entry of the sandbox's cache as used, once
+// an hour at most, as the go command does, for trimCache.
+func used(paths ...string) {
+	now := time.Now()
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err == nil && now.Sub(fi.ModTime()) > time.Hour {
+			_ = os.Chtimes(p, now, now)
+		}
+	}
+}
+
+// trimCache removes, at most once a day, the files of the cache in dir
+// that were not used for five days, as the go command trims its own
+// cache; it does not trim a cache behind GOCACHEPROG. Like the go
+// command, it notes the last trim in dir/trim.txt.
+func trimCache(dir string) {
+	mark := filepath.Join(dir, "trim.txt")
+	now := time.Now()
+	if fi, err := os.Stat(mark); err == nil && now.Sub(fi.ModTime()) < 24*time.Hour {
+		return
+	}
+	if os.WriteFile(mark, []byte(strconv.FormatInt(now.Unix(), 10)), 0o600) != nil {
+		return
+	}
+	cutoff := now.Add(-5 * 24 * time.Hour)
+	for i := range 256 {
+		sub := filepath.Join(dir, fmt.Sprintf("%02x", i))
+		entries, _ := os.ReadDir(sub)
+		for _, e := range entries {
+			if fi, err := e.Info(); err == nil && fi.Mode().IsRegular() && fi.ModTime().Before(cutoff) {
+				_ = os.Remove(filepath.Join(sub, e.Name()))
+			}
+		}
+	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -374,4 +375,45 @@ func runBench(b sandbox.Backend, dir, script string) (ran, error) {
 		Stdout: &out, Stderr: &out, Timeout: 10 * time.Minute,
 	})
 	return ran{res, out.String(), ""}, err
+}
+
+// The sandbox's own cache is trimmed as the go command trims its cache,
+// which it does not for a cache behind GOCACHEPROG: at most once a day,
+// the files not used for five days go; the user's cache is never touched.
+func TestGoCacheTrim(t *testing.T) {
+	own, user := t.TempDir(), t.TempDir()
+	old := time.Now().Add(-6 * 24 * time.Hour)
+	for _, dir := range []string{own, user} {
+		os.MkdirAll(filepath.Join(dir, "ab"), 0o755)
+		for _, name := range []string{"old-d", "new-d"} {
+			p := filepath.Join(dir, "ab", name)
+			os.WriteFile(p, nil, 0o644)
+			if name == "old-d" {
+				os.Chtimes(p, old, old)
+			}
+		}
+	}
+	before := snapshot(t, user)
+	closeOnce := func() {
+		if err := sandbox.ServeCache(strings.NewReader(`{"ID":1,"Command":"close"}`+"\n"), io.Discard, own, user); err != nil {
+			t.Fatal(err)
+		}
+	}
+	closeOnce()
+	if _, err := os.Stat(filepath.Join(own, "ab", "old-d")); err == nil {
+		t.Fatal("a file unused for six days was kept")
+	}
+	if _, err := os.Stat(filepath.Join(own, "ab", "new-d")); err != nil {
+		t.Fatalf("a fresh file was trimmed: %v", err)
+	}
+	// Within the day, nothing is trimmed again.
+	p := filepath.Join(own, "ab", "new-d")
+	os.Chtimes(p, old, old)
+	closeOnce()
+	if _, err := os.Stat(p); err != nil {
+		t.Fatalf("trimmed twice in a day: %v", err)
+	}
+	if !equalMaps(before, snapshot(t, user)) {
+		t.Fatal("the user's cache changed")
+	}
 }
