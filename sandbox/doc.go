@@ -37,6 +37,23 @@
 // changed there and returns a *GitError naming it (see Run). None has no guard: an unconfined command can write any
 // repository of the user anyway.
 //
+// Go commands in the sandbox build into a cache of their own,
+// USER_CACHE_DIR/specloop/go-build, never into the user's GOCACHE, whose
+// entries the user's own builds would link; they read through to the
+// user's cache, which is read-only to them. The go command runs the
+// helper executable as its GOCACHEPROG ("sandbox-gocache", marked like
+// the helper, and executable inside both backends): a lookup is answered
+// from the sandbox's cache, else from the user's, whose entries must be
+// exactly of the go command's on-disk format with their output a regular
+// file of the recorded size (anything else is a miss); every new entry
+// goes to the sandbox's cache, its output ID checked against the hash of
+// its body. The user's cache is bound read-only (bwrap) or granted read
+// access only (Landlock), so no command, the cache program included, can
+// add, change or remove an entry there. The cache program trims the
+// sandbox's cache as the go command trims its own (files unused for five
+// days go, once a day). A go command older than 1.24
+// ignores GOCACHEPROG and builds with the sandbox's cache alone.
+//
 // Whatever the backend, a command gets an environment built from an
 // allowlist (see Policy.PassEnv), a scratch HOME and TMPDIR, no standard
 // input, and its working directory from the open directory handle it is

@@ -37,6 +37,9 @@ type helperConfig struct {
 	// Landlock only.
 	RODirs []string `json:"ro_dirs,omitempty"`
 	RWDirs []string `json:"rw_dirs,omitempty"`
+	// ROFiles: the helper executable, which the go command runs as its
+	// build cache program (see cacheProgEnviron).
+	ROFiles []string `json:"ro_files,omitempty"`
 	// Network: no Landlock network rules and no seccomp socket filter.
 	Network  bool `json:"network,omitempty"`
 	GitRO    bool `json:"git_ro,omitempty"`

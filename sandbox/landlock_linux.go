@@ -41,7 +41,7 @@ func confineLandlock(cfg *helperConfig) error {
 	rules := []landlock.Rule{
 		landlock.RODirs(cfg.RODirs...).IgnoreIfMissing(),
 		landlock.RWDirs(cfg.RWDirs...).WithRefer().IgnoreIfMissing(),
-		landlock.ROFiles("/dev/random", "/dev/urandom").IgnoreIfMissing(),
+		landlock.ROFiles(append(cfg.ROFiles, "/dev/random", "/dev/urandom")...).IgnoreIfMissing(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),
 		// The workspace is the working directory, which the helper
 		// entered from the descriptor it was given: never a path looked

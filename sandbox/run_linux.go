@@ -107,8 +107,8 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 	tc := goToolchain()
 	cfg := helperConfig{
 		Backend: s.info.Backend, Args: c.Args, ParentPID: os.Getpid(),
-		RODirs:  append(slices.Clip(systemRODirs), tc.ro...),
-		RWDirs:  slices.Clip(tc.rw),
+		RODirs: append(slices.Clip(systemRODirs), tc.ro...),
+		RWDirs: slices.Clip(tc.rw), ROFiles: []string{exe},
 		Network: s.policy.AllowNetwork, GitRO: !s.policy.AllowGitWrites,
 	}
 	var cmd *exec.Cmd
@@ -132,7 +132,7 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 		}
 		arg, _ := json.Marshal(cfg)
 		cmd = exec.CommandContext(tctx, exe, helperArg, string(arg))
-		cmd.Env = append(s.environment(scratch, c.DirPath, tc, c.Env), helperEnv+"=1")
+		cmd.Env = append(s.environment(scratch, c.DirPath, tc, exe, c.Env), helperEnv+"=1")
 		// The helper gets SIGTERM when this process dies, or the timeout
 		// or ctx ends the command, and then kills the command's tree (its
 		// process is killed grace later).
@@ -175,7 +175,7 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 		bwrap, _ := bwrapUsable() // resolve found it usable
 		cmd = exec.CommandContext(tctx, bwrap, args...)
 		// bwrap hands its own environment, the allowlist, to the helper.
-		cmd.Env = append(s.environment("/tmp", c.DirPath, tc, c.Env), helperEnv+"=1")
+		cmd.Env = append(s.environment("/tmp", c.DirPath, tc, inside, c.Env), helperEnv+"=1")
 		// bwrap kills its namespace when it dies.
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 		cmd.Cancel = func() error { killGroup(cmd); return nil }

@@ -223,7 +223,8 @@ func (s *Sandbox) unconfined(ctx context.Context, c Command) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
 	cmd := exec.CommandContext(tctx, c.Args[0], c.Args[1:]...)
-	cmd.Env = s.environment(scratch, c.DirPath, goToolchain(), c.Env)
+	exe, _ := os.Executable()
+	cmd.Env = s.environment(scratch, c.DirPath, goToolchain(), exe, c.Env)
 	unconfinedIn(cmd, c)
 	return execute(ctx, cmd, c)
 }
@@ -267,10 +268,11 @@ var baseEnvNames = []string{"PATH", "LANG", "LANGUAGE", "TERM", "TZ", "GOFLAGS",
 
 // environment builds a command's environment: the allowlist and the
 // policy's PassEnv from this process, HOME and TMPDIR set to scratch, the
-// Go toolchain locations and then extra. os/exec keeps the last value of
+// Go toolchain locations, the build cache program exe (see
+// cacheProgEnviron) and then extra. os/exec keeps the last value of
 // a name, so extra overrides everything, and this process's variables
 // override neither HOME, TMPDIR and PWD nor the toolchain's.
-func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string) []string {
+func (s *Sandbox) environment(scratch, pwd string, tc toolchain, exe string, extra []string) []string {
 	env := []string{"PATH=/usr/local/bin:/usr/bin:/bin"} // unless this process has one
 	for _, kv := range os.Environ() {
 		name, _, _ := strings.Cut(kv, "=")
@@ -279,7 +281,7 @@ func (s *Sandbox) environment(scratch, pwd string, tc toolchain, extra []string)
 		}
 	}
 	env = append(append(env, "HOME="+scratch, "TMPDIR="+scratch, "PWD="+pwd), tc.env...)
-	return append(env, extra...)
+	return append(append(env, cacheProgEnviron(exe, tc)...), extra...)
 }
 
 // GitError is a command that made or changed what git would take for a

@@ -18,14 +18,21 @@ import (
 // The build cache is not the user's own GOCACHE: a sandboxed command could
 // write crafted entries into it that the user's later builds, outside any
 // sandbox, would link into their binaries. Sandboxed commands share a cache
-// of their own, USER_CACHE_DIR/specloop/go-build; without a user cache
-// directory, there is none and each command builds into its scratch HOME.
+// of their own, USER_CACHE_DIR/specloop/go-build (cache); without a user
+// cache directory, there is none and each command builds into its scratch
+// HOME. The user's own cache (userCache) is only read, through the cache
+// program (see serveCache), and is among the read-only directories.
 type toolchain struct {
-	env, ro, rw []string
+	env, ro, rw      []string
+	cache, userCache string
 }
 
 // goToolchain asks the go command once where its files are.
-var goToolchain = sync.OnceValue(func() (tc toolchain) {
+var goToolchain = sync.OnceValue(func() toolchain { return toolchainFor(os.Environ(), sandboxGoCache()) })
+
+// toolchainFor asks the go command, run with env, where its files are;
+// own is the sandbox's build cache.
+func toolchainFor(env []string, own string) (tc toolchain) {
 	gobin, err := exec.LookPath("go")
 	if err != nil {
 		return tc
@@ -33,11 +40,11 @@ var goToolchain = sync.OnceValue(func() (tc toolchain) {
 	// Asked from "/", with the local toolchain: run from a workspace, a
 	// go.mod or go.work there could make the go command switch to
 	// (and download) another toolchain before it answered.
-	cmd := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE")
+	cmd := exec.Command(gobin, "env", "-json", "GOROOT", "GOPATH", "GOMODCACHE", "GOCACHE")
 	cmd.Dir = "/"
-	cmd.Env = append(os.Environ(), "GOTOOLCHAIN=local", "GOWORK=off")
+	cmd.Env = append(env, "GOTOOLCHAIN=local", "GOWORK=off")
 	out, err := cmd.Output()
-	var v struct{ GOROOT, GOPATH, GOMODCACHE string }
+	var v struct{ GOROOT, GOPATH, GOMODCACHE, GOCACHE string }
 	if err != nil || json.Unmarshal(out, &v) != nil {
 		return tc
 	}
@@ -51,9 +58,22 @@ var goToolchain = sync.OnceValue(func() (tc toolchain) {
 	add("GOROOT", realDir(v.GOROOT), &tc.ro)
 	add("GOPATH", v.GOPATH, &none)
 	add("GOMODCACHE", realDir(v.GOMODCACHE), &tc.ro)
-	add("GOCACHE", sandboxGoCache(), &tc.rw)
+	add("GOCACHE", own, &tc.rw)
+	tc.cache = own
+	// Read through only to a cache apart from the sandbox's own: one
+	// inside the other would be writable (Landlock) or hidden (bwrap).
+	if user := realDir(v.GOCACHE); own != "" && user != "" && !nested(user, own) {
+		tc.userCache = user
+		tc.ro = append(tc.ro, user)
+	}
 	return tc
-})
+}
+
+// nested says whether one of the directories a and b is in the other.
+func nested(a, b string) bool {
+	in := func(x, y string) bool { r, err := filepath.Rel(y, x); return err == nil && filepath.IsLocal(r) }
+	return in(a, b) || in(b, a)
+}
 
 // realDir is the absolute directory p with symbolic links resolved (when
 // it exists); "" when p is not absolute (or "off").
