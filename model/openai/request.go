@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -167,13 +166,11 @@ func (c codec) Encode(req *agent.Request, ts *adapt.Toolset) ([]byte, error) {
 			p.MaxTokens = n
 		}
 	}
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
+	body, err := adapt.Marshal(p)
+	if err != nil {
 		return nil, fmt.Errorf("encode the request: %w", err)
 	}
-	return bytes.TrimSuffix(body.Bytes(), []byte("\n")), nil
+	return body, nil
 }
 
 // reply reduces a Chat Completions response to what decides the action.

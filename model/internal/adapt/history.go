@@ -2,8 +2,8 @@ package adapt
 
 import (
 	"encoding/json"
+	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -64,20 +64,9 @@ const finishDelivered = "Your answer was given to the person, whose reply follow
 // for the item's position, so the call and its result always agree.
 func SyntheticID(index int) string { return "call_" + strconv.Itoa(index) }
 
-// validID reports whether id is safe for every provider (Anthropic requires
-// ^[a-zA-Z0-9_-]+$ for tool_use ids).
-func validID(id string) bool {
-	if id == "" || len(id) > 256 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validID matches the ids that are safe for every provider (Anthropic
+// requires ^[a-zA-Z0-9_-]+$ for tool_use ids).
+var validID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,256}$`)
 
 // Render turns a run's history into turns:
 //
@@ -117,7 +106,7 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 		switch {
 		case it.ToolCall != nil:
 			id := SyntheticID(i)
-			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
+			if it.ToolCall.CallId != nil && validID.MatchString(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
 			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: orNone(it.ToolCall.Text)})
@@ -175,15 +164,8 @@ func FeedbackText(finish string, fb *gen.ModelFeedback) string {
 	case gen.FeedbackKindStuckWarning, gen.FeedbackKindHistorySummary:
 		return fb.Message
 	}
-	var b strings.Builder
-	b.WriteString("Your last reply was not a valid action (")
-	b.WriteString(string(fb.Kind))
-	b.WriteString("): ")
-	b.WriteString(fb.Message)
-	b.WriteString("\nCall one of the tools with valid JSON arguments, or call ")
-	b.WriteString(finish)
-	b.WriteString(" with your final answer.")
-	return b.String()
+	return "Your last reply was not a valid action (" + string(fb.Kind) + "): " + fb.Message +
+		"\nCall one of the tools with valid JSON arguments, or call " + finish + " with your final answer."
 }
 
 // FinishArguments is a Finish as the finish tool's arguments: the Finish's

@@ -271,7 +271,7 @@ func parseAPIError(status int, body []byte) *APIError {
 // Error is the status and the type, never the message.
 func (e *APIError) Error() string {
 	s := strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
-	if e.Type != "" && plainCode(e.Type) {
+	if plainCode.MatchString(e.Type) {
 		s += " (" + e.Type + ")"
 	}
 	return s

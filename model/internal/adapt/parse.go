@@ -1,8 +1,6 @@
 package adapt
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -179,16 +177,14 @@ func ParseTurn(text string) (agent.Turn, error) {
 			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
 		}
 		// Each action's Raw is its own wire form, as a replay reads it.
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(m); err != nil {
+		data, err := Marshal(m)
+		if err != nil {
 			return agent.Turn{}, fmt.Errorf("encode a valid action: %w", err)
 		}
-		if turn.Actions[i], err = as.bind(buf.Bytes(), m); err != nil {
+		if turn.Actions[i], err = as.bind(data, m); err != nil {
 			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", ts.actions, i, err), text)
 		}
-		turn.Actions[i].Raw = strings.TrimSuffix(buf.String(), "\n")
+		turn.Actions[i].Raw = string(data)
 	}
 	return turn, nil
 }

@@ -159,13 +159,10 @@ func (ts *Toolset) Has(name string) bool { return ts.names[name] }
 // reaches the model as an error result that names its code and says what
 // went wrong.
 func Describe(s gen.ToolSpec) string {
-	var b strings.Builder
-	b.WriteString(s.Description)
-	if s.OutputDescription != "" {
-		b.WriteString("\n\nReturns: ")
-		b.WriteString(s.OutputDescription)
+	if s.OutputDescription == "" {
+		return s.Description
 	}
-	return b.String()
+	return s.Description + "\n\nReturns: " + s.OutputDescription
 }
 
 // schemaMap returns a deep copy of a decoded JSON Schema.
