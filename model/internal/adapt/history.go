@@ -1,7 +1,6 @@
 package adapt
 
 import (
-	"encoding/json"
 	"regexp"
 	"strconv"
 
@@ -93,14 +92,18 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 		turns = append(turns, Turn{Kind: Result, ID: c.ID, Name: c.Name, Text: text, IsError: isError})
 		pending = pending[1:]
 	}
+	// unanswered answers the calls still waiting as having no result.
+	unanswered := func() {
+		for len(pending) > 0 {
+			answer(missingResult, true)
+		}
+	}
 	answering := false // a result was rendered since the last call
 	for i, it := range h.All() {
 		isCall := it.ToolCall != nil || it.Finish != nil
 		if isCall && answering {
 			// A new turn: whatever the last one left unanswered stays so.
-			for len(pending) > 0 {
-				answer(missingResult, true)
-			}
+			unanswered()
 		}
 		answering = !isCall
 		switch {
@@ -132,9 +135,7 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 				answer(errorPrefix+": "+fb.Message, true)
 				continue
 			}
-			for len(pending) > 0 {
-				answer(missingResult, true)
-			}
+			unanswered()
 			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
 		case it.UserMessage != nil:
 			// The person's reply to the run that ended: its finish
@@ -149,9 +150,7 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			turns = append(turns, Turn{Kind: User, Text: it.UserMessage.Text})
 		}
 	}
-	for len(pending) > 0 {
-		answer(missingResult, true)
-	}
+	unanswered()
 	return turns
 }
 
@@ -171,12 +170,8 @@ func FeedbackText(finish string, fb *gen.ModelFeedback) string {
 // FinishArguments is a Finish as the finish tool's arguments: the Finish's
 // wire form without the discriminator.
 func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
-	data, err := json.Marshal(f)
+	m, err := jsonCopy(f)
 	if err != nil {
-		return map[string]any{}
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
 		return map[string]any{}
 	}
 	delete(m, ts.discriminator)

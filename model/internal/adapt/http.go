@@ -59,9 +59,6 @@ type Endpoint struct {
 	wait func(ctx context.Context, d time.Duration) error
 }
 
-// UserAgent is the User-Agent of every provider request.
-func UserAgent() string { return "specloop/" + buildinfo.Version() }
-
 // A Decoder reads the 2xx response of one attempt: a whole JSON body
 // (Body), or a server-sent event stream, one event at a time (Event),
 // whichever the response's Content-Type says, so a server that ignores a
@@ -129,7 +126,7 @@ func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder)
 	req.Header = e.Header.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream, application/json")
-	req.Header.Set("User-Agent", UserAgent())
+	req.Header.Set("User-Agent", "specloop/"+buildinfo.Version())
 	resp, err := e.Client.Do(req)
 	if err == nil {
 		err = read(resp, dec)

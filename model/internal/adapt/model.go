@@ -152,13 +152,17 @@ func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error
 		onText = nil // the summary is no text of the run's
 	}
 	r, err := m.api.Post(ctx, body, func() Decoder { return m.codec.Decoder(onText) })
-	if req.Summarize {
-		return Summary(r, err)
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return agent.Turn{}, err
+	case !req.Summarize:
+		return ts.Turn(r)
 	}
-	return ts.Turn(r)
+	// The reply's text is the summary.
+	if text := strings.TrimSpace(r.Text); text != "" && !r.Refusal {
+		return agent.Turn{Summary: text, Usage: r.Usage}, nil
+	}
+	return agent.Turn{Usage: r.Usage}, ErrNoSummary
 }
 
 // Request returns the body Next sends for req, and the toolset of its
