@@ -120,12 +120,7 @@ func New(cfg Config) (*Model, error) {
 	return adapt.New(adapt.Provider{
 		Name: "anthropic", BaseURL: DefaultBaseURL, Path: "/v1/messages", ErrNoAPIKey: ErrNoAPIKey,
 		Header: http.Header{"Anthropic-Version": {apiVersion}}, KeyHeader: "X-Api-Key", Classify: classify,
-		Codec: func(cfg adapt.Config, _ bool) adapt.Codec {
-			if cfg.MaxOutputTokens <= 0 {
-				cfg.MaxOutputTokens = DefaultMaxOutputTokens
-			}
-			return codec{cfg}
-		},
+		MaxOutputTokens: DefaultMaxOutputTokens, Codec: codec{},
 	}, adapt.Config(cfg))
 }
 

@@ -97,17 +97,16 @@ type usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 }
 
-// codec is the Messages wire for a Config (with its defaults and the
-// system prompt settled).
-type codec struct{ cfg adapt.Config }
+// codec is the Messages wire.
+type codec struct{}
 
-func (c codec) Decoder(onText func(string)) adapt.Decoder { return &decoder{onText: onText} }
+func (codec) Decoder(onText func(string)) adapt.Decoder { return &decoder{onText: onText} }
 
 // Encode builds the Messages body for req: the system prompt, the task as
 // the first user message, then the history (and the summary instruction
 // when req asks for a summary), with the consecutive blocks of one role
 // in one message, as the API expects alternating roles.
-func (c codec) Encode(req *agent.Request, ts *adapt.Toolset) ([]byte, error) {
+func (codec) Encode(cfg *adapt.Config, _ bool, req *agent.Request, ts *adapt.Toolset) ([]byte, error) {
 	tools := make([]tool, len(ts.Tools))
 	for i, t := range ts.Tools {
 		// Always an object schema, as the API requires, with every
@@ -166,12 +165,12 @@ func (c codec) Encode(req *agent.Request, ts *adapt.Toolset) ([]byte, error) {
 		add("user", text(adapt.SummaryInstruction))
 	}
 	p := request{
-		Model:       c.cfg.Model,
-		MaxTokens:   c.cfg.MaxOutputTokens,
-		System:      []textBlock{{Type: "text", Text: c.cfg.System, CacheControl: ephemeral}},
+		Model:       cfg.Model,
+		MaxTokens:   cfg.MaxOutputTokens,
+		System:      []textBlock{{Type: "text", Text: cfg.System, CacheControl: ephemeral}},
 		Messages:    msgs,
 		Tools:       tools,
-		Temperature: c.cfg.Temperature,
+		Temperature: cfg.Temperature,
 		Stream:      true,
 	}
 	if req.Summarize {

@@ -116,7 +116,7 @@ func New(cfg Config) (*Model, error) {
 	return adapt.New(adapt.Provider{
 		Name: "openai", BaseURL: DefaultBaseURL, Path: "/chat/completions", ErrNoAPIKey: ErrNoAPIKey,
 		Header: http.Header{}, KeyHeader: "Authorization", KeyPrefix: "Bearer ", Classify: classify,
-		Codec: func(cfg adapt.Config, official bool) adapt.Codec { return codec{cfg, official} },
+		Codec: codec{},
 	}, adapt.Config(cfg))
 }
 

@@ -166,7 +166,7 @@ func read(resp *http.Response, dec Decoder) error {
 	case err != nil:
 		return err
 	case !ok:
-		return parseAPIError(resp.StatusCode, data)
+		return ParseAPIError(resp.StatusCode, data)
 	}
 	if err := dec.Body(data); err != nil {
 		return errDecode{err}
@@ -254,7 +254,9 @@ type APIError struct {
 	Message string
 }
 
-func parseAPIError(status int, body []byte) *APIError {
+// ParseAPIError reads an error body of status, or an error event of a
+// stream (both providers send the same error object there).
+func ParseAPIError(status int, body []byte) *APIError {
 	var b struct {
 		Error struct {
 			Type, Message, Code any

@@ -56,8 +56,10 @@ func (c Config) WithEnv(getenv func(string) string, keyVar, urlVar string) Confi
 // A Codec is one provider's wire: it encodes a request body and decodes
 // the response (a Decoder per attempt).
 type Codec interface {
-	// Encode returns the body for req, whose tools are ts.
-	Encode(req *agent.Request, ts *Toolset) ([]byte, error)
+	// Encode returns the body for req, whose tools are ts, under cfg (its
+	// defaults and the system prompt settled); official is set when the
+	// base URL is the provider's own API.
+	Encode(cfg *Config, official bool, req *agent.Request, ts *Toolset) ([]byte, error)
 	// Decoder returns a fresh Decoder for one attempt, which hands each
 	// piece of the reply's text to onText (nil: to nobody).
 	Decoder(onText func(string)) Decoder
@@ -80,19 +82,18 @@ type Provider struct {
 	KeyHeader, KeyPrefix string
 	// Classify reads the provider's error responses (Endpoint.Classify).
 	Classify func(*APIError) (code string, overWindow bool)
-	// Codec returns the codec for cfg, with its defaults and the system
-	// prompt settled; official is set when the base URL is the provider's
-	// own API.
-	Codec func(cfg Config, official bool) Codec
+	// MaxOutputTokens is the default of Config.MaxOutputTokens.
+	MaxOutputTokens int64
+	Codec           Codec
 }
 
 // Model is an agent.Model and agent.ContextSizer over one provider's API.
 // It is stateless and safe for concurrent use: runs may share one.
 type Model struct {
-	api           Endpoint
-	codec         Codec
-	model         string
-	contextWindow int
+	api      Endpoint
+	codec    Codec
+	cfg      Config // with its defaults and the system prompt settled
+	official bool
 }
 
 var (
@@ -118,12 +119,15 @@ func New(p Provider, cfg Config) (*Model, error) {
 	if cfg.Timeout <= 0 {
 		cfg.Timeout = DefaultTimeout
 	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = p.MaxOutputTokens
+	}
 	cfg.System = SystemPrompt(cfg.System)
 	header := p.Header.Clone()
 	if cfg.APIKey != "" {
 		header.Set(p.KeyHeader, p.KeyPrefix+cfg.APIKey)
 	}
-	return &Model{codec: p.Codec(cfg, official), model: cfg.Model, contextWindow: cfg.ContextWindow, api: Endpoint{
+	return &Model{codec: p.Codec, cfg: cfg, official: official, api: Endpoint{
 		Provider:   p.Name,
 		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, p.BaseURL), "/") + p.Path,
 		Header:     header,
@@ -172,7 +176,7 @@ func (m *Model) Request(req *agent.Request) (*Toolset, []byte, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.api.Provider, err)
 	}
-	body, err := m.codec.Encode(req, ts)
+	body, err := m.codec.Encode(&m.cfg, m.official, req, ts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%s: %w", m.api.Provider, err)
 	}
@@ -181,7 +185,7 @@ func (m *Model) Request(req *agent.Request) (*Toolset, []byte, error) {
 
 // ContextWindow returns the model's context window in tokens: the
 // Config's, else the default of the model's family (see ContextWindow).
-func (m *Model) ContextWindow() int { return ContextWindow(m.model, m.contextWindow) }
+func (m *Model) ContextWindow() int { return ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
 
 // RequestTokens estimates the tokens of the request Next would send for
 // req: its body's (EstimateTokens).
