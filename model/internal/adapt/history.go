@@ -112,10 +112,10 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			if it.ToolCall.CallId != nil && validID.MatchString(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
-			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: orNone(it.ToolCall.Text)})
+			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: deref(it.ToolCall.Text)})
 			pending = append(pending, len(turns)-1)
 		case it.Finish != nil:
-			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning), Text: orNone(it.Finish.Text)})
+			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning), Text: deref(it.Finish.Text)})
 			pending = append(pending, len(turns)-1)
 		case it.Observation != nil:
 			obs := it.Observation
@@ -181,16 +181,10 @@ func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
 	return m
 }
 
-func deref[T any](p *[]T) []T {
+func deref[T any](p *T) T {
+	var zero T
 	if p == nil {
-		return nil
+		return zero
 	}
 	return *p
-}
-
-func orNone(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

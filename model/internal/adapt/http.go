@@ -184,11 +184,7 @@ func retryable(status int, header http.Header) bool {
 	case "false":
 		return false
 	}
-	switch s := status; {
-	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooManyRequests, s >= 500:
-		return true
-	}
-	return false
+	return status == http.StatusRequestTimeout || status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500
 }
 
 // retryDelay is the wait before retry n+1 after a failed response with
@@ -226,12 +222,10 @@ func backoff(n int) time.Duration {
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-time.After(d): // collected when ctx ends first
 		return nil
 	}
 }
