@@ -76,10 +76,7 @@ type Decoder interface {
 
 // errDecode marks the error of a response that came whole but that the
 // Decoder could not read: retrying would not help.
-type errDecode struct{ err error }
-
-func (e errDecode) Error() string { return "decode the response: " + e.err.Error() }
-func (e errDecode) Unwrap() error { return e.err }
+var errDecode = errors.New("decode the response")
 
 // Post sends body and reads the 2xx response with a Decoder from
 // newDecoder (a fresh one per attempt: a stream cut off mid-way is tried
@@ -140,7 +137,7 @@ func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder)
 				return -1, err
 			}
 			return retryDelay(resp.Header, n, time.Now()), err
-		case errors.As(err, new(errDecode)):
+		case errors.Is(err, errDecode):
 			return -1, err
 		}
 	}
@@ -169,7 +166,7 @@ func read(resp *http.Response, dec Decoder) error {
 		return ParseAPIError(resp.StatusCode, data)
 	}
 	if err := dec.Body(data); err != nil {
-		return errDecode{err}
+		return fmt.Errorf("%w: %w", errDecode, err)
 	}
 	return nil
 }

@@ -81,7 +81,7 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	actions := make([]agent.Action, 0, len(r.Calls))
 	for i, c := range r.Calls {
 		n := i + 1
-		if !ts.Has(c.Name) {
+		if !ts.names[c.Name] {
 			return agent.Turn{}, invalid(c.Name, "tool call %d names a tool that does not exist; the tools are: %s", n, ts.list)
 		}
 		if c.Name == ts.Finish && n < len(r.Calls) {

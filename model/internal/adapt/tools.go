@@ -142,9 +142,6 @@ func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
 	return ts, nil
 }
 
-// Has reports whether name is one of the tools.
-func (ts *Toolset) Has(name string) bool { return ts.names[name] }
-
 // Describe is the description a provider gets for a tool: what it does and
 // what it returns, from the spec. The spec's error description is left out:
 // it is a third of the bytes every request would carry, and a failure
