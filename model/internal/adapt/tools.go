@@ -3,14 +3,17 @@
 // spec's tool specs plus a finish tool derived from the spec's Finish schema;
 // the provider-neutral rendering of a run's history (a turn's calls in a
 // row, then their results); the conversion of a provider's reply into a
-// turn of the spec's Actions; the HTTP call both make (Endpoint: the
-// retries, the per-attempt timeout, the error bodies, the event streams)
-// and provider error reporting (ProviderError); and the JSON adapter
+// turn of the spec's Actions; the Model both adapters are (New, Next,
+// ContextWindow, RequestTokens), driven by each provider's Codec of its
+// wire; the HTTP call both make (Endpoint: the retries, the per-attempt
+// timeout, the error bodies, the event streams) and provider error
+// reporting (ProviderError); and the JSON adapter
 // (ParseAction, ParseTurn), which package model exports. Nothing here
 // keeps state between calls.
 //
 // Nothing here knows a provider's request or reply format (only the shape
-// their error bodies share and the event stream framing), and nothing
+// their error bodies share, the event stream framing and the settings
+// their Configs share), and nothing
 // names a tool or a JSON field:
 // names come from the spec and the generated types.
 package adapt
