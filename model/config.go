@@ -56,9 +56,10 @@ func FromConfig(cfg gen.ModelConfig, opts Options) (agent.Model, error) {
 	return nil, ErrInvalidConfig
 }
 
-func deref(p *int) int {
+func deref[T any](p *T) T {
+	var zero T
 	if p == nil {
-		return 0
+		return zero
 	}
 	return *p
 }

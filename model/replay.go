@@ -213,10 +213,7 @@ func (r *Replay) compare(history agent.History) error {
 		}
 		rec := r.obs[r.seen]
 		r.seen++
-		recTool := ""
-		if rec.ToolName != nil {
-			recTool = *rec.ToolName
-		}
+		recTool := deref(rec.ToolName)
 		if !trace.Names(recTool, obs.ToolName) {
 			return fmt.Errorf("%w at step %d: the observation is from tool %s, the recorded one from %s", ErrDiverged, rec.Step, obs.ToolName, recTool)
 		}

@@ -42,16 +42,11 @@
 package anthropic
 
 import (
-	"cmp"
-	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
@@ -68,15 +63,7 @@ const (
 	// DefaultMaxOutputTokens is max_tokens when the Config sets none (the
 	// API requires one).
 	DefaultMaxOutputTokens = 4096
-	// DefaultMaxRetries is how often a 429, 5xx or network failure is
-	// retried.
-	DefaultMaxRetries = 3
-	// DefaultTimeout bounds one request attempt.
-	DefaultTimeout = 10 * time.Minute
 )
-
-// provider names the provider in errors.
-const provider = "anthropic"
 
 // apiVersion is the Messages API version the requests are written for
 // (the anthropic-version header).
@@ -102,9 +89,9 @@ type Config struct {
 	// HTTPClient makes the requests; nil means a default client.
 	HTTPClient *http.Client
 	// MaxRetries is how often a 429, 5xx or network failure is retried;
-	// 0 means DefaultMaxRetries, negative means never.
+	// 0 means 3, negative means never.
 	MaxRetries int
-	// Timeout bounds one request attempt; 0 means DefaultTimeout.
+	// Timeout bounds one request attempt; 0 means 10 minutes.
 	Timeout time.Duration
 	// System is the system prompt; empty means the default prompt for code
 	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
@@ -118,106 +105,23 @@ type Config struct {
 // WithEnv returns c with APIKey set from ANTHROPIC_API_KEY and, when c has
 // no BaseURL, BaseURL from ANTHROPIC_BASE_URL. getenv is os.Getenv when nil.
 func (c Config) WithEnv(getenv func(string) string) Config {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	c.APIKey = getenv(EnvAPIKey)
-	if c.BaseURL == "" {
-		c.BaseURL = getenv(EnvBaseURL)
-	}
-	return c
+	return Config(adapt.Config(c).WithEnv(getenv, EnvAPIKey, EnvBaseURL))
 }
 
 // Model is an agent.Model and agent.ContextSizer over the Messages API. It
-// is stateless and safe for concurrent use: runs may share one.
-type Model struct {
-	api adapt.Endpoint
-	cfg Config // with its defaults and the system prompt settled
-}
-
-var (
-	_ agent.Model        = (*Model)(nil)
-	_ agent.ContextSizer = (*Model)(nil)
-)
+// is stateless and safe for concurrent use: runs may share one. Its
+// ContextWindow is the Config's, else the default of the model's family
+// (adapt.ContextWindow: 200,000 for every claude-* model).
+type Model = adapt.Model
 
 // New returns a Model for cfg. It never reads the environment (see
 // WithEnv).
 func New(cfg Config) (*Model, error) {
-	if cfg.Model == "" {
-		return nil, errors.New("anthropic: no model name")
-	}
-	official := cfg.BaseURL == "" || strings.TrimRight(cfg.BaseURL, "/") == DefaultBaseURL
-	if !official {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, errors.New("anthropic: the base URL must be an absolute http or https URL")
-		}
-	}
-	if official && cfg.APIKey == "" {
-		return nil, ErrNoAPIKey
-	}
-	if cfg.MaxOutputTokens <= 0 {
-		cfg.MaxOutputTokens = DefaultMaxOutputTokens
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	cfg.System = adapt.SystemPrompt(cfg.System)
-	header := http.Header{"Anthropic-Version": {apiVersion}}
-	if cfg.APIKey != "" {
-		header.Set("X-Api-Key", cfg.APIKey)
-	}
-	return &Model{cfg: cfg, api: adapt.Endpoint{
-		Provider:   provider,
-		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, DefaultBaseURL), "/") + "/v1/messages",
-		Header:     header,
-		Client:     cmp.Or(cfg.HTTPClient, &http.Client{}),
-		MaxRetries: max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0),
-		Timeout:    cfg.Timeout,
-		Classify:   classify,
-	}}, nil
-}
-
-// Next asks the model for the next turn of the run: every tool call of
-// its reply, in order. For a request with Summarize set it asks for a
-// summary of the history instead: the request is the same, with the same
-// system prompt and tools (so the prompt cache applies), plus
-// adapt.SummaryInstruction as a last user text block and tool_choice none.
-func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
-	if err := ctx.Err(); err != nil {
-		return agent.Turn{}, err
-	}
-	ts, body, err := m.request(req)
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	onText := req.OnText
-	if req.Summarize {
-		onText = nil // the summary is no text of the run's
-	}
-	r, err := m.api.Post(ctx, body, func() adapt.Decoder { return &decoder{onText: onText} })
-	if req.Summarize {
-		return adapt.Summary(r, err)
-	}
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	return ts.Turn(r)
-}
-
-// ContextWindow returns the model's context window in tokens: the
-// Config's, else the default of the model's family (adapt.ContextWindow:
-// 200,000 for every claude-* model).
-func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
-
-// RequestTokens estimates the tokens of the request Next would send for
-// req: its body's (adapt.EstimateTokens).
-func (m *Model) RequestTokens(req *agent.Request) int {
-	_, body, err := m.request(req)
-	if err != nil {
-		return 0
-	}
-	return adapt.EstimateTokens(body)
+	return adapt.New(adapt.Provider{
+		Name: "anthropic", BaseURL: DefaultBaseURL, Path: "/v1/messages", ErrNoAPIKey: ErrNoAPIKey,
+		Header: http.Header{"Anthropic-Version": {apiVersion}}, KeyHeader: "X-Api-Key", Classify: classify,
+		MaxOutputTokens: DefaultMaxOutputTokens, Codec: codec{},
+	}, adapt.Config(cfg))
 }
 
 // promptTooLong starts the message of a request over the context window:

@@ -97,16 +97,16 @@ type usage struct {
 	OutputTokens             int64 `json:"output_tokens"`
 }
 
-// request builds the Messages body for req, and returns the toolset of its
-// tools: the system prompt, the task as the first user message, then the
-// history (and the summary instruction when req asks for a summary), with
-// the consecutive blocks of one role in one message, as the API expects
-// alternating roles.
-func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
-	ts, err := adapt.NewToolset(req.Tools)
-	if err != nil {
-		return nil, nil, fmt.Errorf("anthropic: %w", err)
-	}
+// codec is the Messages wire.
+type codec struct{}
+
+func (codec) Decoder(onText func(string)) adapt.Decoder { return &decoder{onText: onText} }
+
+// Encode builds the Messages body for req: the system prompt, the task as
+// the first user message, then the history (and the summary instruction
+// when req asks for a summary), with the consecutive blocks of one role
+// in one message, as the API expects alternating roles.
+func (codec) Encode(cfg *adapt.Config, _ bool, req *agent.Request, ts *adapt.Toolset) ([]byte, error) {
 	tools := make([]tool, len(ts.Tools))
 	for i, t := range ts.Tools {
 		// Always an object schema, as the API requires, with every
@@ -165,12 +165,12 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 		add("user", text(adapt.SummaryInstruction))
 	}
 	p := request{
-		Model:       m.cfg.Model,
-		MaxTokens:   m.cfg.MaxOutputTokens,
-		System:      []textBlock{{Type: "text", Text: m.cfg.System, CacheControl: ephemeral}},
+		Model:       cfg.Model,
+		MaxTokens:   cfg.MaxOutputTokens,
+		System:      []textBlock{{Type: "text", Text: cfg.System, CacheControl: ephemeral}},
 		Messages:    msgs,
 		Tools:       tools,
-		Temperature: m.cfg.Temperature,
+		Temperature: cfg.Temperature,
 		Stream:      true,
 	}
 	if req.Summarize {
@@ -178,9 +178,9 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 	}
 	body, err := json.Marshal(p)
 	if err != nil {
-		return nil, nil, fmt.Errorf("anthropic: encode the request: %w", err)
+		return nil, fmt.Errorf("encode the request: %w", err)
 	}
-	return ts, body, nil
+	return body, nil
 }
 
 // reply reduces a Messages response to what decides the action.

@@ -55,7 +55,7 @@ func BenchmarkAdapterOverhead(b *testing.B) {
 	}
 	m, specs := benchModel(b, "http://127.0.0.1:1/v1")
 	req := &agent.Request{Task: gen.Task{Prompt: "Find the bug in main.go and fix it."}, History: history50(), Tools: specs}
-	ts, _, err := m.request(req) // the run's toolset, as every step gets it from the cache
+	ts, _, err := m.Request(req) // the run's toolset, as every step gets it from the cache
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -43,15 +43,11 @@ package openai
 
 import (
 	"cmp"
-	"context"
 	"errors"
 	"net/http"
-	"net/url"
-	"os"
 	"strings"
 	"time"
 
-	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
@@ -61,19 +57,8 @@ const (
 	EnvBaseURL = "OPENAI_BASE_URL"
 )
 
-// Defaults for a zero Config.
-const (
-	// DefaultBaseURL is OpenAI's API.
-	DefaultBaseURL = "https://api.openai.com/v1"
-	// DefaultMaxRetries is how often a 429, 5xx or network failure is
-	// retried.
-	DefaultMaxRetries = 3
-	// DefaultTimeout bounds one request attempt.
-	DefaultTimeout = 10 * time.Minute
-)
-
-// provider names the provider in errors.
-const provider = "openai"
+// DefaultBaseURL is OpenAI's API, the base URL of a zero Config.
+const DefaultBaseURL = "https://api.openai.com/v1"
 
 // ErrNoAPIKey is returned by New for OpenAI's own API without an API key.
 var ErrNoAPIKey = errors.New("openai: no API key: set " + EnvAPIKey)
@@ -98,9 +83,9 @@ type Config struct {
 	// HTTPClient makes the requests; nil means a default client.
 	HTTPClient *http.Client
 	// MaxRetries is how often a 429, 5xx or network failure is retried;
-	// 0 means DefaultMaxRetries, negative means never.
+	// 0 means 3, negative means never.
 	MaxRetries int
-	// Timeout bounds one request attempt; 0 means DefaultTimeout.
+	// Timeout bounds one request attempt; 0 means 10 minutes.
 	Timeout time.Duration
 	// System is the system prompt; empty means the default prompt for code
 	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
@@ -114,107 +99,25 @@ type Config struct {
 // WithEnv returns c with APIKey set from OPENAI_API_KEY and, when c has no
 // BaseURL, BaseURL from OPENAI_BASE_URL. getenv is os.Getenv when nil.
 func (c Config) WithEnv(getenv func(string) string) Config {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	c.APIKey = getenv(EnvAPIKey)
-	if c.BaseURL == "" {
-		c.BaseURL = getenv(EnvBaseURL)
-	}
-	return c
+	return Config(adapt.Config(c).WithEnv(getenv, EnvAPIKey, EnvBaseURL))
 }
 
 // Model is an agent.Model and agent.ContextSizer over a Chat Completions
 // API. It is stateless and safe for concurrent use: runs may share one.
-type Model struct {
-	api      adapt.Endpoint
-	cfg      Config // with its defaults and the system prompt settled
-	official bool   // the base URL is OpenAI's own API
-}
-
-var (
-	_ agent.Model        = (*Model)(nil)
-	_ agent.ContextSizer = (*Model)(nil)
-)
+// Its ContextWindow is the Config's, else the default of the model's
+// family (adapt.ContextWindow: gpt-4.1 1,047,576; gpt-4o 128,000;
+// o1/o3/o4 200,000; gpt-5 272,000 of input; claude-* 200,000; any other
+// 32,768).
+type Model = adapt.Model
 
 // New returns a Model for cfg. It never reads the environment (see
 // WithEnv).
 func New(cfg Config) (*Model, error) {
-	if cfg.Model == "" {
-		return nil, errors.New("openai: no model name")
-	}
-	official := cfg.BaseURL == "" || sameURL(cfg.BaseURL, DefaultBaseURL)
-	if !official {
-		u, err := url.Parse(cfg.BaseURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return nil, errors.New("openai: the base URL must be an absolute http or https URL")
-		}
-	}
-	if official && cfg.APIKey == "" {
-		return nil, ErrNoAPIKey
-	}
-	if cfg.Timeout <= 0 {
-		cfg.Timeout = DefaultTimeout
-	}
-	cfg.System = adapt.SystemPrompt(cfg.System)
-	header := http.Header{}
-	if cfg.APIKey != "" {
-		header.Set("Authorization", "Bearer "+cfg.APIKey)
-	}
-	return &Model{cfg: cfg, official: official, api: adapt.Endpoint{
-		Provider:   provider,
-		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, DefaultBaseURL), "/") + "/chat/completions",
-		Header:     header,
-		Client:     cmp.Or(cfg.HTTPClient, &http.Client{}),
-		MaxRetries: max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0),
-		Timeout:    cfg.Timeout,
-		Classify:   classify,
-	}}, nil
-}
-
-func sameURL(a, b string) bool { return strings.TrimRight(a, "/") == strings.TrimRight(b, "/") }
-
-// Next asks the model for the next turn of the run: every tool call of
-// its reply, in order. For a request with Summarize set it asks for a
-// summary of the history instead: the request is the same, with the same
-// system prompt and tools (so the provider's prompt cache applies), plus
-// adapt.SummaryInstruction as a last user message and tool_choice "none".
-func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
-	if err := ctx.Err(); err != nil {
-		return agent.Turn{}, err
-	}
-	ts, body, err := m.request(req)
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	onText := req.OnText
-	if req.Summarize {
-		onText = nil // the summary is no text of the run's
-	}
-	r, err := m.api.Post(ctx, body, func() adapt.Decoder { return &decoder{onText: onText} })
-	if req.Summarize {
-		return adapt.Summary(r, err)
-	}
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	return ts.Turn(r)
-}
-
-// ContextWindow returns the model's context window in tokens: the
-// Config's, else the default of the model's family (adapt.ContextWindow:
-// gpt-4.1 1,047,576; gpt-4o 128,000; o1/o3/o4 200,000; gpt-5 272,000 of
-// input; claude-* 200,000; any other 32,768).
-func (m *Model) ContextWindow() int { return adapt.ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
-
-// RequestTokens estimates the tokens of the request Next would send for
-// req: its body's (adapt.EstimateTokens).
-func (m *Model) RequestTokens(req *agent.Request) int {
-	_, body, err := m.request(req)
-	if err != nil {
-		return 0
-	}
-	return adapt.EstimateTokens(body)
+	return adapt.New(adapt.Provider{
+		Name: "openai", BaseURL: DefaultBaseURL, Path: "/chat/completions", ErrNoAPIKey: ErrNoAPIKey,
+		Header: http.Header{}, KeyHeader: "Authorization", KeyPrefix: "Bearer ", Classify: classify,
+		Codec: codec{},
+	}, adapt.Config(cfg))
 }
 
 // How a server says a request is over the context window: OpenAI with

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
 	"fmt"
@@ -76,7 +75,7 @@ type response struct {
 		PromptTokens     int64 `json:"prompt_tokens"`
 		CompletionTokens int64 `json:"completion_tokens"`
 	}
-	Error *struct{ Type, Code, Message any }
+	Error *struct{} // its fields are adapt.ParseAPIError's to read
 }
 
 // assistant is the assistant's message of a response, or a chunk's part of
@@ -97,16 +96,17 @@ type call struct {
 	Custom struct{ Name, Input string }
 }
 
-// request builds the Chat Completions body for req, and returns the
-// toolset of its tools: the system prompt, the task as the first user
-// message, then the history (and the summary instruction when req asks
-// for a summary). Consecutive tool calls share one assistant message, each
-// answered by its own tool message, as the API expects for parallel calls.
-func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
-	ts, err := adapt.NewToolset(req.Tools)
-	if err != nil {
-		return nil, nil, fmt.Errorf("openai: %w", err)
-	}
+// codec is the Chat Completions wire.
+type codec struct{}
+
+func (codec) Decoder(onText func(string)) adapt.Decoder { return &decoder{onText: onText} }
+
+// Encode builds the Chat Completions body for req: the system prompt, the
+// task as the first user message, then the history (and the summary
+// instruction when req asks for a summary). Consecutive tool calls share
+// one assistant message, each answered by its own tool message, as the
+// API expects for parallel calls.
+func (codec) Encode(cfg *adapt.Config, official bool, req *agent.Request, ts *adapt.Toolset) ([]byte, error) {
 	// (Each request converts the tools again: microseconds, against a
 	// model call's 0.1-30 s.)
 	tools := make([]tool, len(ts.Tools))
@@ -116,7 +116,7 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 	text := func(role, s string) message { return message{Role: role, Content: &s} }
 	turns := ts.Render(req.History)
 	msgs := make([]message, 0, len(turns)+4)
-	msgs = append(msgs, text("system", m.cfg.System))
+	msgs = append(msgs, text("system", cfg.System))
 	if in := req.Task.Instructions; in != nil { // the project's, before the task
 		msgs = append(msgs, text("user", *in))
 	}
@@ -130,7 +130,7 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 		case adapt.Call:
 			args, err := json.Marshal(adapt.OrEmpty(t.Arguments))
 			if err != nil {
-				return nil, nil, fmt.Errorf("openai: encode the arguments of a %s call: %w", t.Name, err)
+				return nil, fmt.Errorf("encode the arguments of a %s call: %w", t.Name, err)
 			}
 			if open < 0 {
 				open = len(msgs)
@@ -148,27 +148,25 @@ func (m *Model) request(req *agent.Request) (*adapt.Toolset, []byte, error) {
 			msgs = append(msgs, text("user", t.Text))
 		}
 	}
-	p := request{Model: m.cfg.Model, Messages: msgs, Tools: tools, Temperature: m.cfg.Temperature, Stream: true, StreamOptions: streamOptions{IncludeUsage: true}}
+	p := request{Model: cfg.Model, Messages: msgs, Tools: tools, Temperature: cfg.Temperature, Stream: true, StreamOptions: streamOptions{IncludeUsage: true}}
 	if req.Summarize {
 		p.Messages = append(p.Messages, text("user", adapt.SummaryInstruction))
 		p.ToolChoice = "none"
 	}
-	if n := m.cfg.MaxOutputTokens; n > 0 {
+	if n := cfg.MaxOutputTokens; n > 0 {
 		// OpenAI's API deprecated max_tokens; other servers mostly know
 		// only that name.
-		if m.official {
+		if official {
 			p.MaxCompletionTokens = n
 		} else {
 			p.MaxTokens = n
 		}
 	}
-	var body bytes.Buffer
-	enc := json.NewEncoder(&body)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(p); err != nil {
-		return nil, nil, fmt.Errorf("openai: encode the request: %w", err)
+	body, err := adapt.Marshal(p)
+	if err != nil {
+		return nil, fmt.Errorf("encode the request: %w", err)
 	}
-	return ts, bytes.TrimSuffix(body.Bytes(), []byte("\n")), nil
+	return body, nil
 }
 
 // reply reduces a Chat Completions response to what decides the action.
@@ -235,10 +233,9 @@ func (d *decoder) Event(_ string, data []byte) (bool, error) {
 		return false, err
 	}
 	d.streamed = true
-	if e := c.Error; e != nil {
+	if c.Error != nil {
 		// The server failed after the stream began well (its 200).
-		str := func(v any) string { s, _ := v.(string); return s }
-		return false, &adapt.APIError{StatusCode: http.StatusInternalServerError, Type: str(e.Type), Code: str(e.Code), Message: str(e.Message)}
+		return false, adapt.ParseAPIError(http.StatusInternalServerError, data)
 	}
 	if c.Usage != nil {
 		d.resp.Usage = c.Usage

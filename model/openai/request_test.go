@@ -110,7 +110,7 @@ func FuzzRequest(f *testing.F) {
 
 // encode is the body Next sends for req.
 func encode(m *Model, req *agent.Request) ([]byte, error) {
-	_, body, err := m.request(req)
+	_, body, err := m.Request(req)
 	return body, err
 }
 

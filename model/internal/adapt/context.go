@@ -2,10 +2,7 @@ package adapt
 
 import (
 	"errors"
-	"fmt"
 	"strings"
-
-	"github.com/specloop/specloop/agent"
 )
 
 // BytesPerToken is the ratio RequestTokens estimates with: a request of n
@@ -63,12 +60,6 @@ func ContextWindow(name string, override int) int {
 	return DefaultContextWindow
 }
 
-// OverWindow wraps err, the error of a request the provider refused as over
-// the model's context window, so that errors.Is(err,
-// agent.ErrContextLength) holds while errors.As still finds err's own
-// types.
-func OverWindow(err error) error { return fmt.Errorf("%w: %w", agent.ErrContextLength, err) }
-
 // SummaryInstruction asks a model for the summary that replaces the older
 // part of a run's history. It goes after the history as a user message, so
 // the request keeps the run's prefix (system prompt and tools) and its
@@ -79,20 +70,6 @@ const SummaryInstruction = "The conversation so far is about to be shortened to 
 	"the commands you ran and their outcome, the facts and errors you learned, and what you were about to do next. " +
 	"Be specific and brief; reply with the summary only."
 
-// ErrNoSummary is the error of a summarization call whose reply has no
-// text (a model that called a tool anyway, or refused).
+// ErrNoSummary is the error of a summarization call (agent.Request.Summarize)
+// whose reply has no text (a model that called a tool anyway, or refused).
 var ErrNoSummary = errors.New("the summarization reply has no text")
-
-// Summary is the turn that answers a summarization request
-// (agent.Request.Summarize) from its reply r (and the error of making
-// it): the reply's text as Turn.Summary, with the reply's usage.
-func Summary(r Reply, err error) (agent.Turn, error) {
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	text := strings.TrimSpace(r.Text)
-	if text == "" || r.Refusal {
-		return agent.Turn{Usage: r.Usage}, ErrNoSummary
-	}
-	return agent.Turn{Summary: text, Usage: r.Usage}, nil
-}

@@ -3,7 +3,9 @@ package adapt
 import (
 	"context"
 	"errors"
+	"fmt"
 
+	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 )
 
@@ -20,8 +22,8 @@ func (e *Endpoint) fail(err error, retries int) error {
 		var overWindow bool
 		pe.StatusCode = apiErr.StatusCode
 		pe.Code, overWindow = e.Classify(apiErr)
-		if overWindow {
-			return OverWindow(pe)
+		if overWindow { // errors.As still finds pe
+			return fmt.Errorf("%w: %w", agent.ErrContextLength, pe)
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		pe.Timeout = e.Timeout

@@ -1,9 +1,8 @@
 package adapt
 
 import (
-	"encoding/json"
+	"regexp"
 	"strconv"
-	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -64,20 +63,9 @@ const finishDelivered = "Your answer was given to the person, whose reply follow
 // for the item's position, so the call and its result always agree.
 func SyntheticID(index int) string { return "call_" + strconv.Itoa(index) }
 
-// validID reports whether id is safe for every provider (Anthropic requires
-// ^[a-zA-Z0-9_-]+$ for tool_use ids).
-func validID(id string) bool {
-	if id == "" || len(id) > 256 {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-') {
-			return false
-		}
-	}
-	return true
-}
+// validID matches the ids that are safe for every provider (Anthropic
+// requires ^[a-zA-Z0-9_-]+$ for tool_use ids).
+var validID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,256}$`)
 
 // Render turns a run's history into turns:
 //
@@ -104,26 +92,30 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 		turns = append(turns, Turn{Kind: Result, ID: c.ID, Name: c.Name, Text: text, IsError: isError})
 		pending = pending[1:]
 	}
+	// unanswered answers the calls still waiting as having no result.
+	unanswered := func() {
+		for len(pending) > 0 {
+			answer(missingResult, true)
+		}
+	}
 	answering := false // a result was rendered since the last call
 	for i, it := range h.All() {
 		isCall := it.ToolCall != nil || it.Finish != nil
 		if isCall && answering {
 			// A new turn: whatever the last one left unanswered stays so.
-			for len(pending) > 0 {
-				answer(missingResult, true)
-			}
+			unanswered()
 		}
 		answering = !isCall
 		switch {
 		case it.ToolCall != nil:
 			id := SyntheticID(i)
-			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
+			if it.ToolCall.CallId != nil && validID.MatchString(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
-			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: orNone(it.ToolCall.Text)})
+			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: deref(it.ToolCall.Text)})
 			pending = append(pending, len(turns)-1)
 		case it.Finish != nil:
-			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning), Text: orNone(it.Finish.Text)})
+			turns = append(turns, Turn{Kind: Call, ID: SyntheticID(i), Name: ts.Finish, Arguments: ts.FinishArguments(it.Finish), Reasoning: deref(it.Finish.Reasoning), Text: deref(it.Finish.Text)})
 			pending = append(pending, len(turns)-1)
 		case it.Observation != nil:
 			obs := it.Observation
@@ -143,9 +135,7 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 				answer(errorPrefix+": "+fb.Message, true)
 				continue
 			}
-			for len(pending) > 0 {
-				answer(missingResult, true)
-			}
+			unanswered()
 			turns = append(turns, Turn{Kind: User, Text: FeedbackText(ts.Finish, fb)})
 		case it.UserMessage != nil:
 			// The person's reply to the run that ended: its finish
@@ -160,9 +150,7 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 			turns = append(turns, Turn{Kind: User, Text: it.UserMessage.Text})
 		}
 	}
-	for len(pending) > 0 {
-		answer(missingResult, true)
-	}
+	unanswered()
 	return turns
 }
 
@@ -175,26 +163,15 @@ func FeedbackText(finish string, fb *gen.ModelFeedback) string {
 	case gen.FeedbackKindStuckWarning, gen.FeedbackKindHistorySummary:
 		return fb.Message
 	}
-	var b strings.Builder
-	b.WriteString("Your last reply was not a valid action (")
-	b.WriteString(string(fb.Kind))
-	b.WriteString("): ")
-	b.WriteString(fb.Message)
-	b.WriteString("\nCall one of the tools with valid JSON arguments, or call ")
-	b.WriteString(finish)
-	b.WriteString(" with your final answer.")
-	return b.String()
+	return "Your last reply was not a valid action (" + string(fb.Kind) + "): " + fb.Message +
+		"\nCall one of the tools with valid JSON arguments, or call " + finish + " with your final answer."
 }
 
 // FinishArguments is a Finish as the finish tool's arguments: the Finish's
 // wire form without the discriminator.
 func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
-	data, err := json.Marshal(f)
+	m, err := jsonCopy(f)
 	if err != nil {
-		return map[string]any{}
-	}
-	var m map[string]any
-	if err := json.Unmarshal(data, &m); err != nil {
 		return map[string]any{}
 	}
 	delete(m, ts.discriminator)
@@ -204,16 +181,10 @@ func (ts *Toolset) FinishArguments(f *gen.Finish) map[string]any {
 	return m
 }
 
-func deref[T any](p *[]T) []T {
+func deref[T any](p *T) T {
+	var zero T
 	if p == nil {
-		return nil
+		return zero
 	}
 	return *p
-}
-
-func orNone(s *string) string {
-	if s == nil {
-		return ""
-	}
-	return *s
 }

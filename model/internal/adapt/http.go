@@ -59,9 +59,6 @@ type Endpoint struct {
 	wait func(ctx context.Context, d time.Duration) error
 }
 
-// UserAgent is the User-Agent of every provider request.
-func UserAgent() string { return "specloop/" + buildinfo.Version() }
-
 // A Decoder reads the 2xx response of one attempt: a whole JSON body
 // (Body), or a server-sent event stream, one event at a time (Event),
 // whichever the response's Content-Type says, so a server that ignores a
@@ -79,10 +76,7 @@ type Decoder interface {
 
 // errDecode marks the error of a response that came whole but that the
 // Decoder could not read: retrying would not help.
-type errDecode struct{ err error }
-
-func (e errDecode) Error() string { return "decode the response: " + e.err.Error() }
-func (e errDecode) Unwrap() error { return e.err }
+var errDecode = errors.New("decode the response")
 
 // Post sends body and reads the 2xx response with a Decoder from
 // newDecoder (a fresh one per attempt: a stream cut off mid-way is tried
@@ -129,7 +123,7 @@ func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder)
 	req.Header = e.Header.Clone()
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "text/event-stream, application/json")
-	req.Header.Set("User-Agent", UserAgent())
+	req.Header.Set("User-Agent", "specloop/"+buildinfo.Version())
 	resp, err := e.Client.Do(req)
 	if err == nil {
 		err = read(resp, dec)
@@ -143,7 +137,7 @@ func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder)
 				return -1, err
 			}
 			return retryDelay(resp.Header, n, time.Now()), err
-		case errors.As(err, new(errDecode)):
+		case errors.Is(err, errDecode):
 			return -1, err
 		}
 	}
@@ -169,10 +163,10 @@ func read(resp *http.Response, dec Decoder) error {
 	case err != nil:
 		return err
 	case !ok:
-		return parseAPIError(resp.StatusCode, data)
+		return ParseAPIError(resp.StatusCode, data)
 	}
 	if err := dec.Body(data); err != nil {
-		return errDecode{err}
+		return fmt.Errorf("%w: %w", errDecode, err)
 	}
 	return nil
 }
@@ -187,11 +181,7 @@ func retryable(status int, header http.Header) bool {
 	case "false":
 		return false
 	}
-	switch s := status; {
-	case s == http.StatusRequestTimeout, s == http.StatusConflict, s == http.StatusTooManyRequests, s >= 500:
-		return true
-	}
-	return false
+	return status == http.StatusRequestTimeout || status == http.StatusConflict || status == http.StatusTooManyRequests || status >= 500
 }
 
 // retryDelay is the wait before retry n+1 after a failed response with
@@ -229,12 +219,10 @@ func backoff(n int) time.Duration {
 }
 
 func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case <-t.C:
+	case <-time.After(d): // collected when ctx ends first
 		return nil
 	}
 }
@@ -257,7 +245,9 @@ type APIError struct {
 	Message string
 }
 
-func parseAPIError(status int, body []byte) *APIError {
+// ParseAPIError reads an error body of status, or an error event of a
+// stream (both providers send the same error object there).
+func ParseAPIError(status int, body []byte) *APIError {
 	var b struct {
 		Error struct {
 			Type, Message, Code any
@@ -271,7 +261,7 @@ func parseAPIError(status int, body []byte) *APIError {
 // Error is the status and the type, never the message.
 func (e *APIError) Error() string {
 	s := strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
-	if e.Type != "" && plainCode(e.Type) {
+	if plainCode.MatchString(e.Type) {
 		s += " (" + e.Type + ")"
 	}
 	return s

@@ -320,7 +320,7 @@ func TestAPIErrorBodies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if diff := cmp.Diff(&tt.want, parseAPIError(400, []byte(tt.body))); diff != "" {
+			if diff := cmp.Diff(&tt.want, ParseAPIError(400, []byte(tt.body))); diff != "" {
 				t.Fatalf("(-want +got):\n%s", diff)
 			}
 		})

@@ -1,8 +1,6 @@
 package adapt
 
 import (
-	"bytes"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -13,23 +11,37 @@ import (
 	"github.com/specloop/specloop/internal/schema"
 )
 
-// actionSchema is the spec's Action schema, compiled, and the name of its
-// discriminator property.
-type actionSchema struct {
-	validator     *schema.Validator
-	discriminator string
+// actionSchemas are the spec's Action and Turn schemas, compiled, and the
+// names of the Action's discriminator property and of the Turn's one
+// property, the list of actions.
+type actionSchemas struct {
+	action, turn           *schema.Validator
+	discriminator, actions string
 }
 
-var loadActionSchema = sync.OnceValues(func() (*actionSchema, error) {
-	s, v, err := compileComponent("Action")
+// loadSchemas compiles the schemas once. Model output is neither a
+// request nor a response, so readOnly and writeOnly do not apply
+// (schema.Neither).
+var loadSchemas = sync.OnceValues(func() (*actionSchemas, error) {
+	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, err
 	}
-	disc := discriminator(s)
-	if disc == "" {
-		return nil, fmt.Errorf("spec: Action has no discriminator")
+	action, turn := doc.Schemas["Action"], doc.Schemas["Turn"]
+	as := &actionSchemas{discriminator: discriminator(action)}
+	if required, _ := turn["required"].([]any); len(required) == 1 {
+		as.actions, _ = required[0].(string)
 	}
-	return &actionSchema{validator: v, discriminator: disc}, nil
+	if as.discriminator == "" || as.actions == "" {
+		return nil, fmt.Errorf("spec: no Action schema with a discriminator, or no Turn schema with one required property")
+	}
+	if as.action, err = schema.Compile(action, schema.Neither); err != nil {
+		return nil, err
+	}
+	if as.turn, err = schema.Compile(turn, schema.Neither); err != nil {
+		return nil, err
+	}
+	return as, nil
 })
 
 // discriminator is the property name of a schema's OpenAPI discriminator,
@@ -40,28 +52,9 @@ func discriminator(s map[string]any) string {
 	return name
 }
 
-// compileComponent returns the spec's schema component name and its
-// validator. Model output is neither a request nor a response, so readOnly
-// and writeOnly do not apply (schema.Neither).
-func compileComponent(name string) (map[string]any, *schema.Validator, error) {
-	doc, err := gen.SpecDoc()
-	if err != nil {
-		return nil, nil, err
-	}
-	s, ok := doc.Schemas[name]
-	if !ok {
-		return nil, nil, fmt.Errorf("spec has no %s schema", name)
-	}
-	v, err := schema.Compile(s, schema.Neither)
-	if err != nil {
-		return nil, nil, err
-	}
-	return s, v, nil
-}
-
 // ParseAction is model.ParseAction, the JSON adapter.
 func ParseAction(text string) (agent.Action, error) {
-	as, err := loadActionSchema()
+	as, err := loadSchemas()
 	if err != nil {
 		return agent.Action{}, err
 	}
@@ -72,7 +65,7 @@ func ParseAction(text string) (agent.Action, error) {
 	data := []byte(body)
 	value, err := schema.Decode(data)
 	if err == nil {
-		err = as.validator.Validate(value)
+		err = as.action.Validate(value)
 	}
 	if err != nil {
 		return agent.Action{}, invalid(err.Error(), text)
@@ -91,7 +84,7 @@ func ParseAction(text string) (agent.Action, error) {
 // type has an integer a number written as 1e2 would have to fit); the
 // arguments are obj's, as Decode normalized them and the tool validates
 // them.
-func (as *actionSchema) bind(text []byte, obj map[string]any) (agent.Action, error) {
+func (as *actionSchemas) bind(text []byte, obj map[string]any) (agent.Action, error) {
 	if gen.ActionType(obj[as.discriminator].(string)) != gen.ActionTypeToolCall {
 		fin := &gen.Finish{}
 		return agent.Action{Finish: fin}, schema.Unmarshal(text, fin)
@@ -127,68 +120,42 @@ func unfence(text string) string {
 	return t
 }
 
-// turnSchema is the spec's Turn schema, compiled, and the name of its one
-// property, the list of actions.
-type turnSchema struct {
-	validator *schema.Validator
-	actions   string
-}
-
-var loadTurnSchema = sync.OnceValues(func() (*turnSchema, error) {
-	s, v, err := compileComponent("Turn")
-	if err != nil {
-		return nil, err
-	}
-	required, _ := s["required"].([]any)
-	if len(required) != 1 {
-		return nil, fmt.Errorf("spec: Turn must have one required property")
-	}
-	actions, _ := required[0].(string)
-	return &turnSchema{validator: v, actions: actions}, nil
-})
-
 // ParseTurn is model.ParseTurn: an Action, or a Turn of several.
 func ParseTurn(text string) (agent.Turn, error) {
-	ts, err := loadTurnSchema()
+	as, err := loadSchemas()
 	if err != nil {
 		return agent.Turn{}, err
 	}
 	body := unfence(text)
-	if !strings.Contains(body, ts.actions) && !strings.Contains(body, `\u`) {
+	if !strings.Contains(body, as.actions) && !strings.Contains(body, `\u`) {
 		// No member can be named actions: not a Turn. (The common case,
 		// which this spares a second decoding.)
 		return oneAction(text)
 	}
 	value, err := schema.Decode([]byte(body))
 	obj, isObject := value.(map[string]any)
-	if _, isTurn := obj[ts.actions]; err != nil || !isObject || !isTurn {
+	if _, isTurn := obj[as.actions]; err != nil || !isObject || !isTurn {
 		return oneAction(text)
 	}
-	if err := ts.validator.Validate(value); err != nil {
+	if err := as.turn.Validate(value); err != nil {
 		return agent.Turn{}, invalid(err.Error(), text)
 	}
-	as, err := loadActionSchema()
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	items := obj[ts.actions].([]any) // the schema says it is an array of actions
+	items := obj[as.actions].([]any) // the schema says it is an array of actions
 	turn := agent.Turn{Actions: make([]agent.Action, len(items))}
 	for i, item := range items {
 		m := item.(map[string]any)
 		if gen.ActionType(m[as.discriminator].(string)) != gen.ActionTypeToolCall && i != len(items)-1 {
-			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", ts.actions, i), text)
+			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: a finish may only be the last action of a turn", as.actions, i), text)
 		}
 		// Each action's Raw is its own wire form, as a replay reads it.
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(m); err != nil {
+		data, err := Marshal(m)
+		if err != nil {
 			return agent.Turn{}, fmt.Errorf("encode a valid action: %w", err)
 		}
-		if turn.Actions[i], err = as.bind(buf.Bytes(), m); err != nil {
-			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", ts.actions, i, err), text)
+		if turn.Actions[i], err = as.bind(data, m); err != nil {
+			return agent.Turn{}, invalid(fmt.Sprintf("/%s/%d: %v", as.actions, i, err), text)
 		}
-		turn.Actions[i].Raw = strings.TrimSuffix(buf.String(), "\n")
+		turn.Actions[i].Raw = string(data)
 	}
 	return turn, nil
 }

@@ -2,6 +2,7 @@ package adapt
 
 import (
 	"net/http"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -32,8 +33,6 @@ type ProviderError struct {
 }
 
 func (e *ProviderError) Error() string {
-	var b strings.Builder
-	b.WriteString(e.Provider)
 	retries := ""
 	switch {
 	case e.Retries == 1:
@@ -42,49 +41,29 @@ func (e *ProviderError) Error() string {
 		retries = strconv.Itoa(e.Retries) + " retries"
 	}
 	if e.Timeout > 0 {
-		b.WriteString(": request timed out after ")
-		b.WriteString(e.Timeout.String())
 		if retries != "" {
-			b.WriteString(" (" + retries + ")")
+			retries = " (" + retries + ")"
 		}
-		return b.String()
+		return e.Provider + ": request timed out after " + e.Timeout.String() + retries
 	}
-	b.WriteString(": request failed")
+	s := e.Provider + ": request failed"
 	if retries != "" {
-		b.WriteString(" after " + retries)
+		s += " after " + retries
 	}
 	switch {
 	case e.StatusCode != 0:
-		b.WriteString(": ")
-		b.WriteString(strconv.Itoa(e.StatusCode))
-		if text := http.StatusText(e.StatusCode); text != "" {
-			b.WriteString(" ")
-			b.WriteString(text)
-		}
-		if code := e.Code; code != "" && plainCode(code) {
-			b.WriteString(" (")
-			b.WriteString(code)
-			b.WriteString(")")
+		s += ": " + strings.TrimSpace(strconv.Itoa(e.StatusCode)+" "+http.StatusText(e.StatusCode))
+		if plainCode.MatchString(e.Code) {
+			s += " (" + e.Code + ")"
 		}
 	case e.Err != nil:
-		b.WriteString(": ")
-		b.WriteString(e.Err.Error())
+		s += ": " + e.Err.Error()
 	}
-	return b.String()
+	return s
 }
 
 // Unwrap returns Err.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// plainCode reports whether code is a short identifier, safe to print.
-func plainCode(code string) bool {
-	if len(code) > 64 {
-		return false
-	}
-	for _, c := range code {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '-' || c == '.') {
-			return false
-		}
-	}
-	return true
-}
+// plainCode matches a short identifier, safe to print.
+var plainCode = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)

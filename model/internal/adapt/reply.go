@@ -3,6 +3,7 @@ package adapt
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -80,7 +81,7 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 	actions := make([]agent.Action, 0, len(r.Calls))
 	for i, c := range r.Calls {
 		n := i + 1
-		if !ts.Has(c.Name) {
+		if !ts.names[c.Name] {
 			return agent.Turn{}, invalid(c.Name, "tool call %d names a tool that does not exist; the tools are: %s", n, ts.list)
 		}
 		if c.Name == ts.Finish && n < len(r.Calls) {
@@ -90,55 +91,47 @@ func (ts *Toolset) Turn(r Reply) (agent.Turn, error) {
 		if err != nil {
 			return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): the arguments are not a JSON object: %v", n, c.Name, err)
 		}
-		var a agent.Action
+		call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: c.Name, Arguments: args}
+		if c.ID != "" {
+			call.CallId = &c.ID
+		}
+		var v any = call
+		what := ""
 		if c.Name == ts.Finish {
 			for _, k := range ts.adapterSet { // the adapter's to set, not the model's
 				delete(args, k)
 			}
 			args[ts.discriminator] = string(gen.FinishTypeFinish)
-			a, err = wire(args)
-			if err != nil {
-				var inv *agent.InvalidOutputError
-				if asInvalid(err, &inv) {
-					return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): the arguments do not match its schema: %s", n, c.Name, inv.Message)
-				}
-				return agent.Turn{}, err
-			}
-		} else {
-			call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: c.Name, Arguments: args}
-			if c.ID != "" {
-				call.CallId = &c.ID
-			}
-			if a, err = wire(call); err != nil {
-				var inv *agent.InvalidOutputError
-				if asInvalid(err, &inv) {
-					return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): %s", n, c.Name, inv.Message)
-				}
-				return agent.Turn{}, err
-			}
+			v, what = args, "the arguments do not match its schema: "
+		}
+		a, err := wire(v)
+		var inv *agent.InvalidOutputError
+		if errors.As(err, &inv) {
+			return agent.Turn{}, invalid(c.Arguments, "tool call %d (%s): %s%s", n, c.Name, what, inv.Message)
+		}
+		if err != nil {
+			return agent.Turn{}, err
 		}
 		actions = append(actions, a)
 	}
-	if text := r.Text; strings.TrimSpace(text) != "" {
-		// What the model wrote beside its calls: kept with the turn's
-		// first action, to send back and to show.
-		switch a := &actions[0]; {
-		case a.ToolCall != nil:
-			a.ToolCall.Text = &text
-		case a.Finish != nil:
-			a.Finish.Text = &text
-		}
+	// What the model wrote beside its calls, kept with the turn's first
+	// action to send back and to show, and the reasoning blocks, added
+	// after validation: the model never writes them, the adapter keeps
+	// them to send back.
+	text, blocks := &r.Text, &r.Reasoning
+	if strings.TrimSpace(r.Text) == "" {
+		text = nil
 	}
-	if len(r.Reasoning) > 0 {
-		// Added after validation: the model never writes it, the adapter
-		// keeps it to send back.
-		blocks := slices.Clone(r.Reasoning)
-		switch a := &actions[0]; {
-		case a.ToolCall != nil:
-			a.ToolCall.Reasoning = &blocks
-		case a.Finish != nil:
-			a.Finish.Reasoning = &blocks
-		}
+	if len(r.Reasoning) == 0 {
+		blocks = nil
+	} else {
+		*blocks = slices.Clone(r.Reasoning)
+	}
+	switch a := &actions[0]; {
+	case a.ToolCall != nil:
+		a.ToolCall.Text, a.ToolCall.Reasoning = text, blocks
+	case a.Finish != nil:
+		a.Finish.Text, a.Finish.Reasoning = text, blocks
 	}
 	return agent.Turn{Actions: actions, Usage: r.Usage}, nil
 }
@@ -169,23 +162,24 @@ func decodeArguments(text string) (map[string]any, error) {
 	return m, nil
 }
 
-// wire marshals v (a gen.ToolCall, gen.Finish or an Action-shaped map) and
-// parses it back with the JSON adapter, so the action is validated against
-// the spec and Raw is exactly what a replay will parse.
+// wire marshals v (a gen.ToolCall or an Action-shaped map) and parses it
+// back with the JSON adapter, so the action is validated against the spec
+// and Raw is exactly what a replay will parse.
 func wire(v any) (agent.Action, error) {
+	data, err := Marshal(v)
+	if err != nil {
+		return agent.Action{}, fmt.Errorf("adapt: encode action: %w", err)
+	}
+	return ParseAction(string(data))
+}
+
+// Marshal encodes v as JSON the way the providers' SDKs did and the
+// traces record actions: map keys sorted, no HTML escaping, no newline at
+// the end.
+func Marshal(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return agent.Action{}, fmt.Errorf("adapt: encode action: %w", err)
-	}
-	return ParseAction(string(bytes.TrimSuffix(buf.Bytes(), []byte("\n"))))
-}
-
-func asInvalid(err error, target **agent.InvalidOutputError) bool {
-	inv, ok := err.(*agent.InvalidOutputError)
-	if ok {
-		*target = inv
-	}
-	return ok
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), err
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"errors"
+	"fmt"
 	"io"
 )
 
@@ -41,7 +42,7 @@ func readEvents(r io.Reader, dec Decoder) error {
 				case errors.As(err, &apiErr):
 					return err
 				case err != nil:
-					return errDecode{err}
+					return fmt.Errorf("%w: %w", errDecode, err)
 				case end:
 					return nil
 				}

@@ -3,14 +3,17 @@
 // spec's tool specs plus a finish tool derived from the spec's Finish schema;
 // the provider-neutral rendering of a run's history (a turn's calls in a
 // row, then their results); the conversion of a provider's reply into a
-// turn of the spec's Actions; the HTTP call both make (Endpoint: the
-// retries, the per-attempt timeout, the error bodies, the event streams)
-// and provider error reporting (ProviderError); and the JSON adapter
+// turn of the spec's Actions; the Model both adapters are (New, Next,
+// ContextWindow, RequestTokens), driven by each provider's Codec of its
+// wire; the HTTP call both make (Endpoint: the retries, the per-attempt
+// timeout, the error bodies, the event streams) and provider error
+// reporting (ProviderError); and the JSON adapter
 // (ParseAction, ParseTurn), which package model exports. Nothing here
 // keeps state between calls.
 //
 // Nothing here knows a provider's request or reply format (only the shape
-// their error bodies share and the event stream framing), and nothing
+// their error bodies share, the event stream framing and the settings
+// their Configs share), and nothing
 // names a tool or a JSON field:
 // names come from the spec and the generated types.
 package adapt
@@ -55,16 +58,9 @@ type Toolset struct {
 	adapterSet []string
 }
 
-// finishSpec is the part of the spec the finish tool is derived from.
-type finishSpec struct {
-	name          string
-	description   string
-	parameters    map[string]any
-	discriminator string
-	adapterSet    []string
-}
-
-var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
+// loadFinish returns the Toolset of no tools, the finish tool alone,
+// derived from the spec once.
+var loadFinish = sync.OnceValues(func() (*Toolset, error) {
 	doc, err := gen.SpecDoc()
 	if err != nil {
 		return nil, err
@@ -77,7 +73,7 @@ var loadFinish = sync.OnceValues(func() (*finishSpec, error) {
 // name is the finish action type, its description the Finish schema's,
 // and its parameters the Finish schema without the Action discriminator,
 // the reasoning and the text (the adapter sets them).
-func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
+func deriveFinish(schemas map[string]map[string]any) (*Toolset, error) {
 	actionName := reflect.TypeFor[gen.Action]().Name()
 	finishName := reflect.TypeFor[gen.Finish]().Name()
 	disc := discriminator(schemas[actionName])
@@ -87,7 +83,7 @@ func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
 	}
 	adapterSet := []string{jsonName(reflect.TypeFor[gen.Finish](), "Reasoning"), jsonName(reflect.TypeFor[gen.Finish](), "Text")}
 	// A copy: the spec's document is shared.
-	params, err := schemaMap(finish)
+	params, err := jsonCopy(finish)
 	if err != nil {
 		return nil, fmt.Errorf("adapt: %s schema: %w", finishName, err)
 	}
@@ -99,10 +95,12 @@ func deriveFinish(schemas map[string]map[string]any) (*finishSpec, error) {
 		params["required"] = slices.DeleteFunc(slices.Clone(req), hidden)
 	}
 	description, _ := finish["description"].(string)
-	return &finishSpec{
-		name:          string(gen.ActionTypeFinish),
-		description:   description,
-		parameters:    params,
+	name := string(gen.ActionTypeFinish)
+	return &Toolset{
+		Tools:         []Tool{{Name: name, Description: description, Parameters: params}},
+		Finish:        name,
+		names:         map[string]bool{name: true},
+		list:          name,
 		discriminator: disc,
 		adapterSet:    adapterSet,
 	}, nil
@@ -126,32 +124,26 @@ func NewToolset(specs []gen.ToolSpec) (*Toolset, error) {
 	if err != nil {
 		return nil, err
 	}
-	ts := &Toolset{Finish: fin.name, names: map[string]bool{}, discriminator: fin.discriminator, adapterSet: fin.adapterSet}
+	ts := &Toolset{Finish: fin.Finish, names: maps.Clone(fin.names), discriminator: fin.discriminator, adapterSet: fin.adapterSet}
+	names := make([]string, 0, len(specs)+1)
 	for _, s := range specs {
 		if s.Name == "" {
 			return nil, errors.New("adapt: a tool spec has no name")
 		}
-		if s.Name == fin.name {
-			return nil, fmt.Errorf("adapt: tool %q clashes with the finish tool", s.Name)
-		}
 		if ts.names[s.Name] {
+			if s.Name == fin.Finish {
+				return nil, fmt.Errorf("adapt: tool %q clashes with the finish tool", s.Name)
+			}
 			return nil, fmt.Errorf("adapt: two tools are named %q", s.Name)
 		}
 		ts.names[s.Name] = true
 		ts.Tools = append(ts.Tools, Tool{Name: s.Name, Description: Describe(s), Parameters: s.InputSchema})
+		names = append(names, s.Name)
 	}
-	ts.names[fin.name] = true
-	ts.Tools = append(ts.Tools, Tool{Name: fin.name, Description: fin.description, Parameters: fin.parameters})
-	names := make([]string, len(ts.Tools))
-	for i, t := range ts.Tools {
-		names[i] = t.Name
-	}
-	ts.list = strings.Join(names, ", ")
+	ts.Tools = append(ts.Tools, fin.Tools...)
+	ts.list = strings.Join(append(names, fin.Finish), ", ")
 	return ts, nil
 }
-
-// Has reports whether name is one of the tools.
-func (ts *Toolset) Has(name string) bool { return ts.names[name] }
 
 // Describe is the description a provider gets for a tool: what it does and
 // what it returns, from the spec. The spec's error description is left out:
@@ -159,18 +151,16 @@ func (ts *Toolset) Has(name string) bool { return ts.names[name] }
 // reaches the model as an error result that names its code and says what
 // went wrong.
 func Describe(s gen.ToolSpec) string {
-	var b strings.Builder
-	b.WriteString(s.Description)
-	if s.OutputDescription != "" {
-		b.WriteString("\n\nReturns: ")
-		b.WriteString(s.OutputDescription)
+	if s.OutputDescription == "" {
+		return s.Description
 	}
-	return b.String()
+	return s.Description + "\n\nReturns: " + s.OutputDescription
 }
 
-// schemaMap returns a deep copy of a decoded JSON Schema.
-func schemaMap(s map[string]any) (map[string]any, error) {
-	data, err := json.Marshal(s)
+// jsonCopy returns v's JSON form decoded as an object: a deep copy of a
+// decoded JSON Schema, or a generated type's fields by their JSON names.
+func jsonCopy(v any) (map[string]any, error) {
+	data, err := json.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

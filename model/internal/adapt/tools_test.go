@@ -30,7 +30,7 @@ func TestDeriveFinish(t *testing.T) {
 			"answer": map[string]any{"type": "string", "description": answer["description"]},
 		},
 	}
-	if diff := cmp.Diff(want, fin.parameters); diff != "" {
+	if diff := cmp.Diff(want, fin.Tools[0].Parameters); diff != "" {
 		t.Fatalf("finish parameters (-want +got):\n%s", diff)
 	}
 	if props := finish["properties"].(map[string]any); props["type"] == nil || props["reasoning"] == nil {

@@ -1,0 +1,198 @@
+package adapt
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/agent"
+)
+
+// Defaults of both providers for a zero Config.
+const (
+	// DefaultMaxRetries is how often a 429, 5xx or network failure is
+	// retried.
+	DefaultMaxRetries = 3
+	// DefaultTimeout bounds one request attempt.
+	DefaultTimeout = 10 * time.Minute
+)
+
+// Config is a provider adapter's configuration: field for field the
+// providers' own Config types (openai.Config, anthropic.Config, which
+// document each field), so each converts to it.
+type Config struct {
+	Model           string
+	BaseURL         string
+	APIKey          string
+	Temperature     *float64
+	MaxOutputTokens int64
+	HTTPClient      *http.Client
+	MaxRetries      int
+	Timeout         time.Duration
+	System          string
+	ContextWindow   int
+}
+
+// WithEnv returns c with APIKey set from the variable keyVar and, when c
+// has no BaseURL, BaseURL from the variable urlVar. getenv is os.Getenv
+// when nil.
+func (c Config) WithEnv(getenv func(string) string, keyVar, urlVar string) Config {
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	c.APIKey = getenv(keyVar)
+	if c.BaseURL == "" {
+		c.BaseURL = getenv(urlVar)
+	}
+	return c
+}
+
+// A Codec is one provider's wire: it encodes a request body and decodes
+// the response (a Decoder per attempt).
+type Codec interface {
+	// Encode returns the body for req, whose tools are ts, under cfg (its
+	// defaults and the system prompt settled); official is set when the
+	// base URL is the provider's own API.
+	Encode(cfg *Config, official bool, req *agent.Request, ts *Toolset) ([]byte, error)
+	// Decoder returns a fresh Decoder for one attempt, which hands each
+	// piece of the reply's text to onText (nil: to nobody).
+	Decoder(onText func(string)) Decoder
+}
+
+// Provider is what differs between the provider adapters, besides their
+// Codec.
+type Provider struct {
+	// Name names the provider in errors, e.g. "openai".
+	Name string
+	// BaseURL is the provider's own API; Path is the endpoint under a
+	// base URL, e.g. "/chat/completions".
+	BaseURL, Path string
+	// ErrNoAPIKey is the error of a Config for the provider's own API
+	// without an API key.
+	ErrNoAPIKey error
+	// Header holds the provider's own headers; a non-empty API key goes
+	// in the header KeyHeader, after KeyPrefix.
+	Header               http.Header
+	KeyHeader, KeyPrefix string
+	// Classify reads the provider's error responses (Endpoint.Classify).
+	Classify func(*APIError) (code string, overWindow bool)
+	// MaxOutputTokens is the default of Config.MaxOutputTokens.
+	MaxOutputTokens int64
+	Codec           Codec
+}
+
+// Model is an agent.Model and agent.ContextSizer over one provider's API.
+// It is stateless and safe for concurrent use: runs may share one.
+type Model struct {
+	api      Endpoint
+	codec    Codec
+	cfg      Config // with its defaults and the system prompt settled
+	official bool
+}
+
+var (
+	_ agent.Model        = (*Model)(nil)
+	_ agent.ContextSizer = (*Model)(nil)
+)
+
+// New returns a Model for cfg over p. It never reads the environment.
+func New(p Provider, cfg Config) (*Model, error) {
+	if cfg.Model == "" {
+		return nil, errors.New(p.Name + ": no model name")
+	}
+	official := cfg.BaseURL == "" || strings.TrimRight(cfg.BaseURL, "/") == p.BaseURL
+	if !official {
+		u, err := url.Parse(cfg.BaseURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return nil, errors.New(p.Name + ": the base URL must be an absolute http or https URL")
+		}
+	}
+	if official && cfg.APIKey == "" {
+		return nil, p.ErrNoAPIKey
+	}
+	if cfg.Timeout <= 0 {
+		cfg.Timeout = DefaultTimeout
+	}
+	if cfg.MaxOutputTokens <= 0 {
+		cfg.MaxOutputTokens = p.MaxOutputTokens
+	}
+	cfg.System = SystemPrompt(cfg.System)
+	header := p.Header.Clone()
+	if cfg.APIKey != "" {
+		header.Set(p.KeyHeader, p.KeyPrefix+cfg.APIKey)
+	}
+	return &Model{codec: p.Codec, cfg: cfg, official: official, api: Endpoint{
+		Provider:   p.Name,
+		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, p.BaseURL), "/") + p.Path,
+		Header:     header,
+		Client:     cmp.Or(cfg.HTTPClient, &http.Client{}),
+		MaxRetries: max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0),
+		Timeout:    cfg.Timeout,
+		Classify:   p.Classify,
+	}}, nil
+}
+
+// Next asks the model for the next turn of the run: every tool call of
+// its reply, in order. For a request with Summarize set it asks for a
+// summary of the history instead: the request is the same, with the same
+// system prompt and tools (so the provider's prompt cache applies), plus
+// SummaryInstruction as a last user message and tool choice none.
+func (m *Model) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	if err := ctx.Err(); err != nil {
+		return agent.Turn{}, err
+	}
+	ts, body, err := m.Request(req)
+	if err != nil {
+		return agent.Turn{}, err
+	}
+	onText := req.OnText
+	if req.Summarize {
+		onText = nil // the summary is no text of the run's
+	}
+	r, err := m.api.Post(ctx, body, func() Decoder { return m.codec.Decoder(onText) })
+	switch {
+	case err != nil:
+		return agent.Turn{}, err
+	case !req.Summarize:
+		return ts.Turn(r)
+	}
+	// The reply's text is the summary.
+	if text := strings.TrimSpace(r.Text); text != "" && !r.Refusal {
+		return agent.Turn{Summary: text, Usage: r.Usage}, nil
+	}
+	return agent.Turn{Usage: r.Usage}, ErrNoSummary
+}
+
+// Request returns the body Next sends for req, and the toolset of its
+// tools.
+func (m *Model) Request(req *agent.Request) (*Toolset, []byte, error) {
+	ts, err := NewToolset(req.Tools)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.api.Provider, err)
+	}
+	body, err := m.codec.Encode(&m.cfg, m.official, req, ts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %w", m.api.Provider, err)
+	}
+	return ts, body, nil
+}
+
+// ContextWindow returns the model's context window in tokens: the
+// Config's, else the default of the model's family (see ContextWindow).
+func (m *Model) ContextWindow() int { return ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
+
+// RequestTokens estimates the tokens of the request Next would send for
+// req: its body's (EstimateTokens).
+func (m *Model) RequestTokens(req *agent.Request) int {
+	_, body, err := m.Request(req)
+	if err != nil {
+		return 0
+	}
+	return EstimateTokens(body)
+}
