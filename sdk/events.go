@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // maxReconnects is how many times in a row an event stream is reopened
@@ -33,7 +34,7 @@ var runFinished = []byte(gen.TraceEventTypeRunFinished)
 func (c *Client) Events(ctx context.Context, id string, after int) iter.Seq2[gen.TraceEvent, error] {
 	return func(yield func(gen.TraceEvent, error) bool) {
 		stopped := false
-		err := c.follow(ctx, id, after, func(_ []byte, data []byte) error {
+		err := c.follow(ctx, id, after, false, func(_ []byte, data []byte) error {
 			var ev gen.TraceEvent
 			if err := json.Unmarshal(data, &ev); err != nil {
 				return fmt.Errorf("sdk: an event of run %s is not a TraceEvent: %w", id, err)
@@ -50,15 +51,73 @@ func (c *Client) Events(ctx context.Context, id string, after int) iter.Seq2[gen
 	}
 }
 
+// StreamEvent is one event of a run's stream with content (Stream):
+// exactly one of a trace event, the transcript entry that says what the
+// event's summary leaves out (the task, the model's text, a call's
+// arguments, an observation's output), or a piece of the model's text as
+// it streams in.
+type StreamEvent struct {
+	Event *gen.TraceEvent
+	Entry *gen.TranscriptEntry
+	Delta *gen.TextDelta
+}
+
+// The event names of a stream with content besides the trace's.
+const (
+	transcriptEvent = "transcript"
+	deltaEvent      = "delta"
+)
+
+// Stream is Events with the run's content: its trace events, its
+// transcript's entries as they are written (none for a run that keeps no
+// transcript) and the model's text as it streams, in the order the server
+// sends them (an entry may follow the event it gives the content of). It
+// needs what the transcript needs: a server with a token is asked with
+// it. When the connection drops, Stream resumes after the last event it
+// yielded, as Events does; a piece of text that streamed meanwhile is not
+// sent again, the step's entry has the whole.
+func (c *Client) Stream(ctx context.Context, id string, after int) iter.Seq2[StreamEvent, error] {
+	return func(yield func(StreamEvent, error) bool) {
+		stopped := false
+		err := c.follow(ctx, id, after, true, func(name, data []byte) error {
+			var ev StreamEvent
+			var err error
+			switch string(name) {
+			case transcriptEvent:
+				ev.Entry = new(gen.TranscriptEntry)
+				err = json.Unmarshal(data, ev.Entry)
+			case deltaEvent:
+				ev.Delta = new(gen.TextDelta)
+				err = json.Unmarshal(data, ev.Delta)
+			default:
+				ev.Event = new(gen.TraceEvent)
+				err = json.Unmarshal(data, ev.Event)
+			}
+			if err != nil {
+				return fmt.Errorf("sdk: a %s event of run %s does not match the spec: %w", textclip.Clip(string(name), 64), id, err)
+			}
+			if !yield(ev, nil) {
+				stopped = true
+				return errStop
+			}
+			return nil
+		})
+		if err != nil && !stopped {
+			yield(StreamEvent{}, err)
+		}
+	}
+}
+
 // errStop ends follow without an error.
 var errStop = errors.New("stop")
 
-// follow reads the run's event stream after position after, calling fn with
-// each event's name and data, until run_finished, reconnecting after drops.
-// It returns nil at the end of the run, errStop when fn stopped it, and
-// otherwise the error that ended it.
-func (c *Client) follow(ctx context.Context, id string, after int, fn func(event, data []byte) error) error {
-	pos := after
+// follow reads the run's event stream after position after (with the
+// run's content when content is set), calling fn with each event's name
+// and data, until run_finished, reconnecting after drops. It returns nil
+// at the end of the run, errStop when fn stopped it, and otherwise the
+// error that ended it.
+func (c *Client) follow(ctx context.Context, id string, after int, content bool, fn func(event, data []byte) error) error {
+	cur := cursor{pos: after, content: content}
 	failures := 0
 	var lastErr error
 	for {
@@ -72,8 +131,16 @@ func (c *Client) follow(ctx context.Context, id string, after int, fn func(event
 			case <-time.After(time.Duration(50<<(failures-1)) * time.Millisecond):
 			}
 		}
-		p := pos
-		resp, err := c.raw.GetRunEvents(ctx, id, &gen.GetRunEventsParams{After: &p})
+		params := gen.GetRunEventsParams{After: &cur.pos}
+		if content {
+			// A stream with content resumes after its last id, "P:S":
+			// the trace's position and the transcript's.
+			params.Content = &content
+			if cur.last != "" {
+				params.After, params.LastEventID = nil, &cur.last
+			}
+		}
+		resp, err := c.raw.GetRunEvents(ctx, id, &params)
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -93,7 +160,7 @@ func (c *Client) follow(ctx context.Context, id string, after int, fn func(event
 			}
 			return apiErr
 		}
-		n, end, err := readEvents(resp.Body, &pos, fn)
+		n, end, err := readEvents(resp.Body, &cur, fn)
 		resp.Body.Close()
 		switch {
 		case errors.Is(err, errStop):
@@ -114,33 +181,55 @@ func (c *Client) follow(ctx context.Context, id string, after int, fn func(event
 	}
 }
 
+// cursor is where a stream is: the position of the last trace event read,
+// and the last id read ("P:S" on a stream with content).
+type cursor struct {
+	pos  int
+	last string
+	// content: the stream has entries after run_finished too (those of
+	// the run's last step); it is read to its end. finished: run_finished
+	// was read, by this connection or an earlier one.
+	content, finished bool
+}
+
 // readEvents reads a text/event-stream, calling fn for each event and
-// advancing pos to its id; end reports that run_finished was read. An
-// error of fn ends the reading and is returned.
-func readEvents(r io.Reader, pos *int, fn func(event, data []byte) error) (n int, end bool, err error) {
+// advancing cur to its id (an event without one, but a delta, counts one
+// trace event); end reports that run_finished was read (and, on a stream
+// with content, the stream's end after it). An error of fn ends the
+// reading and is returned.
+func readEvents(r io.Reader, cur *cursor, fn func(event, data []byte) error) (n int, end bool, err error) {
 	br := bufio.NewReader(r)
 	var id, name, data []byte
 	hasData := false
 	for {
 		line, err := br.ReadBytes('\n')
 		if err != nil {
+			if cur.finished && err == io.EOF {
+				return n, true, nil
+			}
+			// Cut short after run_finished, a stream with content is
+			// read again for the rest of the run's entries.
 			return n, false, err
 		}
 		line = bytes.TrimRight(line, "\r\n")
 		if len(line) == 0 {
 			// A blank line dispatches the event.
 			if hasData {
-				if k, cerr := strconv.Atoi(string(id)); cerr == nil {
-					*pos = k
-				} else {
-					*pos++
+				p, _, _ := bytes.Cut(id, []byte(":"))
+				switch k, cerr := strconv.Atoi(string(p)); {
+				case cerr == nil:
+					cur.pos, cur.last = k, string(id)
+				case string(name) != deltaEvent:
+					cur.pos++
 				}
 				n++
 				if err := fn(name, data); err != nil {
 					return n, false, err
 				}
 				if bytes.Equal(name, runFinished) {
-					return n, true, nil
+					if cur.finished = true; !cur.content {
+						return n, true, nil
+					}
 				}
 			}
 			id, name, data, hasData = id[:0], name[:0], data[:0], false

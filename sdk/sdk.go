@@ -124,7 +124,7 @@ func (c *Client) Cancel(ctx context.Context, id string) (gen.Run, error) {
 // so it learns of the end at once without polling.
 func (c *Client) Wait(ctx context.Context, id string) (gen.Run, error) {
 	// Only the end matters here: the events are not decoded.
-	if err := c.follow(ctx, id, 0, func(_, _ []byte) error { return nil }); err != nil {
+	if err := c.follow(ctx, id, 0, false, func(_, _ []byte) error { return nil }); err != nil {
 		return gen.Run{}, err
 	}
 	// The server records the result before it sends run_finished, so one

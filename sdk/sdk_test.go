@@ -55,6 +55,7 @@ func serveRuns(t *testing.T, cfg server.Config) (*server.Server, string, string)
 type dropTransport struct {
 	mu      sync.Mutex
 	streams []string
+	lastIDs []string // the Last-Event-ID of every stream
 	cut     int
 }
 
@@ -66,6 +67,7 @@ func (d *dropTransport) RoundTrip(req *http.Request) (*http.Response, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	d.streams = append(d.streams, req.URL.RawQuery)
+	d.lastIDs = append(d.lastIDs, req.Header.Get("Last-Event-ID"))
 	if len(d.streams) == 1 {
 		resp.Body = &cutBody{ReadCloser: resp.Body, left: d.cut}
 	}

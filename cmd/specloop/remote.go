@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/transcript"
 )
 
 // remoteGrace bounds how long an interrupted `run --remote` waits for the
@@ -114,15 +115,31 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		return exitInternal
 	}
 	env.Errorf("remote run %s on %s", run.Id, f.remote)
+	// A run that keeps a transcript is shown from it, as show --follow
+	// shows one: the task, the model's text, each call's arguments and
+	// output. One that keeps none is shown from the trace's summaries.
 	printer := &progressPrinter{w: env.Stdout}
+	rendered := transcript.NewRenderer(env.Stdout)
+	content := !f.noTranscript
 	var streamErr error
 	asked := map[string]bool{}
 	seen := 0 // events
-	for ev, err := range c.Events(ctx, run.Id, 0) {
+	for it, err := range c.Stream(ctx, run.Id, 0) {
 		if err != nil {
 			streamErr = err
 			break
 		}
+		// The result is printed below, once, as a local run prints it.
+		if it.Entry != nil && !f.asJSON && it.Entry.EventType != gen.TraceEventTypeRunFinished {
+			if err := rendered.Entry(it.Entry); err != nil {
+				streamErr = err
+				break
+			}
+		}
+		if it.Event == nil {
+			continue
+		}
+		ev := *it.Event
 		seen++
 		if asker != nil && ev.EventType == gen.TraceEventTypeApprovalRequested {
 			if err := askRemote(ctx, env, c, run.Id, seen, asker, asked); err != nil {
@@ -136,7 +153,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 				tw = nil
 			}
 		}
-		if !f.asJSON {
+		if !f.asJSON && (!content || ev.EventType == gen.TraceEventTypeRunStarted) {
 			printer.observe(agent.Progress{Event: &ev})
 		}
 	}

@@ -17,8 +17,9 @@ import (
 )
 
 // TestRunRemote runs the 12 × 7 script on a `specloop serve` through
-// `run --remote`: the same progress lines and result as a local run, the
-// same exit status, and the streamed trace in --trace.
+// `run --remote`: the run as its transcript shows it (what show --follow
+// prints), the result as a local run prints it once, the same exit
+// status, and the streamed trace in --trace.
 func TestRunRemote(t *testing.T) {
 	const token = "remote-test-token"
 	tokenFile := filepath.Join(t.TempDir(), "token")
@@ -33,9 +34,10 @@ func TestRunRemote(t *testing.T) {
 		t.Fatalf("exit %d: %s\n%s", code, stderr, stdout)
 	}
 	for _, want := range []string{
-		"step 1   → calculator [left,operation,right]",
-		"step 1   ← calculator: chars=2;sha256=",
-		"step 2   → finish",
+		// From the transcript: the task, the call's arguments and output.
+		"task: Compute 12 x 7",
+		"step 1\n  → calculator {\"left\":12,\"operation\":\"multiply\",\"right\":7}\n  ← 84\n",
+		"step 2\n  finish: 12 * 7 = 84, and 84 > 80.",
 		"result: finished after 2 steps",
 		"answer: 12 * 7 = 84, and 84 > 80.",
 		"trace:  " + tracePath,
@@ -98,7 +100,9 @@ func TestRunRemoteInterrupted(t *testing.T) {
 	var stderr bytes.Buffer
 	done := make(chan int, 1)
 	go func() {
-		done <- run(ctx, []string{"run", "--remote", url, "--script", "testdata/calculator.script", "--check", "sleep 30", prompt}, strings.NewReader(""), stdout, &stderr)
+		// Without a transcript the progress lines come from the trace,
+		// which shows the finish before its check has run.
+		done <- run(ctx, []string{"run", "--remote", url, "--no-transcript", "--script", "testdata/calculator.script", "--check", "sleep 30", prompt}, strings.NewReader(""), stdout, &stderr)
 	}()
 	select {
 	case <-stdout.seen:

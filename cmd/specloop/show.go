@@ -15,12 +15,12 @@ import (
 
 func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 	env = runText(env)
-	fs := env.FlagSet("show", "[--follow] (RUN_ID | FILE) | --remote URL RUN_ID",
+	fs := env.FlagSet("show", "[--follow] (RUN_ID | FILE) | [--follow] --remote URL RUN_ID",
 		"Prints what a run said and did, for a person: the task, the model's actions with their arguments,\n"+
 			"what each tool returned, feedback, approvals, the check and the result with its patch. RUN_ID is\n"+
 			"a run of specloop run, whose transcript is in "+cli.StateDirUsage("runs/RUN_ID")+"; FILE is\n"+
 			"a transcript file; with --remote, a run of that server. Secrets were redacted when it was written.")
-	follow := fs.Bool("follow", false, "print the run as it goes, until it ends (not with --remote)")
+	follow := fs.Bool("follow", false, "print the run as it goes, until it ends")
 	remote := fs.String("remote", "", "read the transcript of a run of the specloop server at this base URL")
 	tokenFile := fs.String("token-file", "", "with --remote: a file holding the server's bearer token (default: $"+cli.TokenEnv+")")
 	if code, done := cli.ParseFlags(fs, args); done {
@@ -30,11 +30,7 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return cli.Usagef(fs, "expected one RUN_ID or FILE, got %d arguments", fs.NArg())
 	}
 	if *remote != "" {
-		if *follow {
-			env.Errorf("show: --follow reads a local transcript; a remote run's live events are specloop run --remote's")
-			return exitUsage
-		}
-		return showRemote(ctx, env, *remote, *tokenFile, fs.Arg(0))
+		return showRemote(ctx, env, *remote, *tokenFile, fs.Arg(0), *follow)
 	}
 	path, err := transcriptOf(fs.Arg(0))
 	if err != nil {
@@ -67,8 +63,10 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 	return exitOK
 }
 
-// showRemote prints the transcript of run id of the server at url.
-func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string) int {
+// showRemote prints the transcript of run id of the server at url; with
+// follow, from its event stream with content, as the run goes, until it
+// ends.
+func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string, follow bool) int {
 	token, err := cli.ReadToken(tokenFile)
 	if err != nil {
 		env.Errorf("show: %v", err)
@@ -79,7 +77,22 @@ func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string) in
 		env.Errorf("show: --remote: %v", err)
 		return exitUsage
 	}
-	entries, err := c.Transcript(ctx, id)
+	var entries []gen.TranscriptEntry
+	if follow {
+		r := transcript.NewRenderer(env.Stdout)
+		for it, serr := range c.Stream(ctx, id, 0) {
+			if err = serr; err != nil {
+				break
+			}
+			if it.Entry != nil {
+				if err := r.Entry(it.Entry); err != nil {
+					return exitInternal
+				}
+			}
+		}
+	} else {
+		entries, err = c.Transcript(ctx, id)
+	}
 	if err != nil {
 		env.Errorf("show: %v", err)
 		if errors.Is(err, sdk.ErrNotFound) {
@@ -87,8 +100,10 @@ func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string) in
 		}
 		return exitInternal
 	}
-	if err := transcript.Render(env.Stdout, &transcript.Log{Entries: entries}); err != nil {
-		return exitInternal
+	if !follow {
+		if err := transcript.Render(env.Stdout, &transcript.Log{Entries: entries}); err != nil {
+			return exitInternal
+		}
 	}
 	return exitOK
 }

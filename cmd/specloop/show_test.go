@@ -111,7 +111,16 @@ func TestShowRemote(t *testing.T) {
 	if code != exitOK || !strings.Contains(shown, "task: Compute 12 x 7") || !strings.Contains(shown, `→ calculator {"left":12`) {
 		t.Fatalf("show --remote: exit %d\n%s%s", code, shown, stderr)
 	}
-	if code, _, stderr := specloop(t, "show", "--remote", url, "0123456789abcdef"); code != exitUsage || !strings.Contains(stderr, "no run has this id") {
-		t.Fatalf("show --remote of no run: exit %d, %q", code, stderr)
+	// --follow reads the run from its event stream with content: the same
+	// transcript, up to the run's end.
+	code, followed, stderr := specloop(t, "show", "--follow", "--remote", url, m[1])
+	if code != exitOK || followed != shown {
+		t.Fatalf("show --follow --remote: exit %d\n%s%s\nwant what show --remote printed:\n%s", code, followed, stderr, shown)
+	}
+	for _, follow := range [][]string{nil, {"--follow"}} {
+		args := append(append([]string{"show"}, follow...), "--remote", url, "0123456789abcdef")
+		if code, _, stderr := specloop(t, args...); code != exitUsage || !strings.Contains(stderr, "no run has this id") {
+			t.Fatalf("%v of no run: exit %d, %q", args, code, stderr)
+		}
 	}
 }
