@@ -17,9 +17,9 @@ import (
 type SyncPolicy int
 
 const (
-	// SyncNone leaves flushing to the operating system. Each step is still
+	// SyncNone leaves flushing to the operating system. Each event is still
 	// written (a write system call) before the run moves on, so a crash of
-	// the process loses at most the step in flight.
+	// the process loses at most the event being written.
 	SyncNone SyncPolicy = iota
 	// SyncAtRunEnd syncs once after run_finished.
 	SyncAtRunEnd
@@ -40,29 +40,20 @@ func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	return 0, fmt.Errorf("unknown sync policy %q (want none, end or every)", s)
 }
 
-// Writer appends events as JSON lines, a step's in one write of complete
-// lines (see Emit); nothing is ever rewritten. It is safe for concurrent
-// use.
+// Writer appends events as JSON lines. Each Emit is one write of one
+// complete line; nothing is ever rewritten. It is safe for concurrent use.
 type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
 	file   *os.File
 	policy SyncPolicy // SyncNone when file is not a regular file
 	err    error
-	// held are the lines of the step in flight not written yet (enc
-	// writes to it), and unanswered the step's actions that no
-	// observation answered yet.
-	held       bytes.Buffer
-	enc        *json.Encoder
-	unanswered int
 }
 
 // NewWriter writes events to w. Sync policies apply only when w is an
 // *os.File.
 func NewWriter(w io.Writer, policy SyncPolicy) *Writer {
 	tw := &Writer{w: w, policy: policy}
-	tw.enc = json.NewEncoder(&tw.held)
-	tw.enc.SetEscapeHTML(false) // summaries and raw text stay readable
 	if f, ok := w.(*os.File); ok {
 		tw.file = f
 		// fsync means nothing for a device or a pipe (/dev/null fails it
@@ -117,53 +108,50 @@ func checkTraceFile(path string) error {
 	return nil
 }
 
-// Emit appends one event as a line. A step's actions and the
-// observations of its calls are written together, with the last
-// observation: one write a step rather than one an event, as the
-// transcript does. Any other event (feedback, an approval, the end) is
-// written at once with what is held, and under SyncEveryEvent every event
-// is; a write holds complete lines only, so a crash loses at most the step
-// in flight. After a write error every later Emit returns that error.
+// lineEncoder encodes one event's line. Emit takes one from lines and
+// gives it back, so a step's events are encoded without allocating a
+// buffer and an encoder each; encoding stays outside the Writer's lock.
+type lineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var lines = sync.Pool{New: func() any {
+	l := new(lineEncoder)
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false) // summaries and raw text stay readable
+	return l
+}}
+
+// put gives l back to lines, unless it grew past 64 KiB for a large event
+// (a raw response) that later events should not keep alive.
+func (l *lineEncoder) put() {
+	if l.buf.Cap() <= 64<<10 {
+		l.buf.Reset()
+		lines.Put(l)
+	}
+}
+
+// Emit appends one event as a line. After a write error every later Emit
+// returns that error.
 func (w *Writer) Emit(ev *gen.TraceEvent) error {
+	line := lines.Get().(*lineEncoder)
+	defer line.put()
+	// Encode ends the line with a newline.
+	if err := line.enc.Encode(ev); err != nil {
+		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
+	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	// Encode ends the line with a newline, and writes nothing when it fails.
-	if err := w.enc.Encode(ev); err != nil {
-		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
+	// One write of the whole line: a crash loses at most this event.
+	if _, err := w.w.Write(line.buf.Bytes()); err != nil {
+		w.err = fmt.Errorf("trace: write: %w", err)
+		return w.err
 	}
-	if w.policy != SyncEveryEvent {
-		switch ev.EventType {
-		case gen.TraceEventTypeModelAction:
-			w.unanswered++
-			return nil
-		case gen.TraceEventTypeObservation:
-			if w.unanswered--; w.unanswered > 0 {
-				return nil
-			}
-		}
-	}
-	w.unanswered = 0
-	return w.flush(w.policy == SyncEveryEvent || w.policy == SyncAtRunEnd && ev.EventType == gen.TraceEventTypeRunFinished)
-}
-
-// flush writes the held lines in one write, and syncs the file when sync
-// is set.
-func (w *Writer) flush(sync bool) error {
-	if w.held.Len() > 0 {
-		_, err := w.w.Write(w.held.Bytes())
-		w.held.Reset()
-		if w.held.Cap() > 64<<10 { // a large event (a raw response) is not kept alive
-			w.held = bytes.Buffer{}
-		}
-		if err != nil {
-			w.err = fmt.Errorf("trace: write: %w", err)
-			return w.err
-		}
-	}
-	if sync && w.file != nil {
+	if w.file != nil && (w.policy == SyncEveryEvent || w.policy == SyncAtRunEnd && ev.EventType == gen.TraceEventTypeRunFinished) {
 		if err := w.file.Sync(); err != nil {
 			w.err = fmt.Errorf("trace: sync: %w", err)
 			return w.err
@@ -172,19 +160,15 @@ func (w *Writer) flush(sync bool) error {
 	return nil
 }
 
-// Close writes what is held, syncs (unless the policy is SyncNone) and
-// closes the underlying file if the Writer opened it or was given one; it
-// returns the first failed write, if any.
+// Close syncs (unless the policy is SyncNone) and closes the underlying file
+// if the Writer opened it or was given one.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	if w.err == nil {
-		w.flush(false)
-	}
 	if w.file == nil {
-		return w.err
+		return nil
 	}
-	errs := []error{w.err}
+	var errs []error
 	if w.policy != SyncNone {
 		errs = append(errs, w.file.Sync())
 	}

@@ -3,11 +3,9 @@ package trace
 import (
 	"bytes"
 	"encoding/json"
-	"errors"
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -25,8 +23,7 @@ func TestWrittenEventsParse(t *testing.T) {
 		ActionType: p(gen.ActionTypeToolCall), ToolName: p("calculator"), ArgumentKeys: &[]string{"left"},
 		ModelDurationMs: p(0.25), RawResponse: p("line\nbreak \"quoted\" <b>&</b> é \xff")}
 	var buf bytes.Buffer
-	w := NewWriter(&buf, SyncNone)
-	if err := errors.Join(w.Emit(&ev), w.Close()); err != nil { // Close writes the held action
+	if err := NewWriter(&buf, SyncNone).Emit(&ev); err != nil {
 		t.Fatal(err)
 	}
 	line := buf.Bytes()
@@ -104,55 +101,4 @@ func BenchmarkWriterEmit(b *testing.B) {
 			}
 		}
 	})
-}
-
-// writes records each Write.
-type writes [][]byte
-
-func (w *writes) Write(b []byte) (int, error) {
-	*w = append(*w, bytes.Clone(b))
-	return len(b), nil
-}
-
-// A step's actions are held until the observation of its last call and
-// written with it, in one write of complete lines; any other event writes
-// what is held at once, and Close writes the rest.
-func TestStepIsOneWrite(t *testing.T) {
-	ev := func(typ gen.TraceEventType) *gen.TraceEvent {
-		return &gen.TraceEvent{RunId: "r1", Step: 1, EventType: typ, Time: time.Now().UTC()}
-	}
-	var got writes
-	w := NewWriter(&got, SyncNone)
-	for i, step := range []struct {
-		events []gen.TraceEventType
-		lines  []int // lines of each write the step made
-	}{
-		{[]gen.TraceEventType{gen.TraceEventTypeRunStarted}, []int{1}},
-		{[]gen.TraceEventType{gen.TraceEventTypeModelAction, gen.TraceEventTypeObservation}, []int{2}},
-		{[]gen.TraceEventType{gen.TraceEventTypeModelAction, gen.TraceEventTypeModelAction, gen.TraceEventTypeObservation, gen.TraceEventTypeObservation}, []int{4}},
-		{[]gen.TraceEventType{gen.TraceEventTypeModelAction, gen.TraceEventTypeApprovalRequested}, []int{2}},
-		{[]gen.TraceEventType{gen.TraceEventTypeApprovalDecided, gen.TraceEventTypeObservation}, []int{1, 1}},
-		{[]gen.TraceEventType{gen.TraceEventTypeModelAction}, nil},
-	} {
-		got = nil
-		for _, typ := range step.events {
-			if err := w.Emit(ev(typ)); err != nil {
-				t.Fatal(err)
-			}
-		}
-		var lines []int
-		for _, b := range got {
-			if b[len(b)-1] != '\n' {
-				t.Fatalf("step %d: a write ends mid-line: %q", i, b)
-			}
-			lines = append(lines, bytes.Count(b, []byte("\n")))
-		}
-		if !slices.Equal(lines, step.lines) {
-			t.Fatalf("step %d (%v): writes of %v lines, want %v", i, step.events, lines, step.lines)
-		}
-	}
-	got = nil
-	if err := w.Close(); err != nil || len(got) != 1 || bytes.Count(got[0], []byte("\n")) != 1 {
-		t.Fatalf("Close wrote %q (%v), want the held action", got, err)
-	}
 }
