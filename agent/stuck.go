@@ -4,8 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"fmt"
-	"maps"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/specloop/specloop/gen"
@@ -61,6 +61,8 @@ type stuckDetector struct {
 	recent []signature // the latest, oldest first, at most keep
 	keep   int
 	warned bool
+	buf    []byte // the hash input being built, reused between calls
+
 }
 
 func newStuckDetector(cfg StuckDetection) *stuckDetector {
@@ -78,7 +80,7 @@ func (d *stuckDetector) add(call *gen.ToolCall, obs *gen.Observation) string {
 		copy(d.recent, d.recent[1:])
 		d.recent = d.recent[:d.keep-1]
 	}
-	d.recent = append(d.recent, signature{call: callSignature(call), result: resultSignature(obs), failed: obs.IsError})
+	d.recent = append(d.recent, signature{call: d.callSignature(call), result: d.resultSignature(obs), failed: obs.IsError})
 	return d.pattern()
 }
 
@@ -120,36 +122,76 @@ func stuckMessage(pattern string) string {
 }
 
 // callSignature hashes a call's tool and arguments.
-func callSignature(call *gen.ToolCall) [sha256.Size]byte {
-	return hashJSON(struct {
-		Tool string         `json:"tool"`
-		Args map[string]any `json:"args"`
-	}{call.ToolName, call.Arguments}, call.ToolName) // arguments that do not encode: the tool name alone
+func (d *stuckDetector) callSignature(call *gen.ToolCall) [sha256.Size]byte {
+	d.buf = appendObject(appendString(d.buf[:0], call.ToolName), call.Arguments, nil)
+	return sha256.Sum256(d.buf)
 }
 
 // resultSignature hashes what an observation says: its error flag and
 // code, and its structured data without durations (keys ending in _ms,
 // such as run_command's duration_ms), else its content.
-func resultSignature(obs *gen.Observation) [sha256.Size]byte {
-	r := struct {
-		Failed  bool           `json:"failed"`
-		Code    *gen.ErrorCode `json:"code"`
-		Data    map[string]any `json:"data"`
-		Content string         `json:"content"`
-	}{Failed: obs.IsError, Code: obs.ErrorCode, Content: obs.Content}
-	if obs.Data != nil {
-		r.Data, r.Content = maps.Clone(*obs.Data), ""
-		maps.DeleteFunc(r.Data, func(k string, _ any) bool { return strings.HasSuffix(k, "_ms") })
+func (d *stuckDetector) resultSignature(obs *gen.Observation) [sha256.Size]byte {
+	b := canonical(d.buf[:0], obs.IsError)
+	if obs.ErrorCode != nil {
+		b = appendString(append(b, 'e'), string(*obs.ErrorCode))
 	}
-	return hashJSON(r, obs.Content)
+	if obs.Data == nil {
+		b = appendString(append(b, 'c'), obs.Content)
+	} else {
+		b = appendObject(b, *obs.Data, func(k string) bool { return strings.HasSuffix(k, "_ms") })
+	}
+	d.buf = b
+	return sha256.Sum256(b)
 }
 
-// hashJSON hashes v as canonical JSON (encoding/json sorts map keys), or
-// fallback when v does not encode.
-func hashJSON(v any, fallback string) [sha256.Size]byte {
+// canonical appends v, a decoded JSON value, to b in an encoding that is
+// the same for equal values and differs for different ones: object keys in
+// order, strings prefixed with their length. It is the stuck detector's
+// hash input, cheaper per step than encoding the value as JSON; a value of
+// another type is encoded as JSON (or as "?" when it does not encode).
+func canonical(b []byte, v any) []byte {
+	switch v := v.(type) {
+	case nil:
+		return append(b, 'n')
+	case bool:
+		return append(strconv.AppendBool(append(b, 'b'), v), ';')
+	case float64:
+		return append(strconv.AppendFloat(append(b, 'f'), v, 'g', -1, 64), ';')
+	case string:
+		return appendString(b, v)
+	case []any:
+		b = append(b, '[')
+		for _, e := range v {
+			b = canonical(b, e)
+		}
+		return append(b, ']')
+	case map[string]any:
+		return appendObject(b, v, nil)
+	}
 	data, err := json.Marshal(v)
 	if err != nil {
-		data = []byte(fallback)
+		return append(b, '?')
 	}
-	return sha256.Sum256(data)
+	return appendString(append(b, 'j'), string(data))
+}
+
+func appendString(b []byte, s string) []byte {
+	return append(append(strconv.AppendInt(append(b, 's'), int64(len(s)), 10), ':'), s...)
+}
+
+// appendObject appends m's entries in key order, but those whose key skip
+// (when not nil) reports.
+func appendObject(b []byte, m map[string]any, skip func(string) bool) []byte {
+	keys := make([]string, 0, 8)
+	for k := range m {
+		if skip == nil || !skip(k) {
+			keys = append(keys, k)
+		}
+	}
+	slices.Sort(keys)
+	b = append(b, '{')
+	for _, k := range keys {
+		b = canonical(appendString(b, k), m[k])
+	}
+	return append(b, '}')
 }

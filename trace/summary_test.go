@@ -72,3 +72,14 @@ func TestShowApprovalDecision(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkSummary measures one summary, which a step computes several
+// times (its output, its text, an answer).
+//
+//	go test ./trace -run '^$' -bench Summary -benchmem
+func BenchmarkSummary(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		trace.Summary("The calculator returned 84 for 12 times 7, as the task asked.")
+	}
+}

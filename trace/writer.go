@@ -108,14 +108,37 @@ func checkTraceFile(path string) error {
 	return nil
 }
 
+// lineEncoder encodes one event's line. Emit takes one from lines and
+// gives it back, so a step's events are encoded without allocating a
+// buffer and an encoder each; encoding stays outside the Writer's lock.
+type lineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+var lines = sync.Pool{New: func() any {
+	l := new(lineEncoder)
+	l.enc = json.NewEncoder(&l.buf)
+	l.enc.SetEscapeHTML(false) // summaries and raw text stay readable
+	return l
+}}
+
+// put gives l back to lines, unless it grew past 64 KiB for a large event
+// (a raw response) that later events should not keep alive.
+func (l *lineEncoder) put() {
+	if l.buf.Cap() <= 64<<10 {
+		l.buf.Reset()
+		lines.Put(l)
+	}
+}
+
 // Emit appends one event as a line. After a write error every later Emit
 // returns that error.
 func (w *Writer) Emit(ev *gen.TraceEvent) error {
-	var line bytes.Buffer
-	enc := json.NewEncoder(&line)
-	enc.SetEscapeHTML(false) // summaries and raw text stay readable
+	line := lines.Get().(*lineEncoder)
+	defer line.put()
 	// Encode ends the line with a newline.
-	if err := enc.Encode(ev); err != nil {
+	if err := line.enc.Encode(ev); err != nil {
 		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
 	}
 	w.mu.Lock()
@@ -124,7 +147,7 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 		return w.err
 	}
 	// One write of the whole line: a crash loses at most this event.
-	if _, err := w.w.Write(line.Bytes()); err != nil {
+	if _, err := w.w.Write(line.buf.Bytes()); err != nil {
 		w.err = fmt.Errorf("trace: write: %w", err)
 		return w.err
 	}
