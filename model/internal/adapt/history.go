@@ -1,7 +1,6 @@
 package adapt
 
 import (
-	"regexp"
 	"strconv"
 
 	"github.com/specloop/specloop/agent"
@@ -63,9 +62,9 @@ const finishDelivered = "Your answer was given to the person, whose reply follow
 // for the item's position, so the call and its result always agree.
 func SyntheticID(index int) string { return "call_" + strconv.Itoa(index) }
 
-// validID matches the ids that are safe for every provider (Anthropic
+// validID reports whether id is safe for every provider (Anthropic
 // requires ^[a-zA-Z0-9_-]+$ for tool_use ids).
-var validID = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,256}$`)
+func validID(id string) bool { return plain(id, 256, "_-") }
 
 // Render turns a run's history into turns:
 //
@@ -109,7 +108,7 @@ func (ts *Toolset) Render(h agent.History) []Turn {
 		switch {
 		case it.ToolCall != nil:
 			id := SyntheticID(i)
-			if it.ToolCall.CallId != nil && validID.MatchString(*it.ToolCall.CallId) {
+			if it.ToolCall.CallId != nil && validID(*it.ToolCall.CallId) {
 				id = *it.ToolCall.CallId
 			}
 			turns = append(turns, Turn{Kind: Call, ID: id, Name: it.ToolCall.ToolName, Arguments: it.ToolCall.Arguments, Reasoning: deref(it.ToolCall.Reasoning), Text: deref(it.ToolCall.Text)})

@@ -261,7 +261,7 @@ func ParseAPIError(status int, body []byte) *APIError {
 // Error is the status and the type, never the message.
 func (e *APIError) Error() string {
 	s := strconv.Itoa(e.StatusCode) + " " + http.StatusText(e.StatusCode)
-	if plainCode.MatchString(e.Type) {
+	if plainCode(e.Type) {
 		s += " (" + e.Type + ")"
 	}
 	return s

@@ -2,7 +2,6 @@ package adapt
 
 import (
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -53,7 +52,7 @@ func (e *ProviderError) Error() string {
 	switch {
 	case e.StatusCode != 0:
 		s += ": " + strings.TrimSpace(strconv.Itoa(e.StatusCode)+" "+http.StatusText(e.StatusCode))
-		if plainCode.MatchString(e.Code) {
+		if plainCode(e.Code) {
 			s += " (" + e.Code + ")"
 		}
 	case e.Err != nil:
@@ -65,5 +64,21 @@ func (e *ProviderError) Error() string {
 // Unwrap returns Err.
 func (e *ProviderError) Unwrap() error { return e.Err }
 
-// plainCode matches a short identifier, safe to print.
-var plainCode = regexp.MustCompile(`^[a-zA-Z0-9_.-]{1,64}$`)
+// plainCode reports whether code is a short identifier, safe to print.
+func plainCode(code string) bool { return plain(code, 64, "_.-") }
+
+// plain reports whether s is 1 to most bytes of ASCII letters, digits and
+// the bytes of extra. (A regular expression of a bounded repeat would
+// compile a program of thousands of objects when the package loads.)
+func plain(s string, most int, extra string) bool {
+	if s == "" || len(s) > most {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
