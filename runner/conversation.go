@@ -71,11 +71,6 @@ func (s *Runner) Continue(ctx context.Context, id string, body gen.ContinueRunRe
 }
 
 func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRequest) (gen.Run, error) {
-	if s.cfg.Engine != nil {
-		// An engine's run would start without the conversation's history,
-		// which it cannot rebuild yet.
-		return gen.Run{}, &Error{Kind: Conflict, Detail: "runs on an engine (Temporal) cannot be continued yet; start a new run"}
-	}
 	s.runs.mu.RLock()
 	chain := chainOf(r, s.runs.byID)
 	s.runs.mu.RUnlock()
@@ -118,9 +113,11 @@ func (s *Runner) turns(chain []string) ([]Turn, error) {
 	for i, id := range chain {
 		t := &turns[i]
 		sp, err := s.store.readRequest(id)
-		t.Transcript = s.store.transcriptPath(id)
 		if err == nil {
-			_, err = os.Stat(t.Transcript)
+			// An engine's runs keep their transcripts where it does.
+			if t.Transcript, err = s.transcriptPath(id); err == nil {
+				_, err = os.Stat(t.Transcript)
+			}
 		}
 		if errors.Is(err, fs.ErrNotExist) {
 			// Its request said transcript false, or it never started, or

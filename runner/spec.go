@@ -54,6 +54,8 @@ type Spec struct {
 	// Conversation, for a follow-up whose history is not given, are the
 	// runs it continues, oldest first: Open rebuilds the history from
 	// their transcripts (History) and sets Task to the conversation's.
+	// An Engine gets them too (the Temporal engine hands each run's spec
+	// to its workers, which rebuild the history where the tools are).
 	Conversation []Turn `json:"-"`
 }
 

@@ -189,16 +189,39 @@ func TestEngineTranscriptIsServed(t *testing.T) {
 	}
 }
 
-// An engine's run cannot be continued yet (the engine would start it
-// without the conversation's history): 409, saying so.
-func TestEngineRunsAreNotContinued(t *testing.T) {
+// An engine's run is continued through the engine: the API server hands
+// it the person's message and the specs of the runs the conversation
+// holds (the engine's workers rebuild the history from their
+// transcripts); a run whose transcript the engine lacks is a conflict.
+func TestEngineRunsAreContinuedThroughTheEngine(t *testing.T) {
 	t.Parallel()
-	e := &transcriptEngine{fakeEngine: fakeEngine{got: make(chan runner.Spec, 1)}, dir: t.TempDir()}
+	e := &transcriptEngine{fakeEngine: fakeEngine{got: make(chan runner.Spec, 2)}, dir: t.TempDir()}
 	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	run := ts.create(calcRequest())
+	<-e.got
 	ts.wait(run.Id)
-	_, err := ts.sdk.Continue(context.Background(), run.Id, "and now?")
-	if !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), "engine") {
-		t.Fatalf("continue an engine's run: %v, want a conflict naming the engine", err)
+	if _, err := ts.sdk.Continue(context.Background(), run.Id, "and now?"); !errors.Is(err, sdk.ErrConflict) || !strings.Contains(err.Error(), "kept no transcript") {
+		t.Fatalf("continue a run whose transcript the engine lacks: %v, want a conflict saying so", err)
 	}
+	w, err := transcript.Open(filepath.Join(e.dir, run.Id+".jsonl"), transcript.NewRedactor(nil), trace.SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	task := "Compute 12 x 7."
+	if err := w.Write(gen.TranscriptEntry{RunId: run.Id, EventType: gen.TraceEventTypeRunStarted, Task: &task}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	next, err := ts.sdk.Continue(context.Background(), run.Id, "and now?")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp := <-e.got
+	if sp.ID != next.Id || sp.FollowUp == nil || sp.FollowUp.Message != "and now?" || sp.FollowUp.History != nil ||
+		len(sp.Conversation) != 1 || sp.Conversation[0].Spec.ID != run.Id {
+		t.Fatalf("the engine got %+v, want the message and the first run's spec", sp)
+	}
+	ts.wait(next.Id)
 }

@@ -51,6 +51,8 @@ type openInput struct {
 	ProjectDocs      *bool `json:",omitempty"`
 	ProjectDocsLimit *int  `json:",omitempty"`
 	Model            gen.ModelConfig
+	// Conversation are the runs a follow-up continues (runInput's).
+	Conversation []runner.Spec `json:",omitempty"`
 }
 
 // openOutput is what the Open activity learnt about the run's setup.
@@ -64,6 +66,9 @@ type openOutput struct {
 	// and ProjectDocs the files read (runner.ProjectDocs).
 	Task        gen.Task
 	ProjectDocs []gen.ProjectDoc `json:",omitempty"`
+	// History is a follow-up's: the history its conversation's last run
+	// ended with (runner.History).
+	History []agent.Item `json:",omitempty"`
 	// ContextWindow is the model's context window, 0 when the model is
 	// no agent.ContextSizer (the run then compacts only when the
 	// provider refuses a request as too long).
@@ -253,6 +258,11 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
 	req := gen.CreateRunRequest{Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit}
+	if len(in.Conversation) > 0 {
+		if req.Task, out.History, err = a.history(ctx, in.Conversation, s.Options); err != nil {
+			return openOutput{}, temporal.NewNonRetryableApplicationError("rebuild the conversation's history: "+err.Error(), "conversation", nil)
+		}
+	}
 	if out.Task, out.ProjectDocs, err = runner.ProjectDocs(&req, s.Workspace.Dir(), s.dir); err != nil {
 		return openOutput{}, fmt.Errorf("read the project docs: %w", err)
 	}
@@ -275,6 +285,27 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 		}
 	}
 	return out, nil
+}
+
+// history rebuilds a follow-up's conversation from the transcripts of its
+// runs in the store, with this host's tools and check (base), as
+// runner.Open does for a local run.
+func (a *Activities) history(ctx context.Context, runs []runner.Spec, base agent.Options) (gen.Task, []agent.Item, error) {
+	turns := make([]runner.Turn, len(runs))
+	for i, sp := range runs {
+		path, err := a.Store.TranscriptPath(sp.ID)
+		if err != nil {
+			return gen.Task{}, nil, err
+		}
+		turns[i] = runner.Turn{Transcript: path, Spec: sp}
+		if a.Models != nil {
+			// Asked nothing: its context window budgets the replay.
+			if turns[i].Model, err = a.Models(sp.Model); err != nil {
+				return gen.Task{}, nil, fmt.Errorf("run %s's model: %w", sp.ID, err)
+			}
+		}
+	}
+	return runner.History(ctx, turns, base)
 }
 
 // model asks the run's model for its next turn.

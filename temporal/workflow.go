@@ -35,6 +35,10 @@ type runInput struct {
 	ContinueAsNewSteps int `json:",omitempty"`
 	// Continued is set in the input of a continued execution.
 	Continued *continued `json:",omitempty"`
+	// Conversation, for a follow-up (Spec.FollowUp), are the specs of the
+	// runs it continues, oldest first (runner.Spec.Conversation): the
+	// Open activity rebuilds the history from their transcripts.
+	Conversation []runner.Spec `json:",omitempty"`
 }
 
 // DefaultHeartbeatTimeout is Engine.HeartbeatTimeout's default: how long
@@ -98,7 +102,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		r.opened, r.modelCalls, r.toolCalls, r.written, r.transcribed = c.Opened, c.ModelCalls, c.ToolCalls, c.Written, c.Transcribed
 	} else {
 		var opened openOutput
-		open := openInput{Run: r.ref(), Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit, Model: in.Model}
+		open := openInput{Run: r.ref(), Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit, Model: in.Model, Conversation: in.Conversation}
 		if err := workflow.ExecuteActivity(r.shared, openActivity, open).Get(wctx, &opened); err != nil {
 			msg := agent.ClipMessage("open the run: " + activityMessage(err))
 			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
@@ -125,6 +129,15 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if opened.Task.Prompt != "" {
 		task, opts.ProjectDocs = opened.Task, opened.ProjectDocs
 	}
+	// A follow-up goes on from the conversation's history, which the Open
+	// activity rebuilt; its transcript starts with the person's message.
+	prompt := in.Task.Prompt
+	if f := in.FollowUp; f != nil {
+		prompt = f.Message
+		if f.History == nil {
+			opts.FollowUp = &agent.FollowUp{History: opened.History, Message: f.Message}
+		}
+	}
 	opts.Clock = func() time.Time { return workflow.Now(wctx) }
 	opts.PauseAfter = in.ContinueAsNewSteps
 	if opts.PauseAfter <= 0 {
@@ -136,7 +149,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if in.KeepsTranscript() {
 		// The entries go to the store with the trace lines, redacted there
 		// by the worker.
-		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), in.Task.Prompt).Observe
+		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), prompt).Observe
 	}
 	if in.CheckCommand() != "" {
 		opts.Check = (*wfCheck)(r)
