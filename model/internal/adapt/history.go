@@ -5,6 +5,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
 )
 
 // Kind is what a Turn is.
@@ -64,7 +65,7 @@ func SyntheticID(index int) string { return "call_" + strconv.Itoa(index) }
 
 // validID reports whether id is safe for every provider (Anthropic
 // requires ^[a-zA-Z0-9_-]+$ for tool_use ids).
-func validID(id string) bool { return plain(id, 256, "_-") }
+func validID(id string) bool { return ident.Of(id, 256, "_-") }
 
 // Render turns a run's history into turns:
 //

@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/specloop/specloop/internal/ident"
 )
 
 // ProviderError is a model provider failing for a reason that is not the
@@ -65,20 +67,4 @@ func (e *ProviderError) Error() string {
 func (e *ProviderError) Unwrap() error { return e.Err }
 
 // plainCode reports whether code is a short identifier, safe to print.
-func plainCode(code string) bool { return plain(code, 64, "_.-") }
-
-// plain reports whether s is 1 to most bytes of ASCII letters, digits and
-// the bytes of extra. (A regular expression of a bounded repeat would
-// compile a program of thousands of objects when the package loads.)
-func plain(s string, most int, extra string) bool {
-	if s == "" || len(s) > most {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || strings.IndexByte(extra, c) >= 0) {
-			return false
-		}
-	}
-	return true
-}
+func plainCode(code string) bool { return ident.Of(code, 64, "_.-") }
