@@ -6,6 +6,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+
+	"github.com/specloop/specloop/internal/gitshape"
 )
 
 // toolchain is where the Go toolchain found in PATH keeps its files: the
@@ -71,8 +73,9 @@ func toolchainFor(env []string, own string) (tc toolchain) {
 
 // nested says whether one of the directories a and b is in the other.
 func nested(a, b string) bool {
-	in := func(x, y string) bool { r, err := filepath.Rel(y, x); return err == nil && filepath.IsLocal(r) }
-	return in(a, b) || in(b, a)
+	_, aInB := gitshape.Within(b, a)
+	_, bInA := gitshape.Within(a, b)
+	return aInB || bInA
 }
 
 // realDir is the absolute directory p with symbolic links resolved (when

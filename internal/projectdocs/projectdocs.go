@@ -162,8 +162,8 @@ func homeRelative(path string) string {
 	if err != nil {
 		return path
 	}
-	if rel, err := filepath.Rel(home, path); err == nil && filepath.IsLocal(rel) {
-		return "~/" + filepath.ToSlash(rel)
+	if rel, ok := gitshape.Within(home, path); ok {
+		return "~/" + rel
 	}
 	return path
 }
