@@ -62,7 +62,6 @@ type stuckDetector struct {
 	keep   int
 	warned bool
 	buf    []byte // the hash input being built, reused between calls
-
 }
 
 func newStuckDetector(cfg StuckDetection) *stuckDetector {
