@@ -104,7 +104,7 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 	defer statusW.Close()
 	tctx, cancel := context.WithTimeout(ctx, c.Timeout)
 	defer cancel()
-	tc := goToolchain()
+	tc := s.toolchain()
 	cfg := helperConfig{
 		Backend: s.info.Backend, Args: c.Args, ParentPID: os.Getpid(),
 		RODirs: append(slices.Clip(systemRODirs), tc.ro...),

@@ -224,7 +224,7 @@ func (s *Sandbox) unconfined(ctx context.Context, c Command) (Result, error) {
 	defer cancel()
 	cmd := exec.CommandContext(tctx, c.Args[0], c.Args[1:]...)
 	exe, _ := os.Executable()
-	cmd.Env = s.environment(scratch, c.DirPath, goToolchain(), exe, c.Env)
+	cmd.Env = s.environment(scratch, c.DirPath, s.toolchain(), exe, c.Env)
 	unconfinedIn(cmd, c)
 	return execute(ctx, cmd, c)
 }
