@@ -227,10 +227,7 @@ func (p *patchPlan) write() error {
 }
 
 func (p *patchPlan) result() *gen.ApplyPatchResult {
-	out := &gen.ApplyPatchResult{Added: []string{}, Updated: []string{}, Deleted: []string{}, Moved: p.moves}
-	if out.Moved == nil {
-		out.Moved = []gen.ApplyPatchMove{}
-	}
+	out := &gen.ApplyPatchResult{Added: []string{}, Updated: []string{}, Deleted: []string{}, Moved: append([]gen.ApplyPatchMove{}, p.moves...)}
 	for _, f := range p.order {
 		switch {
 		case f.moved:
@@ -248,14 +245,10 @@ func (p *patchPlan) result() *gen.ApplyPatchResult {
 func renderApplyPatch(_ *gen.ApplyPatchInput, out *gen.ApplyPatchResult) string {
 	var b strings.Builder
 	b.WriteString("applied the patch:\n")
-	for _, p := range out.Added {
-		fmt.Fprintf(&b, "A %s\n", p)
-	}
-	for _, p := range out.Updated {
-		fmt.Fprintf(&b, "M %s\n", p)
-	}
-	for _, p := range out.Deleted {
-		fmt.Fprintf(&b, "D %s\n", p)
+	for i, paths := range [][]string{out.Added, out.Updated, out.Deleted} {
+		for _, p := range paths {
+			fmt.Fprintf(&b, "%c %s\n", "AMD"[i], p)
+		}
 	}
 	for _, m := range out.Moved {
 		fmt.Fprintf(&b, "R %s -> %s\n", m.From, m.To)

@@ -21,21 +21,17 @@ func Builtin() []Handler {
 	}
 }
 
-// embeddedRegistry derives the embedded spec's tools once per process.
-var embeddedRegistry = sync.OnceValues(func() (*Registry, error) {
+// embedded derives the embedded spec's tools and binds them to the
+// built-in handlers once per process: most runtimes of a process use both.
+var embedded = sync.OnceValues(func() (binding, error) {
 	doc, err := gen.SpecDoc()
 	if err != nil {
-		return nil, fmt.Errorf("tools: spec: %w", err)
+		return binding{}, fmt.Errorf("tools: spec: %w", err)
 	}
-	return newRegistry(doc, false)
-})
-
-// embeddedBound binds the embedded spec's tools to the built-in handlers
-// once per process.
-var embeddedBound = sync.OnceValues(func() (map[string]Handler, error) {
-	reg, err := embeddedRegistry()
+	reg, err := newRegistry(doc, false)
 	if err != nil {
-		return nil, err
+		return binding{}, err
 	}
-	return Bind(reg, Builtin())
+	bound, err := Bind(reg, Builtin())
+	return binding{reg, bound}, err
 })

@@ -153,13 +153,8 @@ func sameFields(t reflect.Type, s map[string]any) error {
 // handler, and a name or an input schema name a built-in tool or an
 // earlier document already has. reg and bound are not changed.
 func withExtra(reg *Registry, bound map[string]Handler, extra []*Spec) (*Registry, map[string]Handler, map[string]bool, error) {
-	merged := &Registry{byName: map[string]*Def{}, defs: slices.Clone(reg.defs)}
+	merged := &Registry{defs: slices.Clone(reg.defs)}
 	all := maps.Clone(bound)
-	builtinInputs := map[string]bool{}
-	for _, d := range reg.defs {
-		merged.byName[d.Spec.Name] = d
-		builtinInputs[d.InputSchemaName] = true
-	}
 	custom := map[string]bool{}
 	for _, s := range extra {
 		if s == nil {
@@ -172,14 +167,13 @@ func withExtra(reg *Registry, bound map[string]Handler, extra []*Spec) (*Registr
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q has no handler (register one with Spec.Register or Spec.RegisterDeclared)", name)
 			case custom[name]:
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q is defined by two documents", name)
-			case merged.byName[name] != nil:
+			case bound[name].call != nil:
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q clashes with the built-in tool of that name", name)
-			case builtinInputs[d.InputSchemaName]:
+			case slices.ContainsFunc(reg.defs, func(b *Def) bool { return b.InputSchemaName == d.InputSchemaName }):
 				return nil, nil, nil, fmt.Errorf("tools: custom tool %q: its input schema %s has the name of a built-in tool's input; rename it", name, d.InputSchemaName)
 			}
 			custom[name] = true
 			merged.defs = append(merged.defs, d)
-			merged.byName[name] = d
 			all[name] = s.bound[name]
 		}
 	}

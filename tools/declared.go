@@ -41,10 +41,6 @@ type DeclaredConfig struct {
 	// response body in bytes; more is a handler_failed error. Zero means
 	// DefaultDeclaredMaxOutput.
 	MaxOutput int
-	// Client posts to endpoints; nil means a client of its own. Whichever
-	// client, redirects are followed only within the endpoint's scheme
-	// and host.
-	Client *http.Client
 }
 
 // RegisterDeclared binds every tool of s that has no handler yet to the
@@ -75,18 +71,13 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 	if cfg.MaxOutput <= 0 {
 		cfg.MaxOutput = DefaultDeclaredMaxOutput
 	}
-	client := &http.Client{}
-	if cfg.Client != nil {
-		c := *cfg.Client
-		client = &c
-	}
-	client.CheckRedirect = redirect.SameOrigin
-	cfg.Client = client
+	// Redirects are followed only within the endpoint's scheme and host.
+	client := &http.Client{CheckRedirect: redirect.SameOrigin}
 	for _, def := range s.reg.Defs() {
 		if _, bound := s.bound[def.Spec.Name]; bound {
 			continue
 		}
-		h, err := declaredHandler(def, cfg)
+		h, err := declaredHandler(def, cfg, client)
 		if err != nil {
 			return fmt.Errorf("tools: custom tool %q: %w", def.Spec.Name, err)
 		}
@@ -109,7 +100,7 @@ func (s *Spec) RegisterDeclared(cfg DeclaredConfig) error {
 	return nil
 }
 
-func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
+func declaredHandler(def *Def, cfg DeclaredConfig, client *http.Client) (Handler, error) {
 	if _, old := def.op.Extensions[oldArgvKey]; old {
 		return Handler{}, fmt.Errorf("declares %s, which is now %s: [program, args...] (%s is only the trait of a built-in tool)", oldArgvKey, argvKey, oldArgvKey)
 	}
@@ -133,7 +124,7 @@ func declaredHandler(def *Def, cfg DeclaredConfig) (Handler, error) {
 			return Handler{}, err
 		}
 		return rawHandler(NeedsNothing, func(ctx context.Context, _ *Env, input []byte) (Result, error) {
-			return postDeclared(ctx, def, u, cfg, input)
+			return postDeclared(ctx, def, u, cfg, client, input)
 		}), nil
 	}
 	return Handler{}, fmt.Errorf("has no handler: register a Go handler, or declare %s: [program, args...] or the operation's servers", argvKey)
@@ -204,7 +195,7 @@ func runDeclared(ctx context.Context, env *Env, def *Def, argv []string, cfg Dec
 }
 
 // postDeclared posts a tool's arguments, input, to its declared endpoint.
-func postDeclared(ctx context.Context, def *Def, endpoint string, cfg DeclaredConfig, input []byte) (Result, error) {
+func postDeclared(ctx context.Context, def *Def, endpoint string, cfg DeclaredConfig, client *http.Client, input []byte) (Result, error) {
 	tctx, cancel := context.WithTimeout(ctx, cfg.Timeout)
 	defer cancel()
 	req, err := http.NewRequestWithContext(tctx, http.MethodPost, endpoint, bytes.NewReader(input))
@@ -213,7 +204,7 @@ func postDeclared(ctx context.Context, def *Def, endpoint string, cfg DeclaredCo
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", "application/json")
-	resp, err := cfg.Client.Do(req)
+	resp, err := client.Do(req)
 	if err != nil {
 		if ctx.Err() != nil {
 			return Result{}, ctx.Err()

@@ -51,31 +51,26 @@ type Handler struct {
 // into the text the model reads.
 func Func[In, Out any](needs Needs, fn func(ctx context.Context, env *Env, in *In) (*Out, error), render func(in *In, out *Out) string) Handler {
 	return Handler{in: reflect.TypeFor[In](), need: needs, call: func(ctx context.Context, env *Env, args map[string]any) (Result, error) {
-		return callTyped(ctx, env, args, fn, render)
-	}}
-}
-
-// callTyped binds args to In, calls fn and renders its result.
-func callTyped[In, Out any](ctx context.Context, env *Env, args map[string]any, fn func(context.Context, *Env, *In) (*Out, error), render func(*In, *Out) string) (Result, error) {
-	var in In
-	if err := schema.Bind(args, &in); err != nil {
-		// A schema-valid value the Go type cannot hold (an integer past
-		// its range) is the caller's mistake, not the runtime's.
-		var se *schema.Error
-		if errors.As(err, &se) {
-			return Result{}, &argumentsError{err: se}
+		var in In
+		if err := schema.Bind(args, &in); err != nil {
+			// A schema-valid value the Go type cannot hold (an integer past
+			// its range) is the caller's mistake, not the runtime's.
+			var se *schema.Error
+			if errors.As(err, &se) {
+				return Result{}, &argumentsError{err: se}
+			}
+			return Result{}, fmt.Errorf("bind arguments: %w", err)
 		}
-		return Result{}, fmt.Errorf("bind arguments: %w", err)
-	}
-	out, err := fn(ctx, env, &in)
-	if err != nil {
-		return Result{}, err
-	}
-	data, err := toData(out)
-	if err != nil {
-		return Result{}, fmt.Errorf("encode result: %w", err)
-	}
-	return Result{Content: render(&in, out), Data: data}, nil
+		out, err := fn(ctx, env, &in)
+		if err != nil {
+			return Result{}, err
+		}
+		data, err := toData(out)
+		if err != nil {
+			return Result{}, fmt.Errorf("encode result: %w", err)
+		}
+		return Result{Content: render(&in, out), Data: data}, nil
+	}}
 }
 
 // argumentsError is arguments that passed the schema but do not fit the

@@ -107,7 +107,7 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	}
 	if capped {
 		out.Truncated = true
-		out.NextStartLine = ptr(last + 1)
+		out.NextStartLine = new(last + 1)
 	}
 	return out, nil
 }
@@ -191,5 +191,3 @@ func renderReadFile(_ *gen.ReadFileInput, out *gen.ReadFileResult) string {
 	}
 	return b.String()
 }
-
-func ptr[T any](v T) *T { return &v }

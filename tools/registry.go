@@ -47,10 +47,7 @@ func (d *Def) ValidateInput(args map[string]any) error {
 func (d *Def) ValidateResult(data map[string]any) error { return d.result.Validate(data) }
 
 // Registry is the set of tools an OpenAPI document defines, sorted by name.
-type Registry struct {
-	defs   []*Def
-	byName map[string]*Def
-}
+type Registry struct{ defs []*Def }
 
 // NewRegistry derives every tool from the operations POST /v1/tools/NAME
 // of the OpenAPI document doc (YAML or JSON), NAME a tool name (the
@@ -73,7 +70,7 @@ func NewRegistry(doc []byte) (*Registry, error) {
 // holds nothing but tools, each only a POST operation, and a tool's
 // result schema and 422 response are optional there.
 func newRegistry(doc *oas.Doc, custom bool) (*Registry, error) {
-	r := &Registry{byName: map[string]*Def{}}
+	r := &Registry{}
 	for _, p := range doc.Paths {
 		name, ok := strings.CutPrefix(p.Path, toolPathPrefix)
 		if !ok || !ValidToolName(name) {
@@ -92,7 +89,6 @@ func newRegistry(doc *oas.Doc, custom bool) (*Registry, error) {
 			return nil, err
 		}
 		r.defs = append(r.defs, def) // sorted by name, as the paths are
-		r.byName[name] = def
 	}
 	return r, nil
 }
@@ -185,8 +181,11 @@ func (r *Registry) Defs() []*Def { return r.defs }
 
 // Lookup returns the tool named name.
 func (r *Registry) Lookup(name string) (*Def, bool) {
-	d, ok := r.byName[name]
-	return d, ok
+	i, ok := slices.BinarySearchFunc(r.defs, name, func(d *Def, name string) int { return strings.Compare(d.Spec.Name, name) })
+	if !ok {
+		return nil, false
+	}
+	return r.defs[i], true
 }
 
 func refName(ref string) string { return ref[strings.LastIndexByte(ref, '/')+1:] }

@@ -47,10 +47,10 @@ func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.Ru
 		TimedOut:   run.TimedOut,
 	}
 	if n := stdout.omitted(); n > 0 {
-		out.StdoutOmittedBytes = ptr(int(n))
+		out.StdoutOmittedBytes = new(int(n))
 	}
 	if n := stderr.omitted(); n > 0 {
-		out.StderrOmittedBytes = ptr(int(n))
+		out.StderrOmittedBytes = new(int(n))
 	}
 	return out, nil
 }

@@ -122,30 +122,30 @@ func New(cfg Config) (*Runtime, error) {
 	return r, nil
 }
 
+// binding is a registry's tools and their handlers, by tool name.
+type binding struct {
+	reg   *Registry
+	bound map[string]Handler
+}
+
 // bindingFor returns the registry of doc (the embedded spec when nil) and
-// its tools bound to handlers (Builtin() when nil). The embedded spec with
-// the built-in handlers, which most runtimes of a process use, is derived
-// and bound once.
+// its tools bound to handlers (Builtin() when nil).
 func bindingFor(doc []byte, handlers []Handler) (*Registry, map[string]Handler, error) {
-	var reg *Registry
+	var e binding
 	var err error
 	if doc == nil {
-		reg, err = embeddedRegistry()
+		e, err = embedded()
 	} else {
-		reg, err = NewRegistry(doc)
+		e.reg, err = NewRegistry(doc)
 	}
-	if err != nil {
-		return nil, nil, err
-	}
-	if doc == nil && handlers == nil {
-		bound, err := embeddedBound()
-		return reg, bound, err
+	if err != nil || handlers == nil && e.bound != nil {
+		return e.reg, e.bound, err
 	}
 	if handlers == nil {
 		handlers = Builtin()
 	}
-	bound, err := Bind(reg, handlers)
-	return reg, bound, err
+	bound, err := Bind(e.reg, handlers)
+	return e.reg, bound, err
 }
 
 // Bind pairs each tool of reg with its handler. It reports every tool
