@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -33,17 +31,10 @@ const remoteGrace = 30 * time.Second
 // the message, keeping its request but for --max-steps, --token-budget
 // and the model when set here (set are the flags set here).
 func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, set [][2]string) int {
-	for _, bad := range []struct {
-		set  bool
-		flag string
-	}{
-		{f.recordRaw, "--record-raw"}, {f.baseURL != "", "--base-url"}, {f.noCommands, "--no-commands"},
-		{f.systemFile != "", "--system-file"},
-	} {
-		if bad.set {
-			env.Errorf("run: %s is not available with --remote (the server decides)", bad.flag)
-			return exitUsage
-		}
+	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
+		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
+		env.Errorf("run: %v", err)
+		return exitUsage
 	}
 	token, err := cli.ReadToken(f.tokenFile)
 	if err != nil {
@@ -68,7 +59,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 	// The request a local run makes of the same flags.
 	req := f.request(prompt, names, approvals, asker != nil)
 	if f.script != "" || f.model != "" {
-		if req.Model, err = remoteModel(f); err != nil {
+		if req.Model, err = modelConfig(f); err != nil {
 			env.Errorf("run: %v", err)
 			return exitUsage
 		}
@@ -176,27 +167,4 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		return exitInternal
 	}
 	return writePatch(env, f.patchPath, final.Result, report(env, final.Result, nil, f.asJSON, f.tracePath))
-}
-
-// remoteModel is the server-side model configuration the run flags name:
-// --script FILE sends its responses; --model openai:NAME or anthropic:NAME
-// names a provider the server must offer (with its own keys).
-func remoteModel(f *runFlags) (gen.ModelConfig, error) {
-	var mc gen.ModelConfig
-	if f.script != "" {
-		lines, err := readScriptLines(f.script)
-		if err != nil {
-			return mc, fmt.Errorf("--script: %w", err)
-		}
-		return sdk.Script(lines...), nil
-	}
-	provider, name, ok := strings.Cut(f.model, ":")
-	if !ok || name == "" {
-		return mc, fmt.Errorf("--model must be PROVIDER:NAME")
-	}
-	switch provider {
-	case string(gen.OpenAIModelConfigProviderOpenai), string(gen.AnthropicModelConfigProviderAnthropic):
-		return providerConfig(f)
-	}
-	return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
 }
