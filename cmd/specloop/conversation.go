@@ -86,12 +86,12 @@ func setFlags(f *runFlags, set [][2]string) error {
 // line's), and returns them as the arguments the new run's request keeps
 // (the flags of one invocation left out, the workspace always in).
 func continueFlags(f *runFlags, rq *runRequest, now [][2]string) ([]string, error) {
-	given := func(kv [2]string) bool {
+	replaced := func(kv [2]string) bool {
 		return slices.ContainsFunc(now, func(n [2]string) bool {
 			return n[0] == kv[0] || slices.Contains(modelFlags, n[0]) && slices.Contains(modelFlags, kv[0])
 		})
 	}
-	merged := slices.Concat(slices.DeleteFunc(runFlagsSet(rq.Args, rq.Dir), given), now)
+	merged := slices.Concat(slices.DeleteFunc(runFlagsSet(rq.Args, rq.Dir), replaced), now)
 	if err := setFlags(f, merged); err != nil {
 		return nil, err
 	}

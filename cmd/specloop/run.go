@@ -160,33 +160,15 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		lines = out.Lines
 	}
 	var f runFlags
-	newFlags := func() *flag.FlagSet {
-		f = runFlags{}
-		fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
-			"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
-				"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
-				"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
-				"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
-				"to a file, the patch, the answer and the error are exact, and --json always is. Flags a person\n"+
-				"sets once go in a configuration file (see `specloop help config`).")
-		f.register(fs)
-		return fs
-	}
-	fs := newFlags()
-	prompt, code, done := parseWithPositional(fs, args)
+	fs, args, prompt, code, done := parseRunFlags(env, "run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
+		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
+			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
+			"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
+			"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
+			"to a file, the patch, the answer and the error are exact, and --json always is. Flags a person\n"+
+			"sets once go in a configuration file (see `specloop help config`).", args, &f)
 	if done {
 		return code
-	}
-	if cfg, err := runConfig(fs, &f); err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
-	} else if len(cfg.Args) > 0 || len(cfg.Warnings) > 0 {
-		printConfigured(env, cfg, f.asJSON)
-		args = append(cfg.Args, args...)
-		fs = newFlags()
-		if prompt, code, done = parseWithPositional(fs, args); done {
-			return code
-		}
 	}
 	var resumed *runRequest
 	if f.resume != "" {
@@ -460,6 +442,34 @@ func readScriptLines(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s holds no responses", path)
 	}
 	return lines, nil
+}
+
+// parseRunFlags parses args into f, the flags of `specloop run` for
+// command name (whose help the flag set prints), after the settings of the
+// configuration files (runConfig), which go in front of them: it returns
+// the flag set, the arguments with the files' first and the positional
+// argument; done reports that the command must return code.
+func parseRunFlags(env *cli.Env, name, synopsis, about string, args []string, f *runFlags) (fs *flag.FlagSet, all []string, positional string, code int, done bool) {
+	parse := func() {
+		*f = runFlags{}
+		fs = env.FlagSet(name, synopsis, about)
+		f.register(fs)
+		positional, code, done = parseWithPositional(fs, args)
+	}
+	if parse(); done {
+		return
+	}
+	cfg, err := runConfig(fs, f)
+	if err != nil {
+		env.Errorf("%s: %v", name, err)
+		return fs, args, "", exitUsage, true
+	}
+	printConfigured(env, cfg, f.asJSON)
+	if len(cfg.Args) > 0 {
+		args = append(cfg.Args, args...)
+		parse()
+	}
+	return fs, args, positional, code, done
 }
 
 // parseWithPositional parses the flags and at most one positional
