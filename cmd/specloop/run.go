@@ -465,8 +465,8 @@ func parseRunFlags(env *cli.Env, name, synopsis, about string, args []string, f 
 		return fs, args, "", exitUsage, true
 	}
 	printConfigured(env, cfg, f.asJSON)
-	if len(cfg.Args) > 0 {
-		args = append(cfg.Args, args...)
+	if len(cfg.Settings) > 0 {
+		args = append(cfg.Args(), args...)
 		parse()
 	}
 	return fs, args, positional, code, done
