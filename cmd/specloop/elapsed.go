@@ -40,54 +40,66 @@ func realClock(w io.Writer) clock {
 	return c
 }
 
+// every calls tick with the time since it was called every d until stop,
+// which returns once no tick can run any more; without a ticker (the
+// output is not a terminal) nothing ticks.
+func (c clock) every(d time.Duration, tick func(elapsed time.Duration)) (stop func()) {
+	if c.ticker == nil {
+		return func() {}
+	}
+	start := c.now()
+	ticks, stopTicker := c.ticker(d)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stopTicker()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ticks:
+				tick(c.now().Sub(start))
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
+}
+
 // slowStep says what a step that may take long is doing while it runs:
 // a line when it starts, the elapsed time at intervals (on a terminal),
 // and optionally a final line with the time it took.
 type slowStep struct {
 	w     io.Writer
 	clock clock
-	start time.Time
-	final string        // printed with the elapsed time when the step ends; "" for none
-	stop  chan struct{} // nil when no step is running
-	done  chan struct{}
+	stop  func() // ends the step running; nil when none is
 }
 
-// begin prints what is happening and starts the interval lines.
+// begin prints what is happening and starts the interval lines; final,
+// unless "", is printed with the elapsed time when the step ends.
 func (s *slowStep) begin(what, final string) {
 	s.end()
-	s.start, s.final = s.clock.now(), final
+	start := s.clock.now()
 	fmt.Fprintf(s.w, "         %s\n", what)
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	if s.clock.ticker == nil {
-		close(s.done)
-		return
-	}
-	ticks, stopTicker := s.clock.ticker(noticeInterval)
-	go func() {
-		defer close(s.done)
-		defer stopTicker()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-ticks:
-				fmt.Fprintf(s.w, "         … %s\n", roundElapsed(s.clock.now().Sub(s.start)))
-			}
+	ticking := s.clock.every(noticeInterval, func(elapsed time.Duration) {
+		fmt.Fprintf(s.w, "         … %s\n", roundElapsed(elapsed))
+	})
+	s.stop = func() {
+		ticking()
+		if final != "" {
+			fmt.Fprintf(s.w, "         %s %s\n", final, roundElapsed(s.clock.now().Sub(start)))
 		}
-	}()
+	}
 }
 
 // end stops the interval lines (waiting until none can be printed) and
 // prints the final line, if any.
 func (s *slowStep) end() {
-	if s.stop == nil {
-		return
-	}
-	close(s.stop)
-	<-s.done
-	s.stop, s.done = nil, nil
-	if s.final != "" {
-		fmt.Fprintf(s.w, "         %s %s\n", s.final, roundElapsed(s.clock.now().Sub(s.start)))
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
 	}
 }
 

@@ -53,29 +53,16 @@ func (p *progressPrinter) startWaiting() {
 	if p.clock.ticker == nil {
 		return
 	}
-	start := p.clock.now()
-	ticks, stopTicker := p.clock.ticker(waitTick)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		defer stopTicker()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ticks:
-				p.mu.Lock()
-				// The line's own control sequences go past the sanitiser,
-				// which would show them as escapes.
-				fmt.Fprintf(termsafe.Exact(p.w), "\r\033[K         waiting for the model (%d s)", int(p.clock.now().Sub(start).Seconds()))
-				p.mu.Unlock()
-			}
-		}
-	}()
+	stop := p.clock.every(waitTick, func(waited time.Duration) {
+		p.mu.Lock()
+		// The line's own control sequences go past the sanitiser, which
+		// would show them as escapes.
+		fmt.Fprintf(termsafe.Exact(p.w), "\r\033[K         waiting for the model (%d s)", int(waited.Seconds()))
+		p.mu.Unlock()
+	})
 	p.waiting = func() {
-		close(stop)
 		p.mu.Unlock() // the ticker's goroutine may be waiting for it
-		<-done
+		stop()
 		p.mu.Lock()
 		io.WriteString(termsafe.Exact(p.w), "\r\033[K")
 	}
