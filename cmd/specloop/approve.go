@@ -12,7 +12,6 @@ import (
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/cmd/internal/cli"
@@ -188,13 +187,7 @@ func describeArguments(w io.Writer, args map[string]any) {
 
 // printable shows control characters but tabs as visible escapes
 // (termsafe.Text; s holds no newline) and clips the line.
-func printable(s string) string {
-	s = termsafe.Text(s)
-	if utf8.RuneCountInString(s) > 500 {
-		s = string([]rune(s)[:500]) + "…"
-	}
-	return s
-}
+func printable(s string) string { return clip(termsafe.Text(s), 500) }
 
 // errNotWaiting ends a question whose call no longer waits.
 var errNotWaiting = errors.New("the call no longer waits")

@@ -66,12 +66,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
-		policy, err := trace.ParseSyncPolicy(f.syncPolicy)
-		if err != nil {
-			env.Errorf("run: --sync: %v", err)
-			return exitUsage
-		}
-		if tw, err = trace.Create(f.tracePath, policy); err != nil {
+		if tw, err = trace.Create(f.tracePath, f.sync); err != nil {
 			env.Errorf("run: --trace: %v", err)
 			return exitUsage
 		}

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +33,7 @@ type runFlags struct {
 	patchPath    string
 	telemetry    cli.TelemetryFlags // see telemetry.go
 	syncPolicy   string
+	sync         trace.SyncPolicy // --sync, parsed (validate)
 	asJSON       bool
 	workspace    string
 	noCommands   bool
@@ -136,6 +136,10 @@ func (f *runFlags) validate(fs *flag.FlagSet) error {
 	if f.remote != "" && len(f.toolsSpec.Files) > 0 {
 		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
 	}
+	var err error
+	if f.sync, err = trace.ParseSyncPolicy(f.syncPolicy); err != nil {
+		return fmt.Errorf("--sync: %w", err)
+	}
 	return nil
 }
 
@@ -228,11 +232,6 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}
-	policy, err := trace.ParseSyncPolicy(f.syncPolicy)
-	if err != nil {
-		env.Errorf("run: --sync: %v", err)
-		return exitUsage
-	}
 	// The model is built before anything is opened or started (MCP
 	// servers may take a while): its flags are checked first. The tools
 	// come with each request.
@@ -244,7 +243,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if rp, ok := m.(transcriptReplay); ok && prompt == "" {
 		prompt = rp.r.Task()
 	}
-	host, err := f.host(policy, tr)
+	host, err := f.host(tr)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
@@ -380,10 +379,7 @@ func runTranscriptPath(id string) (string, error) {
 // for a person, through env's sanitiser on a terminal (see runText).
 func report(env *cli.Env, res *gen.RunResult, runErr error, asJSON bool, tracePath string) int {
 	if asJSON {
-		enc := json.NewEncoder(termsafe.Exact(env.Stdout))
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(termsafe.Exact(env.Stdout), res, "  "); err != nil {
 			env.Errorf("%v", err)
 			return exitInternal
 		}
@@ -587,7 +583,7 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 // host maps the flags that say where and how a local run works (not what
 // it does: that is its request) to its host's setup; tr is the telemetry
 // the run opened.
-func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Config, error) {
+func (f *runFlags) host(tr *cli.Telemetry) (wiring.Config, error) {
 	sb, err := f.sandbox.Policy()
 	if err != nil {
 		return wiring.Config{}, err
@@ -613,7 +609,7 @@ func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Conf
 		Tools:           specs,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
-		TraceSync:       policy,
+		TraceSync:       f.sync,
 		Telemetry:       tr.Tel,
 		TelemetryRun:    runInfo(f),
 	}, nil

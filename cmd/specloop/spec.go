@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -53,10 +52,7 @@ func toolsCmd(_ context.Context, env *cli.Env, args []string) int {
 	defer setup.Close()
 	rt := setup.Runtime
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(gen.ToolList{Tools: rt.Specs()}); err != nil {
+		if err := writeJSON(env.Stdout, gen.ToolList{Tools: rt.Specs()}, "  "); err != nil {
 			return exitInternal
 		}
 		return exitOK
