@@ -193,22 +193,18 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	// A run that continues another (or is resumed, having continued one)
 	// starts from the conversation's history.
 	var conv []runner.Turn
-	continues := f.continueID
+	continues, by := f.continueID, "--continue"
 	if resumed != nil {
-		continues = resumed.Continues
+		continues, by = resumed.Continues, "--resume"
 	}
-	if f.continueID != "" && f.remote == "" {
+	if continues != "" && f.remote == "" {
 		var last *runRequest
-		if conv, last, err = conversation(f.continueID); err == nil {
+		conv, last, err = conversation(continues)
+		if err == nil && resumed == nil {
 			args, err = continueFlags(&f, last, runFlagsSet(args, workingDir()))
 		}
 		if err != nil {
-			env.Errorf("run: --continue: %v", err)
-			return exitUsage
-		}
-	} else if resumed != nil && continues != "" {
-		if conv, _, err = conversation(continues); err != nil {
-			env.Errorf("run: --resume: %v", err)
+			env.Errorf("run: %s: %v", by, err)
 			return exitUsage
 		}
 	}
