@@ -46,12 +46,8 @@ func configCmd(ctx context.Context, env *cli.Env, args []string) int {
 	fs := env.FlagSet("config", "[--workspace DIR] [--profile NAME]", configAbout)
 	workspace := fs.String("workspace", ".", "the workspace whose repository's file applies")
 	profile := fs.String("profile", "", "apply [profiles.NAME] over the top-level settings")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		env.Errorf("config: unexpected argument %q", fs.Arg(0))
-		return exitUsage
 	}
 	run := scratchRunFlags()
 	cfg, err := cli.LocalConfig(run, *workspace, *profile)

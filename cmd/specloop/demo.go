@@ -31,11 +31,8 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	tracePath := fs.String("trace", "", "write the trace to this file, which the demo keeps (default: beside the temporary workspace, removed with it)")
 	var sbFlags cli.SandboxFlags
 	sbFlags.Register(fs)
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	sbPolicy, err := sbFlags.Policy()
 	if err != nil {

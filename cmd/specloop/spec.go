@@ -14,11 +14,8 @@ import (
 
 func specCmd(_ context.Context, env *cli.Env, args []string) int {
 	fs := env.FlagSet("spec", "", "Prints the embedded OpenAPI document (spec/agent.yaml).")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if _, err := env.Stdout.Write(spec.YAML()); err != nil {
 		return exitInternal
@@ -32,11 +29,8 @@ func toolsCmd(_ context.Context, env *cli.Env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the tool specs as a JSON ToolList")
 	workspace := fs.String("workspace", ".", "the workspace the file tools would work in")
 	noCommands := fs.Bool("no-commands", false, "leave run_command out")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	// Only the tool list is needed: no command runs, so no sandbox.
 	setup, err := wiring.Open(wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})

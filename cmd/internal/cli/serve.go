@@ -118,11 +118,8 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 		}
 		env.Errorf("serve: %d settings from %s", len(fc.Settings), path)
 	}
-	if code, done := ParseFlags(fs, args); done {
+	if code, done := ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	for _, pos := range []struct {
 		name  string
