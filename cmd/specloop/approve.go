@@ -33,31 +33,29 @@ func (f *approvalFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "approval-timeout", agent.DefaultApprovalTimeout, "how long a call waits for your answer before it is denied with reason timeout")
 }
 
-// open checks the flags and returns the policy and, when it asks, the
-// terminal approver. A policy that asks needs standard input to be a
-// terminal: without one the run would wait for an answer nobody can give.
+// open checks the flags and returns, when the policy asks, the terminal
+// approver. A policy that asks needs standard input to be a terminal:
+// without one the run would wait for an answer nobody can give.
 //
 // With lines set (a chat session's input) the questions read their answers
 // from lines instead of the terminal.
-func (f *approvalFlags) open(env *cli.Env, lines chan lineOrErr) (gen.ApprovalPolicy, *terminalApprover, error) {
+func (f *approvalFlags) open(env *cli.Env, lines chan lineOrErr) (*terminalApprover, error) {
 	p := gen.ApprovalPolicy(f.policy)
-	if !p.Valid() {
-		return "", nil, fmt.Errorf("--approval must be one of never, commands, writes and always")
-	}
-	if f.timeout <= 0 {
-		return "", nil, errors.New("--approval-timeout must be positive")
-	}
-	if p == gen.ApprovalPolicyNever {
-		return p, nil, nil
-	}
-	if lines != nil {
-		return p, &terminalApprover{out: env.Stderr, lines: lines}, nil
+	switch {
+	case !p.Valid():
+		return nil, fmt.Errorf("--approval must be one of never, commands, writes and always")
+	case f.timeout <= 0:
+		return nil, errors.New("--approval-timeout must be positive")
+	case p == gen.ApprovalPolicyNever:
+		return nil, nil
+	case lines != nil:
+		return &terminalApprover{out: env.Stderr, lines: lines}, nil
 	}
 	in, ok := env.Stdin.(*os.File)
 	if !ok || !term.IsTerminal(int(in.Fd())) {
-		return "", nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
+		return nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
 	}
-	return p, &terminalApprover{in: in, out: env.Stderr}, nil
+	return &terminalApprover{in: in, out: env.Stderr}, nil
 }
 
 // terminalApprover asks a person on the terminal: it shows the tool and

@@ -45,7 +45,7 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return exitUsage
 	}
 	for _, bad := range []string{"prompt-file", "json", "resume", "remote"} {
-		if fs.Lookup(bad) != nil && isSet(fs, bad) {
+		if isSet(fs, bad) {
 			env.Errorf("chat: --%s does not apply to a session", bad)
 			return exitUsage
 		}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 )
 
@@ -128,8 +127,7 @@ func conversation(id string) ([]runner.Turn, *runRequest, error) {
 		// The model of a recorded run is asked nothing: only its context
 		// window counts, to compact where the run did.
 		m, _ := openModel(&g)
-		policy := gen.ApprovalPolicy(g.approval.policy)
-		sp := runner.Spec{CreateRunRequest: g.request("-", nil, policy, policy != gen.ApprovalPolicyNever)}
+		sp := runner.Spec{CreateRunRequest: g.request("-", nil)}
 		turns = append(turns, runner.Turn{Transcript: path, Spec: sp, Model: m})
 		if last == nil {
 			last = rq

@@ -46,7 +46,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		env.Errorf("run: --remote: %v", err)
 		return exitUsage
 	}
-	approvals, asker, err := f.approval.open(env, nil)
+	asker, err := f.approval.open(env, nil)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
@@ -57,7 +57,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		return exitUsage
 	}
 	// The request a local run makes of the same flags.
-	req := f.request(prompt, names, approvals, asker != nil)
+	req := f.request(prompt, names)
 	if f.script != "" || f.model != "" {
 		if req.Model, err = modelConfig(f); err != nil {
 			env.Errorf("run: %v", err)

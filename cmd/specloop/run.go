@@ -223,7 +223,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		return exitUsage
 	}
 	defer closeAfterRun(ctx, env, tr)
-	approvals, asker, err := f.approval.open(env, lines)
+	asker, err := f.approval.open(env, lines)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
@@ -249,7 +249,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	for _, s := range host.MCPServers {
 		mcpNames = append(mcpNames, s.Name)
 	}
-	req := f.request(prompt, mcpNames, approvals, asker != nil)
+	req := f.request(prompt, mcpNames)
 	host.MCP = f.mcp.Config(env.Stderr)
 	host.Waiting = func(holder string) {
 		fmt.Fprintf(env.Stderr, "another run uses this workspace (%s); waiting… (--no-wait to fail)\n", oneLine(holder, 120))
@@ -531,11 +531,10 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 // run and a --remote one make the same request, so a flag means what its
 // field means (a local run becomes a runner.Spec of it, a remote one is
 // sent as it is). mcp names its MCP servers (a local run's --mcp define
-// them, a remote one's name the server's); policy is the --approval
-// policy, asked whether anyone decides (else the run asks no one). The
-// model is not in it: a local run builds its own (see models.go), a remote
+// them, a remote one's name the server's). A policy of --approval but
+// never has someone decide (approvalFlags.open). The model is not in it: a local run builds its own (see models.go), a remote
 // one names it (remoteModel).
-func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolicy, asked bool) gen.CreateRunRequest {
+func (f *runFlags) request(prompt string, mcp []string) gen.CreateRunRequest {
 	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}}
 	if f.maxSteps > 0 {
 		req.MaxSteps = &f.maxSteps
@@ -566,7 +565,7 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
 		req.Workspace = &ws
 	}
-	if asked {
+	if policy := gen.ApprovalPolicy(f.approval.policy); policy != gen.ApprovalPolicyNever {
 		req.ApprovalPolicy = &policy
 		if t := f.approval.timeout; t != agent.DefaultApprovalTimeout {
 			secs := int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second)
