@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
@@ -139,15 +138,8 @@ func demoObserver(w io.Writer, c clock, check string) (observe func(agent.Progre
 }
 
 // commandOf is the command line of a tool call whose arguments are a
-// command tool's input, "" for any other call.
+// command tool's input (gen.RunCommandInput), "" for any other call.
 func commandOf(call *gen.ToolCall) string {
-	b, err := json.Marshal(call.Arguments)
-	if err != nil {
-		return ""
-	}
-	var in gen.RunCommandInput
-	if json.Unmarshal(b, &in) != nil {
-		return ""
-	}
-	return in.Command
+	command, _ := call.Arguments["command"].(string)
+	return command
 }
