@@ -3,8 +3,8 @@ package main
 import (
 	"context"
 	"errors"
+	"flag"
 	"net/http"
-	"slices"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -29,8 +29,8 @@ const remoteGrace = 30 * time.Second
 //
 // With --continue, the server's run RUN_ID is continued with prompt as
 // the message, keeping its request but for --max-steps, --token-budget
-// and the model when set here (set are the flags set here).
-func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, set [][2]string) int {
+// and the model when set here (fs holds the flags set here).
+func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, fs *flag.FlagSet) int {
 	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
 		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
 		env.Errorf("run: %v", err)
@@ -76,13 +76,10 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 	var run gen.Run
 	if f.continueID != "" {
 		run, err = c.Continue(ctx, f.continueID, prompt, func(r *gen.ContinueRunRequest) {
-			given := func(name string) bool {
-				return slices.ContainsFunc(set, func(kv [2]string) bool { return kv[0] == name })
-			}
-			if given("max-steps") {
+			if isSet(fs, "max-steps") {
 				r.MaxSteps = req.MaxSteps
 			}
-			if given("token-budget") {
+			if isSet(fs, "token-budget") {
 				r.TokenBudget = req.TokenBudget
 			}
 			if f.script != "" || f.model != "" {

@@ -57,7 +57,7 @@ func resumeFlags(set *flag.FlagSet, f *runFlags, positional string) (*runRequest
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
 	}
-	if err := setFlags(f, runFlagsSet(rq.Args, rq.Dir)); err != nil {
+	if _, err := runFlagsSet(f, rq.Args, rq.Dir); err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
 	}
 	f.promptFile, f.resume = "", rq.ID

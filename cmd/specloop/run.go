@@ -201,7 +201,8 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		var last *runRequest
 		conv, last, err = conversation(continues)
 		if err == nil && resumed == nil {
-			args, err = continueFlags(&f, last, runFlagsSet(args, workingDir()))
+			now, _ := runFlagsSet(new(runFlags), args, workingDir())
+			args, err = continueFlags(&f, last, now)
 		}
 		if err != nil {
 			env.Errorf("run: %s: %v", by, err)
@@ -215,7 +216,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		return cli.Usagef(fs, "--patch %s is inside the workspace: the run could change it, and the next run's patch would hold it; give a path outside %s", f.patchPath, f.workspace)
 	}
 	if f.remote != "" {
-		return runRemote(ctx, env, &f, prompt, runFlagsSet(args, workingDir()))
+		return runRemote(ctx, env, &f, prompt, fs)
 	}
 	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
