@@ -76,7 +76,9 @@ type lineOrErr struct {
 
 // Approve asks about req's call.
 func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
-	a.start()
+	if a.lines == nil { // the terminal's lines are read from the first question on
+		a.lines = readLines(a.in, 1)
+	}
 	// Lines typed before the question are no answer to it.
 	for len(a.lines) > 0 {
 		<-a.lines
@@ -105,13 +107,6 @@ func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalReques
 			}
 			return agent.Approval{Decision: gen.ApprovalDecisionDeny, Reason: strings.TrimSpace(reason)}, nil
 		}
-	}
-}
-
-// start starts reading the terminal's lines, on the first question.
-func (a *terminalApprover) start() {
-	if a.lines == nil {
-		a.lines = readLines(a.in, 1)
 	}
 }
 
