@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 
 	"github.com/specloop/specloop/internal/ident"
-	"github.com/specloop/specloop/transcript"
 )
 
 // requestFile is, beside a run's transcript in the state directory, what
@@ -86,14 +85,4 @@ func loadRunRequest(id string) (*runRequest, string, error) {
 		return nil, "", fmt.Errorf("run %s's request: %w", id, err)
 	}
 	return &rq, path, nil
-}
-
-// resumeTranscript prepares run id's transcript for the run to go on
-// from it (transcript.Resume), saying so in the errors.
-func resumeTranscript(path, id string) (*transcript.Log, error) {
-	log, _, err := transcript.Resume(path)
-	if err != nil {
-		return nil, fmt.Errorf("--resume %s: %w (specloop show %s prints what it did)", id, err, id)
-	}
-	return log, nil
 }

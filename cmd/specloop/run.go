@@ -255,7 +255,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	host.Waiting = func(holder string) {
 		fmt.Fprintf(env.Stderr, "another run uses this workspace (%s); waiting… (--no-wait to fail)\n", oneLine(holder, 120))
 	}
-	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, ApprovalTimeout: f.approval.timeout}
 	if resumed != nil {
 		sp.ID = resumed.ID
 	}
@@ -268,8 +268,8 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		}
 		sp.TranscriptPath = transcriptPath
 		if resumed != nil {
-			if resumeLog, err = resumeTranscript(transcriptPath, sp.ID); err != nil {
-				env.Errorf("run: %v", err)
+			if resumeLog, _, err = transcript.Resume(transcriptPath); err != nil {
+				env.Errorf("run: --resume %s: %v (specloop show %s prints what it did)", sp.ID, err, sp.ID)
 				return exitUsage
 			}
 		}
