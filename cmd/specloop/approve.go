@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -18,7 +17,6 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/sdk"
-	"golang.org/x/term"
 )
 
 // approvalFlags choose a run's approval policy; the questions are asked on
@@ -51,11 +49,10 @@ func (f *approvalFlags) open(env *cli.Env, lines chan lineOrErr) (*terminalAppro
 	case lines != nil:
 		return &terminalApprover{out: env.Stderr, lines: lines}, nil
 	}
-	in, ok := env.Stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(in.Fd())) {
+	if !isTerminal(env.Stdin) {
 		return nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
 	}
-	return &terminalApprover{in: in, out: env.Stderr}, nil
+	return &terminalApprover{in: env.Stdin, out: env.Stderr}, nil
 }
 
 // terminalApprover asks a person on the terminal: it shows the tool and

@@ -3,7 +3,6 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -28,12 +27,10 @@ type clock struct {
 // noise.
 func realClock(w io.Writer) clock {
 	c := clock{now: time.Now}
-	if f, ok := termsafe.Exact(w).(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			c.ticker = func(d time.Duration) (<-chan time.Time, func()) {
-				t := time.NewTicker(d)
-				return t.C, t.Stop
-			}
+	if isTerminal(termsafe.Exact(w)) {
+		c.ticker = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
 		}
 	}
 	return c
