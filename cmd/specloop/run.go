@@ -133,7 +133,7 @@ func (f *runFlags) validate(fs *flag.FlagSet) error {
 	if (f.script == "") == (f.model == "") && (f.script != "" || f.remote == "" || f.continueID == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
 	}
-	if f.remote != "" && len(f.toolsSpec.Files) > 0 {
+	if f.remote != "" && len(f.toolsSpec) > 0 {
 		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
 	}
 	var err error
