@@ -533,8 +533,8 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 // field means (a local run becomes a runner.Spec of it, a remote one is
 // sent as it is). mcp names its MCP servers (a local run's --mcp define
 // them, a remote one's name the server's). A policy of --approval but
-// never has someone decide (approvalFlags.open). The model is not in it: a local run builds its own (see models.go), a remote
-// one names it (remoteModel).
+// never has someone decide (approvalFlags.open). The model is not in it:
+// a local run builds its own, a remote one names it (see models.go).
 func (f *runFlags) request(prompt string, mcp []string) gen.CreateRunRequest {
 	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}}
 	if f.maxSteps > 0 {
