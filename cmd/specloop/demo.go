@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/cmd/internal/cli"
@@ -62,10 +63,9 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if ownTrace {
 		*tracePath = filepath.Join(base, "trace.jsonl")
 	}
-	steps, check := demo.MaxSteps, demo.Check
 	// The demo's scripted model reads no instructions: the same run on
 	// every machine.
-	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check, ProjectDocs: new(bool)},
+	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: new(demo.MaxSteps), Check: new(demo.Check), ProjectDocs: new(bool)},
 		ID: runID, Dir: dir, TracePath: *tracePath}
 	setup, code := openSetup(ctx, env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
 	if setup == nil {
@@ -86,7 +86,7 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 		defer stop()
 		opts.Observer = observe
 	}
-	start := realClock(env.Stdout).now()
+	start := time.Now()
 	res, runErr := agent.Run(ctx, sp.Task, model.NewScript(demo.Script()...), opts)
 	if err := setup.Trace.Close(); err != nil && runErr == nil {
 		env.Errorf("demo: trace: %v", err)
@@ -100,7 +100,7 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if *asJSON {
 		w = env.Stderr // stdout holds only the JSON
 	} else {
-		fmt.Fprintf(w, "time:   %s\n", roundElapsed(realClock(env.Stdout).now().Sub(start)))
+		fmt.Fprintf(w, "time:   %s\n", roundElapsed(time.Since(start)))
 	}
 	switch {
 	case *keep && ownTrace:

@@ -547,8 +547,7 @@ func (f *runFlags) request(prompt string, mcp []string) gen.CreateRunRequest {
 	case f.tokenBudget > 0:
 		req.TokenBudget = &f.tokenBudget
 	case f.noTokenLimit: // the most the spec allows
-		unlimited := int64(gen.MaxCreateRunRequestTokenBudget)
-		req.TokenBudget = &unlimited
+		req.TokenBudget = new(int64(gen.MaxCreateRunRequestTokenBudget))
 	}
 	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
 	if f.noDocs {
@@ -569,8 +568,7 @@ func (f *runFlags) request(prompt string, mcp []string) gen.CreateRunRequest {
 	if policy := gen.ApprovalPolicy(f.approval.policy); policy != gen.ApprovalPolicyNever {
 		req.ApprovalPolicy = &policy
 		if t := f.approval.timeout; t != agent.DefaultApprovalTimeout {
-			secs := int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second)
-			req.ApprovalTimeoutSeconds = &secs
+			req.ApprovalTimeoutSeconds = new(int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second))
 		}
 	}
 	return req
