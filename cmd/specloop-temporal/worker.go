@@ -94,13 +94,8 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	sbFlags.Register(fs)
 	var mcpf cli.MCPFlags
 	mcpf.Register(fs, "an external MCP server runs may name (mcp_servers: [NAME]), as serve's --mcp: give the workers the API servers' --mcp; repeatable")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		env.Errorf("worker: unexpected argument %q", fs.Arg(0))
-		fs.Usage()
-		return cli.ExitUsage
 	}
 	policy, err := sbFlags.Policy()
 	if err != nil {

@@ -8,18 +8,15 @@ import (
 	"fmt"
 	"io"
 	"maps"
-	"os"
 	"slices"
 	"strings"
 	"time"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/termsafe"
 	"github.com/specloop/specloop/sdk"
-	"golang.org/x/term"
 )
 
 // approvalFlags choose a run's approval policy; the questions are asked on
@@ -34,31 +31,28 @@ func (f *approvalFlags) register(fs *flag.FlagSet) {
 	fs.DurationVar(&f.timeout, "approval-timeout", agent.DefaultApprovalTimeout, "how long a call waits for your answer before it is denied with reason timeout")
 }
 
-// open checks the flags and returns the policy and, when it asks, the
-// terminal approver. A policy that asks needs standard input to be a
-// terminal: without one the run would wait for an answer nobody can give.
+// open checks the flags and returns, when the policy asks, the terminal
+// approver. A policy that asks needs standard input to be a terminal:
+// without one the run would wait for an answer nobody can give.
 //
 // With lines set (a chat session's input) the questions read their answers
 // from lines instead of the terminal.
-func (f *approvalFlags) open(env *cli.Env, lines chan lineOrErr) (gen.ApprovalPolicy, *terminalApprover, error) {
+func (f *approvalFlags) open(env *cli.Env, lines chan lineOrErr) (*terminalApprover, error) {
 	p := gen.ApprovalPolicy(f.policy)
-	if !p.Valid() {
-		return "", nil, fmt.Errorf("--approval must be one of never, commands, writes and always")
+	switch {
+	case !p.Valid():
+		return nil, fmt.Errorf("--approval must be one of never, commands, writes and always")
+	case f.timeout <= 0:
+		return nil, errors.New("--approval-timeout must be positive")
+	case p == gen.ApprovalPolicyNever:
+		return nil, nil
+	case lines != nil:
+		return &terminalApprover{out: env.Stderr, lines: lines}, nil
 	}
-	if f.timeout <= 0 {
-		return "", nil, errors.New("--approval-timeout must be positive")
+	if !isTerminal(env.Stdin) {
+		return nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
 	}
-	if p == gen.ApprovalPolicyNever {
-		return p, nil, nil
-	}
-	if lines != nil {
-		return p, &terminalApprover{out: env.Stderr, lines: lines}, nil
-	}
-	in, ok := env.Stdin.(*os.File)
-	if !ok || !term.IsTerminal(int(in.Fd())) {
-		return "", nil, fmt.Errorf("--approval %s asks on the terminal, but standard input is not a terminal (run it in one, or use --approval never)", p)
-	}
-	return p, &terminalApprover{in: in, out: env.Stderr}, nil
+	return &terminalApprover{in: env.Stdin, out: env.Stderr}, nil
 }
 
 // terminalApprover asks a person on the terminal: it shows the tool and
@@ -79,7 +73,9 @@ type lineOrErr struct {
 
 // Approve asks about req's call.
 func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
-	a.start()
+	if a.lines == nil { // the terminal's lines are read from the first question on
+		a.lines = readLines(a.in, 1)
+	}
 	// Lines typed before the question are no answer to it.
 	for len(a.lines) > 0 {
 		<-a.lines
@@ -108,13 +104,6 @@ func (a *terminalApprover) Approve(ctx context.Context, req agent.ApprovalReques
 			}
 			return agent.Approval{Decision: gen.ApprovalDecisionDeny, Reason: strings.TrimSpace(reason)}, nil
 		}
-	}
-}
-
-// start starts reading the terminal's lines, on the first question.
-func (a *terminalApprover) start() {
-	if a.lines == nil {
-		a.lines = readLines(a.in, 1)
 	}
 }
 
@@ -188,13 +177,7 @@ func describeArguments(w io.Writer, args map[string]any) {
 
 // printable shows control characters but tabs as visible escapes
 // (termsafe.Text; s holds no newline) and clips the line.
-func printable(s string) string {
-	s = termsafe.Text(s)
-	if utf8.RuneCountInString(s) > 500 {
-		s = string([]rune(s)[:500]) + "…"
-	}
-	return s
-}
+func printable(s string) string { return clip(termsafe.Text(s), 500) }
 
 // errNotWaiting ends a question whose call no longer waits.
 var errNotWaiting = errors.New("the call no longer waits")

@@ -27,43 +27,25 @@ import (
 const chatHelp = "/diff shows the last turn's patch, /show what the conversation said and did, /exit (or Ctrl-D) ends the session; Ctrl-C stops the turn in progress"
 
 func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
-	fs := env.FlagSet("chat", "(--script FILE | --model PROVIDER:NAME) [run flags] [--continue RUN_ID]",
+	var f runFlags
+	fs, args, rest, code, done := parseRunFlags(env, "chat", "(--script FILE | --model PROVIDER:NAME) [run flags] [--continue RUN_ID]",
 		"Opens a session on the workspace: type a task, watch the steps and the model's text as they come,\n"+
 			"approve calls when asked (--approval), then type a follow-up; each line is a run of `specloop run`\n"+
 			"that continues the one before it (a conversation; `specloop show RUN_ID` prints any of them).\n"+
 			"--continue RUN_ID goes on with an earlier conversation. "+chatHelp+".\n"+
-			"Takes the flags of `specloop run` (see `specloop help run`), but no prompt.")
-	var f runFlags
-	f.register(fs)
-	rest, code, done := parseWithPositional(fs, args)
+			"Takes the flags of `specloop run` (see `specloop help run`), but no prompt.", args, &f)
 	if done {
 		return code
 	}
-	// The files' settings go in front of the session's flags once; each
+	// The files' settings went in front of the session's flags once; each
 	// turn then reads no file.
-	cfg, err := runConfig(fs, &f)
-	if err != nil {
-		env.Errorf("chat: %v", err)
-		return exitUsage
-	}
-	printConfigured(env, cfg, false)
-	if len(cfg.Args) > 0 {
-		args = append(cfg.Args, args...)
-		f = runFlags{}
-		fs = flag.NewFlagSet("chat", flag.ContinueOnError)
-		f.register(fs)
-		if err := fs.Parse(args); err != nil {
-			env.Errorf("chat: %v", err)
-			return exitUsage
-		}
-	}
 	args = append(args, "--no-config")
 	if rest != "" {
 		env.Errorf("chat: unexpected argument %q: type the task at the prompt", rest)
 		return exitUsage
 	}
 	for _, bad := range []string{"prompt-file", "json", "resume", "remote"} {
-		if fs.Lookup(bad) != nil && isSet(fs, bad) {
+		if isSet(fs, bad) {
 			env.Errorf("chat: --%s does not apply to a session", bad)
 			return exitUsage
 		}

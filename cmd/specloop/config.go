@@ -46,14 +46,10 @@ func configCmd(ctx context.Context, env *cli.Env, args []string) int {
 	fs := env.FlagSet("config", "[--workspace DIR] [--profile NAME]", configAbout)
 	workspace := fs.String("workspace", ".", "the workspace whose repository's file applies")
 	profile := fs.String("profile", "", "apply [profiles.NAME] over the top-level settings")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
 	}
-	if fs.NArg() > 0 {
-		env.Errorf("config: unexpected argument %q", fs.Arg(0))
-		return exitUsage
-	}
-	run := scratchRunFlags()
+	run := runFlagSet(new(runFlags))
 	cfg, err := cli.LocalConfig(run, *workspace, *profile)
 	if err != nil {
 		env.Errorf("config: %v", err)
@@ -113,12 +109,12 @@ func tomlValue(v flag.Value) string {
 	return strconv.Quote(v.String())
 }
 
-// scratchRunFlags is a new flag set of `specloop run`, for checking and
+// runFlagSet is a new flag set of `specloop run` into f, for checking and
 // applying settings without a run.
-func scratchRunFlags() *flag.FlagSet {
+func runFlagSet(f *runFlags) *flag.FlagSet {
 	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	new(runFlags).register(fs)
+	f.register(fs)
 	return fs
 }
 
@@ -131,7 +127,7 @@ func runConfig(fs *flag.FlagSet, f *runFlags) (cli.Configured, error) {
 	if f.noConfig || f.continueID != "" || f.resume != "" {
 		return cli.Configured{}, nil
 	}
-	cfg, err := cli.LocalConfig(scratchRunFlags(), f.workspace, f.profile)
+	cfg, err := cli.LocalConfig(runFlagSet(new(runFlags)), f.workspace, f.profile)
 	if err == nil && (isSet(fs, "model") || isSet(fs, "script")) {
 		cfg = cfg.Without("model", "base-url", "context-window", "script")
 	}

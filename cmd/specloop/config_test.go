@@ -198,7 +198,7 @@ func TestConfigurationDocExamples(t *testing.T) {
 			t.Fatalf("%s: %v", f.At(), err)
 		}
 		for _, profile := range append([]string{""}, slices.Collect(maps.Keys(cf.Profiles))...) {
-			if _, _, err := config.Apply(scratchRunFlags(), cf, nil, "", profile); err != nil {
+			if _, _, err := config.Apply(runFlagSet(new(runFlags)), cf, nil, "", profile); err != nil {
 				t.Errorf("%s (profile %q): %v", f.At(), profile, err)
 			}
 		}

@@ -4,11 +4,9 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"path/filepath"
 	"slices"
 
-	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 )
 
@@ -31,14 +29,17 @@ var modelFlags = []string{"script", "model"}
 var pathFlags = []string{"workspace", "script", "system-file", "tools-spec", "trace"}
 
 // recorded wraps a flag's value to note each time the command line sets
-// it.
+// it, a path made absolute against dir.
 type recorded struct {
 	flag.Value
-	name string
-	to   *[][2]string
+	name, dir string
+	to        *[][2]string
 }
 
 func (r *recorded) Set(v string) error {
+	if slices.Contains(pathFlags, r.name) && v != "" && v != "-" && !filepath.IsAbs(v) {
+		v = filepath.Join(r.dir, v)
+	}
 	*r.to = append(*r.to, [2]string{r.name, v})
 	return r.Value.Set(v)
 }
@@ -48,30 +49,26 @@ func (r *recorded) IsBoolFlag() bool {
 	return ok && b.IsBoolFlag()
 }
 
-// runFlagsSet returns the flags of `specloop run` that args set, in
-// order, each a name and a value, the paths made absolute against dir.
-// args parsed already: their errors were reported.
-func runFlagsSet(args []string, dir string) [][2]string {
+// runFlagsSet parses args, flags of `specloop run`, into f, the paths
+// made absolute against dir, and returns the flags they set, in order,
+// each a name and a value. The error is that of recorded flags that no
+// longer parse; a command line's own were reported when it was parsed.
+func runFlagsSet(f *runFlags, args []string, dir string) ([][2]string, error) {
 	var set [][2]string
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	new(runFlags).register(fs)
-	fs.VisitAll(func(fl *flag.Flag) { fl.Value = &recorded{Value: fl.Value, name: fl.Name, to: &set} })
-	parseWithPositional(fs, args)
-	for i, kv := range set {
-		if slices.Contains(pathFlags, kv[0]) && kv[1] != "" && kv[1] != "-" && !filepath.IsAbs(kv[1]) {
-			set[i][1] = filepath.Join(dir, kv[1])
-		}
+	*f = runFlags{}
+	fs := runFlagSet(f)
+	fs.VisitAll(func(fl *flag.Flag) { fl.Value = &recorded{Value: fl.Value, name: fl.Name, dir: dir, to: &set} })
+	if _, _, done := parseWithPositional(fs, args); done {
+		return nil, errors.New("the run's recorded flags no longer parse")
 	}
-	return set
+	return set, nil
 }
 
 // setFlags makes f the flags of `specloop run` that set sets, in order,
 // over their defaults.
 func setFlags(f *runFlags, set [][2]string) error {
-	fs := flag.NewFlagSet("run", flag.ContinueOnError)
 	var g runFlags
-	g.register(fs)
+	fs := runFlagSet(&g)
 	for _, kv := range set {
 		if err := fs.Set(kv[0], kv[1]); err != nil {
 			return fmt.Errorf("--%s of the run's request: %w", kv[0], err)
@@ -86,12 +83,16 @@ func setFlags(f *runFlags, set [][2]string) error {
 // line's), and returns them as the arguments the new run's request keeps
 // (the flags of one invocation left out, the workspace always in).
 func continueFlags(f *runFlags, rq *runRequest, now [][2]string) ([]string, error) {
-	given := func(kv [2]string) bool {
+	replaced := func(kv [2]string) bool {
 		return slices.ContainsFunc(now, func(n [2]string) bool {
 			return n[0] == kv[0] || slices.Contains(modelFlags, n[0]) && slices.Contains(modelFlags, kv[0])
 		})
 	}
-	merged := slices.Concat(slices.DeleteFunc(runFlagsSet(rq.Args, rq.Dir), given), now)
+	recorded, err := runFlagsSet(new(runFlags), rq.Args, rq.Dir)
+	if err != nil {
+		return nil, err
+	}
+	merged := slices.Concat(slices.DeleteFunc(recorded, replaced), now)
 	if err := setFlags(f, merged); err != nil {
 		return nil, err
 	}
@@ -122,14 +123,13 @@ func conversation(id string) ([]runner.Turn, *runRequest, error) {
 			return nil, nil, err
 		}
 		var g runFlags
-		if err := setFlags(&g, runFlagsSet(rq.Args, rq.Dir)); err != nil {
+		if _, err := runFlagsSet(&g, rq.Args, rq.Dir); err != nil {
 			return nil, nil, fmt.Errorf("run %s: %w", id, err)
 		}
 		// The model of a recorded run is asked nothing: only its context
 		// window counts, to compact where the run did.
 		m, _ := openModel(&g)
-		policy := gen.ApprovalPolicy(g.approval.policy)
-		sp := runner.Spec{CreateRunRequest: g.request("-", nil, policy, policy != gen.ApprovalPolicyNever)}
+		sp := runner.Spec{CreateRunRequest: g.request("-", nil)}
 		turns = append(turns, runner.Turn{Transcript: path, Spec: sp, Model: m})
 		if last == nil {
 			last = rq

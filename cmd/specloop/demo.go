@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/cmd/internal/cli"
@@ -31,11 +32,8 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	tracePath := fs.String("trace", "", "write the trace to this file, which the demo keeps (default: beside the temporary workspace, removed with it)")
 	var sbFlags cli.SandboxFlags
 	sbFlags.Register(fs)
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	sbPolicy, err := sbFlags.Policy()
 	if err != nil {
@@ -65,10 +63,9 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if ownTrace {
 		*tracePath = filepath.Join(base, "trace.jsonl")
 	}
-	steps, check := demo.MaxSteps, demo.Check
 	// The demo's scripted model reads no instructions: the same run on
 	// every machine.
-	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: &steps, Check: &check, ProjectDocs: new(bool)},
+	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: new(demo.MaxSteps), Check: new(demo.Check), ProjectDocs: new(bool)},
 		ID: runID, Dir: dir, TracePath: *tracePath}
 	setup, code := openSetup(ctx, env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
 	if setup == nil {
@@ -89,7 +86,7 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 		defer stop()
 		opts.Observer = observe
 	}
-	start := realClock(env.Stdout).now()
+	start := time.Now()
 	res, runErr := agent.Run(ctx, sp.Task, model.NewScript(demo.Script()...), opts)
 	if err := setup.Trace.Close(); err != nil && runErr == nil {
 		env.Errorf("demo: trace: %v", err)
@@ -103,7 +100,7 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if *asJSON {
 		w = env.Stderr // stdout holds only the JSON
 	} else {
-		fmt.Fprintf(w, "time:   %s\n", roundElapsed(realClock(env.Stdout).now().Sub(start)))
+		fmt.Fprintf(w, "time:   %s\n", roundElapsed(time.Since(start)))
 	}
 	switch {
 	case *keep && ownTrace:

@@ -1,10 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -29,15 +27,41 @@ type clock struct {
 // noise.
 func realClock(w io.Writer) clock {
 	c := clock{now: time.Now}
-	if f, ok := termsafe.Exact(w).(*os.File); ok {
-		if st, err := f.Stat(); err == nil && st.Mode()&os.ModeCharDevice != 0 {
-			c.ticker = func(d time.Duration) (<-chan time.Time, func()) {
-				t := time.NewTicker(d)
-				return t.C, t.Stop
-			}
+	if isTerminal(termsafe.Exact(w)) {
+		c.ticker = func(d time.Duration) (<-chan time.Time, func()) {
+			t := time.NewTicker(d)
+			return t.C, t.Stop
 		}
 	}
 	return c
+}
+
+// every calls tick with the time since it was called every d until stop,
+// which returns once no tick can run any more; without a ticker (the
+// output is not a terminal) nothing ticks.
+func (c clock) every(d time.Duration, tick func(elapsed time.Duration)) (stop func()) {
+	if c.ticker == nil {
+		return func() {}
+	}
+	start := c.now()
+	ticks, stopTicker := c.ticker(d)
+	quit, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer stopTicker()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ticks:
+				tick(c.now().Sub(start))
+			}
+		}
+	}()
+	return func() {
+		close(quit)
+		<-done
+	}
 }
 
 // slowStep says what a step that may take long is doing while it runs:
@@ -46,48 +70,32 @@ func realClock(w io.Writer) clock {
 type slowStep struct {
 	w     io.Writer
 	clock clock
-	start time.Time
-	final string        // printed with the elapsed time when the step ends; "" for none
-	stop  chan struct{} // nil when no step is running
-	done  chan struct{}
+	stop  func() // ends the step running; nil when none is
 }
 
-// begin prints what is happening and starts the interval lines.
+// begin prints what is happening and starts the interval lines; final,
+// unless "", is printed with the elapsed time when the step ends.
 func (s *slowStep) begin(what, final string) {
 	s.end()
-	s.start, s.final = s.clock.now(), final
+	start := s.clock.now()
 	fmt.Fprintf(s.w, "         %s\n", what)
-	s.stop, s.done = make(chan struct{}), make(chan struct{})
-	if s.clock.ticker == nil {
-		close(s.done)
-		return
-	}
-	ticks, stopTicker := s.clock.ticker(noticeInterval)
-	go func() {
-		defer close(s.done)
-		defer stopTicker()
-		for {
-			select {
-			case <-s.stop:
-				return
-			case <-ticks:
-				fmt.Fprintf(s.w, "         … %s\n", roundElapsed(s.clock.now().Sub(s.start)))
-			}
+	ticking := s.clock.every(noticeInterval, func(elapsed time.Duration) {
+		fmt.Fprintf(s.w, "         … %s\n", roundElapsed(elapsed))
+	})
+	s.stop = func() {
+		ticking()
+		if final != "" {
+			fmt.Fprintf(s.w, "         %s %s\n", final, roundElapsed(s.clock.now().Sub(start)))
 		}
-	}()
+	}
 }
 
 // end stops the interval lines (waiting until none can be printed) and
 // prints the final line, if any.
 func (s *slowStep) end() {
-	if s.stop == nil {
-		return
-	}
-	close(s.stop)
-	<-s.done
-	s.stop, s.done = nil, nil
-	if s.final != "" {
-		fmt.Fprintf(s.w, "         %s %s\n", s.final, roundElapsed(s.clock.now().Sub(s.start)))
+	if s.stop != nil {
+		s.stop()
+		s.stop = nil
 	}
 }
 
@@ -127,15 +135,8 @@ func demoObserver(w io.Writer, c clock, check string) (observe func(agent.Progre
 }
 
 // commandOf is the command line of a tool call whose arguments are a
-// command tool's input, "" for any other call.
+// command tool's input (gen.RunCommandInput), "" for any other call.
 func commandOf(call *gen.ToolCall) string {
-	b, err := json.Marshal(call.Arguments)
-	if err != nil {
-		return ""
-	}
-	var in gen.RunCommandInput
-	if json.Unmarshal(b, &in) != nil {
-		return ""
-	}
-	return in.Command
+	command, _ := call.Arguments["command"].(string)
+	return command
 }

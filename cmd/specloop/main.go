@@ -133,7 +133,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	// Plain `specloop` at the keyboard opens a session; anywhere else it
 	// prints the usage.
-	if len(args) == 0 && interactive(stdin, stdout) {
+	if len(args) == 0 && isTerminal(stdin) && isTerminal(stdout) {
 		args = []string{"chat"}
 	}
 	p := cli.Program{Name: "specloop", Commands: commands(),
@@ -146,9 +146,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	return p.Run(ctx, args, stdin, stdout, stderr)
 }
 
-// interactive reports whether in and out are both a terminal.
-func interactive(in io.Reader, out io.Writer) bool {
-	fi, ok1 := in.(*os.File)
-	fo, ok2 := out.(*os.File)
-	return ok1 && ok2 && term.IsTerminal(int(fi.Fd())) && term.IsTerminal(int(fo.Fd()))
+// isTerminal reports whether v, a standard stream, is a terminal.
+func isTerminal(v any) bool {
+	f, ok := v.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
 }

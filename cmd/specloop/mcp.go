@@ -22,11 +22,8 @@ func mcpCmd(ctx context.Context, env *cli.Env, args []string) int {
 	noCommands := fs.Bool("no-commands", false, "do not offer run_command")
 	var sb cli.SandboxFlags
 	sb.Register(fs)
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	policy, err := sb.Policy()
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/trace"
 	"github.com/specloop/specloop/transcript"
 )
@@ -31,30 +32,23 @@ const modelUsage = "--model must be openai:MODEL, anthropic:MODEL, replay:RUN_ID
 // Provider keys come only from the environment; --base-url wins over
 // OPENAI_BASE_URL / ANTHROPIC_BASE_URL. Every error is a usage error.
 func openModel(f *runFlags) (agent.Model, error) {
-	if f.script != "" {
-		lines, err := readScriptLines(f.script)
-		if err != nil {
-			return nil, fmt.Errorf("--script: %w", err)
+	if provider, name, _ := strings.Cut(f.model, ":"); name != "" && f.script == "" {
+		switch provider {
+		case replayProvider:
+			return openTranscriptReplay(f, name)
+		case verifyProvider:
+			return openVerify(f, name)
 		}
-		return model.NewScript(lines...), nil
 	}
-	provider, name, ok := strings.Cut(f.model, ":")
-	if !ok || name == "" {
-		return nil, errors.New(modelUsage)
-	}
-	switch provider {
-	case replayProvider:
-		return openTranscriptReplay(f, name)
-	case verifyProvider:
-		return openVerify(f, name)
-	}
-	mc, err := providerConfig(f)
+	mc, err := modelConfig(f)
 	if err != nil {
 		return nil, err
 	}
-	system, err := cli.ReadSystemFile(f.systemFile)
-	if err != nil {
-		return nil, fmt.Errorf("--system-file: %w", err)
+	system := ""
+	if f.script == "" {
+		if system, err = cli.ReadSystemFile(f.systemFile); err != nil {
+			return nil, fmt.Errorf("--system-file: %w", err)
+		}
 	}
 	m, err := model.FromConfig(mc, model.Options{System: system, BaseURL: f.baseURL})
 	if err != nil {
@@ -63,12 +57,26 @@ func openModel(f *runFlags) (agent.Model, error) {
 	return m, nil
 }
 
-// providerConfig returns the spec's model configuration of a provider
-// model that --model and --context-window name: what a local run builds
-// its adapter from and what --remote sends.
-func providerConfig(f *runFlags) (gen.ModelConfig, error) {
+// modelConfig returns the spec's model configuration the run flags name:
+// --script FILE's responses, or the provider model of --model and
+// --context-window. It is what a local run builds its model from and what
+// --remote sends (a server offers a provider with its own keys).
+func modelConfig(f *runFlags) (gen.ModelConfig, error) {
 	var mc gen.ModelConfig
-	provider, name, _ := strings.Cut(f.model, ":")
+	if f.script != "" {
+		lines, err := readScriptLines(f.script)
+		if err != nil {
+			return mc, fmt.Errorf("--script: %w", err)
+		}
+		return sdk.Script(lines...), nil
+	}
+	provider, name, ok := strings.Cut(f.model, ":")
+	switch {
+	case !ok || name == "":
+		return mc, errors.New(modelUsage)
+	case provider == replayProvider || provider == verifyProvider:
+		return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
+	}
 	var window *int
 	if f.contextWindow > 0 {
 		window = &f.contextWindow
@@ -88,18 +96,28 @@ func providerConfig(f *runFlags) (gen.ModelConfig, error) {
 	return mc, nil
 }
 
-// replayFlags refuses the flags that configure a provider, which a
-// replay has none of.
-func replayFlags(f *runFlags, spelling string) error {
-	for _, bad := range []struct {
-		set  bool
-		flag string
-	}{{f.baseURL != "", "--base-url"}, {f.contextWindow != 0, "--context-window"}, {f.systemFile != "", "--system-file"}} {
-		if bad.set {
-			return fmt.Errorf("%s does not apply to --model %s", bad.flag, spelling)
+// given is a flag and whether the command line set it.
+type given struct {
+	flag string
+	set  bool
+}
+
+// refuse returns the error of the first of flags that was set, which does
+// not apply to what: a replay has no provider to configure, a remote run's
+// server decides.
+func refuse(what string, flags ...given) error {
+	for _, g := range flags {
+		if g.set {
+			return fmt.Errorf("%s %s", g.flag, what)
 		}
 	}
 	return nil
+}
+
+// replayFlags refuses the flags that configure a provider, which a
+// replay has none of.
+func replayFlags(f *runFlags, spelling string) error {
+	return refuse("does not apply to --model "+spelling, given{"--base-url", f.baseURL != ""}, given{"--context-window", f.contextWindow != 0}, given{"--system-file", f.systemFile != ""})
 }
 
 // openVerify returns the model of --model verify:TRACE_FILE: the recorded

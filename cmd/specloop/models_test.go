@@ -278,7 +278,7 @@ func TestRunVerify(t *testing.T) {
 func TestRemoteModelContextWindow(t *testing.T) {
 	for _, window := range []int{0, 20000} {
 		f := &runFlags{model: "openai:gpt-4o", contextWindow: window}
-		mc, err := remoteModel(f)
+		mc, err := modelConfig(f)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -287,7 +287,7 @@ func TestRemoteModelContextWindow(t *testing.T) {
 			t.Fatalf("window %d: %+v, %v", window, o, err)
 		}
 		f.model = "anthropic:claude-sonnet-4-5"
-		if mc, err = remoteModel(f); err != nil {
+		if mc, err = modelConfig(f); err != nil {
 			t.Fatal(err)
 		}
 		a, err := mc.AsAnthropicModelConfig()

@@ -53,29 +53,16 @@ func (p *progressPrinter) startWaiting() {
 	if p.clock.ticker == nil {
 		return
 	}
-	start := p.clock.now()
-	ticks, stopTicker := p.clock.ticker(waitTick)
-	stop, done := make(chan struct{}), make(chan struct{})
-	go func() {
-		defer close(done)
-		defer stopTicker()
-		for {
-			select {
-			case <-stop:
-				return
-			case <-ticks:
-				p.mu.Lock()
-				// The line's own control sequences go past the sanitiser,
-				// which would show them as escapes.
-				fmt.Fprintf(termsafe.Exact(p.w), "\r\033[K         waiting for the model (%d s)", int(p.clock.now().Sub(start).Seconds()))
-				p.mu.Unlock()
-			}
-		}
-	}()
+	stop := p.clock.every(waitTick, func(waited time.Duration) {
+		p.mu.Lock()
+		// The line's own control sequences go past the sanitiser, which
+		// would show them as escapes.
+		fmt.Fprintf(termsafe.Exact(p.w), "\r\033[K         waiting for the model (%d s)", int(waited.Seconds()))
+		p.mu.Unlock()
+	})
 	p.waiting = func() {
-		close(stop)
 		p.mu.Unlock() // the ticker's goroutine may be waiting for it
-		<-done
+		stop()
 		p.mu.Lock()
 		io.WriteString(termsafe.Exact(p.w), "\r\033[K")
 	}
@@ -203,12 +190,19 @@ var raisedBy = map[gen.ExitReason]string{
 	gen.ExitReasonTokenBudgetExceeded: " (--token-budget raises it)",
 }
 
-// compactJSON encodes v for a person: &, < and > stay as they are.
+// writeJSON encodes v to w, each level indented by indent (none: one
+// line), for a person: &, < and > stay as they are.
+func writeJSON(w io.Writer, v any, indent string) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", indent)
+	enc.SetEscapeHTML(false)
+	return enc.Encode(v)
+}
+
+// compactJSON is v as one line of JSON (writeJSON).
 func compactJSON(v any) string {
 	var b strings.Builder
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
+	if err := writeJSON(&b, v, ""); err != nil {
 		return "?"
 	}
 	return strings.TrimSuffix(b.String(), "\n")
@@ -222,12 +216,15 @@ const maxNameChars = 100
 // characters (which could drive the terminal) shown as visible escapes
 // (termsafe.Line).
 func oneLine(s string, n int) string {
-	s = termsafe.Line(strings.Join(strings.Fields(s), " "))
+	return clip(termsafe.Line(strings.Join(strings.Fields(s), " ")), n)
+}
+
+// clip cuts s to its first n characters and "…" when it is longer.
+func clip(s string, n int) string {
 	if utf8.RuneCountInString(s) <= n {
 		return s
 	}
-	r := []rune(s)
-	return string(r[:n]) + "…"
+	return string([]rune(s)[:n]) + "…"
 }
 
 func msText(v *float64) string {

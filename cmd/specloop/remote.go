@@ -3,10 +3,8 @@ package main
 import (
 	"context"
 	"errors"
-	"fmt"
+	"flag"
 	"net/http"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -31,19 +29,12 @@ const remoteGrace = 30 * time.Second
 //
 // With --continue, the server's run RUN_ID is continued with prompt as
 // the message, keeping its request but for --max-steps, --token-budget
-// and the model when set here (set are the flags set here).
-func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, set [][2]string) int {
-	for _, bad := range []struct {
-		set  bool
-		flag string
-	}{
-		{f.recordRaw, "--record-raw"}, {f.baseURL != "", "--base-url"}, {f.noCommands, "--no-commands"},
-		{f.systemFile != "", "--system-file"},
-	} {
-		if bad.set {
-			env.Errorf("run: %s is not available with --remote (the server decides)", bad.flag)
-			return exitUsage
-		}
+// and the model when set here (fs holds the flags set here).
+func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, fs *flag.FlagSet) int {
+	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
+		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
+		env.Errorf("run: %v", err)
+		return exitUsage
 	}
 	token, err := cli.ReadToken(f.tokenFile)
 	if err != nil {
@@ -55,7 +46,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		env.Errorf("run: --remote: %v", err)
 		return exitUsage
 	}
-	approvals, asker, err := f.approval.open(env, nil)
+	asker, err := f.approval.open(env, nil)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
@@ -66,21 +57,16 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		return exitUsage
 	}
 	// The request a local run makes of the same flags.
-	req := f.request(prompt, names, approvals, asker != nil)
+	req := f.request(prompt, names)
 	if f.script != "" || f.model != "" {
-		if req.Model, err = remoteModel(f); err != nil {
+		if req.Model, err = modelConfig(f); err != nil {
 			env.Errorf("run: %v", err)
 			return exitUsage
 		}
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
-		policy, err := trace.ParseSyncPolicy(f.syncPolicy)
-		if err != nil {
-			env.Errorf("run: --sync: %v", err)
-			return exitUsage
-		}
-		if tw, err = trace.Create(f.tracePath, policy); err != nil {
+		if tw, err = trace.Create(f.tracePath, f.sync); err != nil {
 			env.Errorf("run: --trace: %v", err)
 			return exitUsage
 		}
@@ -90,13 +76,10 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 	var run gen.Run
 	if f.continueID != "" {
 		run, err = c.Continue(ctx, f.continueID, prompt, func(r *gen.ContinueRunRequest) {
-			given := func(name string) bool {
-				return slices.ContainsFunc(set, func(kv [2]string) bool { return kv[0] == name })
-			}
-			if given("max-steps") {
+			if isSet(fs, "max-steps") {
 				r.MaxSteps = req.MaxSteps
 			}
-			if given("token-budget") {
+			if isSet(fs, "token-budget") {
 				r.TokenBudget = req.TokenBudget
 			}
 			if f.script != "" || f.model != "" {
@@ -176,27 +159,4 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, se
 		return exitInternal
 	}
 	return writePatch(env, f.patchPath, final.Result, report(env, final.Result, nil, f.asJSON, f.tracePath))
-}
-
-// remoteModel is the server-side model configuration the run flags name:
-// --script FILE sends its responses; --model openai:NAME or anthropic:NAME
-// names a provider the server must offer (with its own keys).
-func remoteModel(f *runFlags) (gen.ModelConfig, error) {
-	var mc gen.ModelConfig
-	if f.script != "" {
-		lines, err := readScriptLines(f.script)
-		if err != nil {
-			return mc, fmt.Errorf("--script: %w", err)
-		}
-		return sdk.Script(lines...), nil
-	}
-	provider, name, ok := strings.Cut(f.model, ":")
-	if !ok || name == "" {
-		return mc, fmt.Errorf("--model must be PROVIDER:NAME")
-	}
-	switch provider {
-	case string(gen.OpenAIModelConfigProviderOpenai), string(gen.AnthropicModelConfigProviderAnthropic):
-		return providerConfig(f)
-	}
-	return mc, fmt.Errorf("--model: provider %q is not available with --remote", provider)
 }

@@ -5,13 +5,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/specloop/specloop/internal/ident"
-	"github.com/specloop/specloop/transcript"
 )
 
 // requestFile is, beside a run's transcript in the state directory, what
@@ -45,40 +43,21 @@ func keepRunRequest(transcriptPath string, rq *runRequest) error {
 }
 
 // resumeFlags turns `run --resume RUN_ID` into the run's own flags and
-// task, read from its request in the state directory: given holds what was
+// task, read from its request in the state directory: set holds what was
 // given, which must be --resume alone. Paths of the recorded flags are
-// taken from the directory the run ran in.
-func resumeFlags(given *flag.FlagSet, f *runFlags, positional string) (*runRequest, error) {
-	var other []string
-	given.Visit(func(fl *flag.Flag) {
-		if fl.Name != "resume" {
-			other = append(other, "--"+fl.Name)
-		}
-	})
-	if len(other) > 0 || positional != "" {
+// taken from the directory the run ran in (runFlagsSet).
+func resumeFlags(set *flag.FlagSet, f *runFlags, positional string) (*runRequest, error) {
+	other := positional != ""
+	set.Visit(func(fl *flag.Flag) { other = other || fl.Name != "resume" })
+	if other {
 		return nil, errors.New("--resume RUN_ID goes on with the run's own flags and task: give nothing else")
 	}
 	rq, _, err := loadRunRequest(f.resume)
 	if err != nil {
 		return nil, fmt.Errorf("--resume: %w", err)
 	}
-	again := flag.NewFlagSet("run", flag.ContinueOnError)
-	again.SetOutput(io.Discard)
-	*f = runFlags{}
-	f.register(again)
-	if _, code, done := parseWithPositional(again, rq.Args); done {
-		return nil, fmt.Errorf("--resume: the run's flags no longer parse (exit %d)", code)
-	}
-	at := func(p *string) {
-		if *p != "" && *p != "-" && !filepath.IsAbs(*p) {
-			*p = filepath.Join(rq.Dir, *p)
-		}
-	}
-	for _, p := range []*string{&f.script, &f.tracePath, &f.workspace, &f.systemFile} {
-		at(p)
-	}
-	for i := range f.toolsSpec.Files {
-		at(&f.toolsSpec.Files[i])
+	if _, err := runFlagsSet(f, rq.Args, rq.Dir); err != nil {
+		return nil, fmt.Errorf("--resume: %w", err)
 	}
 	f.promptFile, f.resume = "", rq.ID
 	return rq, nil
@@ -106,14 +85,4 @@ func loadRunRequest(id string) (*runRequest, string, error) {
 		return nil, "", fmt.Errorf("run %s's request: %w", id, err)
 	}
 	return &rq, path, nil
-}
-
-// resumeTranscript prepares run id's transcript for the run to go on
-// from it (transcript.Resume), saying so in the errors.
-func resumeTranscript(path, id string) (*transcript.Log, error) {
-	log, _, err := transcript.Resume(path)
-	if err != nil {
-		return nil, fmt.Errorf("--resume %s: %w (specloop show %s prints what it did)", id, err, id)
-	}
-	return log, nil
 }

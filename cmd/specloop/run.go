@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -34,6 +33,7 @@ type runFlags struct {
 	patchPath    string
 	telemetry    cli.TelemetryFlags // see telemetry.go
 	syncPolicy   string
+	sync         trace.SyncPolicy // --sync, parsed (validate)
 	asJSON       bool
 	workspace    string
 	noCommands   bool
@@ -133,8 +133,12 @@ func (f *runFlags) validate(fs *flag.FlagSet) error {
 	if (f.script == "") == (f.model == "") && (f.script != "" || f.remote == "" || f.continueID == "") {
 		return errors.New("give exactly one of --script FILE and --model PROVIDER:NAME")
 	}
-	if f.remote != "" && len(f.toolsSpec.Files) > 0 {
+	if f.remote != "" && len(f.toolsSpec) > 0 {
 		return errors.New("--tools-spec applies to local runs; a server takes its own (specloop serve --tools-spec)")
+	}
+	var err error
+	if f.sync, err = trace.ParseSyncPolicy(f.syncPolicy); err != nil {
+		return fmt.Errorf("--sync: %w", err)
 	}
 	return nil
 }
@@ -160,33 +164,15 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		lines = out.Lines
 	}
 	var f runFlags
-	newFlags := func() *flag.FlagSet {
-		f = runFlags{}
-		fs := env.FlagSet("run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
-			"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
-				"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
-				"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
-				"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
-				"to a file, the patch, the answer and the error are exact, and --json always is. Flags a person\n"+
-				"sets once go in a configuration file (see `specloop help config`).")
-		f.register(fs)
-		return fs
-	}
-	fs := newFlags()
-	prompt, code, done := parseWithPositional(fs, args)
+	fs, args, prompt, code, done := parseRunFlags(env, "run", "(--script FILE | --model PROVIDER:NAME) [flags] (PROMPT | --prompt-file FILE)",
+		"Runs an agent on PROMPT (or on the text of --prompt-file FILE; - reads standard input). Prints each\n"+
+			"step as it happens and the result, or with --json only the RunResult. The exit status tells how\n"+
+			"the run ended (see `specloop help`). On a terminal or a pipe, control characters in what the run\n"+
+			"produced (escape sequences, a carriage return mid-line) are shown as escapes like \\x1b; written\n"+
+			"to a file, the patch, the answer and the error are exact, and --json always is. Flags a person\n"+
+			"sets once go in a configuration file (see `specloop help config`).", args, &f)
 	if done {
 		return code
-	}
-	if cfg, err := runConfig(fs, &f); err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
-	} else if len(cfg.Args) > 0 || len(cfg.Warnings) > 0 {
-		printConfigured(env, cfg, f.asJSON)
-		args = append(cfg.Args, args...)
-		fs = newFlags()
-		if prompt, code, done = parseWithPositional(fs, args); done {
-			return code
-		}
 	}
 	var resumed *runRequest
 	if f.resume != "" {
@@ -207,22 +193,19 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	// A run that continues another (or is resumed, having continued one)
 	// starts from the conversation's history.
 	var conv []runner.Turn
-	continues := f.continueID
+	continues, by := f.continueID, "--continue"
 	if resumed != nil {
-		continues = resumed.Continues
+		continues, by = resumed.Continues, "--resume"
 	}
-	if f.continueID != "" && f.remote == "" {
+	if continues != "" && f.remote == "" {
 		var last *runRequest
-		if conv, last, err = conversation(f.continueID); err == nil {
-			args, err = continueFlags(&f, last, runFlagsSet(args, workingDir()))
+		conv, last, err = conversation(continues)
+		if err == nil && resumed == nil {
+			now, _ := runFlagsSet(new(runFlags), args, workingDir())
+			args, err = continueFlags(&f, last, now)
 		}
 		if err != nil {
-			env.Errorf("run: --continue: %v", err)
-			return exitUsage
-		}
-	} else if resumed != nil && continues != "" {
-		if conv, _, err = conversation(continues); err != nil {
-			env.Errorf("run: --resume: %v", err)
+			env.Errorf("run: %s: %v", by, err)
 			return exitUsage
 		}
 	}
@@ -233,7 +216,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		return cli.Usagef(fs, "--patch %s is inside the workspace: the run could change it, and the next run's patch would hold it; give a path outside %s", f.patchPath, f.workspace)
 	}
 	if f.remote != "" {
-		return runRemote(ctx, env, &f, prompt, runFlagsSet(args, workingDir()))
+		return runRemote(ctx, env, &f, prompt, fs)
 	}
 	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
@@ -241,14 +224,9 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		return exitUsage
 	}
 	defer closeAfterRun(ctx, env, tr)
-	approvals, asker, err := f.approval.open(env, lines)
+	asker, err := f.approval.open(env, lines)
 	if err != nil {
 		env.Errorf("run: %v", err)
-		return exitUsage
-	}
-	policy, err := trace.ParseSyncPolicy(f.syncPolicy)
-	if err != nil {
-		env.Errorf("run: --sync: %v", err)
 		return exitUsage
 	}
 	// The model is built before anything is opened or started (MCP
@@ -262,7 +240,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if rp, ok := m.(transcriptReplay); ok && prompt == "" {
 		prompt = rp.r.Task()
 	}
-	host, err := f.host(policy, tr)
+	host, err := f.host(tr)
 	if err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
@@ -272,12 +250,12 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	for _, s := range host.MCPServers {
 		mcpNames = append(mcpNames, s.Name)
 	}
-	req := f.request(prompt, mcpNames, approvals, asker != nil)
+	req := f.request(prompt, mcpNames)
 	host.MCP = f.mcp.Config(env.Stderr)
 	host.Waiting = func(holder string) {
 		fmt.Fprintf(env.Stderr, "another run uses this workspace (%s); waiting… (--no-wait to fail)\n", oneLine(holder, 120))
 	}
-	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, TracePath: f.tracePath, ApprovalTimeout: f.approval.timeout}
+	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, ApprovalTimeout: f.approval.timeout}
 	if resumed != nil {
 		sp.ID = resumed.ID
 	}
@@ -290,8 +268,8 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 		}
 		sp.TranscriptPath = transcriptPath
 		if resumed != nil {
-			if resumeLog, err = resumeTranscript(transcriptPath, sp.ID); err != nil {
-				env.Errorf("run: %v", err)
+			if resumeLog, _, err = transcript.Resume(transcriptPath); err != nil {
+				env.Errorf("run: --resume %s: %v (specloop show %s prints what it did)", sp.ID, err, sp.ID)
 				return exitUsage
 			}
 		}
@@ -398,10 +376,7 @@ func runTranscriptPath(id string) (string, error) {
 // for a person, through env's sanitiser on a terminal (see runText).
 func report(env *cli.Env, res *gen.RunResult, runErr error, asJSON bool, tracePath string) int {
 	if asJSON {
-		enc := json.NewEncoder(termsafe.Exact(env.Stdout))
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(res); err != nil {
+		if err := writeJSON(termsafe.Exact(env.Stdout), res, "  "); err != nil {
 			env.Errorf("%v", err)
 			return exitInternal
 		}
@@ -460,6 +435,34 @@ func readScriptLines(path string) ([]string, error) {
 		return nil, fmt.Errorf("%s holds no responses", path)
 	}
 	return lines, nil
+}
+
+// parseRunFlags parses args into f, the flags of `specloop run` for
+// command name (whose help the flag set prints), after the settings of the
+// configuration files (runConfig), which go in front of them: it returns
+// the flag set, the arguments with the files' first and the positional
+// argument; done reports that the command must return code.
+func parseRunFlags(env *cli.Env, name, synopsis, about string, args []string, f *runFlags) (fs *flag.FlagSet, all []string, positional string, code int, done bool) {
+	parse := func() {
+		*f = runFlags{}
+		fs = env.FlagSet(name, synopsis, about)
+		f.register(fs)
+		positional, code, done = parseWithPositional(fs, args)
+	}
+	if parse(); done {
+		return
+	}
+	cfg, err := runConfig(fs, f)
+	if err != nil {
+		env.Errorf("%s: %v", name, err)
+		return fs, args, "", exitUsage, true
+	}
+	printConfigured(env, cfg, f.asJSON)
+	if len(cfg.Settings) > 0 {
+		args = append(cfg.Args(), args...)
+		parse()
+	}
+	return fs, args, positional, code, done
 }
 
 // parseWithPositional parses the flags and at most one positional
@@ -529,11 +532,10 @@ func readPrompt(env *cli.Env, file, arg string) (string, error) {
 // run and a --remote one make the same request, so a flag means what its
 // field means (a local run becomes a runner.Spec of it, a remote one is
 // sent as it is). mcp names its MCP servers (a local run's --mcp define
-// them, a remote one's name the server's); policy is the --approval
-// policy, asked whether anyone decides (else the run asks no one). The
-// model is not in it: a local run builds its own (see models.go), a remote
-// one names it (remoteModel).
-func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolicy, asked bool) gen.CreateRunRequest {
+// them, a remote one's name the server's). A policy of --approval but
+// never has someone decide (approvalFlags.open). The model is not in it:
+// a local run builds its own, a remote one names it (see models.go).
+func (f *runFlags) request(prompt string, mcp []string) gen.CreateRunRequest {
 	req := gen.CreateRunRequest{Task: gen.Task{Prompt: prompt}}
 	if f.maxSteps > 0 {
 		req.MaxSteps = &f.maxSteps
@@ -545,8 +547,7 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 	case f.tokenBudget > 0:
 		req.TokenBudget = &f.tokenBudget
 	case f.noTokenLimit: // the most the spec allows
-		unlimited := int64(gen.MaxCreateRunRequestTokenBudget)
-		req.TokenBudget = &unlimited
+		req.TokenBudget = new(int64(gen.MaxCreateRunRequestTokenBudget))
 	}
 	req.MaxObservationBytes, req.MaxObservationLines = &f.obsBytes, &f.obsLines
 	if f.noDocs {
@@ -564,11 +565,10 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 	if ws := strings.TrimSpace(f.workspace); ws != "" && ws != "." {
 		req.Workspace = &ws
 	}
-	if asked {
+	if policy := gen.ApprovalPolicy(f.approval.policy); policy != gen.ApprovalPolicyNever {
 		req.ApprovalPolicy = &policy
 		if t := f.approval.timeout; t != agent.DefaultApprovalTimeout {
-			secs := int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second)
-			req.ApprovalTimeoutSeconds = &secs
+			req.ApprovalTimeoutSeconds = new(int(min(max(t.Round(time.Second), time.Second), 7*24*time.Hour) / time.Second))
 		}
 	}
 	return req
@@ -577,7 +577,7 @@ func (f *runFlags) request(prompt string, mcp []string, policy gen.ApprovalPolic
 // host maps the flags that say where and how a local run works (not what
 // it does: that is its request) to its host's setup; tr is the telemetry
 // the run opened.
-func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Config, error) {
+func (f *runFlags) host(tr *cli.Telemetry) (wiring.Config, error) {
 	sb, err := f.sandbox.Policy()
 	if err != nil {
 		return wiring.Config{}, err
@@ -603,7 +603,7 @@ func (f *runFlags) host(policy trace.SyncPolicy, tr *cli.Telemetry) (wiring.Conf
 		Tools:           specs,
 		DisableCommands: f.noCommands,
 		Sandbox:         sb,
-		TraceSync:       policy,
+		TraceSync:       f.sync,
 		Telemetry:       tr.Tel,
 		TelemetryRun:    runInfo(f),
 	}, nil

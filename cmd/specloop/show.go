@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 
@@ -46,18 +47,25 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 		}
 		return exitOK
 	}
+	return printRecord(env, "show: ", path, transcript.Read, transcript.Render)
+}
+
+// printRecord prints the record at path (a transcript or a trace) with
+// render, as read reads it; a torn last line (a crash mid-write) is
+// reported after the entries before it. prefix starts the messages.
+func printRecord[L any](env *cli.Env, prefix, path string, read func(io.Reader) (L, error), render func(io.Writer, L) error) int {
 	f, err := os.Open(path)
 	if err != nil {
-		env.Errorf("show: %v", err)
+		env.Errorf("%s%v", prefix, err)
 		return exitUsage
 	}
 	defer f.Close()
-	log, rerr := transcript.Read(f)
-	if err := transcript.Render(env.Stdout, log); err != nil {
+	log, rerr := read(f)
+	if err := render(env.Stdout, log); err != nil {
 		return exitInternal
 	}
 	if rerr != nil {
-		env.Errorf("show: %s: %v", path, rerr)
+		env.Errorf("%s%s: %v", prefix, path, rerr)
 		return exitInternal
 	}
 	return exitOK

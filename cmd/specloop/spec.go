@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
@@ -15,11 +14,8 @@ import (
 
 func specCmd(_ context.Context, env *cli.Env, args []string) int {
 	fs := env.FlagSet("spec", "", "Prints the embedded OpenAPI document (spec/agent.yaml).")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	if _, err := env.Stdout.Write(spec.YAML()); err != nil {
 		return exitInternal
@@ -33,11 +29,8 @@ func toolsCmd(_ context.Context, env *cli.Env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the tool specs as a JSON ToolList")
 	workspace := fs.String("workspace", ".", "the workspace the file tools would work in")
 	noCommands := fs.Bool("no-commands", false, "leave run_command out")
-	if code, done := cli.ParseFlags(fs, args); done {
+	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return cli.Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	// Only the tool list is needed: no command runs, so no sandbox.
 	setup, err := wiring.Open(wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
@@ -53,10 +46,7 @@ func toolsCmd(_ context.Context, env *cli.Env, args []string) int {
 	defer setup.Close()
 	rt := setup.Runtime
 	if *asJSON {
-		enc := json.NewEncoder(env.Stdout)
-		enc.SetIndent("", "  ")
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(gen.ToolList{Tools: rt.Specs()}); err != nil {
+		if err := writeJSON(env.Stdout, gen.ToolList{Tools: rt.Specs()}, "  "); err != nil {
 			return exitInternal
 		}
 		return exitOK

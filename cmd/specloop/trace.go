@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/trace"
@@ -29,21 +28,7 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 		env.Errorf("%v", err)
 		return exitUsage
 	}
-	f, err := os.Open(path)
-	if err != nil {
-		env.Errorf("%v", err)
-		return exitUsage
-	}
-	defer f.Close()
-	log, rerr := trace.Read(f)
-	if err := trace.Show(env.Stdout, log); err != nil {
-		return exitInternal
-	}
-	if rerr != nil {
-		env.Errorf("%s: %v", fs.Arg(0), rerr)
-		return exitInternal
-	}
-	return exitOK
+	return printRecord(env, "", path, trace.Read, trace.Show)
 }
 
 // traceFile is the name of a local run's trace in its records directory.

@@ -40,15 +40,10 @@ const (
 // it builds offline.
 var CheckEnv = []string{"GOWORK=off", "GOTOOLCHAIN=local", "GOFLAGS=-mod=mod"}
 
-// Script returns the model's responses, one raw action each, in order.
+// Script returns the model's responses, one raw action a line of
+// script.jsonl, in order.
 func Script() []string {
-	var out []string
-	for _, line := range strings.Split(script, "\n") {
-		if strings.TrimSpace(line) != "" {
-			out = append(out, line)
-		}
-	}
-	return out
+	return strings.Split(strings.TrimSpace(script), "\n")
 }
 
 // WriteModule writes the module into dir, which must not exist yet or be

@@ -22,10 +22,17 @@ type Configured struct {
 	Settings []config.Setting
 	// Warnings are the repository's keys that were not applied.
 	Warnings []string
-	// Args are the settings as flags ("--name=value"), to go in front of
-	// the command line's: its flags then win, and whatever records the
-	// arguments (a run's request, --continue, --resume) sees one list.
-	Args []string
+}
+
+// Args are the settings as flags ("--name=value"), to go in front of the
+// command line's: its flags then win, and whatever records the arguments
+// (a run's request, --continue, --resume) sees one list.
+func (c Configured) Args() []string {
+	var args []string
+	for _, s := range c.Settings {
+		args = append(args, "--"+s.Flag+"="+s.Value)
+	}
+	return args
 }
 
 // LocalConfig reads the user's file and the file of the repository that
@@ -67,14 +74,8 @@ func FileConfig(fresh *flag.FlagSet, path, profile string) (Configured, error) {
 
 // Without is c less the settings of the flags named.
 func (c Configured) Without(names ...string) Configured {
-	out := Configured{Files: c.Files, Warnings: c.Warnings}
-	for _, s := range c.Settings {
-		if !slices.Contains(names, s.Flag) {
-			out.Settings = append(out.Settings, s)
-			out.Args = append(out.Args, "--"+s.Flag+"="+s.Value)
-		}
-	}
-	return out
+	c.Settings = slices.DeleteFunc(slices.Clone(c.Settings), func(s config.Setting) bool { return slices.Contains(names, s.Flag) })
+	return c
 }
 
 func apply(fresh *flag.FlagSet, user, repo *config.File, root, profile string) (Configured, error) {
@@ -88,9 +89,6 @@ func apply(fresh *flag.FlagSet, user, repo *config.File, root, profile string) (
 	c.Settings, c.Warnings, err = config.Apply(fresh, user, repo, root, profile)
 	if err != nil {
 		return Configured{}, err
-	}
-	for _, s := range c.Settings {
-		c.Args = append(c.Args, "--"+s.Flag+"="+s.Value)
 	}
 	return c, nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -73,16 +74,14 @@ func (f *MCPFlags) Servers() ([]mcpclient.Server, error) {
 		return nil, errors.New("--mcp-timeout must be positive")
 	}
 	var out []mcpclient.Server
-	seen := map[string]bool{}
 	for _, v := range f.values {
 		s, err := mcpclient.ParseServer(v)
 		if err != nil {
 			return nil, fmt.Errorf("--mcp: %w", err)
 		}
-		if seen[s.Name] {
+		if slices.ContainsFunc(out, func(o mcpclient.Server) bool { return o.Name == s.Name }) {
 			return nil, fmt.Errorf("--mcp: the server name %q is given twice", s.Name)
 		}
-		seen[s.Name] = true
 		out = append(out, s)
 	}
 	return out, nil
@@ -107,18 +106,16 @@ func (f *MCPFlags) Config(stderr io.Writer) mcpclient.Config {
 // ToolsSpecFlags is --tools-spec, shared by run and serve: OpenAPI
 // documents of extra tools whose operations declare their handlers (a
 // sandboxed command or an HTTP endpoint; see tools.Spec.RegisterDeclared).
-type ToolsSpecFlags struct {
-	Files stringList
-}
+type ToolsSpecFlags []string
 
 func (f *ToolsSpecFlags) Register(fs *flag.FlagSet) {
-	fs.Var(&f.Files, "tools-spec", "an OpenAPI document of extra tools (POST /v1/tools/{name}), each run by the command of its x-specloop-argv (under the sandbox; needs commands) or posted to its operation's servers URL (repeatable)")
+	fs.Var((*stringList)(f), "tools-spec", "an OpenAPI document of extra tools (POST /v1/tools/{name}), each run by the command of its x-specloop-argv (under the sandbox; needs commands) or posted to its operation's servers URL (repeatable)")
 }
 
 // Load reads, checks and binds every document; an error names the file.
 func (f *ToolsSpecFlags) Load() ([]*tools.Spec, error) {
 	var specs []*tools.Spec
-	for _, path := range f.Files {
+	for _, path := range *f {
 		data, err := os.ReadFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("--tools-spec: %w", err)

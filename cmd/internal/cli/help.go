@@ -115,6 +115,15 @@ func ParseFlags(fs *flag.FlagSet, args []string) (code int, done bool) {
 	return 0, false
 }
 
+// ParseNoArgs is ParseFlags for a command that takes flags only: a
+// positional argument is a usage error.
+func ParseNoArgs(fs *flag.FlagSet, args []string) (code int, done bool) {
+	if code, done = ParseFlags(fs, args); !done && fs.NArg() > 0 {
+		return Usagef(fs, "unexpected argument %q", fs.Arg(0)), true
+	}
+	return code, done
+}
+
 // flagError spells the flag package's error msg the way the help does
 // (--flag), and suggests the closest flag for an unknown one.
 func flagError(fs *flag.FlagSet, msg string) string {
@@ -191,11 +200,8 @@ func editDistance(a, b string) int {
 // version and the VCS revision the binary was built from.
 func Version(_ context.Context, env *Env, args []string) int {
 	fs := env.FlagSet("version", "", "Prints the module version, the VCS revision it was built from and the Go toolchain.")
-	if code, done := ParseFlags(fs, args); done {
+	if code, done := ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	rev := buildinfo.Revision()
 	if rev == "" {

@@ -73,36 +73,36 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
 			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n\n"+
 			engine.About())
+	var cfg server.Config // the flags that configure the server go to it
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
-	data := fs.String("data", "", "the data directory: the run log and every run's trace; it must lie outside --workspace-root (default: "+StateDirUsage("server")+")")
-	root := fs.String("workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use; runs may read and write all of it")
-	maxConcurrent := fs.Int("max-concurrent", runner.DefaultMaxConcurrent, "the most runs executing at once")
-	queue := fs.Int("queue", runner.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
+	fs.StringVar(&cfg.DataDir, "data", "", "the data directory: the run log and every run's trace; it must lie outside --workspace-root (default: "+StateDirUsage("server")+")")
+	fs.StringVar(&cfg.WorkspaceRoot, "workspace-root", ".", "the directory that holds the workspaces runs and tool calls may use; runs may read and write all of it")
+	fs.IntVar(&cfg.MaxConcurrent, "max-concurrent", runner.DefaultMaxConcurrent, "the most runs executing at once")
+	fs.IntVar(&cfg.QueueSize, "queue", runner.DefaultQueueSize, "the most runs waiting to start; more are refused with 429")
 	tokenFile := fs.String("token-file", "", "a file holding the bearer token clients must send (default: $"+TokenEnv+")")
 	var toolsSpec ToolsSpecFlags
 	toolsSpec.Register(fs)
-	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
+	fs.BoolVar(&cfg.AllowCommands, "allow-commands", false, "offer run_command to runs and POST /v1/tools/run_command, and allow completion checks")
 	insecure := fs.Bool("insecure", false, "allow listening on a non-loopback address without a token (anyone who can connect can run agents)")
-	bodyLimit := fs.Int64("body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
-	retention := fs.Duration("transcript-retention", runner.DefaultTranscriptRetention, "how long a finished run's transcript is kept (its record and trace stay); 0 keeps them forever")
+	fs.Int64Var(&cfg.BodyLimit, "body-limit", server.DefaultBodyLimit, "the largest request body in bytes; larger ones get 413")
+	fs.DurationVar(&cfg.TranscriptRetention, "transcript-retention", runner.DefaultTranscriptRetention, "how long a finished run's transcript is kept (its record and trace stay); 0 keeps them forever")
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
 	systemFile := fs.String("system-file", "", SystemFileUsage)
-	readTimeout := fs.Duration("read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
-	maxConns := fs.Int("max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
-	maxStreams := fs.Int("max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
-	maxStreamsPerClient := fs.Int("max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
+	fs.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
+	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
+	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
 	var telFlags TelemetryFlags // see telemetry.go
 	telFlags.Register(fs, true)
-	var allowedHosts []string
 	fs.Func("allowed-host", "without a token, also answer requests whose Host header is this name (repeatable; default: loopback names only)", func(v string) error {
 		if v == "" || strings.ContainsAny(v, "/ \t@?#*") {
 			return errors.New("not a host name")
 		}
-		allowedHosts = append(allowedHosts, v)
+		cfg.AllowedHosts = append(cfg.AllowedHosts, v)
 		return nil
 	})
-	approvalTimeout := fs.Duration("approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
+	fs.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
 	var sbFlags SandboxFlags
 	sbFlags.Register(fs)
 	engine.Register(fs)
@@ -111,54 +111,52 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	fs.String("config", "", "a configuration file (TOML; see: specloop help config) whose keys are these flags in snake_case; the command line's flags override it")
 	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
 	if path := ScanFlag(args, "config"); path != "" {
-		cfg, err := FileConfig(fs, path, ScanFlag(args, "profile"))
+		fc, err := FileConfig(fs, path, ScanFlag(args, "profile"))
 		if err != nil {
 			env.Errorf("serve: %v", err)
 			return ExitUsage
 		}
-		env.Errorf("serve: %d settings from %s", len(cfg.Settings), path)
+		env.Errorf("serve: %d settings from %s", len(fc.Settings), path)
 	}
-	if code, done := ParseFlags(fs, args); done {
+	if code, done := ParseNoArgs(fs, args); done {
 		return code
-	}
-	if fs.NArg() > 0 {
-		return Usagef(fs, "unexpected argument %q", fs.Arg(0))
 	}
 	for _, pos := range []struct {
 		name  string
 		value int64
-	}{{"--max-concurrent", int64(*maxConcurrent)}, {"--queue", int64(*queue)}, {"--body-limit", *bodyLimit},
-		{"--max-connections", int64(*maxConns)}, {"--max-streams", int64(*maxStreams)}, {"--max-streams-per-client", int64(*maxStreamsPerClient)}} {
+	}{{"--max-concurrent", int64(cfg.MaxConcurrent)}, {"--queue", int64(cfg.QueueSize)}, {"--body-limit", cfg.BodyLimit},
+		{"--max-connections", int64(cfg.MaxConnections)}, {"--max-streams", int64(cfg.MaxStreams)}, {"--max-streams-per-client", int64(cfg.MaxStreamsPerClient)}} {
 		if pos.value < 1 {
 			env.Errorf("serve: %s must be at least 1", pos.name)
 			return ExitUsage
 		}
 	}
-	if *retention < 0 {
+	if cfg.TranscriptRetention < 0 {
 		env.Errorf("serve: --transcript-retention must not be negative (0 keeps transcripts forever)")
 		return ExitUsage
 	}
-	policy, err := trace.ParseSyncPolicy(*syncPolicy)
+	var err error
+	cfg.TraceSync, err = trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
 		env.Errorf("serve: --sync: %v", err)
 		return ExitUsage
 	}
-	sbPolicy, err := sbFlags.Policy()
+	cfg.Sandbox, err = sbFlags.Policy()
 	if err != nil {
 		env.Errorf("serve: %v", err)
 		return ExitUsage
 	}
-	mcpServers, err := mcpf.Servers()
+	cfg.MCPServers, err = mcpf.Servers()
 	if err != nil {
 		env.Errorf("serve: %v", err)
 		return ExitUsage
 	}
-	specs, err := toolsSpec.Load()
+	cfg.ToolSpecs, err = toolsSpec.Load()
 	if err != nil {
 		env.Errorf("serve: %v", err)
 		return ExitUsage
 	}
-	token, err := ReadToken(*tokenFile)
+	cfg.Token, err = ReadToken(*tokenFile)
 	if err != nil {
 		env.Errorf("serve: %v", err)
 		return ExitUsage
@@ -168,7 +166,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 		env.Errorf("serve: --system-file: %v", err)
 		return ExitUsage
 	}
-	if *data, err = RecordsDir("--data", *data, "server", *root); err != nil {
+	if cfg.DataDir, err = RecordsDir("--data", cfg.DataDir, "server", cfg.WorkspaceRoot); err != nil {
 		env.Errorf("serve: %v", err)
 		return ExitUsage
 	}
@@ -176,7 +174,8 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	if *verbose {
 		level = slog.LevelDebug
 	}
-	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	cfg.Logger = slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: level}))
+	logger := cfg.Logger
 	tel, err := telFlags.Open(ctx, true)
 	if err != nil {
 		env.Errorf("serve: %v", err)
@@ -184,10 +183,10 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}
 	if !isLoopback(*addr) {
 		switch {
-		case token == "" && !*insecure:
+		case cfg.Token == "" && !*insecure:
 			env.Errorf("serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, TokenEnv)
 			return ExitUsage
-		case token == "":
+		case cfg.Token == "":
 			fmt.Fprintf(env.Stderr, "\n"+
 				"  ************************************************************************\n"+
 				"  WARNING: --insecure: serving on %s WITHOUT A TOKEN.\n"+
@@ -195,64 +194,40 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 				"  in %s. Use a token ($%s or --token-file) instead.\n"+
 				"  Clients must send a loopback or --allowed-host name as the Host.\n"+
 				"  ************************************************************************\n\n",
-				*addr, commandsNote(*allowCommands), *root, TokenEnv)
+				*addr, commandsNote(cfg.AllowCommands), cfg.WorkspaceRoot, TokenEnv)
 		default:
 			logger.Warn("the API is plain HTTP: put a TLS-terminating proxy in front of it so the token is not sent in clear", "addr", *addr)
 		}
 	}
-	eng, closeEngine, err := engine.Open(*root, logger)
+	eng, closeEngine, err := engine.Open(cfg.WorkspaceRoot, logger)
 	if err != nil {
 		env.Errorf("serve: %v", err)
 		return ExitUsage
 	}
 	defer closeEngine()
-	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: *root, DisableCommands: !*allowCommands, Sandbox: sbPolicy}, logger)
+	cfg.Engine = eng
+	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: cfg.WorkspaceRoot, DisableCommands: !cfg.AllowCommands, Sandbox: cfg.Sandbox}, logger)
 	if err != nil {
 		env.Errorf("serve: /mcp: %v", err)
 		return ExitUsage
 	}
 	defer mcpSetup.Close()
 	defer mcpStop()
+	cfg.MCPHandler = mcpH
 	// A run and a `specloop run` never edit one workspace at once.
-	locks, err := StateDir("locks")
-	if err != nil {
+	if cfg.LockDir, err = StateDir("locks"); err != nil {
 		env.Errorf("serve: the workspace lock's directory: %v", err)
 		return ExitUsage
 	}
-	srv, err := server.New(server.Config{
-		Config: runner.Config{
-			Engine:        eng,
-			DataDir:       *data,
-			WorkspaceRoot: *root,
-			MaxConcurrent: *maxConcurrent,
-			QueueSize:     *queue,
-			AllowCommands: *allowCommands,
-			ToolSpecs:     specs,
-			Sandbox:       sbPolicy,
-			Telemetry:     tel.Tel,
-			TraceSync:     policy,
-			Logger:        logger,
-			// Transcripts hold content (code, outputs): kept a bounded time.
-			TranscriptRetention: *retention,
-			LockDir:             locks,
-			// Approval waits are in memory: a server that stops ends the
-			// waiting runs interrupted.
-			ApprovalTimeout: *approvalTimeout,
-			MCPServers:      mcpServers,
-			MCP:             mcpf.Config(env.Stderr),
-			Models:          runner.ModelsWithSystem(system),
-		},
-		Token:               token,
-		BodyLimit:           *bodyLimit,
-		ReadTimeout:         *readTimeout,
-		MaxConnections:      *maxConns,
-		MaxStreams:          *maxStreams,
-		MaxStreamsPerClient: *maxStreamsPerClient,
-		AllowedHosts:        allowedHosts,
-		MCPHandler:          mcpH,
-	})
+	// Transcripts hold content (code, outputs): kept a bounded time
+	// (--transcript-retention). Approval waits are in memory: a server
+	// that stops ends the waiting runs interrupted.
+	cfg.Telemetry = tel.Tel
+	cfg.MCP = mcpf.Config(env.Stderr)
+	cfg.Models = runner.ModelsWithSystem(system)
+	srv, err := server.New(cfg)
 	var we *wiring.Error
-	if errors.As(err, &we) && we.Part == wiring.PartTools && len(specs) > 0 {
+	if errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.ToolSpecs) > 0 {
 		env.Errorf("serve: --tools-spec: %v", we.Err)
 		return ExitUsage
 	}
@@ -277,8 +252,8 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	hs.RegisterOnShutdown(mcpStop)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(srv.Listener(ln)) }()
-	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", *data, "workspace_root", *root,
-		"max_concurrent", *maxConcurrent, "queue", *queue, "commands", *allowCommands, "auth", token != "")
+	logger.Info("serving", "url", "http://"+ln.Addr().String(), "data", cfg.DataDir, "workspace_root", cfg.WorkspaceRoot,
+		"max_concurrent", cfg.MaxConcurrent, "queue", cfg.QueueSize, "commands", cfg.AllowCommands, "auth", cfg.Token != "")
 	logger.Info("web page", "url", "http://"+ln.Addr().String()+server.UIPath)
 
 	code := ExitOK
