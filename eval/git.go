@@ -3,7 +3,6 @@ package eval
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -16,10 +15,10 @@ import (
 // included).
 const gitTimeout = 30 * time.Minute
 
-// git runs git in dir as the person would, with their own configuration,
-// but with hooks and fsmonitor off and no terminal prompt: making and
-// removing worktrees runs nothing a repository names. The error holds the
-// end of what git printed.
+// git runs git in the task's repository dir as the person would, with
+// their own configuration, but with hooks and fsmonitor off and no
+// terminal prompt, for what only reads it (rev-parse) and for cloning a
+// URL. The error holds the end of what git printed.
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
@@ -72,26 +71,69 @@ func resolve(ctx context.Context, repo, rev string) (string, error) {
 	return git(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 }
 
-// addWorktree checks out commit, detached, in a new worktree at dir; a
-// directory left there by an attempt that was stopped is removed first.
-func addWorktree(ctx context.Context, repo, commit, dir string) error {
-	if err := removeWorktree(ctx, repo, dir); err != nil {
+// checkout makes dir a git work tree of its own, detached at commit: a
+// repository made here, with no hooks and a configuration of this
+// process's, whose objects are the task repository's, read as an
+// alternate. Nothing of the task repository is changed, and nothing of its
+// configuration, hooks, attributes' drivers or fsmonitor runs: git runs
+// with no system or global configuration, and an info/attributes that
+// unsets every driver and conversion, so the files are the commit's exact
+// bytes. A directory left at dir by an attempt that was stopped is
+// removed first.
+func checkout(ctx context.Context, objects, commit, dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(dir), 0o700); err != nil {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	_, err := git(ctx, repo, "worktree", "add", "--quiet", "--detach", "--", dir, commit)
-	return err
+	gitDir := filepath.Join(dir, ".git")
+	if err := private(ctx, dir, "init", "--quiet", "--template=", dir); err != nil {
+		return err
+	}
+	for name, text := range map[string]string{
+		"objects/info/alternates": objects + "\n",
+		"info/attributes":         "* -filter -text -eol -ident -working-tree-encoding\n",
+	} {
+		p := filepath.Join(gitDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			return err
+		}
+	}
+	return private(ctx, dir, "checkout", "--quiet", "--detach", commit)
 }
 
-// removeWorktree deletes dir and the repository's record of it. The
-// directory is deleted by this process, not by git, so that nothing the
-// run left in it is read by git (os.RemoveAll follows no link).
-func removeWorktree(ctx context.Context, repo, dir string) error {
-	err := os.RemoveAll(dir)
-	if _, perr := git(ctx, repo, "worktree", "prune"); perr != nil {
-		err = errors.Join(err, perr)
+// private runs git on the repository checkout made at dir, in an
+// environment built from scratch (see checkout).
+func private(ctx context.Context, dir string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	gitDir := filepath.Join(dir, ".git")
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + gitDir, "XDG_CONFIG_HOME=" + gitDir, "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0"}
+	if args[0] != "init" {
+		cmd.Env = append(cmd.Env, "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir)
 	}
-	return err
+	if out, err := cmd.CombinedOutput(); err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 500 {
+			msg = "…" + msg[len(msg)-500:]
+		}
+		return fmt.Errorf("git %s: %w: %s", args[0], err, msg)
+	}
+	return nil
+}
+
+// objectsDir is the object store of the repository at repo.
+func objectsDir(ctx context.Context, repo string) (string, error) {
+	common, err := git(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(common, "objects"), nil
 }

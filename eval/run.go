@@ -17,10 +17,10 @@ import (
 type Attempt struct {
 	Task *Task
 	N    int
-	// Dir is the attempt's worktree: the run's workspace.
+	// Dir is the attempt's work tree: the run's workspace.
 	Dir string
 	// Records is a directory for the run's records (its patch, trace,
-	// log), outside the worktree.
+	// log), outside the work tree.
 	Records string
 	// MaxSteps is the task's step budget, 0 for the run's default.
 	MaxSteps int
@@ -36,12 +36,12 @@ type Outcome struct {
 // Config says how an evaluation runs.
 type Config struct {
 	// Out holds results.jsonl, the attempts' records and, while they
-	// run, their worktrees.
+	// run, their work trees.
 	Out string
 	// Parallel is how many attempts run at once (at least 1); Attempts
 	// how many each task gets (at least 1).
 	Parallel, Attempts int
-	// Keep leaves each worktree in place after its attempt.
+	// Keep leaves each work tree in place after its attempt.
 	Keep bool
 	// Run runs the model in a.Dir; Command runs a task's setup or test
 	// there, in the sandbox.
@@ -181,7 +181,7 @@ feed:
 
 func key(task string, n int) string { return task + "-" + strconv.Itoa(n) }
 
-// attempt runs one attempt: its worktree, its setup, the run, the grade.
+// attempt runs one attempt: its work tree, its setup, the run, the grade.
 // ok is false when ctx ended before it was graded (the attempt is not
 // recorded, and a next Run starts it again).
 func attempt(ctx context.Context, cfg Config, a *Attempt) (r gen.EvalAttempt, ok bool) {
@@ -196,11 +196,11 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (r gen.EvalAttempt, ok
 	if err := os.MkdirAll(a.Records, 0o700); err != nil {
 		return fail("records: %v", err)
 	}
-	if err := addWorktree(ctx, a.Task.Repo, a.Task.Commit, a.Dir); err != nil {
-		return fail("worktree: %v", err)
-	}
 	if !cfg.Keep {
-		defer removeWorktree(context.WithoutCancel(ctx), a.Task.Repo, a.Dir)
+		defer os.RemoveAll(a.Dir)
+	}
+	if err := checkout(ctx, a.Task.Objects, a.Task.Commit, a.Dir); err != nil {
+		return fail("work tree: %v", err)
 	}
 	if a.Task.Setup != nil {
 		res, err := cfg.Command(ctx, a.Dir, *a.Task.Setup, true)

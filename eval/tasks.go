@@ -1,5 +1,5 @@
 // Package eval runs a task set against a model: each attempt at a task in
-// its own git worktree of the task's repository, several at a time,
+// its own git work tree of the task's repository, several at a time,
 // resumable, graded by the task's own test, with the results and summary a
 // team compares models by.
 package eval
@@ -26,11 +26,12 @@ type Task struct {
 	gen.EvalTask
 	// Line is the task's line in its file, for messages.
 	Line int
-	// Repo is the repository each attempt's worktree is made from: the
+	// Repo is the repository each attempt's work tree is made from: the
 	// task's local path made absolute, or a clone of its URL (Prepare).
 	Repo string
-	// Commit is the full hash the task's commit resolved to (Prepare).
-	Commit string
+	// Commit is the full hash the task's commit resolved to, and Objects
+	// the object store it is in (Prepare).
+	Commit, Objects string
 }
 
 var (
@@ -187,6 +188,10 @@ func Prepare(ctx context.Context, tasks []Task, out, file string) error {
 		hash, err := resolve(ctx, t.Repo, commit)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s:%d: commit: %w", file, t.Line, err))
+			continue
+		}
+		if t.Objects, err = objectsDir(ctx, t.Repo); err != nil {
+			errs = append(errs, fmt.Errorf("%s:%d: repo: %w", file, t.Line, err))
 			continue
 		}
 		t.Commit = hash

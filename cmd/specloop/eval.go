@@ -23,7 +23,7 @@ import (
 )
 
 // `specloop eval` runs a task file: each attempt a `specloop run` in a
-// worktree of its own, in this process, graded by the task's test after
+// work tree of its own, in this process, graded by the task's test after
 // the run (so the model never sees it).
 
 type evalFlags struct {
@@ -43,7 +43,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	fs := env.FlagSet("eval", "TASKS.jsonl (--script FILE | --model PROVIDER:NAME) [--parallel N] [--attempts K] [--out DIR] [run flags]",
 		"Runs every task of TASKS.jsonl (one JSON object a line: id, repo, commit, prompt, test, and optionally\n"+
 			"setup, max_steps, time_limit_seconds; see docs/eval.md) K times, N attempts at a time. Each attempt is a\n"+
-			"`specloop run` in its own git worktree of the task's repository at its commit, under --out, removed after\n"+
+			"`specloop run` in its own git work tree of the task's repository at its commit, under --out, removed after\n"+
 			"it unless --keep; setup runs first and the test after the run, both in the sandbox (setup with the\n"+
 			"network), and the test, which the model never sees, decides whether the attempt resolved the task.\n"+
 			"Results are appended to DIR/results.jsonl as attempts end; Ctrl-C stops, and the same command again\n"+
@@ -55,8 +55,8 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	var e evalFlags
 	fs.IntVar(&e.parallel, "parallel", 1, "how many attempts run at once")
 	fs.IntVar(&e.attempts, "attempts", 1, "attempts at each task (pass@k is reported for k up to it)")
-	fs.StringVar(&e.out, "out", "", "the directory of the results, records and worktrees (default: "+cli.StateDirUsage("evals/NAME")+", NAME the task file's name); giving it again resumes")
-	fs.BoolVar(&e.keep, "keep", false, "leave each attempt's worktree in DIR/worktrees")
+	fs.StringVar(&e.out, "out", "", "the directory of the results, records and work trees (default: "+cli.StateDirUsage("evals/NAME")+", NAME the task file's name); giving it again resumes")
+	fs.BoolVar(&e.keep, "keep", false, "leave each attempt's work tree in DIR/worktrees")
 	fs.StringVar(&e.predictions, "predictions", "", "also write SWE-bench's predictions (instance_id, model_name_or_path, model_patch) to this file: JSON Lines for .jsonl, else a JSON array")
 	fs.Float64Var(&e.priceIn, "price-input", 0, "US dollars per million prompt tokens, to report each attempt's cost")
 	fs.Float64Var(&e.priceOut, "price-output", 0, "US dollars per million generated tokens")
@@ -82,7 +82,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	runArgs := runArgsOf(fs, args)
 	// The model may come from a configuration file: check the flags as
 	// a run would see them (each attempt reads the files again, with its
-	// worktree's own).
+	// work tree's own).
 	check := append([]string{}, runArgs...)
 	if cfg, err := runConfig(fs, &f); err != nil {
 		env.Errorf("eval: %v", err)
@@ -239,7 +239,7 @@ func isBoolFlag(f *flag.Flag) bool {
 	return ok && b.IsBoolFlag()
 }
 
-// evalRun runs one attempt: `specloop run` in its worktree, with its
+// evalRun runs one attempt: `specloop run` in its work tree, with its
 // records beside it.
 func evalRun(ctx context.Context, runArgs []string, a *eval.Attempt) (eval.Outcome, error) {
 	o := eval.Outcome{PatchPath: filepath.Join(a.Records, "patch.diff"), TracePath: filepath.Join(a.Records, "trace.jsonl")}

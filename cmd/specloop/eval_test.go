@@ -9,7 +9,8 @@ import (
 )
 
 // evalRepo makes a repository whose Add subtracts, with a post-checkout
-// hook that leaves a marker if anything runs it, and a task file for it.
+// hook and a smudge filter (named by its committed .gitattributes) that
+// each leave a marker if anything runs them, and a task file for it.
 func evalRepo(t *testing.T) (dir, tasks, marker string) {
 	t.Helper()
 	dir = t.TempDir()
@@ -17,6 +18,7 @@ func evalRepo(t *testing.T) (dir, tasks, marker string) {
 	marker = filepath.Join(dir, "hook-ran")
 	files := map[string]string{
 		"calc.go":                  "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
+		".gitattributes":           "*.go filter=evil\n",
 		".git/hooks/post-checkout": "#!/bin/sh\ntouch " + marker + "\n",
 	}
 	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
@@ -27,7 +29,10 @@ func evalRepo(t *testing.T) (dir, tasks, marker string) {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command("git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", repo, "add", "calc.go")
+	if out, err := exec.Command("git", "-C", repo, "config", "filter.evil.smudge", "sh -c 'touch "+marker+"; cat'").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cmd := exec.Command("git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", repo, "add", "calc.go", ".gitattributes")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
@@ -45,6 +50,25 @@ func evalRepo(t *testing.T) (dir, tasks, marker string) {
 	return dir, tasks, marker
 }
 
+// repoState is what a person sees of a repository: its status, its refs
+// and the entries of its .git.
+func repoState(t *testing.T, repo string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"status", "--porcelain", "--ignored"}, {"for-each-ref"}, {"rev-parse", "HEAD"}} {
+		out, err := exec.Command("git", append([]string{"-c", "core.hooksPath=/dev/null", "-C", repo}, args...)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(out)
+	}
+	entries, _ := os.ReadDir(filepath.Join(repo, ".git"))
+	for _, e := range entries {
+		b.WriteString(e.Name() + " ")
+	}
+	return b.String()
+}
+
 const fixScript = `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"calc.go","content":"package calc\n\nfunc Add(a, b int) int { return a + b }\n"}}
 {"type":"finish","answer":"fixed"}
 `
@@ -59,6 +83,8 @@ func TestEvalGradesEachAttemptInItsOwnWorktree(t *testing.T) {
 	if err := os.WriteFile(script, []byte(fixScript), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	repo := filepath.Join(dir, "repos", "calc")
+	before := repoState(t, repo)
 	out := filepath.Join(dir, "out")
 	pred := filepath.Join(dir, "preds.jsonl")
 	code, stdout, stderr := specloop(t, "eval", tasks, "--script", script, "--no-commands", "--out", out, "--attempts", "2", "--parallel", "2", "--predictions", pred)
@@ -81,15 +107,14 @@ func TestEvalGradesEachAttemptInItsOwnWorktree(t *testing.T) {
 	if data, err := os.ReadFile(pred); err != nil || !strings.Contains(string(data), `"instance_id":"add"`) || !strings.Contains(string(data), "a + b") {
 		t.Errorf("predictions = %s, %v", data, err)
 	}
-	repo := filepath.Join(dir, "repos", "calc")
-	if data, _ := os.ReadFile(filepath.Join(repo, "calc.go")); !strings.Contains(string(data), "a - b") {
-		t.Errorf("the person's working tree changed: %s", data)
+	if after := repoState(t, repo); after != before {
+		t.Errorf("the task's repository changed:\nbefore: %s\nafter:  %s", before, after)
 	}
 	if _, err := os.Stat(marker); err == nil {
-		t.Error("making a worktree ran the repository's post-checkout hook")
+		t.Error("making a work tree ran the repository's post-checkout hook or smudge filter")
 	}
-	if list, _ := exec.Command("git", "-C", repo, "worktree", "list", "--porcelain").Output(); strings.Count(string(list), "worktree ") != 1 {
-		t.Errorf("worktrees left in the repository:\n%s", list)
+	if left, _ := os.ReadDir(filepath.Join(out, "worktrees")); len(left) != 0 {
+		t.Errorf("work trees left behind: %v", left)
 	}
 	for _, f := range []string{"summary.json", "summary.md"} {
 		if _, err := os.Stat(filepath.Join(out, f)); err != nil {

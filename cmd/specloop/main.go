@@ -106,7 +106,7 @@ func commands() []cli.Command {
 		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd,
 			Examples: []string{"specloop mcp --workspace .", "specloop mcp --workspace . --sandbox bwrap", "specloop mcp --no-commands"},
 			Env:      []string{"PATH"}},
-		{Name: "eval", Summary: "run a task file: each attempt in its own worktree, graded by the task's test (eval compare A B)", Run: evalCmd,
+		{Name: "eval", Summary: "run a task file: each attempt in its own git work tree, graded by the task's test (eval compare A B)", Run: evalCmd,
 			Examples: []string{
 				"specloop eval tasks.jsonl --model openai:gpt-4.1 --parallel 4 --attempts 3 --out results/gpt-4.1",
 				"specloop eval compare results/gpt-4.1 results/claude",
