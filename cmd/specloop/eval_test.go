@@ -1,11 +1,16 @@
 package main
 
 import (
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/specloop/specloop/gen"
 )
 
 // evalRepo makes a repository whose Add subtracts, with a post-checkout
@@ -172,5 +177,132 @@ func TestEvalCompare(t *testing.T) {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("compare lacks %q:\n%s", want, stdout)
 		}
+	}
+}
+
+// evalTestdata copies testdata/eval to a directory of its own and makes
+// each of its repos/ a git repository with one commit.
+func evalTestdata(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "eval")
+	if err := os.CopyFS(dir, os.DirFS("testdata/eval")); err != nil {
+		t.Fatal(err)
+	}
+	repos, _ := filepath.Glob(filepath.Join(dir, "repos", "*"))
+	for _, repo := range repos {
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "init"}} {
+			cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a", "-C", repo}, args...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Skipf("git %v: %v: %s", args, err, out)
+			}
+		}
+	}
+	return dir
+}
+
+// TestEvalTaskSet runs the shipped task set: one task the model solves,
+// one it does not, one whose setup fails.
+func TestEvalTaskSet(t *testing.T) {
+	dir := evalTestdata(t)
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, stdout, stderr := specloop(t, "eval", "tasks.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2",
+		"--out", "out", "--predictions", "predictions.json", "--price-input", "2", "--price-output", "8")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	stdout = regexp.MustCompile(`attempt time \| [0-9.]+(ms|s|m[0-9.]+s) \|`).ReplaceAllString(stdout, "attempt time | T |")
+	t.Chdir(here)
+	golden(t, "eval_summary.txt", normalize(stdout, dir))
+	t.Chdir(dir)
+	if !strings.Contains(stderr, "offline #1 not run: setup failed with exit code 3") {
+		t.Errorf("progress lacks the failed setup:\n%s", stderr)
+	}
+	var preds []map[string]any
+	data, err := os.ReadFile("predictions.json")
+	if err == nil {
+		err = json.Unmarshal(data, &preds)
+	}
+	if err != nil || len(preds) != 3 {
+		t.Fatalf("predictions = %s, %v", data, err)
+	}
+	for _, p := range preds {
+		if len(p) != 3 || p["instance_id"] == nil || p["model_name_or_path"] != "fix-add.script" || p["model_patch"] == nil {
+			t.Errorf("prediction %v: want SWE-bench's instance_id, model_name_or_path and model_patch", p)
+		}
+	}
+	if p := preds[0]; p["instance_id"] != "adder" || !strings.Contains(p["model_patch"].(string), "+func Add(a, b int) int { return a + b }") {
+		t.Errorf("adder's prediction = %v", p)
+	}
+	var sum gen.EvalSummary
+	if data, err := os.ReadFile("out/summary.json"); err != nil || json.Unmarshal(data, &sum) != nil {
+		t.Fatalf("summary.json: %s, %v", data, err)
+	}
+	validateAgainst(t, "EvalSummary", mustRead(t, "out/summary.json"))
+	results := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	for _, line := range results {
+		validateAgainst(t, "EvalAttempt", []byte(line))
+	}
+	if len(results) != 6 || sum.Resolved != 2 || sum.CostUsd == nil {
+		t.Errorf("%d results, summary %+v", len(results), sum)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestEvalResumesAfterKill: an eval killed (SIGKILL) mid-attempt, started
+// again with the same --out, runs only the attempts it had not recorded,
+// and leaves no work tree behind.
+func TestEvalResumesAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a specloop eval process mid-attempt and resumes it (about 10 s); runs without -short")
+	}
+	dir := evalTestdata(t)
+	t.Chdir(dir)
+	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
+	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
+	// Each attempt takes two seconds, so the kill lands inside the second.
+	os.WriteFile("slow.script", []byte(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"sleep 2"}}`+"\n"+`{"type":"finish","answer":"done"}`+"\n"), 0o600)
+	args := []string{"eval", "two.jsonl", "--script", "slow.script", "--parallel", "1", "--out", "out"}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), selfServerEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard
+	for {
+		if data, _ := os.ReadFile("out/results.jsonl"); strings.Count(string(data), "\n") == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("no attempt recorded; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	code, stdout, errOut := specloop(t, args...)
+	if code != exitOK || !strings.Contains(errOut, "1 recorded before: resuming") || strings.Count(errOut, "] ") != 1 || !strings.Contains(errOut, "[2/2] multiplier #1") {
+		t.Fatalf("second eval: exit %d\nstdout: %s\nstderr: %s", code, stdout, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"task_id":"adder"`) || !strings.Contains(lines[1], `"task_id":"multiplier"`) {
+		t.Errorf("results after the resume:\n%s", strings.Join(lines, "\n"))
+	}
+	if left, _ := os.ReadDir("out/worktrees"); len(left) != 0 {
+		t.Errorf("work trees left behind: %v", left)
 	}
 }
