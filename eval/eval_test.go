@@ -2,6 +2,7 @@ package eval
 
 import (
 	"context"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -210,5 +211,36 @@ func TestRunResumesAndRecordsNothingStopped(t *testing.T) {
 	}
 	if list, _ := git(context.Background(), repo, "worktree", "list"); strings.Count(list, "\n") != 0 {
 		t.Errorf("the repository still records worktrees:\n%s", list)
+	}
+}
+
+// TestRunStopsOnAnErrorNotTheTasks: a run that cannot start stops the
+// evaluation and records nothing, so that fixing the cause and running
+// again runs every attempt.
+func TestRunStopsOnAnErrorNotTheTasks(t *testing.T) {
+	repo := t.TempDir()
+	for _, args := range [][]string{{"init", "-q"}, {"-c", "user.email=a@b", "-c", "user.name=a", "commit", "-q", "--allow-empty", "-m", "x"}} {
+		if _, err := git(context.Background(), repo, args...); err != nil {
+			t.Skipf("git: %v", err)
+		}
+	}
+	tasks := []Task{{EvalTask: gen.EvalTask{Id: "a", Test: "true"}, Repo: repo}}
+	if err := Prepare(context.Background(), tasks, t.TempDir(), "tasks.jsonl"); err != nil {
+		t.Fatal(err)
+	}
+	out := t.TempDir()
+	cfg := Config{Out: out, Parallel: 2, Attempts: 3,
+		Run: func(ctx context.Context, a *Attempt) (Outcome, error) {
+			return Outcome{}, errors.New("no API key")
+		},
+		Command: func(ctx context.Context, dir, command string, setup bool) (gen.CheckResult, error) {
+			return gen.CheckResult{Passed: true}, nil
+		}}
+	rs, err := Run(context.Background(), tasks, cfg)
+	if err == nil || !strings.Contains(err.Error(), "no API key") || len(rs) != 0 {
+		t.Fatalf("Run = %d results, %v; want none and the run's error", len(rs), err)
+	}
+	if data, _ := os.ReadFile(filepath.Join(out, ResultsFile)); len(data) != 0 {
+		t.Errorf("results recorded: %s", data)
 	}
 }

@@ -82,7 +82,7 @@ func resolve(ctx context.Context, repo, rev string) (string, error) {
 // removed first.
 func checkout(ctx context.Context, objects, commit, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
-		return err
+		return fmt.Errorf("remove what a stopped attempt left: %w", err)
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

@@ -117,26 +117,39 @@ func Run(ctx context.Context, tasks []Task, cfg Config) ([]gen.EvalAttempt, erro
 	}
 	defer f.Close()
 
+	// An error that is no attempt's own (a write of the results, a run
+	// that could not start, a sandbox that would not) stops them all,
+	// recording none of those running: the next Run starts them again.
+	parent := ctx
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
 	start := time.Now()
 	var mu sync.Mutex
 	prog := Progress{Left: len(todo)}
-	var writeErr error
 	work := make(chan *Attempt)
 	var wg sync.WaitGroup
 	for range min(cfg.Parallel, len(todo)) {
 		wg.Go(func() {
 			for a := range work {
-				r, ok := attempt(ctx, cfg, a)
+				r, err := attempt(ctx, cfg, a)
+				if err == nil {
+					var line []byte
+					if line, err = encodeLine(&r); err == nil {
+						mu.Lock()
+						_, err = f.Write(line) // one write of one line: a crash loses at most it
+						mu.Unlock()
+					}
+					if err != nil {
+						err = fmt.Errorf("%s: %w", path, err)
+					}
+				}
 				mu.Lock()
 				prog.Running--
-				if ok {
-					line, err := encodeLine(&r)
-					if err == nil {
-						_, err = f.Write(line) // one write of one line: a crash loses at most it
+				if err != nil {
+					if ctx.Err() == nil {
+						stop(fmt.Errorf("eval: %s #%d: %w", a.Task.Id, a.N, err))
 					}
-					if err != nil && writeErr == nil {
-						writeErr = fmt.Errorf("eval: %s: %w", path, err)
-					}
+				} else {
 					results = append(results, r)
 					prog.Done++
 					prog.InputTokens += r.InputTokens
@@ -155,12 +168,6 @@ func Run(ctx context.Context, tasks []Task, cfg Config) ([]gen.EvalAttempt, erro
 	}
 feed:
 	for _, a := range todo {
-		mu.Lock()
-		stop := writeErr != nil
-		mu.Unlock()
-		if stop {
-			break
-		}
 		select {
 		case work <- a:
 			mu.Lock()
@@ -173,42 +180,44 @@ feed:
 	}
 	close(work)
 	wg.Wait()
-	if writeErr != nil {
-		return results, writeErr
+	if parent.Err() != nil {
+		return results, parent.Err()
 	}
-	return results, ctx.Err()
+	return results, context.Cause(ctx)
 }
 
 func key(task string, n int) string { return task + "-" + strconv.Itoa(n) }
 
 // attempt runs one attempt: its work tree, its setup, the run, the grade.
-// ok is false when ctx ended before it was graded (the attempt is not
-// recorded, and a next Run starts it again).
-func attempt(ctx context.Context, cfg Config, a *Attempt) (r gen.EvalAttempt, ok bool) {
+// An error means it is not recorded: ctx ended, or something that is not
+// the task's (a run that could not start, a sandbox that would not) went
+// wrong. A setup that fails is the task's: the attempt is recorded, as not
+// run.
+func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, error) {
 	start := time.Now()
-	r = gen.EvalAttempt{TaskId: a.Task.Id, Attempt: a.N}
-	fail := func(format string, args ...any) (gen.EvalAttempt, bool) {
-		msg := fmt.Sprintf(format, args...)
-		r.Error = &msg
-		r.DurationSeconds = time.Since(start).Seconds()
-		return r, ctx.Err() == nil
-	}
+	r := gen.EvalAttempt{TaskId: a.Task.Id, Attempt: a.N}
 	if err := os.MkdirAll(a.Records, 0o700); err != nil {
-		return fail("records: %v", err)
+		return r, err
 	}
 	if !cfg.Keep {
 		defer os.RemoveAll(a.Dir)
 	}
 	if err := checkout(ctx, a.Task.Objects, a.Task.Commit, a.Dir); err != nil {
-		return fail("work tree: %v", err)
+		return r, fmt.Errorf("work tree: %w", err)
 	}
 	if a.Task.Setup != nil {
 		res, err := cfg.Command(ctx, a.Dir, *a.Task.Setup, true)
 		if err != nil {
-			return fail("setup: %v", err)
+			return r, fmt.Errorf("setup: %w", err)
 		}
 		if !res.Passed {
-			return fail("setup failed with exit code %d", res.ExitCode)
+			msg := fmt.Sprintf("setup failed with exit code %d (its output: %s)", res.ExitCode, filepath.Join(a.Records, "setup.log"))
+			if res.OutputTail != nil {
+				_ = os.WriteFile(filepath.Join(a.Records, "setup.log"), []byte(*res.OutputTail), 0o600)
+			}
+			r.Error = &msg
+			r.DurationSeconds = time.Since(start).Seconds()
+			return r, nil
 		}
 	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -219,14 +228,13 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (r gen.EvalAttempt, ok
 	timedOut := runCtx.Err() != nil && ctx.Err() == nil
 	cancel()
 	if ctx.Err() != nil {
-		return r, false
+		return r, ctx.Err()
+	}
+	if err != nil {
+		return r, fmt.Errorf("run: %w", err)
 	}
 	res := out.Result
-	if res.RunId != nil {
-		r.RunId = res.RunId
-	}
-	r.ExitReason = &res.ExitReason
-	r.Steps = res.StepsUsed
+	r.RunId, r.ExitReason, r.Steps = res.RunId, &res.ExitReason, res.StepsUsed
 	if timedOut {
 		r.TimedOut = &timedOut
 	}
@@ -242,17 +250,11 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (r gen.EvalAttempt, ok
 			*p = &v
 		}
 	}
-	if err != nil {
-		return fail("run: %v", err)
-	}
 	grade, err := cfg.Command(ctx, a.Dir, a.Task.Test, false)
-	if ctx.Err() != nil {
-		return r, false
-	}
 	if err != nil {
-		return fail("test: %v", err)
+		return r, fmt.Errorf("test: %w", err)
 	}
 	r.Grade, r.Resolved = &grade, grade.Passed
 	r.DurationSeconds = time.Since(start).Seconds()
-	return r, true
+	return r, nil
 }

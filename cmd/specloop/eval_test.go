@@ -283,17 +283,22 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	}
 	deadline := time.Now().Add(2 * time.Minute) // a hang guard
 	for {
-		if data, _ := os.ReadFile("out/results.jsonl"); strings.Count(string(data), "\n") == 1 {
+		// The second attempt's run has started (its prompt is written
+		// after its checkout): the kill lands in its two seconds.
+		if _, err := os.Stat("out/attempts/multiplier/1/prompt.md"); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
 			cmd.Process.Kill()
-			t.Fatalf("no attempt recorded; stderr:\n%s", stderr.String())
+			t.Fatalf("the second attempt did not start; stderr:\n%s", stderr.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
+	if data := mustRead(t, "out/results.jsonl"); strings.Count(string(data), "\n") != 1 {
+		t.Fatalf("results when killed:\n%s", data)
+	}
 	code, stdout, errOut := specloop(t, args...)
 	if code != exitOK || !strings.Contains(errOut, "1 recorded before: resuming") || strings.Count(errOut, "] ") != 1 || !strings.Contains(errOut, "[2/2] multiplier #1") {
 		t.Fatalf("second eval: exit %d\nstdout: %s\nstderr: %s", code, stdout, errOut)
