@@ -64,7 +64,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if done {
 		return code
 	}
-	for _, bad := range []string{"workspace", "prompt-file", "json", "continue", "resume", "remote", "patch", "trace"} {
+	for _, bad := range []string{"workspace", "prompt-file", "json", "continue", "resume", "remote", "patch", "trace", "approval"} {
 		if isSet(fs, bad) {
 			return cli.Usagef(fs, "--%s does not apply to an evaluation: each attempt has its own", bad)
 		}
