@@ -724,6 +724,135 @@ type EditFileResult struct {
 // ErrorCode Why a tool call failed: the code of an error Observation and of a tool's 422 problem. invalid_arguments, unknown_tool and cancelled come from the runtime and can answer any call; mcp_tool_error and mcp_unavailable answer calls of tools from external MCP servers (NAME__tool); every other code is one a tool operation lists in its x-error-codes. x-meanings gives what each code means; it is what a client of the HTTP API is told (never the tool's message, which may quote what the model sent). x-sandbox-denials lists the codes of calls the workspace's confinement refused (the sandbox denials of GET /metrics).
 type ErrorCode string
 
+// EvalAttempt One attempt at an evaluation task, one line of results.jsonl.
+type EvalAttempt struct {
+	// Attempt The attempt's number, from 1.
+	Attempt int `json:"attempt"`
+
+	// CostUsd What the tokens cost at the prices given (--price-input, --price-output); absent without prices.
+	CostUsd *float64 `json:"cost_usd,omitempty"`
+
+	// DurationSeconds The attempt's wall time, setup, run and grade included.
+	DurationSeconds float64 `json:"duration_seconds"`
+
+	// Error Why the attempt did not run or was not graded (a failed setup, a repository git refused), when so.
+	Error *string `json:"error,omitempty"`
+
+	// ExitReason Why a run ended. finished: the model finished (and the check passed);
+	// max_steps_exceeded: the step budget ran out; check_failed: the budget ran out
+	// while the last finish was rejected by the completion check; invalid_model_output:
+	// the budget ran out on output that was not a valid action; token_budget_exceeded:
+	// the run used more tokens than allowed; model_error: the model provider failed
+	// (after retries); internal_error: the runtime or a tool handler failed;
+	// cancelled: the run was cancelled; interrupted: the server stopped while the run
+	// was in flight; stuck: the model kept repeating the same calls with the same results
+	// after it was warned once; context_window_exceeded: the next request would not fit
+	// the model's context window even after compacting the history, or the provider
+	// refused a request as too long twice in a row.
+	ExitReason *ExitReason `json:"exit_reason,omitempty"`
+
+	// Grade The last run of the completion check.
+	Grade *CheckResult `json:"grade,omitempty"`
+
+	// InputTokens Tokens in the run's prompts.
+	InputTokens int `json:"input_tokens"`
+
+	// OutputTokens Tokens the model generated.
+	OutputTokens int `json:"output_tokens"`
+
+	// PatchPath The file holding the run's patch (a unified diff).
+	PatchPath *string `json:"patch_path,omitempty"`
+
+	// Resolved True when the task's test passed on the worktree the run left.
+	Resolved bool `json:"resolved"`
+
+	// RunId The run's id (specloop show RUN_ID prints its transcript).
+	RunId *string `json:"run_id,omitempty"`
+
+	// Steps Steps the run used.
+	Steps int `json:"steps"`
+
+	// TaskId The task's id.
+	TaskId string `json:"task_id"`
+
+	// TimedOut True when the run was stopped at the task's time limit.
+	TimedOut *bool `json:"timed_out,omitempty"`
+
+	// TracePath The run's trace.
+	TracePath *string `json:"trace_path,omitempty"`
+
+	// TranscriptPath The run's transcript, when it kept one.
+	TranscriptPath *string `json:"transcript_path,omitempty"`
+}
+
+// EvalSummary What an evaluation's results add up to (summary.json).
+type EvalSummary struct {
+	// Attempts Recorded attempts.
+	Attempts int `json:"attempts"`
+
+	// CostUsd The attempts' cost, when prices were given.
+	CostUsd *float64 `json:"cost_usd,omitempty"`
+
+	// DurationSeconds The attempts' wall time added up.
+	DurationSeconds float64 `json:"duration_seconds"`
+
+	// ExitReasons Attempts by exit reason; setup_failed and not_run count attempts that never ran.
+	ExitReasons map[string]int `json:"exit_reasons"`
+
+	// InputTokens Tokens in the prompts of every attempt.
+	InputTokens int `json:"input_tokens"`
+
+	// OutputTokens Tokens the model generated in every attempt.
+	OutputTokens int `json:"output_tokens"`
+
+	// PassAt pass@k for k from 1 to the attempts per task, each the unbiased estimate averaged over the tasks with at least k attempts.
+	PassAt []float64 `json:"pass_at"`
+
+	// Resolved Resolved attempts.
+	Resolved int `json:"resolved"`
+
+	// ResolvedHigh The upper end of that interval.
+	ResolvedHigh float64 `json:"resolved_high"`
+
+	// ResolvedLow The lower end of the 95 % Wilson score interval of resolved_rate.
+	ResolvedLow float64 `json:"resolved_low"`
+
+	// ResolvedRate Resolved attempts over attempts.
+	ResolvedRate float64 `json:"resolved_rate"`
+
+	// Tasks Tasks with at least one recorded attempt.
+	Tasks int `json:"tasks"`
+}
+
+// EvalTask One task of an evaluation's task file (specloop eval TASKS.jsonl), one JSON object a line. Each
+// attempt at it runs in its own git worktree of repo at commit; test grades the attempt after the run
+// ends, in the sandbox, and is never shown to the model.
+type EvalTask struct {
+	// Commit The commit (or any revision git resolves) each attempt starts from.
+	Commit *string `json:"commit,omitempty"`
+
+	// Id The task's id, unique in the file; names its attempts' directories.
+	Id string `json:"id"`
+
+	// MaxSteps The attempt's step budget (default that of specloop run).
+	MaxSteps *int `json:"max_steps,omitempty"`
+
+	// Prompt The task given to the model.
+	Prompt string `json:"prompt"`
+
+	// Repo The git repository, a local path (relative to the task file's directory) or a git URL the machine reaches.
+	Repo string `json:"repo"`
+
+	// Setup A command run in the worktree and sandbox before the model starts (such as go mod download); an attempt whose setup fails is not run.
+	Setup *string `json:"setup,omitempty"`
+
+	// Test The grading command, run with sh -c in the attempt's worktree and sandbox after the run; exit 0 resolves the attempt. The model does not see it.
+	Test string `json:"test"`
+
+	// TimeLimitSeconds The most wall time an attempt's run may take; at it the run is stopped and the attempt graded as it stands.
+	TimeLimitSeconds *int `json:"time_limit_seconds,omitempty"`
+}
+
 // ExitReason Why a run ended. finished: the model finished (and the check passed);
 // max_steps_exceeded: the step budget ran out; check_failed: the budget ran out
 // while the last finish was rejected by the completion check; invalid_model_output:

@@ -106,6 +106,12 @@ func commands() []cli.Command {
 		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd,
 			Examples: []string{"specloop mcp --workspace .", "specloop mcp --workspace . --sandbox bwrap", "specloop mcp --no-commands"},
 			Env:      []string{"PATH"}},
+		{Name: "eval", Summary: "run a task file: each attempt in its own git work tree, graded by the task's test (eval compare A B)", Run: evalCmd,
+			Examples: []string{
+				"specloop eval tasks.jsonl --model openai:gpt-4.1 --parallel 4 --attempts 3 --out results/gpt-4.1",
+				"specloop eval compare results/gpt-4.1 results/claude",
+			},
+			Env: slices.Concat(modelEnv, localEnv)},
 		{Name: "config", Summary: "print the settings a run would use and where each came from (help config: the files)", Run: configCmd,
 			Examples: []string{"specloop config", "specloop config --workspace ./myproject --profile local"},
 			Env:      []string{"XDG_CONFIG_HOME"}},

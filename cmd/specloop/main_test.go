@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
 const prompt = "Compute 12 x 7 and say whether it is greater than 80."
 
 // specloop runs the command in-process and returns its exit status and output.
-func specloop(t *testing.T, args ...string) (int, string, string) {
+func specloop(t testing.TB, args ...string) (int, string, string) {
 	t.Helper()
 	var stdout, stderr bytes.Buffer
 	code := run(context.Background(), args, strings.NewReader(""), &stdout, &stderr)

@@ -1,0 +1,386 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/specloop/specloop/cmd/internal/cli"
+	"github.com/specloop/specloop/eval"
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/tools"
+)
+
+// `specloop eval` runs a task file: each attempt a `specloop run` in a
+// work tree of its own, in this process, graded by the task's test after
+// the run (so the model never sees it).
+
+type evalFlags struct {
+	parallel, attempts int
+	out, predictions   string
+	keep               bool
+	priceIn, priceOut  float64
+}
+
+// evalOnly are the flags of eval that are not run flags.
+var evalOnly = []string{"parallel", "attempts", "out", "keep", "predictions", "price-input", "price-output"}
+
+func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
+	if len(args) > 0 && args[0] == "compare" {
+		return evalCompare(env, args[1:])
+	}
+	fs := env.FlagSet("eval", "TASKS.jsonl (--script FILE | --model PROVIDER:NAME) [--parallel N] [--attempts K] [--out DIR] [run flags]",
+		"Runs every task of TASKS.jsonl (one JSON object a line: id, repo, commit, prompt, test, and optionally\n"+
+			"setup, max_steps, time_limit_seconds; see docs/eval.md) K times, N attempts at a time. Each attempt is a\n"+
+			"`specloop run` in its own git work tree of the task's repository at its commit, under --out, removed after\n"+
+			"it unless --keep; setup runs first and the test after the run, both in the sandbox (setup with the\n"+
+			"network), and the test, which the model never sees, decides whether the attempt resolved the task.\n"+
+			"Results are appended to DIR/results.jsonl as attempts end; Ctrl-C stops, and the same command again\n"+
+			"resumes, skipping the attempts recorded. The summary is printed and written to DIR/summary.json and\n"+
+			"DIR/summary.md. `specloop eval compare DIR_A DIR_B` shows what changed per task. Takes the flags of\n"+
+			"`specloop run` (see `specloop help run`) but those that name one workspace, prompt or record.")
+	var f runFlags
+	f.register(fs)
+	var e evalFlags
+	fs.IntVar(&e.parallel, "parallel", 1, "how many attempts run at once")
+	fs.IntVar(&e.attempts, "attempts", 1, "attempts at each task (pass@k is reported for k up to it)")
+	fs.StringVar(&e.out, "out", "", "the directory of the results, records and work trees (default: "+cli.StateDirUsage("evals/NAME")+", NAME the task file's name); giving it again resumes")
+	fs.BoolVar(&e.keep, "keep", false, "leave each attempt's work tree in DIR/worktrees")
+	fs.StringVar(&e.predictions, "predictions", "", "also write SWE-bench's predictions (instance_id, model_name_or_path, model_patch) to this file: JSON Lines for .jsonl, else a JSON array")
+	fs.Float64Var(&e.priceIn, "price-input", 0, "US dollars per million prompt tokens, to report each attempt's cost")
+	fs.Float64Var(&e.priceOut, "price-output", 0, "US dollars per million generated tokens")
+	file, code, done := parseWithPositional(fs, args)
+	if done {
+		return code
+	}
+	for _, bad := range []string{"workspace", "prompt-file", "json", "continue", "resume", "remote", "patch", "trace", "approval"} {
+		if isSet(fs, bad) {
+			return cli.Usagef(fs, "--%s does not apply to an evaluation: each attempt has its own", bad)
+		}
+	}
+	switch {
+	case file == "":
+		return cli.Usagef(fs, "the task file TASKS.jsonl is required")
+	case e.parallel < 1 || e.parallel > 256:
+		return cli.Usagef(fs, "--parallel must be between 1 and 256")
+	case e.attempts < 1 || e.attempts > gen.MaxEvalAttemptAttempt:
+		return cli.Usagef(fs, "--attempts must be between 1 and %d", gen.MaxEvalAttemptAttempt)
+	case e.priceIn < 0 || e.priceOut < 0:
+		return cli.Usagef(fs, "--price-input and --price-output must not be negative")
+	}
+	runArgs := runArgsOf(fs, args)
+	// The model may come from a configuration file: check the flags as
+	// a run would see them (each attempt reads the files again, with its
+	// work tree's own).
+	cfg, err := runConfig(fs, &f)
+	if err != nil {
+		env.Errorf("eval: %v", err)
+		return exitUsage
+	}
+	var cf runFlags
+	cfs := runFlagSet(&cf)
+	if err := cfs.Parse(append(cfg.Args(), runArgs...)); err != nil {
+		env.Errorf("eval: %v", err)
+		return exitUsage
+	}
+	if err := cf.validate(cfs); err != nil {
+		return cli.Usagef(fs, "%v", err)
+	}
+	policy, err := f.sandbox.Policy()
+	if err != nil {
+		return cli.Usagef(fs, "%v", err)
+	}
+
+	tasks, err := eval.ReadTasks(file)
+	if err != nil {
+		env.Errorf("eval: %v", err)
+		return exitUsage
+	}
+	if e.out == "" {
+		name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+		if e.out, err = cli.StateDir(filepath.Join("evals", name)); err != nil {
+			env.Errorf("eval: --out: %v", err)
+			return exitUsage
+		}
+	}
+	if e.out, err = filepath.Abs(e.out); err != nil {
+		env.Errorf("eval: --out: %v", err)
+		return exitUsage
+	}
+	for _, t := range tasks {
+		if t.Repo != "" && (e.out == t.Repo || strings.HasPrefix(e.out, t.Repo+string(filepath.Separator))) {
+			env.Errorf("eval: --out %s is inside task %s's repository %s: give a directory outside it", e.out, t.Id, t.Repo)
+			return exitUsage
+		}
+	}
+	if err := eval.Prepare(ctx, tasks, e.out, file); err != nil {
+		env.Errorf("eval: %v", err)
+		return exitUsage
+	}
+	cmds, err := newEvalCommands(policy)
+	if err != nil {
+		env.Errorf("eval: %v", err)
+		return exitUsage
+	}
+	ecfg := eval.Config{Out: e.out, Parallel: e.parallel, Attempts: e.attempts, Keep: e.keep,
+		Run: func(ctx context.Context, a *eval.Attempt) (eval.Outcome, error) {
+			return evalRun(ctx, runArgs, a)
+		},
+		Command: cmds.run}
+	if e.priceIn > 0 || e.priceOut > 0 {
+		ecfg.Prices = &eval.Prices{Input: e.priceIn, Output: e.priceOut}
+	}
+	total := len(tasks) * e.attempts
+	recorded, _ := eval.ReadResults(filepath.Join(e.out, eval.ResultsFile), false)
+	fmt.Fprintf(env.Stderr, "eval: %d tasks × %d attempts in %s, %d at a time", len(tasks), e.attempts, e.out, e.parallel)
+	if len(recorded) > 0 {
+		fmt.Fprintf(env.Stderr, " (%d recorded before: resuming)", len(recorded))
+	}
+	fmt.Fprintln(env.Stderr)
+	ecfg.Done = func(r gen.EvalAttempt, p eval.Progress) {
+		fmt.Fprintf(env.Stderr, "[%d/%d] %s #%d %s · %d running, %d left, %d resolved · %d/%d tokens · %s elapsed",
+			len(recorded)+p.Done, total, r.TaskId, r.Attempt, attemptLine(r), p.Running, p.Left, p.Resolved,
+			p.InputTokens, p.OutputTokens, p.Elapsed.Round(time.Second))
+		if eta := p.ETA(); eta > 0 {
+			fmt.Fprintf(env.Stderr, ", ETA %s", eta.Round(time.Second))
+		}
+		fmt.Fprintln(env.Stderr)
+	}
+	results, err := eval.Run(ctx, tasks, ecfg)
+	stopped := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
+	if err != nil && !stopped {
+		env.Errorf("eval: %v", err)
+		return exitInternal
+	}
+	sum := eval.Summarize(results)
+	if err := writeSummary(e.out, sum); err != nil {
+		env.Errorf("eval: %v", err)
+		return exitInternal
+	}
+	if e.predictions != "" {
+		if err := writePredictions(e.predictions, results, cf.model+cf.script); err != nil {
+			env.Errorf("eval: --predictions: %v", err)
+			return exitInternal
+		}
+	}
+	if err := eval.WriteMarkdown(env.Stdout, sum); err != nil {
+		return exitInternal
+	}
+	fmt.Fprintf(env.Stdout, "\nresults: %s\n", filepath.Join(e.out, eval.ResultsFile))
+	if stopped {
+		fmt.Fprintf(env.Stderr, "eval: stopped after %d of %d attempts; the same command resumes\n", len(results), total)
+		return exitCancelled
+	}
+	return exitOK
+}
+
+// attemptLine says how an attempt ended, in a few words.
+func attemptLine(r gen.EvalAttempt) string {
+	verdict := "not resolved"
+	if r.Resolved {
+		verdict = "resolved"
+	}
+	switch {
+	case r.Error != nil:
+		return "not run: " + oneLine(*r.Error, 120)
+	case r.ExitReason != nil:
+		return fmt.Sprintf("%s (%s, %d steps, %.1fs)", verdict, *r.ExitReason, r.Steps, r.DurationSeconds)
+	}
+	return verdict
+}
+
+// runArgsOf is args without eval's own flags and the task file: the
+// flags every attempt's run takes.
+func runArgsOf(fs *flag.FlagSet, args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			break
+		}
+		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		fl := fs.Lookup(name)
+		if !strings.HasPrefix(a, "-") || fl == nil {
+			continue // the task file
+		}
+		takesNext := !hasValue && !isBoolFlag(fl)
+		if slices.Contains(evalOnly, name) {
+			if takesNext {
+				i++
+			}
+			continue
+		}
+		out = append(out, a)
+		if takesNext && i+1 < len(args) {
+			i++
+			out = append(out, args[i])
+		}
+	}
+	return out
+}
+
+func isBoolFlag(f *flag.Flag) bool {
+	b, ok := f.Value.(interface{ IsBoolFlag() bool })
+	return ok && b.IsBoolFlag()
+}
+
+// evalRun runs one attempt: `specloop run` in its work tree, with its
+// records beside it.
+func evalRun(ctx context.Context, runArgs []string, a *eval.Attempt) (eval.Outcome, error) {
+	o := eval.Outcome{PatchPath: filepath.Join(a.Records, "patch.diff"), TracePath: filepath.Join(a.Records, "trace.jsonl")}
+	promptFile := filepath.Join(a.Records, "prompt.md")
+	if err := os.WriteFile(promptFile, []byte(a.Task.Prompt), 0o600); err != nil {
+		return o, err
+	}
+	args := append(slices.Clone(runArgs), "--workspace", a.Dir, "--json", "--no-wait", "--approval", "never",
+		"--patch", o.PatchPath, "--trace", o.TracePath, "--prompt-file", promptFile)
+	if a.MaxSteps > 0 {
+		args = append(args, "--max-steps", strconv.Itoa(a.MaxSteps))
+	}
+	logPath := filepath.Join(a.Records, "run.log")
+	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return o, err
+	}
+	defer log.Close()
+	result, err := os.OpenFile(filepath.Join(a.Records, "result.json"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return o, err
+	}
+	defer result.Close()
+	var out outcome
+	code := runOnce(ctx, &cli.Env{Prog: "specloop", Stdin: strings.NewReader(""), Stdout: result, Stderr: log}, args, &out)
+	if out.ID == "" {
+		return o, fmt.Errorf("the run did not start (exit status %d; see %s)", code, logPath)
+	}
+	o.Result = out.Result
+	if p, err := runTranscriptPath(out.ID); err == nil {
+		if _, err := os.Stat(p); err == nil {
+			o.TranscriptPath = p
+		}
+	}
+	return o, nil
+}
+
+// evalCommands runs a task's setup (with the network) and test in the
+// sandbox.
+type evalCommands struct{ setup, test *sandbox.Sandbox }
+
+func newEvalCommands(p sandbox.Policy) (*evalCommands, error) {
+	test, err := sandbox.New(p)
+	if err != nil {
+		return nil, err
+	}
+	p.AllowNetwork = true
+	setup, err := sandbox.New(p)
+	return &evalCommands{setup: setup, test: test}, err
+}
+
+func (c *evalCommands) run(ctx context.Context, dir, command string, setup bool) (gen.CheckResult, error) {
+	ws, err := tools.OpenWorkspace(dir)
+	if err != nil {
+		return gen.CheckResult{}, err
+	}
+	defer ws.Close()
+	check := tools.NewCommandCheck(ws, command)
+	if check.Sandbox = c.test; setup {
+		check.Sandbox = c.setup
+	}
+	return check.Check(ctx)
+}
+
+func writeSummary(dir string, s gen.EvalSummary) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "summary.json"), append(data, '\n'), 0o600); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(filepath.Join(dir, "summary.md"), os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return err
+	}
+	return errors.Join(eval.WriteMarkdown(f, s), f.Close())
+}
+
+func writePredictions(path string, results []gen.EvalAttempt, model string) error {
+	ps, err := eval.Predictions(results, model)
+	if err != nil {
+		return err
+	}
+	var data []byte
+	if strings.HasSuffix(path, ".jsonl") {
+		for _, p := range ps {
+			line, err := json.Marshal(p)
+			if err != nil {
+				return err
+			}
+			data = append(append(data, line...), '\n')
+		}
+	} else if data, err = json.MarshalIndent(ps, "", "  "); err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o600)
+}
+
+// evalCompare prints what changed per task between two evaluations.
+func evalCompare(env *cli.Env, args []string) int {
+	fs := env.FlagSet("eval compare", "DIR_A DIR_B", "Shows, task by task, what changed from evaluation A to evaluation B (each an --out directory or a\nresults.jsonl): resolved attempts, and the mean steps, tokens and cost per attempt.")
+	if code, done := cli.ParseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() != 2 {
+		return cli.Usagef(fs, "expected two result directories, got %d", fs.NArg())
+	}
+	var sides [2][]gen.EvalAttempt
+	for i := range sides {
+		p := fs.Arg(i)
+		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
+			p = filepath.Join(p, eval.ResultsFile)
+		}
+		rs, err := eval.ReadResults(p, false)
+		if err == nil && rs == nil {
+			err = fmt.Errorf("%s: no results", p)
+		}
+		if err != nil {
+			env.Errorf("eval compare: %v", err)
+			return exitUsage
+		}
+		sides[i] = rs
+	}
+	changes := eval.Compare(sides[0], sides[1])
+	tw := tabwriter.NewWriter(env.Stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "TASK\tA\tB\tSTEPS Δ\tTOKENS Δ\tCOST Δ\t")
+	var solved, failing []string
+	side := func(c, n int) string {
+		if n == 0 {
+			return "-"
+		}
+		return fmt.Sprintf("%d/%d", c, n)
+	}
+	for _, c := range changes {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%+.1f\t%+.0f\t%+.4f\t\n", c.Task, side(c.BeforeResolved, c.BeforeAttempts), side(c.AfterResolved, c.AfterAttempts), c.StepsDelta, c.TokensDelta, c.CostDelta)
+		if c.NewlySolved() {
+			solved = append(solved, c.Task)
+		}
+		if c.NewlyFailing() {
+			failing = append(failing, c.Task)
+		}
+	}
+	tw.Flush()
+	a, b := eval.Summarize(sides[0]), eval.Summarize(sides[1])
+	fmt.Fprintf(env.Stdout, "\nresolved: %.1f %% → %.1f %%\nnewly solved (%d): %s\nnewly failing (%d): %s\n",
+		100*a.ResolvedRate, 100*b.ResolvedRate, len(solved), strings.Join(solved, ", "), len(failing), strings.Join(failing, ", "))
+	return exitOK
+}

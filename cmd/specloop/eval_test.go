@@ -1,0 +1,313 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+)
+
+// evalRepo makes a repository whose Add subtracts, with a post-checkout
+// hook and a smudge filter (named by its committed .gitattributes) that
+// each leave a marker if anything runs them, and a task file for it.
+func evalRepo(t *testing.T) (dir, tasks, marker string) {
+	t.Helper()
+	dir = t.TempDir()
+	repo := filepath.Join(dir, "repos", "calc")
+	marker = filepath.Join(dir, "hook-ran")
+	files := map[string]string{
+		"calc.go":                  "package calc\n\nfunc Add(a, b int) int { return a - b }\n",
+		".gitattributes":           "*.go filter=evil\n",
+		".git/hooks/post-checkout": "#!/bin/sh\ntouch " + marker + "\n",
+	}
+	if out, err := exec.Command("git", "init", "-q", repo).CombinedOutput(); err != nil {
+		t.Skipf("git: %v: %s", err, out)
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(repo, name), []byte(text), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if out, err := exec.Command("git", "-C", repo, "config", "filter.evil.smudge", "sh -c 'touch "+marker+"; cat'").CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cmd := exec.Command("git", "-c", "user.email=a@b", "-c", "user.name=a", "-C", repo, "add", "calc.go", ".gitattributes")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	cmd = exec.Command("git", "-c", "user.email=a@b", "-c", "user.name=a", "-c", "core.hooksPath=/dev/null", "-C", repo, "commit", "-qm", "init")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	tasks = filepath.Join(dir, "tasks.jsonl")
+	lines := `{"id":"add","repo":"repos/calc","prompt":"Make Add add.","test":"grep -q 'a + b' calc.go","max_steps":5}
+{"id":"other","repo":"repos/calc","commit":"HEAD","prompt":"Look around.","test":"test -f nothing-here"}
+`
+	if err := os.WriteFile(tasks, []byte(lines), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return dir, tasks, marker
+}
+
+// repoState is what a person sees of a repository: its status, its refs
+// and the entries of its .git.
+func repoState(t *testing.T, repo string) string {
+	t.Helper()
+	var b strings.Builder
+	for _, args := range [][]string{{"status", "--porcelain", "--ignored"}, {"for-each-ref"}, {"rev-parse", "HEAD"}} {
+		out, err := exec.Command("git", append([]string{"-c", "core.hooksPath=/dev/null", "-C", repo}, args...)...).Output()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b.Write(out)
+	}
+	entries, _ := os.ReadDir(filepath.Join(repo, ".git"))
+	for _, e := range entries {
+		b.WriteString(e.Name() + " ")
+	}
+	return b.String()
+}
+
+const fixScript = `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"calc.go","content":"package calc\n\nfunc Add(a, b int) int { return a + b }\n"}}
+{"type":"finish","answer":"fixed"}
+`
+
+// TestEvalGradesEachAttemptInItsOwnWorktree: each attempt edits a worktree
+// of its own, the task's test grades what it left, the person's working
+// tree and hooks are untouched, and a second eval with the same --out
+// runs nothing recorded.
+func TestEvalGradesEachAttemptInItsOwnWorktree(t *testing.T) {
+	dir, tasks, marker := evalRepo(t)
+	script := filepath.Join(dir, "fix.script")
+	if err := os.WriteFile(script, []byte(fixScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	repo := filepath.Join(dir, "repos", "calc")
+	before := repoState(t, repo)
+	out := filepath.Join(dir, "out")
+	pred := filepath.Join(dir, "preds.jsonl")
+	code, stdout, stderr := specloop(t, "eval", tasks, "--script", script, "--no-commands", "--out", out, "--attempts", "2", "--parallel", "2", "--predictions", pred)
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	// Every attempt writes the fix; only task add's test wants it.
+	for _, want := range []string{"| attempts | 4 |", "| resolved | 2 (50.0 %", "| pass@2 | 50.0 % |", "| finished | 4 |"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("summary lacks %q:\n%s", want, stdout)
+		}
+	}
+	if !strings.Contains(stderr, "[4/4]") || !strings.Contains(stderr, "add #1 resolved") {
+		t.Errorf("progress lacks the attempts:\n%s", stderr)
+	}
+	patch, err := os.ReadFile(filepath.Join(out, "attempts", "add", "1", "patch.diff"))
+	if err != nil || !strings.Contains(string(patch), "+func Add(a, b int) int { return a + b }") {
+		t.Errorf("attempt's patch = %q, %v", patch, err)
+	}
+	if data, err := os.ReadFile(pred); err != nil || !strings.Contains(string(data), `"instance_id":"add"`) || !strings.Contains(string(data), "a + b") {
+		t.Errorf("predictions = %s, %v", data, err)
+	}
+	if after := repoState(t, repo); after != before {
+		t.Errorf("the task's repository changed:\nbefore: %s\nafter:  %s", before, after)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("making a work tree ran the repository's post-checkout hook or smudge filter")
+	}
+	if left, _ := os.ReadDir(filepath.Join(out, "worktrees")); len(left) != 0 {
+		t.Errorf("work trees left behind: %v", left)
+	}
+	for _, f := range []string{"summary.json", "summary.md"} {
+		if _, err := os.Stat(filepath.Join(out, f)); err != nil {
+			t.Error(err)
+		}
+	}
+
+	code, stdout, stderr = specloop(t, "eval", tasks, "--script", script, "--no-commands", "--out", out, "--attempts", "2")
+	if code != exitOK || !strings.Contains(stderr, "4 recorded before: resuming") || strings.Contains(stderr, "[") || !strings.Contains(stdout, "| attempts | 4 |") {
+		t.Errorf("second eval: exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}
+
+func TestEvalRefusesBadInput(t *testing.T) {
+	dir, tasks, _ := evalRepo(t)
+	bad := filepath.Join(dir, "bad.jsonl")
+	os.WriteFile(bad, []byte(`{"id":"x","repo":"repos/calc","prompt":"p","test":"t"}`+"\n"+`{"id":"y","repo":"repos/calc","prompt":"p"}`+"\n"), 0o600)
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"eval", bad, "--script", tasks}, `bad.jsonl:2: field "/test": is required`},
+		{[]string{"eval", tasks, "--script", tasks, "--out", filepath.Join(dir, "repos", "calc", "out")}, "inside task add's repository"},
+		{[]string{"eval", tasks, "--script", tasks, "--workspace", dir}, "--workspace does not apply"},
+		{[]string{"eval", tasks, "--script", tasks, "--parallel", "0"}, "--parallel must be between 1 and 256"},
+		{[]string{"eval", "--script", tasks}, "the task file TASKS.jsonl is required"},
+		{[]string{"eval", tasks}, "give exactly one of --script FILE and --model"},
+	} {
+		code, _, stderr := specloop(t, c.args...)
+		if code != exitUsage || !strings.Contains(stderr, c.want) {
+			t.Errorf("%v: exit %d, stderr %q; want %d and %q", c.args[1:], code, stderr, exitUsage, c.want)
+		}
+	}
+}
+
+func TestEvalCompare(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	line := func(task string, ok bool, steps int) string {
+		r := "false"
+		if ok {
+			r = "true"
+		}
+		return `{"task_id":"` + task + `","attempt":1,"resolved":` + r + `,"steps":` + string(rune('0'+steps)) + `,"input_tokens":0,"output_tokens":0,"duration_seconds":1}` + "\n"
+	}
+	os.Mkdir(a, 0o700)
+	os.Mkdir(b, 0o700)
+	os.WriteFile(filepath.Join(a, "results.jsonl"), []byte(line("t1", false, 9)+line("t2", true, 3)), 0o600)
+	os.WriteFile(filepath.Join(b, "results.jsonl"), []byte(line("t1", true, 5)+line("t2", false, 3)), 0o600)
+	code, stdout, stderr := specloop(t, "eval", "compare", a, b)
+	if code != exitOK {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, want := range []string{"t1    0/1  1/1  -4.0", "newly solved (1): t1", "newly failing (1): t2", "resolved: 50.0 % → 50.0 %"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("compare lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// evalTestdata copies testdata/eval to a directory of its own and makes
+// each of its repos/ a git repository with one commit.
+func evalTestdata(t *testing.T) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "eval")
+	if err := os.CopyFS(dir, os.DirFS("testdata/eval")); err != nil {
+		t.Fatal(err)
+	}
+	repos, _ := filepath.Glob(filepath.Join(dir, "repos", "*"))
+	for _, repo := range repos {
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "init"}} {
+			cmd := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a", "-C", repo}, args...)...)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Skipf("git %v: %v: %s", args, err, out)
+			}
+		}
+	}
+	return dir
+}
+
+// TestEvalTaskSet runs the shipped task set: one task the model solves,
+// one it does not, one whose setup fails.
+func TestEvalTaskSet(t *testing.T) {
+	dir := evalTestdata(t)
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Chdir(dir)
+	code, stdout, stderr := specloop(t, "eval", "tasks.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2",
+		"--out", "out", "--predictions", "predictions.json", "--price-input", "2", "--price-output", "8")
+	if code != exitOK {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+	stdout = regexp.MustCompile(`attempt time \| [0-9.]+(ms|s|m[0-9.]+s) \|`).ReplaceAllString(stdout, "attempt time | T |")
+	t.Chdir(here)
+	golden(t, "eval_summary.txt", normalize(stdout, dir))
+	t.Chdir(dir)
+	if !strings.Contains(stderr, "offline #1 not run: setup failed with exit code 3") {
+		t.Errorf("progress lacks the failed setup:\n%s", stderr)
+	}
+	var preds []map[string]any
+	data, err := os.ReadFile("predictions.json")
+	if err == nil {
+		err = json.Unmarshal(data, &preds)
+	}
+	if err != nil || len(preds) != 3 {
+		t.Fatalf("predictions = %s, %v", data, err)
+	}
+	for _, p := range preds {
+		if len(p) != 3 || p["instance_id"] == nil || p["model_name_or_path"] != "fix-add.script" || p["model_patch"] == nil {
+			t.Errorf("prediction %v: want SWE-bench's instance_id, model_name_or_path and model_patch", p)
+		}
+	}
+	if p := preds[0]; p["instance_id"] != "adder" || !strings.Contains(p["model_patch"].(string), "+func Add(a, b int) int { return a + b }") {
+		t.Errorf("adder's prediction = %v", p)
+	}
+	var sum gen.EvalSummary
+	if data, err := os.ReadFile("out/summary.json"); err != nil || json.Unmarshal(data, &sum) != nil {
+		t.Fatalf("summary.json: %s, %v", data, err)
+	}
+	validateAgainst(t, "EvalSummary", mustRead(t, "out/summary.json"))
+	results := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	for _, line := range results {
+		validateAgainst(t, "EvalAttempt", []byte(line))
+	}
+	if len(results) != 6 || sum.Resolved != 2 || sum.CostUsd == nil {
+		t.Errorf("%d results, summary %+v", len(results), sum)
+	}
+}
+
+func mustRead(t *testing.T, path string) []byte {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
+}
+
+// TestEvalResumesAfterKill: an eval killed (SIGKILL) mid-attempt, started
+// again with the same --out, runs only the attempts it had not recorded,
+// and leaves no work tree behind.
+func TestEvalResumesAfterKill(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a specloop eval process mid-attempt and resumes it (about 10 s); runs without -short")
+	}
+	dir := evalTestdata(t)
+	t.Chdir(dir)
+	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
+	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
+	// Each attempt takes two seconds, so the kill lands inside the second.
+	os.WriteFile("slow.script", []byte(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"sleep 2"}}`+"\n"+`{"type":"finish","answer":"done"}`+"\n"), 0o600)
+	args := []string{"eval", "two.jsonl", "--script", "slow.script", "--parallel", "1", "--out", "out"}
+	cmd := exec.Command(os.Args[0], args...)
+	cmd.Env = append(os.Environ(), selfServerEnv+"=1")
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(2 * time.Minute) // a hang guard
+	for {
+		// The second attempt's run has started (its prompt is written
+		// after its checkout): the kill lands in its two seconds.
+		if _, err := os.Stat("out/attempts/multiplier/1/prompt.md"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			t.Fatalf("the second attempt did not start; stderr:\n%s", stderr.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+	if data := mustRead(t, "out/results.jsonl"); strings.Count(string(data), "\n") != 1 {
+		t.Fatalf("results when killed:\n%s", data)
+	}
+	code, stdout, errOut := specloop(t, args...)
+	if code != exitOK || !strings.Contains(errOut, "1 recorded before: resuming") || strings.Count(errOut, "] ") != 1 || !strings.Contains(errOut, "[2/2] multiplier #1") {
+		t.Fatalf("second eval: exit %d\nstdout: %s\nstderr: %s", code, stdout, errOut)
+	}
+	lines := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	if len(lines) != 2 || !strings.Contains(lines[0], `"task_id":"adder"`) || !strings.Contains(lines[1], `"task_id":"multiplier"`) {
+		t.Errorf("results after the resume:\n%s", strings.Join(lines, "\n"))
+	}
+	if left, _ := os.ReadDir("out/worktrees"); len(left) != 0 {
+		t.Errorf("work trees left behind: %v", left)
+	}
+}

@@ -1,0 +1,4 @@
+package adder
+
+// Add returns a plus b.
+func Add(a, b int) int { return a - b }

@@ -1,0 +1,3 @@
+module adder
+
+go 1.26

@@ -1,0 +1,3 @@
+module multiplier
+
+go 1.26

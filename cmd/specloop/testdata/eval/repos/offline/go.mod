@@ -1,0 +1,3 @@
+module offline
+
+go 1.26

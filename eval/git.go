@@ -1,0 +1,139 @@
+package eval
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+)
+
+// gitTimeout bounds one git command (a clone of a large repository
+// included).
+const gitTimeout = 30 * time.Minute
+
+// git runs git in the task's repository dir as the person would, with
+// their own configuration, but with hooks and fsmonitor off and no
+// terminal prompt, for what only reads it (rev-parse) and for cloning a
+// URL. The error holds the end of what git printed.
+func git(ctx context.Context, dir string, args ...string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	args = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", dir}, args...)
+	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd.Env = append(cleanEnv(), "GIT_TERMINAL_PROMPT=0")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		msg := strings.TrimSpace(stderr.String())
+		if len(msg) > 500 {
+			msg = "…" + msg[len(msg)-500:]
+		}
+		return "", fmt.Errorf("git %s: %w: %s", args[6], err, msg)
+	}
+	return strings.TrimSpace(stdout.String()), nil
+}
+
+// cleanEnv is the environment without the variables that point git at
+// another repository, index or work tree than the one named.
+func cleanEnv() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		name, _, _ := strings.Cut(kv, "=")
+		switch name {
+		case "GIT_DIR", "GIT_WORK_TREE", "GIT_INDEX_FILE", "GIT_OBJECT_DIRECTORY", "GIT_ALTERNATE_OBJECT_DIRECTORIES", "GIT_COMMON_DIR", "GIT_NAMESPACE":
+			continue
+		}
+		env = append(env, kv)
+	}
+	return env
+}
+
+func cloneBare(ctx context.Context, url, dst string) error {
+	if _, err := os.Stat(filepath.Join(dst, "HEAD")); err == nil {
+		_, err := git(ctx, dst, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*")
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(dst), 0o700); err != nil {
+		return err
+	}
+	_, err := git(ctx, filepath.Dir(dst), "clone", "--quiet", "--bare", "--", url, dst)
+	return err
+}
+
+func resolve(ctx context.Context, repo, rev string) (string, error) {
+	if strings.HasPrefix(rev, "-") {
+		return "", fmt.Errorf("%q is not a revision", rev)
+	}
+	return git(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
+}
+
+// checkout makes dir a git work tree of its own, detached at commit: a
+// repository made here, with no hooks and a configuration of this
+// process's, whose objects are the task repository's, read as an
+// alternate. Nothing of the task repository is changed, and nothing of its
+// configuration, hooks, attributes' drivers or fsmonitor runs: git runs
+// with no system or global configuration, and an info/attributes that
+// unsets every driver and conversion, so the files are the commit's exact
+// bytes. A directory left at dir by an attempt that was stopped is
+// removed first.
+func checkout(ctx context.Context, objects, commit, dir string) error {
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("remove what a stopped attempt left: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	gitDir := filepath.Join(dir, ".git")
+	if err := private(ctx, dir, "init", "--quiet", "--template=", dir); err != nil {
+		return err
+	}
+	for name, text := range map[string]string{
+		"objects/info/alternates": objects + "\n",
+		"info/attributes":         "* -filter -text -eol -ident -working-tree-encoding\n",
+	} {
+		p := filepath.Join(gitDir, name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o700); err != nil {
+			return err
+		}
+		if err := os.WriteFile(p, []byte(text), 0o600); err != nil {
+			return err
+		}
+	}
+	return private(ctx, dir, "checkout", "--quiet", "--detach", commit)
+}
+
+// private runs git on the repository checkout made at dir, in an
+// environment built from scratch (see checkout).
+func private(ctx context.Context, dir string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
+	defer cancel()
+	gitDir := filepath.Join(dir, ".git")
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + gitDir, "XDG_CONFIG_HOME=" + gitDir, "LC_ALL=C",
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0"}
+	if args[0] != "init" {
+		cmd.Env = append(cmd.Env, "GIT_DIR="+gitDir, "GIT_WORK_TREE="+dir)
+	}
+	if out, err := cmd.CombinedOutput(); err != nil {
+		msg := strings.TrimSpace(string(out))
+		if len(msg) > 500 {
+			msg = "…" + msg[len(msg)-500:]
+		}
+		return fmt.Errorf("git %s: %w: %s", args[0], err, msg)
+	}
+	return nil
+}
+
+// objectsDir is the object store of the repository at repo.
+func objectsDir(ctx context.Context, repo string) (string, error) {
+	common, err := git(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(common, "objects"), nil
+}
