@@ -162,7 +162,7 @@ func (s *Server) callTool(c echo.Context) error {
 	// alone.
 	clean, dir, err := s.rn.OpenWorkspace(workspace, "workspace")
 	if err != nil {
-		return runProblem(err)
+		return err
 	}
 	defer dir.Close()
 	if s.wsHook != nil {
