@@ -33,20 +33,14 @@ var runFinished = []byte(gen.TraceEventTypeRunFinished)
 // from the server (such as ErrNotFound) ends the iteration.
 func (c *Client) Events(ctx context.Context, id string, after int) iter.Seq2[gen.TraceEvent, error] {
 	return func(yield func(gen.TraceEvent, error) bool) {
-		stopped := false
-		err := c.follow(ctx, id, after, false, func(_ []byte, data []byte) error {
-			var ev gen.TraceEvent
-			if err := json.Unmarshal(data, &ev); err != nil {
-				return fmt.Errorf("sdk: an event of run %s is not a TraceEvent: %w", id, err)
+		for ev, err := range c.stream(ctx, id, after, false) {
+			if err != nil {
+				yield(gen.TraceEvent{}, err)
+				return
 			}
-			if !yield(ev, nil) {
-				stopped = true
-				return errStop
+			if ev.Event != nil && !yield(*ev.Event, nil) {
+				return
 			}
-			return nil
-		})
-		if err != nil && !stopped {
-			yield(gen.TraceEvent{}, err)
 		}
 	}
 }
@@ -77,9 +71,15 @@ const (
 // yielded, as Events does; a piece of text that streamed meanwhile is not
 // sent again, the step's entry has the whole.
 func (c *Client) Stream(ctx context.Context, id string, after int) iter.Seq2[StreamEvent, error] {
+	return c.stream(ctx, id, after, true)
+}
+
+// stream is Stream, or Events' stream of trace events only without
+// content.
+func (c *Client) stream(ctx context.Context, id string, after int, content bool) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		stopped := false
-		err := c.follow(ctx, id, after, true, func(name, data []byte) error {
+		err := c.follow(ctx, id, after, content, func(name, data []byte) error {
 			var ev StreamEvent
 			var err error
 			switch string(name) {
