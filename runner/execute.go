@@ -101,7 +101,7 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 	if j.gate != nil {
 		sp.Approver = j.gate
 	}
-	host := s.Host()
+	host := s.host()
 	host.Root = j.ws.root
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
 	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
