@@ -42,19 +42,6 @@ type eventBatch struct {
 	Entries     []gen.TranscriptEntry `json:",omitempty"`
 }
 
-// openInput is a run to open: where it runs, its task, whose project docs
-// the Open activity reads (unless the request turns them off), and its
-// model, whose context window it reports.
-type openInput struct {
-	Run              runRef
-	Task             gen.Task
-	ProjectDocs      *bool `json:",omitempty"`
-	ProjectDocsLimit *int  `json:",omitempty"`
-	Model            gen.ModelConfig
-	// Conversation are the runs a follow-up continues (runInput's).
-	Conversation []runner.Spec `json:",omitempty"`
-}
-
 // openOutput is what the Open activity learnt about the run's setup.
 type openOutput struct {
 	// HostQueue is the task queue of the workers that hold the workspace.
@@ -248,16 +235,17 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 }
 
 // open opens the run's workspace on this host and returns the host's
-// queue, the tools, the confinement of commands and the model's context
-// window. A model that cannot be built is the Model activity's error to
-// report.
-func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error) {
-	s, err := a.setup(in.Run)
+// queue, the tools, the confinement of commands, the task with its project
+// docs (unless the request turns them off), a follow-up's history and the
+// model's context window. A model that cannot be built is the Model
+// activity's error to report.
+func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) {
+	s, err := a.setup(refOf(&in.Spec))
 	if err != nil {
 		return openOutput{}, err
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
-	req := gen.CreateRunRequest{Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit}
+	req := in.CreateRunRequest
 	if len(in.Conversation) > 0 {
 		if req.Task, out.History, err = a.history(ctx, in.Conversation, s.Options); err != nil {
 			return openOutput{}, temporal.NewNonRetryableApplicationError("rebuild the conversation's history: "+err.Error(), "conversation", nil)

@@ -102,8 +102,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		r.opened, r.modelCalls, r.toolCalls, r.written, r.transcribed = c.Opened, c.ModelCalls, c.ToolCalls, c.Written, c.Transcribed
 	} else {
 		var opened openOutput
-		open := openInput{Run: r.ref(), Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit, Model: in.Model, Conversation: in.Conversation}
-		if err := workflow.ExecuteActivity(r.shared, openActivity, open).Get(wctx, &opened); err != nil {
+		if err := workflow.ExecuteActivity(r.shared, openActivity, in).Get(wctx, &opened); err != nil {
 			msg := agent.ClipMessage("open the run: " + activityMessage(err))
 			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 		}
@@ -200,12 +199,13 @@ type wfRun struct {
 	transcribed  int                       // transcript entries in the store
 }
 
-func (r *wfRun) ref() runRef {
-	ws := ""
-	if r.in.Workspace != nil {
-		ws = *r.in.Workspace
+// refOf is run sp's runRef.
+func refOf(sp *runner.Spec) runRef {
+	ref := runRef{RunID: sp.ID, Check: sp.CheckCommand(), MCPServers: sp.MCPNames()}
+	if sp.Workspace != nil {
+		ref.Workspace = *sp.Workspace
 	}
-	return runRef{RunID: r.in.ID, Workspace: ws, Check: r.in.CheckCommand(), MCPServers: r.in.MCPNames()}
+	return ref
 }
 
 // Emit queues a trace event; the next activity appends the queue to the
@@ -236,7 +236,7 @@ func (t *wfTranscript) Write(e gen.TranscriptEntry) error {
 // attempt wrote).
 func (r *wfRun) exec(ctx workflow.Context, fn string, in interface{ carry(runRef, eventBatch) }, out any) error {
 	b := eventBatch{From: r.written, Lines: r.pending, EntriesFrom: r.transcribed, Entries: r.entries}
-	in.carry(r.ref(), b)
+	in.carry(refOf(&r.in.Spec), b)
 	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
 		return err
 	}
