@@ -68,17 +68,13 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	sp.ID = r.id
 	j := s.newJob(ctx, r, sp, m, ws, &liveEvents{})
 	r.job = j
-	input := body.Task.Prompt
-	if sp.FollowUp != nil {
-		input = sp.FollowUp.Message
-	}
 	if sp.KeepsTranscript() {
-		r.taskLine = s.taskLine(input)
+		r.taskLine = s.taskLine(sp.Asked())
 		if err := s.store.keepRequest(&sp); err != nil {
 			s.log.Warn("keep a run's request for a resume or a follow-up", "run", r.id, "err", err)
 		}
 	}
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(input), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(sp.Asked()), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
 		Continues: r.continues, Conversation: r.conversation}
 	line, err := jsonLine(e)
 	if err == nil {

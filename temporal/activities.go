@@ -70,7 +70,7 @@ type openOutput struct {
 // modelInput is one model call: the history so far goes by value (the
 // DataConverter stores it out of the workflow's history when it is large).
 type modelInput struct {
-	eventsInput
+	runEvents
 	Task      gen.Task
 	Model     gen.ModelConfig
 	Tools     []gen.ToolSpec
@@ -98,25 +98,18 @@ type toolInput struct {
 	Call gen.ToolCall
 }
 
-// runEvents is the input of the Check, Patch and Close activities: the
-// run, and the trace lines to write first.
+// runEvents is the run and the trace lines to write first: the input of
+// the Check, Patch, Close and Events activities (Events: the events
+// before a wait, so that they are visible while the run waits), and part
+// of the Model and Tool activities'.
 type runEvents struct {
 	Run    runRef
 	Events eventBatch
 }
 
-// eventsInput is trace lines of a run to write first, the input of the
-// Events activity (the events before a wait, so that they are visible
-// while the run waits).
-type eventsInput struct {
-	RunID  string
-	Events eventBatch
-}
-
 // carry gives an activity's input its run and the trace lines to write
 // (wfRun.exec).
-func (in *runEvents) carry(run runRef, b eventBatch)   { in.Run, in.Events = run, b }
-func (in *eventsInput) carry(run runRef, b eventBatch) { in.RunID, in.Events = run.RunID, b }
+func (in *runEvents) carry(run runRef, b eventBatch) { in.Run, in.Events = run, b }
 
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
@@ -298,7 +291,7 @@ func (a *Activities) history(ctx context.Context, runs []runner.Spec, base agent
 
 // model asks the run's model for its next turn.
 func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, error) {
-	if err := a.write(in.RunID, in.Events); err != nil {
+	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return modelOutput{}, err
 	}
 	if a.Models == nil {
@@ -489,8 +482,8 @@ func (a *Activities) patch(ctx context.Context, in runEvents) (string, error) {
 }
 
 // events writes trace lines of a run.
-func (a *Activities) events(ctx context.Context, in eventsInput) error {
-	return a.write(in.RunID, in.Events)
+func (a *Activities) events(ctx context.Context, in runEvents) error {
+	return a.write(in.Run.RunID, in.Events)
 }
 
 // close writes the end of the run's trace and releases its workspace.

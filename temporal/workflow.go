@@ -129,13 +129,9 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		task, opts.ProjectDocs = opened.Task, opened.ProjectDocs
 	}
 	// A follow-up goes on from the conversation's history, which the Open
-	// activity rebuilt; its transcript starts with the person's message.
-	prompt := in.Task.Prompt
-	if f := in.FollowUp; f != nil {
-		prompt = f.Message
-		if f.History == nil {
-			opts.FollowUp = &agent.FollowUp{History: opened.History, Message: f.Message}
-		}
+	// activity rebuilt.
+	if f := in.FollowUp; f != nil && f.History == nil {
+		opts.FollowUp = &agent.FollowUp{History: opened.History, Message: f.Message}
 	}
 	opts.Clock = func() time.Time { return workflow.Now(wctx) }
 	opts.PauseAfter = in.ContinueAsNewSteps
@@ -148,7 +144,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if in.KeepsTranscript() {
 		// The entries go to the store with the trace lines, redacted there
 		// by the worker.
-		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), prompt).Observe
+		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), in.Asked()).Observe
 	}
 	if in.CheckCommand() != "" {
 		opts.Check = (*wfCheck)(r)
@@ -175,7 +171,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 // continueAsNew writes the trace lines still queued and continues the run
 // as a new execution from st.
 func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
-	if err := r.exec(r.shared, eventsActivity, &eventsInput{}, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, &runEvents{}, nil); err != nil {
 		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
 	}
 	next := r.in
