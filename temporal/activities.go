@@ -75,7 +75,7 @@ type modelInput struct {
 	Model     gen.ModelConfig
 	Tools     []gen.ToolSpec
 	Calls     int // the model calls of the run before this one
-	History   []gen.HistoryItem
+	History   []agent.Item
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
@@ -261,7 +261,7 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 			if cs, ok := m.(agent.ContextSizer); ok {
 				req := &agent.Request{Task: out.Task, Tools: out.Tools}
 				out.ContextWindow = cs.ContextWindow()
-				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, nil)
+				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, agent.History{})
 			}
 		}
 	}
@@ -306,14 +306,8 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	if s, ok := m.(*model.Script); ok {
 		s.Skip(in.Calls)
 	}
-	items := make([]agent.Item, len(in.History))
-	for i := range in.History {
-		if items[i], err = item(in.History[i]); err != nil {
-			return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
-		}
-	}
 	defer heartbeat(ctx)()
-	req := &agent.Request{Task: in.Task, History: agent.NewHistory(items...), Tools: in.Tools, Summarize: in.Summarize}
+	req := &agent.Request{Task: in.Task, History: agent.NewHistory(in.History...), Tools: in.Tools, Summarize: in.Summarize}
 	out := modelOutput{}
 	if cs, ok := m.(agent.ContextSizer); ok {
 		out.RequestTokens = cs.RequestTokens(req)
@@ -404,14 +398,16 @@ func (f *modelFailure) rebuild(msg string) error {
 // history, in tokens: their bytes in the spec's wire form at three bytes a
 // token, as the adapters count. The model's own estimate adds its
 // overhead (openOutput.RequestOverhead).
-func requestTokens(task gen.Task, items []gen.HistoryItem) int {
+func requestTokens(task gen.Task, h agent.History) int {
 	n := len(task.Prompt)
 	if task.Instructions != nil {
 		n += len(*task.Instructions)
 	}
-	for i := range items {
-		b, _ := items[i].MarshalJSON()
-		n += len(b)
+	for _, it := range h.All() {
+		if w, err := it.Wire(); err == nil {
+			b, _ := w.MarshalJSON()
+			n += len(b)
+		}
 	}
 	return (n + 2) / 3
 }
@@ -525,27 +521,6 @@ func heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// item decodes a history item.
-func item(w gen.HistoryItem) (agent.Item, error) {
-	v, err := w.ValueByDiscriminator()
-	if err != nil {
-		return agent.Item{}, fmt.Errorf("a history item: %w", err)
-	}
-	switch v := v.(type) {
-	case gen.ToolCall:
-		return agent.Item{ToolCall: &v}, nil
-	case gen.Finish:
-		return agent.Item{Finish: &v}, nil
-	case gen.Observation:
-		return agent.Item{Observation: &v}, nil
-	case gen.ModelFeedback:
-		return agent.Item{Feedback: &v}, nil
-	case gen.UserMessage:
-		return agent.Item{UserMessage: &v}, nil
-	}
-	return agent.Item{}, errors.New("a history item of an unknown type")
 }
 
 // storeError is the error of an activity whose store access failed: one

@@ -260,41 +260,20 @@ var (
 func (m *wfModel) ContextWindow() int { return m.opened.ContextWindow }
 
 func (m *wfModel) RequestTokens(req *agent.Request) int {
-	items, err := wireHistory(req.History)
-	if err != nil {
-		return 0
-	}
-	return m.opened.RequestOverhead + requestTokens(req.Task, items)
-}
-
-// wireHistory is h in the spec's wire form.
-func wireHistory(h agent.History) ([]gen.HistoryItem, error) {
-	items := make([]gen.HistoryItem, 0, h.Len())
-	for _, it := range h.All() {
-		w, err := it.Wire()
-		if err != nil {
-			return nil, fmt.Errorf("encode the history: %w", err)
-		}
-		items = append(items, w)
-	}
-	return items, nil
+	return m.opened.RequestOverhead + requestTokens(req.Task, req.History)
 }
 
 func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
 	r := (*wfRun)(m)
-	items, err := wireHistory(req.History)
-	if err != nil {
-		return agent.Turn{}, err
-	}
 	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
-		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
+		History: req.History.Items(), RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
 	r.modelCalls++
 	var out modelOutput
 	if err := r.exec(r.shared, modelActivity, in, &out); err != nil {
 		return agent.Turn{}, modelCallError(err)
 	}
 	if out.RequestTokens > 0 && !req.Summarize {
-		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, items)
+		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, req.History)
 	}
 	switch {
 	case req.Summarize:
