@@ -354,14 +354,8 @@ func readTrace(path string) (t traceLog, data []byte, bad int, err error) {
 
 // finishedEvent builds the run_finished event at time at from a result.
 func finishedEvent(id string, at time.Time, res *gen.RunResult) gen.TraceEvent {
-	ev := gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished, Time: at}
-	reason := res.ExitReason
-	steps := res.StepsUsed
-	ev.ExitReason = &reason
-	ev.StepsUsed = &steps
-	ev.Error = res.Error
-	ev.Usage = res.Usage
-	return ev
+	return gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished, Time: at,
+		ExitReason: ptr(res.ExitReason), StepsUsed: ptr(res.StepsUsed), Error: res.Error, Usage: res.Usage}
 }
 
 // appendSSE appends one event in the text/event-stream format: the

@@ -296,10 +296,7 @@ func (s *Runner) recoverRun(r *run, t traceLog, why string) ([]byte, error) {
 	}
 	if t.finished() {
 		last := evs[len(evs)-1]
-		res := gen.RunResult{RunId: &r.id, StepsUsed: deref(last.StepsUsed), Error: last.Error, Usage: last.Usage}
-		if last.ExitReason != nil {
-			res.ExitReason = *last.ExitReason
-		}
+		res := gen.RunResult{RunId: &r.id, ExitReason: deref(last.ExitReason), StepsUsed: deref(last.StepsUsed), Error: last.Error, Usage: last.Usage}
 		r.status, r.finished, r.result = gen.RunStatusFinished, last.Time.UTC(), &res
 	} else {
 		steps := 0
