@@ -152,9 +152,6 @@ func New(cfg Config) (*Server, error) {
 	return s, nil
 }
 
-// Runner returns the runner that executes the server's runs.
-func (s *Server) Runner() *runner.Runner { return s.rn }
-
 func (s *Server) initEcho() error {
 	e := echo.New()
 	e.HideBanner = true
