@@ -225,7 +225,6 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 			return err
 		}
 		tail = &Tail{Path: path}
-		defer tail.Close()
 	}
 	if live == nil {
 		// A finished run's events come from its trace file. A trace that

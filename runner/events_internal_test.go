@@ -13,7 +13,6 @@ import (
 func TestTranscriptTailWholeLines(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	tail := &Tail{Path: path}
-	defer tail.Close()
 	c := cursor{pos: 2, seq: 1, content: true}
 	if buf, _, err := transcriptSince(tail, nil, c); err != nil || len(buf) != 0 {
 		t.Fatalf("no file yet: %q %v", buf, err)

@@ -17,7 +17,6 @@ import (
 func TestTailHandsOverWholeLinesWithinTheBound(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	tail := &runner.Tail{Path: path}
-	defer tail.Close()
 	var got [][]byte
 	collect := func(line []byte) error { got = append(got, line); return nil }
 	if err := tail.Lines(collect); err != nil || len(got) != 0 {

@@ -111,7 +111,6 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 		return failed(id, err)
 	}
 	f := follower{Tail: runner.Tail{Path: path}, skip: seen, event: event}
-	defer f.Close()
 	cancelled := ctx.Done()
 	for {
 		select {
