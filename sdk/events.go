@@ -17,6 +17,10 @@ import (
 	"github.com/specloop/specloop/internal/textclip"
 )
 
+// maxEventLine bounds a line of an event stream: an event's data is a
+// trace or transcript line, at most 16 MiB of JSON on the server.
+const maxEventLine = 32 << 20
+
 // maxReconnects is how many times in a row an event stream is reopened
 // without receiving an event before it gives up.
 const maxReconnects = 5
@@ -198,20 +202,12 @@ type cursor struct {
 // with content, the stream's end after it). An error of fn ends the
 // reading and is returned.
 func readEvents(r io.Reader, cur *cursor, fn func(event, data []byte) error) (n int, end bool, err error) {
-	br := bufio.NewReader(r)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
 	var id, name, data []byte
 	hasData := false
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			if cur.finished && err == io.EOF {
-				return n, true, nil
-			}
-			// Cut short after run_finished, a stream with content is
-			// read again for the rest of the run's entries.
-			return n, false, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
+	for sc.Scan() {
+		line := sc.Bytes() // without its line end
 		if len(line) == 0 {
 			// A blank line dispatches the event.
 			if hasData {
@@ -250,4 +246,15 @@ func readEvents(r io.Reader, cur *cursor, fn func(event, data []byte) error) (n 
 			hasData = true
 		}
 	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return n, false, fmt.Errorf("an event stream line is longer than %d bytes", maxEventLine)
+	case err != nil:
+		return n, false, err
+	case cur.finished:
+		return n, true, nil
+	}
+	// Cut short after run_finished, a stream with content is read again
+	// for the rest of the run's entries.
+	return n, false, io.EOF
 }
