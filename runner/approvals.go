@@ -152,18 +152,13 @@ func (g *approvalGate) decide(id string, a agent.Approval) error {
 }
 
 // gateOf returns the run's approval gate, nil when its policy asks no
-// one; the problem is a 404 for an unknown run and a 409 for a finished one.
+// one (inFlight's errors).
 func (s *Runner) gateOf(id string) (*approvalGate, error) {
-	s.runs.mu.RLock()
-	defer s.runs.mu.RUnlock()
-	r := s.runs.byID[id]
-	switch {
-	case r == nil:
-		return nil, errNoRun
-	case r.job == nil:
-		return nil, errRunFinished
+	_, j, _, err := s.inFlight(id)
+	if err != nil {
+		return nil, err
 	}
-	return r.job.gate, nil
+	return j.gate, nil
 }
 
 // Approvals returns run id's tool calls waiting for a decision, with

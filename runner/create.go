@@ -68,17 +68,13 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	sp.ID = r.id
 	j := s.newJob(ctx, r, sp, m, ws, &liveEvents{})
 	r.job = j
-	input := body.Task.Prompt
-	if sp.FollowUp != nil {
-		input = sp.FollowUp.Message
-	}
 	if sp.KeepsTranscript() {
-		r.taskLine = s.taskLine(input)
+		r.taskLine = s.taskLine(sp.Asked())
 		if err := s.store.keepRequest(&sp); err != nil {
 			s.log.Warn("keep a run's request for a resume or a follow-up", "run", r.id, "err", err)
 		}
 	}
-	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(input), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
+	e := &entry{Op: opCreated, ID: r.id, Time: r.created, Workspace: wsName, Task: trace.Summary(sp.Asked()), TaskLine: r.taskLine, MaxSteps: sp.Options().MaxSteps,
 		Continues: r.continues, Conversation: r.conversation}
 	line, err := jsonLine(e)
 	if err == nil {
@@ -174,28 +170,32 @@ func (s *Runner) List(status *gen.RunStatus, limit int, cursor string) (runs []g
 // then ends with exit reason cancelled. A finished run cannot be cancelled
 // (Conflict).
 func (s *Runner) Cancel(id string) (gen.Run, error) {
-	s.runs.mu.RLock()
-	r := s.runs.byID[id]
-	var j *job
-	var queued bool
-	if r != nil {
-		j = r.job
-		queued = r.status == gen.RunStatusQueued
+	r, j, status, err := s.inFlight(id)
+	if err != nil {
+		return gen.Run{}, err
 	}
-	s.runs.mu.RUnlock()
-	switch {
-	case r == nil:
-		return gen.Run{}, errNoRun
-	case j == nil:
-		return gen.Run{}, errRunFinished
-	}
-	if queued && s.sched.dequeue(r) {
+	if status == gen.RunStatusQueued && s.sched.dequeue(r) {
 		s.cancelQueued(r, errCancelRequested)
 	} else {
 		j.cancel(errCancelRequested)
 	}
 	v, _ := s.runs.get(r.id)
 	return v, nil
+}
+
+// inFlight returns run id, its job and its status; the error is NotFound
+// for an unknown run and Conflict for a finished one.
+func (s *Runner) inFlight(id string) (*run, *job, gen.RunStatus, error) {
+	s.runs.mu.RLock()
+	defer s.runs.mu.RUnlock()
+	r := s.runs.byID[id]
+	switch {
+	case r == nil:
+		return nil, nil, "", errNoRun
+	case r.job == nil:
+		return nil, nil, "", errRunFinished
+	}
+	return r, r.job, r.status, nil
 }
 
 // Events returns run id's trace events after position after (1-based) as

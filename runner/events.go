@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"strconv"
@@ -219,14 +218,13 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 		final = r.view()
 	}
 	s.runs.mu.RUnlock()
-	var tail *transcriptTail
+	var tail *Tail
 	if c.content {
 		path, err := s.transcriptPath(id) // an Engine's runs keep theirs where it does
 		if err != nil {
 			return err
 		}
-		tail = &transcriptTail{path: path}
-		defer tail.close()
+		tail = &Tail{Path: path}
 	}
 	if live == nil {
 		// A finished run's events come from its trace file. A trace that
@@ -254,7 +252,7 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 			// Read after the summaries: the transcript has each event's
 			// entry before the event is published.
 			var err error
-			if buf, c, err = tail.since(buf, c); err != nil {
+			if buf, c, err = transcriptSince(tail, buf, c); err != nil {
 				return err
 			}
 		}
@@ -283,61 +281,23 @@ func (s *Runner) streamEvents(ctx context.Context, id string, c cursor, pw *io.P
 // keepAliveEvery is how often an idle event stream gets a comment line.
 const keepAliveEvery = 15 * time.Second
 
-// transcriptTail reads a run's transcript file as it grows: each call of
-// since sends the complete lines written since the last one.
-type transcriptTail struct {
-	path    string
-	f       *os.File // nil until the file exists
-	partial []byte   // the start of a line still being written
-}
-
-// since appends the entries whose seq is past c.seq as ContentEvent
-// events to buf. A file that does not exist yet (a queued run, a run
-// without a transcript) has none; a line that does not parse (a write a
-// crash cut short) is skipped.
-func (t *transcriptTail) since(buf []byte, c cursor) ([]byte, cursor, error) {
-	if t.f == nil {
-		f, err := os.Open(t.path)
-		if errors.Is(err, os.ErrNotExist) {
-			return buf, c, nil
-		}
-		if err != nil {
-			return buf, c, err
-		}
-		t.f = f
-	}
-	data, err := io.ReadAll(t.f)
-	if err != nil {
-		return buf, c, err
-	}
-	data = append(t.partial, data...)
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			break
-		}
-		line := bytes.TrimSpace(data[:i])
-		data = data[i+1:]
+// transcriptSince appends the entries of the transcript t tails whose
+// seq is past c.seq as ContentEvent events to buf. A file that does not
+// exist yet (a queued run, a run without a transcript) has none; a line
+// that does not parse (a write a crash cut short) is skipped.
+func transcriptSince(t *Tail, buf []byte, c cursor) ([]byte, cursor, error) {
+	err := t.Lines(func(line []byte) error {
+		line = bytes.TrimSpace(line)
 		var e struct {
 			Seq int `json:"seq"`
 		}
-		if json.Unmarshal(line, &e) != nil || e.Seq <= c.seq {
-			continue
+		if json.Unmarshal(line, &e) == nil && e.Seq > c.seq {
+			c.seq = e.Seq
+			buf = appendSSE(buf, c, ContentEvent, line)
 		}
-		c.seq = e.Seq
-		buf = appendSSE(buf, c, ContentEvent, line)
-	}
-	if len(data) > trace.MaxLineBytes {
-		return buf, c, fmt.Errorf("the transcript has a line longer than %d bytes", trace.MaxLineBytes)
-	}
-	t.partial = bytes.Clone(data)
-	return buf, c, nil
-}
-
-func (t *transcriptTail) close() {
-	if t.f != nil {
-		t.f.Close()
-	}
+		return nil
+	})
+	return buf, c, err
 }
 
 // traceLog is a trace file's valid events and each one's line.
@@ -393,14 +353,8 @@ func readTrace(path string) (t traceLog, data []byte, bad int, err error) {
 
 // finishedEvent builds the run_finished event at time at from a result.
 func finishedEvent(id string, at time.Time, res *gen.RunResult) gen.TraceEvent {
-	ev := gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished, Time: at}
-	reason := res.ExitReason
-	steps := res.StepsUsed
-	ev.ExitReason = &reason
-	ev.StepsUsed = &steps
-	ev.Error = res.Error
-	ev.Usage = res.Usage
-	return ev
+	return gen.TraceEvent{RunId: id, Step: res.StepsUsed, EventType: gen.TraceEventTypeRunFinished, Time: at,
+		ExitReason: ptr(res.ExitReason), StepsUsed: ptr(res.StepsUsed), Error: res.Error, Usage: res.Usage}
 }
 
 // appendSSE appends one event in the text/event-stream format: the

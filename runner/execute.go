@@ -101,7 +101,7 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 	if j.gate != nil {
 		sp.Approver = j.gate
 	}
-	host := s.Host()
+	host := s.host()
 	host.Root = j.ws.root
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
 	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
@@ -259,14 +259,10 @@ func (s *Runner) recover(entries []entry) error {
 				continue
 			}
 		}
-		e, wasInterrupted, err := s.recoverRun(r, t, why)
-		if err != nil {
-			return err
-		}
-		if wasInterrupted {
+		if !t.finished() {
 			interrupted++
 		}
-		line, err := jsonLine(e)
+		line, err := s.recoverRun(r, t, why)
 		if err != nil {
 			return err
 		}
@@ -291,18 +287,16 @@ func (s *Runner) recover(entries []entry) error {
 // recoverRun settles a run that has no result in the log, whose trace
 // (made appendable) is t: from its trace's run_finished if it has one, or
 // as interrupted (why says why it could not go on from its transcript),
-// appending run_finished to the trace so that its event stream ends.
-func (s *Runner) recoverRun(r *run, t traceLog, why string) (e *entry, interrupted bool, err error) {
+// appending run_finished to the trace so that its event stream ends. It
+// returns the run log's line of its result.
+func (s *Runner) recoverRun(r *run, t traceLog, why string) ([]byte, error) {
 	evs := t.evs
 	if n := len(evs); n > 0 && evs[0].EventType == gen.TraceEventTypeRunStarted {
 		r.started = evs[0].Time.UTC()
 	}
 	if t.finished() {
 		last := evs[len(evs)-1]
-		res := gen.RunResult{RunId: &r.id, StepsUsed: deref(last.StepsUsed), Error: last.Error, Usage: last.Usage}
-		if last.ExitReason != nil {
-			res.ExitReason = *last.ExitReason
-		}
+		res := gen.RunResult{RunId: &r.id, ExitReason: deref(last.ExitReason), StepsUsed: deref(last.StepsUsed), Error: last.Error, Usage: last.Usage}
 		r.status, r.finished, r.result = gen.RunStatusFinished, last.Time.UTC(), &res
 	} else {
 		steps := 0
@@ -316,13 +310,11 @@ func (s *Runner) recoverRun(r *run, t traceLog, why string) (e *entry, interrupt
 		res := gen.RunResult{RunId: &r.id, ExitReason: gen.ExitReasonInterrupted, StepsUsed: steps, Error: &msg}
 		ev := finishedEvent(r.id, time.Now().UTC(), &res)
 		if err := s.appendEvent(r.id, &ev, trace.SyncEveryEvent); err != nil {
-			return nil, false, fmt.Errorf("run %s: %w", r.id, err)
+			return nil, fmt.Errorf("run %s: %w", r.id, err)
 		}
 		r.status, r.finished, r.result = gen.RunStatusFinished, ev.Time, &res
-		interrupted = true
 	}
-	e = &entry{Op: opFinished, ID: r.id, Time: r.finished, Started: orNil(r.started), Result: r.result}
-	return e, interrupted, nil
+	return jsonLine(&entry{Op: opFinished, ID: r.id, Time: r.finished, Started: orNil(r.started), Result: r.result})
 }
 
 // recoverTrace reads run id's trace and, unless it ends with

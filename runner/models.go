@@ -2,6 +2,7 @@ package runner
 
 import (
 	"errors"
+	"fmt"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -29,20 +30,8 @@ func ModelsWithSystem(system string) ModelFactory {
 		m, err := model.FromConfig(cfg, model.Options{System: system})
 		if err != nil && !errors.Is(err, model.ErrInvalidConfig) {
 			provider, _ := cfg.Discriminator()
-			return nil, &unavailableError{provider: provider, err: err}
+			return nil, fmt.Errorf("provider %s is not available on this server: %w", provider, err)
 		}
 		return m, err
 	}
 }
-
-// unavailableError is a provider this server cannot offer.
-type unavailableError struct {
-	provider string
-	err      error
-}
-
-func (e *unavailableError) Error() string {
-	return "provider " + e.provider + " is not available on this server: " + e.err.Error()
-}
-
-func (e *unavailableError) Unwrap() error { return e.err }

@@ -137,6 +137,7 @@ type Runner struct {
 	runs  *registry
 	sched *scheduler
 	ws    *workspaces
+	tools *wiring.Setup // the tools on the workspace root (Tools)
 
 	closing      atomic.Bool
 	attached     []*run        // runs an Engine executes, to follow once the runner is up
@@ -187,6 +188,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	st, entries, bad, err := openStore(cfg.DataDir)
 	if err != nil {
+		s.tools.Close()
 		ws.close()
 		return nil, fmt.Errorf("runner: %w", err)
 	}
@@ -196,6 +198,7 @@ func New(cfg Config) (*Runner, error) {
 	}
 	if err := s.recover(entries); err != nil {
 		st.close()
+		s.tools.Close()
 		ws.close()
 		return nil, fmt.Errorf("runner: recover runs: %w", err)
 	}
@@ -211,11 +214,11 @@ func New(cfg Config) (*Runner, error) {
 	return s, nil
 }
 
-// initTools checks that a run's tools open on the workspace root, and
-// resolves the sandbox that every runtime and check (set up on Host) then
-// uses when commands are allowed.
+// initTools opens the tools on the workspace root (Tools), which checks
+// that a run's tools open, and resolves the sandbox that every runtime and
+// check (set up on host) then uses when commands are allowed.
 func (s *Runner) initTools() error {
-	cfg := s.Host()
+	cfg := s.host()
 	cfg.Root = s.ws.root
 	setup, err := wiring.Open(cfg)
 	var we *wiring.Error
@@ -227,7 +230,7 @@ func (s *Runner) initTools() error {
 	case err != nil:
 		return fmt.Errorf("runner: tools: %w", err)
 	}
-	defer setup.Close()
+	s.tools = setup
 	if sb := setup.Sandbox; sb != nil {
 		if w := sb.Warning(); w != "" {
 			s.log.Warn(w)
@@ -238,10 +241,16 @@ func (s *Runner) initTools() error {
 	return nil
 }
 
-// Host is where and how the runner's runs and the tool calls in its
-// workspaces work (commands, custom tools, sandbox, trace sync): each adds
-// its workspace, and a run goes through Open with its spec.
-func (s *Runner) Host() wiring.Config {
+// Tools is the runner's built-in and custom tools, open on the workspace
+// root until Shutdown, with the sandbox its runs use: a tool call outside
+// a run (the API's POST /v1/tools/{name}) runs them in the workspace it
+// names.
+func (s *Runner) Tools() *tools.Runtime { return s.tools.Runtime }
+
+// host is where and how the runner's runs work (commands, custom tools,
+// sandbox, trace sync): each adds its workspace, and goes through Open
+// with its spec.
+func (s *Runner) host() wiring.Config {
 	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
 }
 
@@ -279,7 +288,7 @@ func (s *Runner) Shutdown(ctx context.Context) error {
 		return fmt.Errorf("runner: runs still ending: %w", err)
 	}
 	s.closeOnce.Do(func() {
-		s.closeErr = errors.Join(s.store.close(), s.ws.close())
+		s.closeErr = errors.Join(s.store.close(), s.tools.Close(), s.ws.close())
 	})
 	return s.closeErr
 }

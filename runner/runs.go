@@ -124,10 +124,7 @@ func (g *registry) stamp() time.Time {
 // they land near the end, where inserting is cheap.
 func (g *registry) add(r *run) {
 	g.byID[r.id] = r
-	i := len(g.sorted)
-	for i > 0 && compareRuns(g.sorted[i-1], r) > 0 {
-		i--
-	}
+	i, _ := slices.BinarySearchFunc(g.sorted, r, compareRuns)
 	g.sorted = slices.Insert(g.sorted, i, r)
 }
 

@@ -108,6 +108,15 @@ func (sp *Spec) Options() agent.Options {
 	return opts
 }
 
+// Asked is what the run is asked, which its transcript starts with: the
+// task's prompt, or a follow-up's message.
+func (sp *Spec) Asked() string {
+	if sp.FollowUp != nil {
+		return sp.FollowUp.Message
+	}
+	return sp.Task.Prompt
+}
+
 // CheckCommand is the completion check's command line; "" means none.
 func (sp *Spec) CheckCommand() string { return deref(sp.Check) }
 
@@ -149,13 +158,7 @@ func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, err
 		opts.Approver = agent.WithApprovalTimeout(sp.Approver, sp.ApprovalTimeout)
 	}
 	if setup.Transcript != nil {
-		// A follow-up's transcript starts with the person's message, what
-		// the run was asked.
-		prompt := sp.Task.Prompt
-		if sp.FollowUp != nil {
-			prompt = sp.FollowUp.Message
-		}
-		record, watch := transcript.NewRecorder(setup.Transcript, prompt).Observe, opts.Observer
+		record, watch := transcript.NewRecorder(setup.Transcript, sp.Asked()).Observe, opts.Observer
 		opts.Observer = record
 		if watch != nil {
 			opts.Observer = func(p agent.Progress) { record(p); watch(p) }

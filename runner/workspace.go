@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -65,10 +66,8 @@ func cleanWorkspace(name *string, field string) (string, error) {
 	if strings.ContainsRune(n, 0) || strings.Contains(n, `\`) || filepath.IsAbs(n) || strings.HasPrefix(n, "/") {
 		return "", badField(field, "the workspace must be a relative path with forward slashes")
 	}
-	for _, part := range strings.Split(n, "/") {
-		if part == ".." {
-			return "", badField(field, "the workspace must not contain ..")
-		}
+	if slices.Contains(strings.Split(n, "/"), "..") {
+		return "", badField(field, "the workspace must not contain ..")
 	}
 	clean := filepath.Clean(n)
 	if !filepath.IsLocal(clean) && clean != "." {

@@ -17,6 +17,10 @@ import (
 	"github.com/specloop/specloop/internal/textclip"
 )
 
+// maxEventLine bounds a line of an event stream: an event's data is a
+// trace or transcript line, at most 16 MiB of JSON on the server.
+const maxEventLine = 32 << 20
+
 // maxReconnects is how many times in a row an event stream is reopened
 // without receiving an event before it gives up.
 const maxReconnects = 5
@@ -33,20 +37,14 @@ var runFinished = []byte(gen.TraceEventTypeRunFinished)
 // from the server (such as ErrNotFound) ends the iteration.
 func (c *Client) Events(ctx context.Context, id string, after int) iter.Seq2[gen.TraceEvent, error] {
 	return func(yield func(gen.TraceEvent, error) bool) {
-		stopped := false
-		err := c.follow(ctx, id, after, false, func(_ []byte, data []byte) error {
-			var ev gen.TraceEvent
-			if err := json.Unmarshal(data, &ev); err != nil {
-				return fmt.Errorf("sdk: an event of run %s is not a TraceEvent: %w", id, err)
+		for ev, err := range c.stream(ctx, id, after, false) {
+			if err != nil {
+				yield(gen.TraceEvent{}, err)
+				return
 			}
-			if !yield(ev, nil) {
-				stopped = true
-				return errStop
+			if ev.Event != nil && !yield(*ev.Event, nil) {
+				return
 			}
-			return nil
-		})
-		if err != nil && !stopped {
-			yield(gen.TraceEvent{}, err)
 		}
 	}
 }
@@ -77,9 +75,15 @@ const (
 // yielded, as Events does; a piece of text that streamed meanwhile is not
 // sent again, the step's entry has the whole.
 func (c *Client) Stream(ctx context.Context, id string, after int) iter.Seq2[StreamEvent, error] {
+	return c.stream(ctx, id, after, true)
+}
+
+// stream is Stream, or Events' stream of trace events only without
+// content.
+func (c *Client) stream(ctx context.Context, id string, after int, content bool) iter.Seq2[StreamEvent, error] {
 	return func(yield func(StreamEvent, error) bool) {
 		stopped := false
-		err := c.follow(ctx, id, after, true, func(name, data []byte) error {
+		err := c.follow(ctx, id, after, content, func(name, data []byte) error {
 			var ev StreamEvent
 			var err error
 			switch string(name) {
@@ -198,20 +202,12 @@ type cursor struct {
 // with content, the stream's end after it). An error of fn ends the
 // reading and is returned.
 func readEvents(r io.Reader, cur *cursor, fn func(event, data []byte) error) (n int, end bool, err error) {
-	br := bufio.NewReader(r)
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), maxEventLine)
 	var id, name, data []byte
 	hasData := false
-	for {
-		line, err := br.ReadBytes('\n')
-		if err != nil {
-			if cur.finished && err == io.EOF {
-				return n, true, nil
-			}
-			// Cut short after run_finished, a stream with content is
-			// read again for the rest of the run's entries.
-			return n, false, err
-		}
-		line = bytes.TrimRight(line, "\r\n")
+	for sc.Scan() {
+		line := sc.Bytes() // without its line end
 		if len(line) == 0 {
 			// A blank line dispatches the event.
 			if hasData {
@@ -250,4 +246,15 @@ func readEvents(r io.Reader, cur *cursor, fn func(event, data []byte) error) (n 
 			hasData = true
 		}
 	}
+	switch err := sc.Err(); {
+	case errors.Is(err, bufio.ErrTooLong):
+		return n, false, fmt.Errorf("an event stream line is longer than %d bytes", maxEventLine)
+	case err != nil:
+		return n, false, err
+	case cur.finished:
+		return n, true, nil
+	}
+	// Cut short after run_finished, a stream with content is read again
+	// for the rest of the run's entries.
+	return n, false, io.EOF
 }

@@ -23,12 +23,10 @@ func (c *Client) ListRuns(ctx context.Context, opts ListOptions) iter.Seq2[gen.R
 	return func(yield func(gen.Run, error) bool) {
 		params := &gen.ListRunsParams{}
 		if opts.Status != "" {
-			status := opts.Status
-			params.Status = &status
+			params.Status = &opts.Status
 		}
 		if opts.PageSize > 0 {
-			size := opts.PageSize
-			params.Limit = &size
+			params.Limit = &opts.PageSize
 		}
 		for {
 			resp, err := c.raw.ListRuns(ctx, params)

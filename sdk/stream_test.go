@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -70,4 +71,30 @@ func TestStreamWithContentResumesAfterDrop(t *testing.T) {
 	if len(d.streams) != 2 || d.lastIDs[0] != "" || !strings.Contains(d.lastIDs[1], ":") || !strings.Contains(d.streams[1], "content=true") || strings.Contains(d.streams[1], "after=") {
 		t.Errorf("streams requested %q with Last-Event-ID %q, want a second one resuming after the first's last id", d.streams, d.lastIDs)
 	}
+}
+
+// A server (or something posing as one) that sends an event stream line
+// without end does not make the client buffer it without bound: the
+// stream fails once the line passes the client's bound.
+func TestEventStreamLinesAreBounded(t *testing.T) {
+	t.Parallel()
+	chunk := []byte(strings.Repeat("x", 1<<20))
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: ")
+		for r.Context().Err() == nil {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+		}
+	}))
+	defer srv.Close()
+	c, _ := sdk.New(srv.URL, sdk.Config{})
+	for _, err := range c.Events(context.Background(), "r1", 0) {
+		if err == nil || !strings.Contains(err.Error(), "longer than") {
+			t.Fatalf("got %v, want the line bound's error", err)
+		}
+		return
+	}
+	t.Fatal("the stream ended without an error")
 }

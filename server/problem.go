@@ -1,6 +1,7 @@
 package server
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -10,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/textclip"
+	"github.com/specloop/specloop/runner"
 )
 
 // problemContentType is the media type of every error response (RFC 9457).
@@ -116,12 +118,29 @@ func (s *Server) toProblem(err error, c echo.Context) *problemError {
 		}
 		return pe
 	}
+	var re *runner.Error
+	if errors.As(err, &re) {
+		return runProblem(re)
+	}
 	var he *echo.HTTPError
 	if errors.As(err, &he) {
 		return s.fromHTTPError(he, c)
 	}
 	s.log.Error("request failed", "route", c.Path(), "err", err)
 	return problemf(http.StatusInternalServerError, "the server failed; see its log")
+}
+
+// runProblem is the problem of a runner.Error: its kind's status, its field
+// and its detail.
+func runProblem(re *runner.Error) *problemError {
+	status := map[runner.Kind]int{
+		runner.Invalid:     http.StatusBadRequest,
+		runner.NotFound:    http.StatusNotFound,
+		runner.Conflict:    http.StatusConflict,
+		runner.Full:        http.StatusTooManyRequests,
+		runner.Unavailable: http.StatusServiceUnavailable,
+	}[re.Kind]
+	return &problemError{status: cmp.Or(status, http.StatusInternalServerError), field: re.Field, detail: re.Detail}
 }
 
 // fromHTTPError maps echo's errors (and the generated wrapper's) to problems.

@@ -3,57 +3,30 @@ package server
 import (
 	"cmp"
 	"context"
-	"errors"
 	"io"
-	"net/http"
 	"strconv"
 	"strings"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/runner"
 )
 
-// The run operations: each is its runner.Runner method, with the runner's
-// refusals (runner.Error) answered as problems. A JSON body is never nil:
+// The run operations: each is its runner.Runner method, whose refusals
+// (runner.Error) handleError answers as problems; the generated handler
+// sends the response only without an error. A JSON body is never nil:
 // request validation requires it.
-
-// runProblem maps a runner.Error to its problem; other errors pass.
-func runProblem(err error) error {
-	var re *runner.Error
-	if !errors.As(err, &re) {
-		return err
-	}
-	status := map[runner.Kind]int{
-		runner.Invalid:     http.StatusBadRequest,
-		runner.NotFound:    http.StatusNotFound,
-		runner.Conflict:    http.StatusConflict,
-		runner.Full:        http.StatusTooManyRequests,
-		runner.Unavailable: http.StatusServiceUnavailable,
-	}[re.Kind]
-	if status == 0 {
-		status = http.StatusInternalServerError
-	}
-	return &problemError{status: status, field: re.Field, detail: re.Detail}
-}
 
 // CreateRun accepts a run (runner.Runner.Create). The 202 is sent only
 // once the run is on disk.
 func (s api) CreateRun(ctx context.Context, req gen.CreateRunRequestObject) (gen.CreateRunResponseObject, error) {
 	v, err := s.rn.Create(ctx, *req.Body)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.CreateRun202JSONResponse(v), nil
+	return gen.CreateRun202JSONResponse(v), err
 }
 
 // GetRun returns a run with its result once finished.
 func (s api) GetRun(_ context.Context, req gen.GetRunRequestObject) (gen.GetRunResponseObject, error) {
 	v, err := s.rn.Get(req.RunId)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.GetRun200JSONResponse(v), nil
+	return gen.GetRun200JSONResponse(v), err
 }
 
 // defaultPageSize is the runs in a page of listRuns when the request gives
@@ -64,24 +37,18 @@ const defaultPageSize = gen.DefaultListRunsParamsLimit
 func (s api) ListRuns(_ context.Context, req gen.ListRunsRequestObject) (gen.ListRunsResponseObject, error) {
 	// The spec's minimum limit is 1: 0 is its absence.
 	runs, next, err := s.rn.List(req.Params.Status, cmp.Or(deref(req.Params.Limit), defaultPageSize), deref(req.Params.Cursor))
-	if err != nil {
-		return nil, runProblem(err)
-	}
 	out := gen.ListRuns200JSONResponse{Runs: runs}
 	if next != "" {
 		out.NextCursor = &next
 	}
-	return out, nil
+	return out, err
 }
 
 // CancelRun cancels a queued run at once, or asks a running run to stop; it
 // then ends with exit reason cancelled. A finished run cannot be cancelled.
 func (s api) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.CancelRunResponseObject, error) {
 	v, err := s.rn.Cancel(req.RunId)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.CancelRun202JSONResponse(v), nil
+	return gen.CancelRun202JSONResponse(v), err
 }
 
 // ContinueRun creates the run that continues a run that ended with a
@@ -89,19 +56,13 @@ func (s api) CancelRun(_ context.Context, req gen.CancelRunRequestObject) (gen.C
 // conversation.
 func (s api) ContinueRun(ctx context.Context, req gen.ContinueRunRequestObject) (gen.ContinueRunResponseObject, error) {
 	v, err := s.rn.Continue(ctx, req.RunId, *req.Body)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.ContinueRun201JSONResponse(v), nil
+	return gen.ContinueRun201JSONResponse(v), err
 }
 
 // GetConversation returns a conversation's runs, oldest first.
 func (s api) GetConversation(_ context.Context, req gen.GetConversationRequestObject) (gen.GetConversationResponseObject, error) {
 	c, err := s.rn.Conversation(req.ConversationId)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.GetConversation200JSONResponse(c), nil
+	return gen.GetConversation200JSONResponse(c), err
 }
 
 // GetRunEvents streams the run's trace events as Server-Sent Events: live
@@ -113,7 +74,7 @@ func (s api) GetConversation(_ context.Context, req gen.GetConversationRequestOb
 // and allowed Host names only.
 func (s api) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject) (gen.GetRunEventsResponseObject, error) {
 	if _, err := s.rn.Get(req.RunId); err != nil {
-		return nil, runProblem(err)
+		return nil, err
 	}
 	after, seq := deref(req.Params.After), 0
 	if req.Params.After == nil && req.Params.LastEventID != nil {
@@ -136,37 +97,25 @@ func (s api) GetRunEvents(ctx context.Context, req gen.GetRunEventsRequestObject
 	} else {
 		body, err = s.rn.Events(ctx, req.RunId, after)
 	}
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.GetRunEvents200TexteventStreamResponse{Body: body}, nil
+	return gen.GetRunEvents200TexteventStreamResponse{Body: body}, err
 }
 
 // ListApprovals returns the run's tool calls waiting for a decision, with
 // their arguments.
 func (s api) ListApprovals(_ context.Context, req gen.ListApprovalsRequestObject) (gen.ListApprovalsResponseObject, error) {
 	list, err := s.rn.Approvals(req.RunId)
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.ListApprovals200JSONResponse{Approvals: list}, nil
+	return gen.ListApprovals200JSONResponse{Approvals: list}, err
 }
 
 // DecideApproval approves or denies the run's pending call call_id.
 func (s api) DecideApproval(_ context.Context, req gen.DecideApprovalRequestObject) (gen.DecideApprovalResponseObject, error) {
 	v, err := s.rn.Decide(req.RunId, req.CallId, agent.Approval{Decision: req.Body.Decision, Reason: strings.Clone(deref(req.Body.Reason))})
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.DecideApproval200JSONResponse(v), nil
+	return gen.DecideApproval200JSONResponse(v), err
 }
 
 // GetRunTranscript returns the run's transcript entries, those after
 // ?after when it is given.
 func (s api) GetRunTranscript(_ context.Context, req gen.GetRunTranscriptRequestObject) (gen.GetRunTranscriptResponseObject, error) {
 	entries, err := s.rn.Transcript(req.RunId, deref(req.Params.After))
-	if err != nil {
-		return nil, runProblem(err)
-	}
-	return gen.GetRunTranscript200JSONResponse{RunId: req.RunId, Entries: entries}, nil
+	return gen.GetRunTranscript200JSONResponse{RunId: req.RunId, Entries: entries}, err
 }

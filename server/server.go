@@ -144,20 +144,13 @@ func New(cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("server: %w", err)
 	}
 	s.rn = rn
-	if err := s.initTools(); err != nil {
-		rn.Shutdown(context.Background())
-		return nil, err
-	}
+	s.tools = &toolSet{base: rn.Tools(), servers: cfg.MCPServers, config: cfg.MCP}
 	if err := s.initEcho(); err != nil {
 		rn.Shutdown(context.Background())
-		s.tools.close()
 		return nil, err
 	}
 	return s, nil
 }
-
-// Runner returns the runner that executes the server's runs.
-func (s *Server) Runner() *runner.Runner { return s.rn }
 
 func (s *Server) initEcho() error {
 	e := echo.New()

@@ -3,9 +3,7 @@ package server
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/http"
-	"os"
 	"slices"
 	"sync"
 
@@ -15,7 +13,6 @@ import (
 	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/tools"
-	"github.com/specloop/specloop/wiring"
 )
 
 // toolRoute is the echo path of callTool, POST /v1/tools/{name}, which the
@@ -28,39 +25,18 @@ const toolRoute = "/v1/tools/:name"
 // errShuttingDown is the tool set's answer once Shutdown closed it.
 var errShuttingDown = errors.New("the server is shutting down")
 
-// toolSet is what callTool and listTools serve: the built-in and custom
-// tools, bound once on the workspace root (a call runs them in the
+// toolSet is what callTool and listTools serve: the runner's built-in and
+// custom tools, bound once on the workspace root (a call runs them in the
 // workspace it names), and the tools of the configured MCP servers,
 // connected by the first request that needs them and kept until Shutdown.
 type toolSet struct {
-	root  *os.Root       // the workspace root, which setup leaves open
-	setup *wiring.Setup  // on the workspace root
-	base  *tools.Runtime // its built-in and custom tools
+	base *tools.Runtime // runner.Runner.Tools
 
 	mu      sync.Mutex
 	mcp     *mcpclient.Runtime // base with the MCP servers' tools, once connected
 	closed  bool
 	servers []mcpclient.Server
 	config  mcpclient.Config
-}
-
-// initTools binds the built-in and custom tools on the workspace root: the
-// tools a run offers a model, and those callTool serves besides the MCP
-// servers'.
-func (s *Server) initTools() error {
-	_, root, err := s.rn.OpenWorkspace(nil, "workspace")
-	if err != nil {
-		return fmt.Errorf("server: workspace root: %w", err)
-	}
-	cfg := s.rn.Host()
-	cfg.Root = root
-	setup, err := wiring.Open(cfg)
-	if err != nil {
-		root.Close()
-		return fmt.Errorf("server: tools: %w", err)
-	}
-	s.tools = &toolSet{root: root, setup: setup, base: setup.Runtime, servers: s.cfg.MCPServers, config: s.cfg.MCP}
-	return nil
 }
 
 // all returns the runtime of every tool the server serves, connecting the
@@ -85,21 +61,17 @@ func (t *toolSet) all(ctx context.Context) (agent.ToolRuntime, error) {
 	return t.mcp, nil
 }
 
-// close stops the MCP servers and closes the root's workspace.
+// close stops the MCP servers.
 func (t *toolSet) close() error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.closed = true
-	var errs []error
-	if t.mcp != nil {
-		errs = append(errs, t.mcp.Close())
-		t.mcp = nil
+	if t.mcp == nil {
+		return nil
 	}
-	if t.setup != nil {
-		errs = append(errs, t.setup.Close(), t.root.Close())
-		t.setup = nil
-	}
-	return errors.Join(errs...)
+	err := t.mcp.Close()
+	t.mcp = nil
+	return err
 }
 
 // ListTools returns exactly the tools callTool serves.
@@ -162,7 +134,7 @@ func (s *Server) callTool(c echo.Context) error {
 	// alone.
 	clean, dir, err := s.rn.OpenWorkspace(workspace, "workspace")
 	if err != nil {
-		return runProblem(err)
+		return err
 	}
 	defer dir.Close()
 	if s.wsHook != nil {

@@ -42,19 +42,6 @@ type eventBatch struct {
 	Entries     []gen.TranscriptEntry `json:",omitempty"`
 }
 
-// openInput is a run to open: where it runs, its task, whose project docs
-// the Open activity reads (unless the request turns them off), and its
-// model, whose context window it reports.
-type openInput struct {
-	Run              runRef
-	Task             gen.Task
-	ProjectDocs      *bool `json:",omitempty"`
-	ProjectDocsLimit *int  `json:",omitempty"`
-	Model            gen.ModelConfig
-	// Conversation are the runs a follow-up continues (runInput's).
-	Conversation []runner.Spec `json:",omitempty"`
-}
-
 // openOutput is what the Open activity learnt about the run's setup.
 type openOutput struct {
 	// HostQueue is the task queue of the workers that hold the workspace.
@@ -83,12 +70,12 @@ type openOutput struct {
 // modelInput is one model call: the history so far goes by value (the
 // DataConverter stores it out of the workflow's history when it is large).
 type modelInput struct {
-	eventsInput
+	runEvents
 	Task      gen.Task
 	Model     gen.ModelConfig
 	Tools     []gen.ToolSpec
 	Calls     int // the model calls of the run before this one
-	History   []gen.HistoryItem
+	History   []agent.Item
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
@@ -111,25 +98,18 @@ type toolInput struct {
 	Call gen.ToolCall
 }
 
-// runEvents is the input of the Check, Patch and Close activities: the
-// run, and the trace lines to write first.
+// runEvents is the run and the trace lines to write first: the input of
+// the Check, Patch, Close and Events activities (Events: the events
+// before a wait, so that they are visible while the run waits), and part
+// of the Model and Tool activities'.
 type runEvents struct {
 	Run    runRef
 	Events eventBatch
 }
 
-// eventsInput is trace lines of a run to write first, the input of the
-// Events activity (the events before a wait, so that they are visible
-// while the run waits).
-type eventsInput struct {
-	RunID  string
-	Events eventBatch
-}
-
 // carry gives an activity's input its run and the trace lines to write
 // (wfRun.exec).
-func (in *runEvents) carry(run runRef, b eventBatch)   { in.Run, in.Events = run, b }
-func (in *eventsInput) carry(run runRef, b eventBatch) { in.RunID, in.Events = run.RunID, b }
+func (in *runEvents) carry(run runRef, b eventBatch) { in.Run, in.Events = run, b }
 
 // Activities are the run workflow's activities, executed by workers.
 // Register one value with both of a worker's task queues (see NewWorkers).
@@ -248,16 +228,17 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 }
 
 // open opens the run's workspace on this host and returns the host's
-// queue, the tools, the confinement of commands and the model's context
-// window. A model that cannot be built is the Model activity's error to
-// report.
-func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error) {
-	s, err := a.setup(in.Run)
+// queue, the tools, the confinement of commands, the task with its project
+// docs (unless the request turns them off), a follow-up's history and the
+// model's context window. A model that cannot be built is the Model
+// activity's error to report.
+func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) {
+	s, err := a.setup(refOf(&in.Spec))
 	if err != nil {
 		return openOutput{}, err
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
-	req := gen.CreateRunRequest{Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit}
+	req := in.CreateRunRequest
 	if len(in.Conversation) > 0 {
 		if req.Task, out.History, err = a.history(ctx, in.Conversation, s.Options); err != nil {
 			return openOutput{}, temporal.NewNonRetryableApplicationError("rebuild the conversation's history: "+err.Error(), "conversation", nil)
@@ -280,7 +261,7 @@ func (a *Activities) open(ctx context.Context, in openInput) (openOutput, error)
 			if cs, ok := m.(agent.ContextSizer); ok {
 				req := &agent.Request{Task: out.Task, Tools: out.Tools}
 				out.ContextWindow = cs.ContextWindow()
-				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, nil)
+				out.RequestOverhead = cs.RequestTokens(req) - requestTokens(req.Task, agent.History{})
 			}
 		}
 	}
@@ -310,7 +291,7 @@ func (a *Activities) history(ctx context.Context, runs []runner.Spec, base agent
 
 // model asks the run's model for its next turn.
 func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, error) {
-	if err := a.write(in.RunID, in.Events); err != nil {
+	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return modelOutput{}, err
 	}
 	if a.Models == nil {
@@ -325,14 +306,8 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	if s, ok := m.(*model.Script); ok {
 		s.Skip(in.Calls)
 	}
-	items := make([]agent.Item, len(in.History))
-	for i := range in.History {
-		if items[i], err = item(in.History[i]); err != nil {
-			return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "history", nil)
-		}
-	}
 	defer heartbeat(ctx)()
-	req := &agent.Request{Task: in.Task, History: agent.NewHistory(items...), Tools: in.Tools, Summarize: in.Summarize}
+	req := &agent.Request{Task: in.Task, History: agent.NewHistory(in.History...), Tools: in.Tools, Summarize: in.Summarize}
 	out := modelOutput{}
 	if cs, ok := m.(agent.ContextSizer); ok {
 		out.RequestTokens = cs.RequestTokens(req)
@@ -423,14 +398,16 @@ func (f *modelFailure) rebuild(msg string) error {
 // history, in tokens: their bytes in the spec's wire form at three bytes a
 // token, as the adapters count. The model's own estimate adds its
 // overhead (openOutput.RequestOverhead).
-func requestTokens(task gen.Task, items []gen.HistoryItem) int {
+func requestTokens(task gen.Task, h agent.History) int {
 	n := len(task.Prompt)
 	if task.Instructions != nil {
 		n += len(*task.Instructions)
 	}
-	for i := range items {
-		b, _ := items[i].MarshalJSON()
-		n += len(b)
+	for _, it := range h.All() {
+		if w, err := it.Wire(); err == nil {
+			b, _ := w.MarshalJSON()
+			n += len(b)
+		}
 	}
 	return (n + 2) / 3
 }
@@ -501,8 +478,8 @@ func (a *Activities) patch(ctx context.Context, in runEvents) (string, error) {
 }
 
 // events writes trace lines of a run.
-func (a *Activities) events(ctx context.Context, in eventsInput) error {
-	return a.write(in.RunID, in.Events)
+func (a *Activities) events(ctx context.Context, in runEvents) error {
+	return a.write(in.Run.RunID, in.Events)
 }
 
 // close writes the end of the run's trace and releases its workspace.
@@ -544,27 +521,6 @@ func heartbeat(ctx context.Context) (stop func()) {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// item decodes a history item.
-func item(w gen.HistoryItem) (agent.Item, error) {
-	v, err := w.ValueByDiscriminator()
-	if err != nil {
-		return agent.Item{}, fmt.Errorf("a history item: %w", err)
-	}
-	switch v := v.(type) {
-	case gen.ToolCall:
-		return agent.Item{ToolCall: &v}, nil
-	case gen.Finish:
-		return agent.Item{Finish: &v}, nil
-	case gen.Observation:
-		return agent.Item{Observation: &v}, nil
-	case gen.ModelFeedback:
-		return agent.Item{Feedback: &v}, nil
-	case gen.UserMessage:
-		return agent.Item{UserMessage: &v}, nil
-	}
-	return agent.Item{}, errors.New("a history item of an unknown type")
 }
 
 // storeError is the error of an activity whose store access failed: one

@@ -44,7 +44,7 @@ func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agen
 	defer func() { r.waiting = nil }()
 	// The request's events are written before the wait, so that whoever
 	// decides sees them.
-	if err := r.exec(r.shared, eventsActivity, &eventsInput{}, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, &runEvents{}, nil); err != nil {
 		return agent.Approval{}, activityError(err)
 	}
 	r.waiting.Expires = workflow.Now(r.wctx).Add(timeout) // when the timer fires

@@ -1,13 +1,10 @@
 package temporal
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
 
 	"go.temporal.io/api/serviceerror"
@@ -113,7 +110,7 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 	if err != nil {
 		return failed(id, err)
 	}
-	f := follower{path: path, skip: seen, event: event}
+	f := follower{Tail: runner.Tail{Path: path}, skip: seen, event: event}
 	cancelled := ctx.Done()
 	for {
 		select {
@@ -143,49 +140,27 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 	}
 }
 
-// follower reads a run's events file as it grows.
+// follower hands over a run's events as its events file grows.
 type follower struct {
-	path  string
-	off   int64
+	runner.Tail
 	skip  int // lines not to hand over: the caller has them
 	event func(*gen.TraceEvent, []byte)
 }
 
 // read hands over the whole lines added since the last read.
 func (f *follower) read() error {
-	file, err := os.Open(f.path)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	defer file.Close()
-	if _, err := file.Seek(f.off, io.SeekStart); err != nil {
-		return err
-	}
-	data, err := io.ReadAll(file)
-	if err != nil {
-		return err
-	}
-	for {
-		i := bytes.IndexByte(data, '\n')
-		if i < 0 {
-			return nil
-		}
-		line := data[:i:i]
-		data = data[i+1:]
-		f.off += int64(i + 1)
+	return f.Lines(func(line []byte) error {
 		if f.skip > 0 {
 			f.skip--
-			continue
+			return nil
 		}
 		var ev gen.TraceEvent
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return fmt.Errorf("the run's trace line ending at byte %d: %w", f.off, err)
+			return fmt.Errorf("a line of the run's trace: %w", err)
 		}
 		f.event(&ev, line)
-	}
+		return nil
+	})
 }
 
 // Decide signals run runID's workflow with the decision on call callID.

@@ -5,13 +5,7 @@ import "github.com/specloop/specloop/agent"
 // RequestTokens is the workflow's own estimate of req, without the model's
 // overhead: a test model whose estimate is this plus a constant is sized
 // alike by both engines.
-func RequestTokens(req *agent.Request) int {
-	items, err := wireHistory(req.History)
-	if err != nil {
-		panic(err)
-	}
-	return requestTokens(req.Task, items)
-}
+func RequestTokens(req *agent.Request) int { return requestTokens(req.Task, req.History) }
 
 // The workflow's and activities' wire names and types, for the tests that
 // drive them through Temporal's test environment.

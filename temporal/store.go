@@ -64,34 +64,30 @@ func checkRunID(id string) error {
 	return nil
 }
 
-// EventsPath is the file that holds run id's trace events; the error
-// wraps ErrInvalidRunID for an id not of the spec's shape.
-func (s *Store) EventsPath(id string) (string, error) {
+// runPath is the path of elem in run id's directory; the error wraps
+// ErrInvalidRunID for an id not of the spec's shape.
+func (s *Store) runPath(id string, elem ...string) (string, error) {
 	if err := checkRunID(id); err != nil {
 		return "", err
 	}
-	return filepath.Join(s.dir, "runs", id, "events.jsonl"), nil
+	return filepath.Join(append([]string{s.dir, "runs", id}, elem...)...), nil
 }
 
+// EventsPath is the file that holds run id's trace events; the error
+// wraps ErrInvalidRunID for an id not of the spec's shape.
+func (s *Store) EventsPath(id string) (string, error) { return s.runPath(id, "events.jsonl") }
+
 func (s *Store) callPath(id string, seq int) (string, error) {
-	if err := checkRunID(id); err != nil {
-		return "", err
-	}
 	if seq < 0 {
-		return "", fmt.Errorf("tool call %d of run %s: a call number is not negative", seq, id)
+		return "", fmt.Errorf("tool call %d: a call number is not negative", seq)
 	}
-	return filepath.Join(s.dir, "runs", id, "calls", fmt.Sprintf("%d.json", seq)), nil
+	return s.runPath(id, "calls", fmt.Sprintf("%d.json", seq))
 }
 
 // TranscriptPath is the file that holds run id's transcript (package
 // transcript); the error wraps ErrInvalidRunID for an id not of the
 // spec's shape.
-func (s *Store) TranscriptPath(id string) (string, error) {
-	if err := checkRunID(id); err != nil {
-		return "", err
-	}
-	return filepath.Join(s.dir, "runs", id, transcript.FileName), nil
-}
+func (s *Store) TranscriptPath(id string) (string, error) { return s.runPath(id, transcript.FileName) }
 
 // appendEvents makes lines from..from+len(lines) of run id's trace equal
 // lines: the lines already there (an earlier attempt of the same activity

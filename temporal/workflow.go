@@ -55,11 +55,17 @@ const defaultContinueAsNewSteps = 500
 // setup on its host, and the counters that number its activities and
 // trace lines.
 type continued struct {
-	State      agent.State
+	State agent.State
+	progress
+}
+
+// progress is a run's setup on its host and the counters that number its
+// activities, trace lines and transcript entries.
+type progress struct {
 	Opened     openOutput
-	ModelCalls int
-	ToolCalls  int
-	Written    int
+	ModelCalls int // model calls made
+	ToolCalls  int // tool calls made
+	Written    int // trace lines in the store
 	// Transcribed is the transcript entries in the store.
 	Transcribed int `json:",omitempty"`
 }
@@ -99,17 +105,12 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 3},
 	})
 	if c := in.Continued; c != nil {
-		r.opened, r.modelCalls, r.toolCalls, r.written, r.transcribed = c.Opened, c.ModelCalls, c.ToolCalls, c.Written, c.Transcribed
-	} else {
-		var opened openOutput
-		open := openInput{Run: r.ref(), Task: in.Task, ProjectDocs: in.ProjectDocs, ProjectDocsLimit: in.ProjectDocsLimit, Model: in.Model, Conversation: in.Conversation}
-		if err := workflow.ExecuteActivity(r.shared, openActivity, open).Get(wctx, &opened); err != nil {
-			msg := agent.ClipMessage("open the run: " + activityMessage(err))
-			return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
-		}
-		r.opened = opened
+		r.progress = c.progress
+	} else if err := workflow.ExecuteActivity(r.shared, openActivity, in).Get(wctx, &r.Opened); err != nil {
+		msg := agent.ClipMessage("open the run: " + activityMessage(err))
+		return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 	}
-	opened := r.opened
+	opened := r.Opened
 	r.host = workflow.WithActivityOptions(wctx, workflow.ActivityOptions{
 		TaskQueue:           opened.HostQueue,
 		StartToCloseTimeout: time.Hour,
@@ -130,13 +131,9 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		task, opts.ProjectDocs = opened.Task, opened.ProjectDocs
 	}
 	// A follow-up goes on from the conversation's history, which the Open
-	// activity rebuilt; its transcript starts with the person's message.
-	prompt := in.Task.Prompt
-	if f := in.FollowUp; f != nil {
-		prompt = f.Message
-		if f.History == nil {
-			opts.FollowUp = &agent.FollowUp{History: opened.History, Message: f.Message}
-		}
+	// activity rebuilt.
+	if f := in.FollowUp; f != nil && f.History == nil {
+		opts.FollowUp = &agent.FollowUp{History: opened.History, Message: f.Message}
 	}
 	opts.Clock = func() time.Time { return workflow.Now(wctx) }
 	opts.PauseAfter = in.ContinueAsNewSteps
@@ -149,7 +146,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if in.KeepsTranscript() {
 		// The entries go to the store with the trace lines, redacted there
 		// by the worker.
-		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), prompt).Observe
+		opts.Observer = transcript.NewRecorder((*wfTranscript)(r), in.Asked()).Observe
 	}
 	if in.CheckCommand() != "" {
 		opts.Check = (*wfCheck)(r)
@@ -176,11 +173,11 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 // continueAsNew writes the trace lines still queued and continues the run
 // as a new execution from st.
 func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
-	if err := r.exec(r.shared, eventsActivity, &eventsInput{}, nil); err != nil {
+	if err := r.exec(r.shared, eventsActivity, &runEvents{}, nil); err != nil {
 		return gen.RunResult{}, fmt.Errorf("write the trace before continuing as new: %w", err)
 	}
 	next := r.in
-	next.Continued = &continued{State: st, Opened: r.opened, ModelCalls: r.modelCalls, ToolCalls: r.toolCalls, Written: r.written, Transcribed: r.transcribed}
+	next.Continued = &continued{State: st, progress: r.progress}
 	return gen.RunResult{}, workflow.NewContinueAsNewError(r.wctx, WorkflowName, next)
 }
 
@@ -190,22 +187,19 @@ type wfRun struct {
 	wctx         workflow.Context
 	in           runInput
 	shared, host workflow.Context
-	opened       openOutput
-	modelCalls   int
-	toolCalls    int
-	pending      [][]byte                  // trace lines not yet in the store
-	waiting      *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
-	written      int                       // trace lines in the store
-	entries      []gen.TranscriptEntry     // transcript entries not yet in the store
-	transcribed  int                       // transcript entries in the store
+	progress
+	pending [][]byte                  // trace lines not yet in the store
+	waiting *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
+	entries []gen.TranscriptEntry     // transcript entries not yet in the store
 }
 
-func (r *wfRun) ref() runRef {
-	ws := ""
-	if r.in.Workspace != nil {
-		ws = *r.in.Workspace
+// refOf is run sp's runRef.
+func refOf(sp *runner.Spec) runRef {
+	ref := runRef{RunID: sp.ID, Check: sp.CheckCommand(), MCPServers: sp.MCPNames()}
+	if sp.Workspace != nil {
+		ref.Workspace = *sp.Workspace
 	}
-	return runRef{RunID: r.in.ID, Workspace: ws, Check: r.in.CheckCommand(), MCPServers: r.in.MCPNames()}
+	return ref
 }
 
 // Emit queues a trace event; the next activity appends the queue to the
@@ -235,14 +229,14 @@ func (t *wfTranscript) Write(e gen.TranscriptEntry) error {
 // stay queued for the next activity (the store skips those an earlier
 // attempt wrote).
 func (r *wfRun) exec(ctx workflow.Context, fn string, in interface{ carry(runRef, eventBatch) }, out any) error {
-	b := eventBatch{From: r.written, Lines: r.pending, EntriesFrom: r.transcribed, Entries: r.entries}
-	in.carry(r.ref(), b)
+	b := eventBatch{From: r.Written, Lines: r.pending, EntriesFrom: r.Transcribed, Entries: r.entries}
+	in.carry(refOf(&r.in.Spec), b)
 	if err := workflow.ExecuteActivity(ctx, fn, in).Get(ctx, out); err != nil {
 		return err
 	}
-	r.written = b.From + len(b.Lines)
+	r.Written = b.From + len(b.Lines)
 	r.pending = r.pending[len(b.Lines):]
-	r.transcribed = b.EntriesFrom + len(b.Entries)
+	r.Transcribed = b.EntriesFrom + len(b.Entries)
 	r.entries = r.entries[len(b.Entries):]
 	return nil
 }
@@ -261,44 +255,23 @@ var (
 	_ agent.ContextSizer = (*wfModel)(nil)
 )
 
-func (m *wfModel) ContextWindow() int { return m.opened.ContextWindow }
+func (m *wfModel) ContextWindow() int { return m.Opened.ContextWindow }
 
 func (m *wfModel) RequestTokens(req *agent.Request) int {
-	items, err := wireHistory(req.History)
-	if err != nil {
-		return 0
-	}
-	return m.opened.RequestOverhead + requestTokens(req.Task, items)
-}
-
-// wireHistory is h in the spec's wire form.
-func wireHistory(h agent.History) ([]gen.HistoryItem, error) {
-	items := make([]gen.HistoryItem, 0, h.Len())
-	for _, it := range h.All() {
-		w, err := it.Wire()
-		if err != nil {
-			return nil, fmt.Errorf("encode the history: %w", err)
-		}
-		items = append(items, w)
-	}
-	return items, nil
+	return m.Opened.RequestOverhead + requestTokens(req.Task, req.History)
 }
 
 func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
 	r := (*wfRun)(m)
-	items, err := wireHistory(req.History)
-	if err != nil {
-		return agent.Turn{}, err
-	}
-	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.modelCalls,
-		History: items, RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
-	r.modelCalls++
+	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.ModelCalls,
+		History: req.History.Items(), RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
+	r.ModelCalls++
 	var out modelOutput
 	if err := r.exec(r.shared, modelActivity, in, &out); err != nil {
 		return agent.Turn{}, modelCallError(err)
 	}
 	if out.RequestTokens > 0 && !req.Summarize {
-		r.opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, items)
+		r.Opened.RequestOverhead = out.RequestTokens - requestTokens(req.Task, req.History)
 	}
 	switch {
 	case req.Summarize:
@@ -313,12 +286,12 @@ func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error
 // run's host queue, numbered in the order the loop makes them.
 type wfTools wfRun
 
-func (t *wfTools) Specs() []gen.ToolSpec { return t.opened.Tools }
+func (t *wfTools) Specs() []gen.ToolSpec { return t.Opened.Tools }
 
 func (t *wfTools) Call(_ context.Context, call *gen.ToolCall) (gen.Observation, error) {
 	r := (*wfRun)(t)
-	in := &toolInput{Seq: r.toolCalls, Call: *call}
-	r.toolCalls++
+	in := &toolInput{Seq: r.ToolCalls, Call: *call}
+	r.ToolCalls++
 	var obs gen.Observation
 	if err := r.exec(r.host, toolActivity, in, &obs); err != nil {
 		return gen.Observation{}, activityError(err)
@@ -337,7 +310,7 @@ func (t *wfTools) Patch(context.Context) (string, error) {
 	return patch, nil
 }
 
-func (t *wfTools) SandboxInfo() *gen.SandboxInfo { return t.opened.ToolsSandbox }
+func (t *wfTools) SandboxInfo() *gen.SandboxInfo { return t.Opened.ToolsSandbox }
 
 // wfCheck is the run's completion check: a Check activity on the host.
 type wfCheck wfRun
@@ -351,7 +324,7 @@ func (c *wfCheck) Check(context.Context) (gen.CheckResult, error) {
 	return res, nil
 }
 
-func (c *wfCheck) SandboxInfo() *gen.SandboxInfo { return c.opened.CheckSandbox }
+func (c *wfCheck) SandboxInfo() *gen.SandboxInfo { return c.Opened.CheckSandbox }
 
 // modelCallError is the error the loop gets for a failed Model activity:
 // the model's error rebuilt from the activity's (modelFailure), else
