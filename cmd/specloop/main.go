@@ -106,6 +106,7 @@ func commands() []cli.Command {
 		{Name: "mcp", Summary: "serve the tools over MCP on stdio (for Claude Desktop, VS Code, Cursor…)", Run: mcpCmd,
 			Examples: []string{"specloop mcp --workspace .", "specloop mcp --workspace . --sandbox bwrap", "specloop mcp --no-commands"},
 			Env:      []string{"PATH"}},
+		{Name: "acp", Summary: "serve sessions to an editor over the Agent Client Protocol on stdio (Zed, JetBrains, Neovim)", Run: acpCmd, Examples: []string{"specloop acp --approval writes", "specloop acp --model anthropic:claude-sonnet-4-5 --check \"go test ./...\""}, Env: slices.Concat(modelEnv, localEnv)},
 		{Name: "config", Summary: "print the settings a run would use and where each came from (help config: the files)", Run: configCmd,
 			Examples: []string{"specloop config", "specloop config --workspace ./myproject --profile local"},
 			Env:      []string{"XDG_CONFIG_HOME"}},
