@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -94,6 +95,7 @@ func acpStart(t testing.TB, args ...string) (*sdk.ClientSideConnection, *acpClie
 	}()
 	c := &acpClient{got: make(chan struct{}, 1), answers: make(chan sdk.PermissionOptionKind, 4), asked: make(chan sdk.RequestPermissionRequest, 4)}
 	conn := sdk.NewClientSideConnection(c, inW, outR)
+	conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		inW.Close()
 		select {
@@ -402,4 +404,39 @@ func TestACPBadInput(t *testing.T) {
 func jsonString(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// BenchmarkACPFirstUpdate is the time from session/prompt to the first
+// session/update with a scripted model, whose first reply is a tool call:
+// the turn's run opened as `specloop run` opens one (flags, configuration,
+// workspace, transcript and trace) and its first step. Each prompt is a
+// new session's first.
+func BenchmarkACPFirstUpdate(b *testing.B) {
+	script := acpScript(b, `{"type":"tool_call","tool_name":"calculator","arguments":{"left":1,"operation":"add","right":2}}`, `{"type":"finish","answer":"3"}`)
+	conn, c, _ := acpStart(b, "--script", script, "--no-commands")
+	ws := b.TempDir()
+	var first time.Duration
+	for b.Loop() {
+		sess, err := conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: ws, McpServers: []sdk.McpServer{}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.take()
+		select {
+		case <-c.got:
+		default:
+		}
+		start := time.Now()
+		stops := make(chan error, 1)
+		go func() {
+			_, err := conn.Prompt(context.Background(), sdk.PromptRequest{SessionId: sess.SessionId, Prompt: []sdk.ContentBlock{sdk.TextBlock("add")}})
+			stops <- err
+		}()
+		<-c.got
+		first += time.Since(start)
+		if err := <-stops; err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "ms/first-update")
 }
