@@ -119,19 +119,20 @@ func (a *agentConn) Authenticate(context.Context, sdk.AuthenticateRequest) (sdk.
 }
 
 func (a *agentConn) NewSession(_ context.Context, p sdk.NewSessionRequest) (sdk.NewSessionResponse, error) {
-	s, err := a.open(agent.NewRunID(), p.Cwd, p.McpServers)
+	s, err := a.open(agent.NewRunID(), p.Cwd, p.McpServers, nil)
 	if err != nil {
 		return sdk.NewSessionResponse{}, err
 	}
 	return sdk.NewSessionResponse{SessionId: sdk.SessionId(s.id)}, nil
 }
 
-// open makes session id in cwd, which the host must allow.
-func (a *agentConn) open(id, cwd string, servers []sdk.McpServer) (*session, error) {
+// open makes session id in cwd, which the host must allow, with the runs
+// it had.
+func (a *agentConn) open(id, cwd string, servers []sdk.McpServer, runs []string) (*session, error) {
 	if err := a.cfg.Host.Workspace(cwd); err != nil {
 		return nil, sdk.NewInvalidParams(map[string]any{"cwd": err.Error()})
 	}
-	s := &session{id: id, cwd: cwd, mcp: a.mcpServers(servers), always: map[string]bool{}}
+	s := &session{id: id, cwd: cwd, mcp: a.mcpServers(servers), runs: runs, always: map[string]bool{}}
 	a.mu.Lock()
 	if old := a.sessions[id]; old != nil {
 		old.stop()
@@ -341,22 +342,24 @@ func (a *agentConn) approve(ctx context.Context, s *session, m *mapper, req agen
 // from its runs' transcripts, and opens it in cwd to go on with.
 func (a *agentConn) LoadSession(_ context.Context, p sdk.LoadSessionRequest) (sdk.LoadSessionResponse, error) {
 	id := string(p.SessionId)
+	if !ident.Plain(id) {
+		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(map[string]any{"sessionId": "not a session id"})
+	}
 	var runs []string
 	data, err := os.ReadFile(a.sessionFile(id))
 	if err == nil {
 		err = json.Unmarshal(data, &runs)
 	}
-	if !ident.Plain(id) || errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) {
 		return sdk.LoadSessionResponse{}, sdk.NewInvalidParams(map[string]any{"sessionId": "no stored session has this id"})
 	}
 	if err != nil {
 		return sdk.LoadSessionResponse{}, sdk.NewInternalError(map[string]any{"error": err.Error()})
 	}
-	s, err := a.open(id, p.Cwd, p.McpServers)
+	s, err := a.open(id, p.Cwd, p.McpServers, runs)
 	if err != nil {
 		return sdk.LoadSessionResponse{}, err
 	}
-	s.runs = runs
 	m := newMapper(a.conn, s, true)
 	defer m.q.close()
 	for _, run := range runs {

@@ -32,8 +32,8 @@ const acpAbout = "Serves specloop to an editor over the Agent Client Protocol on
 	"tool in this session, reject); --workspace DIR, when given, is the directory sessions must lie in.\n" +
 	"Takes the flags of `specloop run` (see `specloop help run`), but no prompt.\n\n" +
 	"Zed (settings.json):\n" +
-	"  \"agent_servers\": {\"specloop\": {\"command\": \"specloop\", \"args\": [\"acp\", \"--approval\", \"writes\"]}}\n" +
-	"JetBrains (acp.json): the same command and args under \"agent_servers\". Neovim: CodeCompanion's or\n" +
+	"  \"agent_servers\": {\"specloop\": {\"type\": \"custom\", \"command\": \"specloop\", \"args\": [\"acp\", \"--approval\", \"writes\"]}}\n" +
+	"JetBrains (~/.jetbrains/acp.json): the same command and args under \"agent_servers\". Neovim: CodeCompanion's or\n" +
 	"avante.nvim's ACP adapter with command specloop and args acp. See docs/editor.md."
 
 func acpCmd(ctx context.Context, env *cli.Env, args []string) int {
