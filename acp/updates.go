@@ -2,6 +2,7 @@ package acp
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"slices"
@@ -121,17 +122,15 @@ func (m *mapper) started(e gen.TranscriptEntry, a gen.ToolCall) *toolCall {
 	m.n++
 	c := &toolCall{id: sdk.ToolCallId(fmt.Sprintf("%s-%d", e.RunId, m.n)), call: a, kind: kindOf(a)}
 	c.title = a.ToolName
-	if p, ok := a.Arguments["path"].(string); ok {
+	if p := as[gen.ReadFileInput](a.Arguments).Path; p != "" {
 		c.title += " " + p
 		loc := sdk.ToolCallLocation{Path: filepath.Join(m.cwd, filepath.FromSlash(p))}
 		if t := builtin(a.ToolName); t != nil && t.Hints != nil && t.Hints.LineRange != nil {
-			if n, ok := a.Arguments[t.Hints.LineRange.Start].(float64); ok {
-				loc.Line = sdk.Ptr(int(n))
-			}
+			loc.Line = as[gen.ReadFileInput](a.Arguments).StartLine
 		}
 		c.locations = []sdk.ToolCallLocation{loc}
 	}
-	if cmd, ok := a.Arguments["command"].(string); ok {
+	if cmd := as[gen.RunCommandInput](a.Arguments).Command; cmd != "" {
 		c.title = cmd
 	}
 	m.calls = append(m.calls, c)
@@ -189,13 +188,11 @@ func (m *mapper) result(c *toolCall, e gen.TranscriptEntry) sdk.SessionUpdate {
 		text = *e.Output
 	}
 	content := []sdk.ToolCallContent{sdk.ToolContent(sdk.TextBlock(text))}
-	data := deref(o.Data)
-	diff, _ := data["diff"].(string)
-	path, _ := data["path"].(string)
+	edit := as[gen.WriteFileResult](o.Data) // edit_file's result too
 	switch {
-	case c.kind == sdk.ToolKindEdit && diff != "" && path != "":
-		old, now := hunks(diff)
-		abs := filepath.Join(m.cwd, filepath.FromSlash(path))
+	case c.kind == sdk.ToolKindEdit && edit.Diff != "" && edit.Path != "":
+		old, now := hunks(edit.Diff)
+		abs := filepath.Join(m.cwd, filepath.FromSlash(edit.Path))
 		if old == "" {
 			content = []sdk.ToolCallContent{sdk.ToolDiffContent(abs, now)}
 		} else {
@@ -229,6 +226,14 @@ func hunks(diff string) (old, now string) {
 	return o.String(), n.String()
 }
 
+// as is v, a call's arguments or an observation's data, as the generated
+// type T (what v lacks, or holds of another type, left zero).
+func as[T any](v any) (t T) {
+	b, _ := json.Marshal(v)
+	_ = json.Unmarshal(b, &t)
+	return t
+}
+
 // builtin is the spec's built-in tool name, nil for any other.
 func builtin(name string) *gen.BuiltinTool {
 	tools := gen.BuiltinTools()
@@ -253,7 +258,7 @@ func kindOf(call gen.ToolCall) sdk.ToolKind {
 		return sdk.ToolKindEdit
 	case t.RunsCommands:
 		return sdk.ToolKindExecute
-	case call.Arguments["pattern"] != nil:
+	case as[gen.SearchInput](call.Arguments).Pattern != "":
 		return sdk.ToolKindSearch
 	case t.Hints != nil:
 		return sdk.ToolKindRead
