@@ -94,7 +94,8 @@ func acpStart(t testing.TB, args ...string) (*sdk.ClientSideConnection, *acpClie
 		outW.Close()
 	}()
 	c := &acpClient{got: make(chan struct{}, 1), answers: make(chan sdk.PermissionOptionKind, 4), asked: make(chan sdk.RequestPermissionRequest, 4)}
-	conn := sdk.NewClientSideConnection(c, inW, outR)
+	stdout := &syncBuffer{} // all of it: nothing but protocol messages
+	conn := sdk.NewClientSideConnection(c, inW, io.TeeReader(outR, stdout))
 	conn.SetLogger(slog.New(slog.DiscardHandler))
 	t.Cleanup(func() {
 		inW.Close()
@@ -102,6 +103,12 @@ func acpStart(t testing.TB, args ...string) (*sdk.ClientSideConnection, *acpClie
 		case <-done:
 		case <-time.After(time.Minute): // a hang guard
 			t.Errorf("specloop acp did not end:\n%s", stderr.String())
+		}
+		for line := range strings.Lines(stdout.String()) {
+			var m struct{ JSONRPC string }
+			if json.Unmarshal([]byte(line), &m) != nil || m.JSONRPC != "2.0" {
+				t.Errorf("standard output holds more than JSON-RPC messages: %q", line)
+			}
 		}
 		if t.Failed() {
 			t.Logf("specloop acp's stderr:\n%s", stderr.String())
