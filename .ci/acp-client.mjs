@@ -2,7 +2,8 @@
 // (@agentclientprotocol/sdk) drives `specloop acp` as an editor would:
 // it starts it, opens a session on a workspace, sends two prompts
 // (answering the permission request of each: allow, then reject) and
-// checks the updates it received. Any failed check exits non-zero.
+// checks the updates it received; the command runs in the default sandbox.
+// Any failed check exits non-zero.
 //
 // node acp-client.mjs SPECLOOP_BINARY
 import { spawn } from "node:child_process";
@@ -24,7 +25,7 @@ writeFileSync(script, [
 	`{"type":"finish","answer":"said goodbye"}`,
 ].join("\n") + "\n");
 
-const proc = spawn(specloop, ["acp", "--script", script, "--approval", "commands", "--sandbox", "none"], {
+const proc = spawn(specloop, ["acp", "--script", script, "--approval", "commands"], {
 	stdio: ["pipe", "pipe", "inherit"],
 	env: { ...process.env, XDG_STATE_HOME: join(dir, "state"), XDG_CONFIG_HOME: join(dir, "config") },
 });
