@@ -447,3 +447,44 @@ func BenchmarkACPFirstUpdate(b *testing.B) {
 	}
 	b.ReportMetric(float64(first.Microseconds())/1000/float64(b.N), "ms/first-update")
 }
+
+// The client's MCP servers are the session's, as --mcp gives them: a
+// stdio server's tools are offered as NAME__tool (here specloop mcp
+// itself, its path with a quote in it), and one with environment
+// variables, which --mcp has no place for, is left out with a warning.
+func TestACPMCPServers(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(selfServerEnv, "1")
+	quoted := filepath.Join(t.TempDir(), "it's specloop")
+	if err := os.Symlink(exe, quoted); err != nil {
+		t.Fatal(err)
+	}
+	ws := t.TempDir()
+	script := acpScript(t,
+		`{"type":"tool_call","tool_name":"self__calculator","arguments":{"left":12,"operation":"multiply","right":7}}`,
+		`{"type":"finish","answer":"84"}`)
+	conn, c, stderr := acpStart(t, "--script", script, "--no-commands")
+	sess, err := conn.NewSession(context.Background(), sdk.NewSessionRequest{Cwd: ws, McpServers: []sdk.McpServer{
+		{Stdio: &sdk.McpServerStdio{Name: "self", Command: quoted, Args: []string{"mcp", "--no-commands", "--workspace", ws}, Env: []sdk.EnvVariable{}}},
+		{Stdio: &sdk.McpServerStdio{Name: "keyed", Command: "/nonexistent", Args: []string{}, Env: []sdk.EnvVariable{{Name: "KEY", Value: "v"}}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if stop := acpPrompt(t, conn, sess.SessionId, "multiply"); stop != sdk.StopReasonEndTurn {
+		t.Fatalf("stop reason %s", stop)
+	}
+	started, updates, _ := toolUpdates(c.take())
+	if len(started) != 1 || started[0].Kind != sdk.ToolKindOther || started[0].Title != "self__calculator" {
+		t.Fatalf("the tool calls: %+v", started)
+	}
+	if u := updates[started[0].ToolCallId]; len(u) != 1 || *u[0].Status != sdk.ToolCallStatusCompleted || !strings.Contains(u[0].Content[0].Content.Content.Text.Text, "84") {
+		t.Errorf("the MCP call's updates: %+v", u)
+	}
+	if !strings.Contains(stderr.String(), "left out") {
+		t.Errorf("no warning of the server left out:\n%s", stderr.String())
+	}
+}
