@@ -149,9 +149,11 @@ func runCmd(ctx context.Context, env *cli.Env, args []string) int {
 
 // outcome is what a local run that started leaves for its caller (chat):
 // its id and result. Lines, when set, is where the run's approval
-// questions read their answers (the session's input).
+// questions read their answers (the session's input); Spec, when set,
+// changes the run's spec before it opens (acp: its observer and approver).
 type outcome struct {
 	Lines  chan lineOrErr
+	Spec   func(*runner.Spec)
 	ID     string
 	Result gen.RunResult
 }
@@ -287,6 +289,9 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if !f.asJSON {
 		p := &progressPrinter{w: env.Stdout, clock: realClock(env.Stdout)}
 		sp.Observer, sp.Live = p.observe, p.live
+	}
+	if out != nil && out.Spec != nil {
+		out.Spec(sp)
 	}
 	setup, code := openSetup(ctx, env, "run", sp, host, true)
 	if setup == nil {
