@@ -17,7 +17,7 @@ import (
 )
 
 // DefaultMaxOutputBytes is how much of a tool's output an entry keeps
-// (TranscriptEntry.output) unless the Writer says otherwise.
+// (TranscriptEntry.output).
 const DefaultMaxOutputBytes = 1 << 20
 
 // FileName is a transcript's file in a run's directory.
@@ -27,10 +27,6 @@ const FileName = "transcript.jsonl"
 // redacted and written as one complete line. It is safe for concurrent
 // use.
 type Writer struct {
-	// MaxOutputBytes caps TranscriptEntry.output; 0 means
-	// DefaultMaxOutputBytes.
-	MaxOutputBytes int
-
 	mu  sync.Mutex
 	tw  *trace.Writer // the file's lines, written and synced as its policy says
 	red *Redactor
@@ -96,7 +92,7 @@ func OpenAfter(path string, red *Redactor, policy trace.SyncPolicy, seq int) (*W
 }
 
 // Write numbers e (seq), stamps its time when it has none, cuts its output
-// at MaxOutputBytes, redacts it and appends it. After the first failed
+// at DefaultMaxOutputBytes, redacts it and appends it. After the first failed
 // write every Write returns that error.
 func (w *Writer) Write(e gen.TranscriptEntry) error {
 	w.mu.Lock()
@@ -109,8 +105,8 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 		e.Time = time.Now().UTC()
 	}
 	e.Redacted = nil // Write counts them
-	if max := w.maxOutput(); e.Output != nil && len(*e.Output) > max {
-		cut := textclip.Head(*e.Output, max)
+	if e.Output != nil && len(*e.Output) > DefaultMaxOutputBytes {
+		cut := textclip.Head(*e.Output, DefaultMaxOutputBytes)
 		rest := len(*e.Output) - len(cut)
 		e.Output, e.OutputTruncatedBytes = &cut, &rest
 	}
@@ -164,11 +160,4 @@ func (w *Writer) Close() error {
 		w.flush(false)
 	}
 	return errors.Join(w.err, w.tw.Close())
-}
-
-func (w *Writer) maxOutput() int {
-	if w.MaxOutputBytes > 0 {
-		return w.MaxOutputBytes
-	}
-	return DefaultMaxOutputBytes
 }
