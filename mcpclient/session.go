@@ -30,7 +30,7 @@ const (
 	// DefaultCallTimeout bounds one tool call.
 	DefaultCallTimeout = 2 * time.Minute
 	// DefaultConnectTimeout bounds starting a server, the MCP handshake and
-	// listing its tools.
+	// listing its tools (a shorter deadline of Connect's context wins).
 	DefaultConnectTimeout = 30 * time.Second
 	// stopGrace is how long a stdio server has to exit once its input is
 	// closed, before it is sent SIGTERM (and as long again before SIGKILL).
@@ -54,9 +54,6 @@ type Config struct {
 	// CallTimeout bounds each tool call; 0 means DefaultCallTimeout. A
 	// call that takes longer is an mcp_unavailable error Observation.
 	CallTimeout time.Duration
-	// ConnectTimeout bounds starting a server and listing its tools; 0
-	// means DefaultConnectTimeout.
-	ConnectTimeout time.Duration
 	// Stderr receives what stdio servers write to their standard error;
 	// nil discards it.
 	Stderr io.Writer
@@ -112,11 +109,7 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 	if s.callTimeout <= 0 {
 		s.callTimeout = DefaultCallTimeout
 	}
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = DefaultConnectTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
 
 	var transport mcp.Transport
