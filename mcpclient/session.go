@@ -57,15 +57,6 @@ type Config struct {
 	// Stderr receives what stdio servers write to their standard error;
 	// nil discards it.
 	Stderr io.Writer
-	// Dir is the working directory of stdio servers; "" means the root of
-	// the file system. It must be no workspace: a server runs unsandboxed,
-	// and python -m, npx and the like load code from their working
-	// directory. A relative command is resolved against the process's
-	// working directory before the server starts.
-	Dir string
-	// HTTPClient is the client of streamable HTTP servers; nil means
-	// http.DefaultClient.
-	HTTPClient *http.Client
 }
 
 // Session is a connected external MCP server and the tools it offers. A
@@ -114,7 +105,7 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 
 	var transport mcp.Transport
 	if srv.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient(cfg.HTTPClient), DisableStandaloneSSE: true}
+		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient, DisableStandaloneSSE: true}
 	} else {
 		s.cmd = exec.Command(srv.Command[0], srv.Command[1:]...)
 		if err := s.cmd.Err; err != nil {
@@ -127,10 +118,11 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 			}
 			s.cmd.Path = abs
 		}
-		s.cmd.Dir = cfg.Dir
-		if s.cmd.Dir == "" {
-			s.cmd.Dir = string(filepath.Separator)
-		}
+		// A stdio server runs in the root of the file system, never in a
+		// workspace: it runs unsandboxed, and python -m, npx and the like
+		// load code from their working directory. A relative command was
+		// resolved against the process's working directory above.
+		s.cmd.Dir = string(filepath.Separator)
 		s.cmd.Stderr = cfg.Stderr
 		ownProcessGroup(s.cmd)
 		transport = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: stopGrace}
@@ -192,25 +184,11 @@ func (s *Session) list(ctx context.Context) (clipped []string, err error) {
 // server offered, one message each, naming the server.
 func (s *Session) Warnings() []string { return slices.Clone(s.warnings) }
 
-// cappedClient is c (or http.DefaultClient) with every response body
-// capped at MaxResponseBytes and, unless c has a redirect policy of its
-// own, redirects followed only within the server's scheme and host (a 307
-// would re-send a call's arguments to whatever host it named).
-func cappedClient(c *http.Client) *http.Client {
-	if c == nil {
-		c = http.DefaultClient
-	}
-	capped := *c
-	if capped.CheckRedirect == nil {
-		capped.CheckRedirect = redirect.SameOrigin
-	}
-	next := c.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	capped.Transport = cappedTransport{next}
-	return &capped
-}
+// cappedClient is the client of streamable HTTP servers: every response
+// body is capped at MaxResponseBytes, and redirects are followed only
+// within the server's scheme and host (a 307 would re-send a call's
+// arguments to whatever host it named).
+var cappedClient = &http.Client{CheckRedirect: redirect.SameOrigin, Transport: cappedTransport{http.DefaultTransport}}
 
 type cappedTransport struct{ next http.RoundTripper }
 
