@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -72,7 +71,6 @@ type Session struct {
 	lost        atomic.Bool   // a call found the connection closed
 	closeOnce   sync.Once
 	closeErr    error
-	warnings    []string
 }
 
 // tool is one tool of a session, as offered to the model.
@@ -91,7 +89,7 @@ type tool struct {
 // MaxSchemaCost), and the server may offer at most MaxToolsPerServer
 // tools of MaxServerBytes in all; otherwise Connect fails, naming the server and the tool, and
 // nothing stays running. Descriptions over MaxDescriptionBytes are
-// clipped, which Warnings (and cfg.Stderr) say.
+// clipped, which a warning on cfg.Stderr says.
 func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 	if err := srv.Validate(); err != nil {
 		return nil, err
@@ -143,13 +141,9 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		s.Close()
 		return nil, s.errorf("%w", err)
 	}
-	if len(clipped) > 0 {
-		msg := fmt.Sprintf("mcp server %q: the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped",
+	if len(clipped) > 0 && cfg.Stderr != nil {
+		fmt.Fprintf(cfg.Stderr, "specloop: warning: mcp server %q: the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped\n",
 			s.server.Name, len(clipped), strings.Join(clipped, ", "), MaxDescriptionBytes>>10, MaxDescriptionBytes>>10)
-		s.warnings = append(s.warnings, msg)
-		if cfg.Stderr != nil {
-			fmt.Fprintf(cfg.Stderr, "specloop: warning: %s\n", msg)
-		}
 	}
 	return s, nil
 }
@@ -179,10 +173,6 @@ func (s *Session) list(ctx context.Context) (clipped []string, err error) {
 	}
 	return clipped, nil
 }
-
-// Warnings are what Connect clipped or otherwise changed of what the
-// server offered, one message each, naming the server.
-func (s *Session) Warnings() []string { return slices.Clone(s.warnings) }
 
 // cappedClient is the client of streamable HTTP servers: every response
 // body is capped at MaxResponseBytes, and redirects are followed only
