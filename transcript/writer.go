@@ -115,7 +115,7 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 		return fmt.Errorf("transcript: encode entry: %w", err)
 	}
 	raw = bytes.TrimSuffix(raw, []byte("\n"))
-	line, n := w.red.line(raw, opaque(raw))
+	line, n := w.red.Line(raw)
 	if n > 0 { // the count goes in the entry, as its last field
 		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
