@@ -16,7 +16,8 @@ package trace
 
 import (
 	"crypto/sha256"
-	"fmt"
+	"encoding/hex"
+	"strconv"
 	"unicode/utf8"
 )
 
@@ -24,7 +25,8 @@ import (
 // and its SHA-256, as `chars=N;sha256=HEX`. Equal texts have equal summaries,
 // so two runs can be compared without their contents.
 func Summary(s string) string {
-	return fmt.Sprintf("chars=%d;sha256=%x", utf8.RuneCountInString(s), sha256.Sum256([]byte(s)))
+	sum := sha256.Sum256([]byte(s))
+	return "chars=" + strconv.Itoa(utf8.RuneCountInString(s)) + ";sha256=" + hex.EncodeToString(sum[:])
 }
 
 // Names reports whether recorded, a tool name or an argument key as a
