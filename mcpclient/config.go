@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/specloop/specloop/internal/ident"
 )
 
 // Separator joins a server's name and its tool's name in the name the
@@ -71,14 +73,8 @@ func (s Server) Validate() error {
 }
 
 func checkName(name string) error {
-	if name == "" || len(name) > maxNameLen {
-		return fmt.Errorf("the server name must be 1 to %d characters", maxNameLen)
-	}
-	for i := 0; i < len(name); i++ {
-		c := name[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
-			return fmt.Errorf("the server name %q may hold only letters, digits, - and _", name)
-		}
+	if !ident.Of(name, maxNameLen, "-_") {
+		return fmt.Errorf("the server name %.64q must be 1 to %d letters, digits, - and _", name, maxNameLen)
 	}
 	if strings.Contains(name, Separator) || strings.HasSuffix(name, "_") {
 		return fmt.Errorf("the server name %q must not contain %q or end with _ (it separates the server from its tool)", name, Separator)

@@ -29,8 +29,8 @@ const (
 	// together.
 	MaxTools = 512
 	// MaxDescriptionBytes is the longest tool description the model is
-	// shown; a longer one is clipped, with a marker saying so, and the
-	// session's warnings (and Config.Stderr) say which tools were.
+	// shown; a longer one is clipped, with a marker saying so, and a
+	// warning on Config.Stderr says which tools were.
 	MaxDescriptionBytes = 4 << 10
 	// MaxSchemaBytes is the largest input or output schema of a tool, as
 	// compact JSON.

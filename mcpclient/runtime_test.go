@@ -342,8 +342,9 @@ func TestConnectTimeoutStopsTheServer(t *testing.T) {
 	// check finds the server whenever the timeout caught it, even before
 	// it wrote its pid (a loaded machine can take the 300 ms to start it).
 	marker := fmt.Sprintf("1000.%d", rand.IntN(1e9))
-	_, err := mcpclient.Connect(context.Background(), mcpclient.Server{Name: "mute", Command: []string{"sh", "-c", "exec sleep " + marker}},
-		mcpclient.Config{ConnectTimeout: 300 * time.Millisecond})
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, err := mcpclient.Connect(ctx, mcpclient.Server{Name: "mute", Command: []string{"sh", "-c", "exec sleep " + marker}}, mcpclient.Config{})
 	if err == nil || !strings.Contains(err.Error(), `"mute"`) {
 		t.Fatalf("Connect: %v", err)
 	}

@@ -44,7 +44,9 @@ func TestConnectErrorKeepsTheURLsSecret(t *testing.T) {
 		"http://" + addr + "/mcp?key=" + secret,
 		"http://user:" + secret + "@" + addr + "/mcp",
 	} {
-		_, err := mcpclient.Open(context.Background(), base(t), []mcpclient.Server{{Name: "ext", URL: u}}, mcpclient.Config{ConnectTimeout: 5 * time.Second})
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := mcpclient.Open(ctx, base(t), []mcpclient.Server{{Name: "ext", URL: u}}, mcpclient.Config{})
+		cancel()
 		if err == nil {
 			t.Fatal("connecting to a closed address succeeded")
 		}

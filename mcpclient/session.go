@@ -10,7 +10,6 @@ import (
 	"net/url"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,7 +29,7 @@ const (
 	// DefaultCallTimeout bounds one tool call.
 	DefaultCallTimeout = 2 * time.Minute
 	// DefaultConnectTimeout bounds starting a server, the MCP handshake and
-	// listing its tools.
+	// listing its tools (a shorter deadline of Connect's context wins).
 	DefaultConnectTimeout = 30 * time.Second
 	// stopGrace is how long a stdio server has to exit once its input is
 	// closed, before it is sent SIGTERM (and as long again before SIGKILL).
@@ -54,21 +53,9 @@ type Config struct {
 	// CallTimeout bounds each tool call; 0 means DefaultCallTimeout. A
 	// call that takes longer is an mcp_unavailable error Observation.
 	CallTimeout time.Duration
-	// ConnectTimeout bounds starting a server and listing its tools; 0
-	// means DefaultConnectTimeout.
-	ConnectTimeout time.Duration
 	// Stderr receives what stdio servers write to their standard error;
 	// nil discards it.
 	Stderr io.Writer
-	// Dir is the working directory of stdio servers; "" means the root of
-	// the file system. It must be no workspace: a server runs unsandboxed,
-	// and python -m, npx and the like load code from their working
-	// directory. A relative command is resolved against the process's
-	// working directory before the server starts.
-	Dir string
-	// HTTPClient is the client of streamable HTTP servers; nil means
-	// http.DefaultClient.
-	HTTPClient *http.Client
 }
 
 // Session is a connected external MCP server and the tools it offers. A
@@ -84,7 +71,6 @@ type Session struct {
 	lost        atomic.Bool   // a call found the connection closed
 	closeOnce   sync.Once
 	closeErr    error
-	warnings    []string
 }
 
 // tool is one tool of a session, as offered to the model.
@@ -103,7 +89,7 @@ type tool struct {
 // MaxSchemaCost), and the server may offer at most MaxToolsPerServer
 // tools of MaxServerBytes in all; otherwise Connect fails, naming the server and the tool, and
 // nothing stays running. Descriptions over MaxDescriptionBytes are
-// clipped, which Warnings (and cfg.Stderr) say.
+// clipped, which a warning on cfg.Stderr says.
 func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 	if err := srv.Validate(); err != nil {
 		return nil, err
@@ -112,16 +98,12 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 	if s.callTimeout <= 0 {
 		s.callTimeout = DefaultCallTimeout
 	}
-	timeout := cfg.ConnectTimeout
-	if timeout <= 0 {
-		timeout = DefaultConnectTimeout
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
+	ctx, cancel := context.WithTimeout(ctx, DefaultConnectTimeout)
 	defer cancel()
 
 	var transport mcp.Transport
 	if srv.URL != "" {
-		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient(cfg.HTTPClient), DisableStandaloneSSE: true}
+		transport = &mcp.StreamableClientTransport{Endpoint: srv.URL, HTTPClient: cappedClient, DisableStandaloneSSE: true}
 	} else {
 		s.cmd = exec.Command(srv.Command[0], srv.Command[1:]...)
 		if err := s.cmd.Err; err != nil {
@@ -134,10 +116,11 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 			}
 			s.cmd.Path = abs
 		}
-		s.cmd.Dir = cfg.Dir
-		if s.cmd.Dir == "" {
-			s.cmd.Dir = string(filepath.Separator)
-		}
+		// A stdio server runs in the root of the file system, never in a
+		// workspace: it runs unsandboxed, and python -m, npx and the like
+		// load code from their working directory. A relative command was
+		// resolved against the process's working directory above.
+		s.cmd.Dir = string(filepath.Separator)
 		s.cmd.Stderr = cfg.Stderr
 		ownProcessGroup(s.cmd)
 		transport = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: stopGrace}
@@ -158,13 +141,9 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		s.Close()
 		return nil, s.errorf("%w", err)
 	}
-	if len(clipped) > 0 {
-		msg := fmt.Sprintf("mcp server %q: the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped",
+	if len(clipped) > 0 && cfg.Stderr != nil {
+		fmt.Fprintf(cfg.Stderr, "specloop: warning: mcp server %q: the descriptions of %d of its tools (%s) are longer than %d KiB; the model sees the first %d KiB of each, marked as clipped\n",
 			s.server.Name, len(clipped), strings.Join(clipped, ", "), MaxDescriptionBytes>>10, MaxDescriptionBytes>>10)
-		s.warnings = append(s.warnings, msg)
-		if cfg.Stderr != nil {
-			fmt.Fprintf(cfg.Stderr, "specloop: warning: %s\n", msg)
-		}
 	}
 	return s, nil
 }
@@ -195,29 +174,11 @@ func (s *Session) list(ctx context.Context) (clipped []string, err error) {
 	return clipped, nil
 }
 
-// Warnings are what Connect clipped or otherwise changed of what the
-// server offered, one message each, naming the server.
-func (s *Session) Warnings() []string { return slices.Clone(s.warnings) }
-
-// cappedClient is c (or http.DefaultClient) with every response body
-// capped at MaxResponseBytes and, unless c has a redirect policy of its
-// own, redirects followed only within the server's scheme and host (a 307
-// would re-send a call's arguments to whatever host it named).
-func cappedClient(c *http.Client) *http.Client {
-	if c == nil {
-		c = http.DefaultClient
-	}
-	capped := *c
-	if capped.CheckRedirect == nil {
-		capped.CheckRedirect = redirect.SameOrigin
-	}
-	next := c.Transport
-	if next == nil {
-		next = http.DefaultTransport
-	}
-	capped.Transport = cappedTransport{next}
-	return &capped
-}
+// cappedClient is the client of streamable HTTP servers: every response
+// body is capped at MaxResponseBytes, and redirects are followed only
+// within the server's scheme and host (a 307 would re-send a call's
+// arguments to whatever host it named).
+var cappedClient = &http.Client{CheckRedirect: redirect.SameOrigin, Transport: cappedTransport{http.DefaultTransport}}
 
 type cappedTransport struct{ next http.RoundTripper }
 

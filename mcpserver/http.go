@@ -33,11 +33,10 @@ const sessionIDHeader = "Mcp-Session-Id"
 type HTTPOptions struct {
 	// Logger receives the SDK's log; nil discards it.
 	Logger *slog.Logger
-	// MaxSessions and MaxSessionsPerClient cap the open sessions, in all
-	// and from one client address (the request's remote address, without
-	// its port); 0 means the default. A new session beyond either is
-	// refused with 429 and a problem document.
-	MaxSessions          int
+	// MaxSessionsPerClient caps the sessions open from one client address
+	// (the request's remote address, without its port); 0 means the
+	// default. A new session beyond it, or beyond DefaultMaxSessions in
+	// all, is refused with 429 and a problem document.
 	MaxSessionsPerClient int
 	// SessionTimeout closes a session idle for that long; 0 means
 	// DefaultSessionTimeout.
@@ -50,9 +49,6 @@ type HTTPOptions struct {
 // open sessions until the process runs out of memory, each kept for as
 // long as the timeout.
 func NewHTTPHandler(srv *mcp.Server, opts HTTPOptions) http.Handler {
-	if opts.MaxSessions <= 0 {
-		opts.MaxSessions = DefaultMaxSessions
-	}
 	if opts.MaxSessionsPerClient <= 0 {
 		opts.MaxSessionsPerClient = DefaultMaxSessionsPerClient
 	}
@@ -94,7 +90,7 @@ func (h *sessionCap) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	client := clientOf(r)
 	if !h.reserve(client) {
 		refuse(w, fmt.Sprintf("too many MCP sessions (at most %d, %d per client); end one (DELETE /mcp) or retry later",
-			h.opts.MaxSessions, h.opts.MaxSessionsPerClient))
+			DefaultMaxSessions, h.opts.MaxSessionsPerClient))
 		return
 	}
 	defer h.settle(client, w)
@@ -123,7 +119,7 @@ func (h *sessionCap) reserve(client string) bool {
 			mine++
 		}
 	}
-	if all >= h.opts.MaxSessions || mine >= h.opts.MaxSessionsPerClient {
+	if all >= DefaultMaxSessions || mine >= h.opts.MaxSessionsPerClient {
 		return false
 	}
 	h.pending[client]++

@@ -18,7 +18,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"strconv"
-	"strings"
 	"unicode/utf8"
 )
 
@@ -27,18 +26,7 @@ import (
 // so two runs can be compared without their contents.
 func Summary(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	// Built in one buffer: a step summarizes several texts, and this is
-	// one allocation each instead of four.
-	var b strings.Builder
-	b.Grow(len("chars=;sha256=") + 20 + hex.EncodedLen(sha256.Size))
-	b.WriteString("chars=")
-	var digits [20]byte
-	b.Write(strconv.AppendInt(digits[:0], int64(utf8.RuneCountInString(s)), 10))
-	b.WriteString(";sha256=")
-	var hx [2 * sha256.Size]byte
-	hex.Encode(hx[:], sum[:])
-	b.Write(hx[:])
-	return b.String()
+	return "chars=" + strconv.Itoa(utf8.RuneCountInString(s)) + ";sha256=" + hex.EncodeToString(sum[:])
 }
 
 // Names reports whether recorded, a tool name or an argument key as a

@@ -108,52 +108,46 @@ func checkTraceFile(path string) error {
 	return nil
 }
 
-// lineEncoder encodes one event's line. Emit takes one from lines and
-// gives it back, so a step's events are encoded without allocating a
-// buffer and an encoder each; encoding stays outside the Writer's lock.
-type lineEncoder struct {
-	buf bytes.Buffer
-	enc *json.Encoder
-}
-
-var lines = sync.Pool{New: func() any {
-	l := new(lineEncoder)
-	l.enc = json.NewEncoder(&l.buf)
-	l.enc.SetEscapeHTML(false) // summaries and raw text stay readable
-	return l
-}}
-
-// put gives l back to lines, unless it grew past 64 KiB for a large event
-// (a raw response) that later events should not keep alive.
-func (l *lineEncoder) put() {
-	if l.buf.Cap() <= 64<<10 {
-		l.buf.Reset()
-		lines.Put(l)
-	}
+// EncodeLine is v as one JSON line, ended by a newline, with <, > and &
+// as they are (summaries and raw text stay readable).
+func EncodeLine(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return b.Bytes(), err
 }
 
 // Emit appends one event as a line. After a write error every later Emit
 // returns that error.
 func (w *Writer) Emit(ev *gen.TraceEvent) error {
-	line := lines.Get().(*lineEncoder)
-	defer line.put()
-	// Encode ends the line with a newline.
-	if err := line.enc.Encode(ev); err != nil {
+	line, err := EncodeLine(ev)
+	if err != nil {
 		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
 	}
+	if err := w.WriteLines(line, ev.EventType == gen.TraceEventTypeRunFinished); err != nil {
+		return fmt.Errorf("trace: %w", err)
+	}
+	return nil
+}
+
+// WriteLines appends complete lines in one write (a crash loses at most
+// them) and syncs as the policy says: after every write, or after the
+// one that ends the run (runEnd). After a failed write or sync every
+// later call returns its error.
+func (w *Writer) WriteLines(lines []byte, runEnd bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	// One write of the whole line: a crash loses at most this event.
-	if _, err := w.w.Write(line.buf.Bytes()); err != nil {
-		w.err = fmt.Errorf("trace: write: %w", err)
+	if _, err := w.w.Write(lines); err != nil {
+		w.err = fmt.Errorf("write: %w", err)
 		return w.err
 	}
-	if w.file != nil && (w.policy == SyncEveryEvent || w.policy == SyncAtRunEnd && ev.EventType == gen.TraceEventTypeRunFinished) {
+	if w.file != nil && (w.policy == SyncEveryEvent || w.policy == SyncAtRunEnd && runEnd) {
 		if err := w.file.Sync(); err != nil {
-			w.err = fmt.Errorf("trace: sync: %w", err)
+			w.err = fmt.Errorf("sync: %w", err)
 			return w.err
 		}
 	}

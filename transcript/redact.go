@@ -66,11 +66,10 @@ func NewRedactor(env []string, secrets ...string) *Redactor {
 // string of it, every known secret, then every span shaped like a
 // credential (secretshape.Find), becomes [REDACTED]. It returns the line,
 // still valid JSON, and the number of replacements. Numbers, names and
-// structure are left alone.
-func (r *Redactor) Line(line []byte) ([]byte, int) { return r.line(line, nil) }
-
-// line is Line leaving the strings of keep as they are.
-func (r *Redactor) line(line []byte, keep map[string]bool) ([]byte, int) {
+// structure are left alone, and so are the opaque strings of reasoning
+// blocks (opaque) but for the known secrets.
+func (r *Redactor) Line(line []byte) ([]byte, int) {
+	keep := opaque(line)
 	var out []byte // nil until something is replaced
 	n, last, keys := 0, 0, false
 	for i := 0; i < len(line); {

@@ -154,9 +154,6 @@ func NewReplay(log *Log) (*Replay, error) {
 	return r, nil
 }
 
-// RunID is the recorded run's id.
-func (r *Replay) RunID() string { return r.runID }
-
 // Task is the recorded run's task (redacted, as the transcript holds it).
 func (r *Replay) Task() string { return r.task }
 

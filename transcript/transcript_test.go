@@ -202,17 +202,16 @@ func TestOutputIsCutAtTheCapWithoutSplittingACharacter(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	w.MaxOutputBytes = 10
 	e := entries()[2]
-	e.Output = ptr("ééééééé") // 14 bytes
+	e.Output = ptr(strings.Repeat("x", transcript.DefaultMaxOutputBytes-1) + "éé") // a character across the cap
 	if err := w.Write(e); err != nil {
 		t.Fatal(err)
 	}
 	w.Close()
 	log := readLog(t, path)
 	got := log.Entries[0]
-	if *got.Output != "ééééé" || got.OutputTruncatedBytes == nil || *got.OutputTruncatedBytes != 4 {
-		t.Fatalf("output %q, truncated %v; want 5 characters and 4 bytes cut", *got.Output, got.OutputTruncatedBytes)
+	if *got.Output != (*e.Output)[:transcript.DefaultMaxOutputBytes-1] || got.OutputTruncatedBytes == nil || *got.OutputTruncatedBytes != 4 {
+		t.Fatalf("output of %d bytes, truncated %v; want %d bytes kept and 4 cut", len(*got.Output), got.OutputTruncatedBytes, transcript.DefaultMaxOutputBytes-1)
 	}
 }
 

@@ -2,7 +2,6 @@ package transcript
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -18,7 +17,7 @@ import (
 )
 
 // DefaultMaxOutputBytes is how much of a tool's output an entry keeps
-// (TranscriptEntry.output) unless the Writer says otherwise.
+// (TranscriptEntry.output).
 const DefaultMaxOutputBytes = 1 << 20
 
 // FileName is a transcript's file in a run's directory.
@@ -28,16 +27,11 @@ const FileName = "transcript.jsonl"
 // redacted and written as one complete line. It is safe for concurrent
 // use.
 type Writer struct {
-	// MaxOutputBytes caps TranscriptEntry.output; 0 means
-	// DefaultMaxOutputBytes.
-	MaxOutputBytes int
-
-	mu     sync.Mutex
-	f      *os.File
-	red    *Redactor
-	policy trace.SyncPolicy
-	seq    int
-	err    error
+	mu  sync.Mutex
+	tw  *trace.Writer // the file's lines, written and synced as its policy says
+	red *Redactor
+	seq int
+	err error
 	// held are the lines of the step in flight not written yet, and
 	// unanswered the step's actions that no observation answered yet.
 	held       []byte
@@ -74,8 +68,8 @@ func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) 
 	}
 	w, err := OpenAfter(path, red, policy, seq)
 	if err == nil && newline {
-		if _, err = w.f.Write([]byte("\n")); err != nil {
-			w.f.Close()
+		if err = w.tw.WriteLines([]byte("\n"), false); err != nil {
+			w.tw.Close()
 			return nil, fmt.Errorf("transcript: %w", err)
 		}
 	}
@@ -94,11 +88,11 @@ func OpenAfter(path string, red *Redactor, policy trace.SyncPolicy, seq int) (*W
 		f.Close()
 		return nil, fmt.Errorf("transcript: %w", err)
 	}
-	return &Writer{f: f, red: red, policy: policy, seq: seq}, nil
+	return &Writer{tw: trace.NewWriter(f, policy), red: red, seq: seq}, nil
 }
 
 // Write numbers e (seq), stamps its time when it has none, cuts its output
-// at MaxOutputBytes, redacts it and appends it. After the first failed
+// at DefaultMaxOutputBytes, redacts it and appends it. After the first failed
 // write every Write returns that error.
 func (w *Writer) Write(e gen.TranscriptEntry) error {
 	w.mu.Lock()
@@ -111,19 +105,17 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 		e.Time = time.Now().UTC()
 	}
 	e.Redacted = nil // Write counts them
-	if max := w.maxOutput(); e.Output != nil && len(*e.Output) > max {
-		cut := textclip.Head(*e.Output, max)
+	if e.Output != nil && len(*e.Output) > DefaultMaxOutputBytes {
+		cut := textclip.Head(*e.Output, DefaultMaxOutputBytes)
 		rest := len(*e.Output) - len(cut)
 		e.Output, e.OutputTruncatedBytes = &cut, &rest
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(e); err != nil {
+	raw, err := trace.EncodeLine(e)
+	if err != nil {
 		return fmt.Errorf("transcript: encode entry: %w", err)
 	}
-	raw := bytes.TrimSuffix(b.Bytes(), []byte("\n"))
-	line, n := w.red.line(raw, opaque(raw))
+	raw = bytes.TrimSuffix(raw, []byte("\n"))
+	line, n := w.red.Line(raw)
 	if n > 0 { // the count goes in the entry, as its last field
 		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
@@ -145,42 +137,27 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 		}
 	}
 	w.unanswered = 0
-	return w.flush(w.policy == trace.SyncEveryEvent || w.policy == trace.SyncAtRunEnd && e.EventType == gen.TraceEventTypeRunFinished)
+	return w.flush(e.EventType == gen.TraceEventTypeRunFinished)
 }
 
-// flush writes the held lines, and fsyncs the file when sync is set.
-func (w *Writer) flush(sync bool) error {
-	if len(w.held) > 0 {
-		_, err := w.f.Write(w.held)
-		w.held = w.held[:0]
-		if err != nil {
-			w.err = fmt.Errorf("transcript: %w", err)
-			return w.err
-		}
+// flush writes the held lines; runEnd says they end the run, for the
+// sync policy.
+func (w *Writer) flush(runEnd bool) error {
+	err := w.tw.WriteLines(w.held, runEnd)
+	w.held = w.held[:0]
+	if err != nil {
+		w.err = fmt.Errorf("transcript: %w", err)
 	}
-	if sync {
-		if err := w.f.Sync(); err != nil {
-			w.err = fmt.Errorf("transcript: %w", err)
-			return w.err
-		}
-	}
-	return nil
+	return w.err
 }
 
-// Close writes what is held and closes the file; it returns the first
-// failed write, if any.
+// Close writes what is held, syncs as the policy says and closes the
+// file; it returns the first failed write, if any.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err == nil {
-		w.flush(w.policy != trace.SyncNone)
+		w.flush(false)
 	}
-	return errors.Join(w.err, w.f.Close())
-}
-
-func (w *Writer) maxOutput() int {
-	if w.MaxOutputBytes > 0 {
-		return w.MaxOutputBytes
-	}
-	return DefaultMaxOutputBytes
+	return errors.Join(w.err, w.tw.Close())
 }

@@ -179,15 +179,13 @@ func Apply(fs *flag.FlagSet, user, repo *File, repoRoot, profile string) (set []
 		if f == nil {
 			continue
 		}
-		layers := []struct {
+		type layer struct {
 			values map[string]any
 			from   string
-		}{{f.Values, f.Path}}
+		}
+		layers := []layer{{f.Values, f.Path}}
 		if t, ok := f.Profiles[profile]; ok && profile != "" {
-			layers = append(layers, struct {
-				values map[string]any
-				from   string
-			}{t, f.Path + " [profiles." + profile + "]"})
+			layers = append(layers, layer{t, f.Path + " [profiles." + profile + "]"})
 		}
 		for _, layer := range layers {
 			for _, key := range slices.Sorted(maps.Keys(layer.values)) {

@@ -2,6 +2,7 @@ package oas
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"regexp"
 	"slices"
@@ -88,7 +89,7 @@ func (p *parser) schema(v any, at []string, depth int, refs []string) map[string
 		return nil
 	}
 	out := make(map[string]any, len(m))
-	for _, key := range sortedKeys(m, make([]string, 0, 16)) {
+	for _, key := range slices.Sorted(maps.Keys(m)) {
 		val, kat := m[key], join(at, key)
 		k, known := keywords[key]
 		switch {
@@ -163,7 +164,7 @@ func (p *parser) keyword(k kind, v any, at []string, depth int, refs []string) a
 			p.fail(at, "must be an object of schemas")
 		}
 		out := make(map[string]any, len(props))
-		for _, name := range sortedKeys(props, make([]string, 0, 16)) {
+		for _, name := range slices.Sorted(maps.Keys(props)) {
 			out[name] = p.subschema(props[name], join(at, name), depth, refs)
 		}
 		return out
@@ -218,16 +219,6 @@ func (p *parser) checkType(v any, at []string) {
 			p.fail(at, "%s is not a type (string, number, integer, boolean, array, object)", textclip.Clip(fmt.Sprint(v), 64))
 		}
 	}
-}
-
-// sortedKeys appends the keys of m to buf, sorted; a buf made by the
-// caller stays on its stack when m is small.
-func sortedKeys(m map[string]any, buf []string) []string {
-	for k := range m {
-		buf = append(buf, k)
-	}
-	slices.Sort(buf)
-	return buf
 }
 
 // clone copies a decoded value, so that no two schemas share a map or a

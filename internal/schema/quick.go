@@ -5,7 +5,6 @@ import (
 	"reflect"
 	"regexp"
 	"slices"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -17,9 +16,11 @@ import (
 // It knows what the spec's schemas use: type, enum, const, minimum,
 // maximum and their exclusive forms, minLength, maxLength, pattern,
 // items, minItems, maxItems, properties, required, additionalProperties,
-// allOf, anyOf, oneOf, not and $ref to the root or one of its $defs; the
-// rest (multipleOf, uniqueItems, patternProperties ...), and any other
-// draft than 2020-12, is left to the library.
+// allOf, anyOf, oneOf and not; the rest (multipleOf, uniqueItems,
+// patternProperties, $ref ...), and any other draft than 2020-12, is left
+// to the library. The spec's schemas and custom tools' have their $refs
+// inlined (internal/oas); a schema with $ref is an MCP server's, whose
+// calls cost a round trip anyway.
 //
 // For a value of the types Decode produces its verdict is the library's
 // (FuzzQuickAgrees holds it to that). A value holding any other Go type
@@ -30,12 +31,12 @@ func quick(rs *jsonschema.Resolved) func(any) bool {
 	if root.Schema != "" && root.Schema != knownDrafts[0] {
 		return nil
 	}
-	q := &quickCompiler{root: root, nodes: map[*jsonschema.Schema]*func(any) bool{}}
+	q := &quickCompiler{root: root}
 	f := q.compile(root)
 	if q.unknown {
 		return nil
 	}
-	return func(v any) bool { return decoded(v) && (*f)(v) }
+	return func(v any) bool { return decoded(v) && f(v) }
 }
 
 // decoded reports whether v holds only the types Decode produces, finite
@@ -61,20 +62,13 @@ func decoded(v any) bool {
 
 type quickCompiler struct {
 	root    *jsonschema.Schema
-	nodes   map[*jsonschema.Schema]*func(any) bool // set once compiled; a $ref may reach one being compiled
-	unknown bool                                   // a keyword the check does not know
+	unknown bool // a keyword the check does not know
 }
 
-// compile returns the check of s, through a pointer that is set once the
-// checks of s are compiled (a $ref cycle reaches it before).
-func (q *quickCompiler) compile(s *jsonschema.Schema) *func(any) bool {
-	if f, ok := q.nodes[s]; ok {
-		return f
-	}
-	f := new(func(any) bool)
-	q.nodes[s] = f
+// compile returns the check of s.
+func (q *quickCompiler) compile(s *jsonschema.Schema) func(any) bool {
 	checks := q.checks(s)
-	*f = func(v any) bool {
+	return func(v any) bool {
 		for _, c := range checks {
 			if !c(v) {
 				return false
@@ -82,7 +76,6 @@ func (q *quickCompiler) compile(s *jsonschema.Schema) *func(any) bool {
 		}
 		return true
 	}
-	return f
 }
 
 // checks returns one check per group of keywords of s, each true for
@@ -95,18 +88,9 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 	rest := *s
 	rest.Title, rest.Description, rest.Comment, rest.Format, rest.Default, rest.Examples = "", "", "", "", nil, nil
 	rest.Deprecated, rest.ReadOnly, rest.WriteOnly, rest.Extra, rest.PropertyOrder = false, false, false, nil, nil
-	rest.Defs, rest.Definitions = nil, nil // reached through $ref
+	rest.Defs, rest.Definitions = nil, nil // reached only through $ref, which is unknown
 	if s == q.root {
 		rest.ID, rest.Schema = "", ""
-	}
-
-	if rest.Ref != "" {
-		target := q.ref(rest.Ref)
-		if target == nil {
-			q.unknown = true
-			return nil
-		}
-		rest.AllOf, rest.Ref = append(slices.Clip(rest.AllOf), target), "" // it applies as allOf would
 	}
 	if rest.Type != "" || rest.Types != nil {
 		types := rest.Types
@@ -160,7 +144,7 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 	}
 	if rest.Items != nil || rest.MinItems != nil || rest.MaxItems != nil {
 		lo, hi := rest.MinItems, rest.MaxItems
-		var item *func(any) bool
+		var item func(any) bool
 		if rest.Items != nil {
 			item = q.compile(rest.Items)
 		}
@@ -172,17 +156,17 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 			if lo != nil && len(a) < *lo || hi != nil && len(a) > *hi {
 				return false
 			}
-			return item == nil || !slices.ContainsFunc(a, func(e any) bool { return !(*item)(e) })
+			return item == nil || !slices.ContainsFunc(a, func(e any) bool { return !item(e) })
 		})
 		rest.Items, rest.MinItems, rest.MaxItems = nil, nil, nil
 	}
 	if rest.Properties != nil || rest.Required != nil || rest.AdditionalProperties != nil {
-		props := make(map[string]*func(any) bool, len(rest.Properties))
+		props := make(map[string]func(any) bool, len(rest.Properties))
 		for name, p := range rest.Properties {
 			props[name] = q.compile(p)
 		}
 		required := rest.Required
-		var extra *func(any) bool
+		var extra func(any) bool
 		if rest.AdditionalProperties != nil {
 			extra = q.compile(rest.AdditionalProperties)
 		}
@@ -198,10 +182,10 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 			}
 			for k, x := range m {
 				if p, ok := props[k]; ok {
-					if !(*p)(x) {
+					if !p(x) {
 						return false
 					}
-				} else if extra != nil && !(*extra)(x) {
+				} else if extra != nil && !extra(x) {
 					return false
 				}
 			}
@@ -210,8 +194,7 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 		rest.Properties, rest.Required, rest.AdditionalProperties = nil, nil, nil
 	}
 	for _, sub := range rest.AllOf {
-		f := q.compile(sub)
-		add(func(v any) bool { return (*f)(v) })
+		add(q.compile(sub))
 	}
 	for _, of := range []struct {
 		list []*jsonschema.Schema
@@ -220,14 +203,14 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 		if of.list == nil {
 			continue
 		}
-		subs := make([]*func(any) bool, len(of.list))
+		subs := make([]func(any) bool, len(of.list))
 		for i, sub := range of.list {
 			subs[i] = q.compile(sub)
 		}
 		add(func(v any) bool {
 			n := 0
 			for _, f := range subs {
-				if (*f)(v) {
+				if f(v) {
 					n++
 				}
 			}
@@ -236,7 +219,7 @@ func (q *quickCompiler) checks(s *jsonschema.Schema) []func(any) bool {
 	}
 	if rest.Not != nil {
 		not := q.compile(rest.Not)
-		add(func(v any) bool { return !(*not)(v) })
+		add(func(v any) bool { return !not(v) })
 	}
 	rest.AllOf, rest.AnyOf, rest.OneOf, rest.Not = nil, nil, nil, nil
 	if !reflect.ValueOf(rest).IsZero() {
@@ -258,20 +241,6 @@ func (q *quickCompiler) enum(vals []any) func(any) bool {
 	// Scalars of one type compare as Go values; numbers are float64 both
 	// in the schema and in a decoded value, and -0 == 0.
 	return func(v any) bool { return slices.Contains(vals, v) }
-}
-
-// ref returns the schema a $ref names when it is the root or one of the
-// root's $defs (or definitions), or nil.
-func (q *quickCompiler) ref(r string) *jsonschema.Schema {
-	if r == "#" {
-		return q.root
-	}
-	for prefix, defs := range map[string]map[string]*jsonschema.Schema{"#/$defs/": q.root.Defs, "#/definitions/": q.root.Definitions} {
-		if name, ok := strings.CutPrefix(r, prefix); ok && !strings.ContainsAny(name, "/~%") {
-			return defs[name]
-		}
-	}
-	return nil
 }
 
 // jsonTypeOf is the JSON type of a value as Decode produces it, as the

@@ -81,7 +81,7 @@ func TestSpecSchemasAreQuick(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s: %v", name, err)
 			}
-			if v.c.resolved.quick == nil {
+			if v.resolved.quick == nil {
 				t.Errorf("%s (direction %d) has no quick check", name, dir)
 			}
 		}

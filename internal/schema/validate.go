@@ -33,20 +33,11 @@ const (
 	Neither
 )
 
-// Validator checks decoded JSON values against one schema. It is immutable
-// and safe for concurrent use.
+// Validator checks decoded JSON values against one schema, as
+// google/jsonschema-go validates it: prepared (readOnly/writeOnly and the
+// enforced formats written as keywords the library checks) and resolved,
+// with its quick check. It is immutable and safe for concurrent use.
 type Validator struct {
-	c *compiled
-}
-
-// Validate checks a decoded value (as Decode or encoding/json produce it)
-// and returns nil or an *Error for the first problem found.
-func (v *Validator) Validate(value any) error { return v.c.validate(value) }
-
-// compiled is a schema as google/jsonschema-go validates it: prepared
-// (readOnly/writeOnly and the enforced formats written as keywords the
-// library checks) and resolved, with its quick check.
-type compiled struct {
 	dir      Direction
 	root     map[string]any
 	resolved *resolved
@@ -81,7 +72,7 @@ func Compile(s map[string]any, dir Direction) (*Validator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	return &Validator{c: &compiled{dir: dir, root: root, resolved: rs}}, nil
+	return &Validator{dir: dir, root: root, resolved: rs}, nil
 }
 
 // check refuses what the library accepts but cannot use: a type that is
@@ -89,7 +80,7 @@ func Compile(s map[string]any, dir Direction) (*Validator, error) {
 // without descending into the value (the library would recurse without
 // end).
 func check(root map[string]any) error {
-	l := &locator{c: &compiled{root: root}}
+	l := &locator{c: &Validator{root: root}}
 	var errs []error
 	state := map[uintptr]uint8{} // 1: being followed, 2: done
 	var follow func(m map[string]any, at string)
@@ -186,15 +177,17 @@ func resolve(s any) (*resolved, error) {
 	return &resolved{Resolved: rs, quick: quick(rs)}, nil
 }
 
-// validate asks the quick check or the library, and only when the value
-// does not match walks the schema and the value to say where and why: the
-// library's messages quote the value, which may be a secret.
-func (c *compiled) validate(value any) error {
-	if c.resolved.valid(value) {
+// Validate checks a decoded value (as Decode or encoding/json produce it)
+// and returns nil or an *Error for the first problem found. It asks the
+// quick check or the library, and only when the value does not match walks
+// the schema and the value to say where and why: the library's messages
+// quote the value, which may be a secret.
+func (v *Validator) Validate(value any) error {
+	if v.resolved.valid(value) {
 		return nil
 	}
-	l := &locator{c: c}
-	if e := l.at(c.root, value, nil, 0); e != nil {
+	l := &locator{c: v}
+	if e := l.at(v.root, value, nil, 0); e != nil {
 		return e
 	}
 	return &Error{Reason: "does not match the schema"}
@@ -267,7 +260,7 @@ const date = `(?:[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-
 // asking the library about each part of the schema that applies to each
 // part of the value, and says it with what the schema holds.
 type locator struct {
-	c        *compiled
+	c        *Validator
 	places   map[uintptr]string // each part of the root: its JSON pointer
 	resolved map[string]*resolved
 }
