@@ -212,7 +212,6 @@ type Options struct {
 func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.RunResult, error) {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: orDefault(opts.MaxSteps, DefaultMaxSteps),
 		ctxb: newContextBudget(model, opts.Compaction), stuck: newStuckDetector(opts.Stuck),
-		obsBytes: orDefault(opts.MaxObservationBytes, DefaultMaxObservationBytes),
 		obsLines: orDefault(opts.MaxObservationLines, DefaultMaxObservationLines)}
 	if l.runID == "" {
 		l.runID = NewRunID()
@@ -329,6 +328,9 @@ func (l *loop) steps(ctx context.Context) end {
 	if st := l.opts.Resume; st != nil {
 		first = st.StepsUsed + 1
 	}
+	if e := l.fit(first - 1); e != nil {
+		return *e
+	}
 	for step := first; step <= l.max; step++ {
 		if l.opts.PauseAfter > 0 && step-first >= l.opts.PauseAfter && !refused {
 			// Every step after the pause sets lastFeedback anew.
@@ -377,7 +379,7 @@ func (l *loop) steps(ctx context.Context) end {
 				return end{reason: gen.ExitReasonContextWindowExceeded, err: fmt.Errorf("model: %w", err), steps: step}
 			}
 			refused = true
-			if _, e := l.compact(ctx, step, 0, true); e != nil {
+			if e := l.refusal(ctx, step, err); e != nil {
 				return *e
 			}
 			step--
@@ -600,6 +602,9 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check, Sandbox: l.sandbox}
 	if l.counted {
 		res.Usage = ptr(l.usage)
+	}
+	if l.ctxb.learned {
+		res.ContextWindow = ptr(l.ctxb.window)
 	}
 	if p, ok := l.opts.Tools.(Patcher); ok {
 		// The patch is read even after a cancellation: the edits were made.

@@ -62,6 +62,7 @@ func providerTokens(task gen.Task, h agent.History) int { return estimateTokens(
 type windowModel struct {
 	window    int
 	calls     int
+	parallel  int // the tool calls of each turn; 0 means 1
 	refuseAt  map[int]int // made calls -> requests to refuse then
 	made      int
 	sent      []int // the provider's count of each request it answered
@@ -96,8 +97,12 @@ func (m *windowModel) Next(_ context.Context, req *agent.Request) (agent.Turn, e
 		return agent.Turn{Actions: []agent.Action{{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "done"}}}, Usage: u}, nil
 	}
 	m.made++
-	call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("pkg/f%d.go", m.made)}}
-	return agent.Turn{Actions: []agent.Action{{ToolCall: call}}, Usage: u}, nil
+	var actions []agent.Action
+	for i := range max(m.parallel, 1) {
+		call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("pkg/f%d_%d.go", m.made, i)}}
+		actions = append(actions, agent.Action{ToolCall: call})
+	}
+	return agent.Turn{Actions: actions, Usage: u}, nil
 }
 
 func (m *windowModel) summarize(task gen.Task, h agent.History) (agent.Turn, error) {
@@ -255,8 +260,9 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 
 // A request that compaction cannot bring under the window is never sent.
 func TestRequestOverTheWindowIsNeverSent(t *testing.T) {
-	m := &windowModel{window: 4000, calls: 10}
-	// A read of about 17 KiB, shown whole, is over the window on its own.
+	m := &windowModel{window: 4000, calls: 10, parallel: agent.MaxTurnActions}
+	// Each read is capped to fit the window, but a turn of the most
+	// reads a turn may hold is over it on its own.
 	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 11, Tools: fileTools(400), MaxObservationBytes: 1 << 20, MaxObservationLines: 1000})
 	if err != nil || res.ExitReason != gen.ExitReasonContextWindowExceeded || res.StepsUsed != 1 || len(m.sent) != 1 {
 		t.Fatalf("res=%+v err=%v, %d requests; want context_window_exceeded after the first", res, err, len(m.sent))

@@ -121,11 +121,15 @@ func New(cfg Config) (*Model, error) {
 }
 
 // How a server says a request is over the context window: OpenAI with
-// the code context_length_exceeded; vLLM, DeepSeek and other compatible
-// servers only in the message ("This model's maximum context length is N
-// tokens. However, you requested M tokens ...").
+// the code context_length_exceeded, llama.cpp's server with the type
+// exceed_context_size_error; vLLM, DeepSeek and other compatible servers
+// only in the message ("This model's maximum context length is N tokens.
+// However, you requested M tokens ...", vLLM's "The decoder prompt (length
+// M) is longer than the maximum model length of N"), whose window
+// adapt.APIError reads.
 const (
 	errContextLength    = "context_length_exceeded"
+	errContextSize      = "exceed_context_size_error"
 	msgMaxContextLength = "maximum context length"
 )
 
@@ -133,7 +137,7 @@ const (
 // error.type), and whether it refused the request as over the context
 // window (a 400 saying so).
 func classify(e *adapt.APIError) (string, bool) {
-	over := e.StatusCode == http.StatusBadRequest &&
-		(e.Code == errContextLength || strings.Contains(e.Message, msgMaxContextLength))
+	over := e.StatusCode == http.StatusBadRequest && (e.Code == errContextLength || e.Type == errContextSize ||
+		e.Window > 0 || strings.Contains(e.Message, msgMaxContextLength))
 	return cmp.Or(e.Code, e.Type), over
 }
