@@ -62,9 +62,9 @@ func providerTokens(task gen.Task, h agent.History) int { return estimateTokens(
 type windowModel struct {
 	window    int
 	calls     int
-	parallel  int // the tool calls of each turn; 0 means 1
-	told      int  // the window a sizedModel says it has: 0 the window, -1 unknown (0)
-	names     bool // the refusal names the window (an agent.ContextLengthError)
+	parallel  int         // the tool calls of each turn; 0 means 1
+	told      int         // the window a sizedModel says it has: 0 the window, -1 unknown (0)
+	names     bool        // the refusal names the window (an agent.ContextLengthError)
 	refuseAt  map[int]int // made calls -> requests to refuse then
 	made      int
 	sent      []int // the provider's count of each request it answered
