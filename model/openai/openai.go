@@ -43,6 +43,7 @@ package openai
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -116,8 +117,35 @@ func New(cfg Config) (*Model, error) {
 	return adapt.New(adapt.Provider{
 		Name: "openai", BaseURL: DefaultBaseURL, Path: "/chat/completions", ErrNoAPIKey: ErrNoAPIKey,
 		Header: http.Header{}, KeyHeader: "Authorization", KeyPrefix: "Bearer ", Classify: classify,
-		Codec: codec{},
+		Codec: codec{}, Window: serverWindow,
 	}, adapt.Config(cfg))
+}
+
+// serverWindow asks an OpenAI-compatible server, at base (.../v1), for the
+// context window of model: vLLM lists it in GET /v1/models as max_model_len
+// (of the model, or of the one model served), llama.cpp's server in GET
+// /props as default_generation_settings.n_ctx; 0 when neither says.
+func serverWindow(ctx context.Context, e *adapt.Endpoint, base, model string) int {
+	var models struct {
+		Data []struct {
+			ID          string
+			MaxModelLen int `json:"max_model_len"`
+		}
+	}
+	if e.Get(ctx, base+"/models", &models) {
+		for _, m := range models.Data {
+			if m.MaxModelLen > 0 && (m.ID == model || len(models.Data) == 1) {
+				return m.MaxModelLen
+			}
+		}
+	}
+	var props struct {
+		Settings struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	e.Get(ctx, strings.TrimSuffix(base, "/v1")+"/props", &props)
+	return props.Settings.NCtx
 }
 
 // How a server says a request is over the context window: OpenAI with

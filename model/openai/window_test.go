@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -197,4 +200,56 @@ func codeTaskTrajectory() []modeltest.Turn {
 		modeltest.Call("search", map[string]any{"pattern": "Increment"}), suite,
 	)
 	return append(turns, modeltest.Finish("fixed Increment"))
+}
+
+// A model of no known family asks its server (a base URL .../v1) for its
+// window, once: vLLM's GET /v1/models (max_model_len), else llama.cpp's GET
+// /props (n_ctx); a window configured or known from the family asks
+// nothing.
+func TestWindowAskedOfTheServer(t *testing.T) {
+	const vllm = `{"object":"list","data":[{"id":"other","object":"model","max_model_len":4096},{"id":"qwen","object":"model","max_model_len":8192}]}`
+	const llamaModels = `{"object":"list","data":[{"id":"model.gguf","object":"model","meta":{"n_ctx_train":131072}}]}`
+	const llamaProps = `{"default_generation_settings":{"n_ctx":16384,"params":{}},"total_slots":1}`
+	for _, tt := range []struct {
+		name, model        string
+		configured         int
+		models, props      string
+		want, wantRequests int
+	}{
+		{"vLLM", "qwen", 0, vllm, "", 8192, 1},
+		{"vLLM, one model served", "alias", 0, `{"data":[{"id":"qwen","max_model_len":12000}]}`, "", 12000, 1},
+		{"llama.cpp", "model.gguf", 0, llamaModels, llamaProps, 16384, 2},
+		{"a server that says nothing", "qwen", 0, "", "", 32_768, 2},
+		{"configured", "qwen", 9000, vllm, "", 9000, 0},
+		{"a known family", "gpt-4o-mini", 0, vllm, "", 128_000, 0},
+		{"a base URL not of the form .../v1", "qwen", 0, vllm, "", 32_768, 0},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var requests []string
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests = append(requests, r.Method+" "+r.URL.Path+" "+r.Header.Get("Authorization"))
+				body := map[string]string{"/v1/models": tt.models, "/props": tt.props}[r.URL.Path]
+				if body == "" {
+					http.NotFound(w, r)
+					return
+				}
+				_, _ = io.WriteString(w, body)
+			}))
+			defer srv.Close()
+			base := srv.URL + "/v1/"
+			if tt.name == "a base URL not of the form .../v1" {
+				base = srv.URL + "/api"
+			}
+			m, err := openai.New(openai.Config{Model: tt.model, BaseURL: base, APIKey: "k", ContextWindow: tt.configured})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, again := m.ContextWindow(), m.ContextWindow(); got != tt.want || again != got {
+				t.Fatalf("ContextWindow() = %d, then %d; want %d", got, again, tt.want)
+			}
+			if len(requests) != tt.wantRequests || len(requests) > 0 && requests[0] != "GET /v1/models Bearer k" {
+				t.Fatalf("requests %q, want %d, the first GET /v1/models with the key", requests, tt.wantRequests)
+			}
+		})
+	}
 }

@@ -152,6 +152,25 @@ func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder)
 	return backoff(n), err
 }
 
+// Get reads the JSON document at url into v with the endpoint's client
+// and headers (its key among them), reporting whether it could: a 200
+// whose body, of at most 1 MiB, decodes. Nothing is retried.
+func (e *Endpoint) Get(ctx context.Context, url string, v any) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	req.Header = e.Header.Clone()
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "specloop/"+buildinfo.Version())
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v) == nil
+}
+
 // read reads resp: an *APIError for an error status, else its body or
 // its event stream with dec.
 func read(resp *http.Response, dec Decoder) error {
