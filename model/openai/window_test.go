@@ -2,6 +2,7 @@ package openai_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -36,7 +37,7 @@ func TestWindowLearnedFromTheRefusal(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := windowRun(t, tt.window, tt.turns)
-			t.Logf("%d steps: %d requests, the largest %d tokens of %d; %d refused; %d compactions, %d summaries; output cap %d bytes",
+			t.Logf("%d steps: %d requests, after the first refusal the largest %d tokens of %d; %d refused; %d compactions, %d summaries; output cap %d bytes",
 				f.steps, f.requests, f.largest, tt.window, f.refused, f.compactions, f.summaries, f.cap)
 			if f.refused != 1 || f.overAfter != 0 {
 				t.Fatalf("%d requests refused, %d over the window after the first refusal; want the first only", f.refused, f.overAfter)
@@ -69,7 +70,7 @@ func windowRun(t *testing.T, window int, turns []modeltest.Turn) windowFigures {
 	}
 	res, err := agent.Run(context.Background(), modeltest.Task, m, agent.Options{MaxSteps: len(turns), Tools: rt, Trace: &rec, Observer: observe})
 	if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != len(turns) {
-		t.Fatalf("result %+v (error %v), err %v; want finished in %d steps", res, res.Error, err, len(turns))
+		t.Fatalf("result %s after %d steps (error %q), err %v; want finished in %d steps", res.ExitReason, res.StepsUsed, *cmp.Or(res.Error, new(string)), err, len(turns))
 	}
 	if res.ContextWindow == nil || *res.ContextWindow != window {
 		t.Fatalf("the result's context window is %v, want %d", res.ContextWindow, window)
@@ -89,7 +90,7 @@ func windowRun(t *testing.T, window int, turns []modeltest.Turn) windowFigures {
 		case n > window:
 			f.refused++
 			f.overAfter++
-		default:
+		case f.refused > 0:
 			f.largest = max(f.largest, n)
 		}
 		if bytes.Contains(body, []byte(modeltest.SummaryInstruction)) {
