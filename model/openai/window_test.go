@@ -37,7 +37,7 @@ func TestWindowLearnedFromTheRefusal(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			f := windowRun(t, tt.window, tt.turns)
-			t.Logf("%d steps: %d requests, after the first refusal the largest %d tokens of %d; %d refused; %d compactions, %d summaries; output cap %d bytes",
+			t.Logf("%d steps: %d requests, after the first refusal the largest %d tokens of %d; %d refused; %d compactions, %d summaries; the smallest output cut %d bytes",
 				f.steps, f.requests, f.largest, tt.window, f.refused, f.compactions, f.summaries, f.cap)
 			if f.refused != 1 || f.overAfter != 0 {
 				t.Fatalf("%d requests refused, %d over the window after the first refusal; want the first only", f.refused, f.overAfter)
