@@ -11,12 +11,14 @@
 // becomes a request that the check must confirm.
 //
 // Long runs stay bounded. The model sees each tool output capped (10 KiB
-// and 256 lines by default, head and tail around a marker; see
-// TruncateOutput) while an Observer gets it whole. For a Model that is a
-// ContextSizer (a Model's one optional ability), the history is compacted
-// before a request would pass the threshold of its context window, and a request over the window is never
-// sent; a Model error wrapping ErrContextLength gets one compaction and a
-// retry (see Compaction). A model that repeats the same calls with the
+// and 256 lines by default, less in a small context window; head and tail
+// around a marker; see TruncateOutput) while an Observer gets it whole.
+// For a Model that is a ContextSizer (a Model's one optional ability), the
+// history is compacted before a request would pass the threshold of its
+// context window, and a request over the window is never sent; a Model
+// error wrapping ErrContextLength gets one compaction and a retry, and
+// when it names the window (ContextLengthError) the run keeps to that
+// window from then on (see Compaction). A model that repeats the same calls with the
 // same results is warned once and then stopped, exit reason stuck (see
 // StuckDetection).
 //

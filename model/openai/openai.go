@@ -16,9 +16,11 @@
 // The system prompt (Config.System, else the default prompt for code tasks)
 // and the tools are the same bytes in every request, so OpenAI's automatic
 // prompt caching applies. The Model is an agent.ContextSizer (its window
-// from Config.ContextWindow or its model family; a request estimate from
-// the serialized body) that answers summarization requests, and a 400
-// context_length_exceeded wraps agent.ErrContextLength.
+// from Config.ContextWindow, its model family, or what its server says:
+// vLLM's GET /models, llama.cpp's GET /props; a request estimate from the
+// serialized body) that answers summarization requests, and a 400 over the
+// window (context_length_exceeded, or a compatible server's wording) is an
+// *agent.ContextLengthError naming the window the server said.
 //
 // The history goes back as one assistant message per turn, with one tool
 // call per ToolCall, followed by a tool message per call with the matching
@@ -93,7 +95,7 @@ type Config struct {
 	// it becomes the finish tool's name.
 	System string
 	// ContextWindow is the model's context window in tokens; 0 means the
-	// default for its family (see ContextWindow).
+	// default for its family or what its server says (see Model).
 	ContextWindow int
 }
 
@@ -106,9 +108,9 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // Model is an agent.Model and agent.ContextSizer over a Chat Completions
 // API. It is stateless and safe for concurrent use: runs may share one.
 // Its ContextWindow is the Config's, else the default of the model's
-// family (adapt.ContextWindow: gpt-4.1 1,047,576; gpt-4o 128,000;
-// o1/o3/o4 200,000; gpt-5 272,000 of input; claude-* 200,000; any other
-// 32,768).
+// family (gpt-4.1 1,047,576; gpt-4o 128,000; o1/o3/o4 200,000; gpt-5
+// 272,000 of input; claude-* 200,000), else the one its server says, else
+// 32,768.
 type Model = adapt.Model
 
 // New returns a Model for cfg. It never reads the environment (see
