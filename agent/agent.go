@@ -18,9 +18,9 @@
 // context window, and a request over the window is never sent; a Model
 // error wrapping ErrContextLength gets one compaction and a retry, and
 // when it names the window (ContextLengthError) the run keeps to that
-// window from then on (see Compaction). A model that repeats the same calls with the
-// same results is warned once and then stopped, exit reason stuck (see
-// StuckDetection).
+// window from then on (see Compaction). A model that repeats the same
+// calls with the same results is warned once and then stopped, exit reason
+// stuck (see StuckDetection).
 //
 // # Approvals
 //

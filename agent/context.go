@@ -61,6 +61,9 @@ func (e *ContextLengthError) Unwrap() []error { return []error{ErrContextLength,
 // part of the history is replaced by one summary the model writes (a
 // Request with Summarize set; the summary becomes a ModelFeedback of kind
 // history_summary); its usage counts in the run's usage and token budget.
+// When the request is still over the window, the observations of the kept
+// turns but the last are elided too. A request that cannot be brought under
+// the window is never sent: the run ends context_window_exceeded.
 //
 // The window also sizes the run's parts: the harness (system prompt, tool
 // schemas, task and project docs, the request without history) must leave
@@ -68,9 +71,6 @@ func (e *ContextLengthError) Unwrap() []error { return []error{ErrContextLength,
 // at once, and one tool output takes at most a quarter of what the
 // harness leaves under the threshold (Options.MaxObservationBytes is
 // lowered to fit).
-// When the request is still over the window, the observations of the kept
-// turns but the last are elided too. A request that cannot be brought under
-// the window is never sent: the run ends context_window_exceeded.
 type Compaction struct {
 	// Threshold is the share of the context window a request may fill
 	// before the history is compacted; 0 (or any value outside (0, 1])
