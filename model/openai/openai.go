@@ -17,10 +17,11 @@
 // and the tools are the same bytes in every request, so OpenAI's automatic
 // prompt caching applies. The Model is an agent.ContextSizer (its window
 // from Config.ContextWindow, its model family, or what its server says:
-// vLLM's GET /models, llama.cpp's GET /props; a request estimate from the
-// serialized body) that answers summarization requests, and a 400 over the
-// window (context_length_exceeded, or a compatible server's wording) is an
-// *agent.ContextLengthError naming the window the server said.
+// vLLM's GET /v1/models, llama.cpp's GET /props, asked of a base URL ending
+// in /v1; a request estimate from the serialized body) that answers
+// summarization requests, and a 400 over the window (context_length_exceeded,
+// or a compatible server's wording) is an *agent.ContextLengthError naming
+// the window the server said.
 //
 // The history goes back as one assistant message per turn, with one tool
 // call per ToolCall, followed by a tool message per call with the matching
