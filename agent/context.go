@@ -218,19 +218,26 @@ func (l *loop) fit(steps int) *end {
 
 // refusal answers the provider's refusal of the request as over the
 // context window (err wraps ErrContextLength). When the refusal named a
-// window smaller than the one the run keeps to (a ContextLengthError's),
-// the run keeps to it from now on, fitted to it (fit), and counts the
-// refused request over it, so that the retry's beforeCall compacts the
-// history to fit. Otherwise (no window named, or no estimate to keep to
+// window smaller than the one the run keeps to (a ContextLengthError's,
+// else the model's ContextWindow read again: a model may learn it
+// itself), the run keeps to it from now on, fitted to it (fit), and counts
+// the refused request over it, so that the retry's beforeCall compacts the
+// history to fit. Otherwise (no smaller window, or no estimate to keep to
 // it with) every step of a compaction is taken at once.
 func (l *loop) refusal(ctx context.Context, step int, err error) *end {
 	b := &l.ctxb
-	var cl *ContextLengthError
-	if b.sizer == nil || !errors.As(err, &cl) || cl.Window <= 0 || (b.window > 0 && cl.Window >= b.window) {
+	w := 0
+	if cl := (*ContextLengthError)(nil); errors.As(err, &cl) {
+		w = cl.Window
+	}
+	if b.sizer != nil && w <= 0 {
+		w = b.sizer.ContextWindow()
+	}
+	if b.sizer == nil || w <= 0 || (b.window > 0 && w >= b.window) {
 		_, e := l.compact(ctx, step, 0, true)
 		return e
 	}
-	b.window, b.learned, b.announce = cl.Window, true, true
+	b.window, b.learned, b.announce = w, true, true
 	if e := l.fit(step - 1); e != nil {
 		return e
 	}

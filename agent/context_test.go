@@ -65,6 +65,7 @@ type windowModel struct {
 	parallel  int         // the tool calls of each turn; 0 means 1
 	told      int         // the window a sizedModel says it has: 0 the window, -1 unknown (0)
 	names     bool        // the refusal names the window (an agent.ContextLengthError)
+	learns    bool        // a sizedModel says the window once refused
 	refuseAt  map[int]int // made calls -> requests to refuse then
 	made      int
 	sent      []int // the provider's count of each request it answered
@@ -128,6 +129,9 @@ func (m *windowModel) summarize(task gen.Task, h agent.History) (agent.Turn, err
 type sizedModel struct{ *windowModel }
 
 func (m sizedModel) ContextWindow() int {
+	if m.learns && m.refused > 0 {
+		return m.window
+	}
 	switch m.told {
 	case 0:
 		return m.window
@@ -359,6 +363,13 @@ func TestWindowLearnedFromTheRefusal(t *testing.T) {
 		res, pauses, err := runPausing(t, sizedModel{m}, agent.Options{MaxSteps: 61, Tools: fileTools(150), PauseAfter: 5})
 		if err != nil || res.ExitReason != gen.ExitReasonFinished || pauses < 10 || m.refused != 1 || res.ContextWindow == nil || *res.ContextWindow != 8000 {
 			t.Fatalf("res=%+v err=%v after %d pauses, %d refusals; want finished, one refusal, the window learned kept", res, err, pauses, m.refused)
+		}
+	})
+	t.Run("a model that learns it itself", func(t *testing.T) {
+		m := &windowModel{window: 8000, calls: 60, told: 128_000, learns: true}
+		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 61, Tools: fileTools(150)})
+		if res.ExitReason != gen.ExitReasonFinished || m.refused != 1 || res.ContextWindow == nil || *res.ContextWindow != 8000 {
+			t.Fatalf("res=%+v, %d refusals; want finished after one, the window the model learned kept", res, m.refused)
 		}
 	})
 	t.Run("a refusal naming no window", func(t *testing.T) {

@@ -1085,7 +1085,7 @@ type RunResult struct {
 	// Check The last run of the completion check.
 	Check *CheckResult `json:"check,omitempty"`
 
-	// ContextWindow The model's context window in tokens as the run learned it from the provider's refusal of a request (its error named the limit), which the rest of the run kept to; absent when no refusal named one.
+	// ContextWindow The model's context window in tokens as the run learned it when the provider refused a request (its error named the limit, or the model then reported a smaller one), which the rest of the run kept to; absent when no refusal taught one.
 	ContextWindow *int `json:"context_window,omitempty"`
 
 	// Error What went wrong, for every exit reason but finished.
