@@ -179,8 +179,9 @@ type Options struct {
 	Clock func() time.Time
 	// MaxObservationBytes and MaxObservationLines cap each tool output as
 	// the model sees it (see TruncateOutput): 0 means
-	// DefaultMaxObservationBytes and DefaultMaxObservationLines. The
-	// Observer still gets the whole Observation.
+	// DefaultMaxObservationBytes and DefaultMaxObservationLines; a
+	// small context window lowers the byte cap to fit (see Compaction).
+	// The Observer still gets the whole Observation.
 	MaxObservationBytes int
 	MaxObservationLines int
 	// Compaction keeps the requests within the model's context window.
