@@ -11,14 +11,16 @@
 // becomes a request that the check must confirm.
 //
 // Long runs stay bounded. The model sees each tool output capped (10 KiB
-// and 256 lines by default, head and tail around a marker; see
-// TruncateOutput) while an Observer gets it whole. For a Model that is a
-// ContextSizer (a Model's one optional ability), the history is compacted
-// before a request would pass the threshold of its context window, and a request over the window is never
-// sent; a Model error wrapping ErrContextLength gets one compaction and a
-// retry (see Compaction). A model that repeats the same calls with the
-// same results is warned once and then stopped, exit reason stuck (see
-// StuckDetection).
+// and 256 lines by default, less in a small context window; head and tail
+// around a marker; see TruncateOutput) while an Observer gets it whole.
+// For a Model that is a ContextSizer (a Model's one optional ability), the
+// history is compacted before a request would pass the threshold of its
+// context window, and a request over the window is never sent; a Model
+// error wrapping ErrContextLength gets one compaction and a retry, and
+// when it names the window (ContextLengthError) the run keeps to that
+// window from then on (see Compaction). A model that repeats the same
+// calls with the same results is warned once and then stopped, exit reason
+// stuck (see StuckDetection).
 //
 // # Approvals
 //
@@ -177,8 +179,9 @@ type Options struct {
 	Clock func() time.Time
 	// MaxObservationBytes and MaxObservationLines cap each tool output as
 	// the model sees it (see TruncateOutput): 0 means
-	// DefaultMaxObservationBytes and DefaultMaxObservationLines. The
-	// Observer still gets the whole Observation.
+	// DefaultMaxObservationBytes and DefaultMaxObservationLines; a
+	// small context window lowers the byte cap to fit (see Compaction).
+	// The Observer still gets the whole Observation.
 	MaxObservationBytes int
 	MaxObservationLines int
 	// Compaction keeps the requests within the model's context window.
@@ -212,7 +215,6 @@ type Options struct {
 func Run(ctx context.Context, task gen.Task, model Model, opts Options) (gen.RunResult, error) {
 	l := &loop{task: task, model: model, opts: opts, runID: opts.RunID, max: orDefault(opts.MaxSteps, DefaultMaxSteps),
 		ctxb: newContextBudget(model, opts.Compaction), stuck: newStuckDetector(opts.Stuck),
-		obsBytes: orDefault(opts.MaxObservationBytes, DefaultMaxObservationBytes),
 		obsLines: orDefault(opts.MaxObservationLines, DefaultMaxObservationLines)}
 	if l.runID == "" {
 		l.runID = NewRunID()
@@ -329,6 +331,9 @@ func (l *loop) steps(ctx context.Context) end {
 	if st := l.opts.Resume; st != nil {
 		first = st.StepsUsed + 1
 	}
+	if e := l.fit(first - 1); e != nil {
+		return *e
+	}
 	for step := first; step <= l.max; step++ {
 		if l.opts.PauseAfter > 0 && step-first >= l.opts.PauseAfter && !refused {
 			// Every step after the pause sets lastFeedback anew.
@@ -377,7 +382,7 @@ func (l *loop) steps(ctx context.Context) end {
 				return end{reason: gen.ExitReasonContextWindowExceeded, err: fmt.Errorf("model: %w", err), steps: step}
 			}
 			refused = true
-			if _, e := l.compact(ctx, step, 0, true); e != nil {
+			if e := l.refusal(ctx, step, err); e != nil {
 				return *e
 			}
 			step--
@@ -600,6 +605,9 @@ func (l *loop) finish(ctx context.Context, e end) (gen.RunResult, error) {
 	res := gen.RunResult{RunId: ptr(l.runID), ExitReason: e.reason, Answer: e.answer, StepsUsed: e.steps, Check: l.check, Sandbox: l.sandbox}
 	if l.counted {
 		res.Usage = ptr(l.usage)
+	}
+	if l.ctxb.learned {
+		res.ContextWindow = ptr(l.ctxb.window)
 	}
 	if p, ok := l.opts.Tools.(Patcher); ok {
 		// The patch is read even after a cancellation: the edits were made.

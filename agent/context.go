@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/specloop/specloop/gen"
 )
@@ -14,7 +15,8 @@ import (
 // a request for a summary (Request.Summarize).
 type ContextSizer interface {
 	// ContextWindow returns the model's context window in tokens; 0
-	// means unknown, and the model is treated as no ContextSizer.
+	// means unknown: the run then keeps to no window until a refusal
+	// names one (ContextLengthError).
 	ContextWindow() int
 	// RequestTokens estimates the whole request Next would send for req
 	// (system prompt, tools, task, history), in tokens.
@@ -26,6 +28,23 @@ type ContextSizer interface {
 // retries instead of ending the run.
 var ErrContextLength = errors.New("the request is over the model's context window")
 
+// ContextLengthError is a Model's error for a request the provider refused
+// as over its context window; it matches ErrContextLength. When the
+// provider named its window (OpenAI's "maximum context length is N
+// tokens", Anthropic's "N tokens > M maximum"), the loop keeps to it for
+// the rest of the run: it compacts the history to fit, retries the
+// request, and records the window in the result.
+type ContextLengthError struct {
+	// Window is the context window in tokens the provider named; 0 when
+	// it named none.
+	Window int
+	// Err is the provider's error.
+	Err error
+}
+
+func (e *ContextLengthError) Error() string   { return ErrContextLength.Error() + ": " + e.Err.Error() }
+func (e *ContextLengthError) Unwrap() []error { return []error{ErrContextLength, e.Err} }
+
 // Compaction configures how the loop keeps a run's requests within the
 // model's context window. It applies to a Model that is a ContextSizer
 // (compaction before a request would pass the threshold) and to any Model
@@ -34,17 +53,24 @@ var ErrContextLength = errors.New("the request is over the model's context windo
 // Compacting first replaces the content of the observations older than
 // the KeepTurns most recent turns by a stub saying what was elided and how
 // to get it back (the path and line range of a read_file, re-running a
-// command, repeating a search). When the request is still over the
-// threshold, the older part of the history is replaced by one summary the
-// model writes (a Request with Summarize set; the summary becomes a
-// ModelFeedback of kind history_summary); its usage counts in the run's
-// usage and token budget.
-// (Compaction aims at three quarters of the threshold, so that it is not
-// back at the next step: the summary is taken when elision alone leaves
-// the request over that.)
+// command, repeating a search), and of fewer turns, down to the last one,
+// when that leaves the request over half the threshold: the room the
+// compaction frees holds the outputs of several steps, so that the next
+// compaction is not at the next step. When the request is still over
+// three quarters of the threshold with only the last turn whole, the older
+// part of the history is replaced by one summary the model writes (a
+// Request with Summarize set; the summary becomes a ModelFeedback of kind
+// history_summary); its usage counts in the run's usage and token budget.
 // When the request is still over the window, the observations of the kept
 // turns but the last are elided too. A request that cannot be brought under
 // the window is never sent: the run ends context_window_exceeded.
+//
+// The window also sizes the run's parts: the harness (system prompt, tool
+// schemas, task and project docs, the request without history) must leave
+// a quarter of the threshold free, or the run ends context_window_exceeded
+// at once, and one tool output takes at most a quarter of what the
+// harness leaves under the threshold (Options.MaxObservationBytes is
+// lowered to fit).
 type Compaction struct {
 	// Threshold is the share of the context window a request may fill
 	// before the history is compacted; 0 (or any value outside (0, 1])
@@ -68,6 +94,12 @@ const (
 	DefaultKeepTurns           = 4
 )
 
+// The shares of the threshold that size a compaction (see Compaction).
+const (
+	elideTo     = 0.5  // elide older turns until the request is under this
+	summarizeAt = 0.75 // summarize when eliding all but the last turn leaves it over this
+)
+
 // ErrContextWindowExceeded and ErrStuck are the sentinels of the exit
 // reasons context_window_exceeded and stuck (see ExitError).
 var (
@@ -77,8 +109,10 @@ var (
 
 // contextBudget tracks the size of a run's requests for a ContextSizer.
 type contextBudget struct {
-	sizer     ContextSizer // nil when the model is none (or has no window)
-	window    int
+	sizer     ContextSizer // nil when the model is none
+	window    int          // 0 while unknown
+	learned   bool         // window is the one a refusal named
+	announce  bool         // the next history_compacted records the window learned
 	threshold float64
 	keep      int
 	// base is the usage (input + output tokens) the provider reported for
@@ -92,14 +126,17 @@ type contextBudget struct {
 
 func newContextBudget(m Model, c Compaction) contextBudget {
 	b := contextBudget{threshold: c.Threshold, keep: orDefault(c.KeepTurns, DefaultKeepTurns)}
-	if s, ok := m.(ContextSizer); ok && s.ContextWindow() > 0 {
-		b.sizer, b.window = s, s.ContextWindow()
+	if s, ok := m.(ContextSizer); ok {
+		b.sizer, b.window = s, max(s.ContextWindow(), 0)
 	}
 	if b.threshold <= 0 || b.threshold > 1 {
 		b.threshold = DefaultCompactionThreshold
 	}
 	return b
 }
+
+// sized reports whether the run keeps its requests within a known window.
+func (b *contextBudget) sized() bool { return b.sizer != nil && b.window > 0 }
 
 // estimate returns the estimated tokens of req, and the sizer's own
 // estimate of it.
@@ -113,14 +150,14 @@ func (b *contextBudget) estimate(req *Request) (total, raw int) {
 
 // reported records the usage of the request last sent.
 func (b *contextBudget) reported(u *gen.Usage) {
-	if b.sizer == nil || u == nil {
+	if !b.sized() || u == nil {
 		return
 	}
 	b.base, b.baseEst, b.known = int(u.InputTokens+u.OutputTokens), b.sent, true
 }
 
 // over reports whether tokens pass share of the compaction threshold: 1
-// for the threshold itself, 0.75 for what a compaction aims for (one that
+// for the threshold itself, less for what a compaction aims for (one that
 // leaves the request just under the threshold would be back at the next
 // step, changing the request's prefix, and so defeating the provider's
 // prompt cache, each time).
@@ -133,7 +170,7 @@ func (b *contextBudget) over(tokens int, share float64) bool {
 // would still not fit the window.
 func (l *loop) beforeCall(ctx context.Context, step int) *end {
 	b := &l.ctxb
-	if b.sizer == nil {
+	if !b.sized() {
 		return nil
 	}
 	tokens, raw := b.estimate(l.request(l.history.view()))
@@ -152,6 +189,64 @@ func (l *loop) beforeCall(ctx context.Context, step int) *end {
 	return nil
 }
 
+// fit sizes the run to its window (see Compaction): it ends the run when
+// the harness, the request without history, leaves less than a quarter of
+// the threshold free, and caps each tool output at a quarter of what it
+// leaves. steps is the steps used so far.
+func (l *loop) fit(steps int) *end {
+	l.obsBytes = orDefault(l.opts.MaxObservationBytes, DefaultMaxObservationBytes)
+	b := &l.ctxb
+	if !b.sized() {
+		return nil
+	}
+	harness, limit := b.sizer.RequestTokens(l.request(History{})), b.threshold*float64(b.window)
+	if float64(harness) > 0.75*limit {
+		return &end{reason: gen.ExitReasonContextWindowExceeded, steps: steps,
+			err: fmt.Errorf("the harness (system prompt, %d tools, task and project docs) is about %d tokens, more than three quarters of the %d a request may take in the model's context window of %d before compaction: give a larger window or fewer tools or project docs", len(l.tools), harness, int(limit), b.window)}
+	}
+	// Bytes per token: what an output of n bytes adds to a request.
+	const n = 4096
+	output := func(s string) *Request {
+		return l.request(History{items: []Item{{ToolCall: &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "x"}},
+			{Observation: &gen.Observation{Type: gen.ObservationTypeObservation, ToolName: "x", Content: s}}}})
+	}
+	if d := b.sizer.RequestTokens(output(strings.Repeat("x", n))) - b.sizer.RequestTokens(output("")); d > 0 {
+		l.obsBytes = min(l.obsBytes, int((limit-float64(harness))/4*n/float64(d)))
+	}
+	return nil
+}
+
+// refusal answers the provider's refusal of the request as over the
+// context window (err wraps ErrContextLength). When the refusal named a
+// window smaller than the one the run keeps to (a ContextLengthError's,
+// else the model's ContextWindow read again: a model may learn it
+// itself), the run keeps to it from now on, fitted to it (fit), and counts
+// the refused request over it, so that the retry's beforeCall compacts the
+// history to fit. Otherwise (no smaller window, or no estimate to keep to
+// it with) every step of a compaction is taken at once.
+func (l *loop) refusal(ctx context.Context, step int, err error) *end {
+	b := &l.ctxb
+	w := 0
+	if cl := (*ContextLengthError)(nil); errors.As(err, &cl) {
+		w = cl.Window
+	}
+	if b.sizer != nil && w <= 0 {
+		w = b.sizer.ContextWindow()
+	}
+	if b.sizer == nil || w <= 0 || (b.window > 0 && w >= b.window) {
+		_, e := l.compact(ctx, step, 0, true)
+		return e
+	}
+	b.window, b.learned, b.announce = w, true, true
+	if e := l.fit(step - 1); e != nil {
+		return e
+	}
+	if tokens, raw := b.estimate(l.request(l.history.view())); tokens <= b.window {
+		b.base, b.baseEst, b.known = b.window+1, raw, true
+	}
+	return nil
+}
+
 // compact rebuilds the history smaller (see Compaction) and records a
 // history_compacted event; it returns the estimated tokens of the next
 // request (0 without a sizer). force, after the provider refused a
@@ -160,34 +255,41 @@ func (l *loop) beforeCall(ctx context.Context, step int) *end {
 func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, *end) {
 	b := &l.ctxb
 	items := l.history.items
-	if force && b.sizer != nil {
+	if force && b.sized() {
 		tokens, _ = b.estimate(l.request(l.history.view()))
 	}
 	// What the compaction did, for its event.
 	tokensBefore, bytesBefore := tokens, textBytes(items)
 	elided, said := 0, "" // said: the summary the model wrote
 	var usage *gen.Usage
-	starts := turnStarts(items)
-	cut := 0 // the first item of the turns kept whole
-	if len(starts) > b.keep {
-		cut = starts[len(starts)-b.keep]
-	}
-	out := slices.Clone(items)
-	elided += elide(out[:cut], items, l.offered)
+	var out []Item
 	measure := func() int {
-		if b.sizer == nil {
+		if !b.sized() {
 			return 0
 		}
 		t, _ := b.estimate(l.request(History{items: out}))
 		return t
 	}
-	tokens = measure()
-	if (force || b.sizer != nil && b.over(tokens, 0.75)) && cut > 0 {
+	starts := turnStarts(items)
+	cut := 0 // the first item of the turns kept whole
+	for keep := b.keep; ; keep-- {
+		cut = 0
+		if len(starts) > keep {
+			cut = starts[len(starts)-keep]
+		}
+		out = slices.Clone(items)
+		elided = elide(out[:cut], items, l.offered)
+		tokens = measure()
+		if force || !b.sized() || keep <= 1 || !b.over(tokens, elideTo) {
+			break
+		}
+	}
+	if (force || b.sized() && b.over(tokens, summarizeAt)) && cut > 0 {
 		req := l.request(History{items: out[:cut:cut]})
 		req.Summarize = true
 		// A summary request that would not fit the window is not sent;
 		// one the provider refuses as too long is done without.
-		if b.sizer == nil || b.sizer.RequestTokens(req) <= b.window {
+		if !b.sized() || b.sizer.RequestTokens(req) <= b.window {
 			turn, err := l.model.Next(ctx, req)
 			summary := turn.Summary
 			usage = turn.Usage
@@ -212,7 +314,7 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 			}
 		}
 	}
-	if b.sizer != nil && tokens > b.window && len(starts) > 1 {
+	if b.sized() && tokens > b.window && len(starts) > 1 {
 		// The kept turns are too large: keep only the last one whole.
 		last := starts[len(starts)-1]
 		elided += elide(out[:last], out, l.offered)
@@ -231,6 +333,9 @@ func (l *loop) compact(ctx context.Context, step, tokens int, force bool) (int, 
 	ev.ItemsElided, ev.Summarized, ev.Usage = &elided, ptr(said != ""), usage
 	ev.BytesBefore, ev.BytesAfter = &bytesBefore, ptr(textBytes(out))
 	ev.TokensBefore, ev.TokensAfter = &tokensBefore, ptr(tokens)
+	if b.announce {
+		ev.ContextWindow, b.announce = ptr(b.window), false
+	}
 	if err := l.emitDetail(Progress{Event: ev, Summary: said, History: l.history.view()}); err != nil {
 		return 0, &end{reason: gen.ExitReasonInternalError, err: err, steps: step - 1}
 	}

@@ -62,6 +62,10 @@ func providerTokens(task gen.Task, h agent.History) int { return estimateTokens(
 type windowModel struct {
 	window    int
 	calls     int
+	parallel  int         // the tool calls of each turn; 0 means 1
+	told      int         // the window a sizedModel says it has: 0 the window, -1 unknown (0)
+	names     bool        // the refusal names the window (an agent.ContextLengthError)
+	learns    bool        // a sizedModel says the window once refused
 	refuseAt  map[int]int // made calls -> requests to refuse then
 	made      int
 	sent      []int // the provider's count of each request it answered
@@ -84,7 +88,11 @@ func (m *windowModel) Next(_ context.Context, req *agent.Request) (agent.Turn, e
 		if m.refuseAt[m.made] > 0 {
 			m.refuseAt[m.made]--
 		}
-		return agent.Turn{}, fmt.Errorf("provider: 400 prompt is too long: %d tokens > %d maximum: %w", n, m.window, agent.ErrContextLength)
+		err := fmt.Errorf("provider: 400 prompt is too long: %d tokens > %d maximum", n, m.window)
+		if m.names {
+			return agent.Turn{}, &agent.ContextLengthError{Window: m.window, Err: err}
+		}
+		return agent.Turn{}, fmt.Errorf("%w: %w", err, agent.ErrContextLength)
 	}
 	m.sent = append(m.sent, n)
 	m.views = append(m.views, h)
@@ -96,8 +104,12 @@ func (m *windowModel) Next(_ context.Context, req *agent.Request) (agent.Turn, e
 		return agent.Turn{Actions: []agent.Action{{Finish: &gen.Finish{Type: gen.FinishTypeFinish, Answer: "done"}}}, Usage: u}, nil
 	}
 	m.made++
-	call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("pkg/f%d.go", m.made)}}
-	return agent.Turn{Actions: []agent.Action{{ToolCall: call}}, Usage: u}, nil
+	var actions []agent.Action
+	for i := range max(m.parallel, 1) {
+		call := &gen.ToolCall{Type: gen.ToolCallTypeToolCall, ToolName: "read_file", Arguments: map[string]any{"path": fmt.Sprintf("pkg/f%d_%d.go", m.made, i)}}
+		actions = append(actions, agent.Action{ToolCall: call})
+	}
+	return agent.Turn{Actions: actions, Usage: u}, nil
 }
 
 func (m *windowModel) summarize(task gen.Task, h agent.History) (agent.Turn, error) {
@@ -116,7 +128,18 @@ func (m *windowModel) summarize(task gen.Task, h agent.History) (agent.Turn, err
 // sizedModel is a windowModel that is a ContextSizer.
 type sizedModel struct{ *windowModel }
 
-func (m sizedModel) ContextWindow() int { return m.window }
+func (m sizedModel) ContextWindow() int {
+	if m.learns && m.refused > 0 {
+		return m.window
+	}
+	switch m.told {
+	case 0:
+		return m.window
+	case -1:
+		return 0
+	}
+	return m.told
+}
 
 func (m sizedModel) RequestTokens(req *agent.Request) int {
 	return estimateTokens(req.Task, req.History)
@@ -255,8 +278,9 @@ func TestContextLengthErrorCompactsOnce(t *testing.T) {
 
 // A request that compaction cannot bring under the window is never sent.
 func TestRequestOverTheWindowIsNeverSent(t *testing.T) {
-	m := &windowModel{window: 4000, calls: 10}
-	// A read of about 17 KiB, shown whole, is over the window on its own.
+	m := &windowModel{window: 4000, calls: 10, parallel: agent.MaxTurnActions}
+	// Each read is capped to fit the window, but a turn of the most
+	// reads a turn may hold is over it on its own.
 	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 11, Tools: fileTools(400), MaxObservationBytes: 1 << 20, MaxObservationLines: 1000})
 	if err != nil || res.ExitReason != gen.ExitReasonContextWindowExceeded || res.StepsUsed != 1 || len(m.sent) != 1 {
 		t.Fatalf("res=%+v err=%v, %d requests; want context_window_exceeded after the first", res, err, len(m.sent))
@@ -306,5 +330,89 @@ func TestCompactionIsShown(t *testing.T) {
 	want := fmt.Sprintf("history_compacted  elided=%d  bytes=%d->%d  est_tokens=%d->%d", *ev.ItemsElided, *ev.BytesBefore, *ev.BytesAfter, *ev.TokensBefore, *ev.TokensAfter)
 	if !strings.Contains(line, want) {
 		t.Fatalf("trace show prints %q, want it to hold %q", line, want)
+	}
+}
+
+// A model told a larger window than its provider's, or none, learns the
+// provider's from its first refusal: the run compacts to fit it, retries,
+// sends nothing over it again, says so in the compaction that follows and
+// records it in the result.
+func TestWindowLearnedFromTheRefusal(t *testing.T) {
+	for _, told := range []int{-1, 128_000} {
+		t.Run(fmt.Sprintf("told %d", told), func(t *testing.T) {
+			m := &windowModel{window: 8000, calls: 60, told: told, names: true}
+			log := &eventLog{}
+			res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 61, Tools: fileTools(150), Trace: log})
+			if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 61 {
+				t.Fatalf("res=%+v (error %s) err=%v", res, ptrText(res.Error), err)
+			}
+			if m.refused != 1 || res.ContextWindow == nil || *res.ContextWindow != 8000 {
+				t.Fatalf("%d refusals, the result's window %v; want one refusal and 8000", m.refused, res.ContextWindow)
+			}
+			evs := compactions(log)
+			if len(evs) == 0 || evs[0].ContextWindow == nil || *evs[0].ContextWindow != 8000 || slices.ContainsFunc(evs[1:], func(ev gen.TraceEvent) bool { return ev.ContextWindow != nil }) {
+				t.Fatalf("compactions %+v; want the first, after the refusal, to name the window learned", evs)
+			}
+			if m.summaries*10 > res.StepsUsed {
+				t.Fatalf("%d summaries in %d steps", m.summaries, res.StepsUsed)
+			}
+		})
+	}
+	t.Run("paused and resumed", func(t *testing.T) {
+		m := &windowModel{window: 8000, calls: 60, told: -1, names: true}
+		res, pauses, err := runPausing(t, sizedModel{m}, agent.Options{MaxSteps: 61, Tools: fileTools(150), PauseAfter: 5})
+		if err != nil || res.ExitReason != gen.ExitReasonFinished || pauses < 10 || m.refused != 1 || res.ContextWindow == nil || *res.ContextWindow != 8000 {
+			t.Fatalf("res=%+v err=%v after %d pauses, %d refusals; want finished, one refusal, the window learned kept", res, err, pauses, m.refused)
+		}
+	})
+	t.Run("a model that learns it itself", func(t *testing.T) {
+		m := &windowModel{window: 8000, calls: 60, told: 128_000, learns: true}
+		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 61, Tools: fileTools(150)})
+		if res.ExitReason != gen.ExitReasonFinished || m.refused != 1 || res.ContextWindow == nil || *res.ContextWindow != 8000 {
+			t.Fatalf("res=%+v, %d refusals; want finished after one, the window the model learned kept", res, m.refused)
+		}
+	})
+	t.Run("a refusal naming no window", func(t *testing.T) {
+		m := &windowModel{window: 8000, calls: 60, told: -1}
+		res, _ := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 61, Tools: fileTools(150)})
+		if res.ContextWindow != nil {
+			t.Fatalf("the result names the window %d, which no refusal named", *res.ContextWindow)
+		}
+	})
+}
+
+// A run whose harness alone leaves too little of the window says so at
+// once, before any request.
+func TestHarnessThatDoesNotFitEndsAtStart(t *testing.T) {
+	m := &windowModel{window: 400, calls: 10}
+	res, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 11, Tools: fileTools(150)})
+	if err != nil || res.ExitReason != gen.ExitReasonContextWindowExceeded || res.StepsUsed != 0 || len(m.sent)+m.refused != 0 {
+		t.Fatalf("res=%+v err=%v, %d requests; want context_window_exceeded before the first", res, err, len(m.sent)+m.refused)
+	}
+	if !strings.Contains(*res.Error, "the harness (system prompt, 1 tools, task and project docs) is about 313 tokens") ||
+		!strings.Contains(*res.Error, "context window of 400") {
+		t.Fatalf("the error does not say why: %s", *res.Error)
+	}
+}
+
+// One tool output takes at most a quarter of what the harness leaves of
+// the window (below the compaction threshold), whatever the byte cap.
+func TestOutputCapFitsTheWindow(t *testing.T) {
+	for _, window := range []int{4000, 1 << 20} {
+		m := &windowModel{window: window, calls: 1}
+		var seen []int
+		observe := func(p agent.Progress) {
+			if p.Seen != nil {
+				seen = append(seen, len(p.Seen.Content))
+			}
+		}
+		if _, err := agent.Run(context.Background(), gen.Task{Prompt: task}, sizedModel{m}, agent.Options{MaxSteps: 2, Tools: fileTools(400), Observer: observe}); err != nil {
+			t.Fatal(err)
+		}
+		// The fake estimates four bytes a token; the harness is 313 tokens.
+		want := min(agent.DefaultMaxObservationBytes, (window*8/10-313)/4*4)
+		if len(seen) != 1 || seen[0] > want || seen[0] < want/2 {
+			t.Fatalf("window %d: outputs of %v bytes, want one of at most %d, and more than half of it", window, seen, want)
+		}
 	}
 }

@@ -64,6 +64,9 @@ type State struct {
 	ContextBase         int  `json:",omitempty"`
 	ContextBaseEstimate int  `json:",omitempty"`
 	ContextKnown        bool `json:",omitempty"`
+	// ContextWindow is the window a refusal named (ContextLengthError),
+	// which the run keeps to; 0 when none did.
+	ContextWindow int `json:",omitempty"`
 }
 
 // state snapshots the loop after step steps.
@@ -72,6 +75,9 @@ func (l *loop) state(steps int) State {
 	st := State{History: l.history.view().Items(), StepsUsed: steps, Usage: l.usage, Counted: l.counted, Started: l.start,
 		Check: l.check, CallIDs: a.named, Writes: a.writes,
 		ContextBase: l.ctxb.base, ContextBaseEstimate: l.ctxb.baseEst, ContextKnown: l.ctxb.known}
+	if l.ctxb.learned {
+		st.ContextWindow = l.ctxb.window
+	}
 	st.Approved = slices.Sorted(maps.Keys(a.approved))
 	st.Asked = slices.Sorted(maps.Keys(a.asked))
 	if len(a.approvedAt) > 0 {
@@ -96,4 +102,7 @@ func (l *loop) restore(st *State) {
 		a.approved[name] = true
 	}
 	l.ctxb.base, l.ctxb.baseEst, l.ctxb.known = st.ContextBase, st.ContextBaseEstimate, st.ContextKnown
+	if st.ContextWindow > 0 {
+		l.ctxb.window, l.ctxb.learned = st.ContextWindow, true
+	}
 }

@@ -17,7 +17,8 @@ import (
 //
 // The defaults are the spec's (CreateRunRequest.max_observation_bytes and
 // max_observation_lines): 10 KiB and 256 lines, as Codex caps command
-// output.
+// output; in a small context window the byte cap is lowered to fit it
+// (see Compaction).
 
 // DefaultMaxObservationBytes is the byte cap of a tool's output as the
 // model sees it when Options.MaxObservationBytes is 0: the spec's default of

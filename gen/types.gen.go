@@ -1214,6 +1214,9 @@ type RunResult struct {
 	// Check The last run of the completion check.
 	Check *CheckResult `json:"check,omitempty"`
 
+	// ContextWindow The model's context window in tokens as the run learned it when the provider refused a request (its error named the limit, or the model then reported a smaller one), which the rest of the run kept to; absent when no refusal taught one.
+	ContextWindow *int `json:"context_window,omitempty"`
+
 	// Error What went wrong, for every exit reason but finished.
 	Error *string `json:"error,omitempty"`
 
@@ -1437,6 +1440,9 @@ type TraceEvent struct {
 
 	// CallId model_action of a tool call, observation, approval_requested and approval_decided. The call's call_id (for an approval of a call without one, the id the loop gave it), which ties an observation to its call, when it is a plain id (letters, digits, _ and -, at most 64); any other id is recorded as its summary (chars=N;sha256=HEX).
 	CallId *string `json:"call_id,omitempty"`
+
+	// ContextWindow history_compacted. The model's context window in tokens the provider's refusal of the last request named, when this compaction follows it and the run now keeps to that window.
+	ContextWindow *int `json:"context_window,omitempty"`
 
 	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,
 	// without asking, every later call of the same tool in the same run (for a tool that

@@ -339,7 +339,8 @@ const modelErrorType = "model"
 // modelFailure is what the workflow needs of a model call's error to give
 // the loop the error the in-process engine gives it: its text (the
 // ApplicationError's message), the *model.ProviderError in it, and
-// whether it wraps agent.ErrContextLength.
+// whether it wraps agent.ErrContextLength, with the window the provider
+// named (agent.ContextLengthError).
 type modelFailure struct {
 	// Provider is the error's *model.ProviderError without its Err (the
 	// SDK's error); ErrText is that error's text only for a failure
@@ -348,6 +349,7 @@ type modelFailure struct {
 	Provider      *model.ProviderError `json:",omitempty"`
 	ErrText       string               `json:",omitempty"`
 	ContextLength bool                 `json:",omitempty"`
+	ContextWindow int                  `json:",omitempty"`
 }
 
 // modelError is the Model activity's error for err: an ApplicationError
@@ -366,6 +368,9 @@ func modelError(err error) error {
 		retry = pe.StatusCode == 0 || pe.StatusCode == 429 || pe.StatusCode >= 500
 	}
 	f.ContextLength = errors.Is(err, agent.ErrContextLength)
+	if cl := (*agent.ContextLengthError)(nil); errors.As(err, &cl) {
+		f.ContextWindow = cl.Window
+	}
 	return temporal.NewApplicationErrorWithOptions(err.Error(), modelErrorType, temporal.ApplicationErrorOptions{NonRetryable: !retry, Details: []any{f}})
 }
 
@@ -389,7 +394,7 @@ func (f *modelFailure) rebuild(msg string) error {
 		e.errs = append(e.errs, pe)
 	}
 	if f.ContextLength {
-		e.errs = append(e.errs, agent.ErrContextLength)
+		e.errs = append(e.errs, &agent.ContextLengthError{Window: f.ContextWindow, Err: errors.New(msg)})
 	}
 	return e
 }

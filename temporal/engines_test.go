@@ -352,11 +352,11 @@ func eventTypes(evs []gen.TraceEvent) []gen.TraceEventType {
 // with the same sizes, and gives the same result and trace on Temporal as
 // in-process.
 func TestEnginesCompactAlike(t *testing.T) {
-	const files = 8
+	const files = 30
 	m := windowModel{files: files}
 	dir := t.TempDir()
 	writeFiles(t, dir, files)
-	wantRes, wantEvs := embeddedWith(t, m, dir, "", 20)
+	wantRes, wantEvs := embeddedWith(t, m, dir, "", files+1)
 	if wantRes.ExitReason != gen.ExitReasonFinished || wantRes.StepsUsed != files+1 {
 		t.Fatalf("in-process run: %+v", wantRes)
 	}
@@ -374,7 +374,43 @@ func TestEnginesCompactAlike(t *testing.T) {
 	}
 	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
 	writeFiles(t, h.root, files)
-	gotRes, gotEvs := h.run(t, scriptInput(nil, "", 20))
+	gotRes, gotEvs := h.run(t, scriptInput(nil, "", files+1))
+	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
+	}
+	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+		t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
+	}
+}
+
+// learningModel is a windowModel told a window far larger than its
+// provider's, which refuses a request over 6000 tokens naming that window
+// (agent.ContextLengthError).
+type learningModel struct{ windowModel }
+
+func (learningModel) ContextWindow() int { return 128_000 }
+
+func (m learningModel) Next(ctx context.Context, req *agent.Request) (agent.Turn, error) {
+	if n := m.RequestTokens(req); n > m.windowModel.ContextWindow() {
+		return agent.Turn{}, &agent.ContextLengthError{Window: m.windowModel.ContextWindow(), Err: fmt.Errorf("400: prompt is too long: %d tokens > 6000 maximum", n)}
+	}
+	return m.windowModel.Next(ctx, req)
+}
+
+// Both engines learn a window from the provider's refusal alike: the run
+// keeps to it (the same compactions) and records it in the result.
+func TestEnginesLearnTheWindowAlike(t *testing.T) {
+	const files = 8
+	m := learningModel{windowModel{files: files}}
+	dir := t.TempDir()
+	writeFiles(t, dir, files)
+	wantRes, wantEvs := embeddedWith(t, m, dir, "", files+1)
+	if wantRes.ExitReason != gen.ExitReasonFinished || wantRes.ContextWindow == nil || *wantRes.ContextWindow != 6000 {
+		t.Fatalf("in-process run: %+v", wantRes)
+	}
+	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
+	writeFiles(t, h.root, files)
+	gotRes, gotEvs := h.run(t, scriptInput(nil, "", files+1))
 	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
 		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
 	}

@@ -24,6 +24,7 @@ func TestModelErrorCrossesTheActivityBoundary(t *testing.T) {
 	}{
 		{"server error", &model.ProviderError{Provider: "openai", Retries: 3, StatusCode: 500, Code: "server_error", Err: sdkErr}, true},
 		{"over the window", fmt.Errorf("%w: %w", agent.ErrContextLength, &model.ProviderError{Provider: "anthropic", StatusCode: 400, Code: "invalid_request_error", Err: sdkErr}), false},
+		{"over the window, which it names", &agent.ContextLengthError{Window: 8192, Err: &model.ProviderError{Provider: "openai", StatusCode: 400, Code: "context_length_exceeded", Err: sdkErr}}, false},
 		{"network", &model.ProviderError{Provider: "openai", Retries: 1, Err: errors.New("dial tcp: connection refused")}, true},
 		{"not a provider's", errors.New("script exhausted"), false},
 	}
@@ -41,6 +42,10 @@ func TestModelErrorCrossesTheActivityBoundary(t *testing.T) {
 			}
 			if errors.Is(got, agent.ErrContextLength) != errors.Is(tt.err, agent.ErrContextLength) {
 				t.Fatalf("%v: ErrContextLength %v, want %v", got, errors.Is(got, agent.ErrContextLength), !errors.Is(got, agent.ErrContextLength))
+			}
+			var wantCL, cl *agent.ContextLengthError
+			if errors.As(tt.err, &wantCL) && (!errors.As(got, &cl) || cl.Window != wantCL.Window) {
+				t.Fatalf("%v: ContextLengthError %+v, want the window %d", got, cl, wantCL.Window)
 			}
 			var want, pe *model.ProviderError
 			if errors.As(tt.err, &want) != errors.As(got, &pe) {

@@ -141,6 +141,9 @@ func (p *progressPrinter) observe(pr agent.Progress) {
 		}
 		fmt.Fprintf(p.w, "step %-3d ✗ %s: %s\n", ev.Step, what, oneLine(text, 120))
 	case gen.TraceEventTypeHistoryCompacted:
+		if ev.ContextWindow != nil {
+			fmt.Fprintf(p.w, "step %-3d ⇣ context window learned: %d tokens (from the provider's error)\n", ev.Step, *ev.ContextWindow)
+		}
 		how := ""
 		if deref(ev.Summarized) {
 			how = ", older turns summarized"

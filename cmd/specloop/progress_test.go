@@ -88,3 +88,15 @@ func TestRemoteProgressOfHostileNames(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// A compaction after a refusal that named the window says the window the
+// run learned.
+func TestProgressOfAWindowLearned(t *testing.T) {
+	var out bytes.Buffer
+	p := &progressPrinter{w: &out}
+	ev := gen.TraceEvent{EventType: gen.TraceEventTypeHistoryCompacted, Step: 7, ItemsElided: ptrTo(3), BytesBefore: ptrTo(9000), BytesAfter: ptrTo(900), ContextWindow: ptrTo(8192)}
+	p.observe(agent.Progress{Event: &ev})
+	if want := "step 7   ⇣ context window learned: 8192 tokens (from the provider's error)\nstep 7   ⇣ history compacted: 3 outputs elided, 9000 → 900 bytes\n"; out.String() != want {
+		t.Fatalf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

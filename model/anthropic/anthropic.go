@@ -17,7 +17,8 @@
 // and the tools are the same bytes in every request, and cache_control
 // marks their end, so they are read from the prompt cache. The Model is an
 // agent.ContextSizer that answers summarization requests, and a 400
-// "prompt is too long" wraps agent.ErrContextLength.
+// "prompt is too long: N tokens > M maximum" is an
+// *agent.ContextLengthError naming the window M.
 //
 // The history goes back as one assistant message per turn, with a tool_use
 // block per ToolCall, followed by a user message with the tool_result
@@ -98,7 +99,7 @@ type Config struct {
 	// it becomes the finish tool's name.
 	System string
 	// ContextWindow is the model's context window in tokens; 0 means the
-	// default for its family (see ContextWindow).
+	// default for its family (see Model).
 	ContextWindow int
 }
 
@@ -111,7 +112,7 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // Model is an agent.Model and agent.ContextSizer over the Messages API. It
 // is stateless and safe for concurrent use: runs may share one. Its
 // ContextWindow is the Config's, else the default of the model's family
-// (adapt.ContextWindow: 200,000 for every claude-* model).
+// (200,000 for every claude-* model).
 type Model = adapt.Model
 
 // New returns a Model for cfg. It never reads the environment (see

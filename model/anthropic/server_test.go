@@ -58,6 +58,7 @@ var codec = modeltest.Codec{
 		{Status: http.StatusUnauthorized, File: "error_401.json", Code: "authentication_error"},
 	},
 	BadRequests: []modeltest.BadRequest{
+		{Name: "prompt too long", Body: `{"type":"error","error":{"type":"invalid_request_error","message":"prompt is too long: 210000 tokens > 200000 maximum"}}`, Over: true, Window: 200000},
 		{Name: "other 400", Body: `{"type":"error","error":{"type":"invalid_request_error","message":"max_tokens: 100000 > 64000, which is the maximum allowed number of output tokens for claude-sonnet-4-5"}}`},
 	},
 	Invalid: []modeltest.InvalidReply{

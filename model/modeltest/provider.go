@@ -205,7 +205,8 @@ func RunProvider(t *testing.T, p Provider) {
 		}
 	})
 	// 400s in other wordings: an over-window refusal wraps
-	// agent.ErrContextLength, any other 400 does not.
+	// agent.ErrContextLength, with the window it names; any other 400
+	// does not.
 	for _, b := range p.Codec.BadRequests {
 		t.Run("BadRequest/"+b.Name, func(t *testing.T) {
 			s := NewServer(t, p.Codec, Response{Status: http.StatusBadRequest, Body: []byte(b.Body)})
@@ -213,6 +214,10 @@ func RunProvider(t *testing.T, p Provider) {
 			var pe *model.ProviderError
 			if !errors.As(err, &pe) || errors.Is(err, agent.ErrContextLength) != b.Over {
 				t.Fatalf("err = %v, want a ProviderError that is over the window: %v", err, b.Over)
+			}
+			var cl *agent.ContextLengthError
+			if errors.As(err, &cl) != b.Over || cl != nil && cl.Window != b.Window {
+				t.Fatalf("err = %v (a ContextLengthError: %+v), want one naming the window %d: %v", err, cl, b.Window, b.Over)
 			}
 		})
 	}

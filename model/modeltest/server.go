@@ -53,12 +53,13 @@ type ErrorReply struct {
 	Code string
 }
 
-// BadRequest is a 400 body, and whether it refuses the request as over
-// the context window.
+// BadRequest is a 400 body, whether it refuses the request as over the
+// context window, and the window it names (0: none).
 type BadRequest struct {
-	Name string
-	Body string
-	Over bool
+	Name   string
+	Body   string
+	Over   bool
+	Window int
 }
 
 // InvalidReply is a recorded reply (a testdata file) that is no valid

@@ -16,9 +16,12 @@
 // The system prompt (Config.System, else the default prompt for code tasks)
 // and the tools are the same bytes in every request, so OpenAI's automatic
 // prompt caching applies. The Model is an agent.ContextSizer (its window
-// from Config.ContextWindow or its model family; a request estimate from
-// the serialized body) that answers summarization requests, and a 400
-// context_length_exceeded wraps agent.ErrContextLength.
+// from Config.ContextWindow, its model family, or what its server says:
+// vLLM's GET /v1/models, llama.cpp's GET /props, asked of a base URL ending
+// in /v1; a request estimate from the serialized body) that answers
+// summarization requests, and a 400 over the window (context_length_exceeded,
+// or a compatible server's wording) is an *agent.ContextLengthError naming
+// the window the server said.
 //
 // The history goes back as one assistant message per turn, with one tool
 // call per ToolCall, followed by a tool message per call with the matching
@@ -43,6 +46,7 @@ package openai
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"net/http"
 	"strings"
@@ -92,7 +96,7 @@ type Config struct {
 	// it becomes the finish tool's name.
 	System string
 	// ContextWindow is the model's context window in tokens; 0 means the
-	// default for its family (see ContextWindow).
+	// default for its family or what its server says (see Model).
 	ContextWindow int
 }
 
@@ -105,9 +109,9 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // Model is an agent.Model and agent.ContextSizer over a Chat Completions
 // API. It is stateless and safe for concurrent use: runs may share one.
 // Its ContextWindow is the Config's, else the default of the model's
-// family (adapt.ContextWindow: gpt-4.1 1,047,576; gpt-4o 128,000;
-// o1/o3/o4 200,000; gpt-5 272,000 of input; claude-* 200,000; any other
-// 32,768).
+// family (gpt-4.1 1,047,576; gpt-4o 128,000; o1/o3/o4 200,000; gpt-5
+// 272,000 of input; claude-* 200,000), else the one its server says, else
+// 32,768.
 type Model = adapt.Model
 
 // New returns a Model for cfg. It never reads the environment (see
@@ -116,16 +120,47 @@ func New(cfg Config) (*Model, error) {
 	return adapt.New(adapt.Provider{
 		Name: "openai", BaseURL: DefaultBaseURL, Path: "/chat/completions", ErrNoAPIKey: ErrNoAPIKey,
 		Header: http.Header{}, KeyHeader: "Authorization", KeyPrefix: "Bearer ", Classify: classify,
-		Codec: codec{},
+		Codec: codec{}, Window: serverWindow,
 	}, adapt.Config(cfg))
 }
 
+// serverWindow asks an OpenAI-compatible server, at base (.../v1), for the
+// context window of model: vLLM lists it in GET /v1/models as max_model_len
+// (of the model, or of the one model served), llama.cpp's server in GET
+// /props as default_generation_settings.n_ctx; 0 when neither says.
+func serverWindow(ctx context.Context, e *adapt.Endpoint, base, model string) int {
+	var models struct {
+		Data []struct {
+			ID          string
+			MaxModelLen int `json:"max_model_len"`
+		}
+	}
+	if e.Get(ctx, base+"/models", &models) {
+		for _, m := range models.Data {
+			if m.MaxModelLen > 0 && (m.ID == model || len(models.Data) == 1) {
+				return m.MaxModelLen
+			}
+		}
+	}
+	var props struct {
+		Settings struct {
+			NCtx int `json:"n_ctx"`
+		} `json:"default_generation_settings"`
+	}
+	e.Get(ctx, strings.TrimSuffix(base, "/v1")+"/props", &props)
+	return props.Settings.NCtx
+}
+
 // How a server says a request is over the context window: OpenAI with
-// the code context_length_exceeded; vLLM, DeepSeek and other compatible
-// servers only in the message ("This model's maximum context length is N
-// tokens. However, you requested M tokens ...").
+// the code context_length_exceeded, llama.cpp's server with the type
+// exceed_context_size_error; vLLM, DeepSeek and other compatible servers
+// only in the message ("This model's maximum context length is N tokens.
+// However, you requested M tokens ...", vLLM's "The decoder prompt (length
+// M) is longer than the maximum model length of N"), whose window
+// adapt.APIError reads.
 const (
 	errContextLength    = "context_length_exceeded"
+	errContextSize      = "exceed_context_size_error"
 	msgMaxContextLength = "maximum context length"
 )
 
@@ -133,7 +168,7 @@ const (
 // error.type), and whether it refused the request as over the context
 // window (a 400 saying so).
 func classify(e *adapt.APIError) (string, bool) {
-	over := e.StatusCode == http.StatusBadRequest &&
-		(e.Code == errContextLength || strings.Contains(e.Message, msgMaxContextLength))
+	over := e.StatusCode == http.StatusBadRequest && (e.Code == errContextLength || e.Type == errContextSize ||
+		e.Window > 0 || strings.Contains(e.Message, msgMaxContextLength))
 	return cmp.Or(e.Code, e.Type), over
 }

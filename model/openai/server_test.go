@@ -59,7 +59,9 @@ var codec = modeltest.Codec{
 	},
 	BadRequests: []modeltest.BadRequest{
 		// vLLM, DeepSeek and other compatible servers say it only in the message.
-		{Name: "compatible server", Body: `{"error":{"message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (36000 in the messages, 4000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}}`, Over: true},
+		{Name: "compatible server", Body: `{"error":{"message":"This model's maximum context length is 32768 tokens. However, you requested 40000 tokens (36000 in the messages, 4000 in the completion). Please reduce the length of the messages or completion.","type":"BadRequestError","param":null,"code":400}}`, Over: true, Window: 32768},
+		{Name: "vLLM v1", Body: `{"error":{"message":"The decoder prompt (length 9000) is longer than the maximum model length of 8192. Make sure that max_model_len is no smaller than the number of text tokens.","type":"BadRequestError","param":null,"code":400}}`, Over: true, Window: 8192},
+		{Name: "llama.cpp", Body: `{"error":{"code":400,"message":"request (9000 tokens) exceeds the available context size (8192 tokens), try increasing it","type":"exceed_context_size_error","n_prompt_tokens":9000,"n_ctx":8192}}`, Over: true, Window: 8192},
 		{Name: "other 400", Body: `{"error":{"message":"Invalid value for 'temperature'.","type":"invalid_request_error","param":"temperature","code":"invalid_value"}}`, Over: false},
 	},
 	Invalid: []modeltest.InvalidReply{

@@ -17,8 +17,9 @@ const BytesPerToken = 3
 func EstimateTokens(body []byte) int { return (len(body) + BytesPerToken - 1) / BytesPerToken }
 
 // DefaultContextWindow is the context window of a model no family below
-// matches: small enough for most local models served behind an
-// OpenAI-compatible API (set context_window for a smaller one).
+// matches and whose server does not say (Provider.Window): small enough
+// for most local models served behind an OpenAI-compatible API; a smaller
+// one is learned from the server's first refusal, or set context_window.
 const DefaultContextWindow = 32_768
 
 // contextWindows are the context windows (the most input tokens a request
@@ -40,14 +41,10 @@ var contextWindows = []struct {
 	{"claude-", 200_000},
 }
 
-// ContextWindow returns the context window of the model named name:
-// override when it is positive, else its family's, else
-// DefaultContextWindow. A provider prefix ("openai/gpt-4o", as routers
-// name models) is ignored.
-func ContextWindow(name string, override int) int {
-	if override > 0 {
-		return override
-	}
+// familyWindow returns the context window of the model named name's
+// family, 0 when no family matches. A provider prefix ("openai/gpt-4o", as
+// routers name models) is ignored.
+func familyWindow(name string) int {
 	name = strings.ToLower(name)
 	if i := strings.LastIndexByte(name, '/'); i >= 0 {
 		name = name[i+1:]
@@ -57,7 +54,7 @@ func ContextWindow(name string, override int) int {
 			return w.tokens
 		}
 	}
-	return DefaultContextWindow
+	return 0
 }
 
 // SummaryInstruction asks a model for the summary that replaces the older

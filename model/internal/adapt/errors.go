@@ -3,7 +3,6 @@ package adapt
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -11,9 +10,9 @@ import (
 
 // fail turns the error of a call that failed after retries into what Post
 // returns: a *ProviderError naming the provider (the loop ends the run with
-// model_error), which wraps agent.ErrContextLength as well when the
-// provider refused the request as over the context window (the loop then
-// compacts and retries).
+// model_error), within an *agent.ContextLengthError with the window the
+// provider named when it refused the request as over the context window
+// (the loop then compacts and retries).
 func (e *Endpoint) fail(err error, retries int) error {
 	pe := &ProviderError{Provider: e.Provider, Retries: retries, Err: err}
 	var apiErr *APIError
@@ -23,7 +22,7 @@ func (e *Endpoint) fail(err error, retries int) error {
 		pe.StatusCode = apiErr.StatusCode
 		pe.Code, overWindow = e.Classify(apiErr)
 		if overWindow { // errors.As still finds pe
-			return fmt.Errorf("%w: %w", agent.ErrContextLength, pe)
+			return &agent.ContextLengthError{Window: apiErr.Window, Err: pe}
 		}
 	case errors.Is(err, context.DeadlineExceeded):
 		pe.Timeout = e.Timeout

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"mime"
 	"net/http"
+	"regexp"
 	"strconv"
 	"time"
 
@@ -151,6 +152,25 @@ func (e *Endpoint) attempt(ctx context.Context, body []byte, n int, dec Decoder)
 	return backoff(n), err
 }
 
+// Get reads the JSON document at url into v with the endpoint's client
+// and headers (its key among them), reporting whether it could: a 200
+// whose body, of at most 1 MiB, decodes. Nothing is retried.
+func (e *Endpoint) Get(ctx context.Context, url string, v any) bool {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return false
+	}
+	req.Header = e.Header.Clone()
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("User-Agent", "specloop/"+buildinfo.Version())
+	resp, err := e.Client.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(v) == nil
+}
+
 // read reads resp: an *APIError for an error status, else its body or
 // its event stream with dec.
 func read(resp *http.Response, dec Decoder) error {
@@ -243,7 +263,17 @@ type APIError struct {
 	// Message is the provider's message. It may repeat what was sent, so
 	// no error text includes it.
 	Message string
+	// Window is the context window in tokens the error names, 0 when it
+	// names none: llama.cpp's server's error.n_ctx, else the number in
+	// the message's wording of OpenAI and vLLM ("maximum context length
+	// is N tokens", "longer than the maximum model length of N"),
+	// llama.cpp's ("exceeds the available context size (N tokens)") or
+	// Anthropic's ("N tokens > M maximum").
+	Window int
 }
+
+// windowWords finds the window in an error message (APIError.Window).
+var windowWords = regexp.MustCompile(`(?i)(?:maximum context length is|maximum model length of|available context size \(|tokens > )\s*(\d{1,10})\b`)
 
 // ParseAPIError reads an error body of status, or an error event of a
 // stream (both providers send the same error object there).
@@ -251,11 +281,16 @@ func ParseAPIError(status int, body []byte) *APIError {
 	var b struct {
 		Error struct {
 			Type, Message, Code any
+			NCtx                int `json:"n_ctx"`
 		}
 	}
 	_ = json.Unmarshal(body, &b) // a field of another type stays empty
 	str := func(v any) string { s, _ := v.(string); return s }
-	return &APIError{StatusCode: status, Type: str(b.Error.Type), Code: str(b.Error.Code), Message: str(b.Error.Message)}
+	e := &APIError{StatusCode: status, Type: str(b.Error.Type), Code: str(b.Error.Code), Message: str(b.Error.Message), Window: max(b.Error.NCtx, 0)}
+	if m := windowWords.FindStringSubmatch(e.Message); m != nil && e.Window == 0 {
+		e.Window, _ = strconv.Atoi(m[1])
+	}
+	return e
 }
 
 // Error is the status and the type, never the message.

@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/specloop/specloop/agent"
@@ -85,7 +86,14 @@ type Provider struct {
 	// MaxOutputTokens is the default of Config.MaxOutputTokens.
 	MaxOutputTokens int64
 	Codec           Codec
+	// Window, when set, asks a server that is not the provider's own API
+	// for the context window of the model named model, base being the
+	// Config's base URL, which ends in /v1 (0: it does not say).
+	Window func(ctx context.Context, e *Endpoint, base, model string) int
 }
+
+// windowTimeout bounds the question Provider.Window asks.
+const windowTimeout = 5 * time.Second
 
 // Model is an agent.Model and agent.ContextSizer over one provider's API.
 // It is stateless and safe for concurrent use: runs may share one.
@@ -94,6 +102,7 @@ type Model struct {
 	codec    Codec
 	cfg      Config // with its defaults and the system prompt settled
 	official bool
+	window   func() int // ContextWindow, worked out once
 }
 
 var (
@@ -127,7 +136,7 @@ func New(p Provider, cfg Config) (*Model, error) {
 	if cfg.APIKey != "" {
 		header.Set(p.KeyHeader, p.KeyPrefix+cfg.APIKey)
 	}
-	return &Model{codec: p.Codec, cfg: cfg, official: official, api: Endpoint{
+	m := &Model{codec: p.Codec, cfg: cfg, official: official, api: Endpoint{
 		Provider:   p.Name,
 		URL:        strings.TrimRight(cmp.Or(cfg.BaseURL, p.BaseURL), "/") + p.Path,
 		Header:     header,
@@ -135,7 +144,18 @@ func New(p Provider, cfg Config) (*Model, error) {
 		MaxRetries: max(cmp.Or(cfg.MaxRetries, DefaultMaxRetries), 0),
 		Timeout:    cfg.Timeout,
 		Classify:   p.Classify,
-	}}, nil
+	}}
+	m.window = sync.OnceValue(func() int {
+		w := cmp.Or(max(cfg.ContextWindow, 0), familyWindow(cfg.Model))
+		base := strings.TrimRight(cfg.BaseURL, "/")
+		if w == 0 && p.Window != nil && !official && strings.HasSuffix(base, "/v1") {
+			ctx, cancel := context.WithTimeout(context.Background(), windowTimeout)
+			defer cancel()
+			w = p.Window(ctx, &m.api, base, cfg.Model)
+		}
+		return cmp.Or(max(w, 0), DefaultContextWindow)
+	})
+	return m, nil
 }
 
 // Next asks the model for the next turn of the run: every tool call of
@@ -184,8 +204,10 @@ func (m *Model) Request(req *agent.Request) (*Toolset, []byte, error) {
 }
 
 // ContextWindow returns the model's context window in tokens: the
-// Config's, else the default of the model's family (see ContextWindow).
-func (m *Model) ContextWindow() int { return ContextWindow(m.cfg.Model, m.cfg.ContextWindow) }
+// Config's, else the one of the model's family, else the one its server
+// says (Provider.Window, asked once, for at most 5 seconds, of a base URL
+// of the compatible servers' form, .../v1), else DefaultContextWindow.
+func (m *Model) ContextWindow() int { return m.window() }
 
 // RequestTokens estimates the tokens of the request Next would send for
 // req: its body's (EstimateTokens).

@@ -62,13 +62,10 @@ func TestContextWindowDefaults(t *testing.T) {
 		"gpt-4.1-nano": 1_047_576, "GPT-4o": 128_000, "o1-preview": 200_000, "gpt-5.1": 272_000,
 		"gpt-4.1-mini": 1_047_576, "gpt-4o-mini": 128_000, "openai/gpt-4o": 128_000, "o3": 200_000, "o4-mini": 200_000, "gpt-5-codex": 272_000,
 		"claude-haiku-4-5": 200_000, "claude-3-5-haiku-latest": 200_000, "openrouter/anthropic/claude-sonnet-4": 200_000,
-		"my-gpt-4o": DefaultContextWindow, "mistral": DefaultContextWindow, "llama3.1:8b": DefaultContextWindow, "some-proxy-model": DefaultContextWindow,
+		"my-gpt-4o": 0, "mistral": 0, "llama3.1:8b": 0, "some-proxy-model": 0,
 	} {
-		if got := ContextWindow(name, 0); got != want {
-			t.Errorf("ContextWindow(%q) = %d, want %d", name, got, want)
+		if got := familyWindow(name); got != want {
+			t.Errorf("familyWindow(%q) = %d, want %d", name, got, want)
 		}
-	}
-	if got := ContextWindow("gpt-4o", 9000); got != 9000 {
-		t.Fatalf("an override gives %d", got)
 	}
 }
