@@ -33,7 +33,7 @@ func BenchmarkPatchGit(b *testing.B) {
 	commitAll(b, dir)
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
-		benchRun(b, dir, false, "write_file", map[string]any{"path": "pkg00/file0000.txt", "content": fmt.Sprintf("run %d\n", i)})
+		benchRun(b, dir, "write_file", map[string]any{"path": "pkg00/file0000.txt", "content": fmt.Sprintf("run %d\n", i)}, true)
 	}
 }
 
@@ -42,9 +42,10 @@ func BenchmarkPatchGit(b *testing.B) {
 // (goroot) and on a synthetic tree of 100,000 files (synthetic100k):
 // `git status` of the tree, a run that only reads a file, and a run that
 // writes one new file with write_file (the file tools' record says what
-// changed: its patch costs what that file costs), and, for comparison, a run
-// whose command writes it (a snapshot before the command and one at the
-// end; not in the budget). The file is removed after each run. The budget
+// changed: its patch costs what that file costs); for comparison, the same
+// run without its patch, and a run whose command writes the file (a
+// snapshot before the command and one at the end; not in the budget), with
+// and without its patch. The file is removed after each run. The budget
 // (docs/performance.md): write ≤ 3× status + read on goroot, and write on
 // synthetic100k ≤ 2× write on goroot.
 func BenchmarkPatchRepository(b *testing.B) {
@@ -114,39 +115,45 @@ func benchRepository(b *testing.B, dir string) {
 		}
 	})
 	const name = "zz_specloop_bench.txt"
-	b.Run("write", func(b *testing.B) {
-		for i := range b.N {
-			benchRun(b, dir, false, "write_file", map[string]any{"path": name, "content": fmt.Sprintf("run %d\n", i)})
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
-				b.Fatal(err)
+	for _, run := range []struct {
+		name, tool string
+		args       func(i int) map[string]any
+		patch      bool
+	}{
+		{"write", "write_file", func(i int) map[string]any { return map[string]any{"path": name, "content": fmt.Sprintf("run %d\n", i)} }, true},
+		// The same run without its patch: what the write tool costs.
+		{"write-nopatch", "write_file", func(i int) map[string]any { return map[string]any{"path": name, "content": fmt.Sprintf("run %d\n", i)} }, false},
+		// The change made by a command: a snapshot before it and one at the end.
+		{"command", "run_command", func(i int) map[string]any { return map[string]any{"command": fmt.Sprintf("echo run %d > %s", i, name)} }, true},
+		{"command-nopatch", "run_command", func(i int) map[string]any { return map[string]any{"command": fmt.Sprintf("echo run %d > %s", i, name)} }, false},
+	} {
+		b.Run(run.name, func(b *testing.B) {
+			for i := range b.N {
+				benchRun(b, dir, run.tool, run.args(i), run.patch)
+				if err := os.Remove(filepath.Join(dir, name)); err != nil {
+					b.Fatal(err)
+				}
 			}
-		}
-	})
-	// The same change made by a command: the snapshot before it and the
-	// one at the end.
-	b.Run("command", func(b *testing.B) {
-		for i := range b.N {
-			benchRun(b, dir, true, "run_command", map[string]any{"command": fmt.Sprintf("echo run %d > %s", i, name)})
-			if err := os.Remove(filepath.Join(dir, name)); err != nil {
-				b.Fatal(err)
-			}
-		}
-	})
+		})
+	}
 }
 
-// benchRun is a run in dir that makes one tool call and computes its
-// patch.
-func benchRun(b *testing.B, dir string, commands bool, tool string, args map[string]any) {
+// benchRun is a run in dir that makes one tool call and, with patch,
+// computes its patch.
+func benchRun(b *testing.B, dir, tool string, args map[string]any, patch bool) {
 	ws, err := tools.OpenWorkspace(dir)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer ws.Close()
-	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: !commands})
+	rt, err := tools.New(tools.Config{Workspace: ws, DisableCommands: tool != "run_command"})
 	if err != nil {
 		b.Fatal(err)
 	}
 	mustSucceed(b, callTool(b, rt, tool, args))
+	if !patch {
+		return
+	}
 	if p, err := rt.Patch(context.Background()); err != nil || p == "" {
 		b.Fatalf("patch %q, %v", p, err)
 	}

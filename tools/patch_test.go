@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -150,5 +151,47 @@ func TestPatchWithoutChanges(t *testing.T) {
 	rt := wsRuntime(t, t.TempDir())
 	if p, err := rt.Patch(context.Background()); err != nil || p != "" {
 		t.Fatalf("patch %q, %v", p, err)
+	}
+}
+
+// The snapshot before a command starts from the repository's index, and
+// git's racy-entry rule still holds: a file changed after `git add` in the
+// same second, its size and modification time put back, is read, so the
+// change made before the run stays out of the patch and the run's own is
+// in it, against the right content.
+func TestPatchSeededIndexRacyEntry(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"r.txt": "aaaa\n", "other.txt": "other\n"})
+	r := filepath.Join(ws, "r.txt")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(r, old, old); err != nil {
+		t.Fatal(err)
+	}
+	git(t, ws, "init", "-q")
+	git(t, ws, "add", ".")
+	git(t, ws, "commit", "-q", "-m", "init")
+	f, err := os.OpenFile(r, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("bbbb\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{r, filepath.Join(ws, ".git", "index")} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := wsRuntime(t, ws)
+	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo cccc > r.txt"}))
+	patch, err := rt.Patch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch, "-bbbb\n+cccc\n") || strings.Contains(patch, "other.txt") {
+		t.Fatalf("patch:\n%s", patch)
 	}
 }
