@@ -203,8 +203,10 @@ func (w *Workspace) toolPatch(out io.Writer) error {
 //     takes precedence over every .gitattributes, also unsets them (and the
 //     end-of-line and encoding conversions) for every path, so blobs are
 //     the files' exact bytes.
-//   - The commands used (add, ls-files, update-index, write-tree, diff of
-//     two trees) run no hooks and spawn no helpers; .gitignore files are
+//   - The commands used (add, ls-files, update-index, check-ignore,
+//     hash-object --no-filters, cat-file --batch-check, read-tree,
+//     write-tree, pack-objects, index-pack, diff of two trees) run no
+//     hooks and spawn no helpers; .gitignore files are
 //     read as patterns only, and git skips every entry named .git when it
 //     walks the tree. The one exception, `git status` run inside a nested
 //     repository already in the index, is avoided by never keeping one

@@ -2,11 +2,12 @@ package tools_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
+	"strings"
 	"testing"
 
 	"github.com/specloop/specloop/tools"
@@ -56,9 +57,10 @@ func BenchmarkPatchRepository(b *testing.B) {
 		b.Skip("git is not installed")
 	}
 	b.Run("goroot", func(b *testing.B) {
-		src := filepath.Join(runtime.GOROOT(), "src")
-		if _, err := os.Stat(filepath.Join(src, "go.mod")); err != nil {
-			b.Skipf("no GOROOT/src to copy: %v", err)
+		goroot, err := exec.Command("go", "env", "GOROOT").Output()
+		src := filepath.Join(strings.TrimSpace(string(goroot)), "src")
+		if _, serr := os.Stat(filepath.Join(src, "go.mod")); err != nil || serr != nil {
+			b.Skipf("no GOROOT/src to copy: %v", errors.Join(err, serr))
 		}
 		dir := b.TempDir()
 		if err := os.CopyFS(dir, os.DirFS(src)); err != nil {
