@@ -118,9 +118,11 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 	err := errors.New("not a git work tree")
 	if w.base.git != nil {
 		err = w.base.git.diffSince(ctx, w.base.tree, out)
-	} else if g, gerr := newShadowGit(w.dir); gerr == nil && !w.base.command {
-		err = g.toolDiff(ctx, w.originals(), out)
-		g.remove()
+	} else if !w.base.command {
+		if g, gerr := newShadowGit(w.dir); gerr == nil {
+			err = g.toolDiff(ctx, w.originals(), out)
+			g.remove()
+		}
 	}
 	if err != nil {
 		// Not a git work tree, or git failed on it: the file tools' record
