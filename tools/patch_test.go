@@ -102,9 +102,19 @@ func TestPatchInGitRepository(t *testing.T) {
 	}
 	mustSucceed(t, callTool(t, rt, "edit_file", map[string]any{"path": "a.txt", "old_text": "two", "new_text": "2"}))
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "new.txt", "content": "new\n"}))
+	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "tool.log", "content": "ignored\n"}))
+	// Before any command, the file tools' record is the base.
+	patch, err := rt.Patch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "diff --git a/a.txt b/a.txt\nindex 814f4a4..99b356d 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n" +
+		"diff --git a/new.txt b/new.txt\nnew file mode 100644\nindex 0000000..3e75765\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n"; patch != want {
+		t.Fatalf("the file tools' patch (-want +got):\n%s", cmp.Diff(want, patch))
+	}
 	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo by-command > cmd.txt; echo noise > debug.log; echo up > ../top.txt; rm untracked-before.txt"}))
 
-	patch, err := rt.Patch(context.Background())
+	patch, err = rt.Patch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +128,7 @@ func TestPatchInGitRepository(t *testing.T) {
 			t.Errorf("patch lacks %q:\n%s", want, patch)
 		}
 	}
-	for _, unwanted := range []string{"debug.log", "top.txt", "staged-new.txt", "pre.txt"} {
+	for _, unwanted := range []string{"debug.log", "tool.log", "top.txt", "staged-new.txt", "pre.txt"} {
 		if strings.Contains(patch, unwanted) {
 			t.Errorf("patch has %s (ignored, outside the workspace, or changed before the run):\n%s", unwanted, patch)
 		}
