@@ -65,6 +65,14 @@ func (r *Runtime) Patch(ctx context.Context) (string, error) {
 // command can change any file, so before the first one the base becomes a
 // snapshot of the workspace in the private repository (see snapshot), the
 // originals of the files the tools changed already put back in it.
+//
+// Why this and not a stat baseline of every file: a command's changes
+// need the originals of the files it changed, which only a copy taken
+// before it holds, so a baseline would still hash every file or take the
+// originals from the workspace's own objects, as the seeded snapshot does
+// (see seed) with git doing the stat comparison and the diff. The base is
+// a value (the tree's id in the private repository, and the file tools'
+// record), so it could be kept once per run.
 type patchBase struct {
 	touched bool       // a tool that can change files was called
 	command bool       // and a command: git and tree are its snapshot
@@ -549,13 +557,9 @@ func (g *shadowGit) diff(ctx context.Context, old, now string, out io.Writer) er
 // writeTree writes the private index file index as a tree and returns its
 // id; alternate as for git.
 func (g *shadowGit) writeTree(ctx context.Context, alternate bool, index string) (string, error) {
-	args := []string{"write-tree"}
-	if g.objects != "" {
-		// Unchanged files may be in the alternate only.
-		args = append(args, "--missing-ok")
-	}
 	var tree bytes.Buffer
-	if err := g.git(ctx, nil, &tree, alternate, true, g.top, index, args...); err != nil {
+	// Unchanged files may be in the alternate only.
+	if err := g.git(ctx, nil, &tree, alternate, true, g.top, index, "write-tree", "--missing-ok"); err != nil {
 		return "", err
 	}
 	return strings.TrimSpace(tree.String()), nil
@@ -574,7 +578,7 @@ func (g *shadowGit) toolDiff(ctx context.Context, originals map[string]originalF
 	index := filepath.Join(g.tmp, "index-tools")
 	var list bytes.Buffer
 	for _, p := range paths {
-		list.WriteString(p + "\x00")
+		list.WriteString(path.Join(g.rel, p) + "\x00")
 	}
 	if err := g.git(ctx, &list, io.Discard, false, true, g.top, index, "update-index", "--add", "--remove", "-z", "--stdin"); err != nil {
 		return err
@@ -620,7 +624,7 @@ func (g *shadowGit) withOriginals(ctx context.Context, tree string, originals ma
 	var names, info bytes.Buffer
 	var existed []string
 	for i, p := range paths {
-		o := originals[g.workspacePath(p)]
+		o, p := originals[p], path.Join(g.rel, p)
 		if !o.existed {
 			fmt.Fprintf(&info, "0 %040d\t%s\x00", 0, p)
 			continue
@@ -650,17 +654,15 @@ func (g *shadowGit) withOriginals(ctx context.Context, tree string, originals ma
 	return g.writeTree(ctx, false, index)
 }
 
-// notIgnored returns the paths of originals, relative to the work tree's
-// top and sorted, that no ignore rule excludes.
+// notIgnored returns the paths of originals (workspace-relative, sorted)
+// that no ignore rule excludes.
 func (g *shadowGit) notIgnored(ctx context.Context, originals map[string]originalFile) ([]string, error) {
 	var in, ignored bytes.Buffer
-	var paths []string
-	for _, p := range slices.Sorted(maps.Keys(originals)) {
-		p = path.Join(g.rel, p)
-		paths = append(paths, p)
+	paths := slices.Sorted(maps.Keys(originals))
+	for _, p := range paths {
 		// check-ignore takes no literal pathspecs; after "top", nothing of
 		// the path is magic.
-		in.WriteString(":(top)" + p + "\x00")
+		in.WriteString(":(top)" + path.Join(g.rel, p) + "\x00")
 	}
 	// It exits 1 when no path is ignored.
 	err := g.git(ctx, &in, &ignored, false, false, g.top, filepath.Join(g.tmp, "index-none"), "check-ignore", "-z", "--stdin")
@@ -668,16 +670,7 @@ func (g *shadowGit) notIgnored(ctx context.Context, originals map[string]origina
 		err = nil
 	}
 	skip := strings.Split(ignored.String(), "\x00")
-	return slices.DeleteFunc(paths, func(p string) bool { return slices.Contains(skip, ":(top)"+p) }), err
-}
-
-// workspacePath turns a path relative to the work tree's top into one
-// relative to the workspace.
-func (g *shadowGit) workspacePath(p string) string {
-	if g.rel == "." {
-		return p
-	}
-	return strings.TrimPrefix(p, g.rel+"/")
+	return slices.DeleteFunc(paths, func(p string) bool { return slices.Contains(skip, ":(top)"+path.Join(g.rel, p)) }), err
 }
 
 // git runs git in the private repository with a minimal environment, on
