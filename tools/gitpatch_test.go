@@ -99,41 +99,49 @@ func TestPatchRunsNothingTheWorkspaceControls(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Parallel() // the cases share nothing; the parent's environment holds until they end
-			ws := t.TempDir()
-			bin, markers := t.TempDir(), t.TempDir()
-			writeFiles(t, ws, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n"})
-			git(t, ws, "init", "-q")
-			git(t, ws, "add", ".")
-			git(t, ws, "commit", "-q", "-m", "init")
-			tt.setup(t, ws, bin, markers)
+		// Without commands the file tools' record is the patch's base;
+		// with one, a snapshot seeded from the workspace's index is.
+		for _, commands := range []bool{false, true} {
+			t.Run(fmt.Sprintf("%s/commands=%v", tt.name, commands), func(t *testing.T) {
+				t.Parallel() // the cases share nothing; the parent's environment holds until they end
+				ws := t.TempDir()
+				bin, markers := t.TempDir(), t.TempDir()
+				writeFiles(t, ws, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n"})
+				git(t, ws, "init", "-q")
+				git(t, ws, "add", ".")
+				git(t, ws, "commit", "-q", "-m", "init")
+				tt.setup(t, ws, bin, markers)
 
-			rt := wsRuntimeNoCommands(t, ws)
-			mustSucceed(t, callTool(t, rt, "edit_file", map[string]any{"path": "a.txt", "old_text": "two", "new_text": "2"}))
-			mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "sub/new.txt", "content": "new\n"}))
-			patch, err := rt.Patch(context.Background())
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Again: the first patch's snapshot is in the private index now.
-			if again, err := rt.Patch(context.Background()); err != nil || again != patch {
-				t.Errorf("a second Patch differs (%v):\n%s", err, again)
-			}
-			entries, err := os.ReadDir(markers)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(entries) > 0 {
-				env := readFile(t, filepath.Join(markers, entries[0].Name()))
-				t.Errorf("computing the patch ran the workspace's payload %d times (%s; the secret visible to it: %v)", len(entries), entries[0].Name(), strings.Contains(env, secretValue))
-			}
-			for _, want := range []string{"diff --git a/a.txt b/a.txt", "-two\n+2\n", "diff --git a/sub/new.txt b/sub/new.txt", "+new\n"} {
-				if !strings.Contains(patch, want) {
-					t.Errorf("patch lacks %q:\n%s", want, patch)
+				rt := wsRuntimeNoCommands(t, ws)
+				if commands {
+					rt = wsRuntime(t, ws)
+					mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "true"}))
 				}
-			}
-		})
+				mustSucceed(t, callTool(t, rt, "edit_file", map[string]any{"path": "a.txt", "old_text": "two", "new_text": "2"}))
+				mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "sub/new.txt", "content": "new\n"}))
+				patch, err := rt.Patch(context.Background())
+				if err != nil {
+					t.Fatal(err)
+				}
+				// Again: the first patch's snapshot is in the private index now.
+				if again, err := rt.Patch(context.Background()); err != nil || again != patch {
+					t.Errorf("a second Patch differs (%v):\n%s", err, again)
+				}
+				entries, err := os.ReadDir(markers)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if len(entries) > 0 {
+					env := readFile(t, filepath.Join(markers, entries[0].Name()))
+					t.Errorf("computing the patch ran the workspace's payload %d times (%s; the secret visible to it: %v)", len(entries), entries[0].Name(), strings.Contains(env, secretValue))
+				}
+				for _, want := range []string{"diff --git a/a.txt b/a.txt", "-two\n+2\n", "diff --git a/sub/new.txt b/sub/new.txt", "+new\n"} {
+					if !strings.Contains(patch, want) {
+						t.Errorf("patch lacks %q:\n%s", want, patch)
+					}
+				}
+			})
+		}
 	}
 }
 

@@ -2,8 +2,10 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -12,8 +14,10 @@ import (
 	"maps"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -36,14 +40,18 @@ const (
 // run_command, a custom tool's command)
 // was called.
 //
-// In a git work tree it is a `git diff` between two snapshots of the
-// workspace, one taken just before the first such tool call and one now, so
-// new files and changes made by commands are included and changes that were
-// there before the run are not. The snapshots live in a private repository
-// the runtime creates in a temporary directory (removed by Workspace.Close):
-// nothing of the workspace's own repository is run, read as configuration
-// or changed. Elsewhere, or when git fails, it is the diff of every file the
-// file tools changed, against its content before their first change.
+// In a git work tree it is `git diff` of what the run changed, new files
+// and changes made by commands included and changes that were there before
+// the run not, computed in a private repository the runtime creates in a
+// temporary directory (removed by Workspace.Close): nothing of the
+// workspace's own repository is run, read as configuration or changed.
+// Its cost follows what changed: until a command runs, the file tools'
+// record names every changed file, and git diffs just those (see
+// toolDiff); before the first command, a snapshot of the workspace is taken
+// that hashes only what the workspace's own index, read as data, does not
+// vouch for (see seed), and another at the end. Elsewhere, or when git
+// fails, it is the diff of every file the file tools changed, against its
+// content before their first change.
 func (r *Runtime) Patch(ctx context.Context) (string, error) {
 	if r.env.Workspace == nil {
 		return "", nil
@@ -51,42 +59,80 @@ func (r *Runtime) Patch(ctx context.Context) (string, error) {
 	return r.env.Workspace.patch(ctx)
 }
 
-// changing is called before a tool call that may change files: the first
-// time, it takes the git snapshot the patch is computed against.
-func (w *Workspace) changing(ctx context.Context) {
+// patchBase is what a run's patch is computed against. Until a command
+// runs, the file tools' record of the originals they replaced is all it
+// needs: the patch then costs what those files cost (see toolDiff). A
+// command can change any file, so before the first one the base becomes a
+// snapshot of the workspace in the private repository (see snapshot), the
+// originals of the files the tools changed already put back in it.
+//
+// Why this and not a stat baseline of every file: a command's changes
+// need the originals of the files it changed, which only a copy taken
+// before it holds, so a baseline would still hash every file or take the
+// originals from the workspace's own objects, as the seeded snapshot does
+// (see seed) with git doing the stat comparison and the diff. The base is
+// a value (the tree's id in the private repository, and the file tools'
+// record), so it could be kept once per run.
+type patchBase struct {
+	touched bool       // a tool that can change files was called
+	command bool       // and a command: git and tree are its snapshot
+	git     *shadowGit // nil outside git, or when the snapshot failed
+	tree    string
+}
+
+// changing is called before a file tool's call that may change files.
+func (w *Workspace) changing(context.Context) {
 	w.baseMu.Lock()
 	defer w.baseMu.Unlock()
-	if w.touched {
+	w.base.touched = true
+}
+
+// running is called before a command runs: the first time, it takes the
+// snapshot the patch is computed against.
+func (w *Workspace) running(ctx context.Context) {
+	w.baseMu.Lock()
+	defer w.baseMu.Unlock()
+	if w.base.command {
 		return
 	}
-	w.touched = true
+	w.base.touched, w.base.command = true, true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), patchTimeout)
 	defer cancel()
 	g, err := newShadowGit(w.dir)
 	if err != nil {
 		return // not in a git work tree, or no git: the file tools' record
 	}
-	if tree, err := g.snapshot(ctx, true); err == nil {
-		w.git, w.baseTree = g, tree
-	} else {
-		g.remove()
+	tree, err := g.snapshot(ctx, true)
+	if err == nil {
+		g.keepTrees(ctx, tree)
+		tree, err = g.withOriginals(ctx, tree, w.originals())
 	}
+	if err != nil {
+		g.remove()
+		return
+	}
+	w.base.git, w.base.tree = g, tree
 }
 
 func (w *Workspace) patch(ctx context.Context) (string, error) {
 	w.baseMu.Lock()
 	defer w.baseMu.Unlock()
-	if !w.touched {
+	if !w.base.touched {
 		return "", nil
 	}
 	ctx, cancel := context.WithTimeout(ctx, patchTimeout)
 	defer cancel()
 	out := newCapture(maxPatchBytes, 0)
-	var err error
-	if w.git != nil {
-		err = w.git.diffSince(ctx, w.baseTree, out)
+	err := errors.New("not a git work tree")
+	if w.base.git != nil {
+		err = w.base.git.diffSince(ctx, w.base.tree, out)
+	} else if !w.base.command {
+		if g, gerr := newShadowGit(w.dir); gerr == nil {
+			err = g.toolDiff(ctx, w.originals(), out)
+			g.remove()
+		}
 	}
-	if w.git == nil || err != nil {
+	if err != nil {
 		// Not a git work tree, or git failed on it: the file tools' record
 		// still says what they changed.
 		out = newCapture(maxPatchBytes, 0)
@@ -106,19 +152,25 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 func (w *Workspace) removeGit() error {
 	w.baseMu.Lock()
 	defer w.baseMu.Unlock()
-	if w.git == nil {
+	if w.base.git == nil {
 		return nil
 	}
-	err := w.git.remove()
-	w.git = nil
+	err := w.base.git.remove()
+	w.base.git = nil
 	return err
+}
+
+// originals returns the file tools' record: each file's state before their
+// first change, by workspace-relative path.
+func (w *Workspace) originals() map[string]originalFile {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return maps.Clone(w.original)
 }
 
 // toolPatch diffs the files the file tools changed against their originals.
 func (w *Workspace) toolPatch(out io.Writer) error {
-	w.mu.Lock()
-	originals := maps.Clone(w.original)
-	w.mu.Unlock()
+	originals := w.originals()
 	for _, p := range slices.Sorted(maps.Keys(originals)) {
 		o := originals[p]
 		f, _, err := w.openRegular(p)
@@ -161,8 +213,10 @@ func (w *Workspace) toolPatch(out io.Writer) error {
 //     takes precedence over every .gitattributes, also unsets them (and the
 //     end-of-line and encoding conversions) for every path, so blobs are
 //     the files' exact bytes.
-//   - The commands used (add, ls-files, update-index, write-tree, diff of
-//     two trees) run no hooks and spawn no helpers; .gitignore files are
+//   - The commands used (add, ls-files, update-index, check-ignore,
+//     hash-object --no-filters, cat-file --batch-check, read-tree,
+//     write-tree, pack-objects, index-pack, diff of two trees) run no
+//     hooks and spawn no helpers; .gitignore files are
 //     read as patterns only, and git skips every entry named .git when it
 //     walks the tree. The one exception, `git status` run inside a nested
 //     repository already in the index, is avoided by never keeping one
@@ -259,7 +313,7 @@ func newShadowGit(dir string) (*shadowGit, error) {
 	// a missing or odd file gives none.
 	var exclude []byte
 	if common != "" {
-		if b, err := readSmall(filepath.Join(common, "info", "exclude"), maxExcludeBytes); err == nil {
+		if b, _, err := readSmall(filepath.Join(common, "info", "exclude"), maxExcludeBytes); err == nil {
 			exclude = b
 		}
 	}
@@ -287,7 +341,7 @@ func commonDir(top string) string {
 	if gd == "" {
 		return ""
 	}
-	if cd, err := readSmall(filepath.Join(gd, "commondir"), 4096); err == nil {
+	if cd, _, err := readSmall(filepath.Join(gd, "commondir"), 4096); err == nil {
 		c := strings.TrimSpace(string(cd))
 		if !filepath.IsAbs(c) {
 			c = filepath.Join(gd, c)
@@ -310,22 +364,24 @@ func repoObjects(common string) string {
 	return objects
 }
 
-// readSmall reads the regular file p when it is at most max bytes; a FIFO
-// or a device is refused without blocking on it.
-func readSmall(p string, max int64) ([]byte, error) {
+// readSmall reads the regular file p, and returns its stat data, when it
+// is at most max bytes; a FIFO or a device is refused without blocking on
+// it.
+func readSmall(p string, max int64) ([]byte, fs.FileInfo, error) {
 	f, err := os.OpenFile(p, os.O_RDONLY|nonblock, 0)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	defer f.Close()
 	fi, err := f.Stat()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	if !fi.Mode().IsRegular() || fi.Size() > max {
-		return nil, fs.ErrInvalid
+		return nil, nil, fs.ErrInvalid
 	}
-	return io.ReadAll(io.LimitReader(f, max))
+	data, err := io.ReadAll(io.LimitReader(f, max))
+	return data, fi, err
 }
 
 // maxNested bounds the nested repositories a snapshot reads; past it
@@ -334,8 +390,9 @@ const maxNested = 256
 
 // snapshot writes the current state of the workspace (every file that is
 // not ignored) as a tree of the private repository and returns its id. The
+// first one starts from the workspace's own index (see seed), and the
 // private index persists between snapshots, so only files whose stat data
-// changed are read again.
+// changed are read.
 //
 // Files of nested repositories are files of the workspace too: `git add`
 // stops at a directory with a .git (it would record a gitlink), so each
@@ -352,23 +409,14 @@ const maxNested = 256
 // never come from an object the workspace planted under the same id.
 func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 	main := filepath.Join(g.tmp, "index")
+	if base && g.seed(ctx, main) != nil {
+		_ = os.Remove(main) // a fresh index: every file is hashed
+	}
 	queue, err := g.add(ctx, base, g.top, main, g.rel, "")
 	if err != nil {
 		return "", err
 	}
-	args := []string{"write-tree"}
-	if !base && g.objects != "" {
-		// Unchanged files may be in the alternate only.
-		args = append(args, "--missing-ok")
-	}
-	writeTree := func(index string) (string, error) {
-		var tree bytes.Buffer
-		if err := g.git(ctx, nil, &tree, base, true, g.top, index, args...); err != nil {
-			return "", err
-		}
-		return strings.TrimSpace(tree.String()), nil
-	}
-	tree, err := writeTree(main)
+	tree, err := g.writeTree(ctx, base, main)
 	if err != nil || len(queue) == 0 {
 		return tree, err
 	}
@@ -390,7 +438,7 @@ func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 			return "", err
 		}
 		queue = append(queue, inner...)
-		t, err := writeTree(index)
+		t, err := g.writeTree(ctx, base, index)
 		if err != nil {
 			return "", err
 		}
@@ -407,7 +455,7 @@ func (g *shadowGit) snapshot(ctx context.Context, base bool) (string, error) {
 			return "", err
 		}
 	}
-	return writeTree(combined)
+	return g.writeTree(ctx, base, combined)
 }
 
 // add adds every file under pathspec of the work tree top to index, but
@@ -466,6 +514,24 @@ func (g *shadowGit) dropNested(ctx context.Context, index, prefix string) ([]str
 	return paths, g.git(ctx, &nested, io.Discard, false, true, g.top, index, "update-index", "--force-remove", "-z", "--stdin")
 }
 
+// keepTrees copies the trees of the snapshot tree that only the
+// workspace repository's object directory holds into the private
+// repository, as one pack: the next snapshot (which does not read that
+// directory) then writes only the trees of the directories that changed,
+// instead of all of them as loose objects (seconds on a large tree).
+// index-pack hashes every object it stores, so an object planted in the
+// workspace under a tree's id is stored under its own id instead, and the
+// next snapshot writes the tree it computes. Failing leaves that cost.
+func (g *shadowGit) keepTrees(ctx context.Context, tree string) {
+	if g.objects == "" {
+		return
+	}
+	var pack bytes.Buffer
+	if g.git(ctx, strings.NewReader(tree+"\n"), &pack, true, true, g.top, "", "pack-objects", "--revs", "--filter=blob:none", "--window=0", "--stdout", "-q") == nil {
+		_ = g.git(ctx, &pack, io.Discard, false, true, g.top, "", "index-pack", "--stdin")
+	}
+}
+
 // diffSince writes the diff of the workspace from the snapshot base to now,
 // with paths relative to the workspace.
 func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) error {
@@ -473,13 +539,138 @@ func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) e
 	if err != nil {
 		return err
 	}
+	return g.diff(ctx, base, now, out)
+}
+
+// diff writes the diff from the tree old to the tree now, with paths
+// relative to the workspace.
+func (g *shadowGit) diff(ctx context.Context, old, now string, out io.Writer) error {
 	args := []string{"diff", "--no-color", "--no-ext-diff", "--no-textconv", "--no-renames",
 		"--src-prefix=a/", "--dst-prefix=b/"}
 	if g.rel != "." {
 		args = append(args, "--relative="+g.rel)
 	}
 	// The private objects are looked up before the alternate's.
-	return g.git(ctx, nil, out, true, true, g.top, filepath.Join(g.tmp, "index"), append(args, base, now, "--", g.rel)...)
+	return g.git(ctx, nil, out, true, true, g.top, filepath.Join(g.tmp, "index"), append(args, old, now, "--", g.rel)...)
+}
+
+// writeTree writes the private index file index as a tree and returns its
+// id; alternate as for git.
+func (g *shadowGit) writeTree(ctx context.Context, alternate bool, index string) (string, error) {
+	var tree bytes.Buffer
+	// Unchanged files may be in the alternate only.
+	if err := g.git(ctx, nil, &tree, alternate, true, g.top, index, "write-tree", "--missing-ok"); err != nil {
+		return "", err
+	}
+	return strings.TrimSpace(tree.String()), nil
+}
+
+// toolDiff writes the diff of the files the file tools changed
+// (originals, by workspace-relative path) when no command ran: a tree of
+// just those files as they are now, another of them as they were, and git's
+// diff between the two, which is `git diff` of the whole workspace since
+// nothing else changed. Files the ignore rules exclude are left out.
+func (g *shadowGit) toolDiff(ctx context.Context, originals map[string]originalFile, out io.Writer) error {
+	paths, err := g.notIgnored(ctx, originals)
+	if err != nil {
+		return err
+	}
+	index := filepath.Join(g.tmp, "index-tools")
+	var list bytes.Buffer
+	for _, p := range paths {
+		list.WriteString(path.Join(g.rel, p) + "\x00")
+	}
+	if err := g.git(ctx, &list, io.Discard, false, true, g.top, index, "update-index", "--add", "--remove", "-z", "--stdin"); err != nil {
+		return err
+	}
+	now, err := g.writeTree(ctx, false, index)
+	if err != nil {
+		return err
+	}
+	old, err := g.withOriginals(ctx, now, originals)
+	if err != nil {
+		return err
+	}
+	return g.diff(ctx, old, now, out)
+}
+
+// withOriginals returns the tree tree with the files in originals (by
+// workspace-relative path) as they were before the file tools changed them
+// (gone if they did not exist), but for those the ignore rules exclude.
+func (g *shadowGit) withOriginals(ctx context.Context, tree string, originals map[string]originalFile) (string, error) {
+	paths, err := g.notIgnored(ctx, originals)
+	if err != nil || len(paths) == 0 {
+		return tree, err
+	}
+	index := filepath.Join(g.tmp, "index-originals")
+	if err := g.git(ctx, nil, io.Discard, true, true, g.top, index, "read-tree", tree); err != nil {
+		return "", err
+	}
+	data, _, err := readSmall(index, maxIndexBytes)
+	if err != nil {
+		return "", err
+	}
+	entries, err := parseIndex(data)
+	if err != nil {
+		return "", err
+	}
+	modes := map[string]uint32{}
+	for _, e := range entries {
+		modes[e.path] = binary.BigEndian.Uint32(e.stat[24:])
+	}
+	// Each original that existed, in a file of its own, hashed into the
+	// private repository.
+	dir := filepath.Join(g.tmp, "originals")
+	var names, info bytes.Buffer
+	var existed []string
+	for i, p := range paths {
+		o, p := originals[p], path.Join(g.rel, p)
+		if !o.existed {
+			fmt.Fprintf(&info, "0 %040d\t%s\x00", 0, p)
+			continue
+		}
+		name := filepath.Join(dir, strconv.Itoa(i))
+		if err := errors.Join(os.MkdirAll(dir, 0o700), os.WriteFile(name, o.content, 0o600)); err != nil {
+			return "", err
+		}
+		names.WriteString(name + "\n")
+		existed = append(existed, p)
+	}
+	var ids bytes.Buffer
+	if err := g.git(ctx, &names, &ids, false, true, g.top, index, "hash-object", "-w", "--no-filters", "--stdin-paths"); err != nil {
+		return "", err
+	}
+	hashed := strings.Fields(ids.String())
+	if len(hashed) != len(existed) {
+		return "", errors.New("hash-object: short answer")
+	}
+	for i, id := range hashed {
+		mode := cmp.Or(modes[existed[i]], 0o100644)
+		fmt.Fprintf(&info, "%o %s\t%s\x00", mode, id, existed[i])
+	}
+	if err := g.git(ctx, &info, io.Discard, false, true, g.top, index, "update-index", "-z", "--index-info"); err != nil {
+		return "", err
+	}
+	return g.writeTree(ctx, false, index)
+}
+
+// notIgnored returns the paths of originals (workspace-relative, sorted)
+// that no ignore rule excludes.
+func (g *shadowGit) notIgnored(ctx context.Context, originals map[string]originalFile) ([]string, error) {
+	var in, ignored bytes.Buffer
+	paths := slices.Sorted(maps.Keys(originals))
+	for _, p := range paths {
+		// check-ignore takes no literal pathspecs; after "top", nothing of
+		// the path is magic.
+		in.WriteString(":(top)" + path.Join(g.rel, p) + "\x00")
+	}
+	// It exits 1 when no path is ignored.
+	err := g.git(ctx, &in, &ignored, false, false, g.top, filepath.Join(g.tmp, "index-none"), "check-ignore", "-z", "--stdin")
+	if ee := (*exec.ExitError)(nil); errors.As(err, &ee) && ee.ExitCode() == 1 {
+		err = nil
+	}
+	skip := strings.Split(ignored.String(), "\x00")
+	return slices.DeleteFunc(paths, func(p string) bool { return slices.Contains(skip, ":(top)"+path.Join(g.rel, p)) }), err
 }
 
 // git runs git in the private repository with a minimal environment, on

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -101,9 +102,19 @@ func TestPatchInGitRepository(t *testing.T) {
 	}
 	mustSucceed(t, callTool(t, rt, "edit_file", map[string]any{"path": "a.txt", "old_text": "two", "new_text": "2"}))
 	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "new.txt", "content": "new\n"}))
+	mustSucceed(t, callTool(t, rt, "write_file", map[string]any{"path": "tool.log", "content": "ignored\n"}))
+	// Before any command, the file tools' record is the base.
+	patch, err := rt.Patch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "diff --git a/a.txt b/a.txt\nindex 814f4a4..99b356d 100644\n--- a/a.txt\n+++ b/a.txt\n@@ -1,2 +1,2 @@\n one\n-two\n+2\n" +
+		"diff --git a/new.txt b/new.txt\nnew file mode 100644\nindex 0000000..3e75765\n--- /dev/null\n+++ b/new.txt\n@@ -0,0 +1 @@\n+new\n"; patch != want {
+		t.Fatalf("the file tools' patch (-want +got):\n%s", cmp.Diff(want, patch))
+	}
 	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo by-command > cmd.txt; echo noise > debug.log; echo up > ../top.txt; rm untracked-before.txt"}))
 
-	patch, err := rt.Patch(context.Background())
+	patch, err = rt.Patch(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +128,7 @@ func TestPatchInGitRepository(t *testing.T) {
 			t.Errorf("patch lacks %q:\n%s", want, patch)
 		}
 	}
-	for _, unwanted := range []string{"debug.log", "top.txt", "staged-new.txt", "pre.txt"} {
+	for _, unwanted := range []string{"debug.log", "tool.log", "top.txt", "staged-new.txt", "pre.txt"} {
 		if strings.Contains(patch, unwanted) {
 			t.Errorf("patch has %s (ignored, outside the workspace, or changed before the run):\n%s", unwanted, patch)
 		}
@@ -150,5 +161,47 @@ func TestPatchWithoutChanges(t *testing.T) {
 	rt := wsRuntime(t, t.TempDir())
 	if p, err := rt.Patch(context.Background()); err != nil || p != "" {
 		t.Fatalf("patch %q, %v", p, err)
+	}
+}
+
+// The snapshot before a command starts from the repository's index, and
+// git's racy-entry rule still holds: a file changed after `git add` in the
+// same second, its size and modification time put back, is read, so the
+// change made before the run stays out of the patch and the run's own is
+// in it, against the right content.
+func TestPatchSeededIndexRacyEntry(t *testing.T) {
+	t.Parallel()
+	needGit(t)
+	ws := t.TempDir()
+	writeFiles(t, ws, map[string]string{"r.txt": "aaaa\n", "other.txt": "other\n"})
+	r := filepath.Join(ws, "r.txt")
+	old := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(r, old, old); err != nil {
+		t.Fatal(err)
+	}
+	git(t, ws, "init", "-q")
+	git(t, ws, "add", ".")
+	git(t, ws, "commit", "-q", "-m", "init")
+	f, err := os.OpenFile(r, os.O_WRONLY, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString("bbbb\n"); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	for _, p := range []string{r, filepath.Join(ws, ".git", "index")} {
+		if err := os.Chtimes(p, old, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rt := wsRuntime(t, ws)
+	mustSucceed(t, callTool(t, rt, "run_command", map[string]any{"command": "echo cccc > r.txt"}))
+	patch, err := rt.Patch(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(patch, "-bbbb\n+cccc\n") || strings.Contains(patch, "other.txt") {
+		t.Fatalf("patch:\n%s", patch)
 	}
 }

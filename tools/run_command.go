@@ -22,7 +22,7 @@ var runCommandHandler = Func(NeedsCommands, runCommand, renderRunCommand)
 
 func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.RunCommandResult, error) {
 	timeout := commandTimeout(in)
-	env.Workspace.changing(ctx)
+	env.Workspace.running(ctx)
 	stdout := newCapture(commandHeadBytes, commandTailBytes)
 	stderr := newCapture(commandHeadBytes, commandTailBytes)
 	if env.Sandbox == nil {

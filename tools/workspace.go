@@ -76,10 +76,8 @@ type Workspace struct {
 	trust   map[string][]gitshape.Rel // by the work tree top (workspace-relative, "" for the enclosing repository)
 	nested  func() []string           // the nested repositories' tops, found once (see nestedRepos)
 
-	baseMu   sync.Mutex
-	touched  bool       // a tool that can change files was called
-	git      *shadowGit // the snapshots' private repository; nil outside git
-	baseTree string     // the snapshot taken before that call
+	baseMu sync.Mutex
+	base   patchBase // what the run's patch is computed against (see patch.go)
 }
 
 // originalFile is a file's state before the file tools first changed it.
