@@ -18,7 +18,7 @@ import (
 // mapper turns a run's transcript entries (live, from its progress
 // through a transcript.Recorder, or read back for session/load) into
 // session updates: the model's text as agent_message_chunk, each tool call
-// as tool_call and tool_call_update (pending, in_progress once allowed,
+// as tool_call and tool_call_update (pending, in_progress as it starts to run,
 // completed or failed with its diff or output), the person's messages as
 // user_message_chunk on a replay.
 type mapper struct {
@@ -49,8 +49,15 @@ func newMapper(conn *sdk.AgentSideConnection, s *session, replay bool) *mapper {
 	return &mapper{q: q, cwd: s.cwd, replay: replay, streamed: map[int]string{}}
 }
 
-// live streams the model's text as it arrives.
+// live streams the model's text as it arrives, and marks a tool call in
+// progress as it starts to run.
 func (m *mapper) live(l agent.Live) {
+	if l.Call != nil {
+		if c := m.front(); c != nil {
+			m.q.push(sdk.UpdateToolCall(c.id, sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress)))
+		}
+		return
+	}
 	if l.Text == "" {
 		return
 	}
@@ -94,10 +101,6 @@ func (m *mapper) Write(e gen.TranscriptEntry) error {
 				sdk.WithStartLocations(c.locations), sdk.WithStartRawInput(a.Arguments)))
 		case gen.Finish:
 			m.say(e.Step, "\n"+a.Answer)
-		}
-	case gen.TraceEventTypeApprovalDecided:
-		if c := m.front(); c != nil && deref(e.Decision) != gen.ApprovalDecisionDeny {
-			m.q.push(sdk.UpdateToolCall(c.id, sdk.WithUpdateStatus(sdk.ToolCallStatusInProgress)))
 		}
 	case gen.TraceEventTypeObservation:
 		if c := m.answered(); c != nil && e.Observation != nil {

@@ -170,8 +170,9 @@ type Options struct {
 	// progress display. It must not block for long.
 	Observer func(p Progress)
 	// Live, when set, is told what no trace event says while a step runs:
-	// that its model call started, and each piece of the model's text as
-	// the model streams it (Request.OnText). It is called from the loop's
+	// that its model call started, each piece of the model's text as the
+	// model streams it (Request.OnText), and that a tool call starts to
+	// run (approved, or not asked about). It is called from the loop's
 	// goroutine or the model's; it must not block for long.
 	Live func(Live)
 	// Clock is the loop's source of event times and durations; nil means
@@ -522,6 +523,9 @@ func (l *loop) callTool(ctx context.Context, step int, rec *toolStep) *end {
 		rec.obs = gen.Observation{Type: gen.ObservationTypeObservation, ToolName: call.ToolName, CallId: call.CallId, IsError: true,
 			Content: fmt.Sprintf("error: unknown tool %q; no tools are available", textclip.Clip(call.ToolName, 64)), ErrorCode: ptr(gen.ErrorCodeUnknownTool)}
 	} else {
+		if live := l.opts.Live; live != nil {
+			live(Live{Step: step, Call: call})
+		}
 		rec.obs, err = l.opts.Tools.Call(ctx, call)
 		l.ran(call.ToolName)
 	}
@@ -705,12 +709,13 @@ func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
 func ptr[T any](v T) *T { return &v }
 
-// Live is news of the step in progress for Options.Live: with Text empty,
-// the model call of Step started; otherwise Text is the next piece of the
-// model's text.
+// Live is news of the step in progress for Options.Live: with Call set,
+// that tool call starts to run now; else with Text empty, the model call
+// of Step started; otherwise Text is the next piece of the model's text.
 type Live struct {
 	Step int
 	Text string
+	Call *gen.ToolCall
 }
 
 // Progress is one event of a run as an Observer sees it: the trace event

@@ -33,6 +33,9 @@ const waitTick = time.Second
 // model (12 s)` on one line rewritten in place until the model's first
 // text or its turn arrives; then the text as it streams.
 func (p *progressPrinter) live(l agent.Live) {
+	if l.Call != nil {
+		return // the step's line says which call runs
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.stopWaiting()
