@@ -1,8 +1,6 @@
 package eval
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -40,15 +38,6 @@ func ReadResults(path string, repair bool) ([]gen.EvalAttempt, error) {
 		}
 	}
 	return out, nil
-}
-
-// encodeLine is r as one JSON line.
-func encodeLine(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return b.Bytes(), err
 }
 
 // Prediction is one line of SWE-bench's predictions format.

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
 )
 
 // Attempt is one attempt at a task, as the Runner gets it.
@@ -134,7 +135,7 @@ func Run(ctx context.Context, tasks []Task, cfg Config) ([]gen.EvalAttempt, erro
 				r, err := attempt(ctx, cfg, a)
 				if err == nil {
 					var line []byte
-					if line, err = encodeLine(&r); err == nil {
+					if line, err = trace.EncodeLine(&r); err == nil {
 						mu.Lock()
 						_, err = f.Write(line) // one write of one line: a crash loses at most it
 						mu.Unlock()
