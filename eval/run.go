@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -203,7 +204,7 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 	if !cfg.Keep {
 		defer os.RemoveAll(a.Dir)
 	}
-	if err := checkout(ctx, a.Task.Objects, a.Task.Commit, a.Dir); err != nil {
+	if err := gitcheckout.Make(ctx, a.Task.Objects, a.Task.Commit, a.Dir); err != nil {
 		return r, fmt.Errorf("work tree: %w", err)
 	}
 	if a.Task.Setup != nil {

@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/schema"
 )
 
@@ -173,7 +174,7 @@ func Prepare(ctx context.Context, tasks []Task, out, file string) error {
 		if isURL(t.EvalTask.Repo) {
 			if clones[t.EvalTask.Repo] == "" {
 				dst := filepath.Join(out, "repos", fmt.Sprintf("%s-%d.git", t.Id, t.Line))
-				if err := cloneBare(ctx, t.EvalTask.Repo, dst); err != nil {
+				if err := gitcheckout.CloneBare(ctx, t.EvalTask.Repo, dst); err != nil {
 					errs = append(errs, fmt.Errorf("%s:%d: repo: %w", file, t.Line, err))
 					continue
 				}
@@ -185,12 +186,12 @@ func Prepare(ctx context.Context, tasks []Task, out, file string) error {
 		if t.EvalTask.Commit != nil {
 			commit = *t.EvalTask.Commit
 		}
-		hash, err := resolve(ctx, t.Repo, commit)
+		hash, err := gitcheckout.Resolve(ctx, t.Repo, commit)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s:%d: commit: %w", file, t.Line, err))
 			continue
 		}
-		if t.Objects, err = objectsDir(ctx, t.Repo); err != nil {
+		if t.Objects, err = gitcheckout.Objects(ctx, t.Repo); err != nil {
 			errs = append(errs, fmt.Errorf("%s:%d: repo: %w", file, t.Line, err))
 			continue
 		}

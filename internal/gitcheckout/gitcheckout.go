@@ -1,4 +1,8 @@
-package eval
+// Package gitcheckout makes git work trees of a commit, each a repository of
+// its own that shares a repository's objects read-only, running nothing
+// the repository configures: what specloop eval's attempts and the
+// server's isolated runs work in.
+package gitcheckout
 
 import (
 	"bytes"
@@ -52,7 +56,9 @@ func cleanEnv() []string {
 	return env
 }
 
-func cloneBare(ctx context.Context, url, dst string) error {
+// CloneBare clones url, bare, into dst, or fetches its branches again
+// when dst holds the clone already.
+func CloneBare(ctx context.Context, url, dst string) error {
 	if _, err := os.Stat(filepath.Join(dst, "HEAD")); err == nil {
 		_, err := git(ctx, dst, "fetch", "--quiet", "origin", "+refs/heads/*:refs/heads/*")
 		return err
@@ -64,14 +70,15 @@ func cloneBare(ctx context.Context, url, dst string) error {
 	return err
 }
 
-func resolve(ctx context.Context, repo, rev string) (string, error) {
+// Resolve returns the hash of the commit rev names in the repository repo.
+func Resolve(ctx context.Context, repo, rev string) (string, error) {
 	if strings.HasPrefix(rev, "-") {
 		return "", fmt.Errorf("%q is not a revision", rev)
 	}
 	return git(ctx, repo, "rev-parse", "--verify", "--quiet", "--end-of-options", rev+"^{commit}")
 }
 
-// checkout makes dir a git work tree of its own, detached at commit: a
+// Make makes dir a git work tree of its own, detached at commit: a
 // repository made here, with no hooks and a configuration of this
 // process's, whose objects are the task repository's, read as an
 // alternate. Nothing of the task repository is changed, and nothing of its
@@ -80,7 +87,7 @@ func resolve(ctx context.Context, repo, rev string) (string, error) {
 // unsets every driver and conversion, so the files are the commit's exact
 // bytes. A directory left at dir by an attempt that was stopped is
 // removed first.
-func checkout(ctx context.Context, objects, commit, dir string) error {
+func Make(ctx context.Context, objects, commit, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
 		return fmt.Errorf("remove what a stopped attempt left: %w", err)
 	}
@@ -106,8 +113,8 @@ func checkout(ctx context.Context, objects, commit, dir string) error {
 	return private(ctx, dir, "checkout", "--quiet", "--detach", commit)
 }
 
-// private runs git on the repository checkout made at dir, in an
-// environment built from scratch (see checkout).
+// private runs git on the repository Make made at dir, in an environment
+// built from scratch (see Make).
 func private(ctx context.Context, dir string, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
@@ -129,8 +136,8 @@ func private(ctx context.Context, dir string, args ...string) error {
 	return nil
 }
 
-// objectsDir is the object store of the repository at repo.
-func objectsDir(ctx context.Context, repo string) (string, error) {
+// Objects is the object store of the repository at repo.
+func Objects(ctx context.Context, repo string) (string, error) {
 	common, err := git(ctx, repo, "rev-parse", "--path-format=absolute", "--git-common-dir")
 	if err != nil {
 		return "", err
