@@ -112,6 +112,24 @@ func (e CalculatorOperation) Valid() bool {
 	}
 }
 
+// Defines values for CreateRunRequestIsolation.
+const (
+	CreateRunRequestIsolationShared   CreateRunRequestIsolation = "shared"
+	CreateRunRequestIsolationWorktree CreateRunRequestIsolation = "worktree"
+)
+
+// Valid indicates whether the value is a known member of the CreateRunRequestIsolation enum.
+func (e CreateRunRequestIsolation) Valid() bool {
+	switch e {
+	case CreateRunRequestIsolationShared:
+		return true
+	case CreateRunRequestIsolationWorktree:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ErrorCode.
 const (
 	ErrorCodeBinaryFile           ErrorCode = "binary_file"
@@ -666,6 +684,12 @@ type CreateRunRequest struct {
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
+	// Commit With isolation worktree, the revision of the workspace's repository the work tree is made at.
+	Commit *string `json:"commit,omitempty"`
+
+	// Isolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. worktree needs the embedded engine, and a run it made cannot be continued.
+	Isolation *CreateRunRequestIsolation `json:"isolation,omitempty"`
+
 	// MaxObservationBytes The most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker saying what was omitted. The run's observations keep the whole output.
 	MaxObservationBytes *int `json:"max_observation_bytes,omitempty"`
 
@@ -699,6 +723,9 @@ type CreateRunRequest struct {
 	// Workspace A workspace directory relative to the server's workspace root; the root itself when absent.
 	Workspace *string `json:"workspace,omitempty"`
 }
+
+// CreateRunRequestIsolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. worktree needs the embedded engine, and a run it made cannot be continued.
+type CreateRunRequestIsolation string
 
 // EditFileInput One exact replacement in one file.
 type EditFileInput struct {

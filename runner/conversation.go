@@ -79,6 +79,9 @@ func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRe
 		return gen.Run{}, err
 	}
 	next := turns[len(turns)-1].Spec
+	if isolated(&next) {
+		return gen.Run{}, errContinueIsolated
+	}
 	next.ID, next.FollowUp, next.Conversation = "", &agent.FollowUp{Message: body.Message}, turns
 	if body.MaxSteps != nil {
 		next.MaxSteps = body.MaxSteps

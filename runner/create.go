@@ -6,6 +6,7 @@ import (
 	"io"
 	"io/fs"
 	"os"
+	"path"
 	"path/filepath"
 	"strings"
 	"time"
@@ -43,8 +44,18 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	if err != nil {
 		return gen.Run{}, badField("/model/provider", "%s", textclip.Clip(err.Error(), 300))
 	}
+	if isolated(&sp) {
+		wt, err := s.isolate(ctx, body.Workspace, body.Commit)
+		if err != nil {
+			return gen.Run{}, err
+		}
+		sp.CreateRunRequest.Workspace, body.Workspace = &wt, &wt
+	} else if body.Workspace != nil && inIsolated(path.Clean(*body.Workspace)) {
+		return gen.Run{}, badField("/workspace", "names the work trees of isolated runs, which only their runs work in")
+	}
 	wsName, ws, err := s.holdWorkspace(body.Workspace)
 	if err != nil {
+		s.dropIsolated(deref(body.Workspace))
 		return gen.Run{}, err
 	}
 	sp.Workspace = orNil(wsName)
@@ -53,6 +64,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	}
 	if err := s.sched.admit(); err != nil {
 		s.releaseWorkspace(ws)
+		s.dropIsolated(wsName)
 		return gen.Run{}, err
 	}
 	r := &run{workspace: wsName, status: gen.RunStatusQueued}
@@ -83,6 +95,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	if err != nil {
 		s.sched.release()
 		s.releaseWorkspace(ws)
+		s.dropIsolated(wsName)
 		j.cancel(err)
 		s.log.Error("record a new run", "err", err)
 		return gen.Run{}, &Error{Kind: Internal, Detail: "the run could not be recorded"}

@@ -157,6 +157,9 @@ func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, 
 		res = *kept.Result
 		res.RunId = &r.id
 	}
+	// The result holds the patch: an isolated run's work tree has done its
+	// work, and is gone before the run shows finished.
+	s.dropIsolated(r.workspace)
 	s.runs.mu.Lock()
 	r.status = gen.RunStatusFinished
 	r.finished = finished
@@ -267,6 +270,7 @@ func (s *Runner) recover(entries []entry) error {
 			return err
 		}
 		fixes = append(fixes, line...)
+		s.dropIsolated(r.workspace) // an isolated run that will not go on
 	}
 	if len(fixes) > 0 {
 		if err := s.store.append(fixes, true); err != nil {

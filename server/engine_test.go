@@ -225,3 +225,18 @@ func TestEngineRunsAreContinuedThroughTheEngine(t *testing.T) {
 	}
 	ts.wait(next.Id)
 }
+
+// A server whose runs go to an Engine refuses isolation worktree with a
+// 400 naming the field: the engine's workers open workspaces themselves.
+func TestEngineRefusesIsolatedRuns(t *testing.T) {
+	t.Parallel()
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: &fakeEngine{got: make(chan runner.Spec, 1)}}})
+	req := calcRequest()
+	worktree := gen.CreateRunRequestIsolationWorktree
+	req.Isolation = &worktree
+	body, _ := json.Marshal(req)
+	code, _, reply := ts.do(http.MethodPost, "/v1/runs", "application/json", bytes.NewReader(body))
+	if code != http.StatusBadRequest || !strings.Contains(string(reply), "/isolation") || !strings.Contains(string(reply), "embedded engine") {
+		t.Fatalf("status %d: %s", code, reply)
+	}
+}

@@ -57,6 +57,8 @@ func TestDefaultsAreSpecData(t *testing.T) {
 		"CreateRunRequest.transcript":            gen.DefaultCreateRunRequestTranscript,
 		"CreateRunRequest.project_docs":          gen.DefaultCreateRunRequestProjectDocs,
 		"CreateRunRequest.project_docs_limit":    float64(gen.DefaultCreateRunRequestProjectDocsLimit),
+		"CreateRunRequest.isolation":             gen.DefaultCreateRunRequestIsolation,
+		"CreateRunRequest.commit":                gen.DefaultCreateRunRequestCommit,
 		"EvalTask.commit":                        gen.DefaultEvalTaskCommit,
 		"ListFilesInput.limit":                   float64(gen.DefaultListFilesInputLimit),
 		"ReadFileInput.start_line":               float64(gen.DefaultReadFileInputStartLine),

@@ -1,0 +1,79 @@
+package runner_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
+)
+
+// Runs created with isolation worktree on one repository each work in a
+// work tree of their own: each patch holds its own change, the workspace
+// is untouched, and the work trees are gone once the runs end. Such a run
+// cannot be continued, and a request may not name the work trees.
+func TestIsolatedRunsNeverShareFiles(t *testing.T) {
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "empty"}} {
+		if out, err := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...).CombinedOutput(); err != nil {
+			t.Skipf("git: %v: %s", err, out)
+		}
+	}
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("base\n"), 0o644)
+	for _, args := range [][]string{{"add", "a.txt"}, {"commit", "-qm", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a", "-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Fatalf("git: %v: %s", err, out)
+		}
+	}
+	rn := newRunner(t, t.TempDir(), root)
+	ctx := context.Background()
+	worktree := gen.CreateRunRequestIsolationWorktree
+	create := func(content string) gen.Run {
+		req := script(t, `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"a.txt","content":"`+content+`\n"}}`, `{"type":"finish","answer":"done"}`)
+		req.Workspace, req.Isolation = new("repo"), &worktree
+		r, err := rn.Create(ctx, req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Workspace == nil || !strings.HasPrefix(*r.Workspace, ".specloop-worktrees/") {
+			t.Fatalf("an isolated run's workspace is %v", r.Workspace)
+		}
+		return r
+	}
+	one, two := create("one"), create("two")
+	for r, want := range map[string]string{one.Id: "+one", two.Id: "+two"} {
+		v := waitFor(t, rn, r, finished)
+		if v.Result.ExitReason != gen.ExitReasonFinished || v.Result.Patch == nil || !strings.Contains(*v.Result.Patch, "-base\n"+want+"\n") {
+			t.Errorf("run %s: %+v, patch %v", r, v.Result, v.Result.Patch)
+		}
+	}
+	if data, _ := os.ReadFile(filepath.Join(repo, "a.txt")); string(data) != "base\n" {
+		t.Errorf("the workspace changed: %q", data)
+	}
+	if left, _ := os.ReadDir(filepath.Join(root, ".specloop-worktrees")); len(left) != 0 {
+		t.Errorf("work trees left after the runs ended: %v", left)
+	}
+
+	var re *runner.Error
+	if _, err := rn.Continue(ctx, one.Id, gen.ContinueRunRequest{Message: "more"}); !errors.As(err, &re) || re.Kind != runner.Conflict {
+		t.Errorf("continuing an isolated run: %v, want a conflict", err)
+	}
+	bad := func(name string, edit func(*gen.CreateRunRequest), field string) {
+		t.Helper()
+		req := script(t, `{"type":"finish","answer":"done"}`)
+		edit(&req)
+		if _, err := rn.Create(ctx, req); !errors.As(err, &re) || re.Kind != runner.Invalid || re.Field != field {
+			t.Errorf("%s: %v, want a refusal of %s", name, err, field)
+		}
+	}
+	bad("a workspace among the work trees", func(r *gen.CreateRunRequest) { r.Workspace = new(".specloop-worktrees/x") }, "/workspace")
+	bad("no repository", func(r *gen.CreateRunRequest) { r.Isolation = &worktree }, "/isolation")
+	bad("no such commit", func(r *gen.CreateRunRequest) { r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("no-such-branch") }, "/commit")
+	bad("an option for a commit", func(r *gen.CreateRunRequest) { r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("--output=/tmp/x") }, "/commit")
+}
