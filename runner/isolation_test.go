@@ -74,6 +74,10 @@ func TestIsolatedRunsNeverShareFiles(t *testing.T) {
 	}
 	bad("a workspace among the work trees", func(r *gen.CreateRunRequest) { r.Workspace = new(".specloop-worktrees/x") }, "/workspace")
 	bad("no repository", func(r *gen.CreateRunRequest) { r.Isolation = &worktree }, "/isolation")
-	bad("no such commit", func(r *gen.CreateRunRequest) { r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("no-such-branch") }, "/commit")
-	bad("an option for a commit", func(r *gen.CreateRunRequest) { r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("--output=/tmp/x") }, "/commit")
+	bad("no such commit", func(r *gen.CreateRunRequest) {
+		r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("no-such-branch")
+	}, "/commit")
+	bad("an option for a commit", func(r *gen.CreateRunRequest) {
+		r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("--output=/tmp/x")
+	}, "/commit")
 }
