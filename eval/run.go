@@ -45,6 +45,10 @@ type Config struct {
 	Parallel, Attempts int
 	// Keep leaves each work tree in place after its attempt.
 	Keep bool
+	// Apply: the runs happen elsewhere (a server's work trees), so the
+	// patch each leaves is applied to the attempt's own work tree before
+	// the test grades it.
+	Apply bool
 	// Run runs the model in a.Dir; Command runs a task's setup or test
 	// there, in the sandbox.
 	Run     func(ctx context.Context, a *Attempt) (Outcome, error)
@@ -250,6 +254,18 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 	for p, v := range map[**string]string{&r.PatchPath: out.PatchPath, &r.TracePath: out.TracePath, &r.TranscriptPath: out.TranscriptPath} {
 		if v != "" {
 			*p = &v
+		}
+	}
+	if cfg.Apply && out.PatchPath != "" {
+		patch, err := os.ReadFile(out.PatchPath)
+		if err == nil {
+			err = gitcheckout.Apply(ctx, a.Dir, patch)
+		}
+		if err != nil {
+			msg := fmt.Sprintf("the run's patch does not apply to the task's commit: %v", err)
+			r.Error = &msg
+			r.DurationSeconds = time.Since(start).Seconds()
+			return r, nil
 		}
 	}
 	grade, err := cfg.Command(ctx, a.Dir, a.Task.Test, false)

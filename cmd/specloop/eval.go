@@ -18,6 +18,7 @@ import (
 	"github.com/specloop/specloop/eval"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -47,7 +48,8 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 			"network), and the test, which the model never sees, decides whether the attempt resolved the task.\n"+
 			"Results are appended to DIR/results.jsonl as attempts end; Ctrl-C stops, and the same command again\n"+
 			"resumes, skipping the attempts recorded. The summary is printed and written to DIR/summary.json and\n"+
-			"DIR/summary.md. `specloop eval compare DIR_A DIR_B` shows what changed per task. Takes the flags of\n"+
+			"DIR/summary.md. --remote URL runs each attempt on a specloop server, in a work tree of its own there,\n"+
+			"and grades its patch here. `specloop eval compare DIR_A DIR_B` shows what changed per task. Takes the flags of\n"+
 			"`specloop run` (see `specloop help run`) but those that name one workspace, prompt or record.")
 	var f runFlags
 	f.register(fs)
@@ -63,7 +65,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if done {
 		return code
 	}
-	for _, bad := range []string{"workspace", "prompt-file", "json", "continue", "resume", "remote", "patch", "trace", "approval"} {
+	for _, bad := range []string{"workspace", "prompt-file", "json", "continue", "resume", "patch", "trace", "approval"} {
 		if isSet(fs, bad) {
 			return cli.Usagef(fs, "--%s does not apply to an evaluation: each attempt has its own", bad)
 		}
@@ -137,6 +139,14 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 			return evalRun(ctx, runArgs, a)
 		},
 		Command: cmds.run}
+	if cf.remote != "" {
+		run, err := evalRemote(&cf, tasks, file)
+		if err != nil {
+			env.Errorf("eval: --remote: %v", err)
+			return exitUsage
+		}
+		ecfg.Run, ecfg.Apply = run, true
+	}
 	if e.priceIn > 0 || e.priceOut > 0 {
 		ecfg.Prices = &eval.Prices{Input: e.priceIn, Output: e.priceOut}
 	}
@@ -383,4 +393,88 @@ func evalCompare(env *cli.Env, args []string) int {
 	fmt.Fprintf(env.Stdout, "\nresolved: %.1f %% → %.1f %%\nnewly solved (%d): %s\nnewly failing (%d): %s\n",
 		100*a.ResolvedRate, 100*b.ResolvedRate, len(solved), strings.Join(solved, ", "), len(failing), strings.Join(failing, ", "))
 	return exitOK
+}
+
+// evalRemote returns the Run of an evaluation on a specloop server: each
+// attempt a run there with isolation worktree, in the workspace that is
+// the task's repository's path relative to the task file (the server's
+// workspace root holds the same repositories as the task file's
+// directory), at the task's commit. Its patch comes back, and the attempt
+// applies it to its own work tree here, where the test grades it.
+func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Context, *eval.Attempt) (eval.Outcome, error), error) {
+	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
+		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
+		return nil, err
+	}
+	top, err := filepath.Abs(filepath.Dir(file))
+	if err != nil {
+		return nil, err
+	}
+	workspaces := map[string]string{}
+	for _, t := range tasks {
+		rel, err := filepath.Rel(top, t.Repo)
+		switch {
+		case t.Setup != nil:
+			return nil, fmt.Errorf("task %s has a setup, which runs where the model does: not on a server yet", t.Id)
+		case err != nil || !filepath.IsLocal(rel) && rel != ".":
+			return nil, fmt.Errorf("task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
+		}
+		workspaces[t.Id] = filepath.ToSlash(rel)
+	}
+	token, err := cli.ReadToken(f.tokenFile)
+	if err != nil {
+		return nil, err
+	}
+	c, err := sdk.New(f.remote, sdk.Config{Token: token})
+	if err != nil {
+		return nil, err
+	}
+	names, err := f.mcp.Names()
+	if err != nil {
+		return nil, err
+	}
+	base := f.request("", names)
+	if base.Model, err = modelConfig(f); err != nil {
+		return nil, err
+	}
+	worktree := gen.CreateRunRequestIsolationWorktree
+	return func(ctx context.Context, a *eval.Attempt) (eval.Outcome, error) {
+		req := base
+		req.Task = gen.Task{Prompt: a.Task.Prompt}
+		req.Workspace, req.Isolation, req.Commit = new(workspaces[a.Task.Id]), &worktree, &a.Task.Commit
+		if a.MaxSteps > 0 {
+			req.MaxSteps = &a.MaxSteps
+		}
+		o := eval.Outcome{PatchPath: filepath.Join(a.Records, "patch.diff")}
+		run, err := c.CreateRun(ctx, req)
+		if err != nil {
+			return o, err
+		}
+		final, err := c.Wait(ctx, run.Id)
+		if ctx.Err() != nil {
+			// Stopped (Ctrl-C, or the task's time limit): the server's run
+			// is cancelled too, and the attempt graded as it stands.
+			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
+			defer cancel()
+			if _, err := c.Cancel(wctx, run.Id); err != nil && !errors.Is(err, sdk.ErrConflict) {
+				return o, err
+			}
+			final, err = c.Wait(wctx, run.Id)
+		}
+		if err != nil {
+			return o, err
+		}
+		if final.Result == nil {
+			return o, fmt.Errorf("run %s ended without a result", run.Id)
+		}
+		o.Result = *final.Result
+		data, err := json.Marshal(final.Result)
+		if err == nil {
+			err = os.WriteFile(filepath.Join(a.Records, "result.json"), append(data, '\n'), 0o600)
+		}
+		if err == nil {
+			err = os.WriteFile(o.PatchPath, []byte(deref(final.Result.Patch)), 0o600)
+		}
+		return o, err
+	}, nil
 }

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,7 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/server"
 )
 
 // evalRepo makes a repository whose Add subtracts, with a post-checkout
@@ -309,5 +314,65 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	}
 	if left, _ := os.ReadDir("out/worktrees"); len(left) != 0 {
 		t.Errorf("work trees left behind: %v", left)
+	}
+}
+
+// TestEvalRemoteMatchesLocal: the same task set through a specloop server
+// (each attempt a run there with isolation worktree, graded here on its
+// patch) gives the results a local evaluation gives, and leaves the
+// server's repositories as they were.
+func TestEvalRemoteMatchesLocal(t *testing.T) {
+	dir := evalTestdata(t)
+	t.Chdir(dir)
+	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
+	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
+	const token = "eval-token"
+	t.Setenv(cli.TokenEnv, token)
+	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	before := repoState(t, filepath.Join(dir, "repos", "adder"))
+
+	summary := func(out string, extra ...string) (string, []gen.EvalAttempt) {
+		t.Helper()
+		args := append([]string{"eval", "two.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2", "--out", out}, extra...)
+		code, stdout, stderr := specloop(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
+		}
+		var rs []gen.EvalAttempt
+		for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
+			var r gen.EvalAttempt
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		table, _, _ := strings.Cut(stdout, "\nresults:")
+		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
+	}
+	local, _ := summary(filepath.Join(t.TempDir(), "local"))
+	remote, rs := summary(filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL)
+	if remote != local || !strings.Contains(remote, "| resolved | 2 (50.0 %") {
+		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
+	}
+	for _, r := range rs {
+		if r.RunId == nil || r.ExitReason == nil || *r.ExitReason != gen.ExitReasonFinished || r.Resolved != (r.TaskId == "adder") {
+			t.Errorf("remote attempt %+v", r)
+		}
+	}
+	if after := repoState(t, filepath.Join(dir, "repos", "adder")); after != before {
+		t.Errorf("the server's repository changed:\nbefore: %s\nafter:  %s", before, after)
+	}
+	if left, _ := os.ReadDir(filepath.Join(dir, ".specloop-worktrees")); len(left) != 0 {
+		t.Errorf("the server left work trees: %v", left)
+	}
+	// A task with a setup needs the setup where the model runs.
+	code, _, stderr := specloop(t, "eval", "tasks.jsonl", "--script", "fix-add.script", "--out", filepath.Join(t.TempDir(), "x"), "--remote", hs.URL)
+	if code != exitUsage || !strings.Contains(stderr, "task offline has a setup") {
+		t.Errorf("a setup with --remote: exit %d, %s", code, stderr)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -113,14 +114,30 @@ func Make(ctx context.Context, objects, commit, dir string) error {
 	return private(ctx, dir, "checkout", "--quiet", "--detach", commit)
 }
 
+// Apply applies patch, a unified diff as git diff writes it, to the work
+// tree Make made at dir, as the same private git (no configuration, no
+// attribute drivers): a patch made elsewhere, checked against a copy of
+// the commit it was made at.
+func Apply(ctx context.Context, dir string, patch []byte) error {
+	if len(bytes.TrimSpace(patch)) == 0 {
+		return nil
+	}
+	return privateIn(ctx, dir, bytes.NewReader(patch), "apply", "--whitespace=nowarn", "-")
+}
+
 // private runs git on the repository Make made at dir, in an environment
 // built from scratch (see Make).
 func private(ctx context.Context, dir string, args ...string) error {
+	return privateIn(ctx, dir, nil, args...)
+}
+
+// privateIn is private with stdin as git's standard input.
+func privateIn(ctx context.Context, dir string, stdin io.Reader, args ...string) error {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
 	gitDir := filepath.Join(dir, ".git")
 	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false"}, args...)...)
-	cmd.Dir = dir
+	cmd.Dir, cmd.Stdin = dir, stdin
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + gitDir, "XDG_CONFIG_HOME=" + gitDir, "LC_ALL=C",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_NO_REPLACE_OBJECTS=1", "GIT_TERMINAL_PROMPT=0"}
 	if args[0] != "init" {
