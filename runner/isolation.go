@@ -28,9 +28,11 @@ func isolated(sp *Spec) bool {
 }
 
 // inIsolated says whether the workspace name (as the API shows it) is, or
-// is inside, the directory of isolated work trees.
+// is inside, the directory of isolated work trees; without case, as a
+// file system may ignore it.
 func inIsolated(name string) bool {
-	return name == isolatedDir || strings.HasPrefix(name, isolatedDir+"/")
+	first, _, _ := strings.Cut(name, "/")
+	return strings.EqualFold(first, isolatedDir)
 }
 
 // isolate makes the work tree of a run created with isolation worktree: a

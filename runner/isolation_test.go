@@ -73,6 +73,7 @@ func TestIsolatedRunsNeverShareFiles(t *testing.T) {
 		}
 	}
 	bad("a workspace among the work trees", func(r *gen.CreateRunRequest) { r.Workspace = new(".specloop-worktrees/x") }, "/workspace")
+	bad("the work trees in other case", func(r *gen.CreateRunRequest) { r.Workspace = new("./.SpecLoop-Worktrees/x") }, "/workspace")
 	bad("no repository", func(r *gen.CreateRunRequest) { r.Isolation = &worktree }, "/isolation")
 	bad("no such commit", func(r *gen.CreateRunRequest) {
 		r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("no-such-branch")
