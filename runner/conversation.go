@@ -209,6 +209,15 @@ func History(ctx context.Context, turns []Turn, base agent.Options) (gen.Task, [
 		} else {
 			opts.FollowUp = &agent.FollowUp{History: h, Message: asked}
 		}
+		// A run that ended before the model answered (stopped during its
+		// first model call) adds only what it was asked: the person's
+		// message stays in the conversation.
+		if !slices.ContainsFunc(log.Entries, modelTurn) {
+			if i > 0 {
+				h = append(slices.Clip(h), agent.Item{UserMessage: &gen.UserMessage{Type: gen.UserMessageTypeUserMessage, Text: asked}})
+			}
+			continue
+		}
 		st, err := transcript.State(ctx, log, task, t.Model, opts)
 		if err != nil {
 			return task, nil, fmt.Errorf("%s: %w", t.Transcript, err)
@@ -216,6 +225,12 @@ func History(ctx context.Context, turns []Turn, base agent.Options) (gen.Task, [
 		h = st.History
 	}
 	return task, h, nil
+}
+
+// modelTurn says whether e is of a model turn: an action, or output the
+// loop fed back as invalid.
+func modelTurn(e gen.TranscriptEntry) bool {
+	return e.EventType == gen.TraceEventTypeModelAction || e.EventType == gen.TraceEventTypeModelFeedback
 }
 
 // recordedCheck stands for the check of a run being rebuilt, which the
