@@ -98,7 +98,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if err := cf.validate(cfs); err != nil {
 		return cli.Usagef(fs, "%v", err)
 	}
-	policy, err := f.sandbox.Policy()
+	policy, err := cf.sandbox.Policy() // the setups and tests are sandboxed as the runs are
 	if err != nil {
 		return cli.Usagef(fs, "%v", err)
 	}
