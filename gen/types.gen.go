@@ -687,7 +687,7 @@ type CreateRunRequest struct {
 	// Commit With isolation worktree, the revision of the workspace's repository the work tree is made at.
 	Commit *string `json:"commit,omitempty"`
 
-	// Isolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. worktree needs the embedded engine, and a run it made cannot be continued.
+	// Isolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. On the Temporal engine the workers make the work tree on their workspace root. A run it made cannot be continued.
 	Isolation *CreateRunRequestIsolation `json:"isolation,omitempty"`
 
 	// MaxObservationBytes The most bytes of a tool's output the model sees; longer output keeps its head and tail around a marker saying what was omitted. The run's observations keep the whole output.
@@ -724,7 +724,7 @@ type CreateRunRequest struct {
 	Workspace *string `json:"workspace,omitempty"`
 }
 
-// CreateRunRequestIsolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. worktree needs the embedded engine, and a run it made cannot be continued.
+// CreateRunRequestIsolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. On the Temporal engine the workers make the work tree on their workspace root. A run it made cannot be continued.
 type CreateRunRequestIsolation string
 
 // EditFileInput One exact replacement in one file.

@@ -44,19 +44,27 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	if err != nil {
 		return gen.Run{}, badField("/model/provider", "%s", textclip.Clip(err.Error(), 300))
 	}
-	if isolated(&sp) {
+	if body.Workspace != nil && inIsolated(path.Clean(*body.Workspace)) {
+		return gen.Run{}, badField("/workspace", "names the work trees of isolated runs, which only their runs work in")
+	}
+	// The embedded engine makes an isolated run's work tree now, and the
+	// run works in it; an engine's workers make it on their root when
+	// they open the run (and the run is not serialized with the others of
+	// its workspace).
+	if isolated(&sp) && s.cfg.Engine == nil {
 		wt, err := s.isolate(ctx, body.Workspace, body.Commit)
 		if err != nil {
 			return gen.Run{}, err
 		}
 		sp.CreateRunRequest.Workspace, body.Workspace = &wt, &wt
-	} else if body.Workspace != nil && inIsolated(path.Clean(*body.Workspace)) {
-		return gen.Run{}, badField("/workspace", "names the work trees of isolated runs, which only their runs work in")
 	}
 	wsName, ws, err := s.holdWorkspace(body.Workspace)
 	if err != nil {
 		s.dropIsolated(deref(body.Workspace))
 		return gen.Run{}, err
+	}
+	if isolated(&sp) && s.cfg.Engine != nil {
+		ws.key = "isolated:" + agent.NewRunID()
 	}
 	sp.Workspace = orNil(wsName)
 	if body.ApprovalTimeoutSeconds != nil {

@@ -226,17 +226,19 @@ func TestEngineRunsAreContinuedThroughTheEngine(t *testing.T) {
 	ts.wait(next.Id)
 }
 
-// A server whose runs go to an Engine refuses isolation worktree with a
-// 400 naming the field: the engine's workers open workspaces themselves.
-func TestEngineRefusesIsolatedRuns(t *testing.T) {
+// A server whose runs go to an Engine hands it an isolated run as asked
+// (its workers make the work tree), naming the workspace it is made of.
+func TestEngineGetsIsolatedRuns(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: &fakeEngine{got: make(chan runner.Spec, 1)}}})
+	e := &fakeEngine{got: make(chan runner.Spec, 1)}
+	ts := newTestServer(t, server.Config{Config: runner.Config{Engine: e}})
 	req := calcRequest()
 	worktree := gen.CreateRunRequestIsolationWorktree
-	req.Isolation = &worktree
-	body, _ := json.Marshal(req)
-	code, _, reply := ts.do(http.MethodPost, "/v1/runs", "application/json", bytes.NewReader(body))
-	if code != http.StatusBadRequest || !strings.Contains(string(reply), "/isolation") || !strings.Contains(string(reply), "embedded engine") {
-		t.Fatalf("status %d: %s", code, reply)
+	req.Isolation, req.Commit, req.Workspace = &worktree, ptr("v1"), ptr("repo")
+	run := ts.create(req)
+	ts.wait(run.Id)
+	got := <-e.got
+	if got.Isolation == nil || *got.Isolation != worktree || got.Commit == nil || *got.Commit != "v1" || got.Workspace == nil || *got.Workspace != "repo" {
+		t.Fatalf("the engine got %+v", got.CreateRunRequest)
 	}
 }

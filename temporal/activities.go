@@ -26,7 +26,11 @@ import (
 type runRef struct {
 	RunID     string
 	Workspace string
-	Check     string
+	// From and Commit are an isolated run's (isolation worktree): the
+	// workspace and revision its work tree, Workspace, is made of.
+	From   string `json:",omitempty"`
+	Commit string `json:",omitempty"`
+	Check  string
 	// MCPServers names the run's MCP servers, among the worker's
 	// Activities.MCPServers.
 	MCPServers []string `json:",omitempty"`
@@ -233,7 +237,11 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 // model's context window. A model that cannot be built is the Model
 // activity's error to report.
 func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) {
-	s, err := a.setup(refOf(&in.Spec))
+	ref := refOf(&in.Spec)
+	if err := a.isolate(ctx, ref); err != nil {
+		return openOutput{}, err
+	}
+	s, err := a.setup(ref)
 	if err != nil {
 		return openOutput{}, err
 	}
@@ -487,7 +495,8 @@ func (a *Activities) events(ctx context.Context, in runEvents) error {
 	return a.write(in.Run.RunID, in.Events)
 }
 
-// close writes the end of the run's trace and releases its workspace.
+// close writes the end of the run's trace and releases its workspace;
+// an isolated run's work tree is removed.
 func (a *Activities) close(ctx context.Context, in runEvents) error {
 	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return err
@@ -496,8 +505,40 @@ func (a *Activities) close(ctx context.Context, in runEvents) error {
 	s := a.runs[in.Run.RunID]
 	delete(a.runs, in.Run.RunID)
 	a.mu.Unlock()
+	var err error
 	if s != nil {
-		return s.Close()
+		err = s.Close()
+	}
+	if in.Run.From != "" && filepath.IsLocal(in.Run.Workspace) {
+		if root, rerr := os.OpenRoot(a.WorkspaceRoot); rerr == nil {
+			err = errors.Join(err, root.RemoveAll(in.Run.Workspace))
+			root.Close()
+		}
+	}
+	return err
+}
+
+// isolate makes an isolated run's work tree on this worker's root before
+// the run is first opened here (runner.MakeWorkTree); the Open activity
+// calls it, before any tool can have changed the work tree, so a retried
+// Open makes it afresh.
+func (a *Activities) isolate(ctx context.Context, run runRef) error {
+	if run.From == "" {
+		return nil
+	}
+	a.mu.Lock()
+	open := a.runs[run.RunID] != nil
+	a.mu.Unlock()
+	if open || !filepath.IsLocal(run.Workspace) || run.From != "." && !filepath.IsLocal(run.From) {
+		return nil
+	}
+	err := runner.MakeWorkTree(ctx, a.WorkspaceRoot, run.From, run.Commit, run.Workspace)
+	var re *runner.Error
+	if errors.As(err, &re) {
+		return temporal.NewNonRetryableApplicationError(re.Error(), "isolation", nil)
+	}
+	if err != nil {
+		return fmt.Errorf("make the run's work tree: %w", err)
 	}
 	return nil
 }

@@ -2,10 +2,12 @@ package temporal
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -198,6 +200,12 @@ func refOf(sp *runner.Spec) runRef {
 	ref := runRef{RunID: sp.ID, Check: sp.CheckCommand(), MCPServers: sp.MCPNames()}
 	if sp.Workspace != nil {
 		ref.Workspace = *sp.Workspace
+	}
+	if sp.Isolation != nil && *sp.Isolation == gen.CreateRunRequestIsolationWorktree {
+		ref.From, ref.Workspace = cmp.Or(ref.Workspace, "."), path.Join(runner.IsolatedDir, sp.ID) // "." for the root: From is set
+		if sp.Commit != nil {
+			ref.Commit = *sp.Commit
+		}
 	}
 	return ref
 }

@@ -1,0 +1,56 @@
+package temporal_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/temporal"
+)
+
+// A run on Temporal created with isolation worktree works in a work tree
+// its worker makes of the workspace's repository: the patch holds its
+// change, the workspace is untouched, and the work tree is gone once the
+// run ends.
+func TestIsolatedRunOnTemporal(t *testing.T) {
+	h := newHarness(t)
+	repo := filepath.Join(h.root, "repo")
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "empty"}} {
+		if out, err := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...).CombinedOutput(); err != nil {
+			t.Skipf("git: %v: %s", err, out)
+		}
+	}
+	in := scriptInput([]string{writeDone, finish}, "", 0)
+	worktree := gen.CreateRunRequestIsolationWorktree
+	in.Workspace, in.Isolation = new("repo"), &worktree
+	res, _ := h.run(t, in)
+	if res.ExitReason != gen.ExitReasonFinished || res.Patch == nil || !strings.Contains(*res.Patch, "+++ b/done.txt") {
+		t.Fatalf("result %+v, patch %v", res, res.Patch)
+	}
+	if _, err := os.Stat(filepath.Join(repo, "done.txt")); err == nil {
+		t.Error("the run wrote in the workspace, not its work tree")
+	}
+	if left, _ := os.ReadDir(filepath.Join(h.root, ".specloop-worktrees")); len(left) != 0 {
+		t.Errorf("work trees left after the run: %v", left)
+	}
+
+	// A workspace that is no repository ends the run with the reason.
+	h.newEnv()
+	os.Mkdir(filepath.Join(h.root, "plain"), 0o755)
+	in = scriptInput([]string{finish}, "", 0)
+	in.ID, in.Workspace, in.Isolation = "run2", new("plain"), &worktree
+	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+	var out gen.RunResult
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	if err := h.env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitReason != gen.ExitReasonInternalError || out.Error == nil || !strings.Contains(*out.Error, "top of a git repository") {
+		t.Errorf("a plain workspace: %+v", out)
+	}
+}
