@@ -16,21 +16,13 @@ import (
 // attempts by exit reason, tokens, cost and time.
 func Summarize(results []gen.EvalAttempt) gen.EvalSummary {
 	s := gen.EvalSummary{ExitReasons: map[string]int{}, PassAt: []float64{}}
-	type count struct{ n, c int }
-	per := map[string]*count{}
+	per := perTask(results)
 	var cost float64
 	costs := false
 	for _, r := range results {
 		s.Attempts++
-		c := per[r.TaskId]
-		if c == nil {
-			c = &count{}
-			per[r.TaskId] = c
-		}
-		c.n++
 		if r.Resolved {
 			s.Resolved++
-			c.c++
 		}
 		switch {
 		case r.ExitReason != nil:
@@ -120,6 +112,35 @@ func seconds(s float64) time.Duration {
 	return time.Duration(s * float64(time.Second)).Round(100 * time.Millisecond)
 }
 
+// task is what one task's attempts add up to: n attempts, c of them
+// resolved, and their steps, tokens and cost.
+type task struct {
+	n, c                int
+	steps, tokens, cost float64
+}
+
+// perTask adds the results up task by task.
+func perTask(rs []gen.EvalAttempt) map[string]*task {
+	m := map[string]*task{}
+	for _, r := range rs {
+		t := m[r.TaskId]
+		if t == nil {
+			t = &task{}
+			m[r.TaskId] = t
+		}
+		t.n++
+		if r.Resolved {
+			t.c++
+		}
+		t.steps += float64(r.Steps)
+		t.tokens += float64(r.InputTokens + r.OutputTokens)
+		if r.CostUsd != nil {
+			t.cost += *r.CostUsd
+		}
+	}
+	return m
+}
+
 // Change is how one task's attempts differ between two evaluations.
 type Change struct {
 	Task string
@@ -140,31 +161,7 @@ func (c Change) NewlyFailing() bool { return c.BeforeResolved > 0 && c.AfterReso
 
 // Compare lines up two evaluations' results task by task, in task order.
 func Compare(before, after []gen.EvalAttempt) []Change {
-	type agg struct {
-		n, c                int
-		steps, tokens, cost float64
-	}
-	sum := func(rs []gen.EvalAttempt) map[string]*agg {
-		m := map[string]*agg{}
-		for _, r := range rs {
-			a := m[r.TaskId]
-			if a == nil {
-				a = &agg{}
-				m[r.TaskId] = a
-			}
-			a.n++
-			if r.Resolved {
-				a.c++
-			}
-			a.steps += float64(r.Steps)
-			a.tokens += float64(r.InputTokens + r.OutputTokens)
-			if r.CostUsd != nil {
-				a.cost += *r.CostUsd
-			}
-		}
-		return m
-	}
-	b, a := sum(before), sum(after)
+	b, a := perTask(before), perTask(after)
 	ids := slices.Collect(maps.Keys(b))
 	for id := range a {
 		if b[id] == nil {
