@@ -33,12 +33,13 @@ func TestReadTasksNamesEveryBadLine(t *testing.T) {
 {"id":"c","repo":"missing","prompt":"p","test":"t"}
 {"id":"d","repo":"repo","prompt":"p","test":"t","secret":"sk-12345"}
 not json
+{"id":"e","repo":"ext::sh -c touch% /tmp/pwned://x","prompt":"p","test":"t"}
 `)
 	_, err := ReadTasks(path)
 	if err == nil {
 		t.Fatal("a file with bad lines was accepted")
 	}
-	for _, want := range []string{"tasks.jsonl:3: field \"/max_steps\"", "tasks.jsonl:4: id: \"a\" is the id of line 1", "tasks.jsonl:5: repo:", "tasks.jsonl:6:", "tasks.jsonl:7:"} {
+	for _, want := range []string{"tasks.jsonl:3: field \"/max_steps\"", "tasks.jsonl:4: id: \"a\" is the id of line 1", "tasks.jsonl:5: repo:", "tasks.jsonl:6:", "tasks.jsonl:7:", "tasks.jsonl:8: repo: only https"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)
 		}

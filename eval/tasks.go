@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 
@@ -114,6 +115,10 @@ func ReadTasks(path string) ([]Task, error) {
 			continue
 		}
 		seen[t.Id] = l.n
+		if isURL(t.EvalTask.Repo) && !clonable(t.EvalTask.Repo) {
+			errs = append(errs, fmt.Errorf("%s:%d: repo: only https, http, ssh, git and file URLs (or user@host:path) are cloned", path, l.n))
+			continue
+		}
 		if !isURL(t.EvalTask.Repo) {
 			t.Repo = t.EvalTask.Repo
 			if !filepath.IsAbs(t.Repo) {
@@ -160,6 +165,17 @@ func readBounded(path string) ([]byte, error) {
 // isURL says whether a task's repo is a git URL rather than a path.
 func isURL(repo string) bool {
 	return strings.Contains(repo, "://") || strings.HasPrefix(repo, "git@")
+}
+
+// clonable says whether a URL names a transport git clones itself; a
+// task file (which may come from anywhere) cannot name one that runs a
+// program of its choosing, such as ext::.
+func clonable(repo string) bool {
+	if strings.HasPrefix(repo, "git@") {
+		return !strings.Contains(repo, "::")
+	}
+	scheme, _, _ := strings.Cut(repo, "://")
+	return slices.Contains([]string{"https", "http", "ssh", "git", "file"}, scheme)
 }
 
 // Prepare makes every task ready to run: a repository given as a URL is
