@@ -17,7 +17,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
-	"github.com/specloop/specloop/trace"
 )
 
 // APIKey is the key a Provider's New configures; its Server sees it.
@@ -405,57 +404,6 @@ func RunProvider(t *testing.T, p Provider) {
 		}
 		if n := s.Count(); n != 2 {
 			t.Fatalf("%d requests, want 2", n)
-		}
-	})
-	// A finish after a call in the same reply ends the run in that step,
-	// after the call ran.
-	t.Run("FinishAfterCallInOneTurn", func(t *testing.T) {
-		m, _ := scripted(t, Config{}, Parallel(multiply(), Finish("84")))
-		res, events, err := RunTask(t, m, agent.Options{})
-		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 1 || *res.Answer != "84" {
-			t.Fatalf("result %+v, %v", res, err)
-		}
-		got := CallTrace(events)
-		id, ok := strings.CutPrefix(got[0], "1 model_action ")
-		if len(got) != 3 || !ok || got[1] != "1 model_action" || got[2] != "1 observation "+id+" "+trace.Summary("84") {
-			t.Fatalf("trace = %q, want the call, the finish, then the call's observation", got)
-		}
-	})
-	// A call whose arguments break the tool's schema gets an error
-	// observation; the other call of the turn still runs.
-	t.Run("InvalidCallAmongValidOnes", func(t *testing.T) {
-		bad := Call(calculatorTool, map[string]any{"left": "twelve", "operation": "multiply", "right": 7.0})
-		m, _ := scripted(t, Config{}, Parallel(bad, multiply()), Finish("84"))
-		res, events, err := RunTask(t, m, agent.Options{})
-		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
-			t.Fatalf("result %+v, %v", res, err)
-		}
-		var failed []bool
-		for _, ev := range events {
-			if ev.EventType == gen.TraceEventTypeObservation {
-				failed = append(failed, *ev.IsError)
-			}
-		}
-		if !slices.Equal(failed, []bool{true, false}) {
-			t.Fatalf("observations failed = %v, want the bad call only", failed)
-		}
-	})
-	// One malformed call spoils the whole reply: no call of it runs, and
-	// the feedback says which call was wrong.
-	t.Run("MalformedCallAmongValidOnes", func(t *testing.T) {
-		m, _ := scripted(t, Config{}, Parallel(multiply(), Invalid()))
-		_, err := m.Next(context.Background(), Request(t, agent.NewHistory()))
-		var ie *agent.InvalidOutputError
-		if !errors.As(err, &ie) || !strings.Contains(ie.Message, "tool call 2 ("+calculatorTool+")") {
-			t.Fatalf("err = %v, want invalid output naming the second call", err)
-		}
-		m, _ = scripted(t, Config{}, Parallel(multiply(), Invalid()), Finish("84"))
-		res, events, err := RunTask(t, m, agent.Options{})
-		if err != nil || res.ExitReason != gen.ExitReasonFinished || res.StepsUsed != 2 {
-			t.Fatalf("result %+v, %v", res, err)
-		}
-		if got := CallTrace(events); !slices.Equal(got, []string{"2 model_action"}) {
-			t.Fatalf("trace = %q, want no call of the malformed reply run", got)
 		}
 	})
 }
