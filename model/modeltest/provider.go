@@ -2,6 +2,7 @@ package modeltest
 
 import (
 	"bytes"
+	gocmp "cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,32 +18,27 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
+	"github.com/specloop/specloop/model/internal/adapt"
 )
 
 // APIKey is the key a Provider's New configures; its Server sees it.
 const APIKey = "sk-test-key"
 
-// Config is what the provider tests vary of an adapter's configuration.
-type Config struct {
-	// MaxRetries: 0 the adapter's default, negative never.
-	MaxRetries int
-	// Timeout bounds one attempt; 0 the adapter's default.
-	Timeout time.Duration
-	// ContextWindow: 0 the default of the model's family.
-	ContextWindow int
-	// System is the system prompt; empty the adapter's default.
-	System string
-}
+// Config is a provider adapter's configuration (openai.Config and
+// anthropic.Config are this one type); Provider.New fills in what a test
+// leaves empty of the model, the server and the key.
+type Config = adapt.Config
 
 // Provider is a provider adapter under the shared tests of RunProvider.
 type Provider struct {
 	// Name names the provider in errors, e.g. "openai".
 	Name  string
 	Codec Codec
-	// New returns the adapter's model with cfg and the key APIKey,
-	// talking to s.
-	New func(tb testing.TB, s *Server, cfg Config) agent.Model
-	// DefaultWindow is the context window of New's model without
+	// Make is the adapter's constructor (openai.New, anthropic.New), and
+	// Model the model name of its tests.
+	Make  func(Config) (*adapt.Model, error)
+	Model string
+	// DefaultWindow is the context window of Model without
 	// Config.ContextWindow.
 	DefaultWindow int
 	// Prefix returns the part of a request body that must be the same in
@@ -52,6 +48,19 @@ type Provider struct {
 	Tools func(tb testing.TB, body []byte) []ToolDef
 	// System returns the system prompt of a request body.
 	System func(tb testing.TB, body []byte) string
+}
+
+// New returns the adapter's model of cfg, talking to s with the key APIKey
+// unless cfg says otherwise.
+func (p Provider) New(tb testing.TB, s *Server, cfg Config) *adapt.Model {
+	tb.Helper()
+	cfg.Model, cfg.BaseURL = gocmp.Or(cfg.Model, p.Model), gocmp.Or(cfg.BaseURL, s.URL)
+	cfg.APIKey, cfg.HTTPClient = gocmp.Or(cfg.APIKey, APIKey), gocmp.Or(cfg.HTTPClient, s.Client)
+	m, err := p.Make(cfg)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return m
 }
 
 // ToolDef is a tool definition as a request carries it.
