@@ -124,13 +124,6 @@ func TestProvider(t *testing.T) {
 	modeltest.RunProvider(t, provider)
 }
 
-// BenchmarkHarnessOverhead reports the harness every request carries, the
-// tool definitions and the system prompt with all built-in tools, as
-// prefix-bytes (ns/op is only the time to extract it).
-func BenchmarkHarnessOverhead(b *testing.B) {
-	modeltest.BenchmarkOverhead(b, provider)
-}
-
 // TestCodecMatchesTestdata: what the fake server renders has the shape of
 // the recorded bodies.
 func TestCodecMatchesTestdata(t *testing.T) {
