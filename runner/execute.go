@@ -203,11 +203,7 @@ func (s *Runner) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPol
 	if err != nil {
 		return err
 	}
-	err = trace.NewWriter(tf, policy).Emit(ev)
-	if err == nil {
-		err = tf.ended()
-	}
-	return errors.Join(err, tf.Close())
+	return errors.Join(tf.emit(ev), tf.ended(), tf.Close())
 }
 
 // interruptedError is the error of a run the server stopped in flight.
