@@ -54,9 +54,10 @@ type Spec struct {
 	// Conversation, for a follow-up whose history is not given, are the
 	// runs it continues, oldest first: Open rebuilds the history from
 	// their transcripts (History) and sets Task to the conversation's.
-	// An Engine gets them too (the Temporal engine hands each run's spec
-	// to its workers, which rebuild the history where the tools are).
-	Conversation []Turn `json:"-"`
+	// An Engine gets them too, each run's spec encoded with the run's (the
+	// Temporal workflow's input: its workers find the transcripts and
+	// rebuild the history where the tools are).
+	Conversation []Turn `json:",omitempty"`
 }
 
 // KeepsTranscript reports whether the run keeps a transcript: the

@@ -6,6 +6,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 )
 
 // A follow-up on Temporal goes on from its conversation: the Open
@@ -28,7 +29,7 @@ func TestFollowUpOnTemporalGetsTheConversationsHistory(t *testing.T) {
 	next := scriptInput(nil, "", 0)
 	next.ID = "run2"
 	next.FollowUp = &agent.FollowUp{Message: "Now add one."}
-	next.Conversation = append(next.Conversation, first.Spec)
+	next.Conversation = append(next.Conversation, runner.Turn{Spec: first.Spec})
 	res, _ := h.run(t, next)
 	if res.ExitReason != gen.ExitReasonFinished || res.Answer == nil || *res.Answer != "85" {
 		t.Fatalf("follow-up: %+v", res)

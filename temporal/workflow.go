@@ -37,10 +37,6 @@ type runInput struct {
 	ContinueAsNewSteps int `json:",omitempty"`
 	// Continued is set in the input of a continued execution.
 	Continued *continued `json:",omitempty"`
-	// Conversation, for a follow-up (Spec.FollowUp), are the specs of the
-	// runs it continues, oldest first (runner.Spec.Conversation): the
-	// Open activity rebuilds the history from their transcripts.
-	Conversation []runner.Spec `json:",omitempty"`
 }
 
 // DefaultHeartbeatTimeout is Engine.HeartbeatTimeout's default: how long
