@@ -71,9 +71,11 @@ func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.R
 	t.Helper()
 	var buf bytes.Buffer
 	sp := scriptInput(responses, "", 0).Spec
-	sp.Dir, sp.TraceWriter, sp.ApprovalPolicy = t.TempDir(), &buf, ptr(gen.ApprovalPolicyWrites)
+	sp.ApprovalPolicy = ptr(gen.ApprovalPolicyWrites)
+	host := baseSetup()
+	host.Dir, host.TraceWriter = t.TempDir(), &buf
 	sp.Approver = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) { return d, nil })
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -85,8 +85,9 @@ func embeddedWith(t *testing.T, m agent.Model, dir, check string, maxSteps int) 
 	t.Helper()
 	var buf bytes.Buffer
 	sp := scriptInput(nil, check, maxSteps).Spec
-	sp.Dir, sp.TraceWriter = dir, &buf
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	host := baseSetup()
+	host.Dir, host.TraceWriter = dir, &buf
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}

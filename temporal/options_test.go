@@ -69,8 +69,9 @@ func TestObservationCapsReachTheWorkflow(t *testing.T) {
 	in := scriptInput(nil, "", 0)
 	in.MaxObservationLines = ptr(lines)
 	sp := in.Spec
-	sp.Dir, sp.TraceWriter = t.TempDir(), &buf
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	host := baseSetup()
+	host.Dir, host.TraceWriter = t.TempDir(), &buf
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}

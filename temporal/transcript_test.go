@@ -51,9 +51,9 @@ func readTranscript(t *testing.T, path string) []string {
 func embeddedTranscript(t *testing.T, responses []string, check string, maxSteps int) []string {
 	t.Helper()
 	sp := scriptInput(nil, check, maxSteps).Spec
-	sp.Dir = t.TempDir()
-	sp.TranscriptPath = filepath.Join(t.TempDir(), transcript.FileName)
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	host := baseSetup()
+	host.Dir, host.TranscriptPath = t.TempDir(), filepath.Join(t.TempDir(), transcript.FileName)
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +61,7 @@ func embeddedTranscript(t *testing.T, responses []string, check string, maxSteps
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return readTranscript(t, sp.TranscriptPath)
+	return readTranscript(t, host.TranscriptPath)
 }
 
 // A run on Temporal keeps the transcript an in-process run keeps, entry
