@@ -14,7 +14,6 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/transcript"
@@ -32,7 +31,7 @@ type runRef struct {
 	Commit string `json:",omitempty"`
 	Check  string
 	// MCPServers names the run's MCP servers, among the worker's
-	// Activities.MCPServers.
+	// Activities.Setup.MCPServers.
 	MCPServers []string `json:",omitempty"`
 }
 
@@ -129,14 +128,11 @@ type Activities struct {
 	// come with each request), e.g. runner.DefaultModels; nil means every
 	// run fails with model_error.
 	Models func(cfg gen.ModelConfig) (agent.Model, error)
-	// Setup is the host of every run (sandbox, commands, check timeout):
-	// runner.Open sets it up per run with its workspace, check and MCP
-	// servers.
+	// Setup is the host of every run (sandbox, commands, check timeout,
+	// and in MCPServers the MCP servers runs may name: the worker's
+	// --mcp): runner.Open sets it up per run with its workspace, check
+	// and MCP servers.
 	Setup wiring.Config
-	// MCPServers are the MCP servers runs may name (the worker's --mcp);
-	// MCP configures their sessions.
-	MCPServers []mcpclient.Server
-	MCP        mcpclient.Config
 
 	mu      sync.Mutex
 	runs    map[string]*openRun
@@ -195,7 +191,6 @@ func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 	host := a.Setup
 	host.Root = ws
 	host.TracePath, host.TraceWriter = "", nil
-	host.MCPServers, host.MCP = a.MCPServers, a.MCP
 	s, err := runner.Open(context.Background(), sp, host)
 	if err != nil {
 		ws.Close()
