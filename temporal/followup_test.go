@@ -14,6 +14,7 @@ import (
 // store, the model gets it and the person's message, and the follow-up's
 // transcript starts with the message.
 func TestFollowUpOnTemporalGetsTheConversationsHistory(t *testing.T) {
+	t.Parallel()
 	m := &finishModel{answer: "85"}
 	h := newHarnessWith(t, func(cfg gen.ModelConfig) (agent.Model, error) {
 		if sc, err := cfg.AsScriptModelConfig(); err == nil && len(sc.Responses) == 0 {

@@ -16,6 +16,7 @@ import (
 // TestStoreRunIDs: run ids become path components of the store only in
 // the spec's shape; `../../x` wrote outside the store before the fix.
 func TestStoreRunIDs(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	s, err := NewStore(filepath.Join(base, "a", "store"))
 	if err != nil {
@@ -63,6 +64,7 @@ func TestStoreRunIDs(t *testing.T) {
 // the fix the changed payload was decoded and used). Encoding the same
 // payload again repairs it.
 func TestBlobChecked(t *testing.T) {
+	t.Parallel()
 	s, err := NewStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -67,6 +67,7 @@ func embeddedTranscript(t *testing.T, responses []string, check string, maxSteps
 // A run on Temporal keeps the transcript an in-process run keeps, entry
 // for entry, in the store, also when it continues as new in the middle.
 func TestEnginesWriteTheSameTranscript(t *testing.T) {
+	t.Parallel()
 	for _, tc := range scripts {
 		for _, every := range []int{0, 2} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -134,6 +135,7 @@ func TestTemporalTranscriptIsRedacted(t *testing.T) {
 
 // A run whose request says transcript false keeps none on Temporal either.
 func TestTemporalRunWithoutTranscript(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	in := scriptInput([]string{multiply, finish}, "", 0)
 	off := false
