@@ -79,7 +79,7 @@ func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRe
 		return gen.Run{}, err
 	}
 	next := turns[len(turns)-1].Spec
-	if isolated(&next) {
+	if next.Isolated() {
 		return gen.Run{}, errContinueIsolated
 	}
 	next.ID, next.FollowUp, next.Conversation = "", &agent.FollowUp{Message: body.Message}, turns

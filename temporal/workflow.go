@@ -197,7 +197,7 @@ func refOf(sp *runner.Spec) runRef {
 	if sp.Workspace != nil {
 		ref.Workspace = *sp.Workspace
 	}
-	if sp.Isolation != nil && *sp.Isolation == gen.CreateRunRequestIsolationWorktree {
+	if sp.Isolated() {
 		ref.From, ref.Workspace = cmp.Or(ref.Workspace, "."), path.Join(runner.IsolatedDir, sp.ID) // "." for the root: From is set
 		if sp.Commit != nil {
 			ref.Commit = *sp.Commit
