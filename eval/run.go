@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/trace"
@@ -127,69 +129,60 @@ func Run(ctx context.Context, tasks []Task, cfg Config) ([]gen.EvalAttempt, erro
 	// that could not start, a sandbox that would not) stops them all,
 	// recording none of those running: the next Run starts them again.
 	parent := ctx
-	ctx, stop := context.WithCancelCause(ctx)
-	defer stop(nil)
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(cfg.Parallel)
 	start := time.Now()
 	var mu sync.Mutex
 	prog := Progress{Left: len(todo)}
-	work := make(chan *Attempt)
-	var wg sync.WaitGroup
-	for range min(cfg.Parallel, len(todo)) {
-		wg.Go(func() {
-			for a := range work {
-				r, err := attempt(ctx, cfg, a)
-				if err == nil {
-					var line []byte
-					if line, err = trace.EncodeLine(&r); err == nil {
-						mu.Lock()
-						_, err = f.Write(line) // one write of one line: a crash loses at most it
-						mu.Unlock()
-					}
-					if err != nil {
-						err = fmt.Errorf("%s: %w", path, err)
-					}
-				}
-				mu.Lock()
-				prog.Running--
-				if err != nil {
-					if ctx.Err() == nil {
-						stop(fmt.Errorf("eval: %s #%d: %w", a.Task.Id, a.N, err))
-					}
-				} else {
-					results = append(results, r)
-					prog.Done++
-					prog.InputTokens += r.InputTokens
-					prog.OutputTokens += r.OutputTokens
-					if r.Resolved {
-						prog.Resolved++
-					}
-					prog.Elapsed = time.Since(start)
-					if cfg.Done != nil {
-						cfg.Done(r, prog)
-					}
-				}
-				mu.Unlock()
-			}
-		})
-	}
-feed:
 	for _, a := range todo {
-		select {
-		case work <- a:
+		if ctx.Err() != nil {
+			break
+		}
+		g.Go(func() error {
+			if ctx.Err() != nil {
+				return nil // stopped while it waited for its turn
+			}
 			mu.Lock()
 			prog.Left--
 			prog.Running++
 			mu.Unlock()
-		case <-ctx.Done():
-			break feed
-		}
+			r, err := attempt(ctx, cfg, a)
+			if err == nil {
+				var line []byte
+				if line, err = trace.EncodeLine(&r); err == nil {
+					mu.Lock()
+					_, err = f.Write(line) // one write of one line: a crash loses at most it
+					mu.Unlock()
+				}
+				if err != nil {
+					err = fmt.Errorf("%s: %w", path, err)
+				}
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			prog.Running--
+			if err != nil {
+				return fmt.Errorf("eval: %s #%d: %w", a.Task.Id, a.N, err)
+			}
+			results = append(results, r)
+			prog.Done++
+			prog.InputTokens += r.InputTokens
+			prog.OutputTokens += r.OutputTokens
+			if r.Resolved {
+				prog.Resolved++
+			}
+			prog.Elapsed = time.Since(start)
+			if cfg.Done != nil {
+				cfg.Done(r, prog)
+			}
+			return nil
+		})
 	}
-	close(work)
-	wg.Wait()
+	err = g.Wait()
 	if parent.Err() != nil {
 		return results, parent.Err()
 	}
-	return results, context.Cause(ctx)
+	return results, err
 }
 
 func key(task string, n int) string { return task + "-" + strconv.Itoa(n) }

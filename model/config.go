@@ -1,12 +1,15 @@
 package model
 
 import (
+	"cmp"
 	"errors"
 	"net/http"
+	"os"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/anthropic"
+	"github.com/specloop/specloop/model/internal/adapt"
 	"github.com/specloop/specloop/model/openai"
 )
 
@@ -45,15 +48,28 @@ func FromConfig(cfg gen.ModelConfig, opts Options) (agent.Model, error) {
 	case gen.ScriptModelConfig:
 		return NewScript(mc.Responses...), nil
 	case gen.OpenAIModelConfig:
-		c := openai.Config{Model: mc.Model, Temperature: mc.Temperature, BaseURL: opts.BaseURL, System: opts.System, HTTPClient: opts.HTTPClient}
-		c.MaxOutputTokens, c.ContextWindow = int64(deref(mc.MaxOutputTokens)), deref(mc.ContextWindow)
-		return orNil(openai.New(c.WithEnv(opts.Getenv)))
+		c := opts.config(openai.EnvAPIKey, openai.EnvBaseURL, mc.Model, mc.Temperature, mc.MaxOutputTokens, mc.ContextWindow)
+		return orNil(openai.New(c))
 	case gen.AnthropicModelConfig:
-		c := anthropic.Config{Model: mc.Model, Temperature: mc.Temperature, BaseURL: opts.BaseURL, System: opts.System, HTTPClient: opts.HTTPClient}
-		c.MaxOutputTokens, c.ContextWindow = int64(deref(mc.MaxOutputTokens)), deref(mc.ContextWindow)
-		return orNil(anthropic.New(c.WithEnv(opts.Getenv)))
+		c := opts.config(anthropic.EnvAPIKey, anthropic.EnvBaseURL, mc.Model, mc.Temperature, mc.MaxOutputTokens, mc.ContextWindow)
+		return orNil(anthropic.New(c))
 	}
 	return nil, ErrInvalidConfig
+}
+
+// config is a provider adapter's configuration of the model name, the
+// sampling settings and the window, with o's settings and the API key from
+// the environment variable keyVar; the base URL, unless o has one, from
+// urlVar.
+func (o Options) config(keyVar, urlVar, name string, temp *float64, maxOut, window *int) adapt.Config {
+	getenv := o.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	return adapt.Config{
+		Model: name, Temperature: temp, MaxOutputTokens: int64(deref(maxOut)), ContextWindow: deref(window),
+		APIKey: getenv(keyVar), BaseURL: cmp.Or(o.BaseURL, getenv(urlVar)), System: o.System, HTTPClient: o.HTTPClient,
+	}
 }
 
 func deref[T any](p *T) T {

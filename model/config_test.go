@@ -15,6 +15,7 @@ import (
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/modeltest"
+	"github.com/specloop/specloop/model/openai"
 )
 
 // TestFromConfig: each of the spec's model configurations gives its model,
@@ -50,7 +51,9 @@ func TestFromConfig(t *testing.T) {
 	if err := oc.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: "llama3.1", Temperature: &temp, MaxOutputTokens: &maxOut, ContextWindow: &window}); err != nil {
 		t.Fatal(err)
 	}
-	m, err = model.FromConfig(oc, model.Options{BaseURL: srv.URL, Getenv: func(string) string { return "" }, System: "Be terse; end with {{finish}}."})
+	// Options.BaseURL wins over the environment's.
+	env := func(k string) string { return map[string]string{openai.EnvBaseURL: "http://env.invalid/v1"}[k] }
+	m, err = model.FromConfig(oc, model.Options{BaseURL: srv.URL, Getenv: env, System: "Be terse; end with {{finish}}."})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,8 +49,8 @@ func BenchmarkOneStepThroughTheRunner(b *testing.B) {
 func BenchmarkOneStepThroughOpen(b *testing.B) {
 	root := b.TempDir()
 	for b.Loop() {
-		sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: "say done"}}, Dir: root}
-		setup, err := runner.Open(context.Background(), sp, wiring.Config{DisableCommands: true})
+		sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: "say done"}}}
+		setup, err := runner.Open(context.Background(), sp, wiring.Config{Dir: root, DisableCommands: true})
 		if err != nil {
 			b.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRe
 		return gen.Run{}, err
 	}
 	next := turns[len(turns)-1].Spec
-	if isolated(&next) {
+	if next.Isolated() {
 		return gen.Run{}, errContinueIsolated
 	}
 	next.ID, next.FollowUp, next.Conversation = "", &agent.FollowUp{Message: body.Message}, turns
@@ -162,11 +162,12 @@ func (s *Runner) Conversation(id string) (gen.Conversation, error) {
 
 // Turn is one run of a conversation to rebuild: its transcript, its spec
 // (the options it ran with) and its model (for its context window; nil
-// for none).
+// for none). Encoded, it is its spec alone: the transcript and the model
+// are where it is rebuilt.
 type Turn struct {
-	Transcript string
+	Transcript string `json:"-"`
 	Spec       Spec
-	Model      agent.Model
+	Model      agent.Model `json:"-"`
 }
 
 // History rebuilds a conversation from its runs, oldest first: its task

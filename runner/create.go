@@ -51,7 +51,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	// run works in it; an engine's workers make it on their root when
 	// they open the run (and the run is not serialized with the others of
 	// its workspace).
-	if isolated(&sp) && s.cfg.Engine == nil {
+	if sp.Isolated() && s.cfg.Engine == nil {
 		wt, err := s.isolate(ctx, body.Workspace, body.Commit)
 		if err != nil {
 			return gen.Run{}, err
@@ -63,7 +63,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 		s.dropIsolated(deref(body.Workspace))
 		return gen.Run{}, err
 	}
-	if isolated(&sp) && s.cfg.Engine != nil {
+	if sp.Isolated() && s.cfg.Engine != nil {
 		ws.key = "isolated:" + agent.NewRunID()
 	}
 	sp.Workspace = orNil(wsName)

@@ -132,9 +132,16 @@ func (s *Runner) executeOn(e Engine, r *run, j *job, started time.Time, tf *trac
 			return
 		}
 		// No run_finished came back: record the result anyway and end
-		// the trace and the live stream with the event they lack.
-		if err := s.appendEvent(r.id, &ev, s.cfg.TraceSync); err != nil {
-			s.log.Error("trace a run's end", "run", r.id, "err", err)
+		// the trace (still open, unless it could not be opened) and the
+		// live stream with the event they lack.
+		var werr error
+		if tf != nil {
+			werr = errors.Join(tf.emit(&ev), tf.ended())
+		} else {
+			werr = s.appendEvent(r.id, &ev, s.cfg.TraceSync)
+		}
+		if werr != nil {
+			s.log.Error("trace a run's end", "run", r.id, "err", werr)
 		}
 		_ = obs.Emit(&ev)
 		finished = &ev

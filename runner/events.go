@@ -133,6 +133,15 @@ func (t *traceFile) Write(p []byte) (int, error) {
 	return n, err
 }
 
+// emit appends ev, encoded as trace.Writer encodes it.
+func (t *traceFile) emit(ev *gen.TraceEvent) error {
+	line, err := trace.EncodeLine(ev)
+	if err == nil {
+		_, err = t.Write(line)
+	}
+	return err
+}
+
 // ended syncs the file after run_finished under SyncAtRunEnd.
 func (t *traceFile) ended() error {
 	if t.policy == trace.SyncAtRunEnd {

@@ -90,19 +90,18 @@ func internalError(id string, err error) gen.RunResult {
 func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
 	fail := func(err error) (gen.RunResult, error) { return internalError(r.id, err), err }
 	sp := j.spec
-	sp.TraceWriter, sp.Observer = tf, observe
+	sp.Observer = observe
 	sp.Live = func(l agent.Live) {
 		if l.Text != "" {
 			j.events.streamed(l.Step, l.Text)
 		}
 	}
-	sp.TranscriptPath = s.store.transcriptPath(r.id)
-	sp.Secrets = append(sp.Secrets, s.cfg.Secrets...)
 	if j.gate != nil {
 		sp.Approver = j.gate
 	}
 	host := s.host()
-	host.Root = j.ws.root
+	host.Root, host.TraceWriter = j.ws.root, tf
+	host.TranscriptPath, host.Secrets = s.store.transcriptPath(r.id), s.cfg.Secrets
 	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
 	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
 	host.LockDir = s.cfg.LockDir
@@ -203,11 +202,7 @@ func (s *Runner) appendEvent(id string, ev *gen.TraceEvent, policy trace.SyncPol
 	if err != nil {
 		return err
 	}
-	err = trace.NewWriter(tf, policy).Emit(ev)
-	if err == nil {
-		err = tf.ended()
-	}
-	return errors.Join(err, tf.Close())
+	return errors.Join(tf.emit(ev), tf.ended(), tf.Close())
 }
 
 // interruptedError is the error of a run the server stopped in flight.

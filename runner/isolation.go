@@ -24,8 +24,9 @@ const IsolatedDir = ".specloop-worktrees"
 
 var errContinueIsolated = &Error{Kind: Conflict, Detail: "the run worked in a work tree of its own (isolation worktree), removed when it ended: its patch is what it delivered; start a new run"}
 
-// isolated says whether sp asks for a work tree of its own.
-func isolated(sp *Spec) bool {
+// Isolated says whether the run asks for a work tree of its own
+// (isolation worktree).
+func (sp *Spec) Isolated() bool {
 	return sp.Isolation != nil && *sp.Isolation == gen.CreateRunRequestIsolationWorktree
 }
 

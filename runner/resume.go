@@ -32,9 +32,10 @@ func (st *store) requestPath(id string) string {
 }
 
 // keepRequest writes sp beside its transcript, without a follow-up's
-// history (its conversation's transcripts hold it).
+// history or conversation (the run log and the transcripts hold them).
 func (st *store) keepRequest(sp *Spec) error {
 	kept := *sp
+	kept.Conversation = nil
 	if f := sp.FollowUp; f != nil {
 		kept.FollowUp = &agent.FollowUp{Message: f.Message}
 	}

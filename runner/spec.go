@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"time"
@@ -37,26 +36,20 @@ type Spec struct {
 	// with, and the person's message (see Continue).
 	FollowUp *agent.FollowUp `json:",omitempty"`
 
-	// What only an in-process run has: a local workspace directory (else
-	// the host's Root), where its trace goes, where its transcript goes
-	// (unless the request's transcript is false) and what besides the
-	// environment's secrets is redacted from it, who decides its approvals
-	// and who watches its progress (its events, and the live news of a
-	// step: agent.Options.Live).
-	Dir            string               `json:"-"`
-	TracePath      string               `json:"-"`
-	TraceWriter    io.Writer            `json:"-"`
-	TranscriptPath string               `json:"-"`
-	Secrets        []string             `json:"-"`
-	Approver       agent.Approver       `json:"-"`
-	Observer       func(agent.Progress) `json:"-"`
-	Live           func(agent.Live)     `json:"-"`
+	// What only an in-process run has: who decides its approvals and who
+	// watches its progress (its events, and the live news of a step:
+	// agent.Options.Live). Where its workspace, trace and transcript are
+	// is its host's (Open).
+	Approver agent.Approver       `json:"-"`
+	Observer func(agent.Progress) `json:"-"`
+	Live     func(agent.Live)     `json:"-"`
 	// Conversation, for a follow-up whose history is not given, are the
 	// runs it continues, oldest first: Open rebuilds the history from
 	// their transcripts (History) and sets Task to the conversation's.
-	// An Engine gets them too (the Temporal engine hands each run's spec
-	// to its workers, which rebuild the history where the tools are).
-	Conversation []Turn `json:"-"`
+	// An Engine gets them too, each run's spec encoded with the run's (the
+	// Temporal workflow's input: its workers find the transcripts and
+	// rebuild the history where the tools are).
+	Conversation []Turn `json:",omitempty"`
 }
 
 // KeepsTranscript reports whether the run keeps a transcript: the
@@ -123,25 +116,22 @@ func (sp *Spec) CheckCommand() string { return deref(sp.Check) }
 // MCPNames are the names of the run's MCP servers.
 func (sp *Spec) MCPNames() []string { return deref(sp.McpServers) }
 
-// Open sets run sp up on a host: host says where and how runs work there
-// (Root or Dir, commands, custom tools, sandbox, check timeout and
-// environment, telemetry, trace sync, and in MCPServers the MCP servers
-// a run may name); sp says what this run does (its workspace directory,
-// check, trace and MCP servers, and through Options its budgets and
-// approvals), and its project docs become its task's instructions
+// Open sets run sp up on a host: host says where and how the run works
+// there (Root or Dir, commands, custom tools, sandbox, check timeout and
+// environment, telemetry, where its trace and transcript go, and in
+// MCPServers the MCP servers a run may name); sp says what this run does
+// (its check and MCP servers, whether it keeps its transcript, and
+// through Options its budgets and approvals), and its project docs
+// become its task's instructions
 // (ProjectDocs). Setup.Options is ready for agent.Run. It is the one place a
 // spec becomes a run: `specloop run` and `demo`, the runner and the
 // Temporal workers all call it. A failure is a *wiring.Error naming the
 // part that failed, or an *Error naming the MCP server the host lacks.
 func Open(ctx context.Context, sp *Spec, host wiring.Config) (*wiring.Setup, error) {
 	cfg := host
-	if sp.Dir != "" {
-		cfg.Dir = sp.Dir
-	}
 	cfg.Check = sp.CheckCommand()
-	cfg.TracePath, cfg.TraceWriter = sp.TracePath, sp.TraceWriter
-	if sp.KeepsTranscript() {
-		cfg.TranscriptPath, cfg.Secrets = sp.TranscriptPath, sp.Secrets
+	if !sp.KeepsTranscript() {
+		cfg.TranscriptPath = ""
 	}
 	servers, err := pickMCP(sp.MCPNames(), host.MCPServers)
 	if err != nil {

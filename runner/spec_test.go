@@ -40,12 +40,12 @@ func TestOpenMapsEveryField(t *testing.T) {
 	sp := &runner.Spec{
 		CreateRunRequest: gen.CreateRunRequest{Check: &check, MaxSteps: &steps, TokenBudget: &budget,
 			MaxObservationBytes: &obsBytes, MaxObservationLines: &obsLines, ApprovalPolicy: &policy},
-		ID: "run-1", RecordRaw: true, Dir: dir, TraceWriter: &buf,
+		ID: "run-1", RecordRaw: true,
 		Approver: agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) {
 			return agent.Approval{Decision: gen.ApprovalDecisionApprove}, nil
 		}),
 	}
-	s, err := runner.Open(context.Background(), sp, wiring.Config{Sandbox: none, CheckEnv: []string{"A=b"}, TraceSync: trace.SyncNone})
+	s, err := runner.Open(context.Background(), sp, wiring.Config{Dir: dir, TraceWriter: &buf, Sandbox: none, CheckEnv: []string{"A=b"}, TraceSync: trace.SyncNone})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,9 +92,9 @@ func TestOpenMapsEveryField(t *testing.T) {
 // one named twice, is an Invalid runner.Error naming the field, before
 // anything is opened.
 func TestOpenPicksTheNamedMCPServers(t *testing.T) {
-	host := wiring.Config{Sandbox: none, DisableCommands: true, MCPServers: []mcpclient.Server{{Name: "docs"}}}
+	host := wiring.Config{Dir: t.TempDir(), Sandbox: none, DisableCommands: true, MCPServers: []mcpclient.Server{{Name: "docs"}}}
 	for _, names := range [][]string{{"web"}, {"docs", "docs"}} {
-		sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{McpServers: &names}, Dir: t.TempDir()}
+		sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{McpServers: &names}}
 		_, err := runner.Open(context.Background(), sp, host)
 		var re *runner.Error
 		if !errors.As(err, &re) || re.Kind != runner.Invalid || re.Field == "" {

@@ -26,7 +26,8 @@ import (
 //	DATA/transcripts/ID.jsonl  each run's transcript (unless its request said
 //	                         transcript false), and ID.request.json beside it:
 //	                         the run as accepted (its Spec, but for a
-//	                         follow-up's history), for a resume or a follow-up
+//	                         follow-up's history and conversation), for a
+//	                         resume or a follow-up
 //
 // A "created" line is fsynced before the run is acknowledged; fsyncs are
 // shared by every line written meanwhile (group commit), so durability costs

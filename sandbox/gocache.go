@@ -155,8 +155,9 @@ func serveCache(in io.Reader, out io.Writer, own, user string) error {
 // hex> <size, %20d> <time in Unix ns, %20d>\n", its output
 // DIR/xx/<output ID hex>-d.
 const (
-	hashSize  = sha256.Size
-	entrySize = len("v1 ") + 2*hashSize + 1 + 2*hashSize + 1 + 20 + 1 + 20 + 1
+	entryFormat = "v1 %x %x %20d %20d\n"
+	hashSize    = sha256.Size
+	entrySize   = len("v1 ") + 2*hashSize + 1 + 2*hashSize + 1 + 20 + 1 + 20 + 1
 )
 
 func cacheFile(dir string, id []byte, kind string) string {
@@ -181,25 +182,13 @@ func cacheEntry(dir string, id []byte) (cacheResponse, bool) {
 	if n, _ := io.ReadFull(f, b); n != entrySize {
 		return cacheResponse{}, false
 	}
-	// "v1 " aid " " oid " " size " " time "\n", at fixed offsets.
-	const oid, size, tm = 3 + 2*hashSize + 1, 3 + 4*hashSize + 2, 3 + 4*hashSize + 2 + 21
-	if string(b[:3]) != "v1 " || b[oid-1] != ' ' || b[size-1] != ' ' || b[tm-1] != ' ' || b[entrySize-1] != '\n' ||
-		string(b[3:oid-1]) != hex.EncodeToString(id) {
-		return cacheResponse{}, false
-	}
-	out, err := hex.DecodeString(string(b[oid : size-1]))
-	if err != nil || string(b[oid:size-1]) != hex.EncodeToString(out) {
-		return cacheResponse{}, false
-	}
+	// Read loosely, then held to be exactly the go command's own writing
+	// of what was read.
+	var aid, out []byte
 	var v [2]int64
-	for i, s := range []string{string(b[size : tm-1]), string(b[tm : entrySize-1])} {
-		// Right-aligned in 20 columns.
-		t := strings.TrimLeft(s, " ")
-		n, err := strconv.ParseInt(t, 10, 64)
-		if err != nil || n < 0 || strconv.FormatInt(n, 10) != t {
-			return cacheResponse{}, false
-		}
-		v[i] = n
+	if _, err := fmt.Sscanf(string(b[:entrySize]), entryFormat, &aid, &out, &v[0], &v[1]); err != nil ||
+		v[0] < 0 || v[1] < 0 || fmt.Sprintf(entryFormat, id, out, v[0], v[1]) != string(b[:entrySize]) {
+		return cacheResponse{}, false
 	}
 	path := cacheFile(dir, out, "d")
 	fi, err := os.Lstat(path)
@@ -224,7 +213,7 @@ func putEntry(dir string, id, out, body []byte) (cacheResponse, error) {
 		return cacheResponse{}, err
 	}
 	now := time.Now()
-	entry := fmt.Sprintf("v1 %x %x %20d %20d\n", id, out, len(body), now.UnixNano())
+	entry := fmt.Sprintf(entryFormat, id, out, len(body), now.UnixNano())
 	if err := writeAtomic(cacheFile(dir, id, "a"), []byte(entry)); err != nil {
 		return cacheResponse{}, err
 	}

@@ -465,7 +465,9 @@ func TestGitReadOnly(t *testing.T) {
 // that leave the command's process group: one in a new session, one
 // double-forked into a new session; it returns once both run.
 func grandchildren(m string) string {
-	return "setsid sh -c 'echo $$ > g1; exec sleep " + m + "' & (setsid sh -c 'echo $$ > g2; exec sleep " + m + "' &); " +
+	// The sleeps hold no output open: a command whose background does
+	// (the unconfined control's) would keep Run reading for the grace.
+	return "setsid sh -c 'echo $$ > g1; exec sleep " + m + " >/dev/null 2>&1' & (setsid sh -c 'echo $$ > g2; exec sleep " + m + " >/dev/null 2>&1' &); " +
 		"while [ ! -s g1 ] || [ ! -s g2 ]; do sleep 0.01; done"
 }
 

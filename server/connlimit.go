@@ -57,19 +57,6 @@ func (l *ConnLimit) ConnState(c net.Conn, st http.ConnState) {
 	}
 }
 
-// Busy reports how many of the open connections are serving a request
-// (or hijacked), and how many are open.
-func (l *ConnLimit) Busy() (busy, open int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for c := range l.conns {
-		if c.idleSince.IsZero() {
-			busy++
-		}
-	}
-	return busy, len(l.conns)
-}
-
 // asLimited finds the limitedConn in c, which may wrap it.
 func asLimited(c net.Conn) *limitedConn {
 	for c != nil {

@@ -6,5 +6,15 @@ package server
 func SetWorkspaceHook(s *Server, f func(name string)) { s.wsHook = f }
 
 // Conns reports how many of the server's connections are busy with a
-// request, and how many are open.
-func Conns(s *Server) (busy, open int) { return s.conns.Busy() }
+// request (or hijacked), and how many are open.
+func Conns(s *Server) (busy, open int) {
+	l := s.conns
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for c := range l.conns {
+		if c.idleSince.IsZero() {
+			busy++
+		}
+	}
+	return busy, len(l.conns)
+}

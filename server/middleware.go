@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"slices"
 	"strconv"
 	"strings"
@@ -30,20 +29,15 @@ import (
 // stream adds its stream cap. edges.go has the write deadlines, the Host
 // check, the cross-origin check, the body read and the stream cap.
 
-// recoverer turns a panic into a 500 and logs it with its stack.
-func (s *Server) recoverer(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) (err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				if p == http.ErrAbortHandler {
-					panic(p)
-				}
-				s.log.Error("panic while serving a request", "route", c.Path(), "panic", fmt.Sprint(p), "stack", string(debug.Stack()))
-				err = problemf(http.StatusInternalServerError, "the server failed; see its log")
-			}
-		}()
-		return next(c)
-	}
+// recoverer turns a panic (but http.ErrAbortHandler's) into a 500 and
+// logs it with the stack of its goroutine: echo's Recover, logging with
+// the server's logger.
+func (s *Server) recoverer() echo.MiddlewareFunc {
+	return echomw.RecoverWithConfig(echomw.RecoverConfig{StackSize: 64 << 10, DisableStackAll: true, DisableErrorHandler: true,
+		LogErrorFunc: func(c echo.Context, err error, stack []byte) error {
+			s.log.Error("panic while serving a request", "route", c.Path(), "panic", err.Error(), "stack", string(stack))
+			return problemf(http.StatusInternalServerError, "the server failed; see its log")
+		}})
 }
 
 func (s *Server) bodyLimit() echo.MiddlewareFunc {

@@ -164,7 +164,7 @@ func (s *Server) initEcho() error {
 	if err := s.registerGauges(); err != nil {
 		return err
 	}
-	e.Use(s.observe, s.recoverer, s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, s.strictJSON, validate)
+	e.Use(s.observe, s.recoverer(), s.writeDeadlines, s.checkHost, s.crossOrigin, s.bodyLimit(), s.auth, s.checkQuery, s.readBody, s.strictJSON, validate)
 	gen.RegisterHandlersWithOptions(e, gen.NewStrictHandler(api{s}, nil), gen.RegisterHandlersOptions{
 		OperationMiddlewares: map[string][]echo.MiddlewareFunc{"getRunEvents": {s.streamSlot, noStore}},
 	})

@@ -14,7 +14,6 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/transcript"
@@ -32,7 +31,7 @@ type runRef struct {
 	Commit string `json:",omitempty"`
 	Check  string
 	// MCPServers names the run's MCP servers, among the worker's
-	// Activities.MCPServers.
+	// Activities.Setup.MCPServers.
 	MCPServers []string `json:",omitempty"`
 }
 
@@ -54,11 +53,11 @@ type openOutput struct {
 	ToolsSandbox *gen.SandboxInfo
 	CheckSandbox *gen.SandboxInfo
 	// Task is the run's task with its project docs as its instructions,
-	// and ProjectDocs the files read (runner.ProjectDocs).
+	// and ProjectDocs the files read (runner.Open).
 	Task        gen.Task
 	ProjectDocs []gen.ProjectDoc `json:",omitempty"`
 	// History is a follow-up's: the history its conversation's last run
-	// ended with (runner.History).
+	// ended with (runner.Open).
 	History []agent.Item `json:",omitempty"`
 	// ContextWindow is the model's context window, 0 when the model is
 	// no agent.ContextSizer (the run then compacts only when the
@@ -129,14 +128,11 @@ type Activities struct {
 	// come with each request), e.g. runner.DefaultModels; nil means every
 	// run fails with model_error.
 	Models func(cfg gen.ModelConfig) (agent.Model, error)
-	// Setup is the host of every run (sandbox, commands, check timeout):
-	// runner.Open sets it up per run with its workspace, check and MCP
-	// servers.
+	// Setup is the host of every run (sandbox, commands, check timeout,
+	// and in MCPServers the MCP servers runs may name: the worker's
+	// --mcp): runner.Open sets it up per run with its workspace, check
+	// and MCP servers.
 	Setup wiring.Config
-	// MCPServers are the MCP servers runs may name (the worker's --mcp);
-	// MCP configures their sessions.
-	MCPServers []mcpclient.Server
-	MCP        mcpclient.Config
 
 	mu      sync.Mutex
 	runs    map[string]*openRun
@@ -144,18 +140,23 @@ type Activities struct {
 	red     *transcript.Redactor
 }
 
-// openRun is a run's setup on this worker and the workspace directory it
-// works in (the setup does not own it).
+// openRun is a run's setup on this worker, the workspace directory it
+// works in (the setup does not own it) and, when the Open activity opened
+// it, the run's task as runner.Open made it (its project docs, a
+// follow-up's conversation).
 type openRun struct {
 	*wiring.Setup
-	dir *os.Root
+	dir  *os.Root
+	task gen.Task
 }
 
 func (o *openRun) Close() error { return errors.Join(o.Setup.Close(), o.dir.Close()) }
 
 // setup returns run's open setup, opening it on first use (and after a
-// worker restart).
-func (a *Activities) setup(run runRef) (*openRun, error) {
+// worker restart): with the run's whole spec for the Open activity, which
+// reads its project docs and rebuilds a follow-up's history (runner.Open),
+// else with the part of it that its host needs.
+func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if s := a.runs[run.RunID]; s != nil {
@@ -176,21 +177,21 @@ func (a *Activities) setup(run runRef) (*openRun, error) {
 			return nil, temporal.NewNonRetryableApplicationError("the workspace cannot be opened", "workspace", nil)
 		}
 	}
-	// The run's part of its spec that its host needs (the rest went to the
-	// workflow's options).
-	sp := runner.Spec{ID: run.RunID}
-	sp.ProjectDocs = new(bool) // read once, by the Open activity
-	if run.Check != "" {
-		sp.Check = &run.Check
-	}
-	if len(run.MCPServers) > 0 {
-		sp.McpServers = &run.MCPServers
+	sp := whole
+	if sp == nil {
+		sp = &runner.Spec{ID: run.RunID}
+		sp.ProjectDocs = new(bool) // read once, by the Open activity
+		if run.Check != "" {
+			sp.Check = &run.Check
+		}
+		if len(run.MCPServers) > 0 {
+			sp.McpServers = &run.MCPServers
+		}
 	}
 	host := a.Setup
 	host.Root = ws
 	host.TracePath, host.TraceWriter = "", nil
-	host.MCPServers, host.MCP = a.MCPServers, a.MCP
-	s, err := runner.Open(context.Background(), &sp, host)
+	s, err := runner.Open(context.Background(), sp, host)
 	if err != nil {
 		ws.Close()
 		var re *runner.Error
@@ -200,7 +201,7 @@ func (a *Activities) setup(run runRef) (*openRun, error) {
 		}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
 	}
-	o := &openRun{Setup: s, dir: ws}
+	o := &openRun{Setup: s, dir: ws, task: sp.Task}
 	if a.runs == nil {
 		a.runs = map[string]*openRun{}
 	}
@@ -228,7 +229,7 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 	if err := a.write(run.RunID, b); err != nil {
 		return nil, err
 	}
-	return a.setup(run)
+	return a.setup(run, nil)
 }
 
 // open opens the run's workspace on this host and returns the host's
@@ -241,19 +242,17 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 	if err := a.isolate(ctx, ref); err != nil {
 		return openOutput{}, err
 	}
-	s, err := a.setup(ref)
+	sp := in.Spec
+	if err := a.turns(sp.Conversation); err != nil {
+		return openOutput{}, temporal.NewNonRetryableApplicationError("rebuild the conversation's history: "+err.Error(), "conversation", nil)
+	}
+	s, err := a.setup(ref, &sp)
 	if err != nil {
 		return openOutput{}, err
 	}
-	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}}
-	req := in.CreateRunRequest
-	if len(in.Conversation) > 0 {
-		if req.Task, out.History, err = a.history(ctx, in.Conversation, s.Options); err != nil {
-			return openOutput{}, temporal.NewNonRetryableApplicationError("rebuild the conversation's history: "+err.Error(), "conversation", nil)
-		}
-	}
-	if out.Task, out.ProjectDocs, err = runner.ProjectDocs(&req, s.Workspace.Dir(), s.dir); err != nil {
-		return openOutput{}, fmt.Errorf("read the project docs: %w", err)
+	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}, Task: s.task, ProjectDocs: s.Options.ProjectDocs}
+	if f := s.Options.FollowUp; f != nil {
+		out.History = f.History
 	}
 	if s.Options.Tools != nil {
 		out.Tools = s.Options.Tools.Specs()
@@ -276,25 +275,24 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 	return out, nil
 }
 
-// history rebuilds a follow-up's conversation from the transcripts of its
-// runs in the store, with this host's tools and check (base), as
-// runner.Open does for a local run.
-func (a *Activities) history(ctx context.Context, runs []runner.Spec, base agent.Options) (gen.Task, []agent.Item, error) {
-	turns := make([]runner.Turn, len(runs))
-	for i, sp := range runs {
-		path, err := a.Store.TranscriptPath(sp.ID)
-		if err != nil {
-			return gen.Task{}, nil, err
+// turns gives a follow-up's runs (its spec's Conversation) what the spec
+// does not carry for runner.Open to rebuild its history: each run's
+// transcript in the store and its model.
+func (a *Activities) turns(turns []runner.Turn) error {
+	for i := range turns {
+		t := &turns[i]
+		var err error
+		if t.Transcript, err = a.Store.TranscriptPath(t.Spec.ID); err != nil {
+			return err
 		}
-		turns[i] = runner.Turn{Transcript: path, Spec: sp}
 		if a.Models != nil {
 			// Asked nothing: its context window budgets the replay.
-			if turns[i].Model, err = a.Models(sp.Model); err != nil {
-				return gen.Task{}, nil, fmt.Errorf("run %s's model: %w", sp.ID, err)
+			if t.Model, err = a.Models(t.Spec.Model); err != nil {
+				return fmt.Errorf("run %s's model: %w", t.Spec.ID, err)
 			}
 		}
 	}
-	return runner.History(ctx, turns, base)
+	return nil
 }
 
 // model asks the run's model for its next turn.
@@ -438,7 +436,7 @@ func (a *Activities) tool(ctx context.Context, in toolInput) (gen.Observation, e
 		}
 		return obs, nil
 	}
-	s, err := a.setup(in.Run)
+	s, err := a.setup(in.Run, nil)
 	if err != nil {
 		return gen.Observation{}, err
 	}
@@ -501,6 +499,7 @@ func (a *Activities) close(ctx context.Context, in runEvents) error {
 	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return err
 	}
+	a.Store.forget(in.Run.RunID)
 	a.mu.Lock()
 	s := a.runs[in.Run.RunID]
 	delete(a.runs, in.Run.RunID)

@@ -20,6 +20,7 @@ import (
 // trace the in-process engine gives with the same decision; without a
 // decision the call is denied when the timeout runs out.
 func TestApprovalWaitsForTheSignal(t *testing.T) {
+	t.Parallel()
 	const timeout = 72 * time.Hour
 	approve := agent.Approval{Decision: gen.ApprovalDecisionApprove, Reason: "looks fine"}
 	timedOut := agent.Approval{Decision: gen.ApprovalDecisionDeny, Reason: agent.TimeoutReason(timeout)}
@@ -71,9 +72,11 @@ func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.R
 	t.Helper()
 	var buf bytes.Buffer
 	sp := scriptInput(responses, "", 0).Spec
-	sp.Dir, sp.TraceWriter, sp.ApprovalPolicy = t.TempDir(), &buf, ptr(gen.ApprovalPolicyWrites)
+	sp.ApprovalPolicy = ptr(gen.ApprovalPolicyWrites)
+	host := baseSetup()
+	host.Dir, host.TraceWriter = t.TempDir(), &buf
 	sp.Approver = agent.ApproverFunc(func(context.Context, agent.ApprovalRequest) (agent.Approval, error) { return d, nil })
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -85,6 +88,7 @@ func embeddedApproved(t *testing.T, responses []string, d agent.Approval) (gen.R
 // While a run waits for approval, PendingQuery answers the call with its
 // full arguments (which the trace never holds), and nil once decided.
 func TestPendingQueryListsTheWaitingCall(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	in := scriptInput([]string{writeDone, finish}, "", 0)
 	in.ApprovalPolicy, in.ApprovalTimeout = ptr(gen.ApprovalPolicyWrites), 72*time.Hour

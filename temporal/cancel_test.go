@@ -16,6 +16,7 @@ import (
 // Cancelling the workflow cancels the run: the model call in flight ends,
 // the run ends cancelled, and the trace and the patch are still written.
 func TestCancelWorkflowCancelsTheRun(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	calls := 0
 	acts := &temporal.Activities{Store: h.store, WorkspaceRoot: h.root, HostQueue: "host-a", Setup: baseSetup(),

@@ -52,9 +52,6 @@ func (e *Engine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.Tr
 		return failed(sp.ID, err)
 	}
 	in := runInput{Spec: sp, HeartbeatTimeout: e.HeartbeatTimeout}
-	for _, t := range sp.Conversation {
-		in.Conversation = append(in.Conversation, t.Spec)
-	}
 	wf, err := e.Client.ExecuteWorkflow(context.WithoutCancel(ctx), client.StartWorkflowOptions{ID: workflowID(sp.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
 	if err != nil {
 		return failed(sp.ID, fmt.Errorf("start the workflow: %w", err))

@@ -85,8 +85,9 @@ func embeddedWith(t *testing.T, m agent.Model, dir, check string, maxSteps int) 
 	t.Helper()
 	var buf bytes.Buffer
 	sp := scriptInput(nil, check, maxSteps).Spec
-	sp.Dir, sp.TraceWriter = dir, &buf
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	host := baseSetup()
+	host.Dir, host.TraceWriter = dir, &buf
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,6 +215,7 @@ func timeless(evs []gen.TraceEvent) []gen.TraceEvent {
 // One loop, two engines: the workflow gives the same result and the same
 // trace as the in-process loop on every script.
 func TestEnginesAgree(t *testing.T) {
+	t.Parallel()
 	for _, tc := range scripts {
 		t.Run(tc.name, func(t *testing.T) {
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
@@ -231,6 +233,7 @@ func TestEnginesAgree(t *testing.T) {
 
 // Payloads over the threshold go to the store, not into workflow history.
 func TestLargePayloadsGoByReference(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	big := `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"big.txt","content":"` + string(bytes.Repeat([]byte("x"), 4096)) + `"}}`
 	res, _ := h.run(t, scriptInput([]string{big, readDone, finish}, "", 0))
@@ -250,6 +253,7 @@ func TestLargePayloadsGoByReference(t *testing.T) {
 // starts each next execution itself, in a new environment on the same
 // store.
 func TestContinueAsNewGivesTheSameRun(t *testing.T) {
+	t.Parallel()
 	for _, tc := range scripts {
 		t.Run(tc.name, func(t *testing.T) {
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
@@ -352,6 +356,7 @@ func eventTypes(evs []gen.TraceEvent) []gen.TraceEventType {
 // with the same sizes, and gives the same result and trace on Temporal as
 // in-process.
 func TestEnginesCompactAlike(t *testing.T) {
+	t.Parallel()
 	const files = 30
 	m := windowModel{files: files}
 	dir := t.TempDir()
@@ -400,6 +405,7 @@ func (m learningModel) Next(ctx context.Context, req *agent.Request) (agent.Turn
 // Both engines learn a window from the provider's refusal alike: the run
 // keeps to it (the same compactions) and records it in the result.
 func TestEnginesLearnTheWindowAlike(t *testing.T) {
+	t.Parallel()
 	const files = 8
 	m := learningModel{windowModel{files: files}}
 	dir := t.TempDir()
@@ -423,6 +429,7 @@ func TestEnginesLearnTheWindowAlike(t *testing.T) {
 // same text, from an OpenAI-compatible server answering 500 to every
 // request (the adapter's retries, and on Temporal the activity's, spent).
 func TestEnginesReportProviderErrorsAlike(t *testing.T) {
+	t.Parallel()
 	var requests atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		requests.Add(1)

@@ -16,6 +16,7 @@ import (
 // the model's, finds the *model.ProviderError (without the provider's
 // message) and matches agent.ErrContextLength when the model's did.
 func TestModelErrorCrossesTheActivityBoundary(t *testing.T) {
+	t.Parallel()
 	sdkErr := errors.New("POST: 400 Bad Request {\"message\":\"secret prompt\"}")
 	tests := []struct {
 		name  string

@@ -6,6 +6,7 @@ import (
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
 )
 
 // A follow-up on Temporal goes on from its conversation: the Open
@@ -13,6 +14,7 @@ import (
 // store, the model gets it and the person's message, and the follow-up's
 // transcript starts with the message.
 func TestFollowUpOnTemporalGetsTheConversationsHistory(t *testing.T) {
+	t.Parallel()
 	m := &finishModel{answer: "85"}
 	h := newHarnessWith(t, func(cfg gen.ModelConfig) (agent.Model, error) {
 		if sc, err := cfg.AsScriptModelConfig(); err == nil && len(sc.Responses) == 0 {
@@ -28,7 +30,7 @@ func TestFollowUpOnTemporalGetsTheConversationsHistory(t *testing.T) {
 	next := scriptInput(nil, "", 0)
 	next.ID = "run2"
 	next.FollowUp = &agent.FollowUp{Message: "Now add one."}
-	next.Conversation = append(next.Conversation, first.Spec)
+	next.Conversation = append(next.Conversation, runner.Turn{Spec: first.Spec})
 	res, _ := h.run(t, next)
 	if res.ExitReason != gen.ExitReasonFinished || res.Answer == nil || *res.Answer != "85" {
 		t.Fatalf("follow-up: %+v", res)

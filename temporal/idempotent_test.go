@@ -16,6 +16,7 @@ import (
 // sequence number, on another worker) returns the observation the first
 // attempt recorded and does not apply the edit again.
 func TestToolCallRetryDoesNotRepeatTheEdit(t *testing.T) {
+	t.Parallel()
 	store, err := temporal.NewStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ import (
 // change, the workspace is untouched, and the work tree is gone once the
 // run ends.
 func TestIsolatedRunOnTemporal(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	repo := filepath.Join(h.root, "repo")
 	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "empty"}} {

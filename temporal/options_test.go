@@ -63,14 +63,16 @@ func (m *seenModel) Next(_ context.Context, req *agent.Request) (agent.Turn, err
 // max_observation_lines 4 the model sees the read file capped, as the
 // in-process loop shows it, not the whole file.
 func TestObservationCapsReachTheWorkflow(t *testing.T) {
+	t.Parallel()
 	const lines = 4
 	embeddedModel := &seenModel{}
 	var buf bytes.Buffer
 	in := scriptInput(nil, "", 0)
 	in.MaxObservationLines = ptr(lines)
 	sp := in.Spec
-	sp.Dir, sp.TraceWriter = t.TempDir(), &buf
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	host := baseSetup()
+	host.Dir, host.TraceWriter = t.TempDir(), &buf
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +102,7 @@ func TestObservationCapsReachTheWorkflow(t *testing.T) {
 // a name the worker lacks ends the run internal_error, naming the field,
 // before any model call.
 func TestUnknownMCPServerOnTheWorker(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	in := scriptInput([]string{finish}, "", 0)
 	in.McpServers = &[]string{"docs"}

@@ -17,6 +17,7 @@ import (
 // that is not behind workflow.GetVersion fails here, as it would fail the
 // runs in flight when a worker is upgraded.
 func TestReplayRecordedHistory(t *testing.T) {
+	t.Parallel()
 	r := worker.NewWorkflowReplayer()
 	r.RegisterWorkflowWithOptions(temporal.RunWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
 	logger := log.NewStructuredLogger(slog.New(slog.DiscardHandler))

@@ -7,8 +7,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
+	"sync"
 
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
@@ -37,6 +39,17 @@ import (
 // reachable from runs: keep it outside every workspace root.
 type Store struct {
 	dir string
+
+	mu    sync.Mutex
+	marks map[string]lineMark // by file: where its lines were last counted
+}
+
+// lineMark is a whole-line boundary of an append-only file of JSON lines
+// and the lines before it, so that a batch late in a long run reads only
+// what was written since (by any worker), not the whole file again.
+type lineMark struct {
+	off   int64
+	lines int
 }
 
 // NewStore returns the store in dir, creating it.
@@ -100,7 +113,7 @@ func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
 	if err != nil {
 		return err
 	}
-	have, err := wholeLines(path, from)
+	have, err := s.wholeLines(path, from)
 	if err != nil {
 		return fmt.Errorf("the trace of run %s: %w", id, err)
 	}
@@ -132,7 +145,7 @@ func (s *Store) appendTranscript(id string, from int, entries []gen.TranscriptEn
 	if err != nil {
 		return err
 	}
-	have, err := wholeLines(path, from)
+	have, err := s.wholeLines(path, from)
 	if err != nil {
 		return fmt.Errorf("the transcript of run %s: %w", id, err)
 	}
@@ -152,29 +165,62 @@ func (s *Store) appendTranscript(id string, from int, entries []gen.TranscriptEn
 
 // wholeLines prepares path (a file of JSON lines, created 0600 in a 0700
 // directory when missing) for the lines from on: it cuts a torn last line
-// and returns how many whole lines it holds, at least from.
-func wholeLines(path string, from int) (have int, err error) {
+// and returns how many whole lines it holds, at least from. It reads the
+// file from its mark on (the whole file when it has none, or when the
+// file is shorter than the mark: not the file counted).
+func (s *Store) wholeLines(path string, from int) (have int, err error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return 0, err
 	}
-	data, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return 0, err
-	}
-	whole := bytes.LastIndexByte(data, '\n') + 1
-	have = bytes.Count(data[:whole], []byte("\n"))
-	if have < from {
-		return 0, fmt.Errorf("it has %d lines, and the next batch starts at %d", have, from)
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o600)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return 0, err
 	}
-	if err := f.Truncate(int64(whole)); err != nil {
-		f.Close()
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
 		return 0, err
 	}
-	return have, f.Close()
+	s.mu.Lock()
+	m := s.marks[path]
+	s.mu.Unlock()
+	if fi.Size() < m.off {
+		m = lineMark{}
+	}
+	data := make([]byte, fi.Size()-m.off)
+	if _, err := f.ReadAt(data, m.off); err != nil && !errors.Is(err, io.EOF) {
+		return 0, err
+	}
+	whole := bytes.LastIndexByte(data, '\n') + 1
+	m.off, m.lines = m.off+int64(whole), m.lines+bytes.Count(data[:whole], []byte("\n"))
+	if m.lines < from {
+		return 0, fmt.Errorf("it has %d lines, and the next batch starts at %d", m.lines, from)
+	}
+	if whole < len(data) {
+		if err := f.Truncate(m.off); err != nil {
+			return 0, err
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.marks == nil {
+		s.marks = map[string]lineMark{}
+	}
+	s.marks[path] = m
+	return m.lines, nil
+}
+
+// forget drops the marks of run id's files, once the run ended here.
+func (s *Store) forget(id string) {
+	events, err := s.EventsPath(id)
+	if err != nil {
+		return
+	}
+	transcript, _ := s.TranscriptPath(id)
+	s.mu.Lock()
+	delete(s.marks, events)
+	delete(s.marks, transcript)
+	s.mu.Unlock()
 }
 
 // recordedCall returns the observation recorded for call seq of run id.

@@ -3,8 +3,10 @@ package temporal
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	commonpb "go.temporal.io/api/common/v1"
@@ -16,6 +18,7 @@ import (
 // TestStoreRunIDs: run ids become path components of the store only in
 // the spec's shape; `../../x` wrote outside the store before the fix.
 func TestStoreRunIDs(t *testing.T) {
+	t.Parallel()
 	base := t.TempDir()
 	s, err := NewStore(filepath.Join(base, "a", "store"))
 	if err != nil {
@@ -63,6 +66,7 @@ func TestStoreRunIDs(t *testing.T) {
 // the fix the changed payload was decoded and used). Encoding the same
 // payload again repairs it.
 func TestBlobChecked(t *testing.T) {
+	t.Parallel()
 	s, err := NewStore(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
@@ -135,4 +139,86 @@ func FuzzStoreRunID(f *testing.F) {
 			}
 		}
 	})
+}
+
+// BenchmarkAppendEventsToALongTrace is the cost of one activity's batch
+// of trace lines late in a long run: it must not grow with the trace.
+func BenchmarkAppendEventsToALongTrace(b *testing.B) {
+	for _, n := range []int{100, 10_000} {
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			s, err := NewStore(b.TempDir())
+			if err != nil {
+				b.Fatal(err)
+			}
+			line := []byte(`{"run_id":"r1","step":1,"event_type":"tool_result","time":"2026-01-01T00:00:00Z","summary":"` + strings.Repeat("x", 200) + `"}`)
+			lines := make([][]byte, n)
+			for i := range lines {
+				lines[i] = line
+			}
+			if err := s.appendEvents("r1", 0, lines); err != nil {
+				b.Fatal(err)
+			}
+			written := n
+			for b.Loop() {
+				if err := s.appendEvents("r1", written, [][]byte{line, line}); err != nil {
+					b.Fatal(err)
+				}
+				written += 2
+			}
+		})
+	}
+}
+
+// A batch of trace lines is written once: a retried batch skips the lines
+// an earlier attempt wrote, a torn last line (a crash mid-write) is cut,
+// and workers that share the store see each other's lines, whatever each
+// counted before.
+func TestAppendEventsOnceAcrossRetriesAndWorkers(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	a, err := NewStore(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := NewStore(dir) // another worker's
+	l := func(s string) []byte { return []byte(`{"n":"` + s + `"}`) }
+	path, _ := a.EventsPath("r1")
+	want := func(names ...string) {
+		t.Helper()
+		var w []byte
+		for _, n := range names {
+			w = append(append(w, l(n)...), '\n')
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, w) {
+			t.Fatalf("the trace is\n%s\nwant\n%s", got, w)
+		}
+	}
+	if err := a.appendEvents("r1", 0, [][]byte{l("a"), l("b")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.appendEvents("r1", 0, [][]byte{l("a"), l("b")}); err != nil { // a retry
+		t.Fatal(err)
+	}
+	want("a", "b")
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.WriteString(`{"n":"c`) // torn
+	f.Close()
+	if err := a.appendEvents("r1", 2, [][]byte{l("c")}); err != nil {
+		t.Fatal(err)
+	}
+	want("a", "b", "c")
+	if err := b.appendEvents("r1", 2, [][]byte{l("c"), l("d")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.appendEvents("r1", 4, [][]byte{l("e")}); err != nil {
+		t.Fatal(err)
+	}
+	want("a", "b", "c", "d", "e")
+	if err := b.appendEvents("r1", 9, [][]byte{l("x")}); err == nil {
+		t.Fatal("a batch past the trace's end was written")
+	}
+	want("a", "b", "c", "d", "e")
 }

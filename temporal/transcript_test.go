@@ -51,9 +51,9 @@ func readTranscript(t *testing.T, path string) []string {
 func embeddedTranscript(t *testing.T, responses []string, check string, maxSteps int) []string {
 	t.Helper()
 	sp := scriptInput(nil, check, maxSteps).Spec
-	sp.Dir = t.TempDir()
-	sp.TranscriptPath = filepath.Join(t.TempDir(), transcript.FileName)
-	s, err := runner.Open(context.Background(), &sp, baseSetup())
+	host := baseSetup()
+	host.Dir, host.TranscriptPath = t.TempDir(), filepath.Join(t.TempDir(), transcript.FileName)
+	s, err := runner.Open(context.Background(), &sp, host)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +61,13 @@ func embeddedTranscript(t *testing.T, responses []string, check string, maxSteps
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return readTranscript(t, sp.TranscriptPath)
+	return readTranscript(t, host.TranscriptPath)
 }
 
 // A run on Temporal keeps the transcript an in-process run keeps, entry
 // for entry, in the store, also when it continues as new in the middle.
 func TestEnginesWriteTheSameTranscript(t *testing.T) {
+	t.Parallel()
 	for _, tc := range scripts {
 		for _, every := range []int{0, 2} {
 			t.Run(tc.name, func(t *testing.T) {
@@ -134,6 +135,7 @@ func TestTemporalTranscriptIsRedacted(t *testing.T) {
 
 // A run whose request says transcript false keeps none on Temporal either.
 func TestTemporalRunWithoutTranscript(t *testing.T) {
+	t.Parallel()
 	h := newHarness(t)
 	in := scriptInput([]string{multiply, finish}, "", 0)
 	off := false

@@ -37,10 +37,6 @@ type runInput struct {
 	ContinueAsNewSteps int `json:",omitempty"`
 	// Continued is set in the input of a continued execution.
 	Continued *continued `json:",omitempty"`
-	// Conversation, for a follow-up (Spec.FollowUp), are the specs of the
-	// runs it continues, oldest first (runner.Spec.Conversation): the
-	// Open activity rebuilds the history from their transcripts.
-	Conversation []runner.Spec `json:",omitempty"`
 }
 
 // DefaultHeartbeatTimeout is Engine.HeartbeatTimeout's default: how long
@@ -201,7 +197,7 @@ func refOf(sp *runner.Spec) runRef {
 	if sp.Workspace != nil {
 		ref.Workspace = *sp.Workspace
 	}
-	if sp.Isolation != nil && *sp.Isolation == gen.CreateRunRequestIsolationWorktree {
+	if sp.Isolated() {
 		ref.From, ref.Workspace = cmp.Or(ref.Workspace, "."), path.Join(runner.IsolatedDir, sp.ID) // "." for the root: From is set
 		if sp.Commit != nil {
 			ref.Commit = *sp.Commit

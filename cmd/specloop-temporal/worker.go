@@ -133,7 +133,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	defer c.Close()
 	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: runner.DefaultModels,
-		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy}, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}
+		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {
 		if err := w.Start(); err != nil {

@@ -66,8 +66,8 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	// The demo's scripted model reads no instructions: the same run on
 	// every machine.
 	sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: demo.Task}, MaxSteps: new(demo.MaxSteps), Check: new(demo.Check), ProjectDocs: new(bool)},
-		ID: runID, Dir: dir, TracePath: *tracePath}
-	setup, code := openSetup(ctx, env, "demo", sp, wiring.Config{Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
+		ID: runID}
+	setup, code := openSetup(ctx, env, "demo", sp, wiring.Config{Dir: dir, TracePath: *tracePath, Sandbox: sbPolicy, CheckEnv: demo.CheckEnv, TraceSync: trace.SyncAtRunEnd}, false)
 	if setup == nil {
 		return code
 	}

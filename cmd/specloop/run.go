@@ -257,7 +257,8 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	host.Waiting = func(holder string) {
 		fmt.Fprintf(env.Stderr, "another run uses this workspace (%s); waiting… (--no-wait to fail)\n", oneLine(holder, 120))
 	}
-	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, Dir: f.workspace, ApprovalTimeout: f.approval.timeout}
+	sp := &runner.Spec{CreateRunRequest: req, ID: agent.NewRunID(), RecordRaw: f.recordRaw, ApprovalTimeout: f.approval.timeout}
+	host.Dir = f.workspace
 	if resumed != nil {
 		sp.ID = resumed.ID
 	}
@@ -268,7 +269,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
 			return exitUsage
 		}
-		sp.TranscriptPath = transcriptPath
+		host.TranscriptPath = transcriptPath
 		if resumed != nil {
 			if resumeLog, _, err = transcript.Resume(transcriptPath); err != nil {
 				env.Errorf("run: --resume %s: %v (specloop show %s prints what it did)", sp.ID, err, sp.ID)
@@ -276,7 +277,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 			}
 		}
 	}
-	if sp.TracePath, err = runTracePath(f.tracePath, f.workspace, sp.ID); err != nil {
+	if host.TracePath, err = runTracePath(f.tracePath, f.workspace, sp.ID); err != nil {
 		env.Errorf("run: %v", err)
 		return exitUsage
 	}

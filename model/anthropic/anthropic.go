@@ -46,12 +46,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
-// Environment variables WithEnv reads.
+// The environment variables model.FromConfig reads the key and the base
+// URL from.
 const (
 	EnvAPIKey  = "ANTHROPIC_API_KEY"
 	EnvBaseURL = "ANTHROPIC_BASE_URL"
@@ -73,41 +73,9 @@ const apiVersion = "2023-06-01"
 // ErrNoAPIKey is returned by New for Anthropic's own API without an API key.
 var ErrNoAPIKey = errors.New("anthropic: no API key: set " + EnvAPIKey)
 
-// Config configures a Model.
-type Config struct {
-	// Model is the model name, e.g. "claude-sonnet-4-5".
-	Model string
-	// BaseURL is the API's base URL; empty means DefaultBaseURL.
-	BaseURL string
-	// APIKey is sent as x-api-key. It is required for Anthropic's own API
-	// and optional for other servers.
-	APIKey string
-	// Temperature is the sampling temperature; nil leaves the provider's
-	// default (some newer models accept no other).
-	Temperature *float64
-	// MaxOutputTokens is max_tokens; 0 means DefaultMaxOutputTokens.
-	MaxOutputTokens int64
-	// HTTPClient makes the requests; nil means a default client.
-	HTTPClient *http.Client
-	// MaxRetries is how often a 429, 5xx or network failure is retried;
-	// 0 means 3, negative means never.
-	MaxRetries int
-	// Timeout bounds one request attempt; 0 means 10 minutes.
-	Timeout time.Duration
-	// System is the system prompt; empty means the default prompt for code
-	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
-	// it becomes the finish tool's name.
-	System string
-	// ContextWindow is the model's context window in tokens; 0 means the
-	// default for its family (see Model).
-	ContextWindow int
-}
-
-// WithEnv returns c with APIKey set from ANTHROPIC_API_KEY and, when c has
-// no BaseURL, BaseURL from ANTHROPIC_BASE_URL. getenv is os.Getenv when nil.
-func (c Config) WithEnv(getenv func(string) string) Config {
-	return Config(adapt.Config(c).WithEnv(getenv, EnvAPIKey, EnvBaseURL))
-}
+// Config configures a Model; a zero BaseURL is DefaultBaseURL, a zero
+// MaxOutputTokens (max_tokens) DefaultMaxOutputTokens.
+type Config = adapt.Config
 
 // Model is an agent.Model and agent.ContextSizer over the Messages API. It
 // is stateless and safe for concurrent use: runs may share one. Its
@@ -115,14 +83,13 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // (200,000 for every claude-* model).
 type Model = adapt.Model
 
-// New returns a Model for cfg. It never reads the environment (see
-// WithEnv).
+// New returns a Model for cfg. It never reads the environment.
 func New(cfg Config) (*Model, error) {
 	return adapt.New(adapt.Provider{
 		Name: "anthropic", BaseURL: DefaultBaseURL, Path: "/v1/messages", ErrNoAPIKey: ErrNoAPIKey,
 		Header: http.Header{"Anthropic-Version": {apiVersion}}, KeyHeader: "X-Api-Key", Classify: classify,
 		MaxOutputTokens: DefaultMaxOutputTokens, Codec: codec{},
-	}, adapt.Config(cfg))
+	}, cfg)
 }
 
 // promptTooLong starts the message of a request over the context window:

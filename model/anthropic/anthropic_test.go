@@ -187,11 +187,6 @@ func TestNewConfig(t *testing.T) {
 	if _, err := anthropic.New(anthropic.Config{Model: "m"}); !errors.Is(err, anthropic.ErrNoAPIKey) {
 		t.Fatalf("want ErrNoAPIKey, got %v", err)
 	}
-	env := map[string]string{anthropic.EnvAPIKey: "sk-ant-env", anthropic.EnvBaseURL: "http://proxy:4000"}
-	cfg := anthropic.Config{Model: "m"}.WithEnv(func(k string) string { return env[k] })
-	if cfg.APIKey != "sk-ant-env" || cfg.BaseURL != "http://proxy:4000" {
-		t.Fatalf("WithEnv = %+v", cfg)
-	}
 }
 
 // TestFromConfigReadsEnv: model.FromConfig takes the key and the base URL

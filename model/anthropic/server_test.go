@@ -7,7 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/anthropic"
 	"github.com/specloop/specloop/model/modeltest"
@@ -77,13 +76,10 @@ var codec = modeltest.Codec{
 }
 
 var provider = modeltest.Provider{
-	Name:  "anthropic",
-	Codec: codec,
-	New: func(tb testing.TB, s *modeltest.Server, cfg modeltest.Config) agent.Model {
-		return newModel(tb, s, func(c *anthropic.Config) {
-			c.MaxRetries, c.Timeout, c.ContextWindow, c.System = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow, cfg.System
-		})
-	},
+	Name:          "anthropic",
+	Codec:         codec,
+	Make:          anthropic.New,
+	Model:         "claude-sonnet-4-5",
 	DefaultWindow: 200_000, // claude-sonnet-4-5
 	// The tools and the system blocks (the API caches tools first).
 	Prefix: func(t testing.TB, body []byte) []byte {
@@ -128,13 +124,6 @@ func TestProvider(t *testing.T) {
 	modeltest.RunProvider(t, provider)
 }
 
-// BenchmarkHarnessOverhead reports the harness every request carries, the
-// tool definitions and the system prompt with all built-in tools, as
-// prefix-bytes (ns/op is only the time to extract it).
-func BenchmarkHarnessOverhead(b *testing.B) {
-	modeltest.BenchmarkOverhead(b, provider)
-}
-
 // TestCodecMatchesTestdata: what the fake server renders has the shape of
 // the recorded bodies.
 func TestCodecMatchesTestdata(t *testing.T) {
@@ -153,15 +142,11 @@ func TestCodecMatchesTestdata(t *testing.T) {
 // newModel returns a model talking to s; change adjusts the config.
 func newModel(t testing.TB, s *modeltest.Server, change func(*anthropic.Config)) *anthropic.Model {
 	t.Helper()
-	cfg := anthropic.Config{Model: "claude-sonnet-4-5", BaseURL: s.URL, APIKey: modeltest.APIKey, HTTPClient: s.Client}
+	var cfg anthropic.Config
 	if change != nil {
 		change(&cfg)
 	}
-	m, err := anthropic.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return provider.New(t, s, cfg)
 }
 
 // ok is a 200 with a testdata body.

@@ -78,21 +78,12 @@ func (t Turn) Raw() string {
 	case t.Finish != nil:
 		v = t.Finish
 	case t.Parallel != nil:
-		var turn gen.Turn
-		for _, p := range t.Parallel {
-			var a gen.Action
-			var err error
-			if p.ToolCall != nil {
-				err = a.FromToolCall(*p.ToolCall)
-			} else {
-				err = a.FromFinish(*p.Finish)
-			}
-			if err != nil {
-				panic(err)
-			}
-			turn.Actions = append(turn.Actions, a)
+		// The spec's Turn: {"actions": [...]}, each action its own Raw.
+		actions := make([]json.RawMessage, len(t.Parallel))
+		for i, p := range t.Parallel {
+			actions[i] = json.RawMessage(p.Raw())
 		}
-		v = turn
+		v = map[string]any{"actions": actions}
 	default:
 		return InvalidText
 	}

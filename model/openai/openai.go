@@ -50,12 +50,12 @@ import (
 	"errors"
 	"net/http"
 	"strings"
-	"time"
 
 	"github.com/specloop/specloop/model/internal/adapt"
 )
 
-// Environment variables WithEnv reads.
+// The environment variables model.FromConfig reads the key and the base
+// URL from.
 const (
 	EnvAPIKey  = "OPENAI_API_KEY"
 	EnvBaseURL = "OPENAI_BASE_URL"
@@ -67,44 +67,10 @@ const DefaultBaseURL = "https://api.openai.com/v1"
 // ErrNoAPIKey is returned by New for OpenAI's own API without an API key.
 var ErrNoAPIKey = errors.New("openai: no API key: set " + EnvAPIKey)
 
-// Config configures a Model.
-type Config struct {
-	// Model is the model name, e.g. "gpt-4o-mini" or an Ollama model.
-	Model string
-	// BaseURL is the API's base URL, e.g. "http://localhost:11434/v1";
-	// empty means DefaultBaseURL.
-	BaseURL string
-	// APIKey is sent as a bearer token. It is required for OpenAI's own API
-	// and optional for other servers.
-	APIKey string
-	// Temperature is the sampling temperature; nil leaves the provider's
-	// default.
-	Temperature *float64
-	// MaxOutputTokens caps one reply; 0 leaves the provider's default. It is
-	// sent as max_completion_tokens to OpenAI's API and as max_tokens to
-	// other servers, which mostly know only that name.
-	MaxOutputTokens int64
-	// HTTPClient makes the requests; nil means a default client.
-	HTTPClient *http.Client
-	// MaxRetries is how often a 429, 5xx or network failure is retried;
-	// 0 means 3, negative means never.
-	MaxRetries int
-	// Timeout bounds one request attempt; 0 means 10 minutes.
-	Timeout time.Duration
-	// System is the system prompt; empty means the default prompt for code
-	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
-	// it becomes the finish tool's name.
-	System string
-	// ContextWindow is the model's context window in tokens; 0 means the
-	// default for its family or what its server says (see Model).
-	ContextWindow int
-}
-
-// WithEnv returns c with APIKey set from OPENAI_API_KEY and, when c has no
-// BaseURL, BaseURL from OPENAI_BASE_URL. getenv is os.Getenv when nil.
-func (c Config) WithEnv(getenv func(string) string) Config {
-	return Config(adapt.Config(c).WithEnv(getenv, EnvAPIKey, EnvBaseURL))
-}
+// Config configures a Model; a zero BaseURL is DefaultBaseURL. Its
+// MaxOutputTokens is sent as max_completion_tokens to OpenAI's API and as
+// max_tokens to other servers, which mostly know only that name.
+type Config = adapt.Config
 
 // Model is an agent.Model and agent.ContextSizer over a Chat Completions
 // API. It is stateless and safe for concurrent use: runs may share one.
@@ -114,14 +80,13 @@ func (c Config) WithEnv(getenv func(string) string) Config {
 // 32,768.
 type Model = adapt.Model
 
-// New returns a Model for cfg. It never reads the environment (see
-// WithEnv).
+// New returns a Model for cfg. It never reads the environment.
 func New(cfg Config) (*Model, error) {
 	return adapt.New(adapt.Provider{
 		Name: "openai", BaseURL: DefaultBaseURL, Path: "/chat/completions", ErrNoAPIKey: ErrNoAPIKey,
 		Header: http.Header{}, KeyHeader: "Authorization", KeyPrefix: "Bearer ", Classify: classify,
 		Codec: codec{}, Window: serverWindow,
-	}, adapt.Config(cfg))
+	}, cfg)
 }
 
 // serverWindow asks an OpenAI-compatible server, at base (.../v1), for the

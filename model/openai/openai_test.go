@@ -186,20 +186,6 @@ func TestNewConfig(t *testing.T) {
 	}
 }
 
-func TestWithEnv(t *testing.T) {
-	t.Parallel()
-	env := map[string]string{openai.EnvAPIKey: "sk-env", openai.EnvBaseURL: "http://localhost:11434/v1"}
-	getenv := func(k string) string { return env[k] }
-	got := openai.Config{Model: "m"}.WithEnv(getenv)
-	if got.APIKey != "sk-env" || got.BaseURL != "http://localhost:11434/v1" {
-		t.Fatalf("WithEnv = %+v", got)
-	}
-	got = openai.Config{Model: "m", BaseURL: "http://flag:8000/v1"}.WithEnv(getenv)
-	if got.BaseURL != "http://flag:8000/v1" {
-		t.Fatalf("an explicit base URL must win over %s: %q", openai.EnvBaseURL, got.BaseURL)
-	}
-}
-
 // TestFromConfigReadsEnv: model.FromConfig takes the key and the base URL
 // from the environment.
 func TestFromConfigReadsEnv(t *testing.T) {

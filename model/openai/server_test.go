@@ -8,7 +8,6 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model/modeltest"
 	"github.com/specloop/specloop/model/openai"
@@ -79,13 +78,10 @@ var codec = modeltest.Codec{
 }
 
 var provider = modeltest.Provider{
-	Name:  "openai",
-	Codec: codec,
-	New: func(tb testing.TB, s *modeltest.Server, cfg modeltest.Config) agent.Model {
-		return newModel(tb, s, func(c *openai.Config) {
-			c.MaxRetries, c.Timeout, c.ContextWindow, c.System = cfg.MaxRetries, cfg.Timeout, cfg.ContextWindow, cfg.System
-		})
-	},
+	Name:          "openai",
+	Codec:         codec,
+	Make:          openai.New,
+	Model:         "gpt-4o-mini",
 	DefaultWindow: 128_000, // gpt-4o-mini
 	// The system message and the tools.
 	Prefix: func(t testing.TB, body []byte) []byte {
@@ -140,13 +136,6 @@ func TestProvider(t *testing.T) {
 	modeltest.RunProvider(t, provider)
 }
 
-// BenchmarkHarnessOverhead reports the harness every request carries, the
-// system prompt and the tool definitions with all built-in tools, as
-// prefix-bytes (ns/op is only the time to extract it).
-func BenchmarkHarnessOverhead(b *testing.B) {
-	modeltest.BenchmarkOverhead(b, provider)
-}
-
 // TestCodecMatchesTestdata: what the fake server renders has the shape of
 // the recorded bodies.
 func TestCodecMatchesTestdata(t *testing.T) {
@@ -165,15 +154,11 @@ func TestCodecMatchesTestdata(t *testing.T) {
 // newModel returns a model talking to s; change adjusts the config.
 func newModel(t testing.TB, s *modeltest.Server, change func(*openai.Config)) *openai.Model {
 	t.Helper()
-	cfg := openai.Config{Model: "gpt-4o-mini", BaseURL: s.URL, APIKey: modeltest.APIKey, HTTPClient: s.Client}
+	var cfg openai.Config
 	if change != nil {
 		change(&cfg)
 	}
-	m, err := openai.New(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return m
+	return provider.New(t, s, cfg)
 }
 
 // ok is a 200 with a testdata body.

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"os"
 	"strings"
 	"sync"
 	"time"
@@ -24,34 +23,41 @@ const (
 	DefaultTimeout = 10 * time.Minute
 )
 
-// Config is a provider adapter's configuration: field for field the
-// providers' own Config types (openai.Config, anthropic.Config, which
-// document each field), so each converts to it.
+// Config configures a provider adapter's Model: it is openai.Config and
+// anthropic.Config, one type, so a setting means the same for both and
+// model.FromConfig fills it once.
 type Config struct {
-	Model           string
-	BaseURL         string
-	APIKey          string
-	Temperature     *float64
+	// Model is the model name, e.g. "gpt-4o-mini", "claude-sonnet-4-5" or
+	// a local server's model.
+	Model string
+	// BaseURL is the API's base URL, e.g. "http://localhost:11434/v1";
+	// empty means the provider's own API.
+	BaseURL string
+	// APIKey is the key, sent in the provider's header. It is required for
+	// the provider's own API and optional for other servers.
+	APIKey string
+	// Temperature is the sampling temperature; nil leaves the provider's
+	// default (some newer models accept no other).
+	Temperature *float64
+	// MaxOutputTokens caps one reply; 0 means the provider's default
+	// (OpenAI: the server's own; Anthropic, whose API requires one:
+	// anthropic.DefaultMaxOutputTokens).
 	MaxOutputTokens int64
-	HTTPClient      *http.Client
-	MaxRetries      int
-	Timeout         time.Duration
-	System          string
-	ContextWindow   int
-}
-
-// WithEnv returns c with APIKey set from the variable keyVar and, when c
-// has no BaseURL, BaseURL from the variable urlVar. getenv is os.Getenv
-// when nil.
-func (c Config) WithEnv(getenv func(string) string, keyVar, urlVar string) Config {
-	if getenv == nil {
-		getenv = os.Getenv
-	}
-	c.APIKey = getenv(keyVar)
-	if c.BaseURL == "" {
-		c.BaseURL = getenv(urlVar)
-	}
-	return c
+	// HTTPClient makes the requests; nil means a default client.
+	HTTPClient *http.Client
+	// MaxRetries is how often a 429, 5xx or network failure is retried;
+	// 0 means DefaultMaxRetries, negative means never.
+	MaxRetries int
+	// Timeout bounds one request attempt; 0 means DefaultTimeout.
+	Timeout time.Duration
+	// System is the system prompt; empty means the default prompt for code
+	// tasks (model/internal/adapt/system_prompt.md). Every "{{finish}}" in
+	// it becomes the finish tool's name.
+	System string
+	// ContextWindow is the model's context window in tokens; 0 means the
+	// default for its family, or what its server says (see
+	// Model.ContextWindow).
+	ContextWindow int
 }
 
 // A Codec is one provider's wire: it encodes a request body and decodes

@@ -12,10 +12,9 @@
 // keeps state between calls.
 //
 // Nothing here knows a provider's request or reply format (only the shape
-// their error bodies share, the event stream framing and the settings
-// their Configs share), and nothing
-// names a tool or a JSON field:
-// names come from the spec and the generated types.
+// their error bodies share, the event stream framing and Config, the one
+// configuration of both), and nothing names a tool or a JSON field: names
+// come from the spec and the generated types.
 package adapt
 
 import (
