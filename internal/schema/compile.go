@@ -133,7 +133,7 @@ func (c *compiler) node(v any, at string) *node {
 		c.keywords(n, v)
 		return n
 	}
-	c.fail(at, "a schema must be an object or a boolean, not %s", kindOf(v))
+	c.fail(at, "a schema must be an object or a boolean")
 	return &node{at: at, always: true}
 }
 
@@ -432,18 +432,3 @@ func (c *compiler) discriminator(m map[string]any) (string, map[string]*node) {
 }
 
 var jsonTypes = []string{"null", "boolean", "object", "array", "number", "integer", "string"}
-
-// kindOf names the JSON type of a decoded value for a message.
-func kindOf(v any) string {
-	switch v.(type) {
-	case nil:
-		return "null"
-	case []any:
-		return "an array"
-	case string:
-		return "a string"
-	case float64:
-		return "a number"
-	}
-	return fmt.Sprintf("%T", v)
-}

@@ -3,6 +3,7 @@ package schema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"reflect"
 	"regexp"
@@ -115,22 +116,20 @@ type evaluated struct {
 
 func (e *evaluated) merge(o *evaluated) {
 	for k := range o.props {
-		e.prop(k)
+		e.props = mapSet(e.props, k)
 	}
 	e.items = max(e.items, o.items)
 	for i := range o.found {
-		if e.found == nil {
-			e.found = map[int]bool{}
-		}
-		e.found[i] = true
+		e.found = mapSet(e.found, i)
 	}
 }
 
-func (e *evaluated) prop(k string) {
-	if e.props == nil {
-		e.props = map[string]bool{}
+func mapSet[K comparable](m map[K]bool, k K) map[K]bool {
+	if m == nil {
+		m = map[K]bool{}
 	}
-	e.props[k] = true
+	m[k] = true
+	return m
 }
 
 // check returns nil when x (at p) matches n, else its first problem when
@@ -288,9 +287,9 @@ func jsonTypeOf(v any) string {
 // formats are the formats Compile enforces, as checks of the values they
 // apply to: kin-openapi's defaults, which the spec's date-times rely on.
 var formats = map[string]func(any) bool{
-	"date-time": matches(func() *regexp.Regexp { return dateTimeRE() }),
-	"date":      matches(func() *regexp.Regexp { return dateRE() }),
-	"byte":      matches(func() *regexp.Regexp { return byteRE() }),
+	"date-time": matches(dateTimeRE),
+	"date":      matches(dateRE),
+	"byte":      matches(byteRE),
 	"int32":     within(math.MinInt32, math.MaxInt32+1),
 	"int64":     within(math.MinInt64, -float64(math.MinInt64)),
 }
@@ -362,8 +361,8 @@ func (v *Validator) composite(n *node, x any, explain bool, ev *evaluated) *Erro
 			}
 		}
 	}
-	if obj, ok := x.(map[string]any); ok {
-		for _, name := range sortedKeys(n.depSchemas) {
+	if obj, ok := x.(map[string]any); ok && n.depSchemas != nil {
+		for _, name := range slices.Sorted(maps.Keys(n.depSchemas)) {
 			if _, present := obj[name]; present {
 				if e := v.check(n.depSchemas[name], x, explain, ev); e != nil {
 					return e
@@ -422,7 +421,7 @@ func (v *Validator) oneOf(n *node, x any, explain bool) *Error {
 		case !isString:
 			return under(&Error{Reason: "must be a string"}, n.discriminator)
 		default:
-			return under(&Error{Reason: "must be one of " + strings.Join(sortedKeys(n.byValue), ", ")}, n.discriminator)
+			return under(&Error{Reason: "must be one of " + strings.Join(slices.Sorted(maps.Keys(n.byValue)), ", ")}, n.discriminator)
 		}
 	}
 	if c := candidate(n.oneOf, x); c != nil && v.check(c, x, false, nil) != nil {
@@ -438,7 +437,7 @@ func (v *Validator) array(n *node, x []any, explain bool, ev *evaluated) *Error 
 			if v.check(n.contains, e, false, nil) == nil {
 				found++
 				if ev != nil {
-					ev.merge(&evaluated{found: map[int]bool{i: true}})
+					ev.found = mapSet(ev.found, i)
 				}
 			}
 		}
@@ -450,11 +449,7 @@ func (v *Validator) array(n *node, x []any, explain bool, ev *evaluated) *Error 
 			if !explain {
 				return errNo
 			}
-			r := "must contain an item that matches its schema"
-			if n.minContains >= 0 || hi >= 0 {
-				r = fmt.Sprintf("must contain %d to %d items that match its schema (a bound of -1 is none)", lo, hi)
-			}
-			return &Error{Reason: r}
+			return &Error{Reason: fmt.Sprintf("must contain at least %d and at most %d items that match its schema", lo, min(uint(hi), math.MaxInt32))}
 		}
 	}
 	for i, e := range x {
@@ -524,7 +519,7 @@ func (v *Validator) object(n *node, x map[string]any, explain bool, ev *evaluate
 		}
 	}
 	if n.unevalProps != nil {
-		for _, k := range sortedKeys(x) {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if ev.props[k] {
 				continue
 			}
@@ -534,7 +529,7 @@ func (v *Validator) object(n *node, x map[string]any, explain bool, ev *evaluate
 			if e := v.check(n.unevalProps, x[k], explain, nil); e != nil {
 				return under(e, k)
 			}
-			ev.prop(k)
+			ev.props = mapSet(ev.props, k)
 		}
 	}
 	return nil
@@ -574,7 +569,7 @@ func (v *Validator) property(n *node, k string, val any, explain bool, ev *evalu
 		}
 	}
 	if ev != nil && len(children) > 0 {
-		ev.prop(k)
+		ev.props = mapSet(ev.props, k)
 	}
 	return nil
 }
@@ -597,15 +592,6 @@ func (v *Validator) barred(n *node) bool {
 var barred = map[Direction]string{
 	Request:  "is read-only and not allowed in a request",
 	Response: "is write-only and not allowed in a response",
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }
 
 // reasons say, in the style of the project's messages, why a value fails
