@@ -5,426 +5,226 @@ import (
 	"errors"
 	"fmt"
 	"maps"
-	"math"
-	"reflect"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
+
+	"github.com/google/jsonschema-go/jsonschema"
 )
 
-// node is one compiled schema: the keywords Validate checks, parsed once.
-// Counts (minLength ...) are -1 when absent.
-type node struct {
-	m             map[string]any // the schema, which messages quote
-	at            string         // its JSON pointer in the root, for Compile's errors
-	always, never bool           // the schemas true and false
-	rejects       bool           // false, or {"not": {}}: an undeclared property is "not allowed"
-
-	ref, refAt string // $ref or $dynamicRef, and where it is
-	target     *node
-
-	types                                        []string
-	enum                                         []any
-	cnst                                         any
-	hasEnum, hasConst                            bool
-	format                                       string
-	minimum, maximum, exclusiveMin, exclusiveMax *float64
-	multipleOf                                   *float64
-	minLength, maxLength                         int
-	pattern                                      *regexp.Regexp
-	minItems, maxItems, minContains, maxContains int
-	uniqueItems                                  bool
-	minProps, maxProps                           int
-	depRequired                                  map[string][]string
-
-	allOf, anyOf, oneOf   []*node
-	not, ifS, thenS, elsS *node
-	discriminator         string           // the property oneOf's branches are told apart by
-	byValue               map[string]*node // ... and the branch of each of its values
-	depSchemas            map[string]*node
-
-	prefix                []*node
-	items, contains       *node
-	props                 map[string]*node
-	declared              []string // props' names, sorted
-	patterns              []patternProp
-	additional, propNames *node
-	required              []string
-	unevalProps           *node
-	unevalItems           *node
-	readOnly, writeOnly   bool
+// info is what Compile adds to one schema the library parsed.
+type info struct {
+	at            string             // its JSON pointer in the root, for Compile's errors
+	target        *jsonschema.Schema // what its $ref or $dynamicRef names
+	pattern       *regexp.Regexp
+	patterns      []patternProp
+	rejects       bool // false, or {"not": {}}: nothing matches
+	discriminator string
+	byValue       map[string]*jsonschema.Schema // the oneOf branch of each discriminator value
+	declared      []string                      // its properties' names, sorted
 }
 
 type patternProp struct {
 	re *regexp.Regexp
-	n  *node
-}
-
-// compiler builds the nodes of one root schema.
-type compiler struct {
-	root    map[string]any
-	nodes   map[uintptr]*node
-	anchors map[string]*node
-	refs    []*node // nodes whose reference is still to be resolved
-	errs    []error
+	s  *jsonschema.Schema
 }
 
 // Compile returns the Validator of a JSON Schema (draft 2020-12) object,
 // such as internal/oas produces from the spec or an MCP server sends, for
-// values going in the given direction. Compiling parses every keyword,
-// resolves the references and compiles the regular expressions: build it
-// once and keep it.
+// values going in the given direction. google/jsonschema-go parses and
+// resolves it; Compile then indexes its references and compiles its
+// regular expressions: build it once and keep it.
 //
-// It reads every schema as draft 2020-12, whatever $schema says, and
-// also takes draft-07's array form of items with additionalItems,
-// dependencies and definitions. References are JSON pointers or anchors
-// inside the schema, which is one document: $id is allowed at its root
-// only, and $dynamicRef resolves as $ref does (within one document, the
-// same schema). Unknown keywords are annotations. format is enforced for
-// date-time and date (RFC 3339, with a real day of the month), byte
-// (base64) and the ranges of int32 and int64, which the spec relies on;
-// other formats are annotations.
-func Compile(s map[string]any, dir Direction) (*Validator, error) {
-	if s == nil {
+// Every schema is read as draft 2020-12, whatever $schema says, with
+// draft-07's array form of items (and additionalItems), dependencies and
+// definitions read too. References are JSON pointers or anchors inside
+// the schema, which is one document: $id is allowed at its root only, so
+// $dynamicRef resolves as $ref does. format is enforced for date-time and
+// date (RFC 3339, with a real day of the month), byte (base64) and the
+// ranges of int32 and int64, which the spec relies on; other formats and
+// unknown keywords are annotations.
+func Compile(m map[string]any, dir Direction) (*Validator, error) {
+	if m == nil {
 		return nil, errors.New("schema: nil schema")
 	}
-	// A copy as JSON: numbers become float64, and the caller's map is
-	// never shared.
-	data, err := json.Marshal(s)
+	data, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	var root map[string]any
+	var root jsonschema.Schema
 	if err := json.Unmarshal(data, &root); err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	c := &compiler{root: root, nodes: map[uintptr]*node{}, anchors: map[string]*node{}}
-	n := c.node(root, "")
-	for len(c.refs) > 0 && len(c.errs) == 0 {
-		r := c.refs[len(c.refs)-1]
-		c.refs = c.refs[:len(c.refs)-1]
-		r.target = c.resolve(r)
+	root.Schema = ""
+	if _, err := root.Resolve(nil); err != nil {
+		return nil, fmt.Errorf("schema: %w", err)
+	}
+	v := &Validator{dir: dir, root: &root, info: map[*jsonschema.Schema]*info{}}
+	c := &compiler{v: v, byPointer: map[string]*jsonschema.Schema{}, anchors: map[string]*jsonschema.Schema{}}
+	c.walk(&root, "")
+	for s, in := range v.info {
+		c.index(s, in)
 	}
 	if len(c.errs) == 0 {
-		c.acyclic(n, map[*node]uint8{})
+		c.acyclic(&root, map[*jsonschema.Schema]uint8{})
 	}
 	if err := errors.Join(c.errs...); err != nil {
 		return nil, fmt.Errorf("schema: %w", err)
 	}
-	return &Validator{dir: dir, root: n}, nil
+	return v, nil
+}
+
+type compiler struct {
+	v         *Validator
+	byPointer map[string]*jsonschema.Schema
+	anchors   map[string]*jsonschema.Schema
+	errs      []error
 }
 
 func (c *compiler) fail(at, format string, args ...any) {
 	c.errs = append(c.errs, fmt.Errorf("%s: "+format, append([]any{Where(at)}, args...)...))
 }
 
-// node compiles the schema v found at at, once per schema object.
-func (c *compiler) node(v any, at string) *node {
-	switch v := v.(type) {
-	case bool:
-		return &node{at: at, always: v, never: !v, rejects: !v}
-	case map[string]any:
-		k := reflect.ValueOf(v).Pointer()
-		if n := c.nodes[k]; n != nil {
-			return n
-		}
-		n := &node{m: v, at: at}
-		c.nodes[k] = n
-		c.keywords(n, v)
-		return n
+// walk records every schema in s, with its JSON pointer and its anchors.
+func (c *compiler) walk(s *jsonschema.Schema, at string) {
+	if s == nil || c.v.info[s] != nil {
+		return
 	}
-	c.fail(at, "a schema must be an object or a boolean")
-	return &node{at: at, always: true}
-}
-
-func (c *compiler) keywords(n *node, m map[string]any) {
-	at := n.at
-	if _, ok := m["$id"]; ok && at != "" {
+	c.v.info[s] = &info{at: at}
+	c.byPointer[at] = s
+	for _, a := range []string{s.Anchor, s.DynamicAnchor} {
+		if a != "" {
+			c.anchors[a] = s
+		}
+	}
+	if s.ID != "" && at != "" {
 		c.fail(at, "sets $id: a schema is one document, with $id at its root only")
 	}
-	for _, k := range []string{"$anchor", "$dynamicAnchor"} {
-		if name, ok := m[k].(string); ok {
-			c.anchors[name] = n
+	for k, sub := range map[string]*jsonschema.Schema{"items": s.Items, "additionalItems": s.AdditionalItems,
+		"contains": s.Contains, "unevaluatedItems": s.UnevaluatedItems, "additionalProperties": s.AdditionalProperties,
+		"propertyNames": s.PropertyNames, "unevaluatedProperties": s.UnevaluatedProperties, "not": s.Not,
+		"if": s.If, "then": s.Then, "else": s.Else, "contentSchema": s.ContentSchema} {
+		c.walk(sub, at+"/"+k)
+	}
+	for k, list := range map[string][]*jsonschema.Schema{"prefixItems": s.PrefixItems, "items": s.ItemsArray,
+		"allOf": s.AllOf, "anyOf": s.AnyOf, "oneOf": s.OneOf} {
+		for i, sub := range list {
+			c.walk(sub, at+"/"+k+"/"+strconv.Itoa(i))
 		}
 	}
-	for _, k := range []string{"$ref", "$dynamicRef"} {
-		if r, ok := m[k]; ok {
-			n.ref, _ = r.(string)
-			n.refAt = at + "/" + k
-			if n.ref == "" {
-				c.fail(n.refAt, "must be a non-empty string")
-			}
-			c.refs = append(c.refs, n)
-		}
-	}
-	if t, ok := m["type"]; ok {
-		list, isList := t.([]any)
-		if !isList {
-			list = []any{t}
-		}
-		for _, t := range list {
-			if name, ok := t.(string); ok && slices.Contains(jsonTypes, name) {
-				n.types = append(n.types, name)
-			} else {
-				c.fail(at, "type %.40v is not a JSON type", t)
-			}
-		}
-	}
-	if e, ok := m["enum"]; ok {
-		n.hasEnum = true
-		if n.enum, ok = e.([]any); !ok {
-			c.fail(at, "enum must be an array")
-		}
-	}
-	n.cnst, n.hasConst = m["const"]
-	if f, ok := m["format"]; ok {
-		s, isString := f.(string)
-		if !isString {
-			c.fail(at, "format must be a string")
-		}
-		if _, enforced := formats[s]; enforced {
-			n.format = s
-		}
-	}
-	n.minimum, n.maximum = c.number(m, "minimum", at), c.number(m, "maximum", at)
-	n.exclusiveMin, n.exclusiveMax = c.number(m, "exclusiveMinimum", at), c.number(m, "exclusiveMaximum", at)
-	if n.multipleOf = c.number(m, "multipleOf", at); n.multipleOf != nil && *n.multipleOf <= 0 {
-		c.fail(at, "multipleOf must be greater than 0")
-	}
-	n.minLength, n.maxLength = c.count(m, "minLength", at), c.count(m, "maxLength", at)
-	n.pattern = c.regexp(m, "pattern", at)
-	n.minItems, n.maxItems = c.count(m, "minItems", at), c.count(m, "maxItems", at)
-	n.minContains, n.maxContains = c.count(m, "minContains", at), c.count(m, "maxContains", at)
-	n.uniqueItems, _ = m["uniqueItems"].(bool)
-	n.minProps, n.maxProps = c.count(m, "minProperties", at), c.count(m, "maxProperties", at)
-	n.required = c.names(m["required"], at+"/required")
-	n.readOnly, _ = m["readOnly"].(bool)
-	n.writeOnly, _ = m["writeOnly"].(bool)
-
-	n.allOf, n.anyOf, n.oneOf = c.list(m, "allOf", at), c.list(m, "anyOf", at), c.list(m, "oneOf", at)
-	n.not, n.ifS, n.thenS, n.elsS = c.sub(m, "not", at), c.sub(m, "if", at), c.sub(m, "then", at), c.sub(m, "else", at)
-	not, isMap := m["not"].(map[string]any)
-	n.rejects = isMap && len(not) == 0 && len(m) == 1
-	if n.oneOf != nil {
-		n.discriminator, n.byValue = c.discriminator(m)
-	}
-	for _, k := range []string{"dependentRequired", "dependentSchemas", "dependencies"} {
-		deps, _ := m[k].(map[string]any)
-		for _, name := range slices.Sorted(maps.Keys(deps)) {
-			if list, ok := deps[name].([]any); ok && k != "dependentSchemas" {
-				if n.depRequired == nil {
-					n.depRequired = map[string][]string{}
-				}
-				n.depRequired[name] = c.names(list, at+"/"+k+"/"+escapeToken(name))
-			} else if k != "dependentRequired" {
-				if n.depSchemas == nil {
-					n.depSchemas = map[string]*node{}
-				}
-				n.depSchemas[name] = c.node(deps[name], at+"/"+k+"/"+escapeToken(name))
-			} else {
-				c.fail(at+"/"+k, "must map names to arrays of names")
-			}
-		}
-	}
-
-	n.prefix = c.list(m, "prefixItems", at)
-	if _, isList := m["items"].([]any); isList {
-		n.prefix, n.items = c.list(m, "items", at), c.sub(m, "additionalItems", at)
-	} else {
-		n.items = c.sub(m, "items", at)
-	}
-	n.contains, n.unevalItems = c.sub(m, "contains", at), c.sub(m, "unevaluatedItems", at)
-	if props, ok := m["properties"].(map[string]any); ok {
-		n.props = make(map[string]*node, len(props))
-		for name, p := range props {
-			n.props[name] = c.node(p, at+"/properties/"+escapeToken(name))
-		}
-		n.declared = slices.Sorted(maps.Keys(props))
-	}
-	pp, _ := m["patternProperties"].(map[string]any)
-	for _, p := range slices.Sorted(maps.Keys(pp)) {
-		re, err := regexp.Compile(p)
-		if err != nil {
-			c.fail(at+"/patternProperties", "%.100q is not a valid regular expression", p)
-			continue
-		}
-		n.patterns = append(n.patterns, patternProp{re, c.node(pp[p], at+"/patternProperties/"+escapeToken(p))})
-	}
-	n.additional, n.propNames = c.sub(m, "additionalProperties", at), c.sub(m, "propertyNames", at)
-	n.unevalProps = c.sub(m, "unevaluatedProperties", at)
-	for _, k := range []string{"$defs", "definitions"} {
-		defs, _ := m[k].(map[string]any)
-		for name, d := range defs {
-			c.node(d, at+"/"+k+"/"+escapeToken(name))
+	for k, subs := range map[string]map[string]*jsonschema.Schema{"$defs": s.Defs, "definitions": s.Definitions,
+		"properties": s.Properties, "patternProperties": s.PatternProperties,
+		"dependentSchemas": s.DependentSchemas, "dependencies": s.DependencySchemas} {
+		for name, sub := range subs {
+			c.walk(sub, at+"/"+k+"/"+escapeToken(name))
 		}
 	}
 }
 
-func (c *compiler) sub(m map[string]any, k, at string) *node {
-	if v, ok := m[k]; ok {
-		return c.node(v, at+"/"+k)
+// index fills in what validating s needs besides the library's fields.
+func (c *compiler) index(s *jsonschema.Schema, in *info) {
+	for _, t := range append(s.Types, s.Type) {
+		if t != "" && !slices.Contains(jsonTypes, t) {
+			c.fail(in.at, "type %.40q is not a JSON type", t)
+		}
 	}
-	return nil
+	if ref := cmp(s.Ref, s.DynamicRef); ref != "" {
+		in.target = c.resolve(ref, in.at)
+	}
+	if s.Pattern != "" {
+		in.pattern = regexp.MustCompile(s.Pattern) // Resolve compiled it
+	}
+	for _, p := range slices.Sorted(maps.Keys(s.PatternProperties)) {
+		in.patterns = append(in.patterns, patternProp{regexp.MustCompile(p), s.PatternProperties[p]})
+	}
+	data, _ := json.Marshal(s)
+	in.rejects = slices.Contains([]string{"false", `{"not":true}`, `{"not":{}}`}, string(data))
+	in.declared = slices.Sorted(maps.Keys(s.Properties))
+	if s.OneOf != nil {
+		in.discriminator, in.byValue = discriminator(s)
+	}
 }
 
-func (c *compiler) list(m map[string]any, k, at string) []*node {
-	v, ok := m[k]
-	if !ok {
-		return nil
+func cmp(a, b string) string {
+	if a != "" {
+		return a
 	}
-	list, ok := v.([]any)
-	if !ok || len(list) == 0 && k != "prefixItems" && k != "items" {
-		c.fail(at+"/"+k, "must be a non-empty array of schemas")
-		return nil
-	}
-	out := make([]*node, len(list))
-	for i, s := range list {
-		out[i] = c.node(s, fmt.Sprintf("%s/%s/%d", at, k, i))
-	}
-	return out
+	return b
 }
 
-func (c *compiler) number(m map[string]any, k, at string) *float64 {
-	v, ok := m[k]
-	if !ok {
-		return nil
+// resolve returns the schema a reference names: the root, a JSON pointer
+// into it or an anchor, optionally after the root's $id.
+func (c *compiler) resolve(ref, at string) *jsonschema.Schema {
+	if id := strings.TrimSuffix(c.v.root.ID, "#"); id != "" {
+		ref = strings.TrimPrefix(ref, id)
 	}
-	f, ok := v.(float64)
-	if !ok {
-		c.fail(at, "%s must be a number", k)
-		return nil
-	}
-	return &f
-}
-
-func (c *compiler) count(m map[string]any, k, at string) int {
-	v, ok := m[k]
-	if !ok {
-		return -1
-	}
-	f, ok := v.(float64)
-	if !ok || f < 0 || f != math.Trunc(f) || f > math.MaxInt32 {
-		c.fail(at, "%s must be a non-negative integer", k)
-		return -1
-	}
-	return int(f)
-}
-
-func (c *compiler) regexp(m map[string]any, k, at string) *regexp.Regexp {
-	v, ok := m[k]
-	if !ok {
-		return nil
-	}
-	s, _ := v.(string)
-	re, err := regexp.Compile(s)
-	if err != nil || !ok {
-		c.fail(at, "%s is not a valid regular expression", k)
-	}
-	return re
-}
-
-func (c *compiler) names(v any, at string) []string {
-	if v == nil {
-		return nil
-	}
-	list, ok := v.([]any)
-	out := make([]string, 0, len(list))
-	for _, e := range list {
-		s, isString := e.(string)
-		ok = ok && isString
-		out = append(out, s)
-	}
-	if !ok {
-		c.fail(at, "must be an array of strings")
-	}
-	return out
-}
-
-// resolve returns the node a reference names: the root, a JSON pointer
-// into it, or an anchor, optionally after the root's $id.
-func (c *compiler) resolve(n *node) *node {
-	ref := n.ref
-	if id, ok := c.root["$id"].(string); ok && id != "" {
-		ref = strings.TrimPrefix(ref, strings.TrimSuffix(id, "#"))
-	}
-	frag, ok := strings.CutPrefix(ref, "#")
-	if !ok {
-		c.fail(n.refAt, "the reference %.100q leaves the schema: only references inside it are read", n.ref)
-		return nil
-	}
+	frag, _ := strings.CutPrefix(ref, "#")
+	t := c.byPointer[frag]
 	if frag != "" && !strings.HasPrefix(frag, "/") {
-		if t := c.anchors[frag]; t != nil {
-			return t
-		}
-		c.fail(n.refAt, "the reference %.100q names no anchor of the schema", n.ref)
-		return nil
+		t = c.anchors[frag]
 	}
-	t, ok := Lookup(c.root, frag)
-	if !ok {
-		c.fail(n.refAt, "the reference %.100q names nothing in the schema", n.ref)
-		return nil
+	if t == nil {
+		c.fail(at, "the reference %.100q names nothing specloop reads in the schema", ref)
 	}
-	return c.node(t, frag)
+	return t
 }
 
 // acyclic refuses a reference that leads back to its own place without
 // descending into the value: validating would never end.
-func (c *compiler) acyclic(n *node, state map[*node]uint8) {
-	if n == nil || state[n] == 2 || len(c.errs) > 0 {
+func (c *compiler) acyclic(s *jsonschema.Schema, state map[*jsonschema.Schema]uint8) {
+	if s == nil || state[s] == 2 || len(c.errs) > 0 {
 		return
 	}
-	if state[n] == 1 {
-		c.fail(n.at, "a reference leads back to it without descending into the value")
+	if state[s] == 1 {
+		c.fail(c.v.info[s].at, "a reference leads back to it without descending into the value")
 		return
 	}
-	state[n] = 1
-	next := append([]*node{n.target, n.not, n.ifS, n.thenS, n.elsS}, n.allOf...)
-	next = append(append(next, n.anyOf...), n.oneOf...)
-	for _, name := range slices.Sorted(maps.Keys(n.depSchemas)) {
-		next = append(next, n.depSchemas[name])
+	state[s] = 1
+	next := append([]*jsonschema.Schema{c.v.info[s].target, s.Not, s.If, s.Then, s.Else}, s.AllOf...)
+	next = append(append(next, s.AnyOf...), s.OneOf...)
+	for _, deps := range []map[string]*jsonschema.Schema{s.DependentSchemas, s.DependencySchemas} {
+		for _, name := range slices.Sorted(maps.Keys(deps)) {
+			next = append(next, deps[name])
+		}
 	}
 	for _, t := range next {
 		c.acyclic(t, state)
 	}
-	state[n] = 2
+	state[s] = 2
 }
 
-// discriminator returns the property that tells m's oneOf branches apart
+// discriminator returns the property that tells s's oneOf branches apart
 // (OpenAPI's discriminator, or a property every branch pins to one string
 // with const or a one-value enum) and the branch of each of its values,
 // or "".
-func (c *compiler) discriminator(m map[string]any) (string, map[string]*node) {
-	branches := m["oneOf"].([]any)
-	pinned := func(b any, prop string) (string, bool) {
-		bm, _ := b.(map[string]any)
-		props, _ := bm["properties"].(map[string]any)
-		p, _ := props[prop].(map[string]any)
-		if s, ok := p["const"].(string); ok {
-			return s, true
-		}
-		if e, _ := p["enum"].([]any); len(e) == 1 {
-			s, ok := e[0].(string)
-			return s, ok
+func discriminator(s *jsonschema.Schema) (string, map[string]*jsonschema.Schema) {
+	pinned := func(b *jsonschema.Schema, prop string) (string, bool) {
+		p := b.Properties[prop]
+		switch {
+		case p == nil:
+		case p.Const != nil:
+			c, ok := (*p.Const).(string)
+			return c, ok
+		case len(p.Enum) == 1:
+			c, ok := p.Enum[0].(string)
+			return c, ok
 		}
 		return "", false
 	}
-	var names []string
-	if d, ok := m["discriminator"].(map[string]any); ok {
-		if p, ok := d["propertyName"].(string); ok {
-			names = []string{p}
-		}
-	} else if first, ok := branches[0].(map[string]any); ok {
-		props, _ := first["properties"].(map[string]any)
-		names = slices.Sorted(maps.Keys(props))
+	names := slices.Sorted(maps.Keys(s.OneOf[0].Properties))
+	if d, ok := s.Extra["discriminator"].(map[string]any); ok {
+		p, _ := d["propertyName"].(string)
+		names = []string{p}
 	}
 	for _, prop := range names {
-		byValue := map[string]*node{}
-		for _, b := range branches {
+		byValue := map[string]*jsonschema.Schema{}
+		for _, b := range s.OneOf {
 			if v, ok := pinned(b, prop); ok {
-				byValue[v] = c.node(b, "")
+				byValue[v] = b
 			}
 		}
-		if len(byValue) == len(branches) {
+		if len(byValue) == len(s.OneOf) {
 			return prop, byValue
 		}
 	}

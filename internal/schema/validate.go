@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/specloop/specloop/internal/textclip"
 )
 
@@ -37,7 +38,8 @@ const (
 // immutable and safe for concurrent use.
 type Validator struct {
 	dir  Direction
-	root *node
+	root *jsonschema.Schema
+	info map[*jsonschema.Schema]*info
 }
 
 // Where names the place at (a JSON pointer) of a schema in a message.
@@ -132,43 +134,41 @@ func mapSet[K comparable](m map[K]bool, k K) map[K]bool {
 	return m
 }
 
-// check returns nil when x (at p) matches n, else its first problem when
-// explain is set, errNo when it is not. ev, when not nil, collects what n
+// check returns nil when x matches s, else its first problem when
+// explain is set, errNo when it is not. ev, when not nil, collects what s
 // evaluated of x, when x matches.
-func (v *Validator) check(n *node, x any, explain bool, ev *evaluated) *Error {
-	fail := func(reason func() string) *Error {
+func (v *Validator) check(s *jsonschema.Schema, x any, explain bool, ev *evaluated) *Error {
+	in := v.info[s]
+	if in.rejects {
 		if !explain {
 			return errNo
 		}
-		return &Error{Reason: reason()}
-	}
-	switch {
-	case n.always:
-		return nil
-	case n.never:
-		return fail(func() string { return "is not allowed" })
+		return &Error{Reason: "is not allowed"}
 	}
 	var here *evaluated
-	if ev != nil || n.unevalProps != nil || n.unevalItems != nil {
+	if ev != nil || s.UnevaluatedProperties != nil || s.UnevaluatedItems != nil {
 		here = &evaluated{}
 	}
-	if n.target != nil {
-		if e := v.check(n.target, x, explain, here); e != nil {
+	if in.target != nil {
+		if e := v.check(in.target, x, explain, here); e != nil {
 			return e
 		}
 	}
-	if k := local(n, x); k != "" {
-		return fail(func() string { return reason(k, n.m) })
+	if k := local(s, in, x); k != "" {
+		if !explain {
+			return errNo
+		}
+		return &Error{Reason: reason(k, s)}
 	}
-	if e := v.composite(n, x, explain, here); e != nil {
+	if e := v.composite(s, in, x, explain, here); e != nil {
 		return e
 	}
 	var e *Error
 	switch x := x.(type) {
 	case []any:
-		e = v.array(n, x, explain, here)
+		e = v.array(s, x, explain, here)
 	case map[string]any:
-		e = v.object(n, x, explain, here)
+		e = v.object(s, in, x, explain, here)
 	}
 	if e == nil && ev != nil {
 		ev.merge(here)
@@ -176,77 +176,81 @@ func (v *Validator) check(n *node, x any, explain bool, ev *evaluated) *Error {
 	return e
 }
 
-// local returns the first keyword of n that x fails on its own, or "".
-func local(n *node, x any) string {
-	if n.types != nil {
+// local returns the first keyword of s that x fails on its own, or "".
+func local(s *jsonschema.Schema, in *info, x any) string {
+	if s.Type != "" || s.Types != nil {
 		t := jsonTypeOf(x)
-		if !slices.Contains(n.types, t) && !(t == "integer" && slices.Contains(n.types, "number")) {
+		if !hasType(s, t) && !(t == "integer" && hasType(s, "number")) {
 			return "type"
 		}
 	}
-	if n.hasConst && !reflect.DeepEqual(x, n.cnst) {
+	if s.Const != nil && !reflect.DeepEqual(x, *s.Const) {
 		return "const"
 	}
-	if n.hasEnum && !slices.ContainsFunc(n.enum, func(e any) bool { return reflect.DeepEqual(x, e) }) {
+	if s.Enum != nil && !slices.ContainsFunc(s.Enum, func(e any) bool { return reflect.DeepEqual(x, e) }) {
 		return "enum"
 	}
-	if n.format != "" && !formats[n.format](x) {
+	if f := formats[s.Format]; f != nil && !f(x) {
 		return "format"
 	}
 	switch x := x.(type) {
 	case float64:
 		switch {
-		case n.minimum != nil && x < *n.minimum:
+		case s.Minimum != nil && x < *s.Minimum:
 			return "minimum"
-		case n.maximum != nil && x > *n.maximum:
+		case s.Maximum != nil && x > *s.Maximum:
 			return "maximum"
-		case n.exclusiveMin != nil && x <= *n.exclusiveMin:
+		case s.ExclusiveMinimum != nil && x <= *s.ExclusiveMinimum:
 			return "exclusiveMinimum"
-		case n.exclusiveMax != nil && x >= *n.exclusiveMax:
+		case s.ExclusiveMaximum != nil && x >= *s.ExclusiveMaximum:
 			return "exclusiveMaximum"
 		}
-		if n.multipleOf != nil {
+		if s.MultipleOf != nil {
 			// As float64 division: 0.3 is not a multiple of 0.1.
-			if _, f := math.Modf(x / *n.multipleOf); f != 0 {
+			if _, f := math.Modf(x / *s.MultipleOf); f != 0 {
 				return "multipleOf"
 			}
 		}
 	case string:
-		if n.minLength >= 0 || n.maxLength >= 0 {
+		if s.MinLength != nil || s.MaxLength != nil {
 			switch c := utf8.RuneCountInString(x); {
-			case n.minLength >= 0 && c < n.minLength:
+			case s.MinLength != nil && c < *s.MinLength:
 				return "minLength"
-			case n.maxLength >= 0 && c > n.maxLength:
+			case s.MaxLength != nil && c > *s.MaxLength:
 				return "maxLength"
 			}
 		}
-		if n.pattern != nil && !n.pattern.MatchString(x) {
+		if in.pattern != nil && !in.pattern.MatchString(x) {
 			return "pattern"
 		}
 	case []any:
 		switch {
-		case n.minItems >= 0 && len(x) < n.minItems:
+		case s.MinItems != nil && len(x) < *s.MinItems:
 			return "minItems"
-		case n.maxItems >= 0 && len(x) > n.maxItems:
+		case s.MaxItems != nil && len(x) > *s.MaxItems:
 			return "maxItems"
-		case n.uniqueItems && !unique(x):
+		case s.UniqueItems && !unique(x):
 			return "uniqueItems"
 		}
 	case map[string]any:
 		switch {
-		case n.minProps >= 0 && len(x) < n.minProps:
+		case s.MinProperties != nil && len(x) < *s.MinProperties:
 			return "minProperties"
-		case n.maxProps >= 0 && len(x) > n.maxProps:
+		case s.MaxProperties != nil && len(x) > *s.MaxProperties:
 			return "maxProperties"
 		}
-		for name, needs := range n.depRequired {
-			if _, ok := x[name]; ok && slices.ContainsFunc(needs, func(r string) bool { _, ok := x[r]; return !ok }) {
-				return "dependentRequired"
+		for _, deps := range []map[string][]string{s.DependentRequired, s.DependencyStrings} {
+			for name, needs := range deps {
+				if _, ok := x[name]; ok && slices.ContainsFunc(needs, func(r string) bool { _, ok := x[r]; return !ok }) {
+					return "dependentRequired"
+				}
 			}
 		}
 	}
 	return ""
 }
+
+func hasType(s *jsonschema.Schema, t string) bool { return s.Type == t || slices.Contains(s.Types, t) }
 
 // unique reports whether no two items of a are equal as JSON values, by
 // their encoding (decoded values encode one way: keys sorted, numbers in
@@ -317,43 +321,43 @@ func within(lo, hi float64) func(any) bool {
 	return func(x any) bool { f, ok := x.(float64); return !ok || lo <= f && f < hi }
 }
 
-func (v *Validator) composite(n *node, x any, explain bool, ev *evaluated) *Error {
+func (v *Validator) composite(s *jsonschema.Schema, in *info, x any, explain bool, ev *evaluated) *Error {
 	fail := func(reason string) *Error {
 		if !explain {
 			return errNo
 		}
 		return &Error{Reason: reason}
 	}
-	for _, b := range n.allOf {
+	for _, b := range s.AllOf {
 		if e := v.check(b, x, explain, ev); e != nil {
 			return e
 		}
 	}
-	if n.anyOf != nil && v.count(n.anyOf, x, ev, len(n.anyOf)) == 0 {
-		if c := candidate(n.anyOf, x); c != nil && explain {
+	if s.AnyOf != nil && v.count(s.AnyOf, x, ev, len(s.AnyOf)) == 0 {
+		if c := candidate(s.AnyOf, x); c != nil && explain {
 			return v.check(c, x, explain, nil)
 		}
 		return fail("must match at least one of its schemas")
 	}
-	if n.oneOf != nil {
+	if s.OneOf != nil {
 		obj, _ := x.(map[string]any)
-		name, isString := obj[n.discriminator].(string)
-		if b := n.byValue[name]; n.discriminator != "" && isString && b != nil {
+		name, isString := obj[in.discriminator].(string)
+		if b := in.byValue[name]; in.discriminator != "" && isString && b != nil {
 			// The others pin the property to another value.
 			if e := v.check(b, x, explain, ev); e != nil {
 				return e
 			}
-		} else if v.count(n.oneOf, x, ev, 2) != 1 {
-			return v.oneOf(n, x, explain)
+		} else if v.count(s.OneOf, x, ev, 2) != 1 {
+			return v.oneOf(s, in, x, explain)
 		}
 	}
-	if n.not != nil && v.check(n.not, x, false, nil) == nil {
+	if s.Not != nil && v.check(s.Not, x, false, nil) == nil {
 		return fail("must not match its schema")
 	}
-	if n.ifS != nil {
-		next := n.elsS
-		if v.check(n.ifS, x, false, ev) == nil {
-			next = n.thenS
+	if s.If != nil {
+		next := s.Else
+		if v.check(s.If, x, false, ev) == nil {
+			next = s.Then
 		}
 		if next != nil {
 			if e := v.check(next, x, explain, ev); e != nil {
@@ -361,10 +365,14 @@ func (v *Validator) composite(n *node, x any, explain bool, ev *evaluated) *Erro
 			}
 		}
 	}
-	if obj, ok := x.(map[string]any); ok && n.depSchemas != nil {
-		for _, name := range slices.Sorted(maps.Keys(n.depSchemas)) {
+	obj, _ := x.(map[string]any)
+	for _, deps := range []map[string]*jsonschema.Schema{s.DependentSchemas, s.DependencySchemas} {
+		if deps == nil || obj == nil {
+			continue
+		}
+		for _, name := range slices.Sorted(maps.Keys(deps)) {
 			if _, present := obj[name]; present {
-				if e := v.check(n.depSchemas[name], x, explain, ev); e != nil {
+				if e := v.check(deps[name], x, explain, ev); e != nil {
 					return e
 				}
 			}
@@ -375,7 +383,7 @@ func (v *Validator) composite(n *node, x any, explain bool, ev *evaluated) *Erro
 
 // count returns how many of branches x matches, stopping at most; ev
 // collects what the matching ones evaluated, which needs them all.
-func (v *Validator) count(branches []*node, x any, ev *evaluated, most int) int {
+func (v *Validator) count(branches []*jsonschema.Schema, x any, ev *evaluated, most int) int {
 	matched := 0
 	for _, b := range branches {
 		if v.check(b, x, false, ev) == nil {
@@ -389,10 +397,10 @@ func (v *Validator) count(branches []*node, x any, ev *evaluated, most int) int 
 
 // candidate is the one branch that can explain why x matches none: the
 // only one, when a null branch (an optional value's) does not count.
-func candidate(branches []*node, x any) *node {
-	var c *node
+func candidate(branches []*jsonschema.Schema, x any) *jsonschema.Schema {
+	var c *jsonschema.Schema
 	for _, b := range branches {
-		if x != nil && len(b.types) == 1 && b.types[0] == "null" {
+		if x != nil && (b.Type == "null" || len(b.Types) == 1 && b.Types[0] == "null") {
 			continue
 		}
 		if c != nil {
@@ -405,57 +413,64 @@ func candidate(branches []*node, x any) *node {
 
 // oneOf explains why x does not match exactly one branch: for branches
 // told apart by a property, what is wrong with the property.
-func (v *Validator) oneOf(n *node, x any, explain bool) *Error {
+func (v *Validator) oneOf(s *jsonschema.Schema, in *info, x any, explain bool) *Error {
 	if !explain {
 		return errNo
 	}
-	if n.discriminator != "" {
+	if in.discriminator != "" {
 		obj, isObject := x.(map[string]any)
-		prop, present := obj[n.discriminator]
+		prop, present := obj[in.discriminator]
 		_, isString := prop.(string)
 		switch {
 		case !isObject:
 			return &Error{Reason: "must be an object"}
 		case !present:
-			return under(&Error{Reason: "is required"}, n.discriminator)
+			return under(&Error{Reason: "is required"}, in.discriminator)
 		case !isString:
-			return under(&Error{Reason: "must be a string"}, n.discriminator)
+			return under(&Error{Reason: "must be a string"}, in.discriminator)
 		default:
-			return under(&Error{Reason: "must be one of " + strings.Join(slices.Sorted(maps.Keys(n.byValue)), ", ")}, n.discriminator)
+			return under(&Error{Reason: "must be one of " + strings.Join(slices.Sorted(maps.Keys(in.byValue)), ", ")}, in.discriminator)
 		}
 	}
-	if c := candidate(n.oneOf, x); c != nil && v.check(c, x, false, nil) != nil {
+	if c := candidate(s.OneOf, x); c != nil && v.check(c, x, false, nil) != nil {
 		return v.check(c, x, true, nil)
 	}
 	return &Error{Reason: "must match exactly one of its schemas"}
 }
 
-func (v *Validator) array(n *node, x []any, explain bool, ev *evaluated) *Error {
-	if n.contains != nil {
+func (v *Validator) array(s *jsonschema.Schema, x []any, explain bool, ev *evaluated) *Error {
+	if s.Contains != nil {
 		found := 0
 		for i, e := range x {
-			if v.check(n.contains, e, false, nil) == nil {
+			if v.check(s.Contains, e, false, nil) == nil {
 				found++
 				if ev != nil {
 					ev.found = mapSet(ev.found, i)
 				}
 			}
 		}
-		lo, hi := max(n.minContains, 1), n.maxContains
-		if n.minContains == 0 {
-			lo = 0
+		lo, hi := 1, math.MaxInt
+		if s.MinContains != nil {
+			lo = *s.MinContains
 		}
-		if found < lo || hi >= 0 && found > hi {
+		if s.MaxContains != nil {
+			hi = *s.MaxContains
+		}
+		if found < lo || found > hi {
 			if !explain {
 				return errNo
 			}
-			return &Error{Reason: fmt.Sprintf("must contain at least %d and at most %d items that match its schema", lo, min(uint(hi), math.MaxInt32))}
+			return &Error{Reason: fmt.Sprintf("must contain at least %d and at most %d items that match its schema", lo, min(hi, len(x)))}
 		}
 	}
+	prefix, rest := s.PrefixItems, s.Items
+	if s.ItemsArray != nil {
+		prefix, rest = s.ItemsArray, s.AdditionalItems
+	}
 	for i, e := range x {
-		child := n.items
-		if i < len(n.prefix) {
-			child = n.prefix[i]
+		child := rest
+		if i < len(prefix) {
+			child = prefix[i]
 		}
 		if child == nil {
 			break
@@ -467,12 +482,12 @@ func (v *Validator) array(n *node, x []any, explain bool, ev *evaluated) *Error 
 			ev.items = max(ev.items, i+1)
 		}
 	}
-	if n.unevalItems != nil {
+	if s.UnevaluatedItems != nil {
 		for i, e := range x {
 			if i < ev.items || ev.found[i] {
 				continue
 			}
-			if err := v.check(n.unevalItems, e, explain, nil); err != nil {
+			if err := v.check(s.UnevaluatedItems, e, explain, nil); err != nil {
 				return under(err, strconv.Itoa(i))
 			}
 		}
@@ -481,10 +496,10 @@ func (v *Validator) array(n *node, x []any, explain bool, ev *evaluated) *Error 
 	return nil
 }
 
-func (v *Validator) object(n *node, x map[string]any, explain bool, ev *evaluated) *Error {
-	if n.propNames != nil {
+func (v *Validator) object(s *jsonschema.Schema, in *info, x map[string]any, explain bool, ev *evaluated) *Error {
+	if s.PropertyNames != nil {
 		for k := range x {
-			if v.check(n.propNames, k, false, nil) != nil {
+			if v.check(s.PropertyNames, k, false, nil) != nil {
 				if !explain {
 					return errNo
 				}
@@ -500,7 +515,7 @@ func (v *Validator) object(n *node, x map[string]any, explain bool, ev *evaluate
 		if first != nil && k >= firstKey {
 			continue
 		}
-		if e := v.property(n, k, val, explain, ev); e != nil {
+		if e := v.property(s, in, k, val, explain, ev); e != nil {
 			if !explain {
 				return e
 			}
@@ -510,23 +525,23 @@ func (v *Validator) object(n *node, x map[string]any, explain bool, ev *evaluate
 	if first != nil {
 		return first
 	}
-	for _, r := range n.required {
-		if _, present := x[r]; !present && (n.props[r] == nil || !v.barred(n.props[r])) {
+	for _, r := range s.Required {
+		if _, present := x[r]; !present && (s.Properties[r] == nil || !v.barred(s.Properties[r])) {
 			if !explain {
 				return errNo
 			}
 			return under(&Error{Reason: "is required"}, r)
 		}
 	}
-	if n.unevalProps != nil {
+	if s.UnevaluatedProperties != nil {
 		for _, k := range slices.Sorted(maps.Keys(x)) {
 			if ev.props[k] {
 				continue
 			}
-			if n.unevalProps.rejects {
-				return under(v.unknown(n, explain), k)
+			if v.info[s.UnevaluatedProperties].rejects {
+				return under(v.unknown(in, explain), k)
 			}
-			if e := v.check(n.unevalProps, x[k], explain, nil); e != nil {
+			if e := v.check(s.UnevaluatedProperties, x[k], explain, nil); e != nil {
 				return under(e, k)
 			}
 			ev.props = mapSet(ev.props, k)
@@ -537,10 +552,10 @@ func (v *Validator) object(n *node, x map[string]any, explain bool, ev *evaluate
 
 // property checks the member k of an object against the subschemas of n
 // that apply to it.
-func (v *Validator) property(n *node, k string, val any, explain bool, ev *evaluated) *Error {
-	var buf [4]*node
+func (v *Validator) property(s *jsonschema.Schema, in *info, k string, val any, explain bool, ev *evaluated) *Error {
+	var buf [4]*jsonschema.Schema
 	children := buf[:0]
-	if child, ok := n.props[k]; ok {
+	if child, ok := s.Properties[k]; ok {
 		if v.barred(child) {
 			if !explain {
 				return errNo
@@ -549,20 +564,20 @@ func (v *Validator) property(n *node, k string, val any, explain bool, ev *evalu
 		}
 		children = append(children, child)
 	}
-	for _, pp := range n.patterns {
+	for _, pp := range in.patterns {
 		if pp.re.MatchString(k) {
-			children = append(children, pp.n)
+			children = append(children, pp.s)
 		}
 	}
-	if len(children) == 0 && n.additional != nil {
-		if n.additional.rejects {
-			return under(v.unknown(n, explain), k)
+	if len(children) == 0 && s.AdditionalProperties != nil {
+		if v.info[s.AdditionalProperties].rejects {
+			return under(v.unknown(in, explain), k)
 		}
-		children = append(children, n.additional)
+		children = append(children, s.AdditionalProperties)
 	}
 	for _, child := range children {
 		if e := v.check(child, val, explain, nil); e != nil {
-			if explain && val == nil && slices.Contains(n.required, k) {
+			if explain && val == nil && slices.Contains(s.Required, k) {
 				e = &Error{Reason: "is required and must not be null"}
 			}
 			return under(e, k)
@@ -575,17 +590,17 @@ func (v *Validator) property(n *node, k string, val any, explain bool, ev *evalu
 }
 
 // unknown is the problem of a property the schema does not declare.
-func (v *Validator) unknown(n *node, explain bool) *Error {
+func (v *Validator) unknown(in *info, explain bool) *Error {
 	if !explain {
 		return errNo
 	}
-	return &Error{Reason: "is not allowed", Unknown: true, Allowed: n.declared}
+	return &Error{Reason: "is not allowed", Unknown: true, Allowed: in.declared}
 }
 
 // barred reports whether a property of schema n is refused in v's
 // direction: readOnly in a request, writeOnly in a response.
-func (v *Validator) barred(n *node) bool {
-	return v.dir == Request && n.readOnly || v.dir == Response && n.writeOnly
+func (v *Validator) barred(s *jsonschema.Schema) bool {
+	return v.dir == Request && s.ReadOnly || v.dir == Response && s.WriteOnly
 }
 
 // barred is what a value of a property its direction refuses is told.
@@ -613,9 +628,12 @@ var reasons = map[string]string{
 	"maxProperties":    "must have at most {} properties",
 }
 
-// reason says why a value fails keyword k of m. It quotes only the
+// reason says why a value fails keyword k of s. It quotes only the
 // schema, never the value.
-func reason(k string, m map[string]any) string {
+func reason(k string, s *jsonschema.Schema) string {
+	var m map[string]any
+	data, _ := json.Marshal(s)
+	json.Unmarshal(data, &m)
 	v := m[k]
 	switch k {
 	case "type":
@@ -694,9 +712,6 @@ func (e *Error) Error() string {
 	}
 	return "field " + quotePointer(e.Pointer) + ": " + e.Reason
 }
-
-// errAt is the problem reason at the reference tokens ptr.
-func errAt(ptr []string, reason string) *Error { return &Error{Pointer: pointer(ptr), Reason: reason} }
 
 // pointer renders reference tokens as an RFC 6901 JSON pointer.
 func pointer(tokens []string) string {
