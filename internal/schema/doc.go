@@ -5,10 +5,11 @@
 // (the encoding/json/v2 design): duplicate object keys, invalid UTF-8,
 // data after the value and nesting deeper than MaxDepth are errors. Compile
 // takes a JSON Schema (draft 2020-12) object, such as internal/oas reads
-// from the embedded spec or an MCP server sends, and parses it once into
-// a tree of checks; Validate walks that tree with a decoded value once,
-// for both the verdict and the first problem. google/jsonschema-go (which
-// the MCP SDK uses) is the oracle its tests and fuzz targets hold it to.
+// from the embedded spec or an MCP server sends, which
+// github.com/google/jsonschema-go (the MCP SDK's) parses and resolves
+// once; Validate walks that tree with a decoded value once, for both the
+// verdict and the first problem. The library's own validator is the
+// oracle the tests and fuzz targets hold the walk to.
 // Bind stores a valid value in a generated Go type. The model path (tool
 // calls and actions a model writes), the HTTP path (request bodies and
 // parameters) and MCP tool inputs go through these same functions.
