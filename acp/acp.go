@@ -249,10 +249,9 @@ func (a *agentConn) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 			return a.approve(ctx, s, m, req)
 		})})
 	m.q.close()
-	// A run the model never replied to (cancelled in its first model call)
-	// holds nothing to continue from: the next turn continues the one
-	// before it.
-	if id != "" && m.hasReplied() {
+	// A run stopped before the model replied continues too: its history
+	// keeps the person's message (runner.History).
+	if id != "" {
 		s.mu.Lock()
 		s.runs = append(s.runs, id)
 		runs := s.runs
