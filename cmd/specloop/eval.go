@@ -18,7 +18,6 @@ import (
 	"github.com/specloop/specloop/eval"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -32,9 +31,6 @@ type evalFlags struct {
 	keep               bool
 	priceIn, priceOut  float64
 }
-
-// evalOnly are the flags of eval that are not run flags.
-var evalOnly = []string{"parallel", "attempts", "out", "keep", "predictions", "price-input", "price-output"}
 
 func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if len(args) > 0 && args[0] == "compare" {
@@ -53,6 +49,9 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 			"`specloop run` (see `specloop help run`) but those that name one workspace, prompt or record.")
 	var f runFlags
 	f.register(fs)
+	// The run flags given are every attempt's (eval's own come after).
+	var set [][2]string
+	fs.VisitAll(func(fl *flag.Flag) { fl.Value = &recorded{Value: fl.Value, name: fl.Name, to: &set} })
 	var e evalFlags
 	fs.IntVar(&e.parallel, "parallel", 1, "how many attempts run at once")
 	fs.IntVar(&e.attempts, "attempts", 1, "attempts at each task (pass@k is reported for k up to it)")
@@ -80,7 +79,10 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	case e.priceIn < 0 || e.priceOut < 0:
 		return cli.Usagef(fs, "--price-input and --price-output must not be negative")
 	}
-	runArgs := runArgsOf(fs, args)
+	var runArgs []string
+	for _, kv := range set {
+		runArgs = append(runArgs, "--"+kv[0]+"="+kv[1])
+	}
 	// The model may come from a configuration file: check the flags as
 	// a run would see them (each attempt reads the files again, with its
 	// work tree's own).
@@ -207,41 +209,6 @@ func attemptLine(r gen.EvalAttempt) string {
 		return fmt.Sprintf("%s (%s, %d steps, %.1fs)", verdict, *r.ExitReason, r.Steps, r.DurationSeconds)
 	}
 	return verdict
-}
-
-// runArgsOf is args without eval's own flags and the task file: the
-// flags every attempt's run takes.
-func runArgsOf(fs *flag.FlagSet, args []string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		fl := fs.Lookup(name)
-		if !strings.HasPrefix(a, "-") || fl == nil {
-			continue // the task file
-		}
-		takesNext := !hasValue && !isBoolFlag(fl)
-		if slices.Contains(evalOnly, name) {
-			if takesNext {
-				i++
-			}
-			continue
-		}
-		out = append(out, a)
-		if takesNext && i+1 < len(args) {
-			i++
-			out = append(out, args[i])
-		}
-	}
-	return out
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // evalRun runs one attempt: `specloop run` in its work tree, with its
@@ -402,10 +369,6 @@ func evalCompare(env *cli.Env, args []string) int {
 // directory), at the task's commit. Its patch comes back, and the attempt
 // applies it to its own work tree here, where the test grades it.
 func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Context, *eval.Attempt) (eval.Outcome, error), error) {
-	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
-		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
-		return nil, err
-	}
 	top, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return nil, err
@@ -421,20 +384,8 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 		}
 		workspaces[t.Id] = filepath.ToSlash(rel)
 	}
-	token, err := cli.ReadToken(f.tokenFile)
+	c, base, err := f.remoteRun("")
 	if err != nil {
-		return nil, err
-	}
-	c, err := sdk.New(f.remote, sdk.Config{Token: token})
-	if err != nil {
-		return nil, err
-	}
-	names, err := f.mcp.Names()
-	if err != nil {
-		return nil, err
-	}
-	base := f.request("", names)
-	if base.Model, err = modelConfig(f); err != nil {
 		return nil, err
 	}
 	worktree := gen.CreateRunRequestIsolationWorktree
@@ -454,12 +405,7 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 		if ctx.Err() != nil {
 			// Stopped (Ctrl-C, or the task's time limit): the server's run
 			// is cancelled too, and the attempt graded as it stands.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
-			defer cancel()
-			if _, err := c.Cancel(wctx, run.Id); err != nil && !errors.Is(err, sdk.ErrConflict) {
-				return o, err
-			}
-			final, err = c.Wait(wctx, run.Id)
+			final, err = stopRemote(ctx, c, run.Id)
 		}
 		if err != nil {
 			return o, err
