@@ -93,7 +93,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	var cf runFlags
 	cfs := runFlagSet(&cf)
-	if err := cfs.Parse(append(cfg.Args(), runArgs...)); err != nil {
+	if err := cfs.Parse(append(cfg.args(), runArgs...)); err != nil {
 		env.Errorf("eval: %v", err)
 		return exitUsage
 	}

@@ -463,8 +463,8 @@ func parseRunFlags(env *cli.Env, name, synopsis, about string, args []string, f 
 		return fs, args, "", exitUsage, true
 	}
 	printConfigured(env, cfg, f.asJSON)
-	if len(cfg.Settings) > 0 {
-		args = append(cfg.Args(), args...)
+	if len(cfg.settings) > 0 {
+		args = append(cfg.args(), args...)
 		parse()
 	}
 	return fs, args, positional, code, done

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/internal/config"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
@@ -110,13 +111,21 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
 	fs.String("config", "", "a configuration file (TOML; see: specloop help config) whose keys are these flags in snake_case; the command line's flags override it")
 	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
-	if path := ScanFlag(args, "config"); path != "" {
-		fc, err := FileConfig(fs, path, ScanFlag(args, "profile"))
+	if path := scanFlag(args, "config"); path != "" {
+		// The operator's file, so trusted: every key applies.
+		f, err := config.Read(path)
+		if err == nil && f == nil {
+			err = fmt.Errorf("--config %s: no such file", path)
+		}
+		var set []config.Setting
+		if err == nil {
+			set, _, err = config.Apply(fs, f, nil, "", scanFlag(args, "profile"))
+		}
 		if err != nil {
 			env.Errorf("serve: %v", err)
 			return ExitUsage
 		}
-		env.Errorf("serve: %d settings from %s", len(fc.Settings), path)
+		env.Errorf("serve: %d settings from %s", len(set), path)
 	}
 	if code, done := ParseNoArgs(fs, args); done {
 		return code
@@ -379,4 +388,28 @@ func RecordsDir(flag, dir, sub, root string) (string, error) {
 		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	return dir, nil
+}
+
+// scanFlag returns the last value of flag name on a command line not yet
+// parsed (-name V, --name V, -name=V or --name=V, before any "--"), for
+// the flags that decide how the others are read. A malformed one is left
+// for the parse to report.
+func scanFlag(args []string, name string) string {
+	v := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			if a == "--" {
+				break
+			}
+			continue
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name && i+1 < len(args) {
+			v, i = args[i+1], i+1
+		} else if val, ok := strings.CutPrefix(a, name+"="); ok {
+			v = val
+		}
+	}
+	return v
 }
