@@ -45,33 +45,28 @@ func acpCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	if rest != "" {
-		env.Errorf("acp: unexpected argument %q: the editor sends the prompts", rest)
-		return exitUsage
+		return env.Fail(exitUsage, "acp: unexpected argument %q: the editor sends the prompts", rest)
 	}
 	for _, bad := range []string{"prompt-file", "json", "resume", "remote", "continue"} {
 		if isSet(fs, bad) {
-			env.Errorf("acp: --%s does not apply to an editor's sessions", bad)
-			return exitUsage
+			return env.Fail(exitUsage, "acp: --%s does not apply to an editor's sessions", bad)
 		}
 	}
 	h := &acpHost{env: env, args: args}
 	if isSet(fs, "workspace") {
 		root, err := filepath.Abs(f.workspace)
 		if err != nil {
-			env.Errorf("acp: --workspace: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "acp: --workspace: %v", err)
 		}
 		h.root = root
 	}
 	sessions, err := cli.StateDir("acp")
 	if err != nil {
-		env.Errorf("acp: the sessions' directory: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "acp: the sessions' directory: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	if err := acp.Serve(ctx, acp.Config{Host: h, SessionDir: sessions, Version: buildinfo.Version(), Logger: log}, env.Stdin, env.Stdout); err != nil && ctx.Err() == nil {
-		env.Errorf("acp: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "acp: %v", err)
 	}
 	return exitOK
 }

@@ -55,8 +55,7 @@ func configCmd(ctx context.Context, env *cli.Env, args []string) int {
 	run := runFlagSet(new(runFlags))
 	cfg, err := localConfig(run, *workspace, *profile)
 	if err != nil {
-		env.Errorf("config: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "config: %v", err)
 	}
 	writeConfig(env.Stdout, run, cfg)
 	for _, w := range cfg.warnings {

@@ -88,14 +88,12 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	// work tree's own).
 	cfg, err := runConfig(fs, &f)
 	if err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	var cf runFlags
 	cfs := runFlagSet(&cf)
 	if err := cfs.Parse(append(cfg.args(), runArgs...)); err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	if err := cf.validate(cfs); err != nil {
 		return cli.Usagef(fs, "%v", err)
@@ -107,34 +105,28 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 
 	tasks, err := eval.ReadTasks(file)
 	if err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	if e.out == "" {
 		name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		if e.out, err = cli.StateDir(filepath.Join("evals", name)); err != nil {
-			env.Errorf("eval: --out: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "eval: --out: %v", err)
 		}
 	}
 	if e.out, err = filepath.Abs(e.out); err != nil {
-		env.Errorf("eval: --out: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: --out: %v", err)
 	}
 	for _, t := range tasks {
 		if t.Repo != "" && (e.out == t.Repo || strings.HasPrefix(e.out, t.Repo+string(filepath.Separator))) {
-			env.Errorf("eval: --out %s is inside task %s's repository %s: give a directory outside it", e.out, t.Id, t.Repo)
-			return exitUsage
+			return env.Fail(exitUsage, "eval: --out %s is inside task %s's repository %s: give a directory outside it", e.out, t.Id, t.Repo)
 		}
 	}
 	if err := eval.Prepare(ctx, tasks, e.out, file); err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	cmds, err := newEvalCommands(policy)
 	if err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	ecfg := eval.Config{Out: e.out, Parallel: e.parallel, Attempts: e.attempts, Keep: e.keep,
 		Run: func(ctx context.Context, a *eval.Attempt) (eval.Outcome, error) {
@@ -144,8 +136,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if cf.remote != "" {
 		run, err := evalRemote(&cf, tasks, file)
 		if err != nil {
-			env.Errorf("eval: --remote: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "eval: --remote: %v", err)
 		}
 		ecfg.Run, ecfg.Apply = run, true
 	}
@@ -171,18 +162,15 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	results, err := eval.Run(ctx, tasks, ecfg)
 	stopped := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if err != nil && !stopped {
-		env.Errorf("eval: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "eval: %v", err)
 	}
 	sum := eval.Summarize(results)
 	if err := writeSummary(e.out, sum); err != nil {
-		env.Errorf("eval: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "eval: %v", err)
 	}
 	if e.predictions != "" {
 		if err := writePredictions(e.predictions, results, cf.model+cf.script); err != nil {
-			env.Errorf("eval: --predictions: %v", err)
-			return exitInternal
+			return env.Fail(exitInternal, "eval: --predictions: %v", err)
 		}
 	}
 	if err := eval.WriteMarkdown(env.Stdout, sum); err != nil {
@@ -331,8 +319,7 @@ func evalCompare(env *cli.Env, args []string) int {
 			err = fmt.Errorf("%s: no results", p)
 		}
 		if err != nil {
-			env.Errorf("eval compare: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "eval compare: %v", err)
 		}
 		sides[i] = rs
 	}

@@ -34,19 +34,16 @@ const remoteGrace = 30 * time.Second
 func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, fs *flag.FlagSet) int {
 	c, req, err := f.remoteRun(prompt)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	asker, err := f.approval.open(env, nil)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
 		if tw, err = trace.Create(f.tracePath, f.sync); err != nil {
-			env.Errorf("run: --trace: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "run: --trace: %v", err)
 		}
 		defer tw.Close()
 	}
@@ -130,8 +127,7 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, fs
 		final, err = c.Wait(ctx, run.Id)
 	}
 	if err != nil || final.Result == nil {
-		env.Errorf("run: run %s: %v", run.Id, err)
-		return exitInternal
+		return env.Fail(exitInternal, "run: run %s: %v", run.Id, err)
 	}
 	return writePatch(env, f.patchPath, final.Result, report(env, final.Result, nil, f.asJSON, f.tracePath))
 }

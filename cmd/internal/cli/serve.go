@@ -122,8 +122,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			set, _, err = config.Apply(fs, f, nil, "", scanFlag(args, "profile"))
 		}
 		if err != nil {
-			env.Errorf("serve: %v", err)
-			return ExitUsage
+			return env.Fail(ExitUsage, "serve: %v", err)
 		}
 		env.Errorf("serve: %d settings from %s", len(set), path)
 	}
@@ -136,48 +135,39 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}{{"--max-concurrent", int64(cfg.MaxConcurrent)}, {"--queue", int64(cfg.QueueSize)}, {"--body-limit", cfg.BodyLimit},
 		{"--max-connections", int64(cfg.MaxConnections)}, {"--max-streams", int64(cfg.MaxStreams)}, {"--max-streams-per-client", int64(cfg.MaxStreamsPerClient)}} {
 		if pos.value < 1 {
-			env.Errorf("serve: %s must be at least 1", pos.name)
-			return ExitUsage
+			return env.Fail(ExitUsage, "serve: %s must be at least 1", pos.name)
 		}
 	}
 	if cfg.TranscriptRetention < 0 {
-		env.Errorf("serve: --transcript-retention must not be negative (0 keeps transcripts forever)")
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --transcript-retention must not be negative (0 keeps transcripts forever)")
 	}
 	var err error
 	cfg.TraceSync, err = trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
-		env.Errorf("serve: --sync: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --sync: %v", err)
 	}
 	cfg.Sandbox, err = sbFlags.Policy()
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	cfg.MCPServers, err = mcpf.Servers()
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	cfg.ToolSpecs, err = toolsSpec.Load()
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	cfg.Token, err = ReadToken(*tokenFile)
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	system, err := ReadSystemFile(*systemFile)
 	if err != nil {
-		env.Errorf("serve: --system-file: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --system-file: %v", err)
 	}
 	if cfg.DataDir, err = RecordsDir("--data", cfg.DataDir, "server", cfg.WorkspaceRoot); err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -187,14 +177,12 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	logger := cfg.Logger
 	tel, err := telFlags.Open(ctx, true)
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	if !isLoopback(*addr) {
 		switch {
 		case cfg.Token == "" && !*insecure:
-			env.Errorf("serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, TokenEnv)
-			return ExitUsage
+			return env.Fail(ExitUsage, "serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, TokenEnv)
 		case cfg.Token == "":
 			fmt.Fprintf(env.Stderr, "\n"+
 				"  ************************************************************************\n"+
@@ -210,23 +198,20 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}
 	eng, closeEngine, err := engine.Open(cfg.WorkspaceRoot, logger)
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	defer closeEngine()
 	cfg.Engine = eng
 	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: cfg.WorkspaceRoot, DisableCommands: !cfg.AllowCommands, Sandbox: cfg.Sandbox}, logger)
 	if err != nil {
-		env.Errorf("serve: /mcp: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: /mcp: %v", err)
 	}
 	defer mcpSetup.Close()
 	defer mcpStop()
 	cfg.MCPHandler = mcpH
 	// A run and a `specloop run` never edit one workspace at once.
 	if cfg.LockDir, err = StateDir("locks"); err != nil {
-		env.Errorf("serve: the workspace lock's directory: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: the workspace lock's directory: %v", err)
 	}
 	// Transcripts hold content (code, outputs): kept a bounded time
 	// (--transcript-retention). Approval waits are in memory: a server
@@ -237,12 +222,10 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	srv, err := server.New(cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.ToolSpecs) > 0 {
-		env.Errorf("serve: --tools-spec: %v", we.Err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --tools-spec: %v", we.Err)
 	}
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitInternal
+		return env.Fail(ExitInternal, "serve: %v", err)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
