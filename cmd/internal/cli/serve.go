@@ -63,13 +63,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			"name (403 otherwise): a web page cannot reach it through DNS rebinding. A state-changing request\n"+
 			"(any method but GET, HEAD, OPTIONS) that a browser sends for another site's page (Sec-Fetch-Site\n"+
 			"other than same-origin, or a foreign Origin) gets 403, with or without a token.\n\n"+
-			"Edges: a request must arrive within --read-timeout (headers within 10 s); a response write that\n"+
-			"stalls for 30 s ends it; at most --max-connections connections are open at once (at the cap a new\n"+
-			"one closes the one idle the longest; it waits only when all are busy), and at most --max-streams\n"+
-			"event streams are open (--max-streams-per-client from one address; 429 beyond), never more than\n"+
-			"--max-connections less a reserve of an eighth (1 to 64) kept for every other request.\n\n"+
-			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
-			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
+			"Model keys come from the server's environment only (see Environment), never from requests.\n"+
 			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
 			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
 			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n\n"+
@@ -90,7 +84,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
 	systemFile := fs.String("system-file", "", SystemFileUsage)
-	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included (its headers: 10 s); slower ones are cut off, as is a response write that stalls for 30 s")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
