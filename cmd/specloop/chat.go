@@ -142,7 +142,7 @@ func isSet(fs *flag.FlagSet, name string) bool {
 
 // chatLog reads run id's transcript from the state directory.
 func chatLog(id string) (*transcript.Log, error) {
-	path, err := runTranscriptPath(id)
+	path, err := runFile(id, transcript.FileName)
 	if err != nil {
 		return nil, err
 	}

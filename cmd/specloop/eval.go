@@ -19,6 +19,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/transcript"
 )
 
 // `specloop eval` runs a task file: each attempt a `specloop run` in a
@@ -229,7 +230,7 @@ func evalRun(ctx context.Context, runArgs []string, a *eval.Attempt) (eval.Outco
 		return o, fmt.Errorf("the run did not start (exit status %d; see %s)", code, logPath)
 	}
 	o.Result = out.Result
-	if p, err := runTranscriptPath(out.ID); err == nil {
+	if p, err := runFile(out.ID, transcript.FileName); err == nil {
 		if _, err := os.Stat(p); err == nil {
 			o.TranscriptPath = p
 		}

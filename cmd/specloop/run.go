@@ -258,7 +258,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	transcriptPath := ""
 	var resumeLog *transcript.Log
 	if sp.KeepsTranscript() {
-		if transcriptPath, err = runTranscriptPath(sp.ID); err != nil {
+		if transcriptPath, err = runFile(sp.ID, transcript.FileName); err != nil {
 			return env.Fail(exitUsage, "run: the transcript: %v (--no-transcript keeps none)", err)
 		}
 		sp.TranscriptPath = transcriptPath
@@ -328,7 +328,6 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	return code
 }
 
-// runTranscriptPath is where `specloop run` keeps run id's transcript.
 // runTracePath is where a local run's trace goes: path, which must lie
 // outside the workspace (the model would list and read it, and the run's
 // patch would hold it), or by default trace.jsonl beside the run's
@@ -336,11 +335,10 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 func runTracePath(path, workspace, id string) (string, error) {
 	given := path != ""
 	if !given {
-		dir, err := cli.StateDir(filepath.Join("runs", id))
-		if err != nil {
+		var err error
+		if path, err = runFile(id, traceFile); err != nil {
 			return "", fmt.Errorf("the trace: %w (give --trace FILE)", err)
 		}
-		path = filepath.Join(dir, traceFile)
 	}
 	err := wiring.CheckRecordsDir(path, workspace)
 	switch {
@@ -356,12 +354,12 @@ func runTracePath(path, workspace, id string) (string, error) {
 	return path, err
 }
 
-func runTranscriptPath(id string) (string, error) {
+// runFile is where `specloop run` keeps the record name (its transcript,
+// trace or request) of run id: in the run's directory in the state
+// directory.
+func runFile(id, name string) (string, error) {
 	dir, err := cli.StateDir("runs")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, id, transcript.FileName), nil
+	return filepath.Join(dir, id, name), err
 }
 
 // report prints a run's result and returns the exit status for it: as

@@ -122,13 +122,12 @@ func runRecord(arg, name, what string) (string, error) {
 	if _, err := os.Stat(arg); err == nil || !ident.Plain(arg) {
 		return arg, nil
 	}
-	dir, err := cli.StateDir("runs")
+	path, err := runFile(arg, name)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, arg, name)
 	if _, err := os.Stat(path); err != nil {
-		return "", errors.New("no file " + arg + " and no " + what + " of a run " + arg + " in " + dir)
+		return "", errors.New("no file " + arg + " and no " + what + " of a run " + arg + " in " + filepath.Dir(filepath.Dir(path)))
 	}
 	return path, nil
 }
