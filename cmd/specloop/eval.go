@@ -137,7 +137,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if cf.remote != "" {
 		run, err := evalRemote(&cf, tasks, file)
 		if err != nil {
-			return env.Fail(exitUsage, "eval: --remote: %v", err)
+			return env.Fail(exitUsage, "eval: %v", err)
 		}
 		ecfg.Run, ecfg.Apply = run, true
 	}
@@ -366,9 +366,9 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 		rel, err := filepath.Rel(top, t.Repo)
 		switch {
 		case t.Setup != nil:
-			return nil, fmt.Errorf("task %s has a setup, which runs where the model does: not on a server yet", t.Id)
+			return nil, fmt.Errorf("--remote: task %s has a setup, which runs where the model does: not on a server yet", t.Id)
 		case err != nil || !filepath.IsLocal(rel) && rel != ".":
-			return nil, fmt.Errorf("task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
+			return nil, fmt.Errorf("--remote: task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
 		}
 		workspaces[t.Id] = filepath.ToSlash(rel)
 	}
