@@ -80,10 +80,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	case e.priceIn < 0 || e.priceOut < 0:
 		return cli.Usagef(fs, "--price-input and --price-output must not be negative")
 	}
-	var runArgs []string
-	for _, kv := range set {
-		runArgs = append(runArgs, "--"+kv[0]+"="+kv[1])
-	}
+	runArgs := flagArgs(set)
 	// The model may come from a configuration file: check the flags as
 	// a run would see them (each attempt reads the files again, with its
 	// work tree's own).
