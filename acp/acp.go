@@ -2,6 +2,7 @@
 package acp
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -30,7 +31,8 @@ type Host interface {
 	// Workspace reports why cwd may not be a session's workspace, or nil.
 	Workspace(cwd string) error
 	// Turn runs one turn of a conversation to its end and returns its
-	// run's id ("" when no run started: the error says why) and result.
+	// run's id ("" when no run started: what it wrote to t.Stderr says
+	// why) and result.
 	Turn(ctx context.Context, t Turn) (id string, res gen.RunResult, err error)
 	// Transcript reads run id's transcript.
 	Transcript(id string) (*transcript.Log, error)
@@ -38,13 +40,15 @@ type Host interface {
 
 // Turn is one prompt of a session: a run of Prompt in Cwd, which
 // continues run Continues when set, with the session's MCP servers; the
-// run reports to Observer and Live and asks Approver.
+// run reports to Observer and Live, asks Approver and writes its errors
+// to Stderr (from any goroutine).
 type Turn struct {
 	Cwd, Prompt, Continues string
 	MCP                    []mcpclient.Server
 	Observer               func(agent.Progress)
 	Live                   func(agent.Live)
 	Approver               agent.Approver
+	Stderr                 io.Writer
 }
 
 // Config configures Serve.
@@ -243,16 +247,22 @@ func (a *agentConn) Prompt(ctx context.Context, p sdk.PromptRequest) (sdk.Prompt
 	}()
 
 	m := newMapper(a.conn, s, false)
+	var errs bytes.Buffer
+	stderr := &lockedWriter{w: &errs}
 	id, res, err := a.cfg.Host.Turn(turn, Turn{Cwd: s.cwd, Prompt: text, Continues: last, MCP: s.mcp,
-		Observer: transcript.NewRecorder(m, "").Observe, Live: m.live,
+		Observer: transcript.NewRecorder(m, "").Observe, Live: m.live, Stderr: stderr,
 		Approver: agent.ApproverFunc(func(ctx context.Context, req agent.ApprovalRequest) (agent.Approval, error) {
 			return a.approve(ctx, s, m, req)
 		})})
 	m.q.close()
-	// A run the model never replied to (cancelled in its first model call)
-	// holds nothing to continue from: the next turn continues the one
-	// before it.
-	if id != "" && m.hasReplied() {
+	if id == "" && err == nil {
+		stderr.mu.Lock()
+		err = errors.New(strings.TrimSpace(errs.String()))
+		stderr.mu.Unlock()
+	}
+	// A run stopped before the model replied continues too: its history
+	// keeps the person's message (runner.History).
+	if id != "" {
 		s.mu.Lock()
 		s.runs = append(s.runs, id)
 		runs := s.runs

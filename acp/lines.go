@@ -66,7 +66,9 @@ func refusal(line []byte) []byte {
 	return append(b, '\n')
 }
 
-// lockedWriter writes each message whole, the library's and the filter's.
+// lockedWriter writes each message whole, the library's and the filter's,
+// and keeps a turn's errors from any goroutine (an MCP server's stderr
+// among them).
 type lockedWriter struct {
 	mu sync.Mutex
 	w  io.Writer

@@ -30,7 +30,6 @@ type mapper struct {
 	streamed map[int]string // the text Live streamed, by step
 	calls    []*toolCall    // the step's calls not yet answered, in the order the loop runs them
 	n        int            // the calls so far
-	replied  bool           // the model replied at least once
 }
 
 // toolCall is a call the client knows as id.
@@ -79,11 +78,6 @@ func (m *mapper) say(step int, text string) {
 
 // Write maps one entry; it never fails (transcript.Sink).
 func (m *mapper) Write(e gen.TranscriptEntry) error {
-	if e.EventType == gen.TraceEventTypeModelAction || e.EventType == gen.TraceEventTypeModelFeedback {
-		m.mu.Lock()
-		m.replied = true
-		m.mu.Unlock()
-	}
 	switch e.EventType {
 	case gen.TraceEventTypeRunStarted:
 		if m.replay && e.Task != nil {
@@ -138,13 +132,6 @@ func (m *mapper) started(e gen.TranscriptEntry, a gen.ToolCall) *toolCall {
 	}
 	m.calls = append(m.calls, c)
 	return c
-}
-
-// hasReplied reports whether the model replied at least once.
-func (m *mapper) hasReplied() bool {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.replied
 }
 
 // front is the call the loop runs now.

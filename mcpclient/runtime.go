@@ -6,8 +6,8 @@
 // `specloop serve --mcp NAME=…` whose runs choose among them by name).
 // Connect starts it and lists its tools; Runtime offers each as NAME__tool
 // with the tool's own input schema, validates arguments against that schema
-// (JSON Schema 2020-12 or draft-07, with github.com/google/jsonschema-go
-// through internal/schema) before anything reaches the server, and turns
+// (JSON Schema 2020-12, with draft-07's forms, through internal/schema)
+// before anything reaches the server, and turns
 // results into Observations: isError
 // becomes an error Observation with code mcp_tool_error; a server that
 // stops, times out (Config.CallTimeout) or breaks the protocol gives

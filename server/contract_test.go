@@ -854,7 +854,7 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 				}
 				if p.Code == nil || !slices.Contains(def.ErrorCodes, *p.Code) {
 					t.Errorf("the problem's code %v is not one the operation's x-error-codes list (%v)", p.Code, def.ErrorCodes)
-				} else if p.Detail == nil || *p.Detail != reg.ErrorMeaning(*p.Code) {
+				} else if p.Detail == nil || *p.Detail != p.Code.Meaning() {
 					t.Errorf("the problem's detail %v is not the spec's meaning of %s", p.Detail, *p.Code)
 				}
 			}})

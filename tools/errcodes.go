@@ -50,13 +50,6 @@ func errorDescription(codes []gen.ErrorCode) string {
 	return strings.Join(sentences, " ")
 }
 
-// ErrorMeaning returns what the spec says an error code means, or "" for a
-// code it does not define. The text is the spec's, so it never holds
-// anything a caller sent: it is what a client is told about a tool failure,
-// while the model gets the tool's own message, which may quote the path or
-// pattern it gave.
-func (r *Registry) ErrorMeaning(code gen.ErrorCode) string { return code.Meaning() }
-
 // Declares reports whether a call of the tool may fail with code: the
 // tool's operation lists it, or the runtime answers it for any tool.
 func (d *Def) Declares(code gen.ErrorCode) bool {

@@ -98,6 +98,13 @@ func TestPatchRunsNothingTheWorkspaceControls(t *testing.T) {
 			appendConfig(t, ws, "[include]\n\tpath = "+filepath.Join(ws, "evil.cfg")+"\n")
 		}},
 	}
+	// Every case starts from a copy of one committed repository: git runs
+	// once for all of them.
+	base := t.TempDir()
+	writeFiles(t, base, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n"})
+	git(t, base, "init", "-q")
+	git(t, base, "add", ".")
+	git(t, base, "commit", "-q", "-m", "init")
 	for _, tt := range tests {
 		// Without commands the file tools' record is the patch's base;
 		// with one, a snapshot seeded from the workspace's index is.
@@ -106,10 +113,7 @@ func TestPatchRunsNothingTheWorkspaceControls(t *testing.T) {
 				t.Parallel() // the cases share nothing; the parent's environment holds until they end
 				ws := t.TempDir()
 				bin, markers := t.TempDir(), t.TempDir()
-				writeFiles(t, ws, map[string]string{"a.txt": "one\ntwo\n", "sub/b.txt": "bee\n"})
-				git(t, ws, "init", "-q")
-				git(t, ws, "add", ".")
-				git(t, ws, "commit", "-q", "-m", "init")
+				must(t, os.CopyFS(ws, os.DirFS(base)))
 				tt.setup(t, ws, bin, markers)
 
 				rt := wsRuntimeNoCommands(t, ws)

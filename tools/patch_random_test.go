@@ -26,13 +26,18 @@ import (
 // before and after the first command, in odd rounds file tool calls only.
 // The expected patch is real git's: the files git lists in each repository
 // (tracked or untracked, not ignored) before and after the run, committed
-// in a scratch repository and diffed there.
+// in a scratch repository and diffed there. Each round runs dozens of git
+// processes: -short runs one round of each kind, the full run eight.
 func TestPatchRandomAgainstGit(t *testing.T) {
 	needGit(t)
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")
 	}
-	for round := range 8 {
+	rounds := 8
+	if testing.Short() {
+		rounds = 2
+	}
+	for round := range rounds {
 		t.Run(fmt.Sprint(round), func(t *testing.T) {
 			t.Parallel()
 			r := rand.New(rand.NewPCG(uint64(round), 24))

@@ -58,11 +58,11 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	line, emitted, last := 0, 0, start-1
 	capped := false
 	for {
-		text, eof, err := readLine(ctx, br, readMaxLineLen)
+		text, ok, err := readLine(ctx, br, readMaxLineLen)
 		if err != nil {
 			return nil, fmt.Errorf("read %s: %w", rel, err)
 		}
-		if text == nil && eof {
+		if !ok {
 			break
 		}
 		line++
@@ -80,9 +80,6 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 				emitted++
 				last = line
 			}
-		}
-		if eof {
-			break
 		}
 		if capped || end >= 0 && line >= end {
 			// The rest only needs counting.
@@ -112,41 +109,31 @@ func readFile(ctx context.Context, env *Env, in *gen.ReadFileInput) (*gen.ReadFi
 	return out, nil
 }
 
-// readLine returns the next line without its newline, clipped to max bytes;
-// eof is true when it was the last line (text is nil when there was none).
-// It stops with ctx's error in a long line when ctx is done.
-func readLine(ctx context.Context, br *bufio.Reader, max int) (text []byte, eof bool, err error) {
-	chunk, err := br.ReadSlice('\n')
+// readLine returns the next line without its line end ("\n" or "\r\n"),
+// clipped to max bytes; ok is false at the end of the file. It stops with
+// ctx's error in a long line when ctx is done.
+func readLine(ctx context.Context, br *bufio.Reader, max int) (text []byte, ok bool, err error) {
+	text, more, err := br.ReadLine()
 	switch {
-	case err == nil:
-		line := bytes.TrimSuffix(chunk[:len(chunk)-1], []byte{'\r'})
-		return clipLine(line, max, len(line)), false, nil
 	case err == io.EOF:
-		if len(chunk) == 0 {
-			return nil, true, nil
-		}
-		return clipLine(chunk, max, len(chunk)), true, nil
-	case !errors.Is(err, bufio.ErrBufferFull):
+		return nil, false, nil
+	case err != nil:
 		return nil, false, err
+	case !more:
+		return clipLine(text, max, len(text)), true, nil
 	}
 	// A line longer than the buffer: keep its beginning, count the rest.
-	keep, size := bytes.Clone(chunk), len(chunk)
-	for errors.Is(err, bufio.ErrBufferFull) {
+	keep, size := bytes.Clone(text), len(text)
+	for more {
 		if err := ctx.Err(); err != nil {
 			return nil, false, err
 		}
-		chunk, err = br.ReadSlice('\n')
-		size += len(chunk)
+		if text, more, err = br.ReadLine(); err != nil && err != io.EOF {
+			return nil, false, err
+		}
+		size += len(text)
 	}
-	switch {
-	case err == nil:
-		size-- // the newline
-	case err == io.EOF:
-		eof = true
-	default:
-		return nil, false, err
-	}
-	return clipLine(keep, max, size), eof, nil
+	return clipLine(keep, max, size), true, nil
 }
 
 // countRest counts the lines left in br.

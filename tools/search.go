@@ -221,7 +221,8 @@ func (s *searcher) run(parent context.Context, rel string) ([]gen.SearchMatch, e
 	return out, nil
 }
 
-// searchWorker reads and matches files with buffers of its own.
+// searchWorker reads and matches files with buffers of its own: one chunk
+// of searchMaxLine bytes.
 type searchWorker struct {
 	s   *searcher
 	buf []byte
@@ -229,7 +230,7 @@ type searchWorker struct {
 }
 
 func newSearchWorker(s *searcher) *searchWorker {
-	return &searchWorker{s: s, buf: make([]byte, 64<<10)}
+	return &searchWorker{s: s, buf: make([]byte, searchMaxLine)}
 }
 
 // file searches the file name of dir (rel in the workspace). Files that are
@@ -257,11 +258,7 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 	w.st.Stop = func() bool { return ctx.Err() != nil }
 	w.st.Cut = 0
 	defer func() { w.st.Stop = nil }()
-	want := min(size+1, searchMaxLine) // room to see the end at once
-	if int64(cap(w.buf)) < want {
-		w.buf = make([]byte, want)
-	}
-	buf := w.buf[:cap(w.buf)]
+	buf := w.buf
 	var (
 		n        = 0 // bytes in buf
 		total    = int64(0)
@@ -302,12 +299,6 @@ func (w *searchWorker) scan(ctx context.Context, read func([]byte) (int, error),
 		if eof {
 			match(buf[:n])
 			break
-		}
-		if len(buf) < searchMaxLine {
-			// The file grew since it was opened: take a full buffer.
-			w.buf = append(buf[:n], make([]byte, searchMaxLine-n)...)
-			buf = w.buf
-			continue
 		}
 		i := bytes.LastIndexByte(buf[:n], '\n')
 		if i < 0 {

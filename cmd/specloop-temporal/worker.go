@@ -99,37 +99,31 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	policy, err := sbFlags.Policy()
 	if err != nil {
-		env.Errorf("worker: %v", err)
-		return cli.ExitUsage
+		return env.Fail(cli.ExitUsage, "worker: %v", err)
 	}
 	mcpServers, err := mcpf.Servers()
 	if err != nil {
-		env.Errorf("worker: %v", err)
-		return cli.ExitUsage
+		return env.Fail(cli.ExitUsage, "worker: %v", err)
 	}
 	abs, err := filepath.Abs(*root)
 	if err != nil {
-		env.Errorf("worker: --workspace-root: %v", err)
-		return cli.ExitUsage
+		return env.Fail(cli.ExitUsage, "worker: --workspace-root: %v", err)
 	}
 	if *hostQueue == "" {
 		host, err := os.Hostname()
 		if err != nil {
-			env.Errorf("worker: %v", err)
-			return cli.ExitInternal
+			return env.Fail(cli.ExitInternal, "worker: %v", err)
 		}
 		sum := sha256.Sum256([]byte(abs))
 		*hostQueue = tf.queue + "@" + host + ":" + hex.EncodeToString(sum[:6])
 	}
 	if tf.store, err = cli.RecordsDir("--store", tf.store, "store", abs); err != nil {
-		env.Errorf("worker: %v", err)
-		return cli.ExitUsage
+		return env.Fail(cli.ExitUsage, "worker: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, store, err := tf.dial(logger)
 	if err != nil {
-		env.Errorf("worker: %v", err)
-		return cli.ExitInternal
+		return env.Fail(cli.ExitInternal, "worker: %v", err)
 	}
 	defer c.Close()
 	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: runner.DefaultModels,
@@ -137,8 +131,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {
 		if err := w.Start(); err != nil {
-			env.Errorf("worker: %v", err)
-			return cli.ExitInternal
+			return env.Fail(cli.ExitInternal, "worker: %v", err)
 		}
 		defer w.Stop()
 	}

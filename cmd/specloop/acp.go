@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/specloop/specloop/acp"
 	"github.com/specloop/specloop/cmd/internal/cli"
@@ -45,33 +43,28 @@ func acpCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	if rest != "" {
-		env.Errorf("acp: unexpected argument %q: the editor sends the prompts", rest)
-		return exitUsage
+		return env.Fail(exitUsage, "acp: unexpected argument %q: the editor sends the prompts", rest)
 	}
 	for _, bad := range []string{"prompt-file", "json", "resume", "remote", "continue"} {
 		if isSet(fs, bad) {
-			env.Errorf("acp: --%s does not apply to an editor's sessions", bad)
-			return exitUsage
+			return env.Fail(exitUsage, "acp: --%s does not apply to an editor's sessions", bad)
 		}
 	}
 	h := &acpHost{env: env, args: args}
 	if isSet(fs, "workspace") {
 		root, err := filepath.Abs(f.workspace)
 		if err != nil {
-			env.Errorf("acp: --workspace: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "acp: --workspace: %v", err)
 		}
 		h.root = root
 	}
 	sessions, err := cli.StateDir("acp")
 	if err != nil {
-		env.Errorf("acp: the sessions' directory: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "acp: the sessions' directory: %v", err)
 	}
 	log := slog.New(slog.NewTextHandler(env.Stderr, nil))
 	if err := acp.Serve(ctx, acp.Config{Host: h, SessionDir: sessions, Version: buildinfo.Version(), Logger: log}, env.Stdin, env.Stdout); err != nil && ctx.Err() == nil {
-		env.Errorf("acp: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "acp: %v", err)
 	}
 	return exitOK
 }
@@ -107,7 +100,7 @@ func (h *acpHost) Workspace(cwd string) error {
 
 // Turn runs t as `specloop run --workspace CWD [--continue LAST] -- PROMPT`
 // with acp's flags and the session's MCP servers; what the run prints
-// goes to standard error.
+// goes to standard error, its errors to t.Stderr too.
 func (h *acpHost) Turn(ctx context.Context, t acp.Turn) (string, gen.RunResult, error) {
 	args := append(slices.Clone(h.args), "--workspace", t.Cwd)
 	for _, s := range t.MCP {
@@ -121,8 +114,7 @@ func (h *acpHost) Turn(ctx context.Context, t acp.Turn) (string, gen.RunResult, 
 		args = append(args, "--continue", t.Continues)
 	}
 	args = append(args, "--", t.Prompt)
-	var errs lockedBuffer
-	env := &cli.Env{Prog: h.env.Prog, Stdin: strings.NewReader(""), Stdout: h.env.Stderr, Stderr: io.MultiWriter(h.env.Stderr, &errs)}
+	env := &cli.Env{Prog: h.env.Prog, Stdin: strings.NewReader(""), Stdout: h.env.Stderr, Stderr: io.MultiWriter(h.env.Stderr, t.Stderr)}
 	out := outcome{Lines: make(chan lineOrErr), Spec: func(sp *runner.Spec) {
 		sp.Observer, sp.Live = t.Observer, t.Live
 		if sp.Approver != nil {
@@ -130,29 +122,7 @@ func (h *acpHost) Turn(ctx context.Context, t acp.Turn) (string, gen.RunResult, 
 		}
 	}}
 	runOnce(ctx, env, args, &out)
-	if out.ID == "" {
-		return "", gen.RunResult{}, errors.New(strings.TrimSpace(errs.String()))
-	}
 	return out.ID, out.Result, nil
 }
 
 func (h *acpHost) Transcript(id string) (*transcript.Log, error) { return chatLog(id) }
-
-// lockedBuffer keeps what a turn writes to standard error, from any
-// goroutine (an MCP server's stderr among them).
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}

@@ -41,23 +41,19 @@ func chatCmd(ctx context.Context, env *cli.Env, args []string) int {
 	// turn then reads no file.
 	args = append(args, "--no-config")
 	if rest != "" {
-		env.Errorf("chat: unexpected argument %q: type the task at the prompt", rest)
-		return exitUsage
+		return env.Fail(exitUsage, "chat: unexpected argument %q: type the task at the prompt", rest)
 	}
 	for _, bad := range []string{"prompt-file", "json", "resume", "remote"} {
 		if isSet(fs, bad) {
-			env.Errorf("chat: --%s does not apply to a session", bad)
-			return exitUsage
+			return env.Fail(exitUsage, "chat: --%s does not apply to a session", bad)
 		}
 	}
 	if f.continueID == "" && f.model == "" && f.script == "" {
-		env.Errorf("chat: no model: give --model PROVIDER:NAME, or set model = \"PROVIDER:NAME\" in your configuration file (see `specloop help config`)")
-		return exitUsage
+		return env.Fail(exitUsage, "chat: no model: give --model PROVIDER:NAME, or set model = \"PROVIDER:NAME\" in your configuration file (see `specloop help config`)")
 	}
 	if f.continueID == "" {
 		if err := f.validate(fs); err != nil {
-			env.Errorf("chat: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "chat: %v", err)
 		}
 	}
 	last := f.continueID
@@ -146,7 +142,7 @@ func isSet(fs *flag.FlagSet, name string) bool {
 
 // chatLog reads run id's transcript from the state directory.
 func chatLog(id string) (*transcript.Log, error) {
-	path, err := runTranscriptPath(id)
+	path, err := runFile(id, transcript.FileName)
 	if err != nil {
 		return nil, err
 	}

@@ -5,12 +5,15 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/internal/config"
+	"github.com/specloop/specloop/internal/projectdocs"
 )
 
 // configAbout is `specloop help config`: the files, their keys and who
@@ -50,28 +53,76 @@ func configCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return code
 	}
 	run := runFlagSet(new(runFlags))
-	cfg, err := cli.LocalConfig(run, *workspace, *profile)
+	cfg, err := localConfig(run, *workspace, *profile)
 	if err != nil {
-		env.Errorf("config: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "config: %v", err)
 	}
 	writeConfig(env.Stdout, run, cfg)
-	for _, w := range cfg.Warnings {
+	for _, w := range cfg.warnings {
 		fmt.Fprintln(env.Stderr, "specloop: warning: "+w)
 	}
 	return exitOK
 }
 
+// configFiles is what the configuration files set for a run.
+type configFiles struct {
+	files    []string         // the files read, the user's first
+	settings []config.Setting // the flags they set, in the order applied
+	warnings []string         // the repository's keys not applied
+}
+
+// args are the settings as flags, to go in front of the command line's:
+// its flags then win, and whatever records the arguments (a run's
+// request, --continue, --resume) sees one list.
+func (c configFiles) args() []string {
+	var args []string
+	for _, s := range c.settings {
+		args = append(args, "--"+s.Flag+"="+s.Value)
+	}
+	return args
+}
+
+// localConfig reads the user's file and the file of the repository that
+// holds workspace, and returns what they set for the flags of fresh (a
+// new, unparsed flag set of run), profile's tables included.
+func localConfig(fresh *flag.FlagSet, workspace, profile string) (configFiles, error) {
+	var c configFiles
+	userPath, err := config.UserPath()
+	if err != nil {
+		return c, err
+	}
+	user, err := config.Read(userPath)
+	if err != nil {
+		return c, err
+	}
+	ws, err := filepath.Abs(workspace)
+	if err != nil {
+		return c, fmt.Errorf("--workspace: %w", err)
+	}
+	root := projectdocs.RepoRoot(ws)
+	repo, err := config.ReadRepo(root)
+	if err != nil {
+		return c, err
+	}
+	for _, f := range []*config.File{user, repo} {
+		if f != nil {
+			c.files = append(c.files, f.Path)
+		}
+	}
+	c.settings, c.warnings, err = config.Apply(fresh, user, repo, root, profile)
+	return c, err
+}
+
 // writeConfig prints every setting of fs as TOML, each with where it came
 // from: what the files set first, then the defaults.
-func writeConfig(w io.Writer, fs *flag.FlagSet, cfg cli.Configured) {
-	if len(cfg.Files) == 0 {
+func writeConfig(w io.Writer, fs *flag.FlagSet, cfg configFiles) {
+	if len(cfg.files) == 0 {
 		fmt.Fprintln(w, "# no configuration file: every setting is its default")
 	} else {
-		fmt.Fprintln(w, "# from "+strings.Join(cfg.Files, ", then "))
+		fmt.Fprintln(w, "# from "+strings.Join(cfg.files, ", then "))
 	}
 	from := map[string]string{}
-	for _, s := range cfg.Settings {
+	for _, s := range cfg.settings {
 		from[s.Flag] = s.From
 	}
 	var set, defaults []string
@@ -123,29 +174,31 @@ func runFlagSet(f *runFlags) *flag.FlagSet {
 // already hold what the files set when the run began).
 // A model on the command line (--model or --script) replaces the files'
 // model with its base URL and context window: they go together.
-func runConfig(fs *flag.FlagSet, f *runFlags) (cli.Configured, error) {
+func runConfig(fs *flag.FlagSet, f *runFlags) (configFiles, error) {
 	if f.noConfig || f.continueID != "" || f.resume != "" {
-		return cli.Configured{}, nil
+		return configFiles{}, nil
 	}
-	cfg, err := cli.LocalConfig(runFlagSet(new(runFlags)), f.workspace, f.profile)
+	cfg, err := localConfig(runFlagSet(new(runFlags)), f.workspace, f.profile)
 	if err == nil && (isSet(fs, "model") || isSet(fs, "script")) {
-		cfg = cfg.Without("model", "base-url", "context-window", "script")
+		cfg.settings = slices.DeleteFunc(cfg.settings, func(s config.Setting) bool {
+			return slices.Contains([]string{"model", "base-url", "context-window", "script"}, s.Flag)
+		})
 	}
 	return cfg, err
 }
 
 // printConfigured prints the repository's refused keys and, unless the
 // output is only JSON, the settings the files gave.
-func printConfigured(env *cli.Env, cfg cli.Configured, quiet bool) {
-	for _, w := range cfg.Warnings {
+func printConfigured(env *cli.Env, cfg configFiles, quiet bool) {
+	for _, w := range cfg.warnings {
 		fmt.Fprintln(env.Stderr, "specloop: warning: "+w)
 	}
-	if quiet || len(cfg.Settings) == 0 {
+	if quiet || len(cfg.settings) == 0 {
 		return
 	}
 	var keys []string
-	for _, s := range cfg.Settings {
+	for _, s := range cfg.settings {
 		keys = append(keys, s.Flag)
 	}
-	fmt.Fprintf(env.Stderr, "settings from %s: --%s (specloop config shows them)\n", strings.Join(cfg.Files, ", "), strings.Join(keys, " --"))
+	fmt.Fprintf(env.Stderr, "settings from %s: --%s (specloop config shows them)\n", strings.Join(cfg.files, ", "), strings.Join(keys, " --"))
 }

@@ -64,18 +64,13 @@ func runFlagsSet(f *runFlags, args []string, dir string) ([][2]string, error) {
 	return set, nil
 }
 
-// setFlags makes f the flags of `specloop run` that set sets, in order,
-// over their defaults.
-func setFlags(f *runFlags, set [][2]string) error {
-	var g runFlags
-	fs := runFlagSet(&g)
-	for _, kv := range set {
-		if err := fs.Set(kv[0], kv[1]); err != nil {
-			return fmt.Errorf("--%s of the run's request: %w", kv[0], err)
-		}
+// flagArgs spells the flags set, each a name and a value, as arguments.
+func flagArgs(set [][2]string) []string {
+	args := make([]string, len(set))
+	for i, kv := range set {
+		args[i] = "--" + kv[0] + "=" + kv[1]
 	}
-	*f = g
-	return nil
+	return args
 }
 
 // continueFlags makes f the flags of the run that continues rq's run: its
@@ -93,20 +88,15 @@ func continueFlags(f *runFlags, rq *runRequest, now [][2]string) ([]string, erro
 		return nil, err
 	}
 	merged := slices.Concat(slices.DeleteFunc(recorded, replaced), now)
-	if err := setFlags(f, merged); err != nil {
+	if _, err := runFlagsSet(f, flagArgs(merged), ""); err != nil {
 		return nil, err
 	}
 	ws, err := filepath.Abs(f.workspace)
 	if err != nil {
 		return nil, err
 	}
-	args := []string{"--workspace=" + ws}
-	for _, kv := range merged {
-		if !slices.Contains(notInherited, kv[0]) && kv[0] != "workspace" {
-			args = append(args, "--"+kv[0]+"="+kv[1])
-		}
-	}
-	return args, nil
+	kept := slices.DeleteFunc(merged, func(kv [2]string) bool { return slices.Contains(notInherited, kv[0]) || kv[0] == "workspace" })
+	return append([]string{"--workspace=" + ws}, flagArgs(kept)...), nil
 }
 
 // conversation returns the runs of the conversation up to run id, oldest

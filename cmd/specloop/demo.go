@@ -37,26 +37,22 @@ func demoCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	sbPolicy, err := sbFlags.Policy()
 	if err != nil {
-		env.Errorf("demo: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "demo: %v", err)
 	}
 	if _, err := exec.LookPath("go"); err != nil {
-		env.Errorf("demo: the demo runs `go test`, and no go command is on PATH")
-		return exitInternal
+		return env.Fail(exitInternal, "demo: the demo runs `go test`, and no go command is on PATH")
 	}
 
 	base, err := os.MkdirTemp("", "specloop-demo-*")
 	if err != nil {
-		env.Errorf("demo: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "demo: %v", err)
 	}
 	if !*keep {
 		defer os.RemoveAll(base)
 	}
 	dir := filepath.Join(base, demo.ModuleName)
 	if err := demo.WriteModule(dir); err != nil {
-		env.Errorf("demo: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "demo: %v", err)
 	}
 	runID := agent.NewRunID()
 	ownTrace := *tracePath == "" // removed with the workspace, unless --keep

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -86,8 +85,7 @@ func TestDemo(t *testing.T) {
 
 // The demo says what it leaves: by default nothing (the workspace and the
 // trace beside it are removed, and no path of them is printed as if it
-// stayed); with --keep both, their paths printed (on standard error with
-// --json, whose standard output is the RunResult alone).
+// stayed); with --keep both (TestDemoUnderEachSandbox, none).
 func TestDemoCleansUpOrSaysWhatItKept(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -108,18 +106,4 @@ func TestDemoCleansUpOrSaysWhatItKept(t *testing.T) {
 		t.Errorf("the demo left %s (%v)", filepath.Dir(ws[1]), err)
 	}
 
-	code, stdout, stderr = specloop(t, "demo", "--keep", "--json")
-	if code != exitOK || !json.Valid([]byte(stdout)) {
-		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
-	}
-	kept := regexp.MustCompile(`(?m)^kept:   (\S+) \(the workspace roman/ and the trace trace.jsonl; remove it when done\)$`).FindStringSubmatch(stderr)
-	if kept == nil {
-		t.Fatalf("--keep --json does not say what it kept:\n%s", stderr)
-	}
-	t.Cleanup(func() { os.RemoveAll(kept[1]) })
-	for _, f := range []string{"roman/roman.go", "trace.jsonl"} {
-		if _, err := os.Stat(filepath.Join(kept[1], f)); err != nil {
-			t.Errorf("kept: %v", err)
-		}
-	}
 }

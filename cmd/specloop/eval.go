@@ -18,8 +18,8 @@ import (
 	"github.com/specloop/specloop/eval"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/sdk"
 	"github.com/specloop/specloop/tools"
+	"github.com/specloop/specloop/transcript"
 )
 
 // `specloop eval` runs a task file: each attempt a `specloop run` in a
@@ -32,9 +32,6 @@ type evalFlags struct {
 	keep               bool
 	priceIn, priceOut  float64
 }
-
-// evalOnly are the flags of eval that are not run flags.
-var evalOnly = []string{"parallel", "attempts", "out", "keep", "predictions", "price-input", "price-output"}
 
 func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if len(args) > 0 && args[0] == "compare" {
@@ -53,6 +50,9 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 			"`specloop run` (see `specloop help run`) but those that name one workspace, prompt or record.")
 	var f runFlags
 	f.register(fs)
+	// The run flags given are every attempt's (eval's own come after).
+	var set [][2]string
+	fs.VisitAll(func(fl *flag.Flag) { fl.Value = &recorded{Value: fl.Value, name: fl.Name, to: &set} })
 	var e evalFlags
 	fs.IntVar(&e.parallel, "parallel", 1, "how many attempts run at once")
 	fs.IntVar(&e.attempts, "attempts", 1, "attempts at each task (pass@k is reported for k up to it)")
@@ -80,20 +80,18 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	case e.priceIn < 0 || e.priceOut < 0:
 		return cli.Usagef(fs, "--price-input and --price-output must not be negative")
 	}
-	runArgs := runArgsOf(fs, args)
+	runArgs := flagArgs(set)
 	// The model may come from a configuration file: check the flags as
 	// a run would see them (each attempt reads the files again, with its
 	// work tree's own).
 	cfg, err := runConfig(fs, &f)
 	if err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	var cf runFlags
 	cfs := runFlagSet(&cf)
-	if err := cfs.Parse(append(cfg.Args(), runArgs...)); err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+	if err := cfs.Parse(append(cfg.args(), runArgs...)); err != nil {
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	if err := cf.validate(cfs); err != nil {
 		return cli.Usagef(fs, "%v", err)
@@ -105,34 +103,28 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 
 	tasks, err := eval.ReadTasks(file)
 	if err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	if e.out == "" {
 		name := strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
 		if e.out, err = cli.StateDir(filepath.Join("evals", name)); err != nil {
-			env.Errorf("eval: --out: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "eval: --out: %v", err)
 		}
 	}
 	if e.out, err = filepath.Abs(e.out); err != nil {
-		env.Errorf("eval: --out: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: --out: %v", err)
 	}
 	for _, t := range tasks {
 		if t.Repo != "" && (e.out == t.Repo || strings.HasPrefix(e.out, t.Repo+string(filepath.Separator))) {
-			env.Errorf("eval: --out %s is inside task %s's repository %s: give a directory outside it", e.out, t.Id, t.Repo)
-			return exitUsage
+			return env.Fail(exitUsage, "eval: --out %s is inside task %s's repository %s: give a directory outside it", e.out, t.Id, t.Repo)
 		}
 	}
 	if err := eval.Prepare(ctx, tasks, e.out, file); err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	cmds, err := newEvalCommands(policy)
 	if err != nil {
-		env.Errorf("eval: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "eval: %v", err)
 	}
 	ecfg := eval.Config{Out: e.out, Parallel: e.parallel, Attempts: e.attempts, Keep: e.keep,
 		Run: func(ctx context.Context, a *eval.Attempt) (eval.Outcome, error) {
@@ -142,8 +134,7 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if cf.remote != "" {
 		run, err := evalRemote(&cf, tasks, file)
 		if err != nil {
-			env.Errorf("eval: --remote: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "eval: %v", err)
 		}
 		ecfg.Run, ecfg.Apply = run, true
 	}
@@ -169,18 +160,15 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 	results, err := eval.Run(ctx, tasks, ecfg)
 	stopped := errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)
 	if err != nil && !stopped {
-		env.Errorf("eval: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "eval: %v", err)
 	}
 	sum := eval.Summarize(results)
 	if err := writeSummary(e.out, sum); err != nil {
-		env.Errorf("eval: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "eval: %v", err)
 	}
 	if e.predictions != "" {
 		if err := writePredictions(e.predictions, results, cf.model+cf.script); err != nil {
-			env.Errorf("eval: --predictions: %v", err)
-			return exitInternal
+			return env.Fail(exitInternal, "eval: --predictions: %v", err)
 		}
 	}
 	if err := eval.WriteMarkdown(env.Stdout, sum); err != nil {
@@ -207,41 +195,6 @@ func attemptLine(r gen.EvalAttempt) string {
 		return fmt.Sprintf("%s (%s, %d steps, %.1fs)", verdict, *r.ExitReason, r.Steps, r.DurationSeconds)
 	}
 	return verdict
-}
-
-// runArgsOf is args without eval's own flags and the task file: the
-// flags every attempt's run takes.
-func runArgsOf(fs *flag.FlagSet, args []string) []string {
-	var out []string
-	for i := 0; i < len(args); i++ {
-		a := args[i]
-		if a == "--" {
-			break
-		}
-		name, _, hasValue := strings.Cut(strings.TrimLeft(a, "-"), "=")
-		fl := fs.Lookup(name)
-		if !strings.HasPrefix(a, "-") || fl == nil {
-			continue // the task file
-		}
-		takesNext := !hasValue && !isBoolFlag(fl)
-		if slices.Contains(evalOnly, name) {
-			if takesNext {
-				i++
-			}
-			continue
-		}
-		out = append(out, a)
-		if takesNext && i+1 < len(args) {
-			i++
-			out = append(out, args[i])
-		}
-	}
-	return out
-}
-
-func isBoolFlag(f *flag.Flag) bool {
-	b, ok := f.Value.(interface{ IsBoolFlag() bool })
-	return ok && b.IsBoolFlag()
 }
 
 // evalRun runs one attempt: `specloop run` in its work tree, with its
@@ -274,7 +227,7 @@ func evalRun(ctx context.Context, runArgs []string, a *eval.Attempt) (eval.Outco
 		return o, fmt.Errorf("the run did not start (exit status %d; see %s)", code, logPath)
 	}
 	o.Result = out.Result
-	if p, err := runTranscriptPath(out.ID); err == nil {
+	if p, err := runFile(out.ID, transcript.FileName); err == nil {
 		if _, err := os.Stat(p); err == nil {
 			o.TranscriptPath = p
 		}
@@ -364,8 +317,7 @@ func evalCompare(env *cli.Env, args []string) int {
 			err = fmt.Errorf("%s: no results", p)
 		}
 		if err != nil {
-			env.Errorf("eval compare: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "eval compare: %v", err)
 		}
 		sides[i] = rs
 	}
@@ -402,10 +354,6 @@ func evalCompare(env *cli.Env, args []string) int {
 // directory), at the task's commit. Its patch comes back, and the attempt
 // applies it to its own work tree here, where the test grades it.
 func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Context, *eval.Attempt) (eval.Outcome, error), error) {
-	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
-		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
-		return nil, err
-	}
 	top, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
 		return nil, err
@@ -415,26 +363,14 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 		rel, err := filepath.Rel(top, t.Repo)
 		switch {
 		case t.Setup != nil:
-			return nil, fmt.Errorf("task %s has a setup, which runs where the model does: not on a server yet", t.Id)
+			return nil, fmt.Errorf("--remote: task %s has a setup, which runs where the model does: not on a server yet", t.Id)
 		case err != nil || !filepath.IsLocal(rel) && rel != ".":
-			return nil, fmt.Errorf("task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
+			return nil, fmt.Errorf("--remote: task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
 		}
 		workspaces[t.Id] = filepath.ToSlash(rel)
 	}
-	token, err := cli.ReadToken(f.tokenFile)
+	c, base, err := f.remoteRun("")
 	if err != nil {
-		return nil, err
-	}
-	c, err := sdk.New(f.remote, sdk.Config{Token: token})
-	if err != nil {
-		return nil, err
-	}
-	names, err := f.mcp.Names()
-	if err != nil {
-		return nil, err
-	}
-	base := f.request("", names)
-	if base.Model, err = modelConfig(f); err != nil {
 		return nil, err
 	}
 	worktree := gen.CreateRunRequestIsolationWorktree
@@ -454,12 +390,7 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 		if ctx.Err() != nil {
 			// Stopped (Ctrl-C, or the task's time limit): the server's run
 			// is cancelled too, and the attempt graded as it stands.
-			wctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
-			defer cancel()
-			if _, err := c.Cancel(wctx, run.Id); err != nil && !errors.Is(err, sdk.ErrConflict) {
-				return o, err
-			}
-			final, err = c.Wait(wctx, run.Id)
+			final, err = stopRemote(ctx, c, run.Id)
 		}
 		if err != nil {
 			return o, err

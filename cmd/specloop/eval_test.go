@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/specloop/specloop/cmd/internal/cli"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
@@ -88,6 +87,7 @@ const fixScript = `{"type":"tool_call","tool_name":"write_file","arguments":{"pa
 // tree and hooks are untouched, and a second eval with the same --out
 // runs nothing recorded.
 func TestEvalGradesEachAttemptInItsOwnWorktree(t *testing.T) {
+	t.Parallel()
 	dir, tasks, marker := evalRepo(t)
 	script := filepath.Join(dir, "fix.script")
 	if err := os.WriteFile(script, []byte(fixScript), 0o600); err != nil {
@@ -139,6 +139,7 @@ func TestEvalGradesEachAttemptInItsOwnWorktree(t *testing.T) {
 }
 
 func TestEvalRefusesBadInput(t *testing.T) {
+	t.Parallel()
 	dir, tasks, _ := evalRepo(t)
 	bad := filepath.Join(dir, "bad.jsonl")
 	os.WriteFile(bad, []byte(`{"id":"x","repo":"repos/calc","prompt":"p","test":"t"}`+"\n"+`{"id":"y","repo":"repos/calc","prompt":"p"}`+"\n"), 0o600)
@@ -161,6 +162,7 @@ func TestEvalRefusesBadInput(t *testing.T) {
 }
 
 func TestEvalCompare(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
 	line := func(task string, ok bool, steps int) string {
@@ -208,26 +210,21 @@ func evalTestdata(t *testing.T) string {
 // TestEvalTaskSet runs the shipped task set: one task the model solves,
 // one it does not, one whose setup fails.
 func TestEvalTaskSet(t *testing.T) {
+	t.Parallel()
 	dir := evalTestdata(t)
-	here, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Chdir(dir)
-	code, stdout, stderr := specloop(t, "eval", "tasks.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2",
-		"--out", "out", "--predictions", "predictions.json", "--price-input", "2", "--price-output", "8")
+	in := func(name string) string { return filepath.Join(dir, name) }
+	code, stdout, stderr := specloop(t, "eval", in("tasks.jsonl"), "--script", in("fix-add.script"), "--parallel", "2", "--attempts", "2",
+		"--out", in("out"), "--predictions", in("predictions.json"), "--price-input", "2", "--price-output", "8")
 	if code != exitOK {
 		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
 	}
 	stdout = regexp.MustCompile(`attempt time \| [0-9.]+(ms|s|m[0-9.]+s) \|`).ReplaceAllString(stdout, "attempt time | T |")
-	t.Chdir(here)
 	golden(t, "eval_summary.txt", normalize(stdout, dir))
-	t.Chdir(dir)
 	if !strings.Contains(stderr, "offline #1 not run: setup failed with exit code 3") {
 		t.Errorf("progress lacks the failed setup:\n%s", stderr)
 	}
 	var preds []map[string]any
-	data, err := os.ReadFile("predictions.json")
+	data, err := os.ReadFile(in("predictions.json"))
 	if err == nil {
 		err = json.Unmarshal(data, &preds)
 	}
@@ -235,7 +232,7 @@ func TestEvalTaskSet(t *testing.T) {
 		t.Fatalf("predictions = %s, %v", data, err)
 	}
 	for _, p := range preds {
-		if len(p) != 3 || p["instance_id"] == nil || p["model_name_or_path"] != "fix-add.script" || p["model_patch"] == nil {
+		if len(p) != 3 || p["instance_id"] == nil || p["model_name_or_path"] != in("fix-add.script") || p["model_patch"] == nil {
 			t.Errorf("prediction %v: want SWE-bench's instance_id, model_name_or_path and model_patch", p)
 		}
 	}
@@ -243,11 +240,11 @@ func TestEvalTaskSet(t *testing.T) {
 		t.Errorf("adder's prediction = %v", p)
 	}
 	var sum gen.EvalSummary
-	if data, err := os.ReadFile("out/summary.json"); err != nil || json.Unmarshal(data, &sum) != nil {
+	if data, err := os.ReadFile(in("out/summary.json")); err != nil || json.Unmarshal(data, &sum) != nil {
 		t.Fatalf("summary.json: %s, %v", data, err)
 	}
-	validateAgainst(t, "EvalSummary", mustRead(t, "out/summary.json"))
-	results := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	validateAgainst(t, "EvalSummary", mustRead(t, in("out/summary.json")))
+	results := strings.Split(strings.TrimSpace(string(mustRead(t, in("out/results.jsonl")))), "\n")
 	for _, line := range results {
 		validateAgainst(t, "EvalAttempt", []byte(line))
 	}
@@ -322,12 +319,14 @@ func TestEvalResumesAfterKill(t *testing.T) {
 // patch) gives the results a local evaluation gives, and leaves the
 // server's repositories as they were.
 func TestEvalRemoteMatchesLocal(t *testing.T) {
+	t.Parallel()
 	dir := evalTestdata(t)
-	t.Chdir(dir)
-	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
-	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
+	in := func(name string) string { return filepath.Join(dir, name) }
+	tasks := strings.Join(strings.Split(string(mustRead(t, in("tasks.jsonl"))), "\n")[:2], "\n") + "\n"
+	os.WriteFile(in("two.jsonl"), []byte(tasks), 0o600)
 	const token = "eval-token"
-	t.Setenv(cli.TokenEnv, token)
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte(token), 0o600)
 	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir}})
 	if err != nil {
 		t.Fatal(err)
@@ -336,9 +335,9 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
 	before := repoState(t, filepath.Join(dir, "repos", "adder"))
 
-	summary := func(out string, extra ...string) (string, []gen.EvalAttempt) {
+	summary := func(t *testing.T, out string, extra ...string) (string, []gen.EvalAttempt) {
 		t.Helper()
-		args := append([]string{"eval", "two.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2", "--out", out}, extra...)
+		args := append([]string{"eval", in("two.jsonl"), "--script", in("fix-add.script"), "--parallel", "2", "--out", out}, extra...)
 		code, stdout, stderr := specloop(t, args...)
 		if code != exitOK {
 			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
@@ -354,9 +353,22 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 		table, _, _ := strings.Cut(stdout, "\nresults:")
 		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
 	}
-	local, _ := summary(filepath.Join(t.TempDir(), "local"))
-	remote, rs := summary(filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL)
-	if remote != local || !strings.Contains(remote, "| resolved | 2 (50.0 %") {
+	var local, remote string
+	var rs []gen.EvalAttempt
+	t.Run("both", func(t *testing.T) { // the two evaluations at once
+		t.Run("local", func(t *testing.T) {
+			t.Parallel()
+			local, _ = summary(t, filepath.Join(t.TempDir(), "local"))
+		})
+		t.Run("remote", func(t *testing.T) {
+			t.Parallel()
+			remote, rs = summary(t, filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL, "--token-file", tokenFile)
+		})
+	})
+	if t.Failed() {
+		return
+	}
+	if remote != local || !strings.Contains(remote, "| resolved | 1 (50.0 %") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
 	for _, r := range rs {
@@ -371,7 +383,7 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 		t.Errorf("the server left work trees: %v", left)
 	}
 	// A task with a setup needs the setup where the model runs.
-	code, _, stderr := specloop(t, "eval", "tasks.jsonl", "--script", "fix-add.script", "--out", filepath.Join(t.TempDir(), "x"), "--remote", hs.URL)
+	code, _, stderr := specloop(t, "eval", in("tasks.jsonl"), "--script", in("fix-add.script"), "--out", filepath.Join(t.TempDir(), "x"), "--remote", hs.URL, "--token-file", tokenFile)
 	if code != exitUsage || !strings.Contains(stderr, "task offline has a setup") {
 		t.Errorf("a setup with --remote: exit %d, %s", code, stderr)
 	}

@@ -27,8 +27,7 @@ func mcpCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	policy, err := sb.Policy()
 	if err != nil {
-		env.Errorf("mcp: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "mcp: %v", err)
 	}
 	setup, code := openSetup(ctx, env, "mcp", nil, wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: policy}, true)
 	if setup == nil {
@@ -38,13 +37,11 @@ func mcpCmd(ctx context.Context, env *cli.Env, args []string) int {
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	srv, err := mcpserver.New(setup.Runtime, mcpserver.Config{Logger: logger})
 	if err != nil {
-		env.Errorf("mcp: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "mcp: %v", err)
 	}
 	err = srv.Run(ctx, &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}})
 	if err != nil && ctx.Err() == nil && !errors.Is(err, io.EOF) && !errors.Is(err, mcp.ErrConnectionClosed) {
-		env.Errorf("mcp: %v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "mcp: %v", err)
 	}
 	return exitOK
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -31,44 +32,18 @@ const remoteGrace = 30 * time.Second
 // the message, keeping its request but for --max-steps, --token-budget
 // and the model when set here (fs holds the flags set here).
 func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, fs *flag.FlagSet) int {
-	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
-		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
-	}
-	token, err := cli.ReadToken(f.tokenFile)
+	c, req, err := f.remoteRun(prompt)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
-	}
-	c, err := sdk.New(f.remote, sdk.Config{Token: token})
-	if err != nil {
-		env.Errorf("run: --remote: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	asker, err := f.approval.open(env, nil)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
-	}
-	names, err := f.mcp.Names()
-	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
-	}
-	// The request a local run makes of the same flags.
-	req := f.request(prompt, names)
-	if f.script != "" || f.model != "" {
-		if req.Model, err = modelConfig(f); err != nil {
-			env.Errorf("run: %v", err)
-			return exitUsage
-		}
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	var tw *trace.Writer
 	if f.tracePath != "" {
 		if tw, err = trace.Create(f.tracePath, f.sync); err != nil {
-			env.Errorf("run: --trace: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "run: --trace: %v", err)
 		}
 		defer tw.Close()
 	}
@@ -142,21 +117,56 @@ func runRemote(ctx context.Context, env *cli.Env, f *runFlags, prompt string, fs
 	}
 	// After an interrupt, cancel the run on the server and report how it
 	// ended, like a local run would.
-	wctx := ctx
+	var final gen.Run
 	if ctx.Err() != nil {
-		var cancel context.CancelFunc
-		wctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
-		defer cancel()
-		if _, err := c.Cancel(wctx, run.Id); err != nil && !errors.Is(err, sdk.ErrConflict) {
-			env.Errorf("run: cancel run %s: %v", run.Id, err)
+		final, err = stopRemote(ctx, c, run.Id)
+	} else {
+		if streamErr != nil {
+			env.Errorf("run: event stream: %v (waiting for the result)", streamErr)
 		}
-	} else if streamErr != nil {
-		env.Errorf("run: event stream: %v (waiting for the result)", streamErr)
+		final, err = c.Wait(ctx, run.Id)
 	}
-	final, err := c.Wait(wctx, run.Id)
 	if err != nil || final.Result == nil {
-		env.Errorf("run: run %s: %v", run.Id, err)
-		return exitInternal
+		return env.Fail(exitInternal, "run: run %s: %v", run.Id, err)
 	}
 	return writePatch(env, f.patchPath, final.Result, report(env, final.Result, nil, f.asJSON, f.tracePath))
+}
+
+// remoteRun is the client of --remote and the request a local run makes
+// of the same flags, its model included when one is given (a remote run
+// that continues another keeps its own).
+func (f *runFlags) remoteRun(prompt string) (*sdk.Client, gen.CreateRunRequest, error) {
+	var req gen.CreateRunRequest
+	if err := refuse("is not available with --remote (the server decides)", given{"--record-raw", f.recordRaw}, given{"--base-url", f.baseURL != ""},
+		given{"--no-commands", f.noCommands}, given{"--system-file", f.systemFile != ""}); err != nil {
+		return nil, req, err
+	}
+	token, err := cli.ReadToken(f.tokenFile)
+	if err != nil {
+		return nil, req, err
+	}
+	c, err := sdk.New(f.remote, sdk.Config{Token: token})
+	if err != nil {
+		return nil, req, fmt.Errorf("--remote: %w", err)
+	}
+	names, err := f.mcp.Names()
+	if err != nil {
+		return nil, req, err
+	}
+	req = f.request(prompt, names)
+	if f.script != "" || f.model != "" {
+		req.Model, err = modelConfig(f)
+	}
+	return c, req, err
+}
+
+// stopRemote cancels run id on the server, once ctx, the command's, is
+// done, and waits (a bounded time) for the run it records.
+func stopRemote(ctx context.Context, c *sdk.Client, id string) (gen.Run, error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), remoteGrace)
+	defer cancel()
+	if _, err := c.Cancel(ctx, id); err != nil && !errors.Is(err, sdk.ErrConflict) {
+		return gen.Run{}, fmt.Errorf("cancel run %s: %w", id, err)
+	}
+	return c.Wait(ctx, id)
 }

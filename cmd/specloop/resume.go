@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/transcript"
 )
 
 // requestFile is, beside a run's transcript in the state directory, what
@@ -69,7 +70,7 @@ func loadRunRequest(id string) (*runRequest, string, error) {
 	if !ident.Plain(id) {
 		return nil, "", fmt.Errorf("%q is not a run id", id)
 	}
-	path, err := runTranscriptPath(id)
+	path, err := runFile(id, transcript.FileName)
 	if err != nil {
 		return nil, "", err
 	}

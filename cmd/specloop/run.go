@@ -180,8 +180,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if f.resume != "" {
 		rq, err := resumeFlags(fs, &f, prompt)
 		if err != nil {
-			env.Errorf("run: %v", err)
-			return exitUsage
+			return env.Fail(exitUsage, "run: %v", err)
 		}
 		resumed, args, prompt = rq, rq.Args, rq.Prompt
 	}
@@ -207,8 +206,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 			args, err = continueFlags(&f, last, now)
 		}
 		if err != nil {
-			env.Errorf("run: %s: %v", by, err)
-			return exitUsage
+			return env.Fail(exitUsage, "run: %s: %v", by, err)
 		}
 	}
 	if err := f.validate(fs); err != nil {
@@ -222,30 +220,26 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	}
 	tr, err := f.telemetry.Open(ctx, false)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	defer closeAfterRun(ctx, env, tr)
 	asker, err := f.approval.open(env, lines)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	// The model is built before anything is opened or started (MCP
 	// servers may take a while): its flags are checked first. The tools
 	// come with each request.
 	m, err := openModel(&f)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	if rp, ok := m.(transcriptReplay); ok && prompt == "" {
 		prompt = rp.r.Task()
 	}
 	host, err := f.host(tr)
 	if err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	// The run names every server of --mcp.
 	var mcpNames []string
@@ -265,21 +259,18 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	transcriptPath := ""
 	var resumeLog *transcript.Log
 	if sp.KeepsTranscript() {
-		if transcriptPath, err = runTranscriptPath(sp.ID); err != nil {
-			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
-			return exitUsage
+		if transcriptPath, err = runFile(sp.ID, transcript.FileName); err != nil {
+			return env.Fail(exitUsage, "run: the transcript: %v (--no-transcript keeps none)", err)
 		}
 		host.TranscriptPath = transcriptPath
 		if resumed != nil {
 			if resumeLog, _, err = transcript.Resume(transcriptPath); err != nil {
-				env.Errorf("run: --resume %s: %v (specloop show %s prints what it did)", sp.ID, err, sp.ID)
-				return exitUsage
+				return env.Fail(exitUsage, "run: --resume %s: %v (specloop show %s prints what it did)", sp.ID, err, sp.ID)
 			}
 		}
 	}
 	if host.TracePath, err = runTracePath(f.tracePath, f.workspace, sp.ID); err != nil {
-		env.Errorf("run: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "run: %v", err)
 	}
 	if conv != nil {
 		sp.FollowUp, sp.Conversation = &agent.FollowUp{Message: prompt}, conv
@@ -303,8 +294,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	// workspace: what --resume and --continue need.
 	if transcriptPath != "" && resumed == nil {
 		if err := keepRunRequest(transcriptPath, &runRequest{ID: sp.ID, Dir: workingDir(), Args: args, Prompt: prompt, Continues: continues}); err != nil {
-			env.Errorf("run: the transcript: %v (--no-transcript keeps none)", err)
-			return exitUsage
+			return env.Fail(exitUsage, "run: the transcript: %v (--no-transcript keeps none)", err)
 		}
 	}
 	if rp, ok := m.(transcriptReplay); ok {
@@ -313,8 +303,7 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	if resumeLog != nil {
 		st, err := transcript.State(ctx, resumeLog, sp.Task, m, setup.Options)
 		if err != nil {
-			env.Errorf("run: --resume %s: %v", sp.ID, err)
-			return exitInternal
+			return env.Fail(exitInternal, "run: --resume %s: %v", sp.ID, err)
 		}
 		setup.Options.Resume = st
 		// A scripted model goes on past the responses the run took.
@@ -340,7 +329,6 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 	return code
 }
 
-// runTranscriptPath is where `specloop run` keeps run id's transcript.
 // runTracePath is where a local run's trace goes: path, which must lie
 // outside the workspace (the model would list and read it, and the run's
 // patch would hold it), or by default trace.jsonl beside the run's
@@ -348,11 +336,10 @@ func runOnce(ctx context.Context, env *cli.Env, args []string, out *outcome) int
 func runTracePath(path, workspace, id string) (string, error) {
 	given := path != ""
 	if !given {
-		dir, err := cli.StateDir(filepath.Join("runs", id))
-		if err != nil {
+		var err error
+		if path, err = runFile(id, traceFile); err != nil {
 			return "", fmt.Errorf("the trace: %w (give --trace FILE)", err)
 		}
-		path = filepath.Join(dir, traceFile)
 	}
 	err := wiring.CheckRecordsDir(path, workspace)
 	switch {
@@ -368,12 +355,12 @@ func runTracePath(path, workspace, id string) (string, error) {
 	return path, err
 }
 
-func runTranscriptPath(id string) (string, error) {
+// runFile is where `specloop run` keeps the record name (its transcript,
+// trace or request) of run id: in the run's directory in the state
+// directory.
+func runFile(id, name string) (string, error) {
 	dir, err := cli.StateDir("runs")
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(dir, id, transcript.FileName), nil
+	return filepath.Join(dir, id, name), err
 }
 
 // report prints a run's result and returns the exit status for it: as
@@ -383,8 +370,7 @@ func runTranscriptPath(id string) (string, error) {
 func report(env *cli.Env, res *gen.RunResult, runErr error, asJSON bool, tracePath string) int {
 	if asJSON {
 		if err := writeJSON(termsafe.Exact(env.Stdout), res, "  "); err != nil {
-			env.Errorf("%v", err)
-			return exitInternal
+			return env.Fail(exitInternal, "%v", err)
 		}
 	} else {
 		printResult(env.Stdout, res, tracePath)
@@ -412,8 +398,7 @@ func writePatch(env *cli.Env, path string, res *gen.RunResult, code int) int {
 		err = errors.Join(err, werr, f.Close())
 	}
 	if err != nil {
-		env.Errorf("run: --patch: %v", err)
-		return max(code, exitInternal)
+		return env.Fail(max(code, exitInternal), "run: --patch: %v", err)
 	}
 	return code
 }
@@ -464,8 +449,8 @@ func parseRunFlags(env *cli.Env, name, synopsis, about string, args []string, f 
 		return fs, args, "", exitUsage, true
 	}
 	printConfigured(env, cfg, f.asJSON)
-	if len(cfg.Settings) > 0 {
-		args = append(cfg.Args(), args...)
+	if len(cfg.settings) > 0 {
+		args = append(cfg.args(), args...)
 		parse()
 	}
 	return fs, args, positional, code, done

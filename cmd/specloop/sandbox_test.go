@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -15,7 +16,10 @@ import (
 
 // The demo passes under every sandbox available here (its check is
 // `go test`, which needs GOROOT, GOMODCACHE and GOCACHE inside the
-// sandbox), and the RunResult and run_started record the sandbox.
+// sandbox), and the RunResult and run_started record the sandbox. The
+// run without one is also the demo with --keep --json: it says on
+// standard error (its standard output is the RunResult alone) what it
+// kept, the workspace and the trace.
 func TestDemoUnderEachSandbox(t *testing.T) {
 	t.Parallel()
 	if _, err := exec.LookPath("go"); err != nil {
@@ -31,9 +35,26 @@ func TestDemoUnderEachSandbox(t *testing.T) {
 				t.Skipf("backend %s: %v", b, err)
 			}
 			tracePath := filepath.Join(t.TempDir(), "demo.jsonl")
-			code, stdout, stderr := specloop(t, "demo", "--json", "--sandbox", string(b), "--trace", tracePath)
+			args := []string{"demo", "--json", "--sandbox", string(b), "--trace", tracePath}
+			if b == sandbox.None {
+				args = []string{"demo", "--json", "--sandbox", string(b), "--keep"}
+			}
+			code, stdout, stderr := specloop(t, args...)
 			if code != exitOK {
 				t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", code, stdout, stderr)
+			}
+			if b == sandbox.None {
+				kept := regexp.MustCompile(`(?m)^kept:   (\S+) \(the workspace roman/ and the trace trace.jsonl; remove it when done\)$`).FindStringSubmatch(stderr)
+				if kept == nil {
+					t.Fatalf("--keep --json does not say what it kept:\n%s", stderr)
+				}
+				t.Cleanup(func() { os.RemoveAll(kept[1]) })
+				for _, f := range []string{"roman/roman.go", "trace.jsonl"} {
+					if _, err := os.Stat(filepath.Join(kept[1], f)); err != nil {
+						t.Errorf("kept: %v", err)
+					}
+				}
+				tracePath = filepath.Join(kept[1], "trace.jsonl")
 			}
 			var res gen.RunResult
 			if err := json.Unmarshal([]byte(stdout), &res); err != nil {

@@ -35,15 +35,13 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	path, err := transcriptOf(fs.Arg(0))
 	if err != nil {
-		env.Errorf("show: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "show: %v", err)
 	}
 	if *follow {
 		r := transcript.NewRenderer(env.Stdout)
 		err := transcript.Follow(ctx, path, func(e gen.TranscriptEntry) error { return r.Entry(&e) })
 		if err != nil && !errors.Is(err, context.Canceled) {
-			env.Errorf("show: %s: %v", path, err)
-			return exitInternal
+			return env.Fail(exitInternal, "show: %s: %v", path, err)
 		}
 		return exitOK
 	}
@@ -56,8 +54,7 @@ func showCmd(ctx context.Context, env *cli.Env, args []string) int {
 func printRecord[L any](env *cli.Env, prefix, path string, read func(io.Reader) (L, error), render func(io.Writer, L) error) int {
 	f, err := os.Open(path)
 	if err != nil {
-		env.Errorf("%s%v", prefix, err)
-		return exitUsage
+		return env.Fail(exitUsage, "%s%v", prefix, err)
 	}
 	defer f.Close()
 	log, rerr := read(f)
@@ -65,8 +62,7 @@ func printRecord[L any](env *cli.Env, prefix, path string, read func(io.Reader) 
 		return exitInternal
 	}
 	if rerr != nil {
-		env.Errorf("%s%s: %v", prefix, path, rerr)
-		return exitInternal
+		return env.Fail(exitInternal, "%s%s: %v", prefix, path, rerr)
 	}
 	return exitOK
 }
@@ -77,13 +73,11 @@ func printRecord[L any](env *cli.Env, prefix, path string, read func(io.Reader) 
 func showRemote(ctx context.Context, env *cli.Env, url, tokenFile, id string, follow bool) int {
 	token, err := cli.ReadToken(tokenFile)
 	if err != nil {
-		env.Errorf("show: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "show: %v", err)
 	}
 	c, err := sdk.New(url, sdk.Config{Token: token})
 	if err != nil {
-		env.Errorf("show: --remote: %v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "show: --remote: %v", err)
 	}
 	var entries []gen.TranscriptEntry
 	if follow {
@@ -128,13 +122,12 @@ func runRecord(arg, name, what string) (string, error) {
 	if _, err := os.Stat(arg); err == nil || !ident.Plain(arg) {
 		return arg, nil
 	}
-	dir, err := cli.StateDir("runs")
+	path, err := runFile(arg, name)
 	if err != nil {
 		return "", err
 	}
-	path := filepath.Join(dir, arg, name)
 	if _, err := os.Stat(path); err != nil {
-		return "", errors.New("no file " + arg + " and no " + what + " of a run " + arg + " in " + dir)
+		return "", errors.New("no file " + arg + " and no " + what + " of a run " + arg + " in " + filepath.Dir(filepath.Dir(path)))
 	}
 	return path, nil
 }

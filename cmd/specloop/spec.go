@@ -36,12 +36,10 @@ func toolsCmd(_ context.Context, env *cli.Env, args []string) int {
 	setup, err := wiring.Open(wiring.Config{Dir: *workspace, DisableCommands: *noCommands, Sandbox: sandbox.Policy{Backend: sandbox.None}})
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartWorkspace {
-		env.Errorf("%v", we.Err)
-		return exitUsage
+		return env.Fail(exitUsage, "%v", we.Err)
 	}
 	if err != nil {
-		env.Errorf("%v", err)
-		return exitInternal
+		return env.Fail(exitInternal, "%v", err)
 	}
 	defer setup.Close()
 	rt := setup.Runtime

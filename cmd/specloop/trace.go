@@ -25,8 +25,7 @@ func traceCmd(_ context.Context, env *cli.Env, args []string) int {
 	}
 	path, err := runRecord(fs.Arg(0), traceFile, "trace")
 	if err != nil {
-		env.Errorf("%v", err)
-		return exitUsage
+		return env.Fail(exitUsage, "%v", err)
 	}
 	return printRecord(env, "", path, trace.Read, trace.Show)
 }

@@ -39,7 +39,7 @@ func TestErrorCodes(t *testing.T) {
 			t.Errorf("%s: lists no error codes", d.Spec.Name)
 		}
 		for _, c := range append(slices.Clone(d.ErrorCodes), tools.RuntimeErrorCodes...) {
-			m := reg.ErrorMeaning(c)
+			m := c.Meaning()
 			if !c.Valid() || m == "" {
 				t.Errorf("%s: code %s has no generated constant or no meaning", d.Spec.Name, c)
 			}

@@ -2,7 +2,6 @@ package schema
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"maps"
 	"math"
@@ -11,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
+	"unicode/utf8"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/specloop/specloop/internal/textclip"
@@ -33,105 +34,13 @@ const (
 	Neither
 )
 
-// Validator checks decoded JSON values against one schema, as
-// google/jsonschema-go validates it: prepared (readOnly/writeOnly and the
-// enforced formats written as keywords the library checks) and resolved,
-// with its quick check. It is immutable and safe for concurrent use.
+// Validator checks decoded JSON values against one compiled schema. It is
+// immutable and safe for concurrent use.
 type Validator struct {
-	dir      Direction
-	root     map[string]any
-	resolved *resolved
+	dir  Direction
+	root *jsonschema.Schema
+	info map[*jsonschema.Schema]*info
 }
-
-// Compile returns the Validator of a JSON Schema (draft 2020-12) object,
-// such as internal/oas produces from the spec or an MCP server sends, for
-// values going in the given direction. Compiling resolves the schema's
-// references and regular expressions: build it once and keep it.
-//
-// google/jsonschema-go treats format as an annotation; Compile enforces
-// the formats kin-openapi enforced by default, which the spec relies on:
-// date-time and date (RFC 3339, with a real day of the month), byte
-// (base64) and the ranges of int32 and int64. Other formats are
-// annotations. A $schema the library does not know is ignored: the schema
-// is read as draft 2020-12.
-func Compile(s map[string]any, dir Direction) (*Validator, error) {
-	if s == nil {
-		return nil, errors.New("schema: nil schema")
-	}
-	root, err := prepare(s, dir)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	if v, ok := root["$schema"].(string); ok && !slices.Contains(knownDrafts, v) {
-		delete(root, "$schema")
-	}
-	if err := check(root); err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	rs, err := resolve(root)
-	if err != nil {
-		return nil, fmt.Errorf("schema: %w", err)
-	}
-	return &Validator{dir: dir, root: root, resolved: rs}, nil
-}
-
-// check refuses what the library accepts but cannot use: a type that is
-// not a JSON type, and a reference that leads back to its own place
-// without descending into the value (the library would recurse without
-// end).
-func check(root map[string]any) error {
-	l := &locator{c: &Validator{root: root}}
-	var errs []error
-	state := map[uintptr]uint8{} // 1: being followed, 2: done
-	var follow func(m map[string]any, at string)
-	follow = func(m map[string]any, at string) {
-		k := reflect.ValueOf(m).Pointer()
-		switch state[k] {
-		case 1:
-			errs = append(errs, fmt.Errorf("%s: a reference leads back to it without descending into the value", Where(at)))
-			return
-		case 2:
-			return
-		}
-		state[k] = 1
-		var next []any
-		if r, ok := m["$ref"].(string); ok {
-			next = append(next, l.ref(r))
-		}
-		for _, key := range []string{"allOf", "anyOf", "oneOf"} {
-			list, _ := m[key].([]any)
-			next = append(next, list...)
-		}
-		for _, key := range []string{"not", "if", "then", "else"} {
-			next = append(next, m[key])
-		}
-		deps, _ := m["dependentSchemas"].(map[string]any)
-		for _, d := range deps {
-			next = append(next, d)
-		}
-		for _, n := range next {
-			if nm, ok := n.(map[string]any); ok && len(errs) == 0 {
-				follow(nm, at)
-			}
-		}
-		state[k] = 2
-	}
-	walkSchemas(root, "", func(m map[string]any, at string) {
-		if types, ok := m["type"]; ok {
-			for _, t := range typeList(types) {
-				if !slices.Contains(jsonTypes, t) {
-					errs = append(errs, fmt.Errorf("%s: type %.40v is not a JSON type", Where(at), t))
-				}
-			}
-		}
-		if len(errs) == 0 {
-			follow(m, at)
-		}
-	})
-	return errors.Join(errs...)
-}
-
-var jsonTypes = []any{"null", "boolean", "object", "array", "number", "integer", "string"}
 
 // Where names the place at (a JSON pointer) of a schema in a message.
 func Where(at string) string {
@@ -141,494 +50,563 @@ func Where(at string) string {
 	return at
 }
 
-// knownDrafts are the $schema values google/jsonschema-go validates.
-var knownDrafts = []string{
-	"https://json-schema.org/draft/2020-12/schema",
-	"http://json-schema.org/draft-07/schema#",
-	"https://json-schema.org/draft-07/schema#",
-}
-
-// resolved is a schema the library resolved and, when it has one, its
-// quick check.
-type resolved struct {
-	*jsonschema.Resolved
-	quick func(any) bool
-}
-
-// valid reports whether v matches: the quick check's yes, or the
-// library's verdict.
-func (r *resolved) valid(v any) bool {
-	return r.quick != nil && r.quick(v) || r.Validate(v) == nil
-}
-
-func resolve(s any) (*resolved, error) {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
-	}
-	var js jsonschema.Schema
-	if err := json.Unmarshal(data, &js); err != nil {
-		return nil, err
-	}
-	rs, err := js.Resolve(nil)
-	if err != nil {
-		return nil, err
-	}
-	return &resolved{Resolved: rs, quick: quick(rs)}, nil
-}
-
-// Validate checks a decoded value (as Decode or encoding/json produce it)
-// and returns nil or an *Error for the first problem found. It asks the
-// quick check or the library, and only when the value does not match walks
-// the schema and the value to say where and why: the library's messages
-// quote the value, which may be a secret.
+// Validate checks a decoded value (as Decode or encoding/json produce it;
+// another Go value is first encoded as JSON and decoded) and returns nil
+// or an *Error for the first problem found, in one walk of the schema and
+// the value. Problems are looked for keyword by keyword in a fixed order,
+// and the properties of an object in the order of their names.
 func (v *Validator) Validate(value any) error {
-	if v.resolved.valid(value) {
-		return nil
+	if !decoded(value) {
+		data, err := json.Marshal(value)
+		if err != nil {
+			return &Error{Reason: "cannot be encoded as JSON"}
+		}
+		if value, err = Decode(data); err != nil {
+			return &Error{Reason: "cannot be encoded as JSON"}
+		}
 	}
-	l := &locator{c: v}
-	if e := l.at(v.root, value, nil, 0); e != nil {
+	if e := v.check(v.root, value, true, nil); e != nil {
+		slices.Reverse(e.rel)
+		e.Pointer, e.rel = pointer(e.rel), nil
 		return e
 	}
-	return &Error{Reason: "does not match the schema"}
+	return nil
 }
 
-// The keywords whose values are schemas, lists of schemas and maps of
-// schemas.
-var (
-	schemaKeys     = []string{"items", "additionalItems", "additionalProperties", "not", "if", "then", "else", "contains", "propertyNames", "unevaluatedItems", "unevaluatedProperties"}
-	schemaListKeys = []string{"allOf", "anyOf", "oneOf", "prefixItems", "items"}
-	schemaMapKeys  = []string{"properties", "patternProperties", "$defs", "definitions", "dependentSchemas"}
-)
+// decoded reports whether v holds only the types Decode produces, finite
+// numbers among them.
+func decoded(v any) bool {
+	switch v := v.(type) {
+	case nil, bool, string:
+		return true
+	case float64:
+		return !math.IsInf(v, 0) && !math.IsNaN(v)
+	case []any:
+		return !slices.ContainsFunc(v, func(e any) bool { return !decoded(e) })
+	case map[string]any:
+		for _, e := range v {
+			if !decoded(e) {
+				return false
+			}
+		}
+		return true
+	}
+	return false
+}
 
-// prepare copies a schema, as JSON, with what the library does not check
-// written as keywords it does: a property the direction bars (readOnly in
-// a request, writeOnly in a response) becomes a false schema that keeps
-// its marker and is no longer required, and an enforced format adds its
-// pattern or range to allOf. The original is not modified.
-func prepare(s map[string]any, dir Direction) (map[string]any, error) {
-	data, err := json.Marshal(s)
-	if err != nil {
-		return nil, err
+// under returns e, a problem of the value at token tok of its parent, as
+// a problem of the parent: pointers are built on the way back, so that a
+// valid value costs none.
+func under(e *Error, tok string) *Error {
+	if e != nil && e != errNo {
+		e.rel = append(e.rel, tok)
 	}
-	var root map[string]any
-	if err := json.Unmarshal(data, &root); err != nil {
-		return nil, err
+	return e
+}
+
+// errNo is the answer of a check that does not explain: the value does
+// not match.
+var errNo = &Error{Reason: "does not match the schema"}
+
+// evaluated is what the keywords of one place have evaluated of an
+// object or an array, for unevaluatedProperties and unevaluatedItems.
+type evaluated struct {
+	props map[string]bool
+	items int          // the first items
+	found map[int]bool // and those contains matched
+}
+
+func (e *evaluated) merge(o *evaluated) {
+	for k := range o.props {
+		e.props = mapSet(e.props, k)
 	}
-	walkSchemas(root, "", func(m map[string]any, _ string) {
-		if props, ok := m["properties"].(map[string]any); ok && dir != Neither {
-			for name, p := range props {
-				if pm, ok := p.(map[string]any); ok && pm[barred[dir].marker] == true {
-					props[name] = map[string]any{"not": map[string]any{}, barred[dir].marker: true}
-					if req, ok := m["required"].([]any); ok {
-						m["required"] = slices.DeleteFunc(req, func(r any) bool { return r == name })
-					}
+	e.items = max(e.items, o.items)
+	for i := range o.found {
+		e.found = mapSet(e.found, i)
+	}
+}
+
+func mapSet[K comparable](m map[K]bool, k K) map[K]bool {
+	if m == nil {
+		m = map[K]bool{}
+	}
+	m[k] = true
+	return m
+}
+
+// check returns nil when x matches s, else its first problem when
+// explain is set, errNo when it is not. ev, when not nil, collects what s
+// evaluated of x, when x matches.
+func (v *Validator) check(s *jsonschema.Schema, x any, explain bool, ev *evaluated) *Error {
+	in := v.info[s]
+	if in.rejects {
+		if !explain {
+			return errNo
+		}
+		return &Error{Reason: "is not allowed"}
+	}
+	var here *evaluated
+	if ev != nil || s.UnevaluatedProperties != nil || s.UnevaluatedItems != nil {
+		here = &evaluated{}
+	}
+	if in.target != nil {
+		if e := v.check(in.target, x, explain, here); e != nil {
+			return e
+		}
+	}
+	if k := local(s, in, x); k != "" {
+		if !explain {
+			return errNo
+		}
+		return &Error{Reason: reason(k, s)}
+	}
+	if e := v.composite(s, in, x, explain, here); e != nil {
+		return e
+	}
+	var e *Error
+	switch x := x.(type) {
+	case []any:
+		e = v.array(s, x, explain, here)
+	case map[string]any:
+		e = v.object(s, in, x, explain, here)
+	}
+	if e == nil && ev != nil {
+		ev.merge(here)
+	}
+	return e
+}
+
+// local returns the first keyword of s that x fails on its own, or "".
+func local(s *jsonschema.Schema, in *info, x any) string {
+	if s.Type != "" || s.Types != nil {
+		t := jsonTypeOf(x)
+		if !hasType(s, t) && !(t == "integer" && hasType(s, "number")) {
+			return "type"
+		}
+	}
+	if s.Const != nil && !reflect.DeepEqual(x, *s.Const) {
+		return "const"
+	}
+	if s.Enum != nil && !slices.ContainsFunc(s.Enum, func(e any) bool { return reflect.DeepEqual(x, e) }) {
+		return "enum"
+	}
+	if f := formats[s.Format]; f != nil && !f(x) {
+		return "format"
+	}
+	switch x := x.(type) {
+	case float64:
+		switch {
+		case s.Minimum != nil && x < *s.Minimum:
+			return "minimum"
+		case s.Maximum != nil && x > *s.Maximum:
+			return "maximum"
+		case s.ExclusiveMinimum != nil && x <= *s.ExclusiveMinimum:
+			return "exclusiveMinimum"
+		case s.ExclusiveMaximum != nil && x >= *s.ExclusiveMaximum:
+			return "exclusiveMaximum"
+		}
+		if s.MultipleOf != nil {
+			// As float64 division: 0.3 is not a multiple of 0.1.
+			if _, f := math.Modf(x / *s.MultipleOf); f != 0 {
+				return "multipleOf"
+			}
+		}
+	case string:
+		if s.MinLength != nil || s.MaxLength != nil {
+			switch c := utf8.RuneCountInString(x); {
+			case s.MinLength != nil && c < *s.MinLength:
+				return "minLength"
+			case s.MaxLength != nil && c > *s.MaxLength:
+				return "maxLength"
+			}
+		}
+		if in.pattern != nil && !in.pattern.MatchString(x) {
+			return "pattern"
+		}
+	case []any:
+		switch {
+		case s.MinItems != nil && len(x) < *s.MinItems:
+			return "minItems"
+		case s.MaxItems != nil && len(x) > *s.MaxItems:
+			return "maxItems"
+		case s.UniqueItems && !unique(x):
+			return "uniqueItems"
+		}
+	case map[string]any:
+		switch {
+		case s.MinProperties != nil && len(x) < *s.MinProperties:
+			return "minProperties"
+		case s.MaxProperties != nil && len(x) > *s.MaxProperties:
+			return "maxProperties"
+		}
+		for _, deps := range []map[string][]string{s.DependentRequired, s.DependencyStrings} {
+			for name, needs := range deps {
+				if _, ok := x[name]; ok && slices.ContainsFunc(needs, func(r string) bool { _, ok := x[r]; return !ok }) {
+					return "dependentRequired"
 				}
 			}
 		}
-		if f, ok := m["format"].(string); ok && formats[f] != nil {
-			all, _ := m["allOf"].([]any)
-			m["allOf"] = append(all, formats[f])
+	}
+	return ""
+}
+
+func hasType(s *jsonschema.Schema, t string) bool { return s.Type == t || slices.Contains(s.Types, t) }
+
+// unique reports whether no two items of a are equal as JSON values, by
+// their encoding (decoded values encode one way: keys sorted, numbers in
+// their shortest form, -0 decoded as 0).
+func unique(a []any) bool {
+	seen := make(map[string]bool, len(a))
+	for _, e := range a {
+		data, _ := json.Marshal(e)
+		if seen[string(data)] {
+			return false
 		}
+		seen[string(data)] = true
+	}
+	return true
+}
+
+// jsonTypeOf is the JSON type of a decoded value: an integral number is
+// an integer.
+func jsonTypeOf(v any) string {
+	switch v := v.(type) {
+	case nil:
+		return "null"
+	case bool:
+		return "boolean"
+	case float64:
+		if _, f := math.Modf(v); f == 0 {
+			return "integer"
+		}
+		return "number"
+	case string:
+		return "string"
+	case []any:
+		return "array"
+	}
+	return "object"
+}
+
+// formats are the formats Compile enforces, as checks of the values they
+// apply to: kin-openapi's defaults, which the spec's date-times rely on.
+var formats = map[string]func(any) bool{
+	"date-time": matches(dateTimeRE),
+	"date":      matches(dateRE),
+	"byte":      matches(byteRE),
+	"int32":     within(math.MinInt32, math.MaxInt32+1),
+	"int64":     within(math.MinInt64, -float64(math.MinInt64)),
+}
+
+// The formats' patterns are compiled on first use, not at package init.
+var (
+	dateTimeRE = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("^" + date + `T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`)
 	})
-	return root, nil
-}
-
-// barred is the marker of the properties a direction refuses, and what a
-// value of one is told.
-var barred = map[Direction]struct{ marker, reason string }{
-	Request:  {"readOnly", "is read-only and not allowed in a request"},
-	Response: {"writeOnly", "is write-only and not allowed in a response"},
-}
-
-// formats are the formats Compile enforces, as the keywords that check
-// them: kin-openapi's defaults, which the spec's date-times rely on.
-var formats = map[string]map[string]any{
-	"date-time": {"pattern": "^" + date + `T([01][0-9]|2[0-3]):[0-5][0-9]:([0-5][0-9]|60)(\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])$`},
-	"date":      {"pattern": "^" + date + "$"},
-	"byte":      {"pattern": `^[a-zA-Z0-9+/\-_]*=*$`},
-	"int32":     {"minimum": math.MinInt32, "maximum": math.MaxInt32},
-	"int64":     {"minimum": math.MinInt64, "exclusiveMaximum": -float64(math.MinInt64)},
-}
+	dateRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("^" + date + "$") })
+	byteRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-zA-Z0-9+/\-_]*=*$`) })
+)
 
 // date is an RFC 3339 full-date with a day that exists: 30 days hath
 // September, and February 29 only in leap years.
 const date = `(?:[0-9]{4}-(?:(?:0[1-9]|1[0-2])-(?:0[1-9]|1[0-9]|2[0-8])|(?:0[13-9]|1[0-2])-(?:29|30)|(?:0[13578]|1[02])-31)` +
 	`|(?:[0-9]{2}(?:0[48]|[2468][048]|[13579][26])|(?:[02468][048]|[13579][26])00)-02-29)`
 
-// locator finds the first problem of a value the library refused, by
-// asking the library about each part of the schema that applies to each
-// part of the value, and says it with what the schema holds.
-type locator struct {
-	c        *Validator
-	places   map[uintptr]string // each part of the root: its JSON pointer
-	resolved map[string]*resolved
+func matches(re func() *regexp.Regexp) func(any) bool {
+	return func(x any) bool { s, ok := x.(string); return !ok || re().MatchString(s) }
 }
 
-// maxLocate bounds the walk; schemas and values are bounded already.
-const maxLocate = 1024
+// within is the check that a number is in [lo, hi).
+func within(lo, hi float64) func(any) bool {
+	return func(x any) bool { f, ok := x.(float64); return !ok || lo <= f && f < hi }
+}
 
-// rootID is the base URI the locator gives a root without $id, so that a
-// part of it can be validated alone with the root's references intact.
-const rootID = "urn:specloop:schema"
-
-// matcher returns whether values match s: a part of the root, validated in
-// the root's context (its references resolve as in the root), or a schema
-// the locator made of one keyword, validated alone. A part that cannot be
-// resolved counts as not matching, so the walk goes into it.
-func (l *locator) matcher(s any) func(any) bool {
-	switch s := s.(type) {
-	case bool:
-		return func(any) bool { return s }
-	case map[string]any:
-		if l.places == nil {
-			l.places, l.resolved = map[uintptr]string{}, map[string]*resolved{}
-			walkSchemas(l.c.root, "", func(m map[string]any, at string) {
-				if _, seen := l.places[reflect.ValueOf(m).Pointer()]; !seen {
-					l.places[reflect.ValueOf(m).Pointer()] = at
-				}
-			})
+func (v *Validator) composite(s *jsonschema.Schema, in *info, x any, explain bool, ev *evaluated) *Error {
+	fail := func(reason string) *Error {
+		if !explain {
+			return errNo
 		}
-		var rs *resolved
-		var err error
-		if at, ok := l.places[reflect.ValueOf(s).Pointer()]; ok {
-			rs, ok = l.resolved[at]
-			if !ok {
-				rs, err = l.inRoot(at)
-				l.resolved[at] = rs
+		return &Error{Reason: reason}
+	}
+	for _, b := range s.AllOf {
+		if e := v.check(b, x, explain, ev); e != nil {
+			return e
+		}
+	}
+	if s.AnyOf != nil && v.count(s.AnyOf, x, ev, len(s.AnyOf)) == 0 {
+		if c := candidate(s.AnyOf, x); c != nil && explain {
+			return v.check(c, x, explain, nil)
+		}
+		return fail("must match at least one of its schemas")
+	}
+	if s.OneOf != nil {
+		obj, _ := x.(map[string]any)
+		name, isString := obj[in.discriminator].(string)
+		if b := in.byValue[name]; in.discriminator != "" && isString && b != nil {
+			// The others pin the property to another value.
+			if e := v.check(b, x, explain, ev); e != nil {
+				return e
 			}
-		} else {
-			rs, err = resolve(s)
-		}
-		if rs == nil || err != nil {
-			return func(any) bool { return false }
-		}
-		return rs.valid
-	}
-	return func(any) bool { return true }
-}
-
-// inRoot resolves the part of the root at JSON pointer at, as a reference
-// into a copy of the root.
-func (l *locator) inRoot(at string) (*resolved, error) {
-	root := maps.Clone(l.c.root)
-	id, _ := root["$id"].(string)
-	if id == "" {
-		id = rootID
-		root["$id"] = id
-	}
-	wrapper := map[string]any{"$defs": map[string]any{"root": root}, "$ref": id + "#" + at}
-	if draft, ok := root["$schema"]; ok {
-		wrapper["$schema"] = draft
-		delete(root, "$schema")
-	}
-	return resolve(wrapper)
-}
-
-// walkSchemas calls f with every schema object in s and its JSON pointer.
-func walkSchemas(s any, at string, f func(map[string]any, string)) {
-	m, ok := s.(map[string]any)
-	if !ok {
-		return
-	}
-	f(m, at)
-	for _, k := range schemaKeys {
-		walkSchemas(m[k], at+"/"+k, f)
-	}
-	for _, k := range schemaListKeys {
-		list, _ := m[k].([]any)
-		for i, x := range list {
-			walkSchemas(x, at+"/"+k+"/"+strconv.Itoa(i), f)
+		} else if v.count(s.OneOf, x, ev, 2) != 1 {
+			return v.oneOf(s, in, x, explain)
 		}
 	}
-	for _, k := range schemaMapKeys {
-		sub, _ := m[k].(map[string]any)
-		for name, x := range sub {
-			walkSchemas(x, at+"/"+k+"/"+escapeToken(name), f)
-		}
+	if s.Not != nil && v.check(s.Not, x, false, nil) == nil {
+		return fail("must not match its schema")
 	}
-}
-
-func (l *locator) matches(s, x any) bool { return l.matcher(s)(x) }
-
-// ref returns the part of the root a local $ref names, or nil.
-func (l *locator) ref(ref string) any {
-	p, ok := strings.CutPrefix(ref, "#")
-	if !ok {
-		return nil
-	}
-	at, _ := Lookup(l.c.root, p)
-	return at
-}
-
-// localKeywords are the keywords checked at one place, in the order their
-// problems are reported.
-var localKeywords = []string{
-	"type", "const", "enum", "format",
-	"minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
-	"minLength", "maxLength", "pattern",
-	"minItems", "maxItems", "uniqueItems",
-	"minProperties", "maxProperties", "dependentRequired",
-}
-
-// at returns the first problem of x (at ptr) against s, or nil when it
-// finds none.
-func (l *locator) at(s, x any, ptr []string, depth int) *Error {
-	fail := func(reason string) *Error { return errAt(ptr, reason) }
-	m, ok := s.(map[string]any)
-	if !ok {
-		if s == false {
-			return fail("is not allowed")
+	if s.If != nil {
+		next := s.Else
+		if v.check(s.If, x, false, ev) == nil {
+			next = s.Then
 		}
-		return nil
-	}
-	if depth++; depth > maxLocate {
-		return nil
-	}
-	if r, ok := m["$ref"].(string); ok {
-		if t := l.ref(r); t != nil && !l.matches(t, x) {
-			return l.at(t, x, ptr, depth)
-		}
-	}
-	for _, k := range localKeywords {
-		sub := map[string]any{k: m[k]}
-		if k == "format" {
-			f, _ := m[k].(string)
-			sub = formats[f]
-		}
-		if m[k] != nil && sub != nil && !l.matches(sub, x) {
-			return fail(reason(k, m))
-		}
-	}
-	if e := l.composite(m, x, ptr, depth); e != nil {
-		return e
-	}
-	switch x := x.(type) {
-	case []any:
-		if c, ok := m["contains"]; ok && !slices.ContainsFunc(x, l.matcher(c)) {
-			return fail("must contain an item that matches its schema")
-		}
-		return l.array(m, x, ptr, depth)
-	case map[string]any:
-		if names, ok := m["propertyNames"]; ok {
-			matches := l.matcher(names)
-			for k := range x {
-				if !matches(k) {
-					return fail("must have property names that match their schema")
-				}
-			}
-		}
-		return l.object(m, x, ptr, depth)
-	}
-	return nil
-}
-
-func (l *locator) composite(m map[string]any, x any, ptr []string, depth int) *Error {
-	fail := func(reason string) *Error { return errAt(ptr, reason) }
-	if all, ok := m["allOf"].([]any); ok {
-		for _, b := range all {
-			if !l.matches(b, x) {
-				if e := l.at(b, x, ptr, depth); e != nil {
-					return e
-				}
-				return fail("does not match the schema")
-			}
-		}
-	}
-	for _, k := range []string{"anyOf", "oneOf"} {
-		branches, ok := m[k].([]any)
-		if !ok {
-			continue
-		}
-		if k == "oneOf" {
-			if e, ok := l.discriminated(m, branches, x, ptr, depth); ok {
+		if next != nil {
+			if e := v.check(next, x, explain, ev); e != nil {
 				return e
 			}
 		}
-		var valid, candidates []any
-		for _, b := range branches {
-			if l.matches(b, x) {
-				valid = append(valid, b)
-			}
-			if bm, _ := b.(map[string]any); x == nil || bm["type"] != "null" {
-				candidates = append(candidates, b)
-			}
-		}
-		switch {
-		case len(valid) == 0 && len(candidates) == 1:
-			return l.at(candidates[0], x, ptr, depth)
-		case len(valid) == 0 && k == "anyOf":
-			return fail("must match at least one of its schemas")
-		case len(valid) != 1 && k == "oneOf":
-			return fail("must match exactly one of its schemas")
-		}
 	}
-	if not, ok := m["not"]; ok && l.matches(not, x) {
-		return fail("must not match its schema")
-	}
-	if cond, ok := m["if"]; ok {
-		next := m["else"]
-		if l.matches(cond, x) {
-			next = m["then"]
+	obj, _ := x.(map[string]any)
+	for _, deps := range []map[string]*jsonschema.Schema{s.DependentSchemas, s.DependencySchemas} {
+		if deps == nil || obj == nil {
+			continue
 		}
-		if next != nil && !l.matches(next, x) {
-			return l.at(next, x, ptr, depth)
-		}
-	}
-	return nil
-}
-
-// discriminated reports the problem of a value against a oneOf whose
-// branches are told apart by one property (OpenAPI's discriminator, or a
-// property every branch pins to one value): the property's problem, or the
-// chosen branch's. ok is false when the oneOf is not of that kind.
-func (l *locator) discriminated(m map[string]any, branches []any, x any, ptr []string, depth int) (*Error, bool) {
-	prop, byValue := discriminator(m, branches)
-	if prop == "" {
-		return nil, false
-	}
-	obj, isObject := x.(map[string]any)
-	if !isObject {
-		return errAt(ptr, "must be an object"), true
-	}
-	at := pointer(append(slices.Clip(ptr), prop))
-	v, present := obj[prop]
-	name, isString := v.(string)
-	branch, known := byValue[name]
-	switch {
-	case !present:
-		return &Error{Pointer: at, Reason: "is required"}, true
-	case !isString:
-		return &Error{Pointer: at, Reason: "must be a string"}, true
-	case !known:
-		return &Error{Pointer: at, Reason: "must be one of " + strings.Join(slices.Sorted(maps.Keys(byValue)), ", ")}, true
-	case !l.matches(branch, x):
-		return l.at(branch, x, ptr, depth), true
-	}
-	return errAt(ptr, "must match exactly one of its schemas"), true
-}
-
-// discriminator returns the property that tells m's oneOf branches apart
-// and the branch of each of its values, or "".
-func discriminator(m map[string]any, branches []any) (string, map[string]any) {
-	pinned := func(b any, prop string) (string, bool) {
-		bm, _ := b.(map[string]any)
-		props, _ := bm["properties"].(map[string]any)
-		p, _ := props[prop].(map[string]any)
-		if c, ok := p["const"].(string); ok {
-			return c, true
-		}
-		if e, _ := p["enum"].([]any); len(e) == 1 {
-			c, ok := e[0].(string)
-			return c, ok
-		}
-		return "", false
-	}
-	if len(branches) == 0 {
-		return "", nil
-	}
-	var names []string
-	if d, ok := m["discriminator"].(map[string]any); ok {
-		if p, ok := d["propertyName"].(string); ok {
-			names = []string{p}
-		}
-	} else if first, ok := branches[0].(map[string]any); ok {
-		props, _ := first["properties"].(map[string]any)
-		names = slices.Sorted(maps.Keys(props))
-	}
-	for _, prop := range names {
-		byValue := map[string]any{}
-		for _, b := range branches {
-			if v, ok := pinned(b, prop); ok {
-				byValue[v] = b
-			}
-		}
-		if len(byValue) == len(branches) {
-			return prop, byValue
-		}
-	}
-	return "", nil
-}
-
-func (l *locator) array(m map[string]any, x []any, ptr []string, depth int) *Error {
-	prefix, _ := m["prefixItems"].([]any)
-	rest := m["items"]
-	if list, ok := rest.([]any); ok {
-		prefix, rest = list, m["additionalItems"]
-	}
-	var restMatches func(any) bool
-	for i, e := range x {
-		child, matches := rest, restMatches
-		if i < len(prefix) {
-			child, matches = prefix[i], l.matcher(prefix[i])
-		} else if child == nil {
-			break
-		} else if matches == nil {
-			restMatches = l.matcher(rest)
-			matches = restMatches
-		}
-		if !matches(e) {
-			return l.at(child, e, append(slices.Clip(ptr), strconv.Itoa(i)), depth)
-		}
-	}
-	return nil
-}
-
-func (l *locator) object(m map[string]any, x map[string]any, ptr []string, depth int) *Error {
-	props, _ := m["properties"].(map[string]any)
-	patterns, _ := m["patternProperties"].(map[string]any)
-	extra, hasExtra := m["additionalProperties"]
-	required, _ := m["required"].([]any)
-	for _, k := range slices.Sorted(maps.Keys(x)) {
-		at := append(slices.Clip(ptr), k)
-		var children []any
-		if child, ok := props[k]; ok {
-			if cm, ok := child.(map[string]any); ok && cm[barred[l.c.dir].marker] == true {
-				return errAt(at, barred[l.c.dir].reason)
-			}
-			children = append(children, child)
-		}
-		for _, p := range slices.Sorted(maps.Keys(patterns)) {
-			if re, err := regexp.Compile(p); err == nil && re.MatchString(k) {
-				children = append(children, patterns[p])
-			}
-		}
-		if len(children) == 0 && hasExtra {
-			if isFalse(extra) {
-				return &Error{Pointer: pointer(at), Reason: "is not allowed", Unknown: true, Allowed: slices.Sorted(maps.Keys(props))}
-			}
-			children = append(children, extra)
-		}
-		for _, child := range children {
-			if !l.matches(child, x[k]) {
-				if x[k] == nil && slices.Contains(required, any(k)) {
-					return errAt(at, "is required and must not be null")
-				}
-				if e := l.at(child, x[k], at, depth); e != nil {
+		for _, name := range slices.Sorted(maps.Keys(deps)) {
+			if _, present := obj[name]; present {
+				if e := v.check(deps[name], x, explain, ev); e != nil {
 					return e
 				}
-				return errAt(at, "does not match the schema")
-			}
-		}
-	}
-	for _, r := range required {
-		if name, ok := r.(string); ok {
-			if _, present := x[name]; !present {
-				return errAt(append(slices.Clip(ptr), name), "is required")
 			}
 		}
 	}
 	return nil
 }
 
-// isFalse reports whether s is the schema no value matches, as false or
-// {"not": {}}.
-func isFalse(s any) bool {
-	if m, ok := s.(map[string]any); ok {
-		not, ok := m["not"].(map[string]any)
-		return ok && len(m) == 1 && len(not) == 0
+// count returns how many of branches x matches, stopping at most; ev
+// collects what the matching ones evaluated, which needs them all.
+func (v *Validator) count(branches []*jsonschema.Schema, x any, ev *evaluated, most int) int {
+	matched := 0
+	for _, b := range branches {
+		if v.check(b, x, false, ev) == nil {
+			if matched++; matched >= most && ev == nil {
+				break
+			}
+		}
 	}
-	return s == false
+	return matched
+}
+
+// candidate is the one branch that can explain why x matches none: the
+// only one, when a null branch (an optional value's) does not count.
+func candidate(branches []*jsonschema.Schema, x any) *jsonschema.Schema {
+	var c *jsonschema.Schema
+	for _, b := range branches {
+		if x != nil && (b.Type == "null" || len(b.Types) == 1 && b.Types[0] == "null") {
+			continue
+		}
+		if c != nil {
+			return nil
+		}
+		c = b
+	}
+	return c
+}
+
+// oneOf explains why x does not match exactly one branch: for branches
+// told apart by a property, what is wrong with the property.
+func (v *Validator) oneOf(s *jsonschema.Schema, in *info, x any, explain bool) *Error {
+	if !explain {
+		return errNo
+	}
+	if in.discriminator != "" {
+		obj, isObject := x.(map[string]any)
+		prop, present := obj[in.discriminator]
+		_, isString := prop.(string)
+		switch {
+		case !isObject:
+			return &Error{Reason: "must be an object"}
+		case !present:
+			return under(&Error{Reason: "is required"}, in.discriminator)
+		case !isString:
+			return under(&Error{Reason: "must be a string"}, in.discriminator)
+		default:
+			return under(&Error{Reason: "must be one of " + strings.Join(slices.Sorted(maps.Keys(in.byValue)), ", ")}, in.discriminator)
+		}
+	}
+	if c := candidate(s.OneOf, x); c != nil && v.check(c, x, false, nil) != nil {
+		return v.check(c, x, true, nil)
+	}
+	return &Error{Reason: "must match exactly one of its schemas"}
+}
+
+func (v *Validator) array(s *jsonschema.Schema, x []any, explain bool, ev *evaluated) *Error {
+	if s.Contains != nil {
+		found := 0
+		for i, e := range x {
+			if v.check(s.Contains, e, false, nil) == nil {
+				found++
+				if ev != nil {
+					ev.found = mapSet(ev.found, i)
+				}
+			}
+		}
+		lo, hi := 1, math.MaxInt
+		if s.MinContains != nil {
+			lo = *s.MinContains
+		}
+		if s.MaxContains != nil {
+			hi = *s.MaxContains
+		}
+		if found < lo || found > hi {
+			if !explain {
+				return errNo
+			}
+			return &Error{Reason: fmt.Sprintf("must contain at least %d and at most %d items that match its schema", lo, min(hi, len(x)))}
+		}
+	}
+	prefix, rest := s.PrefixItems, s.Items
+	if s.ItemsArray != nil {
+		prefix, rest = s.ItemsArray, s.AdditionalItems
+	}
+	for i, e := range x {
+		child := rest
+		if i < len(prefix) {
+			child = prefix[i]
+		}
+		if child == nil {
+			break
+		}
+		if err := v.check(child, e, explain, nil); err != nil {
+			return under(err, strconv.Itoa(i))
+		}
+		if ev != nil {
+			ev.items = max(ev.items, i+1)
+		}
+	}
+	if s.UnevaluatedItems != nil {
+		for i, e := range x {
+			if i < ev.items || ev.found[i] {
+				continue
+			}
+			if err := v.check(s.UnevaluatedItems, e, explain, nil); err != nil {
+				return under(err, strconv.Itoa(i))
+			}
+		}
+		ev.items = len(x)
+	}
+	return nil
+}
+
+func (v *Validator) object(s *jsonschema.Schema, in *info, x map[string]any, explain bool, ev *evaluated) *Error {
+	if s.PropertyNames != nil {
+		for k := range x {
+			if v.check(s.PropertyNames, k, false, nil) != nil {
+				if !explain {
+					return errNo
+				}
+				return &Error{Reason: "must have property names that match their schema"}
+			}
+		}
+	}
+	// The problem of the first property by name, without sorting names
+	// when there is none.
+	var first *Error
+	var firstKey string
+	for k, val := range x {
+		if first != nil && k >= firstKey {
+			continue
+		}
+		if e := v.property(s, in, k, val, explain, ev); e != nil {
+			if !explain {
+				return e
+			}
+			first, firstKey = e, k
+		}
+	}
+	if first != nil {
+		return first
+	}
+	for _, r := range s.Required {
+		if _, present := x[r]; !present && (s.Properties[r] == nil || !v.barred(s.Properties[r])) {
+			if !explain {
+				return errNo
+			}
+			return under(&Error{Reason: "is required"}, r)
+		}
+	}
+	if s.UnevaluatedProperties != nil {
+		for _, k := range slices.Sorted(maps.Keys(x)) {
+			if ev.props[k] {
+				continue
+			}
+			if v.info[s.UnevaluatedProperties].rejects {
+				return under(v.unknown(in, explain), k)
+			}
+			if e := v.check(s.UnevaluatedProperties, x[k], explain, nil); e != nil {
+				return under(e, k)
+			}
+			ev.props = mapSet(ev.props, k)
+		}
+	}
+	return nil
+}
+
+// property checks the member k of an object against the subschemas of n
+// that apply to it.
+func (v *Validator) property(s *jsonschema.Schema, in *info, k string, val any, explain bool, ev *evaluated) *Error {
+	var buf [4]*jsonschema.Schema
+	children := buf[:0]
+	if child, ok := s.Properties[k]; ok {
+		if v.barred(child) {
+			if !explain {
+				return errNo
+			}
+			return under(&Error{Reason: barred[v.dir]}, k)
+		}
+		children = append(children, child)
+	}
+	for _, pp := range in.patterns {
+		if pp.re.MatchString(k) {
+			children = append(children, pp.s)
+		}
+	}
+	if len(children) == 0 && s.AdditionalProperties != nil {
+		if v.info[s.AdditionalProperties].rejects {
+			return under(v.unknown(in, explain), k)
+		}
+		children = append(children, s.AdditionalProperties)
+	}
+	for _, child := range children {
+		if e := v.check(child, val, explain, nil); e != nil {
+			if explain && val == nil && slices.Contains(s.Required, k) {
+				e = &Error{Reason: "is required and must not be null"}
+			}
+			return under(e, k)
+		}
+	}
+	if ev != nil && len(children) > 0 {
+		ev.props = mapSet(ev.props, k)
+	}
+	return nil
+}
+
+// unknown is the problem of a property the schema does not declare.
+func (v *Validator) unknown(in *info, explain bool) *Error {
+	if !explain {
+		return errNo
+	}
+	return &Error{Reason: "is not allowed", Unknown: true, Allowed: in.declared}
+}
+
+// barred reports whether a property of schema n is refused in v's
+// direction: readOnly in a request, writeOnly in a response.
+func (v *Validator) barred(s *jsonschema.Schema) bool {
+	return v.dir == Request && s.ReadOnly || v.dir == Response && s.WriteOnly
+}
+
+// barred is what a value of a property its direction refuses is told.
+var barred = map[Direction]string{
+	Request:  "is read-only and not allowed in a request",
+	Response: "is write-only and not allowed in a response",
 }
 
 // reasons say, in the style of the project's messages, why a value fails
@@ -650,9 +628,12 @@ var reasons = map[string]string{
 	"maxProperties":    "must have at most {} properties",
 }
 
-// reason says why a value fails keyword k of m. It quotes only the
+// reason says why a value fails keyword k of s. It quotes only the
 // schema, never the value.
-func reason(k string, m map[string]any) string {
+func reason(k string, s *jsonschema.Schema) string {
+	var m map[string]any
+	data, _ := json.Marshal(s)
+	json.Unmarshal(data, &m)
 	v := m[k]
 	switch k {
 	case "type":
@@ -719,6 +700,8 @@ type Error struct {
 	// Allowed, when Unknown is set, are the properties the object's schema
 	// declares, sorted.
 	Allowed []string
+
+	rel []string // while Validate walks back: the pointer's tokens, last first
 }
 
 // Error formats the error as `field "/pointer": reason`, or as
@@ -729,9 +712,6 @@ func (e *Error) Error() string {
 	}
 	return "field " + quotePointer(e.Pointer) + ": " + e.Reason
 }
-
-// errAt is the problem reason at the reference tokens ptr.
-func errAt(ptr []string, reason string) *Error { return &Error{Pointer: pointer(ptr), Reason: reason} }
 
 // pointer renders reference tokens as an RFC 6901 JSON pointer.
 func pointer(tokens []string) string {

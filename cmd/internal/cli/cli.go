@@ -40,6 +40,14 @@ func (e *Env) Errorf(format string, args ...any) {
 	fmt.Fprintf(e.Stderr, e.Prog+": "+format+"\n", args...)
 }
 
+// Fail prints a message of the program to standard error, as Errorf, and
+// returns code, the command's exit status: a command that fails ends with
+// `return env.Fail(ExitUsage, "run: %v", err)`.
+func (e *Env) Fail(code int, format string, args ...any) int {
+	e.Errorf(format, args...)
+	return code
+}
+
 // Command is one subcommand.
 type Command struct {
 	Name    string
@@ -96,8 +104,7 @@ func (p *Program) Run(ctx context.Context, args []string, stdin io.Reader, stdou
 	case "--version", "-version":
 		args = append([]string{"version"}, args[1:]...)
 	case "sandbox-exec":
-		env.Errorf("sandbox-exec is internal: %s starts it itself to run a command in a sandbox", p.Name)
-		return ExitUsage
+		return env.Fail(ExitUsage, "sandbox-exec is internal: %s starts it itself to run a command in a sandbox", p.Name)
 	}
 	if c := p.command(args[0]); c != nil {
 		env.cmd = c
@@ -113,8 +120,7 @@ func (p *Program) unknown(env *Env, prefix, name string) int {
 	for _, c := range p.Commands {
 		names = append(names, c.Name)
 	}
-	env.Errorf("%sunknown command %q%s\nrun '%s help' for usage", prefix, name, didYouMean(name, names, ""), p.Name)
-	return ExitUsage
+	return env.Fail(ExitUsage, "%sunknown command %q%s\nrun '%s help' for usage", prefix, name, didYouMean(name, names, ""), p.Name)
 }
 
 func (p *Program) command(name string) *Command {

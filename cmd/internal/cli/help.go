@@ -13,6 +13,9 @@ import (
 	"github.com/specloop/specloop/telemetry"
 )
 
+// ConfigHomeEnv names the XDG base directory of a user's configuration.
+const ConfigHomeEnv = "XDG_CONFIG_HOME"
+
 // envHelp says what each environment variable a command reads is for, as
 // its help page names it.
 var envHelp = map[string]string{
@@ -22,7 +25,7 @@ var envHelp = map[string]string{
 	"ANTHROPIC_BASE_URL": "the base URL of anthropic:MODEL models, unless --base-url is given",
 	TokenEnv:             "the server's bearer token, unless --token-file is given",
 	StateHomeEnv:         "the state directory: transcripts, workspace locks, server data (default ~/.local/state)",
-	"XDG_CONFIG_HOME":    "the user's configuration directory (default ~/.config)",
+	ConfigHomeEnv:        "the user's configuration directory (default ~/.config)",
 	telemetry.EnvEndpoint: "where --otel sends spans (and the other OTEL_EXPORTER_OTLP_* variables); set, it turns --otel on; " +
 		telemetry.EnvSDKDisabled + "=true turns it off",
 	"PATH": "commands (run_command, the check) get it, LANG, LC_*, TERM and the Go variables; --pass-env adds others",

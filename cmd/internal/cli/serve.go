@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/internal/config"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 	"github.com/specloop/specloop/trace"
@@ -62,13 +63,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			"name (403 otherwise): a web page cannot reach it through DNS rebinding. A state-changing request\n"+
 			"(any method but GET, HEAD, OPTIONS) that a browser sends for another site's page (Sec-Fetch-Site\n"+
 			"other than same-origin, or a foreign Origin) gets 403, with or without a token.\n\n"+
-			"Edges: a request must arrive within --read-timeout (headers within 10 s); a response write that\n"+
-			"stalls for 30 s ends it; at most --max-connections connections are open at once (at the cap a new\n"+
-			"one closes the one idle the longest; it waits only when all are busy), and at most --max-streams\n"+
-			"event streams are open (--max-streams-per-client from one address; 429 beyond), never more than\n"+
-			"--max-connections less a reserve of an eighth (1 to 64) kept for every other request.\n\n"+
-			"Model keys come from the server's environment only (OPENAI_API_KEY and OPENAI_BASE_URL,\n"+
-			"ANTHROPIC_API_KEY and ANTHROPIC_BASE_URL), never from requests.\n"+
+			"Model keys come from the server's environment only (see Environment), never from requests.\n"+
 			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
 			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
 			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n\n"+
@@ -89,7 +84,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	syncPolicy := fs.String("sync", "none", "when run traces are fsynced: none, end (after run_finished) or every (each event); the run log is always fsynced")
 	verbose := fs.Bool("v", false, "log every request (method, route, status, duration)")
 	systemFile := fs.String("system-file", "", SystemFileUsage)
-	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included; slower ones are cut off")
+	fs.DurationVar(&cfg.ReadTimeout, "read-timeout", server.DefaultReadTimeout, "the longest a client may take to send a whole request, body included (its headers: 10 s); slower ones are cut off, as is a response write that stalls for 30 s")
 	fs.IntVar(&cfg.MaxConnections, "max-connections", server.DefaultMaxConnections, "the most connections open at once; at the cap a new one closes the one idle the longest, or waits when all are busy")
 	fs.IntVar(&cfg.MaxStreams, "max-streams", server.DefaultMaxStreams, "the most event streams open at once (at most --max-connections less a reserve of an eighth, 1 to 64); more get 429")
 	fs.IntVar(&cfg.MaxStreamsPerClient, "max-streams-per-client", server.DefaultMaxStreamsPerClient, "the most event streams open from one client address; more get 429")
@@ -110,13 +105,20 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
 	fs.String("config", "", "a configuration file (TOML; see: specloop help config) whose keys are these flags in snake_case; the command line's flags override it")
 	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
-	if path := ScanFlag(args, "config"); path != "" {
-		fc, err := FileConfig(fs, path, ScanFlag(args, "profile"))
-		if err != nil {
-			env.Errorf("serve: %v", err)
-			return ExitUsage
+	if path := scanFlag(args, "config"); path != "" {
+		// The operator's file, so trusted: every key applies.
+		f, err := config.Read(path)
+		if err == nil && f == nil {
+			err = fmt.Errorf("--config %s: no such file", path)
 		}
-		env.Errorf("serve: %d settings from %s", len(fc.Settings), path)
+		var set []config.Setting
+		if err == nil {
+			set, _, err = config.Apply(fs, f, nil, "", scanFlag(args, "profile"))
+		}
+		if err != nil {
+			return env.Fail(ExitUsage, "serve: %v", err)
+		}
+		env.Errorf("serve: %d settings from %s", len(set), path)
 	}
 	if code, done := ParseNoArgs(fs, args); done {
 		return code
@@ -127,48 +129,39 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}{{"--max-concurrent", int64(cfg.MaxConcurrent)}, {"--queue", int64(cfg.QueueSize)}, {"--body-limit", cfg.BodyLimit},
 		{"--max-connections", int64(cfg.MaxConnections)}, {"--max-streams", int64(cfg.MaxStreams)}, {"--max-streams-per-client", int64(cfg.MaxStreamsPerClient)}} {
 		if pos.value < 1 {
-			env.Errorf("serve: %s must be at least 1", pos.name)
-			return ExitUsage
+			return env.Fail(ExitUsage, "serve: %s must be at least 1", pos.name)
 		}
 	}
 	if cfg.TranscriptRetention < 0 {
-		env.Errorf("serve: --transcript-retention must not be negative (0 keeps transcripts forever)")
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --transcript-retention must not be negative (0 keeps transcripts forever)")
 	}
 	var err error
 	cfg.TraceSync, err = trace.ParseSyncPolicy(*syncPolicy)
 	if err != nil {
-		env.Errorf("serve: --sync: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --sync: %v", err)
 	}
 	cfg.Sandbox, err = sbFlags.Policy()
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	cfg.MCPServers, err = mcpf.Servers()
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	cfg.ToolSpecs, err = toolsSpec.Load()
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	cfg.Token, err = ReadToken(*tokenFile)
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	system, err := ReadSystemFile(*systemFile)
 	if err != nil {
-		env.Errorf("serve: --system-file: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --system-file: %v", err)
 	}
 	if cfg.DataDir, err = RecordsDir("--data", cfg.DataDir, "server", cfg.WorkspaceRoot); err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -178,14 +171,12 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	logger := cfg.Logger
 	tel, err := telFlags.Open(ctx, true)
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	if !isLoopback(*addr) {
 		switch {
 		case cfg.Token == "" && !*insecure:
-			env.Errorf("serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, TokenEnv)
-			return ExitUsage
+			return env.Fail(ExitUsage, "serve: refusing to listen on %s, which is not a loopback address, without a token: set $%s or --token-file (or pass --insecure)", *addr, TokenEnv)
 		case cfg.Token == "":
 			fmt.Fprintf(env.Stderr, "\n"+
 				"  ************************************************************************\n"+
@@ -201,23 +192,20 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}
 	eng, closeEngine, err := engine.Open(cfg.WorkspaceRoot, logger)
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: %v", err)
 	}
 	defer closeEngine()
 	cfg.Engine = eng
 	mcpH, mcpStop, mcpSetup, err := mcpHandler(wiring.Config{Dir: cfg.WorkspaceRoot, DisableCommands: !cfg.AllowCommands, Sandbox: cfg.Sandbox}, logger)
 	if err != nil {
-		env.Errorf("serve: /mcp: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: /mcp: %v", err)
 	}
 	defer mcpSetup.Close()
 	defer mcpStop()
 	cfg.MCPHandler = mcpH
 	// A run and a `specloop run` never edit one workspace at once.
 	if cfg.LockDir, err = StateDir("locks"); err != nil {
-		env.Errorf("serve: the workspace lock's directory: %v", err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: the workspace lock's directory: %v", err)
 	}
 	// Transcripts hold content (code, outputs): kept a bounded time
 	// (--transcript-retention). Approval waits are in memory: a server
@@ -228,12 +216,10 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	srv, err := server.New(cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.ToolSpecs) > 0 {
-		env.Errorf("serve: --tools-spec: %v", we.Err)
-		return ExitUsage
+		return env.Fail(ExitUsage, "serve: --tools-spec: %v", we.Err)
 	}
 	if err != nil {
-		env.Errorf("serve: %v", err)
-		return ExitInternal
+		return env.Fail(ExitInternal, "serve: %v", err)
 	}
 	ln, err := net.Listen("tcp", *addr)
 	if err != nil {
@@ -379,4 +365,28 @@ func RecordsDir(flag, dir, sub, root string) (string, error) {
 		return "", fmt.Errorf("%s: %w", flag, err)
 	}
 	return dir, nil
+}
+
+// scanFlag returns the last value of flag name on a command line not yet
+// parsed (-name V, --name V, -name=V or --name=V, before any "--"), for
+// the flags that decide how the others are read. A malformed one is left
+// for the parse to report.
+func scanFlag(args []string, name string) string {
+	v := ""
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || !strings.HasPrefix(a, "-") {
+			if a == "--" {
+				break
+			}
+			continue
+		}
+		a = strings.TrimPrefix(strings.TrimPrefix(a, "-"), "-")
+		if a == name && i+1 < len(args) {
+			v, i = args[i+1], i+1
+		} else if val, ok := strings.CutPrefix(a, name+"="); ok {
+			v = val
+		}
+	}
+	return v
 }
