@@ -464,13 +464,27 @@ func (s *Store) Blob(ctx context.Context, key string) ([]byte, error) {
 	return s.get(ctx, "blobs/"+key, key)
 }
 
+// DeleteStream removes run id's stream st (the retention of transcripts).
+func (s *Store) DeleteStream(ctx context.Context, id string, st Stream) error {
+	prefix, err := streamPrefix(id, st)
+	if err != nil {
+		return err
+	}
+	return s.deletePrefix(ctx, prefix)
+}
+
 // DeleteRun removes every object of run id (its streams and call records;
 // blobs are shared and stay).
 func (s *Store) DeleteRun(ctx context.Context, id string) error {
 	if err := checkRunID(id); err != nil {
 		return err
 	}
-	it := s.bucket.List(&blob.ListOptions{Prefix: "runs/" + id + "/"})
+	return s.deletePrefix(ctx, "runs/"+id+"/")
+}
+
+// deletePrefix removes the objects whose names start with prefix.
+func (s *Store) deletePrefix(ctx context.Context, prefix string) error {
+	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
 	for {
 		obj, err := it.Next(ctx)
 		if err == io.EOF {
