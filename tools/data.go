@@ -13,12 +13,12 @@ import (
 
 // toData turns a generated result struct into the JSON values of the
 // Observation's data (objects as map[string]any, numbers as float64): the
-// data is exactly what the result's JSON is. The plain shapes a result is
-// made of (structs of tagged fields, pointers, slices, string-keyed maps,
-// strings, numbers, booleans) are converted directly, without encoding
-// the result as text and decoding it again, which cost a step more than
-// the tool's own work; a value that encodes itself (a union, a time) goes
-// through encoding/json, and so does any other shape (see direct).
+// data is exactly what the result's JSON is. The plain shapes the tools'
+// results are made of (structs of tagged fields, pointers, slices,
+// string-keyed maps, strings, ints, float64s, booleans) are converted
+// directly, without encoding the result as text and decoding it again,
+// which cost a step more than the tool's own work; a result of any other
+// shape (see direct) goes through encoding/json.
 func toData(out any) (map[string]any, error) {
 	v, err := direct(reflect.ValueOf(out))
 	if errors.Is(err, errIndirect) {
@@ -46,27 +46,18 @@ var (
 )
 
 // direct is v as the JSON values encoding/json would make of it, for the
-// plain shapes; a value that encodes itself is encoded and decoded alone,
-// and for anything else (an embedded field, a tag option but omitempty, a
-// map of other keys, a string that is not UTF-8, a number JSON cannot
-// hold, a float32, []byte) direct returns errIndirect, so that toData
-// encodes the whole.
+// plain shapes; for anything else (a value that encodes itself, such as a
+// union or a time, an embedded field, a tag option but omitempty, a map of
+// other keys, a string that is not UTF-8, a number JSON cannot hold, a
+// float32 or an unsigned integer, []byte) it returns errIndirect, so that
+// toData encodes the whole.
 func direct(v reflect.Value) (any, error) {
 	if !v.IsValid() {
 		return nil, nil
 	}
 	t := v.Type()
-	if t.Kind() != reflect.Pointer && t.Kind() != reflect.Interface &&
-		(t.Implements(jsonMarshaler) || t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler)) {
-		if v.CanAddr() {
-			v = v.Addr() // as encoding/json calls a method of *T on an addressable T
-		}
-		b, err := json.Marshal(v.Interface())
-		var out any
-		if err == nil {
-			err = json.Unmarshal(b, &out)
-		}
-		return out, err
+	if t.Implements(jsonMarshaler) || t.Implements(textMarshaler) || reflect.PointerTo(t).Implements(jsonMarshaler) || reflect.PointerTo(t).Implements(textMarshaler) {
+		return nil, errIndirect // it encodes itself
 	}
 	switch t.Kind() {
 	case reflect.Pointer, reflect.Interface:
@@ -78,8 +69,6 @@ func direct(v reflect.Value) (any, error) {
 		return v.Bool(), nil
 	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
 		return float64(v.Int()), nil
-	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
-		return float64(v.Uint()), nil
 	case reflect.Float64:
 		if f := v.Float(); !math.IsInf(f, 0) && !math.IsNaN(f) {
 			return f, nil

@@ -56,7 +56,6 @@ func TestToDataMatchesEncodingJSON(t *testing.T) {
 	type plain struct {
 		Count    int            `json:"count"`
 		Big      int64          `json:"big"`
-		Small    uint8          `json:"small"`
 		Value    float64        `json:"value"`
 		Flag     bool           `json:"flag,omitempty"`
 		Note     string         `json:"note,omitempty"`
@@ -69,21 +68,24 @@ func TestToDataMatchesEncodingJSON(t *testing.T) {
 		Extra    map[string]any `json:"extra"`
 		Any      any            `json:"any"`
 		Op       gen.CalculatorOperation
-		When     time.Time `json:"when"` // encodes itself
 	}
 	type Embedded struct {
 		Shared string `json:"shared"`
 	}
 	plains := []any{
-		&plain{Count: 3, Big: 1<<60 + 1, Small: 200, Value: 0.1, Untagged: "u", skipped: "s", Dash: "d",
+		&plain{Count: 3, Big: 1<<60 + 1, Value: 0.1, Untagged: "u", skipped: "s", Dash: "d",
 			Items: []inner{{Name: "a"}}, Extra: map[string]any{"k": []any{1.0, "x", nil, map[string]any{"n": true}}},
 			Any: &inner{Name: "p", Tags: []string{"t"}}, Op: gen.CalculatorOperationMultiply},
-		&plain{Flag: true, Note: "n", Inner: &inner{}, Extra: map[string]any{}, When: time.Unix(1, 5)},
+		&plain{Flag: true, Note: "n", Inner: &inner{}, Extra: map[string]any{}},
 		&struct {
 			Value float64 `json:"value"`
 		}{Value: 42},
 	}
 	others := []any{
+		&struct {
+			When time.Time `json:"when"` // encodes itself
+		}{When: time.Unix(1, 5)},
+		&struct{ Small uint8 }{Small: 200},
 		&struct{ Ratio float32 }{Ratio: 0.1},
 		&struct {
 			Quoted int `json:"quoted,string"`
