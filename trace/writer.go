@@ -17,14 +17,13 @@ import (
 type SyncPolicy int
 
 const (
-	// SyncNone leaves flushing to the operating system. Each step's events
-	// are still written (a write system call) before the next step begins,
-	// so a crash of the process loses at most the step in flight.
+	// SyncNone leaves flushing to the operating system. Each event is still
+	// written (a write system call) before the run moves on, so a crash of
+	// the process loses at most the event being written.
 	SyncNone SyncPolicy = iota
 	// SyncAtRunEnd syncs once after run_finished.
 	SyncAtRunEnd
-	// SyncEveryEvent syncs after every write (of an event, or of a step's
-	// actions and observations), surviving power loss too.
+	// SyncEveryEvent syncs after every event, surviving power loss too.
 	SyncEveryEvent
 )
 
@@ -41,12 +40,8 @@ func ParseSyncPolicy(s string) (SyncPolicy, error) {
 	return 0, fmt.Errorf("unknown sync policy %q (want none, end or every)", s)
 }
 
-// Writer appends events as JSON lines; nothing is ever rewritten. A
-// step's model actions are held with the observations that answer them
-// and written with the last in one write; every other line is written at
-// once, with what is held: a finished step is on disk before the next
-// model call, and a crash loses at most the step in flight. It is safe for
-// concurrent use.
+// Writer appends events as JSON lines. Each Emit is one write of one
+// complete line; nothing is ever rewritten. It is safe for concurrent use.
 type Writer struct {
 	mu     sync.Mutex
 	w      io.Writer
@@ -54,10 +49,6 @@ type Writer struct {
 	policy SyncPolicy // SyncNone when file is not a regular file
 	err    error
 	enc    LineEncoder
-	// held are the lines of the step in flight not written yet, and
-	// unanswered the step's actions that no observation answered yet.
-	held       []byte
-	unanswered int
 }
 
 // NewWriter writes events to w. Sync policies apply only when w is an
@@ -152,47 +143,25 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 	if err != nil {
 		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
 	}
-	if err := w.append(line, ev.EventType); err != nil {
+	if err := w.writeLines(line, ev.EventType == gen.TraceEventTypeRunFinished); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
 	return nil
 }
 
-// Append appends line, one complete line of an event of type typ (a
-// TranscriptEntry's, say; "" for none), as Emit does an event's: held or written (see
-// Writer), and synced as the policy says: after every write, or after
-// run_finished's. After a failed write or sync every later call returns
-// its error.
-func (w *Writer) Append(line []byte, typ gen.TraceEventType) error {
+// WriteLines appends complete lines in one write (a crash loses at most
+// them) and syncs as the policy says: after every write, or after the
+// one that ends the run (runEnd). After a failed write or sync every
+// later call returns its error.
+func (w *Writer) WriteLines(lines []byte, runEnd bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return w.append(line, typ)
+	return w.writeLines(lines, runEnd)
 }
 
-func (w *Writer) append(line []byte, typ gen.TraceEventType) error {
+func (w *Writer) writeLines(lines []byte, runEnd bool) error {
 	if w.err != nil {
 		return w.err
-	}
-	w.held = append(w.held, line...)
-	switch typ {
-	case gen.TraceEventTypeModelAction:
-		w.unanswered++
-		return nil
-	case gen.TraceEventTypeObservation:
-		if w.unanswered--; w.unanswered > 0 {
-			return nil
-		}
-	}
-	return w.flush(typ == gen.TraceEventTypeRunFinished)
-}
-
-// flush writes the held lines; runEnd says they end the run, for the
-// sync policy.
-func (w *Writer) flush(runEnd bool) error {
-	lines := w.held
-	w.held, w.unanswered = w.held[:0], 0
-	if len(lines) == 0 && !runEnd {
-		return nil
 	}
 	if _, err := w.w.Write(lines); err != nil {
 		w.err = fmt.Errorf("write: %w", err)
@@ -207,18 +176,15 @@ func (w *Writer) flush(runEnd bool) error {
 	return nil
 }
 
-// Close writes what is held, syncs (unless the policy is SyncNone) and
-// closes the underlying file if the Writer opened it or was given one.
+// Close syncs (unless the policy is SyncNone) and closes the underlying file
+// if the Writer opened it or was given one.
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	var errs []error
-	if w.err == nil {
-		errs = append(errs, w.flush(false))
-	}
 	if w.file == nil {
-		return errors.Join(errs...)
+		return nil
 	}
+	var errs []error
 	if w.policy != SyncNone {
 		errs = append(errs, w.file.Sync())
 	}

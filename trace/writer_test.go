@@ -6,7 +6,6 @@ import (
 	"io"
 	"math"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -24,11 +23,7 @@ func TestWrittenEventsParse(t *testing.T) {
 		ActionType: p(gen.ActionTypeToolCall), ToolName: p("calculator"), ArgumentKeys: &[]string{"left"},
 		ModelDurationMs: p(0.25), RawResponse: p("line\nbreak \"quoted\" <b>&</b> é \xff")}
 	var buf bytes.Buffer
-	w := NewWriter(&buf, SyncNone)
-	if err := w.Emit(&ev); err != nil {
-		t.Fatal(err)
-	}
-	if err := w.Close(); err != nil { // the action is held until answered or closed
+	if err := NewWriter(&buf, SyncNone).Emit(&ev); err != nil {
 		t.Fatal(err)
 	}
 	line := buf.Bytes()
@@ -46,50 +41,6 @@ func TestWrittenEventsParse(t *testing.T) {
 		t.Fatalf("round trip = %+v", got)
 	}
 }
-
-// TestWriterHoldsAStepsActions: a step's model actions are written with
-// the observation that answers the last of them, in one write; any other
-// event is written at once with what is held, and Close writes the rest.
-func TestWriterHoldsAStepsActions(t *testing.T) {
-	var writes []string
-	w := NewWriter(writerFunc(func(b []byte) { writes = append(writes, string(b)) }), SyncNone)
-	emit := func(step int, typ gen.TraceEventType) {
-		t.Helper()
-		if err := w.Emit(&gen.TraceEvent{RunId: "r", Step: step, EventType: typ}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	lines := func() []int {
-		n := make([]int, len(writes))
-		for i, b := range writes {
-			n[i] = strings.Count(b, "\n")
-		}
-		return n
-	}
-	emit(0, gen.TraceEventTypeRunStarted)
-	emit(1, gen.TraceEventTypeModelAction)
-	emit(1, gen.TraceEventTypeModelAction)
-	emit(1, gen.TraceEventTypeObservation)
-	if got := lines(); !slices.Equal(got, []int{1}) {
-		t.Fatalf("after the first of two observations, writes of %v lines, want [1]", got)
-	}
-	emit(1, gen.TraceEventTypeObservation)
-	emit(2, gen.TraceEventTypeModelAction)
-	emit(2, gen.TraceEventTypeApprovalRequested) // a person is asked: on disk now
-	emit(2, gen.TraceEventTypeApprovalDecided)
-	emit(2, gen.TraceEventTypeObservation)
-	emit(3, gen.TraceEventTypeModelAction) // a finish
-	if err := w.Close(); err != nil {
-		t.Fatal(err)
-	}
-	if got, want := lines(), []int{1, 4, 2, 1, 1, 1}; !slices.Equal(got, want) {
-		t.Fatalf("writes of %v lines, want %v", got, want)
-	}
-}
-
-type writerFunc func([]byte)
-
-func (f writerFunc) Write(b []byte) (int, error) { f(b); return len(b), nil }
 
 // TestEncodeErrors: an event JSON cannot represent is an error and writes
 // nothing, so the trace never holds a partial line.
@@ -120,8 +71,9 @@ func TestEncodeErrors(t *testing.T) {
 }
 
 // BenchmarkWriterEmit is the cost of tracing one event: encoding it
-// (discard) and, in addition, the write(2) of its line to a file (one
-// write a step: an observation writes its call's model_action with it).
+// (discard) and, in addition, the write(2) of its line to a file. Each
+// event is one write, so a step that calls a tool (a model_action and an
+// observation) pays for two.
 //
 //	go test ./trace -run '^$' -bench WriterEmit -benchmem
 func BenchmarkWriterEmit(b *testing.B) {

@@ -28,11 +28,15 @@ const FileName = "transcript.jsonl"
 // use.
 type Writer struct {
 	mu  sync.Mutex
-	tw  *trace.Writer // the file's lines, held, written and synced as a trace's
+	tw  *trace.Writer // the file's lines, written and synced as its policy says
 	enc trace.LineEncoder
 	red *Redactor
 	seq int
 	err error
+	// held are the lines of the step in flight not written yet, and
+	// unanswered the step's actions that no observation answered yet.
+	held       []byte
+	unanswered int
 }
 
 // Open opens the transcript file path to append to it, creating it (0600)
@@ -65,7 +69,7 @@ func Open(path string, red *Redactor, policy trace.SyncPolicy) (*Writer, error) 
 	}
 	w, err := OpenAfter(path, red, policy, seq)
 	if err == nil && newline {
-		if err = w.tw.Append([]byte("\n"), ""); err != nil {
+		if err = w.tw.WriteLines([]byte("\n"), false); err != nil {
 			w.tw.Close()
 			return nil, fmt.Errorf("transcript: %w", err)
 		}
@@ -107,20 +111,41 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 		rest := len(*e.Output) - len(cut)
 		e.Output, e.OutputTruncatedBytes = &cut, &rest
 	}
-	line, err := w.enc.Encode(&e)
+	raw, err := w.enc.Encode(&e)
 	if err != nil {
 		return fmt.Errorf("transcript: encode entry: %w", err)
 	}
-	// The line is redacted without its newline; the count goes in the
-	// entry, as its last field.
-	if red, n := w.red.Line(line[:len(line)-1]); n > 0 {
-		line = append(append(red[:len(red)-1], `,"redacted":`...), strconv.Itoa(n)+"}\n"...)
+	line, n := w.red.Line(raw[:len(raw)-1]) // without its newline
+	if n > 0 {                              // the count goes in the entry, as its last field
+		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
+	w.held = append(append(w.held, line...), '\n')
 	w.seq++
 	// A step's actions and the observations of its calls are written
-	// together, with the last observation; any other entry at once (see
-	// trace.Writer).
-	if err := w.tw.Append(line, e.EventType); err != nil {
+	// together, with the last observation: one write a step rather than
+	// one an entry. Any other entry (feedback, an approval, the check's
+	// verdict, the end) is written at once with what is held, so a
+	// finished step is on disk before the next model call, and a crash
+	// loses at most the step in flight.
+	switch e.EventType {
+	case gen.TraceEventTypeModelAction:
+		w.unanswered++
+		return nil
+	case gen.TraceEventTypeObservation:
+		if w.unanswered--; w.unanswered > 0 {
+			return nil
+		}
+	}
+	w.unanswered = 0
+	return w.flush(e.EventType == gen.TraceEventTypeRunFinished)
+}
+
+// flush writes the held lines; runEnd says they end the run, for the
+// sync policy.
+func (w *Writer) flush(runEnd bool) error {
+	err := w.tw.WriteLines(w.held, runEnd)
+	w.held = w.held[:0]
+	if err != nil {
 		w.err = fmt.Errorf("transcript: %w", err)
 	}
 	return w.err
@@ -131,9 +156,8 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 func (w *Writer) Close() error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	err := w.tw.Close()
-	if w.err != nil {
-		return w.err // Close wrote nothing more
+	if w.err == nil {
+		w.flush(false)
 	}
-	return err
+	return errors.Join(w.err, w.tw.Close())
 }
