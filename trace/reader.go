@@ -40,33 +40,48 @@ type LineError struct {
 func (e *LineError) Error() string { return fmt.Sprintf("line %d: %v", e.Line, e.Err) }
 func (e *LineError) Unwrap() error { return e.Err }
 
-var eventValidator = sync.OnceValues(func() (*schema.Validator, error) {
-	doc, err := gen.SpecDoc()
+// LineSchema checks lines against one of the spec's schemas, compiled on
+// first use.
+type LineSchema struct {
+	validator func() (*schema.Validator, error)
+}
+
+// NewLineSchema checks lines against the spec's schema name.
+func NewLineSchema(name string) *LineSchema {
+	return &LineSchema{validator: sync.OnceValues(func() (*schema.Validator, error) {
+		doc, err := gen.SpecDoc()
+		if err != nil {
+			return nil, err
+		}
+		return schema.Compile(doc.Schemas[name], schema.Neither)
+	})}
+}
+
+// Parse decodes one line into v after validating it against the schema.
+// Errors name the field, never its value.
+func (s *LineSchema) Parse(line []byte, v any) error {
+	val, err := s.validator()
 	if err != nil {
-		return nil, err
+		return err
 	}
-	return schema.Compile(doc.Schemas["TraceEvent"], schema.Neither)
-})
+	value, err := schema.Decode(line)
+	if err != nil {
+		return err
+	}
+	if err := val.Validate(value); err != nil {
+		return err
+	}
+	return schema.Unmarshal(line, v)
+}
+
+var eventSchema = NewLineSchema("TraceEvent")
 
 // ParseEvent decodes one trace line and validates it against the spec's
 // TraceEvent schema. Errors name the field, never its value.
 func ParseEvent(line []byte) (gen.TraceEvent, error) {
 	var ev gen.TraceEvent
-	v, err := eventValidator()
-	if err != nil {
-		return ev, err
-	}
-	value, err := schema.Decode(line)
-	if err != nil {
-		return ev, err
-	}
-	if err := v.Validate(value); err != nil {
-		return ev, err
-	}
-	if err := schema.Unmarshal(line, &ev); err != nil {
-		return ev, err
-	}
-	return ev, nil
+	err := eventSchema.Parse(line, &ev)
+	return ev, err
 }
 
 // Read reads a JSONL trace. A last line that is not newline-terminated and

@@ -26,7 +26,9 @@ import (
 // so two runs can be compared without their contents.
 func Summary(s string) string {
 	sum := sha256.Sum256([]byte(s))
-	return "chars=" + strconv.Itoa(utf8.RuneCountInString(s)) + ";sha256=" + hex.EncodeToString(sum[:])
+	var b [100]byte // the summary, built in one allocation: it is made for every event
+	out := strconv.AppendInt(append(b[:0], "chars="...), int64(utf8.RuneCountInString(s)), 10)
+	return string(hex.AppendEncode(append(out, ";sha256="...), sum[:]))
 }
 
 // Names reports whether recorded, a tool name or an argument key as a

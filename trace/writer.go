@@ -48,6 +48,7 @@ type Writer struct {
 	file   *os.File
 	policy SyncPolicy // SyncNone when file is not a regular file
 	err    error
+	enc    LineEncoder
 }
 
 // NewWriter writes events to w. Sync policies apply only when w is an
@@ -108,24 +109,41 @@ func checkTraceFile(path string) error {
 	return nil
 }
 
-// EncodeLine is v as one JSON line, ended by a newline, with <, > and &
-// as they are (summaries and raw text stay readable).
+// LineEncoder encodes values as JSON lines, ended by a newline, with <,
+// > and & as they are (summaries and raw text stay readable), into a
+// buffer it reuses.
+type LineEncoder struct {
+	buf bytes.Buffer
+	enc *json.Encoder
+}
+
+// Encode returns v as one line, valid until the next Encode.
+func (e *LineEncoder) Encode(v any) ([]byte, error) {
+	if e.enc == nil {
+		e.enc = json.NewEncoder(&e.buf)
+		e.enc.SetEscapeHTML(false)
+	}
+	e.buf.Reset()
+	err := e.enc.Encode(v)
+	return e.buf.Bytes(), err
+}
+
+// EncodeLine is v as one JSON line, as a LineEncoder writes it.
 func EncodeLine(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	err := enc.Encode(v)
-	return b.Bytes(), err
+	var e LineEncoder
+	return e.Encode(v)
 }
 
 // Emit appends one event as a line. After a write error every later Emit
 // returns that error.
 func (w *Writer) Emit(ev *gen.TraceEvent) error {
-	line, err := EncodeLine(ev)
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	line, err := w.enc.Encode(ev)
 	if err != nil {
 		return fmt.Errorf("trace: encode %s event: %w", ev.EventType, err)
 	}
-	if err := w.WriteLines(line, ev.EventType == gen.TraceEventTypeRunFinished); err != nil {
+	if err := w.writeLines(line, ev.EventType == gen.TraceEventTypeRunFinished); err != nil {
 		return fmt.Errorf("trace: %w", err)
 	}
 	return nil
@@ -138,6 +156,10 @@ func (w *Writer) Emit(ev *gen.TraceEvent) error {
 func (w *Writer) WriteLines(lines []byte, runEnd bool) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	return w.writeLines(lines, runEnd)
+}
+
+func (w *Writer) writeLines(lines []byte, runEnd bool) error {
 	if w.err != nil {
 		return w.err
 	}

@@ -1,7 +1,6 @@
 package transcript
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -22,37 +21,40 @@ const FollowInterval = 100 * time.Millisecond
 // an error of fn, or ctx is done (then it returns ctx's error). A path
 // that does not exist yet is waited for, as a run that has not started.
 func Follow(ctx context.Context, path string, fn func(gen.TranscriptEntry) error) error {
-	var f *os.File
-	for f == nil {
-		var err error
-		if f, err = os.Open(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+	f, err := os.Open(path)
+	for errors.Is(err, os.ErrNotExist) {
+		if err := sleep(ctx); err != nil {
 			return err
 		}
-		if f == nil {
-			if err := sleep(ctx); err != nil {
-				return err
-			}
-		}
+		f, err = os.Open(path)
+	}
+	if err != nil {
+		return err
 	}
 	defer f.Close()
-	br := bufio.NewReaderSize(f, 64<<10)
-	var pending []byte // a line read up to the end of the file so far
+	buf := make([]byte, 64<<10)
+	var pending []byte // what was read past the last whole line
 	for n := 1; ; {
-		line, err := readLine(br)
-		pending = append(pending, line...)
-		if err != nil && !errors.Is(err, io.EOF) {
-			return &trace.LineError{Line: n, Err: err}
-		}
-		if !bytes.HasSuffix(pending, []byte("\n")) { // the writer is not done with it
-			if err := sleep(ctx); err != nil {
-				return err
+		i := bytes.IndexByte(pending, '\n')
+		if i < 0 { // the writer is not done with the line: read on, or wait
+			if len(pending) > trace.MaxLineBytes {
+				return &trace.LineError{Line: n, Err: fmt.Errorf("longer than %d bytes", trace.MaxLineBytes)}
+			}
+			k, err := f.Read(buf)
+			if err != nil && !errors.Is(err, io.EOF) {
+				return &trace.LineError{Line: n, Err: err}
+			}
+			if pending = append(pending, buf[:k]...); k == 0 {
+				if err := sleep(ctx); err != nil {
+					return err
+				}
 			}
 			continue
 		}
-		if body := bytes.TrimSpace(pending); len(body) > 0 {
-			e, perr := ParseEntry(body)
-			if perr != nil {
-				return &trace.LineError{Line: n, Err: perr}
+		if body := bytes.TrimSpace(pending[:i]); len(body) > 0 {
+			e, err := ParseEntry(body)
+			if err != nil {
+				return &trace.LineError{Line: n, Err: err}
 			}
 			if err := fn(e); err != nil {
 				return err
@@ -61,7 +63,7 @@ func Follow(ctx context.Context, path string, fn func(gen.TranscriptEntry) error
 				return nil
 			}
 		}
-		pending, n = pending[:0], n+1
+		pending, n = pending[i+1:], n+1
 	}
 }
 
@@ -71,21 +73,5 @@ func sleep(ctx context.Context) error {
 		return ctx.Err()
 	case <-time.After(FollowInterval):
 		return nil
-	}
-}
-
-// readLine reads one line with its newline (none at the end of the input
-// so far), at most trace.MaxLineBytes of it.
-func readLine(br *bufio.Reader) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := br.ReadSlice('\n')
-		line = append(line, chunk...)
-		if len(line) > trace.MaxLineBytes {
-			return nil, fmt.Errorf("longer than %d bytes", trace.MaxLineBytes)
-		}
-		if !errors.Is(err, bufio.ErrBufferFull) {
-			return line, err
-		}
 	}
 }

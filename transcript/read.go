@@ -3,10 +3,8 @@ package transcript
 import (
 	"fmt"
 	"io"
-	"sync"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/schema"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -19,30 +17,14 @@ type Log struct {
 	Torn int
 }
 
-var entryValidator = sync.OnceValues(func() (*schema.Validator, error) {
-	doc, err := gen.SpecDoc()
-	if err != nil {
-		return nil, err
-	}
-	return schema.Compile(doc.Schemas["TranscriptEntry"], schema.Neither)
-})
+var entrySchema = trace.NewLineSchema("TranscriptEntry")
 
 // ParseEntry decodes one line and validates it against the spec's
 // TranscriptEntry schema. Errors name the field, never its value.
 func ParseEntry(line []byte) (gen.TranscriptEntry, error) {
 	var e gen.TranscriptEntry
-	v, err := entryValidator()
-	if err != nil {
-		return e, err
-	}
-	value, err := schema.Decode(line)
-	if err != nil {
-		return e, err
-	}
-	if err := v.Validate(value); err != nil {
-		return e, err
-	}
-	return e, schema.Unmarshal(line, &e)
+	err := entrySchema.Parse(line, &e)
+	return e, err
 }
 
 // Read reads a transcript. A last line that is not newline terminated and

@@ -75,7 +75,7 @@ func (r *Recorder) Observe(p agent.Progress) {
 		e.Feedback, e.Check = p.Feedback, p.Check
 	case gen.TraceEventTypeHistoryCompacted:
 		if p.Summary != "" {
-			e.Summary = &p.Summary
+			e.Summary = ptr(p.Summary)
 		}
 		items := make([]gen.HistoryItem, 0, p.History.Len())
 		for _, it := range p.History.All() {
@@ -92,15 +92,19 @@ func (r *Recorder) Observe(p agent.Progress) {
 			e.Arguments = &p.ToolCall.Arguments
 		}
 		if p.ApprovalReason != "" {
-			e.Reason = &p.ApprovalReason
+			e.Reason = ptr(p.ApprovalReason)
 		}
 	case gen.TraceEventTypeApprovalDecided:
 		e.ToolName, e.CallId, e.Decision = ev.ToolName, ev.CallId, ev.Decision
 		if p.ApprovalReason != "" {
-			e.Reason = &p.ApprovalReason
+			e.Reason = ptr(p.ApprovalReason)
 		}
 	case gen.TraceEventTypeRunFinished:
 		e.Result = p.Result
 	}
 	_ = r.w.Write(e)
 }
+
+// ptr points to a copy of v (a pointer into p would move the whole
+// Progress to the heap, for every event).
+func ptr[T any](v T) *T { return &v }

@@ -202,6 +202,27 @@ func (r *Replay) Offer(specs []gen.ToolSpec) {
 	}
 }
 
+// Wire makes opts, a run's options, the replay's: the recorded
+// observations answer the tool calls (the run's own tools give only their
+// specs, see Offer), the recorded results the check (when opts has one),
+// the recorded decisions the approvals, and the replay watches the
+// compactions (Observe, before opts.Observer).
+func (r *Replay) Wire(opts *agent.Options) {
+	if opts.Tools != nil {
+		r.Offer(opts.Tools.Specs())
+	}
+	opts.Tools = r.Tools()
+	if opts.Check != nil {
+		opts.Check = r.Checker()
+	}
+	opts.Approver = r.Approver()
+	if watch := opts.Observer; watch != nil {
+		opts.Observer = func(p agent.Progress) { r.Observe(p); watch(p) }
+	} else {
+		opts.Observer = r.Observe
+	}
+}
+
 // Model answers the loop's requests with the recorded turns.
 func (r *Replay) Model() agent.Model { return replayModel{r} }
 

@@ -52,15 +52,8 @@ func State(ctx context.Context, log *Log, task gen.Task, m agent.Model, opts age
 		r.sizer = s
 	}
 	ro := opts
-	if opts.Tools != nil {
-		r.Offer(opts.Tools.Specs())
-	}
-	ro.Tools = r.Tools()
-	if opts.Check != nil {
-		ro.Check = replayChecker{r}
-	}
-	ro.Approver = r.Approver()
-	ro.Trace, ro.Observer, ro.RecordRaw = nil, r.Observe, false
+	ro.Trace, ro.Observer, ro.RecordRaw = nil, nil, false
+	r.Wire(&ro)
 	ro.Resume, ro.PauseAfter = nil, 0
 	ro.RunID = cmp.Or(opts.RunID, r.runID)
 	ro.Clock = func() time.Time { return r.started }

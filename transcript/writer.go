@@ -29,6 +29,7 @@ const FileName = "transcript.jsonl"
 type Writer struct {
 	mu  sync.Mutex
 	tw  *trace.Writer // the file's lines, written and synced as its policy says
+	enc trace.LineEncoder
 	red *Redactor
 	seq int
 	err error
@@ -110,13 +111,12 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 		rest := len(*e.Output) - len(cut)
 		e.Output, e.OutputTruncatedBytes = &cut, &rest
 	}
-	raw, err := trace.EncodeLine(e)
+	raw, err := w.enc.Encode(&e)
 	if err != nil {
 		return fmt.Errorf("transcript: encode entry: %w", err)
 	}
-	raw = bytes.TrimSuffix(raw, []byte("\n"))
-	line, n := w.red.Line(raw)
-	if n > 0 { // the count goes in the entry, as its last field
+	line, n := w.red.Line(raw[:len(raw)-1]) // without its newline
+	if n > 0 {                              // the count goes in the entry, as its last field
 		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
 	w.held = append(append(w.held, line...), '\n')

@@ -187,27 +187,5 @@ func openTranscriptReplay(f *runFlags, name string) (agent.Model, error) {
 	return transcriptReplay{r.Model(), r}, nil
 }
 
-// wire makes opts, a run's options, the replay's: the recorded
-// observations answer the tool calls (the run's own tools give only their
-// specs), the recorded results the check, the recorded decisions the
-// approvals, and the replay watches the compactions.
-func (tr transcriptReplay) wire(opts *agent.Options) {
-	r := tr.r
-	if opts.Tools != nil {
-		r.Offer(opts.Tools.Specs())
-	}
-	opts.Tools = r.Tools()
-	if opts.Check != nil {
-		opts.Check = r.Checker()
-	}
-	if opts.ApprovalPolicy != "" {
-		opts.Approver = r.Approver()
-	}
-	watch := opts.Observer
-	opts.Observer = func(p agent.Progress) {
-		r.Observe(p)
-		if watch != nil {
-			watch(p)
-		}
-	}
-}
+// wire makes opts, a run's options, the replay's (Replay.Wire).
+func (tr transcriptReplay) wire(opts *agent.Options) { tr.r.Wire(opts) }
