@@ -17,6 +17,14 @@ import (
 // redacted as its last field. Package temporal appends such lines to its
 // run store.
 func EncodeEntry(red *Redactor, e gen.TranscriptEntry, seq int) ([]byte, error) {
+	var enc trace.LineEncoder
+	line, err := encodeEntry(&enc, red, e, seq)
+	return bytes.Clone(line), err
+}
+
+// encodeEntry is EncodeEntry with enc's buffer: the line is valid until
+// enc's next use.
+func encodeEntry(enc *trace.LineEncoder, red *Redactor, e gen.TranscriptEntry, seq int) ([]byte, error) {
 	e.Seq = seq
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
@@ -27,11 +35,11 @@ func EncodeEntry(red *Redactor, e gen.TranscriptEntry, seq int) ([]byte, error) 
 		rest := len(*e.Output) - len(cut)
 		e.Output, e.OutputTruncatedBytes = &cut, &rest
 	}
-	raw, err := trace.EncodeLine(e)
+	raw, err := enc.Encode(&e)
 	if err != nil {
 		return nil, fmt.Errorf("transcript: encode entry: %w", err)
 	}
-	line, n := red.Line(bytes.TrimSuffix(raw, []byte("\n")))
+	line, n := red.Line(raw[:len(raw)-1]) // without its newline
 	if n > 0 {
 		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
 	}
