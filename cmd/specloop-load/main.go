@@ -72,13 +72,22 @@ func main() {
 	rate := flag.Float64("rate", 0, "pace the throughput phase at this many runs per second in all (0: as fast as the clients go)")
 	temporalAddr := flag.String("temporal-address", "", "run the server on the Temporal engine with this frontend (HOST:PORT), with a worker in its process")
 	temporalNS := flag.String("temporal-namespace", "default", "the Temporal namespace of -temporal-address")
+	temporalWorkers := flag.Int("temporal-workers", 0, "with -temporal-address: run the workers in this many processes of their own, not in the server's")
+	workerChild := flag.Bool("worker", false, "internal: run a Temporal worker")
 	flag.Parse()
 	if *temporalAddr != "" {
 		os.Setenv("LOAD_TEMPORAL", *temporalAddr)
 		os.Setenv("LOAD_TEMPORAL_NAMESPACE", *temporalNS)
+		os.Setenv("LOAD_TEMPORAL_WORKERS", strconv.Itoa(*temporalWorkers))
+		if os.Getenv("LOAD_QUEUE") == "" {
+			os.Setenv("LOAD_QUEUE", fmt.Sprintf("load-%d", os.Getpid()))
+		}
 	}
 	if *child {
 		os.Exit(serveChild())
+	}
+	if *workerChild {
+		os.Exit(serveWorker())
 	}
 	if err := run(*runs, *clients, *inflight, *dir, *syncPolicy, *maxConcurrent, *rate); err != nil {
 		fmt.Fprintln(os.Stderr, "specloop-load:", err)
@@ -122,7 +131,7 @@ func throughput(base string, runs, clients int, syncPolicy string, maxConcurrent
 	var mu sync.Mutex
 	var creates []time.Duration
 	var wg sync.WaitGroup
-	serverCPU0, clientCPU0 := s.cpu(), selfCPU()
+	serverCPU0, clientCPU0, workerCPU0 := s.cpu(), selfCPU(), s.workerCPU()
 	t0 := time.Now()
 	// With a rate, run n may start at t0 + n/rate at the earliest.
 	startAt := func(n int64) time.Time {
@@ -166,7 +175,7 @@ func throughput(base string, runs, clients int, syncPolicy string, maxConcurrent
 	}
 	wg.Wait()
 	elapsed := time.Since(t0)
-	serverCPU, clientCPU := s.cpu()-serverCPU0, selfCPU()-clientCPU0
+	serverCPU, clientCPU, workerCPU := s.cpu()-serverCPU0, selfCPU()-clientCPU0, s.workerCPU()-workerCPU0
 	if n := failed.Load(); n > 0 {
 		return fmt.Errorf("%d of %d runs failed", n, runs)
 	}
@@ -179,7 +188,10 @@ func throughput(base string, runs, clients int, syncPolicy string, maxConcurrent
 	fmt.Printf("throughput (%s, server max-concurrent %d): %d runs in %.2fs = %.0f runs/s; create latency p50 %s, p90 %s, p99 %s, max %s\n",
 		pace, maxConcurrent, runs, elapsed.Seconds(), float64(runs)/elapsed.Seconds(), ms(pct(50)), ms(pct(90)), ms(pct(99)), ms(creates[len(creates)-1]))
 	fmt.Printf("cpu: server %s per run, clients %s per run (%.0f%% of 2 cores busy with the load)\n",
-		ms(serverCPU/time.Duration(runs)), ms(clientCPU/time.Duration(runs)), 100*(serverCPU+clientCPU).Seconds()/elapsed.Seconds()/2)
+		ms(serverCPU/time.Duration(runs)), ms(clientCPU/time.Duration(runs)), 100*(serverCPU+clientCPU+workerCPU).Seconds()/elapsed.Seconds()/2)
+	if len(s.workers) > 0 {
+		fmt.Printf("cpu: %d Temporal worker processes %s per run in all\n", len(s.workers), ms(workerCPU/time.Duration(runs)))
+	}
 	steps, err := stepLatencies(filepath.Join(base, "throughput", "data", "traces"))
 	if err != nil {
 		return err
@@ -276,9 +288,10 @@ func ms(d time.Duration) string { return fmt.Sprintf("%.2f ms", float64(d.Micros
 
 // child is a server process.
 type child struct {
-	cmd  *exec.Cmd
-	url  string
-	once sync.Once
+	cmd     *exec.Cmd
+	workers []*exec.Cmd // the Temporal workers, with -temporal-workers
+	url     string
+	once    sync.Once
 }
 
 // startChild starts a server on a fresh data directory with workspaces
@@ -309,12 +322,32 @@ func startChild(dir string, workspaces, maxConcurrent int, slow time.Duration, s
 		cmd.Process.Kill()
 		return nil, fmt.Errorf("server: %w", err)
 	}
-	return &child{cmd: cmd, url: strings.TrimSpace(line)}, nil
+	c := &child{cmd: cmd, url: strings.TrimSpace(line)}
+	if n, _ := strconv.Atoi(os.Getenv("LOAD_TEMPORAL_WORKERS")); n > 0 && os.Getenv("LOAD_TEMPORAL") != "" {
+		c.workers, err = startWorkers(dir, n)
+		if err != nil {
+			c.stop()
+			return nil, err
+		}
+	}
+	return c, nil
 }
 
 // cpu returns the CPU time the server has used.
-func (c *child) cpu() time.Duration {
-	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", c.cmd.Process.Pid))
+func (c *child) cpu() time.Duration { return cpuOf(c.cmd.Process.Pid) }
+
+// workerCPU returns the CPU time the worker processes have used.
+func (c *child) workerCPU() time.Duration {
+	var d time.Duration
+	for _, w := range c.workers {
+		d += cpuOf(w.Process.Pid)
+	}
+	return d
+}
+
+// cpuOf returns the CPU time process pid has used.
+func cpuOf(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
 		return 0
 	}
@@ -365,6 +398,10 @@ func (c *child) memory() (rss, peak float64) {
 // stop ends the server gracefully (SIGTERM), or kills it after 30 s.
 func (c *child) stop() {
 	c.once.Do(func() {
+		for _, w := range c.workers {
+			_ = w.Process.Signal(syscall.SIGTERM)
+			defer w.Wait()
+		}
 		_ = c.cmd.Process.Signal(syscall.SIGTERM)
 		done := make(chan struct{})
 		go func() { _ = c.cmd.Wait(); close(done) }()

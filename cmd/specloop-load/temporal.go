@@ -3,12 +3,17 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"slices"
+	"strconv"
+	"syscall"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -26,31 +31,88 @@ import (
 // temporalEngine puts the child server on the Temporal engine when
 // LOAD_TEMPORAL names a Temporal frontend: runs become workflows, executed
 // by a worker started in the same process (so the server's CPU figure is
-// the server's and the worker's), with the store next to the data.
+// the server's and the worker's), or, with LOAD_TEMPORAL_WORKERS > 0, by
+// that many worker processes (temporalWorkers), with the store next to the
+// data.
 func temporalEngine(cfg *server.Config) (stop func(), err error) {
-	addr := os.Getenv("LOAD_TEMPORAL")
-	if addr == "" {
+	if os.Getenv("LOAD_TEMPORAL") == "" {
 		return func() {}, nil
 	}
-	store, err := temporal.NewStore(filepath.Join(filepath.Dir(cfg.DataDir), "store"))
+	c, store, acts, err := dialTemporal(filepath.Dir(cfg.DataDir), cfg.WorkspaceRoot)
 	if err != nil {
 		return nil, err
 	}
-	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
-	c, err := client.Dial(client.Options{HostPort: addr, Namespace: os.Getenv("LOAD_TEMPORAL_NAMESPACE"), DataConverter: store.DataConverter(0), Logger: tlog.NewStructuredLogger(logger)})
-	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal: %w", err)
+	queue := os.Getenv("LOAD_QUEUE")
+	cfg.Engine = &temporal.Engine{Client: c, TaskQueue: queue, Store: store, Poll: 10 * time.Millisecond}
+	if n, _ := strconv.Atoi(os.Getenv("LOAD_TEMPORAL_WORKERS")); n > 0 {
+		return c.Close, nil
 	}
-	queue := fmt.Sprintf("load-%d", os.Getpid())
-	acts := &temporal.Activities{Store: store, WorkspaceRoot: cfg.WorkspaceRoot, HostQueue: queue + "-host", Models: runner.DefaultModels,
-		Setup: wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}}
 	shared, host := temporal.NewWorkers(c, queue, acts, worker.Options{})
 	if err := errors.Join(shared.Start(), host.Start()); err != nil {
 		c.Close()
 		return nil, err
 	}
-	cfg.Engine = &temporal.Engine{Client: c, TaskQueue: queue, Store: store, Poll: 10 * time.Millisecond}
 	return func() { shared.Stop(); host.Stop(); c.Close() }, nil
+}
+
+// dialTemporal connects to LOAD_TEMPORAL with the store under dir and
+// returns the activities of a worker of the workspaces under root.
+func dialTemporal(dir, root string) (client.Client, *temporal.Store, *temporal.Activities, error) {
+	store, err := temporal.NewStore(filepath.Join(dir, "store"))
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelError}))
+	c, err := client.Dial(client.Options{HostPort: os.Getenv("LOAD_TEMPORAL"), Namespace: os.Getenv("LOAD_TEMPORAL_NAMESPACE"), DataConverter: store.DataConverter(0), Logger: tlog.NewStructuredLogger(logger)})
+	if err != nil {
+		return nil, nil, nil, fmt.Errorf("connect to Temporal: %w", err)
+	}
+	acts := &temporal.Activities{Store: store, WorkspaceRoot: root, HostQueue: os.Getenv("LOAD_QUEUE") + "-host", Models: runner.DefaultModels,
+		Setup: wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}}
+	return c, store, acts, nil
+}
+
+// startWorkers starts n worker processes (this binary with -worker) for
+// the server whose data and workspaces are under dir.
+func startWorkers(dir string, n int) ([]*exec.Cmd, error) {
+	exe, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	var ws []*exec.Cmd
+	for range n {
+		cmd := exec.Command(exe, "-worker")
+		cmd.Env = append(os.Environ(), "LOAD_DIR="+dir)
+		cmd.Stderr = os.Stderr
+		if err := cmd.Start(); err != nil {
+			return ws, err
+		}
+		ws = append(ws, cmd)
+	}
+	return ws, nil
+}
+
+// serveWorker is a worker process: the shared and host workers of the
+// server's queue, until SIGTERM.
+func serveWorker() int {
+	dir := os.Getenv("LOAD_DIR")
+	c, _, acts, err := dialTemporal(dir, filepath.Join(dir, "root"))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer c.Close()
+	shared, host := temporal.NewWorkers(c, os.Getenv("LOAD_QUEUE"), acts, worker.Options{})
+	if err := errors.Join(shared.Start(), host.Start()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	<-ctx.Done()
+	shared.Stop()
+	host.Stop()
+	return 0
 }
 
 // stepLatencies returns, for each run traced in dir, its duration (from

@@ -27,33 +27,48 @@ import (
 
 var update = flag.Bool("update", false, "record the workflow history that temporal/testdata/ replays")
 
-// cluster is a Temporal server, an API server and two workers of one host.
+// cluster is a Temporal server, API servers and two workers of one host.
+// Its methods talk to the API server at url: on(i) is the same cluster
+// seen through API server i.
 type cluster struct {
 	t       *testing.T
 	bin     string
 	address string
 	ns      string
-	dir     string // holds the store, the workspace root and the API server's data
+	queue   string
+	dir     string // holds the store, the workspace root and the API servers' data
 	url     string
 	workers []*exec.Cmd
-	api     *exec.Cmd
-	apiArgs []string
+	apis    []*apiServer
 }
 
-const taskQueue = "itest"
+// apiServer is a `specloop-temporal serve` process with its own --data.
+type apiServer struct {
+	cmd  *exec.Cmd
+	args []string
+	url  string
+}
 
+// newCluster starts a temporaltest server (SQLite in memory) with two
+// workers and an API server.
 func newCluster(t *testing.T) *cluster {
 	t.Helper()
-	c := &cluster{t: t, dir: t.TempDir()}
+	ts := temporaltest.NewServer(temporaltest.WithT(t))
+	return newClusterOn(t, ts.GetFrontendHostPort(), ts.GetDefaultNamespace(), "itest", 1)
+}
+
+// newClusterOn starts two workers and apis API servers, each with its
+// own --data, on the Temporal server at address, on task queue queue.
+func newClusterOn(t *testing.T, address, ns, queue string, apis int) *cluster {
+	t.Helper()
+	c := &cluster{t: t, dir: t.TempDir(), address: address, ns: ns, queue: queue}
 	c.bin = filepath.Join(c.dir, "specloop-temporal")
 	build := exec.Command("go", "build", "-o", c.bin, "./cmd/specloop-temporal")
 	build.Dir = "../.."
 	if out, err := build.CombinedOutput(); err != nil {
 		t.Fatalf("build specloop-temporal: %v\n%s", err, out)
 	}
-	ts := temporaltest.NewServer(temporaltest.WithT(t))
-	c.address, c.ns = ts.GetFrontendHostPort(), ts.GetDefaultNamespace()
-	for _, d := range []string{"ws", "store", "data"} {
+	for _, d := range []string{"ws", "store"} {
 		if err := os.MkdirAll(filepath.Join(c.dir, d), 0o700); err != nil {
 			t.Fatal(err)
 		}
@@ -61,22 +76,32 @@ func newCluster(t *testing.T) *cluster {
 	for range 2 {
 		c.workers = append(c.workers, c.start("worker", "--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"))
 	}
-	port := freePort(t)
-	c.apiArgs = []string{"serve", "--addr", "127.0.0.1:" + port, "--data", filepath.Join(c.dir, "data"),
-		"--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"}
-	c.url = "http://127.0.0.1:" + port
-	c.startAPI()
+	for i := range apis {
+		port := freePort(t)
+		a := &apiServer{url: "http://127.0.0.1:" + port, args: []string{"serve", "--addr", "127.0.0.1:" + port,
+			"--data", filepath.Join(c.dir, fmt.Sprintf("data-%d", i)), "--workspace-root", filepath.Join(c.dir, "ws"), "--allow-commands", "--sandbox", "none"}}
+		c.apis = append(c.apis, a)
+		c.startAPI(a)
+	}
+	c.url = c.apis[0].url
 	return c
 }
 
-// startAPI starts the API server and waits until it serves.
-func (c *cluster) startAPI() {
+// on returns the cluster seen through API server i.
+func (c *cluster) on(i int) *cluster {
+	v := *c
+	v.url = c.apis[i].url
+	return &v
+}
+
+// startAPI starts API server a and waits until it serves.
+func (c *cluster) startAPI(a *apiServer) {
 	t := c.t
 	t.Helper()
-	c.api = c.start(c.apiArgs...)
+	a.cmd = c.start(a.args...)
 	deadline := time.Now().Add(time.Minute)
 	for {
-		resp, err := http.Get(c.url + "/healthz")
+		resp, err := http.Get(a.url + "/healthz")
 		if err == nil {
 			resp.Body.Close()
 			break
@@ -92,7 +117,7 @@ func (c *cluster) startAPI() {
 // flags; the test kills it at its end.
 func (c *cluster) start(args ...string) *exec.Cmd {
 	c.t.Helper()
-	args = append(args, "--temporal-address", c.address, "--namespace", c.ns, "--task-queue", taskQueue, "--store", filepath.Join(c.dir, "store"),
+	args = append(args, "--temporal-address", c.address, "--namespace", c.ns, "--task-queue", c.queue, "--store", filepath.Join(c.dir, "store"),
 		"--heartbeat-timeout", "2s")
 	cmd := exec.Command(c.bin, args...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
@@ -261,7 +286,17 @@ func parentOf(pid int) int {
 // every event in the API's event stream.
 func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 	c := newCluster(t)
+	calm := c.workerKilledMidCall(t)
+	if *update {
+		c.recordHistory(t, calm)
+	}
+	c.approvalThroughTheAPI(t)
+}
 
+// workerKilledMidCall runs the script undisturbed, then again with the
+// worker running its slow command killed with SIGKILL, and checks that
+// the second run ends as the first; it returns the undisturbed run's id.
+func (c *cluster) workerKilledMidCall(t *testing.T) string {
 	calm := c.createRun("calm")
 	want := c.waitRun(calm)
 
@@ -297,21 +332,45 @@ func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 	if calmEvs := c.events(calm); len(calmEvs) != len(evs) {
 		t.Fatalf("%d events after the kill, %d undisturbed", len(evs), len(calmEvs))
 	}
-
-	if *update {
-		c.recordHistory(t, calm)
-	}
-
-	c.approvalThroughTheAPI(t)
+	return calm
 }
 
 // approvalThroughTheAPI runs a call that needs approval: it waits in the
 // workflow until POST /v1/runs/{id}/approvals/{call_id} decides it.
 func (c *cluster) approvalThroughTheAPI(t *testing.T) {
-	if err := os.MkdirAll(filepath.Join(c.dir, "ws", "approved"), 0o700); err != nil {
+	id := c.createApprovalRun("approved")
+	// The API server dies while the run waits; the one started in its
+	// place follows the run, lists the call again and takes the decision.
+	api := c.apis[0]
+	if err := api.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
-	body, _ := json.Marshal(map[string]any{"task": map[string]any{"prompt": "append once"}, "workspace": "approved",
+	_ = api.cmd.Wait()
+	c.startAPI(api)
+	if resp, err := http.Get(c.url + "/v1/runs/" + id); err != nil {
+		t.Fatal(err)
+	} else {
+		var r runView
+		err = json.NewDecoder(resp.Body).Decode(&r)
+		resp.Body.Close()
+		if err != nil || r.Status != "waiting_for_approval" {
+			t.Fatalf("after the API server's restart the run is %q (%v): %v", r.Status, err, r.Result)
+		}
+	}
+	c.waitApproval(id)
+	c.decide(id, "approved")
+}
+
+// createApprovalRun starts, in workspace ws, a run whose one command needs
+// approval, waits until the call is listed waiting for a decision, and
+// checks that the command has not run.
+func (c *cluster) createApprovalRun(ws string) string {
+	t := c.t
+	t.Helper()
+	if err := os.MkdirAll(filepath.Join(c.dir, "ws", ws), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	body, _ := json.Marshal(map[string]any{"task": map[string]any{"prompt": "append once"}, "workspace": ws,
 		"approval_policy": "commands", "model": map[string]any{"provider": "script",
 			"responses": []string{toolCall("a1", "echo approved >> log.txt"), `{"type":"finish","answer":"ok"}`}}})
 	resp, err := http.Post(c.url+"/v1/runs", "application/json", bytes.NewReader(body))
@@ -325,28 +384,19 @@ func (c *cluster) approvalThroughTheAPI(t *testing.T) {
 		t.Fatalf("create a run: %d %v", resp.StatusCode, err)
 	}
 	c.waitApproval(v.ID)
-	if _, err := os.Stat(filepath.Join(c.dir, "ws", "approved", "log.txt")); !os.IsNotExist(err) {
+	if _, err := os.Stat(filepath.Join(c.dir, "ws", ws, "log.txt")); !os.IsNotExist(err) {
 		t.Fatalf("the call ran before it was approved (%v)", err)
 	}
-	// The API server dies while the run waits; the one started in its
-	// place follows the run, lists the call again and takes the decision.
-	if err := c.api.Process.Signal(syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	_ = c.api.Wait()
-	c.startAPI()
-	if resp, err := http.Get(c.url + "/v1/runs/" + v.ID); err != nil {
-		t.Fatal(err)
-	} else {
-		var r runView
-		err = json.NewDecoder(resp.Body).Decode(&r)
-		resp.Body.Close()
-		if err != nil || r.Status != "waiting_for_approval" {
-			t.Fatalf("after the API server's restart the run is %q (%v): %v", r.Status, err, r.Result)
-		}
-	}
-	c.waitApproval(v.ID)
-	resp, err = http.Post(c.url+"/v1/runs/"+v.ID+"/approvals/a1", "application/json", strings.NewReader(`{"decision":"approve"}`))
+	return v.ID
+}
+
+// decide approves call a1 of run id (of createApprovalRun in workspace
+// ws), waits until the run finishes and checks that the command ran once
+// and the run's events.
+func (c *cluster) decide(id, ws string) {
+	t := c.t
+	t.Helper()
+	resp, err := http.Post(c.url+"/v1/runs/"+id+"/approvals/a1", "application/json", strings.NewReader(`{"decision":"approve"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,14 +404,14 @@ func (c *cluster) approvalThroughTheAPI(t *testing.T) {
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("decide: %d", resp.StatusCode)
 	}
-	got := c.waitRun(v.ID)
+	got := c.waitRun(id)
 	if got.Result["exit_reason"] != "finished" {
 		t.Fatalf("the approved run ended %v: %v", got.Result["exit_reason"], got.Result["error"])
 	}
-	if log, err := os.ReadFile(filepath.Join(c.dir, "ws", "approved", "log.txt")); err != nil || string(log) != "approved\n" {
+	if log, err := os.ReadFile(filepath.Join(c.dir, "ws", ws, "log.txt")); err != nil || string(log) != "approved\n" {
 		t.Fatalf("log.txt is %q (%v)", log, err)
 	}
-	c.checkEvents(v.ID, "run_started model_action approval_requested approval_decided observation model_action run_finished")
+	c.checkEvents(id, "run_started model_action approval_requested approval_decided observation model_action run_finished")
 }
 
 // checkEvents reads run id's events and checks that they are numbered
