@@ -34,11 +34,13 @@ type Engine interface {
 }
 
 // EngineTranscripts is an optional ability of an Engine whose runs keep
-// their transcripts where the runner can read them (a file system it
-// shares with the engine): GET /v1/runs/{id}/transcript reads run id's
-// from TranscriptPath.
+// their transcripts where the runner can read them: GET
+// /v1/runs/{id}/transcript reads run id's from the file TranscriptPath
+// names (no file: no transcript), and the retention of transcripts
+// removes one with RemoveTranscript.
 type EngineTranscripts interface {
 	TranscriptPath(id string) (string, error)
+	RemoveTranscript(id string) error
 }
 
 // ErrNoEngineRun is the error (wrapped) of an Engine asked to follow a

@@ -33,10 +33,13 @@ func (s *Runner) sweepTranscripts(now time.Time) {
 		}
 	}
 	s.runs.mu.RUnlock()
+	et, _ := s.cfg.Engine.(EngineTranscripts)
 	for _, id := range old {
-		path, err := s.transcriptPath(id)
-		if err == nil {
-			err = os.Remove(path)
+		var err error
+		if et != nil {
+			err = et.RemoveTranscript(id)
+		} else {
+			err = os.Remove(s.store.transcriptPath(id))
 		}
 		if err != nil && !errors.Is(err, fs.ErrNotExist) {
 			s.log.Warn("remove a transcript past its retention", "run", id, "err", err)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -156,6 +157,10 @@ func TestEngineWorkspaceIsNamedOnly(t *testing.T) {
 type transcriptEngine struct {
 	fakeEngine
 	dir string
+}
+
+func (e *transcriptEngine) RemoveTranscript(id string) error {
+	return os.Remove(filepath.Join(e.dir, id+".jsonl"))
 }
 
 func (e *transcriptEngine) TranscriptPath(id string) (string, error) {

@@ -499,7 +499,6 @@ func (a *Activities) close(ctx context.Context, in runEvents) error {
 	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return err
 	}
-	a.Store.forget(in.Run.RunID)
 	a.mu.Lock()
 	s := a.runs[in.Run.RunID]
 	delete(a.runs, in.Run.RunID)

@@ -38,8 +38,12 @@ var (
 	_ runner.EngineTranscripts = (*Engine)(nil)
 )
 
-// TranscriptPath is where the workers write run id's transcript.
+// TranscriptPath is a file with run id's transcript as the workers wrote
+// it to the store (Store.TranscriptPath).
 func (e *Engine) TranscriptPath(id string) (string, error) { return e.Store.TranscriptPath(id) }
+
+// RemoveTranscript removes run id's transcript from the store.
+func (e *Engine) RemoveTranscript(id string) error { return e.Store.RemoveTranscript(id) }
 
 // workflowID is the workflow id of run id.
 func workflowID(runID string) string { return "specloop-run-" + runID }
@@ -103,16 +107,12 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 	}
 	tick := time.NewTicker(poll)
 	defer tick.Stop()
-	path, err := e.Store.EventsPath(id)
-	if err != nil {
-		return failed(id, err)
-	}
-	f := follower{Tail: runner.Tail{Path: path}, skip: seen, event: event}
+	f := follower{store: e.Store, id: id, have: seen, event: event}
 	cancelled := ctx.Done()
 	for {
 		select {
 		case <-tick.C:
-			if err := f.read(); err != nil {
+			if err := f.read(bg); err != nil {
 				return failed(id, err)
 			}
 		case <-cancelled:
@@ -125,7 +125,7 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 				return failed(id, fmt.Errorf("cancel the workflow: %w", err))
 			}
 		case o := <-done:
-			if err := f.read(); err != nil {
+			if err := f.read(bg); err != nil {
 				return failed(id, err)
 			}
 			if o.err != nil {
@@ -137,27 +137,29 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 	}
 }
 
-// follower hands over a run's events as its events file grows.
+// follower hands over a run's events as the store's trace of it grows.
 type follower struct {
-	runner.Tail
-	skip  int // lines not to hand over: the caller has them
+	store *Store
+	id    string
+	have  int // the lines handed over, or that the caller has
 	event func(*gen.TraceEvent, []byte)
 }
 
-// read hands over the whole lines added since the last read.
-func (f *follower) read() error {
-	return f.Lines(func(line []byte) error {
-		if f.skip > 0 {
-			f.skip--
-			return nil
-		}
+// read hands over the lines added to the trace since the last read.
+func (f *follower) read(ctx context.Context) error {
+	lines, err := f.store.events(ctx, f.id, f.have)
+	if err != nil {
+		return err
+	}
+	for _, line := range lines {
 		var ev gen.TraceEvent
 		if err := json.Unmarshal(line, &ev); err != nil {
-			return fmt.Errorf("a line of the run's trace: %w", err)
+			return fmt.Errorf("line %d of the run's trace: %w", f.have+1, err)
 		}
+		f.have++
 		f.event(&ev, line)
-		return nil
-	})
+	}
+	return nil
 }
 
 // Decide signals run runID's workflow with the decision on call callID.

@@ -180,11 +180,7 @@ func (h *harness) result(t *testing.T, in temporal.RunInput) (gen.RunResult, []g
 	if err := h.env.GetWorkflowResult(&res); err != nil {
 		t.Fatal(err)
 	}
-	path, err := h.store.EventsPath(in.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	data, err := os.ReadFile(path)
+	data, err := h.store.Events(t.Context(), in.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

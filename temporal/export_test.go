@@ -1,6 +1,10 @@
 package temporal
 
-import "github.com/specloop/specloop/agent"
+import (
+	"context"
+
+	"github.com/specloop/specloop/agent"
+)
 
 // RequestTokens is the workflow's own estimate of req, without the model's
 // overhead: a test model whose estimate is this plus a constant is sized
@@ -26,3 +30,13 @@ var (
 	RunWorkflow        = runWorkflow
 	RegisterActivities = registerActivities
 )
+
+// Events is run id's trace in the store, one JSON line each.
+func (s *Store) Events(ctx context.Context, id string) ([]byte, error) {
+	lines, err := s.events(ctx, id, 0)
+	var data []byte
+	for _, l := range lines {
+		data = append(append(data, l...), '\n')
+	}
+	return data, err
+}

@@ -2,12 +2,10 @@ package temporal
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sync"
@@ -18,55 +16,54 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
-	"github.com/specloop/specloop/trace"
+	"github.com/specloop/specloop/runstore"
 	"github.com/specloop/specloop/transcript"
 )
 
-// Store is the durable storage that workers and API servers share: a
-// directory (on a shared file system when they run on several machines)
-// with, per run, its trace events as JSON lines, its transcript and the
-// observations of its tool calls, and the large payloads that workflow
-// history refers to.
-//
-//	<dir>/runs/<run id>/events.jsonl      the run's trace, one event per line
-//	<dir>/runs/<run id>/transcript.jsonl  its transcript (package transcript), redacted
-//	<dir>/runs/<run id>/calls/<n>.json    the observation of tool call n
-//	<dir>/blobs/<sha256>                  a payload over the threshold
-//
-// Run ids become path components only in the spec's shape
-// (ErrInvalidRunID otherwise), and a blob is checked against its sha256
-// on every read (a changed blob fails its run). The directory must not be
-// reachable from runs: keep it outside every workspace root.
+// Store is the durable storage that workers and API servers share, a
+// runstore.Store (package runstore: a directory on one machine, an object
+// store such as s3:// past it) with, per run, its trace events, its
+// transcript and the observations of its tool calls, and the large
+// payloads that workflow history refers to. Every object is written once
+// and checked against its sha256 on every read (a changed object fails
+// its run); run ids are used only in the spec's shape (ErrInvalidRunID
+// otherwise). A directory must not be reachable from runs: keep it
+// outside every workspace root.
 type Store struct {
-	dir string
+	rs *runstore.Store
 
-	mu    sync.Mutex
-	marks map[string]lineMark // by file: where its lines were last counted
+	// cache holds the transcripts TranscriptPath copied out of the store,
+	// owner-only, for the readers of files (the runner's transcript API,
+	// a follow-up's history); removed by Close.
+	cacheOnce sync.Once
+	cache     string
+	cacheErr  error
 }
 
-// lineMark is a whole-line boundary of an append-only file of JSON lines
-// and the lines before it, so that a batch late in a long run reads only
-// what was written since (by any worker), not the whole file again.
-type lineMark struct {
-	off   int64
-	lines int
-}
-
-// NewStore returns the store in dir, creating it.
-func NewStore(dir string) (*Store, error) {
-	for _, sub := range []string{"runs", "blobs"} {
-		if err := os.MkdirAll(filepath.Join(dir, sub), 0o700); err != nil {
-			return nil, fmt.Errorf("create the store: %w", err)
-		}
+// NewStore opens the store at loc: a directory (created owner-only) or a
+// bucket URL (see runstore.Open).
+func NewStore(loc string) (*Store, error) {
+	rs, err := runstore.Open(context.Background(), loc)
+	if err != nil {
+		return nil, err
 	}
-	return &Store{dir: dir}, nil
+	return &Store{rs: rs}, nil
+}
+
+// Close closes the store and removes its copies of transcripts.
+func (s *Store) Close() error {
+	err := s.rs.Close()
+	s.cacheOnce.Do(func() {}) // no copies after Close
+	if s.cache != "" {
+		err = errors.Join(err, os.RemoveAll(s.cache))
+	}
+	return err
 }
 
 // ErrInvalidRunID is the error (wrapped) of the store's methods for a run
 // id that is not of the spec's shape (the RunID parameter's pattern,
-// [A-Za-z0-9_-]{1,64}): run ids become path components of the store, so
-// no other id is used, and none can name a path outside it.
-var ErrInvalidRunID = errors.New("a run id must be 1 to 64 letters, digits, '_' or '-'")
+// [A-Za-z0-9_-]{1,64}).
+var ErrInvalidRunID = runstore.ErrInvalidRunID
 
 // checkRunID returns an error wrapping ErrInvalidRunID unless id has the
 // spec's run id shape.
@@ -77,163 +74,105 @@ func checkRunID(id string) error {
 	return nil
 }
 
-// runPath is the path of elem in run id's directory; the error wraps
-// ErrInvalidRunID for an id not of the spec's shape.
-func (s *Store) runPath(id string, elem ...string) (string, error) {
-	if err := checkRunID(id); err != nil {
-		return "", err
-	}
-	return filepath.Join(append([]string{s.dir, "runs", id}, elem...)...), nil
+// events returns run id's trace lines from line from on.
+func (s *Store) events(ctx context.Context, id string, from int) ([][]byte, error) {
+	return s.rs.Lines(ctx, id, runstore.Events, from)
 }
-
-// EventsPath is the file that holds run id's trace events; the error
-// wraps ErrInvalidRunID for an id not of the spec's shape.
-func (s *Store) EventsPath(id string) (string, error) { return s.runPath(id, "events.jsonl") }
-
-func (s *Store) callPath(id string, seq int) (string, error) {
-	if seq < 0 {
-		return "", fmt.Errorf("tool call %d: a call number is not negative", seq)
-	}
-	return s.runPath(id, "calls", fmt.Sprintf("%d.json", seq))
-}
-
-// TranscriptPath is the file that holds run id's transcript (package
-// transcript); the error wraps ErrInvalidRunID for an id not of the
-// spec's shape.
-func (s *Store) TranscriptPath(id string) (string, error) { return s.runPath(id, transcript.FileName) }
 
 // appendEvents makes lines from..from+len(lines) of run id's trace equal
 // lines: the lines already there (an earlier attempt of the same activity
-// wrote them) are skipped, and a torn last line (a crash mid-write) is cut.
+// wrote them) are kept.
 func (s *Store) appendEvents(id string, from int, lines [][]byte) error {
 	if len(lines) == 0 {
 		return nil
 	}
-	path, err := s.EventsPath(id)
-	if err != nil {
-		return err
-	}
-	have, err := s.wholeLines(path, from)
-	if err != nil {
-		return fmt.Errorf("the trace of run %s: %w", id, err)
-	}
-	skip := min(have-from, len(lines))
-	var buf []byte
-	for _, l := range lines[skip:] {
-		buf = append(append(buf, l...), '\n')
-	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := f.Write(buf); err != nil {
-		f.Close()
-		return err
-	}
-	return errors.Join(f.Sync(), f.Close())
+	return s.rs.Append(context.Background(), id, runstore.Events, from, lines)
 }
 
 // appendTranscript makes entries from..from+len(entries) of run id's
-// transcript those entries, each redacted by red as transcript.Writer
-// writes it; like appendEvents it skips the entries an earlier attempt
-// wrote and cuts a torn last line.
+// transcript those entries, each numbered and redacted by red as
+// transcript.Writer writes it; like appendEvents it keeps the entries an
+// earlier attempt wrote.
 func (s *Store) appendTranscript(id string, from int, entries []gen.TranscriptEntry, red *transcript.Redactor) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	path, err := s.TranscriptPath(id)
+	lines := make([][]byte, len(entries))
+	for i, e := range entries {
+		var err error
+		if lines[i], err = transcript.EncodeEntry(red, e, from+i+1); err != nil {
+			return err
+		}
+	}
+	return s.rs.Append(context.Background(), id, runstore.Transcript, from, lines)
+}
+
+// TranscriptPath copies run id's transcript out of the store into a file
+// of the store's own (0600 in a 0700 directory, replaced whole) and
+// returns its path; for a run with no transcript there is no file.
+func (s *Store) TranscriptPath(id string) (string, error) {
+	lines, err := s.rs.Lines(context.Background(), id, runstore.Transcript, 0)
+	if err != nil {
+		return "", err
+	}
+	cache, err := s.cacheDir()
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(cache, id+".jsonl")
+	if len(lines) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		return path, nil
+	}
+	var buf bytes.Buffer
+	for _, l := range lines {
+		buf.Write(l)
+		buf.WriteByte('\n')
+	}
+	f, err := os.CreateTemp(cache, ".tmp-*")
+	if err != nil {
+		return "", err
+	}
+	_, err = f.Write(buf.Bytes())
+	if err = errors.Join(err, f.Close()); err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return "", err
+	}
+	return path, nil
+}
+
+// RemoveTranscript removes run id's transcript from the store (and the
+// store's copy of it): the runner's retention of transcripts.
+func (s *Store) RemoveTranscript(id string) error {
+	if err := s.rs.DeleteStream(context.Background(), id, runstore.Transcript); err != nil {
+		return err
+	}
+	cache, err := s.cacheDir()
 	if err != nil {
 		return err
 	}
-	have, err := s.wholeLines(path, from)
-	if err != nil {
-		return fmt.Errorf("the transcript of run %s: %w", id, err)
-	}
-	skip := min(have-from, len(entries))
-	// wholeLines read and cut the file: the writer goes on after its lines.
-	w, err := transcript.OpenAfter(path, red, trace.SyncEveryEvent, have)
-	if err != nil {
+	if err := os.Remove(filepath.Join(cache, id+".jsonl")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
-	for _, e := range entries[skip:] {
-		if err := w.Write(e); err != nil {
-			break // Close returns it
-		}
-	}
-	return w.Close()
+	return nil
 }
 
-// wholeLines prepares path (a file of JSON lines, created 0600 in a 0700
-// directory when missing) for the lines from on: it cuts a torn last line
-// and returns how many whole lines it holds, at least from. It reads the
-// file from its mark on (the whole file when it has none, or when the
-// file is shorter than the mark: not the file counted).
-func (s *Store) wholeLines(path string, from int) (have int, err error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return 0, err
-	}
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return 0, err
-	}
-	s.mu.Lock()
-	m := s.marks[path]
-	s.mu.Unlock()
-	if fi.Size() < m.off {
-		m = lineMark{}
-	}
-	data := make([]byte, fi.Size()-m.off)
-	if _, err := f.ReadAt(data, m.off); err != nil && !errors.Is(err, io.EOF) {
-		return 0, err
-	}
-	whole := bytes.LastIndexByte(data, '\n') + 1
-	m.off, m.lines = m.off+int64(whole), m.lines+bytes.Count(data[:whole], []byte("\n"))
-	if m.lines < from {
-		return 0, fmt.Errorf("it has %d lines, and the next batch starts at %d", m.lines, from)
-	}
-	if whole < len(data) {
-		if err := f.Truncate(m.off); err != nil {
-			return 0, err
-		}
-	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.marks == nil {
-		s.marks = map[string]lineMark{}
-	}
-	s.marks[path] = m
-	return m.lines, nil
-}
-
-// forget drops the marks of run id's files, once the run ended here.
-func (s *Store) forget(id string) {
-	events, err := s.EventsPath(id)
-	if err != nil {
-		return
-	}
-	transcript, _ := s.TranscriptPath(id)
-	s.mu.Lock()
-	delete(s.marks, events)
-	delete(s.marks, transcript)
-	s.mu.Unlock()
+// cacheDir is the directory of the store's copies of transcripts, made
+// (0700) on first use.
+func (s *Store) cacheDir() (string, error) {
+	s.cacheOnce.Do(func() { s.cache, s.cacheErr = os.MkdirTemp("", "specloop-transcripts-") })
+	return s.cache, s.cacheErr
 }
 
 // recordedCall returns the observation recorded for call seq of run id.
 func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, err error) {
-	path, err := s.callPath(id, seq)
-	if err != nil {
-		return obs, false, err
-	}
-	data, err := os.ReadFile(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return obs, false, nil
-	}
-	if err != nil {
+	data, ok, err := s.rs.Call(context.Background(), id, seq)
+	if err != nil || !ok {
 		return obs, false, err
 	}
 	if err := json.Unmarshal(data, &obs); err != nil {
@@ -242,40 +181,14 @@ func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, 
 	return obs, true, nil
 }
 
-// recordCall records the observation of call seq of run id, durably.
+// recordCall records the observation of call seq of run id, durably,
+// unless one is recorded already.
 func (s *Store) recordCall(id string, seq int, obs *gen.Observation) error {
 	data, err := json.Marshal(obs)
 	if err != nil {
 		return err
 	}
-	path, err := s.callPath(id, seq)
-	if err != nil {
-		return err
-	}
-	return writeFileSync(path, data)
-}
-
-// writeFileSync writes data to path atomically (a temporary file renamed
-// over it) and durably.
-func writeFileSync(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
-		return err
-	}
-	f, err := os.CreateTemp(filepath.Dir(path), ".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Sync()
-	}
-	if err = errors.Join(err, f.Close()); err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
-	return err
+	return s.rs.PutCall(context.Background(), id, seq, data)
 }
 
 // DefaultRefThreshold is the payload size over which the DataConverter
@@ -313,15 +226,9 @@ func (c *blobCodec) Encode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 		if err != nil {
 			return nil, fmt.Errorf("encode a payload: %w", err)
 		}
-		sum := sha256.Sum256(data)
-		key := hex.EncodeToString(sum[:])
-		path := filepath.Join(c.store.dir, "blobs", key)
-		// A blob that is there already is kept only when it is intact
-		// (a changed one would fail every read).
-		if old, err := os.ReadFile(path); err != nil || sha256.Sum256(old) != sum {
-			if err := writeFileSync(path, data); err != nil {
-				return nil, fmt.Errorf("store a payload: %w", err)
-			}
+		key, err := c.store.rs.PutBlob(context.Background(), data)
+		if err != nil {
+			return nil, fmt.Errorf("store a payload: %w", err)
 		}
 		out[i] = &commonpb.Payload{Metadata: map[string][]byte{converter.MetadataEncoding: []byte(blobEncoding)}, Data: []byte(key)}
 	}
@@ -336,15 +243,13 @@ func (c *blobCodec) Decode(payloads []*commonpb.Payload) ([]*commonpb.Payload, e
 			continue
 		}
 		key := string(p.GetData())
-		if _, err := hex.DecodeString(key); err != nil || len(key) != 2*sha256.Size {
-			return nil, errors.New("a payload reference is not a blob key")
+		data, err := c.store.rs.Blob(context.Background(), key)
+		var ce *runstore.CorruptError
+		if errors.As(err, &ce) {
+			return nil, &corruptBlobError{Key: key}
 		}
-		data, err := os.ReadFile(filepath.Join(c.store.dir, "blobs", key))
 		if err != nil {
 			return nil, fmt.Errorf("load a payload: %w", err)
-		}
-		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != key {
-			return nil, &corruptBlobError{Key: key}
 		}
 		var q commonpb.Payload
 		if err := proto.Unmarshal(data, &q); err != nil {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -35,8 +36,11 @@ func TestStoreRunIDs(t *testing.T) {
 		if _, _, err := s.recordedCall(id, 1); !errors.Is(err, ErrInvalidRunID) {
 			t.Errorf("recordedCall(%q): %v, want ErrInvalidRunID", id, err)
 		}
-		if _, err := s.EventsPath(id); !errors.Is(err, ErrInvalidRunID) {
-			t.Errorf("EventsPath(%q): %v, want ErrInvalidRunID", id, err)
+		if _, err := s.events(t.Context(), id, 0); !errors.Is(err, ErrInvalidRunID) {
+			t.Errorf("events(%q): %v, want ErrInvalidRunID", id, err)
+		}
+		if _, err := s.TranscriptPath(id); !errors.Is(err, ErrInvalidRunID) {
+			t.Errorf("TranscriptPath(%q): %v, want ErrInvalidRunID", id, err)
 		}
 	}
 	if err := s.recordCall("run_1-A", -1, &obs); err == nil {
@@ -67,7 +71,8 @@ func TestStoreRunIDs(t *testing.T) {
 // payload again repairs it.
 func TestBlobChecked(t *testing.T) {
 	t.Parallel()
-	s, err := NewStore(t.TempDir())
+	dir := t.TempDir()
+	s, err := NewStore(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +86,7 @@ func TestBlobChecked(t *testing.T) {
 		t.Fatalf("the payload was not stored as a blob: %v", p.GetMetadata())
 	}
 	key := string(p.GetData())
-	path := filepath.Join(s.dir, "blobs", key)
+	path := filepath.Join(dir, "blobs", key)
 	// Another payload's encoding planted under this key.
 	other, err := converter.GetDefaultDataConverter().ToPayload(string(bytes.Repeat([]byte("b"), 100)))
 	if err != nil {
@@ -113,30 +118,29 @@ func TestBlobChecked(t *testing.T) {
 }
 
 // FuzzStoreRunID: whatever run id the store is given (a workflow input
-// anyone with access to the namespace can write), the paths it uses stay
-// one level under its runs directory, or the id is refused.
+// anyone with access to the namespace can write), what it writes stays
+// under its own run's directory, or the id is refused.
 func FuzzStoreRunID(f *testing.F) {
 	for _, id := range []string{"run1", "../../x", "..", "a/b", `a\b`, "", "A_b-9"} {
 		f.Add(id)
 	}
-	s := &Store{dir: filepath.Join("store")}
-	runs := filepath.Join("store", "runs")
+	dir := f.TempDir()
+	s, err := NewStore(dir)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Cleanup(func() { s.Close() })
 	f.Fuzz(func(t *testing.T, id string) {
-		events, err := s.EventsPath(id)
+		err := s.recordCall(id, 3, &gen.Observation{Content: "x"})
 		if err != nil {
 			if !errors.Is(err, ErrInvalidRunID) {
-				t.Fatalf("EventsPath(%q): %v", id, err)
+				t.Fatalf("recordCall(%q): %v", id, err)
 			}
 			return
 		}
-		call, err := s.callPath(id, 3)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, p := range []string{filepath.Dir(events), filepath.Dir(filepath.Dir(call))} {
-			if filepath.Dir(p) != runs || filepath.Base(p) != id {
-				t.Fatalf("run id %q maps to %s, outside %s", id, p, runs)
-			}
+		calls, _ := filepath.Glob(filepath.Join(dir, "runs", id, "calls", "*"))
+		if len(calls) != 1 || filepath.Dir(filepath.Dir(filepath.Dir(calls[0]))) != filepath.Join(dir, "runs") {
+			t.Fatalf("run id %q: the call record is at %v", id, calls)
 		}
 	})
 }
@@ -169,10 +173,9 @@ func BenchmarkAppendEventsToALongTrace(b *testing.B) {
 	}
 }
 
-// A batch of trace lines is written once: a retried batch skips the lines
-// an earlier attempt wrote, a torn last line (a crash mid-write) is cut,
-// and workers that share the store see each other's lines, whatever each
-// counted before.
+// A batch of trace lines is written once: a retried batch keeps the lines
+// an earlier attempt wrote, and workers that share the store see each
+// other's lines, whatever each counted before.
 func TestAppendEventsOnceAcrossRetriesAndWorkers(t *testing.T) {
 	t.Parallel()
 	dir := t.TempDir()
@@ -182,38 +185,29 @@ func TestAppendEventsOnceAcrossRetriesAndWorkers(t *testing.T) {
 	}
 	b, _ := NewStore(dir) // another worker's
 	l := func(s string) []byte { return []byte(`{"n":"` + s + `"}`) }
-	path, _ := a.EventsPath("r1")
 	want := func(names ...string) {
 		t.Helper()
-		var w []byte
+		var w [][]byte
 		for _, n := range names {
-			w = append(append(w, l(n)...), '\n')
+			w = append(w, l(n))
 		}
-		if got, _ := os.ReadFile(path); !bytes.Equal(got, w) {
-			t.Fatalf("the trace is\n%s\nwant\n%s", got, w)
+		for _, s := range []*Store{a, b} {
+			if got, err := s.events(t.Context(), "r1", 0); err != nil || !slices.EqualFunc(got, w, bytes.Equal) {
+				t.Fatalf("the trace is %q (%v), want %q", got, err, w)
+			}
 		}
 	}
 	if err := a.appendEvents("r1", 0, [][]byte{l("a"), l("b")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.appendEvents("r1", 0, [][]byte{l("a"), l("b")}); err != nil { // a retry
+	if err := a.appendEvents("r1", 0, [][]byte{l("A"), l("B")}); err != nil { // a retry
 		t.Fatal(err)
 	}
 	want("a", "b")
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f.WriteString(`{"n":"c`) // torn
-	f.Close()
-	if err := a.appendEvents("r1", 2, [][]byte{l("c")}); err != nil {
-		t.Fatal(err)
-	}
-	want("a", "b", "c")
 	if err := b.appendEvents("r1", 2, [][]byte{l("c"), l("d")}); err != nil {
 		t.Fatal(err)
 	}
-	if err := a.appendEvents("r1", 4, [][]byte{l("e")}); err != nil {
+	if err := a.appendEvents("r1", 3, [][]byte{l("D"), l("e")}); err != nil {
 		t.Fatal(err)
 	}
 	want("a", "b", "c", "d", "e")
@@ -221,4 +215,7 @@ func TestAppendEventsOnceAcrossRetriesAndWorkers(t *testing.T) {
 		t.Fatal("a batch past the trace's end was written")
 	}
 	want("a", "b", "c", "d", "e")
+	if got, _ := a.events(t.Context(), "r1", 3); len(got) != 2 {
+		t.Fatalf("events from 3 = %q", got)
+	}
 }

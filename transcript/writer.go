@@ -7,12 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
-	"time"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -101,23 +98,9 @@ func (w *Writer) Write(e gen.TranscriptEntry) error {
 	if w.err != nil {
 		return w.err
 	}
-	e.Seq = w.seq + 1
-	if e.Time.IsZero() {
-		e.Time = time.Now().UTC()
-	}
-	e.Redacted = nil // Write counts them
-	if e.Output != nil && len(*e.Output) > DefaultMaxOutputBytes {
-		cut := textclip.Head(*e.Output, DefaultMaxOutputBytes)
-		rest := len(*e.Output) - len(cut)
-		e.Output, e.OutputTruncatedBytes = &cut, &rest
-	}
-	raw, err := w.enc.Encode(&e)
+	line, err := encodeEntry(&w.enc, w.red, e, w.seq+1)
 	if err != nil {
-		return fmt.Errorf("transcript: encode entry: %w", err)
-	}
-	line, n := w.red.Line(raw[:len(raw)-1]) // without its newline
-	if n > 0 {                              // the count goes in the entry, as its last field
-		line = append(append(line[:len(line)-1], `,"redacted":`...), strconv.Itoa(n)+"}"...)
+		return err
 	}
 	w.held = append(append(w.held, line...), '\n')
 	w.seq++

@@ -64,6 +64,7 @@ func TestStoreInWorkspaceRootRefused(t *testing.T) {
 		{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", root, "--store", filepath.Join(root, "s")},
 		{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", root},
 		{"worker", "--workspace-root", root, "--store", filepath.Join(root, "specloop-store")},
+		{"worker", "--workspace-root", root, "--store", "file://" + filepath.Join(root, "specloop-store")},
 		{"worker", "--workspace-root", root},
 	} {
 		code, _, stderr := specloopTemporal(t, args...)
@@ -73,6 +74,16 @@ func TestStoreInWorkspaceRootRefused(t *testing.T) {
 	}
 	if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
 		t.Errorf("a refused directory was created: %v %v", entries, err)
+	}
+}
+
+// TestStoreBucketNeedsItsDriver: an object store URL is not a directory
+// (no workspace check), and a scheme no linked driver serves is refused
+// by name, without repeating the URL's query (it may hold credentials).
+func TestStoreBucketNeedsItsDriver(t *testing.T) {
+	code, _, stderr := specloopTemporal(t, "worker", "--workspace-root", t.TempDir(), "--store", "nosuch://bucket?secret=hunter2")
+	if code == 0 || !strings.Contains(stderr, "no driver for nosuch://") || !strings.Contains(stderr, "s3") || strings.Contains(stderr, "hunter2") {
+		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
 }
 

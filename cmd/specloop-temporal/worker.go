@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -36,7 +37,7 @@ func (f *temporalFlags) Register(fs *flag.FlagSet) {
 	fs.StringVar(&f.address, "temporal-address", "127.0.0.1:7233", "the Temporal frontend (HOST:PORT)")
 	fs.StringVar(&f.namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&f.queue, "task-queue", "specloop", "the shared Temporal task queue of the runs")
-	fs.StringVar(&f.store, "store", "", "the directory shared by API servers and workers: run events, tool call records, large payloads; it must lie outside --workspace-root (default: "+cli.StateDirUsage("store")+", which suits one machine only)")
+	fs.StringVar(&f.store, "store", "", "where API servers and workers keep run events, transcripts, tool call records and large payloads: a directory outside --workspace-root (default: "+cli.StateDirUsage("store")+", which suits one machine only), or an object store every process reaches: s3://BUCKET, gs://BUCKET, azblob://CONTAINER (credentials from the provider's usual environment)")
 	fs.IntVar(&f.threshold, "payload-threshold", temporal.DefaultRefThreshold, "payloads over this many bytes go to --store, not into workflow history (the same on every process)")
 	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "how long a worker may go silent in a tool call before the call moves to another worker of its host")
 }
@@ -44,7 +45,7 @@ func (f *temporalFlags) Register(fs *flag.FlagSet) {
 func (*temporalFlags) About() string {
 	return "Runs execute as Temporal workflows (--temporal-address, --namespace, --task-queue) on\n" +
 		"`specloop-temporal worker` processes, which open the workspaces under their own --workspace-root;\n" +
-		"--store is the directory API servers and workers share, and must lie outside --workspace-root too.\n" +
+		"--store is what API servers and workers share: an object store, or a directory outside --workspace-root.\n" +
 		"SIGINT or SIGTERM stops the server gracefully: new runs are refused, and the running ones go on in\n" +
 		"Temporal (approval waits are durable); a server started on the same --data follows them again."
 }
@@ -52,7 +53,7 @@ func (*temporalFlags) About() string {
 // Open checks --store against root and connects serve to Temporal.
 func (f *temporalFlags) Open(root string, logger *slog.Logger) (runner.Engine, func(), error) {
 	var err error
-	if f.store, err = cli.RecordsDir("--store", f.store, "store", root); err != nil {
+	if f.store, err = storeLocation(f.store, root); err != nil {
 		return nil, nil, err
 	}
 	c, store, err := f.dial(logger)
@@ -60,6 +61,15 @@ func (f *temporalFlags) Open(root string, logger *slog.Logger) (runner.Engine, f
 		return nil, nil, err
 	}
 	return &temporal.Engine{Client: c, TaskQueue: f.queue, Store: store, HeartbeatTimeout: f.heartbeat}, c.Close, nil
+}
+
+// storeLocation is --store checked against the workspace root: a bucket
+// URL as it is, a directory (a path or file:// URL) outside root.
+func storeLocation(loc, root string) (string, error) {
+	if scheme, _, ok := strings.Cut(loc, "://"); ok && scheme != "file" && !strings.ContainsAny(scheme, `/\`) {
+		return loc, nil
+	}
+	return cli.RecordsDir("--store", strings.TrimPrefix(loc, "file://"), "store", root)
 }
 
 // dial opens the store and connects to Temporal.
@@ -117,7 +127,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 		sum := sha256.Sum256([]byte(abs))
 		*hostQueue = tf.queue + "@" + host + ":" + hex.EncodeToString(sum[:6])
 	}
-	if tf.store, err = cli.RecordsDir("--store", tf.store, "store", abs); err != nil {
+	if tf.store, err = storeLocation(tf.store, abs); err != nil {
 		return env.Fail(cli.ExitUsage, "worker: %v", err)
 	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
