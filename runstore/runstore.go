@@ -293,19 +293,38 @@ func end(batches []batch) int {
 	return n
 }
 
+// list returns the objects whose names start with prefix. A directory
+// store's temporary file, renamed into place while it is listed, fails a
+// listing (the driver finds it gone): that listing is tried again.
+func (s *Store) list(ctx context.Context, prefix string) ([]*blob.ListObject, error) {
+	for try := 0; ; try++ {
+		var out []*blob.ListObject
+		it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
+		for {
+			obj, err := it.Next(ctx)
+			if err == io.EOF {
+				return out, nil
+			}
+			if err != nil {
+				if s.dir != "" && gcerrors.Code(err) == gcerrors.NotFound && try < 10 {
+					break
+				}
+				return nil, err
+			}
+			out = append(out, obj)
+		}
+	}
+}
+
 // batches lists a stream's objects, by first line (and, for one first
 // line, longest first).
 func (s *Store) batches(ctx context.Context, prefix string) ([]batch, error) {
+	objs, err := s.list(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
 	var out []batch
-	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, err
-		}
+	for _, obj := range objs {
 		if b, ok := parseBatch(prefix, obj.Key); ok {
 			out = append(out, b)
 		}
@@ -424,15 +443,11 @@ func (s *Store) Call(ctx context.Context, id string, seq int) (data []byte, ok b
 // attempts of one call may both have written one; every reader takes the
 // same).
 func (s *Store) firstCall(ctx context.Context, prefix string) (first *blob.ListObject, ok bool, err error) {
-	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return first, first != nil, nil
-		}
-		if err != nil {
-			return nil, false, err
-		}
+	objs, err := s.list(ctx, prefix)
+	if err != nil {
+		return nil, false, err
+	}
+	for _, obj := range objs {
 		sum, found := strings.CutSuffix(strings.TrimPrefix(obj.Key, prefix), ".json")
 		if !found || !isHexSum(sum) {
 			continue
@@ -441,6 +456,7 @@ func (s *Store) firstCall(ctx context.Context, prefix string) (first *blob.ListO
 			first = obj
 		}
 	}
+	return first, first != nil, nil
 }
 
 // PutBlob stores data under its sha256, which it returns as the blob's key.
@@ -484,19 +500,16 @@ func (s *Store) DeleteRun(ctx context.Context, id string) error {
 
 // deletePrefix removes the objects whose names start with prefix.
 func (s *Store) deletePrefix(ctx context.Context, prefix string) error {
-	it := s.bucket.List(&blob.ListOptions{Prefix: prefix})
-	for {
-		obj, err := it.Next(ctx)
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+	objs, err := s.list(ctx, prefix)
+	if err != nil {
+		return err
+	}
+	for _, obj := range objs {
 		if err := s.bucket.Delete(ctx, obj.Key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return err
 		}
 	}
+	return nil
 }
 
 // put writes an object once: when one is there under key already (its

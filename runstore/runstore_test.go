@@ -356,6 +356,50 @@ func TestConcurrentRuns(t *testing.T) {
 	}
 }
 
+// TestReadWhileWriting: a follower reads a run's trace while a worker
+// appends to it (a directory store's temporary files come and go in the
+// listing meanwhile); every read is a prefix of the trace, and nothing fails.
+func TestReadWhileWriting(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			const n = 200
+			done := make(chan error, 1)
+			go func() {
+				for i := range n {
+					if err := s.Append(ctx, "run-1", runstore.Events, i, lines(fmt.Sprint(i))); err != nil {
+						done <- err
+						return
+					}
+				}
+				done <- nil
+			}()
+			for reading := true; reading; {
+				select {
+				case err := <-done:
+					if err != nil {
+						t.Fatal(err)
+					}
+					reading = false
+				default:
+				}
+				got, err := s.Lines(ctx, "run-1", runstore.Events, 0)
+				if err != nil {
+					t.Fatalf("read while writing: %v", err)
+				}
+				for i, l := range got {
+					if string(l) != fmt.Sprint(i) {
+						t.Fatalf("line %d is %q", i, l)
+					}
+				}
+			}
+			if got, err := s.Lines(ctx, "run-1", runstore.Events, 0); err != nil || len(got) != n {
+				t.Fatalf("%d lines, %v; want %d", len(got), err, n)
+			}
+		})
+	}
+}
+
 // TestOpenRefusesBadLocations: an empty location, a file URL with a host
 // or query, and a scheme no linked driver serves are refused; the error
 // of a bucket URL never repeats its query (which may hold credentials).

@@ -29,7 +29,11 @@ type Engine struct {
 	// HeartbeatTimeout goes to each run's workflow; 0 means
 	// DefaultHeartbeatTimeout.
 	HeartbeatTimeout time.Duration
-	// Poll is how often a run's events are looked for; 0 means 50 ms.
+	// Poll is how often a run's events are looked for in the store when
+	// the workflow cannot say when there are new ones (a workflow started
+	// by an older worker, or between two executions of a run); 0 means
+	// 50 ms. Otherwise the store is read when the workflow says the trace
+	// moved (its eventsUpdate).
 	Poll time.Duration
 }
 
@@ -105,13 +109,15 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 	if poll <= 0 {
 		poll = 50 * time.Millisecond
 	}
-	tick := time.NewTicker(poll)
-	defer tick.Stop()
+	wctx, stopWaiting := context.WithCancel(bg)
+	defer stopWaiting()
+	moved := make(chan struct{}, 1)
+	go e.waitEvents(wctx, wf.GetID(), seen, poll, moved)
 	f := follower{store: e.Store, id: id, have: seen, event: event}
 	cancelled := ctx.Done()
 	for {
 		select {
-		case <-tick.C:
+		case <-moved:
 			if err := f.read(bg); err != nil {
 				return failed(id, err)
 			}
@@ -134,6 +140,41 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 			o.res.RunId = &id
 			return o.res, nil
 		}
+	}
+}
+
+// waitEvents tells moved each time the workflow's trace in the store grows
+// past what it last said, by the workflow's eventsUpdate, which returns
+// when there are new lines: no polling of the store while the workflow
+// answers. When it cannot (an older workflow, a run between two
+// executions, the server's own trouble), it tells moved every poll until
+// it can again. It returns when ctx is done.
+func (e *Engine) waitEvents(ctx context.Context, workflowID string, have int, poll time.Duration, moved chan<- struct{}) {
+	tell := func() {
+		select {
+		case moved <- struct{}{}:
+		default: // one is pending: the reader reads all there is
+		}
+	}
+	for ctx.Err() == nil {
+		h, err := e.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: workflowID, UpdateName: eventsUpdate, Args: []any{have},
+			WaitForStage: client.WorkflowUpdateStageCompleted})
+		var n int
+		if err == nil {
+			err = h.Get(ctx, &n)
+		}
+		if err != nil || n <= have { // no answer, or the execution ends: wait for the next
+			select {
+			case <-ctx.Done():
+				return
+			case <-time.After(poll):
+			}
+			tell()
+			continue
+		}
+		have = n
+		tell()
 	}
 }
 

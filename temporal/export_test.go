@@ -24,6 +24,7 @@ const (
 	ToolActivity   = toolActivity
 	ApprovalSignal = approvalSignal
 	PendingQuery   = pendingQuery
+	EventsUpdate   = eventsUpdate
 )
 
 var (

@@ -90,6 +90,10 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if err := workflow.SetQueryHandler(wctx, pendingQuery, func() (*runner.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
 	}
+	if err := workflow.SetUpdateHandler(wctx, eventsUpdate, r.eventsAfter); err != nil {
+		return gen.RunResult{}, fmt.Errorf("register the events update: %w", err)
+	}
+
 	hb := in.HeartbeatTimeout
 	if hb <= 0 {
 		hb = DefaultHeartbeatTimeout
@@ -165,7 +169,27 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if err := r.exec(dctx, closeActivity, &runEvents{}, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
+	r.end(dctx)
 	return res, nil
+}
+
+// eventsUpdate is the workflow update an API server follows a run's trace
+// by, instead of polling the store: given the lines it has, it returns how
+// many are in the store once there are more, or when this execution ends
+// (then as many as there are; a continued run goes on in the next).
+const eventsUpdate = "specloop.events"
+
+// eventsAfter is eventsUpdate's handler.
+func (r *wfRun) eventsAfter(ctx workflow.Context, have int) (int, error) {
+	err := workflow.Await(ctx, func() bool { return r.Written > have || r.ending })
+	return r.Written, err
+}
+
+// end lets the followers' updates return, and waits for them: an
+// execution that ends with an update open would fail its caller.
+func (r *wfRun) end(ctx workflow.Context) {
+	r.ending = true
+	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
 }
 
 // continueAsNew writes the trace lines still queued and continues the run
@@ -176,6 +200,7 @@ func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
 	}
 	next := r.in
 	next.Continued = &continued{State: st, progress: r.progress}
+	r.end(r.wctx)
 	return gen.RunResult{}, workflow.NewContinueAsNewError(r.wctx, WorkflowName, next)
 }
 
@@ -189,6 +214,7 @@ type wfRun struct {
 	pending [][]byte                  // trace lines not yet in the store
 	waiting *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
 	entries []gen.TranscriptEntry     // transcript entries not yet in the store
+	ending  bool                      // the execution's trace is all in the store (eventsUpdate)
 }
 
 // refOf is run sp's runRef.
