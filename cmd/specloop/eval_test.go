@@ -324,11 +324,10 @@ func TestEvalResumesAfterKill(t *testing.T) {
 func TestEvalRemoteMatchesLocal(t *testing.T) {
 	dir := evalTestdata(t)
 	t.Chdir(dir)
-	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
-	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
 	const token = "eval-token"
 	t.Setenv(cli.TokenEnv, token)
-	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir}})
+	// Commands allowed: the offline task's setup runs on the server.
+	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir, AllowCommands: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -338,7 +337,7 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 
 	summary := func(out string, extra ...string) (string, []gen.EvalAttempt) {
 		t.Helper()
-		args := append([]string{"eval", "two.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2", "--out", out}, extra...)
+		args := append([]string{"eval", "tasks.jsonl", "--script", "fix-add.script", "--parallel", "2", "--attempts", "2", "--out", out}, extra...)
 		code, stdout, stderr := specloop(t, args...)
 		if code != exitOK {
 			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
@@ -356,12 +355,19 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	}
 	local, _ := summary(filepath.Join(t.TempDir(), "local"))
 	remote, rs := summary(filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL)
-	if remote != local || !strings.Contains(remote, "| resolved | 2 (50.0 %") {
+	if remote != local || !strings.Contains(remote, "| resolved | 2 (33.3 %") || !strings.Contains(remote, "| setup_failed | 2 |") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
 	for _, r := range rs {
-		if r.RunId == nil || r.ExitReason == nil || *r.ExitReason != gen.ExitReasonFinished || r.Resolved != (r.TaskId == "adder") {
+		want := gen.ExitReasonFinished
+		if r.TaskId == "offline" {
+			want = gen.ExitReasonSetupFailed
+		}
+		if r.RunId == nil || r.ExitReason == nil || *r.ExitReason != want || r.Resolved != (r.TaskId == "adder") {
 			t.Errorf("remote attempt %+v", r)
+		}
+		if r.TaskId == "offline" && (r.Error == nil || !strings.Contains(*r.Error, "setup failed with exit code 3") || r.Grade != nil) {
+			t.Errorf("remote attempt whose setup failed %+v", r)
 		}
 	}
 	if after := repoState(t, filepath.Join(dir, "repos", "adder")); after != before {
@@ -369,10 +375,5 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(dir, ".specloop-worktrees")); len(left) != 0 {
 		t.Errorf("the server left work trees: %v", left)
-	}
-	// A task with a setup needs the setup where the model runs.
-	code, _, stderr := specloop(t, "eval", "tasks.jsonl", "--script", "fix-add.script", "--out", filepath.Join(t.TempDir(), "x"), "--remote", hs.URL)
-	if code != exitUsage || !strings.Contains(stderr, "task offline has a setup") {
-		t.Errorf("a setup with --remote: exit %d, %s", code, stderr)
 	}
 }
