@@ -74,7 +74,13 @@ func (s *Runner) execute(r *run) {
 		// run_finished could not be traced: record the result anyway and
 		// end the live stream with the event the trace lacks.
 		ev := finishedEvent(r.id, time.Now().UTC(), &res)
-		s.finalize(r, j, started, res, &ev, nil)
+		var data []byte
+		// A run whose setup failed has a trace, which ends as the Temporal
+		// workflow's does: with run_finished.
+		if res.ExitReason == gen.ExitReasonSetupFailed && tf.emit(&ev) == nil {
+			data = tf.last
+		}
+		s.finalize(r, j, started, res, &ev, data)
 	}
 }
 

@@ -81,6 +81,15 @@ func TestRunSetupIsSandboxed(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
 		t.Fatal("the setup wrote outside its workspace")
 	}
+	events, err := ts.raw.GetRunEvents(context.Background(), run.Id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readSSE(t, events.Body)
+	events.Body.Close()
+	if len(evs) != 1 || evs[0].Data.EventType != gen.TraceEventTypeRunFinished || evs[0].Data.ExitReason == nil || *evs[0].Data.ExitReason != gen.ExitReasonSetupFailed {
+		t.Fatalf("the trace of a run whose setup failed: %+v", evs)
+	}
 	req = calcRequest()
 	req.Setup = ptr("echo ready > setup.txt; echo fetched")
 	run = ts.wait(ts.create(req).Id)
