@@ -128,7 +128,7 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 	// A resumed run is past its setup: it ran before the model's first
 	// call, which the transcript records.
 	if j.resume == nil {
-		res, err := RunSetup(j.ctx, &sp, setup, host.Sandbox)
+		res, err := RunSetup(j.ctx, &sp, setup, host)
 		if err != nil {
 			return fail(err)
 		}

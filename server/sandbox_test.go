@@ -66,10 +66,11 @@ func TestRunCommandsAreSandboxed(t *testing.T) {
 // A run's setup runs once, sandboxed, in its workspace before the model's
 // first call: one that tries to write outside the workspace fails, and
 // the run ends setup_failed without a model call; one that passes leaves
-// its work to the model and its result in the RunResult.
+// its work to the model and its result, redacted, in the RunResult.
 func TestRunSetupIsSandboxed(t *testing.T) {
 	t.Parallel()
-	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true}})
+	const secret = "setup-secret-3f9a1c7e5b"
+	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true, Secrets: []string{secret}}})
 	outside := t.TempDir()
 	req := calcRequest()
 	req.Setup = ptr("echo pwned > " + outside + "/x")
@@ -91,10 +92,11 @@ func TestRunSetupIsSandboxed(t *testing.T) {
 		t.Fatalf("the trace of a run whose setup failed: %+v", evs)
 	}
 	req = calcRequest()
-	req.Setup = ptr("echo ready > setup.txt; echo fetched")
+	req.Setup = ptr("echo ready > setup.txt; echo fetched with " + secret)
 	run = ts.wait(ts.create(req).Id)
 	res = run.Result
-	if res.ExitReason != gen.ExitReasonFinished || res.Setup == nil || !res.Setup.Passed || res.Setup.OutputTail == nil || !strings.Contains(*res.Setup.OutputTail, "fetched") {
+	if res.ExitReason != gen.ExitReasonFinished || res.Setup == nil || !res.Setup.Passed || res.Setup.OutputTail == nil ||
+		!strings.Contains(*res.Setup.OutputTail, "fetched with [REDACTED]") || strings.Contains(*res.Setup.OutputTail, secret) {
 		t.Fatalf("a setup that passes: %+v (setup %+v)", res, res.Setup)
 	}
 	if data, err := os.ReadFile(filepath.Join(ts.cfg.WorkspaceRoot, "setup.txt")); err != nil || string(data) != "ready\n" {

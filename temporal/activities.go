@@ -259,7 +259,7 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}, Task: s.task, ProjectDocs: s.Options.ProjectDocs}
 	if sp.Setup != nil {
 		stop := heartbeat(ctx)
-		out.Setup, err = runner.RunSetup(ctx, &sp, s.Setup, a.Setup.Sandbox)
+		out.Setup, err = runner.RunSetup(ctx, &sp, s.Setup, a.Setup)
 		stop()
 		if err != nil {
 			return openOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
