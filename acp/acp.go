@@ -199,8 +199,9 @@ func (a *agentConn) Cancel(_ context.Context, p sdk.CancelNotification) error {
 }
 
 // stopReasons are the stop reasons of the runs' exit reasons; a run that
-// ended otherwise (model_error, internal_error, interrupted) fails the
-// prompt. A provider's refusal is feedback to the model, which costs a
+// ended otherwise (model_error, internal_error, interrupted, and
+// setup_failed, which an editor's runs, having no setup, never reach) fails
+// the prompt. A provider's refusal is feedback to the model, which costs a
 // step: a run never ends on one.
 var stopReasons = map[gen.ExitReason]sdk.StopReason{
 	gen.ExitReasonFinished:              sdk.StopReasonEndTurn,

@@ -47,9 +47,10 @@ type Config struct {
 	Parallel, Attempts int
 	// Keep leaves each work tree in place after its attempt.
 	Keep bool
-	// Apply: the runs happen elsewhere (a server's work trees), so the
-	// patch each leaves is applied to the attempt's own work tree before
-	// the test grades it.
+	// Apply: the runs happen elsewhere (a server's work trees), with the
+	// task's setup (the run's own, CreateRunRequest.setup), so the patch
+	// each leaves is applied to the attempt's own work tree before the
+	// test grades it.
 	Apply bool
 	// Run runs the model in a.Dir; Command runs a task's setup or test
 	// there, in the sandbox.
@@ -191,7 +192,7 @@ func key(task string, n int) string { return task + "-" + strconv.Itoa(n) }
 // An error means it is not recorded: ctx ended, or something that is not
 // the task's (a run that could not start, a sandbox that would not) went
 // wrong. A setup that fails is the task's: the attempt is recorded, as not
-// run.
+// run, with exit reason setup_failed.
 func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, error) {
 	start := time.Now()
 	r := gen.EvalAttempt{TaskId: a.Task.Id, Attempt: a.N}
@@ -204,19 +205,13 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 	if err := gitcheckout.Make(ctx, a.Task.Objects, a.Task.Commit, a.Dir); err != nil {
 		return r, fmt.Errorf("work tree: %w", err)
 	}
-	if a.Task.Setup != nil {
+	if a.Task.Setup != nil && !cfg.Apply {
 		res, err := cfg.Command(ctx, a.Dir, *a.Task.Setup, true)
 		if err != nil {
 			return r, fmt.Errorf("setup: %w", err)
 		}
 		if !res.Passed {
-			msg := fmt.Sprintf("setup failed with exit code %d (its output: %s)", res.ExitCode, filepath.Join(a.Records, "setup.log"))
-			if res.OutputTail != nil {
-				_ = os.WriteFile(filepath.Join(a.Records, "setup.log"), []byte(*res.OutputTail), 0o600)
-			}
-			r.Error = &msg
-			r.DurationSeconds = time.Since(start).Seconds()
-			return r, nil
+			return setupFailed(r, a, res, start), nil
 		}
 	}
 	runCtx, cancel := ctx, context.CancelFunc(func() {})
@@ -233,6 +228,10 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 		return r, fmt.Errorf("run: %w", err)
 	}
 	res := out.Result
+	if res.ExitReason == gen.ExitReasonSetupFailed && res.Setup != nil { // the setup ran with the run
+		r.RunId = res.RunId
+		return setupFailed(r, a, *res.Setup, start), nil
+	}
 	r.RunId, r.ExitReason, r.Steps = res.RunId, &res.ExitReason, res.StepsUsed
 	if timedOut {
 		r.TimedOut = &timedOut
@@ -268,4 +267,19 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 	r.Grade, r.Resolved = &grade, grade.Passed
 	r.DurationSeconds = time.Since(start).Seconds()
 	return r, nil
+}
+
+// setupFailed is attempt r of a, whose setup failed with res, recorded
+// with exit reason setup_failed (the one a run on a server ends with), no
+// grade, and the setup's output in the attempt's setup.log.
+func setupFailed(r gen.EvalAttempt, a *Attempt, res gen.CheckResult, start time.Time) gen.EvalAttempt {
+	log := filepath.Join(a.Records, "setup.log")
+	msg := fmt.Sprintf("setup failed with exit code %d (its output: %s)", res.ExitCode, log)
+	if res.OutputTail != nil {
+		_ = os.WriteFile(log, []byte(*res.OutputTail), 0o600)
+	}
+	reason := gen.ExitReasonSetupFailed
+	r.Error, r.ExitReason = &msg, &reason
+	r.DurationSeconds = time.Since(start).Seconds()
+	return r
 }

@@ -240,6 +240,7 @@ const (
 	ExitReasonInvalidModelOutput    ExitReason = "invalid_model_output"
 	ExitReasonMaxStepsExceeded      ExitReason = "max_steps_exceeded"
 	ExitReasonModelError            ExitReason = "model_error"
+	ExitReasonSetupFailed           ExitReason = "setup_failed"
 	ExitReasonStuck                 ExitReason = "stuck"
 	ExitReasonTokenBudgetExceeded   ExitReason = "token_budget_exceeded"
 )
@@ -264,6 +265,8 @@ func (e ExitReason) Valid() bool {
 	case ExitReasonMaxStepsExceeded:
 		return true
 	case ExitReasonModelError:
+		return true
+	case ExitReasonSetupFailed:
 		return true
 	case ExitReasonStuck:
 		return true
@@ -633,7 +636,7 @@ type CalculatorResult struct {
 	Value float64 `json:"value"`
 }
 
-// CheckResult The last run of the completion check.
+// CheckResult The last run of the completion check, or the run of the setup command (RunResult.setup).
 type CheckResult struct {
 	// ExitCode The check's exit code (-1 when it was killed).
 	ExitCode int `json:"exit_code"`
@@ -711,6 +714,9 @@ type CreateRunRequest struct {
 	// ProjectDocsLimit The most bytes of project docs a run reads; over it the files farthest from the workspace are left out first, and the nearest is cut short if it alone is over.
 	ProjectDocsLimit *int `json:"project_docs_limit,omitempty"`
 
+	// Setup A setup command (go mod download, say) run once in the run's workspace (its work tree with isolation worktree) before the model's first call, in the run's sandbox with the network allowed, as an evaluation task's setup is; a setup that fails ends the run with exit reason setup_failed and no model call, its result in RunResult.setup. Needs a server started with commands allowed.
+	Setup *string `json:"setup,omitempty"`
+
 	// Task What the agent is asked to do.
 	Task Task `json:"task"`
 
@@ -775,10 +781,11 @@ type EvalAttempt struct {
 	// was in flight; stuck: the model kept repeating the same calls with the same results
 	// after it was warned once; context_window_exceeded: the next request would not fit
 	// the model's context window even after compacting the history, or the provider
-	// refused a request as too long twice in a row.
+	// refused a request as too long twice in a row; setup_failed: the setup command
+	// (CreateRunRequest.setup, an evaluation task's setup) failed, and no model was asked.
 	ExitReason *ExitReason `json:"exit_reason,omitempty"`
 
-	// Grade The last run of the completion check.
+	// Grade The last run of the completion check, or the run of the setup command (RunResult.setup).
 	Grade *CheckResult `json:"grade,omitempty"`
 
 	// InputTokens Tokens in the run's prompts.
@@ -890,7 +897,8 @@ type EvalTask struct {
 // was in flight; stuck: the model kept repeating the same calls with the same results
 // after it was warned once; context_window_exceeded: the next request would not fit
 // the model's context window even after compacting the history, or the provider
-// refused a request as too long twice in a row.
+// refused a request as too long twice in a row; setup_failed: the setup command
+// (CreateRunRequest.setup, an evaluation task's setup) failed, and no model was asked.
 type ExitReason string
 
 // FeedbackKind Why the loop gave the model feedback instead of running its action, or what it added
@@ -1238,7 +1246,7 @@ type RunResult struct {
 	// Answer The final answer, when the run finished.
 	Answer *string `json:"answer,omitempty"`
 
-	// Check The last run of the completion check.
+	// Check The last run of the completion check, or the run of the setup command (RunResult.setup).
 	Check *CheckResult `json:"check,omitempty"`
 
 	// ContextWindow The model's context window in tokens as the run learned it when the provider refused a request (its error named the limit, or the model then reported a smaller one), which the rest of the run kept to; absent when no refusal taught one.
@@ -1257,7 +1265,8 @@ type RunResult struct {
 	// was in flight; stuck: the model kept repeating the same calls with the same results
 	// after it was warned once; context_window_exceeded: the next request would not fit
 	// the model's context window even after compacting the history, or the provider
-	// refused a request as too long twice in a row.
+	// refused a request as too long twice in a row; setup_failed: the setup command
+	// (CreateRunRequest.setup, an evaluation task's setup) failed, and no model was asked.
 	ExitReason ExitReason `json:"exit_reason"`
 
 	// Patch The changes the run made to its workspace, as a unified diff.
@@ -1268,6 +1277,9 @@ type RunResult struct {
 
 	// Sandbox How the run's commands (run_command and the completion check) were confined.
 	Sandbox *SandboxInfo `json:"sandbox,omitempty"`
+
+	// Setup The last run of the completion check, or the run of the setup command (RunResult.setup).
+	Setup *CheckResult `json:"setup,omitempty"`
 
 	// StepsUsed Steps spent, counting feedback steps.
 	StepsUsed int `json:"steps_used"`
@@ -1503,7 +1515,8 @@ type TraceEvent struct {
 	// was in flight; stuck: the model kept repeating the same calls with the same results
 	// after it was warned once; context_window_exceeded: the next request would not fit
 	// the model's context window even after compacting the history, or the provider
-	// refused a request as too long twice in a row.
+	// refused a request as too long twice in a row; setup_failed: the setup command
+	// (CreateRunRequest.setup, an evaluation task's setup) failed, and no model was asked.
 	ExitReason *ExitReason `json:"exit_reason,omitempty"`
 
 	// FeedbackKind Why the loop gave the model feedback instead of running its action, or what it added
@@ -1608,7 +1621,7 @@ type TranscriptEntry struct {
 	// CallId approval_requested and approval_decided. The id the call is decided with.
 	CallId *string `json:"call_id,omitempty"`
 
-	// Check The last run of the completion check.
+	// Check The last run of the completion check, or the run of the setup command (RunResult.setup).
 	Check *CheckResult `json:"check,omitempty"`
 
 	// Decision A person's decision on a tool call. approve: run it; approve_for_run: run it and,

@@ -83,6 +83,7 @@ func (s *Runner) continueRun(ctx context.Context, r *run, body gen.ContinueRunRe
 		return gen.Run{}, errContinueIsolated
 	}
 	next.ID, next.FollowUp, next.Conversation = "", &agent.FollowUp{Message: body.Message}, turns
+	next.Setup = nil // it ran before the conversation's first run
 	if body.MaxSteps != nil {
 		next.MaxSteps = body.MaxSteps
 	}

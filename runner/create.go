@@ -37,6 +37,9 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	if body.Check != nil && !s.cfg.AllowCommands {
 		return gen.Run{}, badField("/check", "completion checks need a server started with --allow-commands (specloop serve)")
 	}
+	if body.Setup != nil && !s.cfg.AllowCommands {
+		return gen.Run{}, badField("/setup", "setup commands need a server started with --allow-commands (specloop serve)")
+	}
 	if _, err := pickMCP(sp.MCPNames(), s.cfg.MCPServers); err != nil {
 		return gen.Run{}, err
 	}

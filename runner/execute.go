@@ -74,7 +74,13 @@ func (s *Runner) execute(r *run) {
 		// run_finished could not be traced: record the result anyway and
 		// end the live stream with the event the trace lacks.
 		ev := finishedEvent(r.id, time.Now().UTC(), &res)
-		s.finalize(r, j, started, res, &ev, nil)
+		var data []byte
+		// A run whose setup failed has a trace, which ends as the Temporal
+		// workflow's does: with run_finished.
+		if res.ExitReason == gen.ExitReasonSetupFailed && tf.emit(&ev) == nil {
+			data = tf.last
+		}
+		s.finalize(r, j, started, res, &ev, data)
 	}
 }
 
@@ -85,8 +91,10 @@ func internalError(id string, err error) gen.RunResult {
 	return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInternalError, Error: &msg}
 }
 
-// runAgent sets up the run's workspace, tools and check, and runs
-// the agent loop. Setup failures end the run with internal_error.
+// runAgent sets up the run's workspace, tools and check, runs its setup
+// command and then the agent loop. A workspace or tools that cannot be
+// set up end the run with internal_error, a setup command that fails
+// with setup_failed.
 func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Progress)) (gen.RunResult, error) {
 	fail := func(err error) (gen.RunResult, error) { return internalError(r.id, err), err }
 	sp := j.spec
@@ -117,6 +125,18 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 		return fail(err)
 	}
 	defer setup.Close()
+	// A resumed run is past its setup: it ran before the model's first
+	// call, which the transcript records.
+	if j.resume == nil {
+		res, err := RunSetup(j.ctx, &sp, setup, host)
+		if err != nil {
+			return fail(err)
+		}
+		if res != nil && !res.Passed {
+			return SetupFailed(r.id, *res), nil
+		}
+		j.setup = res // in the result finalize records
+	}
 	if j.resume != nil {
 		st, err := transcript.State(j.ctx, j.resume, sp.Task, j.model, setup.Options)
 		if err != nil {
@@ -138,6 +158,9 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 // data is ev as written to the trace, or nil when it was not written.
 func (s *Runner) finalize(r *run, j *job, started time.Time, res gen.RunResult, ev *gen.TraceEvent, data []byte) {
 	res.RunId = &r.id
+	if res.Setup == nil {
+		res.Setup = j.setup
+	}
 	finished := time.Now().UTC()
 	e := &entry{Op: opFinished, ID: r.id, Time: finished, Started: orNil(started), Result: &res}
 	line, err := jsonLine(e)

@@ -61,6 +61,9 @@ type job struct {
 	// A run in flight when this runner started, to go on from its
 	// transcript's entries (resume.go).
 	resume *transcript.Log
+	// setup is the run of the spec's setup command (RunSetup), which the
+	// loop's result lacks.
+	setup *gen.CheckResult
 }
 
 // Causes of a cancellation, which become the run's error.

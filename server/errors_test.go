@@ -47,6 +47,8 @@ func TestBadRequest(t *testing.T) {
 		{"workspace absolute", "POST", "/v1/runs", `{"task":{"prompt":"p"},"model":` + script + `,"workspace":"/etc"}`, nil, "/workspace"},
 		{"workspace is a file", "POST", "/v1/runs", `{"task":{"prompt":"p"},"model":` + script + `,"workspace":"file.txt"}`, nil, "/workspace"},
 		{"check without commands", "POST", "/v1/runs", `{"task":{"prompt":"p"},"model":` + script + `,"check":"` + secretValue + `"}`, nil, "/check"},
+		{"setup without commands", "POST", "/v1/runs", `{"task":{"prompt":"p"},"model":` + script + `,"setup":"` + secretValue + `"}`, nil, "/setup"},
+		{"setup too long", "POST", "/v1/runs", `{"task":{"prompt":"p"},"model":` + script + `,"setup":"` + strings.Repeat("x", 4097) + `"}`, nil, "/setup"},
 		{"provider unavailable", "POST", "/v1/runs", `{"task":{"prompt":"p"},"model":{"provider":"anthropic","model":"m"}}`, nil, "/model/provider"},
 		{"not json", "POST", "/v1/runs", `{"task": ` + secretValue, nil, ""},
 		{"wrong content type", "POST", "/v1/runs", `{}`, []string{"Content-Type", "text/plain"}, "Content-Type"},

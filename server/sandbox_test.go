@@ -62,3 +62,44 @@ func TestRunCommandsAreSandboxed(t *testing.T) {
 		t.Fatal("the command wrote outside its workspace")
 	}
 }
+
+// A run's setup runs once, sandboxed, in its workspace before the model's
+// first call: one that tries to write outside the workspace fails, and
+// the run ends setup_failed without a model call; one that passes leaves
+// its work to the model and its result, redacted, in the RunResult.
+func TestRunSetupIsSandboxed(t *testing.T) {
+	t.Parallel()
+	const secret = "setup-secret-3f9a1c7e5b"
+	ts := newTestServer(t, server.Config{Config: runner.Config{AllowCommands: true, Secrets: []string{secret}}})
+	outside := t.TempDir()
+	req := calcRequest()
+	req.Setup = ptr("echo pwned > " + outside + "/x")
+	run := ts.wait(ts.create(req).Id)
+	res := run.Result
+	if res.ExitReason != gen.ExitReasonSetupFailed || res.StepsUsed != 0 || res.Setup == nil || res.Setup.Passed || res.Setup.ExitCode == 0 || res.Error == nil {
+		t.Fatalf("a setup writing outside the workspace: %+v (setup %+v)", res, res.Setup)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "x")); err == nil {
+		t.Fatal("the setup wrote outside its workspace")
+	}
+	events, err := ts.raw.GetRunEvents(context.Background(), run.Id, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs := readSSE(t, events.Body)
+	events.Body.Close()
+	if len(evs) != 1 || evs[0].Data.EventType != gen.TraceEventTypeRunFinished || evs[0].Data.ExitReason == nil || *evs[0].Data.ExitReason != gen.ExitReasonSetupFailed {
+		t.Fatalf("the trace of a run whose setup failed: %+v", evs)
+	}
+	req = calcRequest()
+	req.Setup = ptr("echo ready > setup.txt; echo fetched with " + secret)
+	run = ts.wait(ts.create(req).Id)
+	res = run.Result
+	if res.ExitReason != gen.ExitReasonFinished || res.Setup == nil || !res.Setup.Passed || res.Setup.OutputTail == nil ||
+		!strings.Contains(*res.Setup.OutputTail, "fetched with [REDACTED]") || strings.Contains(*res.Setup.OutputTail, secret) {
+		t.Fatalf("a setup that passes: %+v (setup %+v)", res, res.Setup)
+	}
+	if data, err := os.ReadFile(filepath.Join(ts.cfg.WorkspaceRoot, "setup.txt")); err != nil || string(data) != "ready\n" {
+		t.Fatalf("the setup's file in the workspace: %q, %v", data, err)
+	}
+}

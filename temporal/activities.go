@@ -68,6 +68,11 @@ type openOutput struct {
 	// the tools, the provider's framing. The workflow keeps it current
 	// from the Model activity's replies.
 	RequestOverhead int `json:",omitempty"`
+	// Setup is the run of the spec's setup command (runner.RunSetup); the
+	// workflow keeps it in its state (progress.Opened), so that it runs
+	// once, before the model's first call, and never again once it passed
+	// (not after a worker restart, nor a continue-as-new).
+	Setup *gen.CheckResult `json:",omitempty"`
 }
 
 // modelInput is one model call: the history so far goes by value (the
@@ -232,8 +237,9 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 	return a.setup(run, nil)
 }
 
-// open opens the run's workspace on this host and returns the host's
-// queue, the tools, the confinement of commands, the task with its project
+// open opens the run's workspace on this host, runs the run's setup
+// command there (after isolate made an isolated run's work tree) and
+// returns the setup's result, the host's queue, the tools, the confinement of commands, the task with its project
 // docs (unless the request turns them off), a follow-up's history and the
 // model's context window. A model that cannot be built is the Model
 // activity's error to report.
@@ -251,6 +257,14 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 		return openOutput{}, err
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}, Task: s.task, ProjectDocs: s.Options.ProjectDocs}
+	if sp.Setup != nil {
+		stop := heartbeat(ctx)
+		out.Setup, err = runner.RunSetup(ctx, &sp, s.Setup, a.Setup)
+		stop()
+		if err != nil {
+			return openOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
+		}
+	}
 	if f := s.Options.FollowUp; f != nil {
 		out.History = f.History
 	}

@@ -122,6 +122,9 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		// worker crash interrupted is simply retried.
 		RetryPolicy: &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumAttempts: 10},
 	})
+	if opened.Setup != nil && !opened.Setup.Passed {
+		return r.setupFailed(*opened.Setup)
+	}
 	// The spec's options, as a local run gets them, with the tools, the
 	// check, the trace and the approvals behind activities.
 	opts := in.Options()
@@ -157,6 +160,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 		opts.Approver = (*wfApprover)(r)
 	}
 	res, runErr := agent.Run(wfContext{wctx}, task, (*wfModel)(r), opts)
+	res.Setup = opened.Setup
 	// Otherwise the result says it: internal_error or model_error with the
 	// error's text.
 	var paused *agent.PausedError
@@ -190,6 +194,20 @@ func (r *wfRun) eventsAfter(ctx workflow.Context, have int) (int, error) {
 func (r *wfRun) end(ctx workflow.Context) {
 	r.ending = true
 	_ = workflow.Await(ctx, func() bool { return workflow.AllHandlersFinished(ctx) })
+}
+
+// setupFailed ends the run whose setup failed with res: its trace ends
+// with run_finished, and its workspace is released, without a model call.
+func (r *wfRun) setupFailed(setup gen.CheckResult) (gen.RunResult, error) {
+	res := runner.SetupFailed(r.in.ID, setup)
+	if err := r.Emit(&gen.TraceEvent{RunId: r.in.ID, EventType: gen.TraceEventTypeRunFinished, Time: workflow.Now(r.wctx).UTC(),
+		ExitReason: &res.ExitReason, StepsUsed: new(0), Error: res.Error}); err != nil {
+		return res, err
+	}
+	if err := r.exec(r.host, closeActivity, &runEvents{}, nil); err != nil {
+		return res, fmt.Errorf("write the end of the trace: %w", err)
+	}
+	return res, nil
 }
 
 // continueAsNew writes the trace lines still queued and continues the run

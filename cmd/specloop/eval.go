@@ -351,8 +351,9 @@ func evalCompare(env *cli.Env, args []string) int {
 // attempt a run there with isolation worktree, in the workspace that is
 // the task's repository's path relative to the task file (the server's
 // workspace root holds the same repositories as the task file's
-// directory), at the task's commit. Its patch comes back, and the attempt
-// applies it to its own work tree here, where the test grades it.
+// directory), at the task's commit, with the task's setup. Its patch comes
+// back, and the attempt applies it to its own work tree here, where the
+// test grades it.
 func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Context, *eval.Attempt) (eval.Outcome, error), error) {
 	top, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
@@ -361,10 +362,7 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 	workspaces := map[string]string{}
 	for _, t := range tasks {
 		rel, err := filepath.Rel(top, t.Repo)
-		switch {
-		case t.Setup != nil:
-			return nil, fmt.Errorf("--remote: task %s has a setup, which runs where the model does: not on a server yet", t.Id)
-		case err != nil || !filepath.IsLocal(rel) && rel != ".":
+		if err != nil || !filepath.IsLocal(rel) && rel != "." {
 			return nil, fmt.Errorf("--remote: task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
 		}
 		workspaces[t.Id] = filepath.ToSlash(rel)
@@ -376,7 +374,7 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 	worktree := gen.CreateRunRequestIsolationWorktree
 	return func(ctx context.Context, a *eval.Attempt) (eval.Outcome, error) {
 		req := base
-		req.Task = gen.Task{Prompt: a.Task.Prompt}
+		req.Task, req.Setup = gen.Task{Prompt: a.Task.Prompt}, a.Task.Setup // the setup runs with the run, where the model works
 		req.Workspace, req.Isolation, req.Commit = new(workspaces[a.Task.Id]), &worktree, &a.Task.Commit
 		if a.MaxSteps > 0 {
 			req.MaxSteps = &a.MaxSteps

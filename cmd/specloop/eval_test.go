@@ -322,12 +322,11 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	t.Parallel()
 	dir := evalTestdata(t)
 	in := func(name string) string { return filepath.Join(dir, name) }
-	tasks := strings.Join(strings.Split(string(mustRead(t, in("tasks.jsonl"))), "\n")[:2], "\n") + "\n"
-	os.WriteFile(in("two.jsonl"), []byte(tasks), 0o600)
 	const token = "eval-token"
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte(token), 0o600)
-	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir}})
+	// Commands allowed: the offline task's setup runs on the server.
+	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir, AllowCommands: true}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +336,7 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 
 	summary := func(t *testing.T, out string, extra ...string) (string, []gen.EvalAttempt) {
 		t.Helper()
-		args := append([]string{"eval", in("two.jsonl"), "--script", in("fix-add.script"), "--parallel", "2", "--out", out}, extra...)
+		args := append([]string{"eval", in("tasks.jsonl"), "--script", in("fix-add.script"), "--parallel", "2", "--out", out}, extra...)
 		code, stdout, stderr := specloop(t, args...)
 		if code != exitOK {
 			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
@@ -368,12 +367,19 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if remote != local || !strings.Contains(remote, "| resolved | 1 (50.0 %") {
+	if remote != local || !strings.Contains(remote, "| resolved | 1 (33.3 %") || !strings.Contains(remote, "| setup_failed | 1 |") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
 	for _, r := range rs {
-		if r.RunId == nil || r.ExitReason == nil || *r.ExitReason != gen.ExitReasonFinished || r.Resolved != (r.TaskId == "adder") {
+		want := gen.ExitReasonFinished
+		if r.TaskId == "offline" {
+			want = gen.ExitReasonSetupFailed
+		}
+		if r.RunId == nil || r.ExitReason == nil || *r.ExitReason != want || r.Resolved != (r.TaskId == "adder") {
 			t.Errorf("remote attempt %+v", r)
+		}
+		if r.TaskId == "offline" && (r.Error == nil || !strings.Contains(*r.Error, "setup failed with exit code 3") || r.Grade != nil) {
+			t.Errorf("remote attempt whose setup failed %+v", r)
 		}
 	}
 	if after := repoState(t, filepath.Join(dir, "repos", "adder")); after != before {
@@ -381,10 +387,5 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(dir, ".specloop-worktrees")); len(left) != 0 {
 		t.Errorf("the server left work trees: %v", left)
-	}
-	// A task with a setup needs the setup where the model runs.
-	code, _, stderr := specloop(t, "eval", in("tasks.jsonl"), "--script", in("fix-add.script"), "--out", filepath.Join(t.TempDir(), "x"), "--remote", hs.URL, "--token-file", tokenFile)
-	if code != exitUsage || !strings.Contains(stderr, "task offline has a setup") {
-		t.Errorf("a setup with --remote: exit %d, %s", code, stderr)
 	}
 }

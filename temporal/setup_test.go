@@ -1,0 +1,96 @@
+package temporal_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/sandbox"
+	"github.com/specloop/specloop/temporal"
+)
+
+const failingSetup = "echo the mirror is down >&2; exit 3"
+
+// A setup that fails ends the run alike on both engines: setup_failed, no
+// model call, the setup's result in the RunResult, and a trace that ends
+// with run_finished.
+func TestEnginesEndAFailedSetupAlike(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	r, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), AllowCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = r.Shutdown(ctx) })
+	in := scriptInput([]string{finish}, "", 0)
+	in.Setup = new(failingSetup)
+	run, err := r.Create(ctx, in.CreateRunRequest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for run.Status != gen.RunStatusFinished && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+		if run, err = r.Get(run.Id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if run.Result == nil {
+		t.Fatalf("the embedded run did not finish: %+v", run)
+	}
+	want := *run.Result
+	h := newHarness(t)
+	got, evs := h.run(t, in)
+	if got.ExitReason != gen.ExitReasonSetupFailed || got.StepsUsed != 0 || got.Setup == nil || got.Setup.ExitCode != 3 || got.Setup.OutputTail == nil || *got.Setup.OutputTail != "the mirror is down\n" {
+		t.Fatalf("temporal: %+v (setup %+v)", got, got.Setup)
+	}
+	want.RunId, got.RunId = nil, nil
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
+	}
+	if len(evs) != 1 || evs[0].EventType != gen.TraceEventTypeRunFinished || evs[0].ExitReason == nil || *evs[0].ExitReason != gen.ExitReasonSetupFailed {
+		t.Errorf("trace %+v", evs)
+	}
+}
+
+// A setup that passed is part of the workflow's state: it runs once, in
+// the run's workspace, and not again on a new worker that goes on with
+// the run (a fresh Activities value for each execution after a
+// continue-as-new, as after a worker restart).
+func TestSetupIsNotRepeated(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	in := scriptInput([]string{multiply, multiply, multiply, writeDone, finish}, "", 0)
+	in.Setup = new("echo ran >> setup.log")
+	in.ContinueAsNewSteps = 2
+	executions := 1
+	for {
+		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+		var can *workflow.ContinueAsNewError
+		if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+			break
+		}
+		executions++
+		in = temporal.RunInput{}
+		if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		h.acts = nil // a new worker
+		h.newEnv()
+	}
+	res, _ := h.result(t, in)
+	if executions < 2 || res.ExitReason != gen.ExitReasonFinished || res.Setup == nil || !res.Setup.Passed {
+		t.Fatalf("%d executions: %+v (setup %+v)", executions, res, res.Setup)
+	}
+	if data, err := os.ReadFile(filepath.Join(h.root, "setup.log")); err != nil || string(data) != "ran\n" {
+		t.Fatalf("the setup's log: %q, %v; want it run once", data, err)
+	}
+}
