@@ -207,6 +207,7 @@ func (r *wfRun) setupFailed(setup gen.CheckResult) (gen.RunResult, error) {
 	if err := r.exec(r.host, closeActivity, &runEvents{}, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
+	r.end(r.wctx)
 	return res, nil
 }
 
