@@ -363,7 +363,10 @@ func TestReadWhileWriting(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
-			const n = 200
+			n := 200
+			if testing.Short() {
+				n = 50
+			}
 			done := make(chan error, 1)
 			go func() {
 				for i := range n {
