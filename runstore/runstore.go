@@ -11,6 +11,7 @@
 //	runs/<run id>/events/<from>-<to>-<sha256>.jsonl      trace lines [from, to)
 //	runs/<run id>/transcript/<from>-<to>-<sha256>.jsonl  transcript lines [from, to)
 //	runs/<run id>/calls/<n>-<sha256>.json                 the observation of tool call n
+//	runs/<run id>/records/<name>-<sha256>.json            another record of the run (its setup's result)
 //	blobs/<sha256>                                        a payload
 //
 // A stream (events, transcript) is appended a batch at a time, one object
@@ -70,9 +71,14 @@ func Open(ctx context.Context, loc string) (*Store, error) {
 		if err != nil {
 			// The driver's error may repeat the URL, and its query may
 			// hold credentials.
-			msg := err.Error()
-			if u, perr := url.Parse(loc); perr == nil && u.RawQuery != "" {
-				msg = strings.ReplaceAll(strings.ReplaceAll(msg, loc, redactURL(loc)), u.RawQuery, "…")
+			msg := strings.ReplaceAll(err.Error(), loc, redactURL(loc))
+			if u, perr := url.Parse(loc); perr == nil {
+				if u.RawQuery != "" {
+					msg = strings.ReplaceAll(msg, u.RawQuery, "…")
+				}
+				if u.User != nil {
+					msg = strings.ReplaceAll(msg, u.User.String(), "…")
+				}
 			}
 			return nil, fmt.Errorf("the run store %s: %s", redactURL(loc), msg)
 		}
@@ -417,10 +423,7 @@ func (s *Store) PutCall(ctx context.Context, id string, seq int, data []byte) er
 	if err != nil {
 		return err
 	}
-	if _, ok, err := s.firstCall(ctx, prefix); err != nil || ok {
-		return err
-	}
-	return s.put(ctx, prefix+hexSum(data)+".json", data, "application/json")
+	return s.putOnce(ctx, prefix, data)
 }
 
 // Call returns the observation recorded for tool call seq of run id; ok
@@ -430,6 +433,50 @@ func (s *Store) Call(ctx context.Context, id string, seq int) (data []byte, ok b
 	if err != nil {
 		return nil, false, err
 	}
+	return s.getOnce(ctx, prefix)
+}
+
+func recordPrefix(id, name string) (string, error) {
+	if err := checkRunID(id); err != nil {
+		return "", err
+	}
+	if !ident.Plain(name) {
+		return "", fmt.Errorf("a record's name is letters, digits, '_' or '-', not %q", name)
+	}
+	return "runs/" + id + "/records/" + name + "-", nil
+}
+
+// PutRecord records data under name for run id (such as the result of
+// its setup, which a retried activity must not run again), unless a
+// record of that name is there already (then the first is kept).
+func (s *Store) PutRecord(ctx context.Context, id, name string, data []byte) error {
+	prefix, err := recordPrefix(id, name)
+	if err != nil {
+		return err
+	}
+	return s.putOnce(ctx, prefix, data)
+}
+
+// Record returns run id's record name; ok is false when there is none.
+func (s *Store) Record(ctx context.Context, id, name string) (data []byte, ok bool, err error) {
+	prefix, err := recordPrefix(id, name)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.getOnce(ctx, prefix)
+}
+
+// putOnce writes data as prefix<sha256>.json unless an object of prefix
+// is there.
+func (s *Store) putOnce(ctx context.Context, prefix string, data []byte) error {
+	if _, ok, err := s.firstCall(ctx, prefix); err != nil || ok {
+		return err
+	}
+	return s.put(ctx, prefix+hexSum(data)+".json", data, "application/json")
+}
+
+// getOnce reads the object putOnce wrote under prefix.
+func (s *Store) getOnce(ctx context.Context, prefix string) (data []byte, ok bool, err error) {
 	obj, ok, err := s.firstCall(ctx, prefix)
 	if err != nil || !ok {
 		return nil, false, err
@@ -464,7 +511,10 @@ func (s *Store) PutBlob(ctx context.Context, data []byte) (key string, err error
 	key = hexSum(data)
 	// A blob that is there already is kept only when it is intact (a
 	// changed one would fail every read).
-	if _, err := s.get(ctx, "blobs/"+key, key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
+	// Any other error of the read (the store's own trouble) leaves the
+	// blob alone: other runs' histories may refer to it.
+	var corrupt *CorruptError
+	if _, err := s.get(ctx, "blobs/"+key, key); errors.As(err, &corrupt) {
 		if err := s.bucket.Delete(ctx, "blobs/"+key); err != nil && gcerrors.Code(err) != gcerrors.NotFound {
 			return "", fmt.Errorf("replace a damaged blob: %w", err)
 		}

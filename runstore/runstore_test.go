@@ -169,6 +169,18 @@ func TestCallsKeepTheFirstRecord(t *testing.T) {
 			if err := s.PutCall(ctx, "run-1", -1, []byte("{}")); err == nil {
 				t.Fatal("a negative call number was recorded")
 			}
+			// A record by name keeps its first version too.
+			for _, v := range []string{`{"passed":true}`, `{"passed":false}`} {
+				if err := s.PutRecord(ctx, "run-1", "setup", []byte(v)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if data, ok, err := s.Record(ctx, "run-1", "setup"); err != nil || !ok || string(data) != `{"passed":true}` {
+				t.Fatalf("Record = %s, %v, %v", data, ok, err)
+			}
+			if err := s.PutRecord(ctx, "run-1", "../x", []byte("{}")); err == nil {
+				t.Fatal("a record name with a path was written")
+			}
 		})
 	}
 }

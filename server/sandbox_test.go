@@ -101,5 +101,12 @@ func TestRunSetupIsSandboxed(t *testing.T) {
 	}
 	if data, err := os.ReadFile(filepath.Join(ts.cfg.WorkspaceRoot, "setup.txt")); err != nil || string(data) != "ready\n" {
 		t.Fatalf("the setup's file in the workspace: %q, %v", data, err)
+	} // Output longer than the tail kept, cut inside the secret: its end,
+	// which the redactor does not know alone, is not in the tail either.
+	req = calcRequest()
+	req.Setup = ptr(`echo ` + secret + `; head -c 4085 /dev/zero | tr '\0' y; echo`)
+	res = ts.wait(ts.create(req).Id).Result
+	if res.Setup == nil || res.Setup.OutputTail == nil || strings.Contains(*res.Setup.OutputTail, secret[len(secret)-6:]) {
+		t.Fatalf("a setup's long output keeps the end of a secret: %+v", res.Setup)
 	}
 }

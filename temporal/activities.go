@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -258,11 +259,8 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 	}
 	out := openOutput{HostQueue: a.HostQueue, Tools: []gen.ToolSpec{}, Task: s.task, ProjectDocs: s.Options.ProjectDocs}
 	if sp.Setup != nil {
-		stop := heartbeat(ctx)
-		out.Setup, err = runner.RunSetup(ctx, &sp, s.Setup, a.Setup)
-		stop()
-		if err != nil {
-			return openOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
+		if out.Setup, err = a.runSetup(ctx, &sp, s); err != nil {
+			return openOutput{}, err
 		}
 	}
 	if f := s.Options.FollowUp; f != nil {
@@ -287,6 +285,36 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 		}
 	}
 	return out, nil
+}
+
+// runSetup runs the run's setup command once: its result is recorded in
+// the store before the activity returns it, and an attempt of the Open
+// activity after one that ran it (a worker crash, a timeout) returns the
+// record instead of running the command again.
+func (a *Activities) runSetup(ctx context.Context, sp *runner.Spec, s *openRun) (*gen.CheckResult, error) {
+	if data, ok, err := a.Store.recordedSetup(sp.ID); err != nil {
+		return nil, storeError("read the setup's record", err)
+	} else if ok {
+		var res gen.CheckResult
+		if err := json.Unmarshal(data, &res); err != nil {
+			return nil, temporal.NewNonRetryableApplicationError("the setup's record: "+err.Error(), "setup", nil)
+		}
+		return &res, nil
+	}
+	stop := heartbeat(ctx)
+	res, err := runner.RunSetup(ctx, sp, s.Setup, a.Setup)
+	stop()
+	if err != nil {
+		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
+	}
+	data, err := json.Marshal(res)
+	if err == nil {
+		err = a.Store.recordSetup(sp.ID, data)
+	}
+	if err != nil {
+		return nil, storeError("record the setup", err)
+	}
+	return res, nil
 }
 
 // turns gives a follow-up's runs (its spec's Conversation) what the spec

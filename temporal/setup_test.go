@@ -94,3 +94,26 @@ func TestSetupIsNotRepeated(t *testing.T) {
 		t.Fatalf("the setup's log: %q, %v; want it run once", data, err)
 	}
 }
+
+// TestSetupRanOnceAcrossOpenAttempts: an attempt of the Open activity
+// after one that ran the setup (its worker crashed before the workflow
+// heard back, or the attempt timed out) finds the setup's record in the
+// store and returns it, without running the command again.
+func TestSetupRanOnceAcrossOpenAttempts(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	in := scriptInput([]string{finish}, "", 0)
+	in.Setup = new("echo ran >> setup.log")
+	for attempt := range 2 {
+		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+		res, _ := h.result(t, in)
+		if res.Setup == nil || !res.Setup.Passed {
+			t.Fatalf("attempt %d: setup %+v", attempt, res.Setup)
+		}
+		h.acts = nil // a new worker, on the same store
+		h.newEnv()
+	}
+	if data, err := os.ReadFile(filepath.Join(h.root, "setup.log")); err != nil || string(data) != "ran\n" {
+		t.Fatalf("the setup's log: %q, %v; want it run once", data, err)
+	}
+}

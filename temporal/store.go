@@ -181,6 +181,18 @@ func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, 
 	return obs, true, nil
 }
 
+// recordedSetup is the result of run id's setup command, recorded by the
+// attempt of the Open activity that ran it.
+func (s *Store) recordedSetup(id string) ([]byte, bool, error) {
+	return s.rs.Record(context.Background(), id, "setup")
+}
+
+// recordSetup records the result of run id's setup command (the first
+// record is kept).
+func (s *Store) recordSetup(id string, data []byte) error {
+	return s.rs.PutRecord(context.Background(), id, "setup", data)
+}
+
 // recordCall records the observation of call seq of run id, durably,
 // unless one is recorded already.
 func (s *Store) recordCall(id string, seq int, obs *gen.Observation) error {

@@ -16,6 +16,7 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/transcript"
 )
 
@@ -93,6 +94,12 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if err := workflow.SetUpdateHandler(wctx, eventsUpdate, r.eventsAfter); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the events update: %w", err)
 	}
+	// However the execution ends (cancelled too), its followers' updates
+	// return first.
+	defer func() {
+		dctx, _ := workflow.NewDisconnectedContext(wctx)
+		r.end(dctx)
+	}()
 
 	hb := in.HeartbeatTimeout
 	if hb <= 0 {
@@ -108,7 +115,7 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	})
 	if c := in.Continued; c != nil {
 		r.progress = c.progress
-	} else if err := workflow.ExecuteActivity(r.shared, openActivity, in).Get(wctx, &r.Opened); err != nil {
+	} else if err := workflow.ExecuteActivity(openContext(r.shared, &in), openActivity, in).Get(wctx, &r.Opened); err != nil {
 		msg := agent.ClipMessage("open the run: " + activityMessage(err))
 		return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 	}
@@ -173,7 +180,6 @@ func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
 	if err := r.exec(dctx, closeActivity, &runEvents{}, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
-	r.end(dctx)
 	return res, nil
 }
 
@@ -207,8 +213,18 @@ func (r *wfRun) setupFailed(setup gen.CheckResult) (gen.RunResult, error) {
 	if err := r.exec(r.host, closeActivity, &runEvents{}, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
-	r.end(r.wctx)
 	return res, nil
+}
+
+// openContext is the Open activity's context: a run with a setup command
+// gives it the setup's own timeout (the check's) on top of the usual ten
+// minutes, so that the command's timeout, not the activity's, ends a
+// setup that hangs.
+func openContext(shared workflow.Context, in *runInput) workflow.Context {
+	if in.Setup == nil {
+		return shared
+	}
+	return workflow.WithStartToCloseTimeout(shared, 10*time.Minute+tools.DefaultCheckTimeout)
 }
 
 // continueAsNew writes the trace lines still queued and continues the run
@@ -219,7 +235,6 @@ func (r *wfRun) continueAsNew(st agent.State) (gen.RunResult, error) {
 	}
 	next := r.in
 	next.Continued = &continued{State: st, progress: r.progress}
-	r.end(r.wctx)
 	return gen.RunResult{}, workflow.NewContinueAsNewError(r.wctx, WorkflowName, next)
 }
 

@@ -14,8 +14,8 @@ import (
 // zero.
 const DefaultCheckTimeout = 10 * time.Minute
 
-// checkTailBytes is how much of the end of a check's output is kept.
-const checkTailBytes = 4 << 10
+// CheckTailBytes is how much of the end of a check's output is kept.
+const CheckTailBytes = 4 << 10
 
 // CommandCheck is a completion gate that runs a shell command in a
 // workspace, exactly as run_command runs commands (in the sandbox, with an
@@ -55,7 +55,7 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 	if err := c.resolveSandbox(); err != nil {
 		return gen.CheckResult{}, fmt.Errorf("completion check: %w", err)
 	}
-	out := newCapture(0, checkTailBytes)
+	out := newCapture(0, CheckTailBytes)
 	run, err := runCmd(ctx, c.Sandbox, c.ws, sandbox.Command{Args: []string{shellPath, "-c", c.command}, Env: c.Env, Stdout: out, Stderr: out, Timeout: timeout})
 	guard, guarded := gitGuardMessage(err)
 	if guarded {

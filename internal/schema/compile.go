@@ -141,7 +141,7 @@ func (c *compiler) index(s *jsonschema.Schema, in *info) {
 	data, _ := json.Marshal(s)
 	in.rejects = slices.Contains([]string{"false", `{"not":true}`, `{"not":{}}`}, string(data))
 	in.declared = slices.Sorted(maps.Keys(s.Properties))
-	if s.OneOf != nil {
+	if len(s.OneOf) > 0 {
 		in.discriminator, in.byValue = discriminator(s)
 	}
 }

@@ -254,6 +254,13 @@ func TestOneOf(t *testing.T) {
 	if err := v.Validate(true); fmt.Sprint(err) != "value: must match exactly one of its schemas" {
 		t.Errorf("oneOf: %v", err)
 	}
+	// An empty oneOf (an MCP server may send one) matches nothing; it
+	// panicked Compile once.
+	if v, err := schema.Compile(map[string]any{"oneOf": []any{}}, schema.Request); err == nil {
+		if err := v.Validate("x"); err == nil {
+			t.Error("an empty oneOf accepted a value")
+		}
+	}
 }
 
 // TestCompileRefusesBadSchemas: a schema the library cannot use is an
