@@ -5,14 +5,18 @@
 // s3://, gs:// or azblob:// past it.
 //
 // Every object is written once and never rewritten, and every object's
-// name holds the sha256 of its content, checked on every read (a changed
+// name (or first line) holds the sha256 of its content, checked on every read (a changed
 // or damaged object is an error, never data):
 //
 //	runs/<run id>/events/<from>-<to>-<sha256>.jsonl      trace lines [from, to)
 //	runs/<run id>/transcript/<from>-<to>-<sha256>.jsonl  transcript lines [from, to)
-//	runs/<run id>/calls/<n>-<sha256>.json                 the observation of tool call n
-//	runs/<run id>/records/<name>-<sha256>.json            another record of the run (its setup's result)
+//	runs/<run id>/calls/<n>.json                          the observation of tool call n
+//	runs/<run id>/records/<name>.json                     another record of the run (its setup's result)
 //	blobs/<sha256>                                        a payload
+//
+// (A call or record starts with its content's sha256 and a newline
+// instead: its name is fixed, so that it is created once, atomically,
+// and the first writer's record is every reader's.)
 //
 // A stream (events, transcript) is appended a batch at a time, one object
 // per batch, so an append costs the batch and a read costs the listing of
@@ -413,7 +417,7 @@ func callPrefix(id string, seq int) (string, error) {
 	if seq < 0 || seq > maxNumber {
 		return "", fmt.Errorf("tool call %d: a call number is 0 to %d", seq, maxNumber)
 	}
-	return fmt.Sprintf("runs/%s/calls/%0*d-", id, width, seq), nil
+	return fmt.Sprintf("runs/%s/calls/%0*d.json", id, width, seq), nil
 }
 
 // PutCall records data as the observation of tool call seq of run id,
@@ -443,7 +447,7 @@ func recordPrefix(id, name string) (string, error) {
 	if !ident.Plain(name) {
 		return "", fmt.Errorf("a record's name is letters, digits, '_' or '-', not %q", name)
 	}
-	return "runs/" + id + "/records/" + name + "-", nil
+	return "runs/" + id + "/records/" + name + ".json", nil
 }
 
 // PutRecord records data under name for run id (such as the result of
@@ -466,44 +470,56 @@ func (s *Store) Record(ctx context.Context, id, name string) (data []byte, ok bo
 	return s.getOnce(ctx, prefix)
 }
 
-// putOnce writes data as prefix<sha256>.json unless an object of prefix
-// is there.
-func (s *Store) putOnce(ctx context.Context, prefix string, data []byte) error {
-	if _, ok, err := s.firstCall(ctx, prefix); err != nil || ok {
+// putOnce creates the object key with data unless it exists: the first
+// writer's data stays, whoever writes next. The object is data's sha256
+// in hex, a newline, then data (the name cannot hold the hash: it is
+// fixed, so that creating it is one atomic step).
+func (s *Store) putOnce(ctx context.Context, key string, data []byte) error {
+	obj := append([]byte(hexSum(data)+"\n"), data...)
+	if s.dir == "" {
+		// The object stores create with a precondition (S3's and Azure's
+		// If-None-Match, GCS's DoesNotExist): one writer wins.
+		return s.put(ctx, key, obj, "application/json")
+	}
+	// fileblob's IfNotExist holds only within one process: a hard link
+	// of a synced temporary file is the atomic create across processes.
+	path := filepath.Join(s.dir, filepath.FromSlash(key))
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return err
 	}
-	return s.put(ctx, prefix+hexSum(data)+".json", data, "application/json")
-}
-
-// getOnce reads the object putOnce wrote under prefix.
-func (s *Store) getOnce(ctx context.Context, prefix string) (data []byte, ok bool, err error) {
-	obj, ok, err := s.firstCall(ctx, prefix)
-	if err != nil || !ok {
-		return nil, false, err
-	}
-	sum := strings.TrimSuffix(strings.TrimPrefix(obj.Key, prefix), ".json")
-	data, err = s.get(ctx, obj.Key, sum)
-	return data, err == nil, err
-}
-
-// firstCall is the call record under prefix that was written first (two
-// attempts of one call may both have written one; every reader takes the
-// same).
-func (s *Store) firstCall(ctx context.Context, prefix string) (first *blob.ListObject, ok bool, err error) {
-	objs, err := s.list(ctx, prefix)
+	f, err := os.CreateTemp(filepath.Dir(path), ".once-*")
 	if err != nil {
-		return nil, false, err
+		return err
 	}
-	for _, obj := range objs {
-		sum, found := strings.CutSuffix(strings.TrimPrefix(obj.Key, prefix), ".json")
-		if !found || !isHexSum(sum) {
-			continue
-		}
-		if first == nil || obj.ModTime.Before(first.ModTime) || obj.ModTime.Equal(first.ModTime) && obj.Key < first.Key {
-			first = obj
-		}
+	defer os.Remove(f.Name())
+	_, err = f.Write(obj)
+	if err == nil {
+		err = f.Sync()
 	}
-	return first, first != nil, nil
+	if err = errors.Join(err, f.Close()); err != nil {
+		return err
+	}
+	if err := os.Link(f.Name(), path); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	return syncObject(s.dir, key)
+}
+
+// getOnce reads the object putOnce wrote under key, checked against the
+// sha256 it holds.
+func (s *Store) getOnce(ctx context.Context, key string) (data []byte, ok bool, err error) {
+	obj, err := s.bucket.ReadAll(ctx, key)
+	if gcerrors.Code(err) == gcerrors.NotFound {
+		return nil, false, nil
+	}
+	if err != nil {
+		return nil, false, fmt.Errorf("read %s from the run store: %w", key, err)
+	}
+	sum, data, found := bytes.Cut(obj, []byte("\n"))
+	if !found || !isHexSum(string(sum)) || hexSum(data) != string(sum) {
+		return nil, false, &CorruptError{Key: key}
+	}
+	return data, true, nil
 }
 
 // PutBlob stores data under its sha256, which it returns as the blob's key.

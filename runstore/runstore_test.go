@@ -185,6 +185,45 @@ func TestCallsKeepTheFirstRecord(t *testing.T) {
 	}
 }
 
+// TestCallsRacingKeepOne: attempts of one tool call that record at once
+// (a retry while the first attempt still runs) leave one record, the same
+// for every reader, before and after the others wrote.
+func TestCallsRacingKeepOne(t *testing.T) {
+	ctx := context.Background()
+	for name, s := range stores(t) {
+		t.Run(name, func(t *testing.T) {
+			var wg sync.WaitGroup
+			seen := make(chan string, 16)
+			for i := range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := s.PutCall(ctx, "run-1", 7, []byte(fmt.Sprintf(`{"attempt":%d}`, i))); err != nil {
+						t.Error(err)
+					}
+					if data, ok, err := s.Call(ctx, "run-1", 7); err == nil && ok {
+						seen <- string(data)
+					}
+				}()
+			}
+			wg.Wait()
+			close(seen)
+			first := ""
+			for v := range seen {
+				if first == "" {
+					first = v
+				}
+				if v != first {
+					t.Fatalf("readers saw %q and %q", first, v)
+				}
+			}
+			if data, _, _ := s.Call(ctx, "run-1", 7); string(data) != first || first == "" {
+				t.Fatalf("the record is %q, readers saw %q", data, first)
+			}
+		})
+	}
+}
+
 // TestBlobsAreCheckedOnRead: a blob reads back under the key PutBlob gave;
 // a blob changed in the store is an error that names it, never data, and
 // storing the payload again repairs it.
@@ -261,7 +300,22 @@ func TestChangedBatchIsAnError(t *testing.T) {
 	if _, err := s.Lines(ctx, "run-1", runstore.Events, 0); err == nil || !strings.Contains(err.Error(), "no lines 2 to 2") {
 		t.Fatalf("Lines with a gap = %v", err)
 	}
-	// A temporary file a crash left behind is not a batch.
+	// A changed call record is an error too, never the changed data.
+	if err := s.PutCall(ctx, "run-1", 0, []byte(`{"content":"84"}`)); err != nil {
+		t.Fatal(err)
+	}
+	call := filepath.Join(dir, "runs", "run-1", "calls", "0000000000.json")
+	data, err := os.ReadFile(call)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(call, bytes.Replace(data, []byte("84"), []byte("85"), 1), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if got, _, err := s.Call(ctx, "run-1", 0); !errors.As(err, &corrupt) || got != nil {
+		t.Fatalf("Call of a changed record = %q, %v", got, err)
+	}
+		// A temporary file a crash left behind is not a batch.
 	if err := os.WriteFile(files[0]+".17ab.tmp", []byte("junk\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
