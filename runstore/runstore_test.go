@@ -315,7 +315,7 @@ func TestChangedBatchIsAnError(t *testing.T) {
 	if got, _, err := s.Call(ctx, "run-1", 0); !errors.As(err, &corrupt) || got != nil {
 		t.Fatalf("Call of a changed record = %q, %v", got, err)
 	}
-		// A temporary file a crash left behind is not a batch.
+	// A temporary file a crash left behind is not a batch.
 	if err := os.WriteFile(files[0]+".17ab.tmp", []byte("junk\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
