@@ -27,7 +27,7 @@ func ReadResults(path string, repair bool) ([]gen.EvalAttempt, error) {
 	var out []gen.EvalAttempt
 	for _, l := range ls {
 		var r gen.EvalAttempt
-		if err := parseLine(l.text, attemptValidator, &r); err != nil {
+		if err := attemptSchema.Parse(l.text, &r); err != nil {
 			return nil, fmt.Errorf("%s:%d: %w (move the file away to start afresh)", path, l.n, err)
 		}
 		out = append(out, r)

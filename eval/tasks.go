@@ -13,11 +13,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/gitcheckout"
-	"github.com/specloop/specloop/internal/schema"
+	"github.com/specloop/specloop/trace"
 )
 
 // maxTaskFile bounds a task file (and a results file) read into memory.
@@ -36,37 +35,11 @@ type Task struct {
 	Commit, Objects string
 }
 
+// The spec's schemas of a task file's and a results file's lines.
 var (
-	taskValidator    = validator("EvalTask")
-	attemptValidator = validator("EvalAttempt")
+	taskSchema    = trace.NewLineSchema("EvalTask")
+	attemptSchema = trace.NewLineSchema("EvalAttempt")
 )
-
-func validator(name string) func() (*schema.Validator, error) {
-	return sync.OnceValues(func() (*schema.Validator, error) {
-		doc, err := gen.SpecDoc()
-		if err != nil {
-			return nil, err
-		}
-		return schema.Compile(doc.Schemas[name], schema.Neither)
-	})
-}
-
-// parseLine decodes one JSON line into out, validated against the spec's
-// schema v returns; errors name the field, never a value.
-func parseLine(line []byte, v func() (*schema.Validator, error), out any) error {
-	val, err := v()
-	if err != nil {
-		return err
-	}
-	value, err := schema.Decode(line)
-	if err != nil {
-		return err
-	}
-	if err := val.Validate(value); err != nil {
-		return err
-	}
-	return schema.Unmarshal(line, out)
-}
 
 // lines splits data into its lines, numbered from 1; blank lines are
 // left out, and so is a last line without a newline when torn is set
@@ -106,7 +79,7 @@ func ReadTasks(path string) ([]Task, error) {
 	ls, _ := lines(data, false)
 	for _, l := range ls {
 		t := Task{Line: l.n}
-		if err := parseLine(l.text, taskValidator, &t.EvalTask); err != nil {
+		if err := taskSchema.Parse(l.text, &t.EvalTask); err != nil {
 			errs = append(errs, fmt.Errorf("%s:%d: %w", path, l.n, err))
 			continue
 		}
