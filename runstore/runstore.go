@@ -397,19 +397,6 @@ func (s *Store) Lines(ctx context.Context, id string, st Stream, from int) ([][]
 	return out, nil
 }
 
-// Len is the number of lines of run id's stream st.
-func (s *Store) Len(ctx context.Context, id string, st Stream) (int, error) {
-	prefix, err := streamPrefix(id, st)
-	if err != nil {
-		return 0, err
-	}
-	batches, err := s.batches(ctx, prefix)
-	if err != nil {
-		return 0, fmt.Errorf("the %s of run %s: %w", st, id, err)
-	}
-	return end(batches), nil
-}
-
 func callPrefix(id string, seq int) (string, error) {
 	if err := checkRunID(id); err != nil {
 		return "", err
@@ -553,15 +540,6 @@ func (s *Store) DeleteStream(ctx context.Context, id string, st Stream) error {
 		return err
 	}
 	return s.deletePrefix(ctx, prefix)
-}
-
-// DeleteRun removes every object of run id (its streams and call records;
-// blobs are shared and stay).
-func (s *Store) DeleteRun(ctx context.Context, id string) error {
-	if err := checkRunID(id); err != nil {
-		return err
-	}
-	return s.deletePrefix(ctx, "runs/"+id+"/")
 }
 
 // deletePrefix removes the objects whose names start with prefix.

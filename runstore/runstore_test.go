@@ -91,9 +91,6 @@ func TestAppendIsIdempotent(t *testing.T) {
 			if len(got) != 0 {
 				t.Fatalf("lines past the end = %q", join(got))
 			}
-			if n, err := s.Len(ctx, "run-1", runstore.Events); err != nil || n != 4 {
-				t.Fatalf("Len = %d, %v; want 4", n, err)
-			}
 			err = s.Append(ctx, "run-1", runstore.Events, 6, lines("gap"))
 			if err == nil || !strings.Contains(err.Error(), "has 4 lines, and the next batch starts at 6") {
 				t.Fatalf("append past the end: %v", err)
@@ -133,8 +130,8 @@ func TestRunIDsStayInTheirRun(t *testing.T) {
 				if _, _, err := s.Call(ctx, id, 0); !errors.Is(err, runstore.ErrInvalidRunID) {
 					t.Errorf("Call(%q) = %v", id, err)
 				}
-				if err := s.DeleteRun(ctx, id); !errors.Is(err, runstore.ErrInvalidRunID) {
-					t.Errorf("DeleteRun(%q) = %v", id, err)
+				if err := s.DeleteStream(ctx, id, runstore.Transcript); !errors.Is(err, runstore.ErrInvalidRunID) {
+					t.Errorf("DeleteStream(%q) = %v", id, err)
 				}
 			}
 			if err := s.Append(ctx, "run-1", runstore.Stream("../x"), 0, lines("x")); err == nil {
@@ -319,8 +316,11 @@ func TestChangedBatchIsAnError(t *testing.T) {
 	if err := os.WriteFile(files[0]+".17ab.tmp", []byte("junk\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if n, err := s.Len(ctx, "run-1", runstore.Events); err != nil || n != 2 {
-		t.Fatalf("Len = %d, %v; want 2 (the lines before the gap)", n, err)
+	if err := s.Append(ctx, "run-1", runstore.Events, 2, lines("c")); err != nil {
+		t.Fatalf("the trace has 2 lines before the gap, not the temporary file's: %v", err)
+	}
+	if got, err := s.Lines(ctx, "run-1", runstore.Events, 0); err != nil || join(got) != "a|b|c|d" {
+		t.Fatalf("Lines after the gap is filled = %q, %v", join(got), err)
 	}
 }
 
@@ -349,15 +349,18 @@ func TestDirectoryIsOwnerOnly(t *testing.T) {
 	}
 }
 
-// TestDeleteRunLeavesOthers: deleting a run's objects leaves the other
-// runs' and the shared blobs.
-func TestDeleteRunLeavesOthers(t *testing.T) {
+// TestDeleteStreamLeavesTheRest: removing a run's transcript (its
+// retention) leaves its trace and call records, the other runs' (run-10
+// shares run-1's prefix) and the shared blobs.
+func TestDeleteStreamLeavesTheRest(t *testing.T) {
 	ctx := context.Background()
 	for name, s := range stores(t) {
 		t.Run(name, func(t *testing.T) {
 			for _, id := range []string{"run-1", "run-10"} {
-				if err := s.Append(ctx, id, runstore.Events, 0, lines(id)); err != nil {
-					t.Fatal(err)
+				for _, st := range []runstore.Stream{runstore.Events, runstore.Transcript} {
+					if err := s.Append(ctx, id, st, 0, lines(id)); err != nil {
+						t.Fatal(err)
+					}
 				}
 				if err := s.PutCall(ctx, id, 0, []byte(id)); err != nil {
 					t.Fatal(err)
@@ -367,17 +370,22 @@ func TestDeleteRunLeavesOthers(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.DeleteRun(ctx, "run-1"); err != nil {
+			if err := s.DeleteStream(ctx, "run-1", runstore.Transcript); err != nil {
 				t.Fatal(err)
 			}
-			if got, _ := s.Lines(ctx, "run-1", runstore.Events, 0); len(got) != 0 {
-				t.Fatalf("run-1 still has %q", join(got))
+			if got, _ := s.Lines(ctx, "run-1", runstore.Transcript, 0); len(got) != 0 {
+				t.Fatalf("run-1 still has its transcript %q", join(got))
 			}
-			if got, _ := s.Lines(ctx, "run-10", runstore.Events, 0); join(got) != "run-10" {
-				t.Fatalf("run-10 has %q", join(got))
+			if got, _ := s.Lines(ctx, "run-1", runstore.Events, 0); join(got) != "run-1" {
+				t.Fatalf("run-1's trace is %q", join(got))
 			}
-			if _, ok, _ := s.Call(ctx, "run-10", 0); !ok {
-				t.Fatal("run-10 lost its call record")
+			if got, _ := s.Lines(ctx, "run-10", runstore.Transcript, 0); join(got) != "run-10" {
+				t.Fatalf("run-10's transcript is %q", join(got))
+			}
+			for _, id := range []string{"run-1", "run-10"} {
+				if _, ok, _ := s.Call(ctx, id, 0); !ok {
+					t.Fatalf("%s lost its call record", id)
+				}
 			}
 			if _, err := s.Blob(ctx, key); err != nil {
 				t.Fatal(err)
