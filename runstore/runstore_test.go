@@ -32,7 +32,14 @@ func stores(t *testing.T) map[string]*runstore.Store {
 	}
 	t.Cleanup(func() { dir.Close() })
 
-	fake := httptest.NewServer(gofakes3.New(s3mem.New(), gofakes3.WithAutoBucket(true)).Server())
+	// The bucket exists before the store is used, as a deployment's does
+	// (an auto-created one would not exist until the first write, and a
+	// read before it would fail).
+	backend := s3mem.New()
+	if err := backend.CreateBucket("specloop-runs"); err != nil {
+		t.Fatal(err)
+	}
+	fake := httptest.NewServer(gofakes3.New(backend).Server())
 	t.Cleanup(fake.Close)
 	t.Setenv("AWS_ACCESS_KEY_ID", "test")
 	t.Setenv("AWS_SECRET_ACCESS_KEY", "test")
