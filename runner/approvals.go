@@ -102,10 +102,33 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 	if answer != nil {
 		return *answer, nil
 	}
+	if ctx.Err() == nil {
+		return agent.Approval{}, errSettled
+	}
 	if errors.Is(context.Cause(ctx), errShuttingDown) {
 		return agent.Approval{}, fmt.Errorf("%w: the server stopped while a tool call waited for approval", agent.ErrInterrupted)
 	}
 	return agent.Approval{}, context.Cause(ctx)
+}
+
+// errSettled is Approve's error for a call decided elsewhere (settled).
+var errSettled = errors.New("the tool call was decided elsewhere")
+
+// settled ends the wait for call id of an engine's run, which the engine
+// decided without this gate (its timer, or a decision another runner
+// handed it): the call is no longer listed and the run is running again.
+func (g *approvalGate) settled(id string) {
+	g.mu.Lock()
+	p := g.pending
+	if p == nil || p.CallId != id || p.answer != nil {
+		g.mu.Unlock()
+		return
+	}
+	g.pending = nil
+	g.decided[id] = true
+	close(p.done)
+	g.mu.Unlock()
+	g.setStatus(gen.RunStatusWaitingForApproval, gen.RunStatusRunning)
 }
 
 // setStatus moves the run from status from to status to.

@@ -42,6 +42,9 @@ func (s *Runner) Continue(ctx context.Context, id string, body gen.ContinueRunRe
 	if strings.TrimSpace(body.Message) == "" {
 		return gen.Run{}, badField("/message", "the message is empty")
 	}
+	if err := s.known(id); err != nil {
+		return gen.Run{}, err
+	}
 	s.runs.mu.Lock()
 	r := s.runs.byID[id]
 	var err error
@@ -145,6 +148,9 @@ func (s *Runner) turns(chain []string) ([]Turn, error) {
 // Conversation returns the runs of conversation id, oldest first: run id
 // and the runs that continue it, one after the other.
 func (s *Runner) Conversation(id string) (gen.Conversation, error) {
+	if err := s.known(id); err != nil && !errors.Is(err, errNoRun) {
+		return gen.Conversation{}, err
+	}
 	s.runs.mu.RLock()
 	defer s.runs.mu.RUnlock()
 	r := s.runs.byID[id]

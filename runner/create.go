@@ -176,6 +176,9 @@ var errNoRun = &Error{Kind: NotFound, Detail: "no run has this id"}
 
 // Get returns run id, with its result once finished.
 func (s *Runner) Get(id string) (gen.Run, error) {
+	if err := s.known(id); err != nil {
+		return gen.Run{}, err
+	}
 	v, ok := s.runs.get(id)
 	if !ok {
 		return gen.Run{}, errNoRun
@@ -187,6 +190,9 @@ func (s *Runner) Get(id string) (gen.Run, error) {
 // for the first page), only those with status when it is set; next is the
 // cursor of the next page, "" after the last.
 func (s *Runner) List(status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error) {
+	if ei := s.index(); ei != nil {
+		return s.listIndex(ei, status, limit, cursor)
+	}
 	return s.runs.list(status, limit, cursor)
 }
 
@@ -210,6 +216,9 @@ func (s *Runner) Cancel(id string) (gen.Run, error) {
 // inFlight returns run id, its job and its status; the error is NotFound
 // for an unknown run and Conflict for a finished one.
 func (s *Runner) inFlight(id string) (*run, *job, gen.RunStatus, error) {
+	if err := s.known(id); err != nil {
+		return nil, nil, "", err
+	}
 	s.runs.mu.RLock()
 	defer s.runs.mu.RUnlock()
 	r := s.runs.byID[id]
@@ -244,8 +253,8 @@ func (s *Runner) Statuses() map[gen.RunStatus]int {
 // after, as written so far. A run that keeps none (its request said
 // transcript false, or it has not started) is NotFound.
 func (s *Runner) Transcript(id string, after int) ([]gen.TranscriptEntry, error) {
-	if _, ok := s.runs.get(id); !ok {
-		return nil, errNoRun
+	if err := s.known(id); err != nil {
+		return nil, err
 	}
 	path, err := s.transcriptPath(id)
 	if err != nil {

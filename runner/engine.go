@@ -83,7 +83,12 @@ func (s *Runner) executeOn(e Engine, r *run, j *job, started time.Time, tf *trac
 	// The run's metrics and spans come from its durable events, as the
 	// engine hands them over (an attached run's earlier events were
 	// counted by the server that saw them).
-	obs := s.cfg.Telemetry.Observe(j.telemetry, nil)
+	// An adopted run's are the accepting server's to count.
+	tel := s.cfg.Telemetry
+	if j.adopted {
+		tel = nil
+	}
+	obs := tel.Observe(j.telemetry, nil)
 	var res gen.RunResult
 	err := openErr
 	if err != nil {
@@ -98,15 +103,24 @@ func (s *Runner) executeOn(e Engine, r *run, j *job, started time.Time, tf *trac
 				finished, finishedLine = ev, line
 				return
 			}
-			if ev.EventType == gen.TraceEventTypeApprovalRequested && j.gate != nil && ev.CallId != nil && ev.ToolName != nil {
+			switch {
+			case j.gate == nil || ev.CallId == nil:
+			case ev.EventType == gen.TraceEventTypeApprovalRequested && ev.ToolName != nil:
 				s.forwardApproval(e, r, j, ev)
+			case ev.EventType == gen.TraceEventTypeApprovalDecided:
+				j.gate.settled(*ev.CallId)
 			}
 			j.events.publishJSON(ev.EventType, line, false)
 		}
 		if j.attached {
 			res, err = e.Follow(j.ctx, r.id, j.seen, event)
 		} else {
-			res, err = e.Execute(j.ctx, j.spec, event)
+			sp := j.spec
+			s.runs.mu.RLock()
+			v := r.view()
+			s.runs.mu.RUnlock()
+			sp.Listed = &v
+			res, err = e.Execute(j.ctx, sp, event)
 		}
 		if finished != nil {
 			if serr := tf.ended(); serr != nil {
@@ -222,9 +236,10 @@ const pendingCallTimeout = 10 * time.Second
 // engine's run with the run's gate, with the arguments and expiry the
 // engine holds (from then on the run is waiting_for_approval and lists
 // the call), and hands the decision made through the API to the engine,
-// in a goroutine that ends with the run. A call the engine decided itself
-// (its timeout) stays listed until the next request or the run's end; a
-// late decision on it is ignored by the run.
+// in a goroutine that ends with the run or with the call's
+// approval_decided, when the engine decided it without this runner (its
+// timeout, or another runner's decision); a decision that crosses it is
+// ignored by the run.
 func (s *Runner) forwardApproval(e Engine, r *run, j *job, ev *gen.TraceEvent) {
 	ea, ok := e.(EngineApprovals)
 	if !ok {

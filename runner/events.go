@@ -190,8 +190,8 @@ func (s *Runner) ContentEvents(ctx context.Context, id string, after, afterSeq i
 }
 
 func (s *Runner) openStream(ctx context.Context, id string, from cursor) (io.ReadCloser, error) {
-	if _, ok := s.runs.get(id); !ok {
-		return nil, errNoRun
+	if err := s.known(id); err != nil {
+		return nil, err
 	}
 	pr, pw := io.Pipe()
 	go s.stream(ctx, id, from, pw)

@@ -38,6 +38,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"golang.org/x/sync/singleflight"
 	"log/slog"
 	"os"
 	"sync"
@@ -140,9 +141,10 @@ type Runner struct {
 	tools *wiring.Setup // the tools on the workspace root (Tools)
 
 	closing      atomic.Bool
-	attached     []*run        // runs an Engine executes, to follow once the runner is up
-	resumed      []*run        // runs in flight at a crash, to go on once the runner is up
-	stopSweeping chan struct{} // closed by Shutdown
+	adopting     singleflight.Group // adoptions of runs from the engine's index, by run id
+	attached     []*run             // runs an Engine executes, to follow once the runner is up
+	resumed      []*run             // runs in flight at a crash, to go on once the runner is up
+	stopSweeping chan struct{}      // closed by Shutdown
 	stopOnce     sync.Once
 	closeOnce    sync.Once
 	closeErr     error

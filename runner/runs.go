@@ -58,6 +58,9 @@ type job struct {
 	// engine.go), and the events its trace held.
 	attached bool
 	seen     int
+	// adopted: a run another runner accepted, which this one follows
+	// (EngineIndex).
+	adopted bool
 	// A run in flight when this runner started, to go on from its
 	// transcript's entries (resume.go).
 	resume *transcript.Log

@@ -50,6 +50,11 @@ type Spec struct {
 	// Temporal workflow's input: its workers find the transcripts and
 	// rebuild the history where the tools are).
 	Conversation []Turn `json:",omitempty"`
+	// Listed is the run as its runner accepted it (its creation time,
+	// workspace, task line and conversation), which an Engine with an
+	// index keeps for the other runners (EngineIndex). It is not part of
+	// the run, and not encoded with it.
+	Listed *gen.Run `json:"-"`
 }
 
 // KeepsTranscript reports whether the run keeps a transcript: the

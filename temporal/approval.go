@@ -48,6 +48,8 @@ func (a *wfApprover) Approve(_ context.Context, req agent.ApprovalRequest) (agen
 		return agent.Approval{}, activityError(err)
 	}
 	r.waiting.Expires = workflow.Now(r.wctx).Add(timeout) // when the timer fires
+	r.setStatus(gen.RunStatusWaitingForApproval)
+	defer r.setStatus(gen.RunStatusRunning)
 	tctx, cancelTimer := workflow.WithCancel(r.wctx)
 	defer cancelTimer()
 	timer := workflow.NewTimer(tctx, timeout)

@@ -60,7 +60,7 @@ func (e *Engine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.Tr
 		return failed(sp.ID, err)
 	}
 	in := runInput{Spec: sp, HeartbeatTimeout: e.HeartbeatTimeout}
-	wf, err := e.Client.ExecuteWorkflow(context.WithoutCancel(ctx), client.StartWorkflowOptions{ID: workflowID(sp.ID), TaskQueue: e.TaskQueue}, WorkflowName, in)
+	wf, err := e.Client.ExecuteWorkflow(context.WithoutCancel(ctx), e.startOptions(&sp), WorkflowName, in)
 	if err != nil {
 		return failed(sp.ID, fmt.Errorf("start the workflow: %w", err))
 	}

@@ -86,8 +86,14 @@ const (
 // and the trace behind activities. Its result is the run's RunResult, also
 // for runs that failed (exit reason internal_error or model_error); a
 // workflow error means the workflow itself could not run.
-func runWorkflow(wctx workflow.Context, in runInput) (gen.RunResult, error) {
+func runWorkflow(wctx workflow.Context, in runInput) (res gen.RunResult, err error) {
 	r := &wfRun{wctx: wctx, in: in}
+	r.indexed = indexed(wctx)
+	defer func() {
+		if err == nil { // a result: the run ended (not continued as new)
+			r.ended(&res)
+		}
+	}()
 	if err := workflow.SetQueryHandler(wctx, pendingQuery, func() (*runner.EnginePendingCall, error) { return r.waiting, nil }); err != nil {
 		return gen.RunResult{}, fmt.Errorf("register the pending-call query: %w", err)
 	}
@@ -249,6 +255,7 @@ type wfRun struct {
 	waiting *runner.EnginePendingCall // the call waiting for approval (PendingQuery)
 	entries []gen.TranscriptEntry     // transcript entries not yet in the store
 	ending  bool                      // the execution's trace is all in the store (eventsUpdate)
+	indexed bool                      // the workflow keeps its search attributes current (index.go)
 }
 
 // refOf is run sp's runRef.

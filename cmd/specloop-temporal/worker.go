@@ -60,6 +60,12 @@ func (f *temporalFlags) Open(root string, logger *slog.Logger) (runner.Engine, f
 	if err != nil {
 		return nil, nil, err
 	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := temporal.RegisterSearchAttributes(ctx, c, f.namespace); err != nil {
+		c.Close()
+		return nil, nil, fmt.Errorf("%w (or register them with `temporal operator search-attribute create`, docs/temporal.md)", err)
+	}
 	return &temporal.Engine{Client: c, TaskQueue: f.queue, Store: store, HeartbeatTimeout: f.heartbeat}, c.Close, nil
 }
 

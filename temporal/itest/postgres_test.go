@@ -90,12 +90,6 @@ func TestPostgresWorkerKilledMidCall(t *testing.T) {
 // An API server killed with SIGKILL while a run it accepted waits for
 // approval: the other API server lists the waiting call and decides it.
 func TestPostgresAPIServerKilledWhileWaiting(t *testing.T) {
-	// Issue 26 item 1 is not built yet: each API server keeps its own run
-	// list (its --data), so the other one answers 404. .ci/run prints
-	// this skip; set SPECLOOP_ONE_RUN_INDEX=1 to run the test.
-	if os.Getenv("SPECLOOP_ONE_RUN_INDEX") != "1" {
-		t.Skip("known gap: a run accepted by one API server is not known to another yet (one run index for every API server, issue 26 item 1)")
-	}
 	c := newPostgresCluster(t)
 	id := c.createApprovalRun("approved")
 	a := c.apis[0]
@@ -112,12 +106,6 @@ func TestPostgresAPIServerKilledWhileWaiting(t *testing.T) {
 // A run accepted by one API server is listed by the other, which decides
 // its approval; both then report it finished.
 func TestPostgresRunListedAndDecidedFromTheOtherAPIServer(t *testing.T) {
-	// Issue 26 item 1 is not built yet: each API server keeps its own run
-	// list (its --data), so the other one answers 404. .ci/run prints
-	// this skip; set SPECLOOP_ONE_RUN_INDEX=1 to run the test.
-	if os.Getenv("SPECLOOP_ONE_RUN_INDEX") != "1" {
-		t.Skip("known gap: a run accepted by one API server is not known to another yet (one run index for every API server, issue 26 item 1)")
-	}
 	c := newPostgresCluster(t)
 	id := c.createApprovalRun("listed")
 	b := c.on(1)

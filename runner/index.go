@@ -1,0 +1,229 @@
+package runner
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/trace"
+)
+
+// EngineIndex is an optional ability of an Engine whose runs are indexed
+// where every runner sees them (Temporal's visibility store): GET
+// /v1/runs lists the index, and a runner asked for a run it does not know
+// (another runner accepted it) adopts it: it records the run as the index
+// has it, with its trace so far, and follows it as it follows the runs it
+// reattaches after a restart, so that its events, approvals,
+// cancellation and follow-up messages work on every runner.
+type EngineIndex interface {
+	// Lookup returns run id as the index has it, and its trace so far
+	// (its lines, JSON without newlines). An index that has no such run
+	// returns an error that wraps ErrNoEngineRun.
+	Lookup(ctx context.Context, id string) (EngineRun, error)
+	// List returns up to limit runs of the index, in its order, from
+	// cursor ("" for the first page), only those with status when it is
+	// set (never queued: a queued run is still its runner's alone); next
+	// is the cursor of the next page, "" after the last. A cursor it did
+	// not issue is an *Error of kind Invalid.
+	List(ctx context.Context, status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error)
+}
+
+// EngineRun is a run as an EngineIndex has it.
+type EngineRun struct {
+	// Run holds what the runner that accepted it recorded (its id,
+	// creation time, workspace, task line and conversation) and its
+	// status; a finished run's Result has at least its exit reason.
+	Run   gen.Run
+	Trace [][]byte
+}
+
+// indexTimeout bounds a request to the engine's index.
+const indexTimeout = 10 * time.Second
+
+// maxAdoptChain bounds the runs a conversation adopted at once holds: the
+// runs an adopted run continues are adopted with it.
+const maxAdoptChain = 100
+
+// index returns the engine's index, nil when it has none.
+func (s *Runner) index() EngineIndex {
+	ei, _ := s.cfg.Engine.(EngineIndex)
+	return ei
+}
+
+// known makes sure the runner knows run id, adopting it from the engine's
+// index when another runner accepted it (and the runs it continues). It
+// returns errNoRun when neither knows it.
+func (s *Runner) known(id string) error {
+	for range maxAdoptChain {
+		s.runs.mu.RLock()
+		r := s.runs.byID[id]
+		s.runs.mu.RUnlock()
+		if r != nil {
+			return nil
+		}
+		ei := s.index()
+		if ei == nil || !ident.Plain(id) {
+			return errNoRun
+		}
+		prev, err := s.adopt(ei, id)
+		if err != nil || prev == "" {
+			return err
+		}
+		id = prev // adopt what it continues too, for a follow-up's history
+	}
+	return nil
+}
+
+// adopt records run id of the engine's index as one of this runner's and
+// follows it; it returns the run it continues, "" for none. One adoption
+// of a run happens at a time; a second caller gets the first one's
+// outcome.
+func (s *Runner) adopt(ei EngineIndex, id string) (continues string, err error) {
+	v, err, _ := s.adopting.Do(id, func() (any, error) { return s.adoptOnce(ei, id) })
+	continues, _ = v.(string)
+	return continues, err
+}
+
+func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
+	s.runs.mu.RLock()
+	r := s.runs.byID[id]
+	s.runs.mu.RUnlock()
+	if r != nil {
+		return "", nil // adopted meanwhile
+	}
+	if s.closing.Load() {
+		return "", errUnavailable
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	defer cancel()
+	er, err := ei.Lookup(ctx, id)
+	if errors.Is(err, ErrNoEngineRun) {
+		return "", errNoRun
+	}
+	if err != nil {
+		s.log.Error("look a run up in the engine's index", "run", id, "err", err)
+		return "", &Error{Kind: Internal, Detail: "the run could not be looked up in the engine's index"}
+	}
+	v := er.Run
+	r = &run{id: id, created: v.CreatedAt.UTC(), workspace: deref(v.Workspace), taskLine: deref(v.TaskLine),
+		continues: deref(v.Continues), status: gen.RunStatusQueued}
+	if v.ConversationId != "" && v.ConversationId != id {
+		r.conversation = v.ConversationId
+	}
+	if !ident.Plain(r.continues) {
+		r.continues = ""
+	}
+	if !ident.Plain(r.conversation) {
+		r.conversation = ""
+	}
+	t, err := s.adoptTrace(id, er.Trace)
+	if err != nil {
+		s.log.Error("copy an adopted run's trace", "run", id, "err", err)
+		return "", &Error{Kind: Internal, Detail: "the run's trace could not be copied from the engine"}
+	}
+	e := &entry{Op: opCreated, ID: id, Time: r.created, Workspace: r.workspace, TaskLine: r.taskLine, Continues: r.continues, Conversation: r.conversation}
+	line, err := jsonLine(e)
+	if err == nil {
+		err = s.store.append(line, true)
+	}
+	if err != nil {
+		s.log.Error("record an adopted run", "run", id, "err", err)
+		return "", &Error{Kind: Internal, Detail: "the run could not be recorded"}
+	}
+	// Unlisted until reattach made it a run in flight (an approval it
+	// waits for included).
+	s.reattach(r, t)
+	r.job.adopted = true
+	s.runs.mu.Lock()
+	s.runs.add(r)
+	s.runs.mu.Unlock()
+	if v.Status == gen.RunStatusFinished {
+		// Its result, with what only the engine's result holds (its
+		// patch, its check), before the run is shown: it has ended.
+		s.execute(r)
+	} else {
+		s.followAttached([]*run{r})
+	}
+	return r.continues, nil
+}
+
+// adoptTrace writes an adopted run's trace lines to its trace file (which
+// an earlier, failed adoption may have left) and reads them back as a
+// reattached run's trace.
+func (s *Runner) adoptTrace(id string, lines [][]byte) (traceLog, error) {
+	var data []byte
+	for i, l := range lines {
+		if _, err := trace.ParseEvent(l); err != nil {
+			return traceLog{}, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		data = append(append(data, l...), '\n')
+	}
+	s.store.createMu.Lock()
+	err := os.WriteFile(s.store.tracePath(id), data, 0o600)
+	s.store.createMu.Unlock()
+	if err != nil {
+		return traceLog{}, err
+	}
+	return s.recoverTrace(id)
+}
+
+// listIndex is List on a runner whose engine has an index: the index's
+// runs (as this runner knows them when it does: their results whole),
+// and on the first page first this runner's queued runs, which only it
+// knows. Its cursors are its own: "i." and the index's.
+func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error) {
+	if status != nil && *status == gen.RunStatusQueued {
+		return s.runs.list(status, limit, cursor)
+	}
+	from := ""
+	if cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(cursor)
+		rest, ok := strings.CutPrefix(string(b), "i.")
+		if err != nil || !ok {
+			return nil, "", badField("cursor", `query parameter "cursor": is not a cursor this server issued`)
+		}
+		from = rest
+	} else if status == nil {
+		queued := gen.RunStatusQueued
+		runs, _, _ = s.runs.list(&queued, limit, "")
+		if len(runs) == limit {
+			return runs, wrapCursor(""), nil
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	defer cancel()
+	listed, next, err := ei.List(ctx, status, limit-len(runs), from)
+	if err != nil {
+		var re *Error
+		if errors.As(err, &re) {
+			return nil, "", re
+		}
+		s.log.Error("list the engine's index", "err", err)
+		return nil, "", &Error{Kind: Internal, Detail: "the runs could not be listed from the engine's index"}
+	}
+	for _, v := range listed {
+		if slices.ContainsFunc(runs, func(q gen.Run) bool { return q.Id == v.Id }) {
+			continue
+		}
+		if mine, ok := s.runs.get(v.Id); ok && (status == nil || mine.Status == *status) {
+			v = mine
+		}
+		runs = append(runs, v)
+	}
+	if next != "" {
+		next = wrapCursor(next)
+	}
+	return runs, next, nil
+}
+
+// wrapCursor is listIndex's cursor for the index's cursor c.
+func wrapCursor(c string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte("i." + c))
+}
