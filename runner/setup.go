@@ -3,8 +3,6 @@ package runner
 import (
 	"context"
 	"fmt"
-	"strings"
-	"unicode/utf8"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/sandbox"
@@ -33,24 +31,10 @@ func RunSetup(ctx context.Context, sp *Spec, s *wiring.Setup, host wiring.Config
 	}
 	c := tools.NewCommandCheck(s.Workspace, *sp.Setup)
 	c.Sandbox = sb
+	c.Redactor = host.Redactor()
 	res, err := c.Check(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
-	}
-	if res.OutputTail != nil {
-		tail := *res.OutputTail
-		// A tail cut from longer output starts inside a line, perhaps
-		// inside a secret the redactor would not know by its end: the
-		// tail starts at the next whole line.
-		if len(tail) > tools.CheckTailBytes-utf8.UTFMax {
-			if i := strings.IndexByte(tail, '\n'); i >= 0 {
-				tail = tail[i+1:]
-			} else {
-				tail = ""
-			}
-		}
-		tail, _ = host.Redactor().Text(tail)
-		res.OutputTail = &tail
 	}
 	return &res, nil
 }

@@ -60,6 +60,13 @@ func (c *capture) text() string {
 	return trimToRunes(string(c.head)) + fmt.Sprintf("\n[… %d bytes omitted …]\n", cut) + trimToRunes(string(tail))
 }
 
+// cut reports whether bytes before the tail were dropped.
+func (c *capture) cut() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.total > int64(len(c.tailBytes()))
+}
+
 // tailText returns only the last bytes of the stream.
 func (c *capture) tailText() string {
 	c.mu.Lock()

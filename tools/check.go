@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/specloop/specloop/gen"
@@ -33,6 +34,18 @@ type CommandCheck struct {
 	// Sandbox confines the check; nil means a sandbox with the default
 	// Policy, resolved at the first Check.
 	Sandbox *sandbox.Sandbox
+	// Redactor, when set, redacts the tail of the output before it is
+	// returned (a run's transcript redactor, wiring.Config.Redactor): the
+	// result reaches the RunResult, which a server returns and stores.
+	// A tail cut from longer output first starts at its next whole line,
+	// since a secret whose start was cut off would not be known by its end.
+	Redactor TextRedactor
+}
+
+// TextRedactor replaces secrets in text and says how many it replaced;
+// *transcript.Redactor is one.
+type TextRedactor interface {
+	Text(s string) (string, int)
 }
 
 // NewCommandCheck returns a check that runs command in ws.
@@ -69,6 +82,16 @@ func (c *CommandCheck) Check(ctx context.Context) (gen.CheckResult, error) {
 		return gen.CheckResult{}, err
 	}
 	tail := out.tailText()
+	if c.Redactor != nil {
+		if out.cut() {
+			if i := strings.IndexByte(tail, '\n'); i >= 0 {
+				tail = tail[i+1:]
+			} else {
+				tail = ""
+			}
+		}
+		tail, _ = c.Redactor.Text(tail)
+	}
 	if run.TimedOut {
 		tail += fmt.Sprintf("\n[the check timed out after %s and was killed]\n", timeout)
 	}

@@ -205,6 +205,7 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		c := tools.NewCommandCheck(s.Workspace, cfg.Check)
 		c.Env = cfg.CheckEnv
 		c.Sandbox = s.Sandbox
+		c.Redactor = cfg.Redactor() // its output reaches the RunResult
 		s.Check, s.Options.Check = c, c
 	}
 	switch {

@@ -35,6 +35,7 @@ const (
 	exitInterrupted         = 8
 	exitStuck               = 9
 	exitContextWindow       = 10
+	exitSetupFailed         = 11
 	exitCancelled           = 130
 )
 
@@ -50,6 +51,7 @@ var exitCodes = map[gen.ExitReason]int{
 	gen.ExitReasonStuck:                 exitStuck,
 	gen.ExitReasonContextWindowExceeded: exitContextWindow,
 	gen.ExitReasonCancelled:             exitCancelled,
+	gen.ExitReasonSetupFailed:           exitSetupFailed,
 }
 
 func exitCodeFor(reason gen.ExitReason) int {
@@ -150,7 +152,7 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 			"and every run ends with a structured result and a JSONL trace.",
 		Notes: "Exit status of run and demo: 0 finished, 1 internal error, 2 usage error, 3 max_steps_exceeded,\n" +
 			"4 invalid_model_output, 5 check_failed, 6 model_error, 7 token_budget_exceeded, 8 interrupted, 9 stuck,\n" +
-			"10 context_window_exceeded, 130 cancelled.\n\n" +
+			"10 context_window_exceeded, 11 setup_failed, 130 cancelled.\n\n" +
 			"Runs as Temporal workflows (serve and worker) are a command of their own: specloop-temporal."}
 	return p.Run(ctx, args, stdin, stdout, stderr)
 }
