@@ -12,6 +12,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -120,6 +121,16 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	if !ident.Plain(r.continues) {
 		r.continues = ""
 	}
+	// The workspace is the index's word, not a name this runner checked:
+	// it becomes a path under the workspace root (a follow-up's workspace,
+	// the isolated work tree the run's end removes), so it must be one a
+	// request could have named.
+	ws, err := adoptedWorkspace(r.workspace)
+	if err != nil {
+		s.log.Error("adopt a run", "run", id, "workspace", textclip.Clip(r.workspace, 200), "err", err)
+		return "", &Error{Kind: Internal, Detail: "the engine's index holds a workspace for the run that is not a workspace name"}
+	}
+	r.workspace = ws
 	if !ident.Plain(r.conversation) {
 		r.conversation = ""
 	}
@@ -152,6 +163,28 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 		s.followAttached([]*run{r})
 	}
 	return r.continues, nil
+}
+
+// adoptedWorkspace is the workspace name an index holds for a run, as a
+// run records it ("" for the root), or an error when no request could
+// have named it: not a clean relative path inside the root, or in the
+// isolated runs' directory.
+func adoptedWorkspace(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	clean, err := cleanWorkspace(&name, "workspace")
+	switch {
+	case err != nil:
+		return "", err
+	case clean != name && clean != ".":
+		return "", errors.New("the workspace is not a clean path")
+	case inIsolated(clean):
+		return "", errors.New("the workspace names the work trees of isolated runs")
+	case clean == ".":
+		return "", nil
+	}
+	return clean, nil
 }
 
 // adoptTrace writes an adopted run's trace lines to its trace file (which

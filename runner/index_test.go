@@ -1,0 +1,173 @@
+package runner_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/runner"
+)
+
+// indexEngine is an engine with an index (runner.EngineIndex) that
+// another runner filled: its runs are put there by the test, and a
+// runner only ever looks them up, lists and follows them.
+type indexEngine struct {
+	mu   sync.Mutex
+	runs map[string]*indexRun
+	// lookup, when set, is called first by Lookup.
+	lookup func(id string)
+}
+
+type indexRun struct {
+	run    gen.Run
+	lines  [][]byte
+	result *gen.RunResult
+}
+
+func newIndexEngine() *indexEngine { return &indexEngine{runs: map[string]*indexRun{}} }
+
+// put indexes run v with the events evs; a finished run ends with
+// run_finished and has its result.
+func (e *indexEngine) put(t *testing.T, v gen.Run, evs ...gen.TraceEvent) {
+	t.Helper()
+	ir := &indexRun{run: v}
+	for i, ev := range evs {
+		ev.RunId, ev.Time = v.Id, v.CreatedAt.Add(time.Duration(i)*time.Second)
+		line, err := json.Marshal(&ev)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ir.lines = append(ir.lines, line)
+	}
+	if v.Status == gen.RunStatusFinished {
+		ir.result = v.Result
+	}
+	e.mu.Lock()
+	e.runs[v.Id] = ir
+	e.mu.Unlock()
+}
+
+func (e *indexEngine) Execute(context.Context, runner.Spec, func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	return gen.RunResult{}, errors.New("this engine only indexes runs another runner accepted")
+}
+
+// Follow hands over the events after the first seen and returns a
+// finished run's result; it follows a run in flight until ctx is done.
+func (e *indexEngine) Follow(ctx context.Context, id string, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	e.mu.Lock()
+	ir := e.runs[id]
+	e.mu.Unlock()
+	if ir == nil {
+		return gen.RunResult{}, fmt.Errorf("follow %s: %w", id, runner.ErrNoEngineRun)
+	}
+	for _, line := range ir.lines[min(seen, len(ir.lines)):] {
+		var ev gen.TraceEvent
+		if err := json.Unmarshal(line, &ev); err != nil {
+			return gen.RunResult{}, err
+		}
+		event(&ev, line)
+	}
+	if ir.result != nil {
+		return *ir.result, nil
+	}
+	<-ctx.Done()
+	msg := "stopped following"
+	return gen.RunResult{RunId: &id, ExitReason: gen.ExitReasonInterrupted, Error: &msg}, nil
+}
+
+func (e *indexEngine) Lookup(_ context.Context, id string) (runner.EngineRun, error) {
+	if e.lookup != nil {
+		e.lookup(id)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	ir := e.runs[id]
+	if ir == nil {
+		return runner.EngineRun{}, fmt.Errorf("lookup %s: %w", id, runner.ErrNoEngineRun)
+	}
+	return runner.EngineRun{Run: ir.run, Trace: append([][]byte(nil), ir.lines...)}, nil
+}
+
+func (e *indexEngine) List(context.Context, *gen.RunStatus, int, string) ([]gen.Run, string, error) {
+	return nil, "", nil
+}
+
+// finishedRun is run id as the index has it once it finished.
+func finishedRun(id string) (gen.Run, []gen.TraceEvent) {
+	created := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	reason, steps, answer := gen.ExitReasonFinished, 1, "done"
+	v := gen.Run{Id: id, ConversationId: id, CreatedAt: created, Status: gen.RunStatusFinished,
+		Result: &gen.RunResult{RunId: &id, ExitReason: reason, StepsUsed: steps, Answer: &answer}}
+	return v, []gen.TraceEvent{{EventType: gen.TraceEventTypeRunStarted},
+		{Step: 1, EventType: gen.TraceEventTypeRunFinished, ExitReason: &reason, StepsUsed: &steps}}
+}
+
+func newIndexRunner(t *testing.T, e runner.Engine, data, root string) *runner.Runner {
+	t.Helper()
+	rn, err := runner.New(runner.Config{DataDir: data, WorkspaceRoot: root, Engine: e})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rn.Shutdown(context.Background()) })
+	return rn
+}
+
+// The workspace an index holds for a run is not trusted as a path: one in
+// the isolated runs' directory, or leading out of it, is refused, and the
+// run's end removes nothing under the workspace root.
+func TestAnAdoptedRunsWorkspaceIsNotTrusted(t *testing.T) {
+	t.Parallel()
+	for _, ws := range []string{runner.IsolatedDir + "/../keep", runner.IsolatedDir + "/x", "../keep", "/keep"} {
+		t.Run(ws, func(t *testing.T) {
+			t.Parallel()
+			root := t.TempDir()
+			for _, d := range []string{"keep", runner.IsolatedDir + "/x"} {
+				if err := os.MkdirAll(filepath.Join(root, d), 0o700); err != nil {
+					t.Fatal(err)
+				}
+			}
+			e := newIndexEngine()
+			v, evs := finishedRun("r-forged")
+			v.Workspace = &ws
+			e.put(t, v, evs...)
+			rn := newIndexRunner(t, e, t.TempDir(), root)
+			_, err := rn.Get(v.Id)
+			for _, d := range []string{"keep", runner.IsolatedDir + "/x"} {
+				if _, err := os.Stat(filepath.Join(root, d)); err != nil {
+					t.Errorf("%s: %v", d, err)
+				}
+			}
+			var re *runner.Error
+			if !errors.As(err, &re) || re.Kind != runner.Internal {
+				t.Fatalf("Get: %v, want an internal error", err)
+			}
+		})
+	}
+}
+
+// A workspace a request could have named is the adopted run's.
+func TestAnAdoptedRunKeepsItsWorkspace(t *testing.T) {
+	t.Parallel()
+	root := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(root, "a", "b"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	e := newIndexEngine()
+	v, evs := finishedRun("r-inworkspace")
+	v.Workspace = ptrTo("a/b")
+	e.put(t, v, evs...)
+	rn := newIndexRunner(t, e, t.TempDir(), root)
+	got, err := rn.Get(v.Id)
+	if err != nil || got.Workspace == nil || *got.Workspace != "a/b" {
+		t.Fatalf("Get: %+v, %v", got, err)
+	}
+}
+
+func ptrTo[T any](v T) *T { return &v }
