@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -189,12 +190,21 @@ func adoptedWorkspace(name string) (string, error) {
 
 // adoptTrace writes an adopted run's trace lines to its trace file (which
 // an earlier, failed adoption may have left) and reads them back as a
-// reattached run's trace.
+// reattached run's trace. A last run_finished is left out: following the
+// run hands it over again (it is the first event after those the trace
+// holds), with the engine's result, and it is written then, once.
 func (s *Runner) adoptTrace(id string, lines [][]byte) (traceLog, error) {
 	var data []byte
 	for i, l := range lines {
-		if _, err := trace.ParseEvent(l); err != nil {
+		ev, err := trace.ParseEvent(l)
+		if err == nil && bytes.ContainsAny(l, "\r\n") {
+			err = errors.New("the line holds a line break")
+		}
+		if err != nil {
 			return traceLog{}, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if ev.EventType == gen.TraceEventTypeRunFinished && i == len(lines)-1 {
+			break
 		}
 		data = append(append(data, l...), '\n')
 	}

@@ -1,6 +1,7 @@
 package runner_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -167,6 +168,47 @@ func TestAnAdoptedRunKeepsItsWorkspace(t *testing.T) {
 	got, err := rn.Get(v.Id)
 	if err != nil || got.Workspace == nil || *got.Workspace != "a/b" {
 		t.Fatalf("Get: %+v, %v", got, err)
+	}
+}
+
+// A run that finished before this runner heard of it is adopted with its
+// whole trace: the copy ends with the one run_finished the engine traced,
+// not a second one of the runner's own.
+func TestAnAdoptedFinishedRunKeepsOneRunFinished(t *testing.T) {
+	t.Parallel()
+	e := newIndexEngine()
+	v, evs := finishedRun("r-finished")
+	e.put(t, v, evs...)
+	data := t.TempDir()
+	rn := newIndexRunner(t, e, data, t.TempDir())
+	got, err := rn.Get(v.Id)
+	if err != nil || got.Status != gen.RunStatusFinished || got.Result == nil || got.Result.Answer == nil || *got.Result.Answer != "done" {
+		t.Fatalf("Get: %+v, %v", got, err)
+	}
+	trace, err := os.ReadFile(filepath.Join(data, "traces", v.Id+".jsonl"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := bytes.Count(trace, []byte(`"event_type":"run_finished"`)); n != 1 {
+		t.Fatalf("the adopted run's trace has %d run_finished events, want 1:\n%s", n, trace)
+	}
+}
+
+// A trace line of the index that holds a line break (JSON allows one
+// between its tokens) would be two lines of the copy: the adoption fails
+// instead.
+func TestAnAdoptedTraceLineWithALineBreakIsRefused(t *testing.T) {
+	t.Parallel()
+	e := newIndexEngine()
+	v, evs := finishedRun("r-twolines")
+	e.put(t, v, evs...)
+	ir := e.runs[v.Id]
+	ir.lines[0] = append([]byte("{\n"), ir.lines[0][1:]...)
+	rn := newIndexRunner(t, e, t.TempDir(), t.TempDir())
+	_, err := rn.Get(v.Id)
+	var re *runner.Error
+	if !errors.As(err, &re) || re.Kind != runner.Internal {
+		t.Fatalf("Get: %v, want an internal error", err)
 	}
 }
 
