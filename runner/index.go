@@ -61,9 +61,11 @@ func (s *Runner) index() EngineIndex {
 
 // known makes sure the runner knows run id, adopting it from the engine's
 // index when another runner accepted it (and the runs it continues). It
-// returns errNoRun when neither knows it.
+// returns errNoRun when neither knows it. A run it continues that cannot
+// be adopted (gone from the index, or the index down) leaves run id known
+// all the same: only a follow-up's history lacks it.
 func (s *Runner) known(id string) error {
-	for range maxAdoptChain {
+	for i := range maxAdoptChain {
 		s.runs.mu.RLock()
 		r := s.runs.byID[id]
 		s.runs.mu.RUnlock()
@@ -72,9 +74,16 @@ func (s *Runner) known(id string) error {
 		}
 		ei := s.index()
 		if ei == nil || !ident.Plain(id) {
+			if i > 0 {
+				return nil
+			}
 			return errNoRun
 		}
 		prev, err := s.adopt(ei, id)
+		if err != nil && i > 0 {
+			s.log.Warn("adopt a run an adopted run continues", "run", id, "err", err)
+			return nil
+		}
 		if err != nil || prev == "" {
 			return err
 		}

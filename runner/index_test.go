@@ -212,4 +212,20 @@ func TestAnAdoptedTraceLineWithALineBreakIsRefused(t *testing.T) {
 	}
 }
 
+// A run whose earlier run the index no longer has (its retention ended) is
+// adopted and served all the same: the first request for it already finds
+// it.
+func TestAnAdoptedRunWhoseEarlierRunIsGone(t *testing.T) {
+	t.Parallel()
+	e := newIndexEngine()
+	v, evs := finishedRun("r-followup")
+	v.Continues, v.ConversationId = ptrTo("r-gone"), "r-gone"
+	e.put(t, v, evs...)
+	rn := newIndexRunner(t, e, t.TempDir(), t.TempDir())
+	got, err := rn.Get(v.Id)
+	if err != nil || got.Id != v.Id || got.Continues == nil || *got.Continues != "r-gone" {
+		t.Fatalf("Get: %+v, %v", got, err)
+	}
+}
+
 func ptrTo[T any](v T) *T { return &v }
