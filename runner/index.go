@@ -112,6 +112,19 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	if s.closing.Load() {
 		return "", errUnavailable
 	}
+	// Shutdown waits for the adoption, which writes to the data directory
+	// and makes a run in flight that Shutdown must stop following.
+	if err := s.sched.hold(); err != nil {
+		return "", err
+	}
+	held := true
+	unhold := func() {
+		if held {
+			held = false
+			s.sched.unhold()
+		}
+	}
+	defer unhold()
 	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
 	defer cancel()
 	er, err := ei.Lookup(ctx, id)
@@ -165,13 +178,22 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	s.runs.mu.Lock()
 	s.runs.add(r)
 	s.runs.mu.Unlock()
-	if v.Status == gen.RunStatusFinished {
-		// Its result, with what only the engine's result holds (its
-		// patch, its check), before the run is shown: it has ended.
-		s.execute(r)
-	} else {
+	if v.Status != gen.RunStatusFinished {
 		s.followAttached([]*run{r})
+		return r.continues, nil
 	}
+	// Its result, with what only the engine's result holds (its patch,
+	// its check), before the adoption returns: it has ended. It is
+	// followed as the others are, for Shutdown to stop.
+	done := make(chan struct{})
+	s.sched.workers.Add(1)
+	go func() {
+		defer s.sched.workers.Done()
+		defer close(done)
+		s.execute(r)
+	}()
+	unhold()
+	<-done
 	return r.continues, nil
 }
 

@@ -8,7 +8,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,6 +26,8 @@ type indexEngine struct {
 	runs map[string]*indexRun
 	// lookup, when set, is called first by Lookup.
 	lookup func(id string)
+	// following counts the Follow calls under way.
+	following atomic.Int32
 }
 
 type indexRun struct {
@@ -62,6 +66,8 @@ func (e *indexEngine) Execute(context.Context, runner.Spec, func(*gen.TraceEvent
 // Follow hands over the events after the first seen and returns a
 // finished run's result; it follows a run in flight until ctx is done.
 func (e *indexEngine) Follow(ctx context.Context, id string, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	e.following.Add(1)
+	defer e.following.Add(-1)
 	e.mu.Lock()
 	ir := e.runs[id]
 	e.mu.Unlock()
@@ -225,6 +231,56 @@ func TestAnAdoptedRunWhoseEarlierRunIsGone(t *testing.T) {
 	got, err := rn.Get(v.Id)
 	if err != nil || got.Id != v.Id || got.Continues == nil || *got.Continues != "r-gone" {
 		t.Fatalf("Get: %+v, %v", got, err)
+	}
+}
+
+// A run being adopted when the runner shuts down is part of the
+// shutdown: the adoption is recorded (not refused by a run log closed
+// under it), and Shutdown returns once it no longer follows the run.
+func TestShutdownWhileARunIsAdopted(t *testing.T) {
+	t.Parallel()
+	e := newIndexEngine()
+	id := "r-adoptedatshutdown"
+	e.put(t, gen.Run{Id: id, ConversationId: id, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), Status: gen.RunStatusRunning},
+		gen.TraceEvent{EventType: gen.TraceEventTypeRunStarted})
+	entered, release := make(chan struct{}), make(chan struct{})
+	var once sync.Once
+	e.lookup = func(string) {
+		once.Do(func() { close(entered) })
+		<-release
+	}
+	rn := newIndexRunner(t, e, t.TempDir(), t.TempDir())
+	got := make(chan error, 1)
+	go func() {
+		_, err := rn.Get(id)
+		got <- err
+	}()
+	<-entered
+	shut := make(chan error, 1)
+	go func() { shut <- rn.Shutdown(context.Background()) }()
+	// Shutdown has begun once a request is refused for it (before the
+	// request's own problem, a check on a server without commands).
+	probe := gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, Check: ptrTo("true")}
+	for {
+		_, err := rn.Create(context.Background(), probe)
+		var re *runner.Error
+		if errors.As(err, &re) && re.Kind == runner.Unavailable {
+			break
+		}
+		runtime.Gosched()
+	}
+	close(release)
+	if err := <-got; err != nil {
+		var re *runner.Error
+		if !errors.As(err, &re) || re.Kind != runner.Unavailable {
+			t.Fatalf("Get while shutting down: %v, want the run or unavailable", err)
+		}
+	}
+	if err := <-shut; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if n := e.following.Load(); n != 0 {
+		t.Fatalf("%d runs still followed after Shutdown", n)
 	}
 }
 
