@@ -248,27 +248,42 @@ func (s *Runner) adoptTrace(id string, lines [][]byte) (traceLog, error) {
 	return s.recoverTrace(id)
 }
 
-// listIndex is List on a runner whose engine has an index: the index's
-// runs (as this runner knows them when it does: their results whole),
-// and on the first page first this runner's queued runs, which only it
-// knows. Its cursors are its own: "i." and the index's.
+// listIndex is List on a runner whose engine has an index: first this
+// runner's queued runs, which only it knows (when no status is asked
+// for), then the index's runs (as this runner knows them when it does:
+// their results whole). Its cursors are its own: "q." and the run list's
+// for the queued runs, "i." and the index's.
 func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error) {
 	if status != nil && *status == gen.RunStatusQueued {
 		return s.runs.list(status, limit, cursor)
 	}
-	from := ""
+	from, queuedFrom, inQueue := "", "", status == nil && cursor == ""
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		rest, ok := strings.CutPrefix(string(b), "i.")
-		if err != nil || !ok {
+		c := string(b)
+		switch {
+		case err != nil:
+		case strings.HasPrefix(c, "i."):
+			from = c[2:]
+		case strings.HasPrefix(c, "q.") && status == nil:
+			queuedFrom, inQueue = c[2:], true
+		default:
+			err = errors.New("no cursor of this server")
+		}
+		if err != nil {
 			return nil, "", badField("cursor", `query parameter "cursor": is not a cursor this server issued`)
 		}
-		from = rest
-	} else if status == nil {
+	}
+	if inQueue {
 		queued := gen.RunStatusQueued
-		runs, _, _ = s.runs.list(&queued, limit, "")
-		if len(runs) == limit {
-			return runs, wrapCursor(""), nil
+		runs, next, err = s.runs.list(&queued, limit, queuedFrom)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case next != "":
+			return runs, wrapCursor("q.", next), nil
+		case len(runs) == limit:
+			return runs, wrapCursor("i.", ""), nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
@@ -292,12 +307,13 @@ func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cur
 		runs = append(runs, v)
 	}
 	if next != "" {
-		next = wrapCursor(next)
+		next = wrapCursor("i.", next)
 	}
 	return runs, next, nil
 }
 
-// wrapCursor is listIndex's cursor for the index's cursor c.
-func wrapCursor(c string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("i." + c))
+// wrapCursor is listIndex's cursor for cursor c of the run list (kind
+// "q.") or the index ("i.").
+func wrapCursor(kind, c string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + c))
 }

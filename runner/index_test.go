@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -59,8 +60,12 @@ func (e *indexEngine) put(t *testing.T, v gen.Run, evs ...gen.TraceEvent) {
 	e.mu.Unlock()
 }
 
-func (e *indexEngine) Execute(context.Context, runner.Spec, func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
-	return gen.RunResult{}, errors.New("this engine only indexes runs another runner accepted")
+// Execute holds the runner's slot until the run must stop: the runs
+// accepted after it stay queued.
+func (e *indexEngine) Execute(ctx context.Context, sp runner.Spec, _ func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
+	<-ctx.Done()
+	msg := "stopped"
+	return gen.RunResult{RunId: &sp.ID, ExitReason: gen.ExitReasonCancelled, Error: &msg}, nil
 }
 
 // Follow hands over the events after the first seen and returns a
@@ -281,6 +286,48 @@ func TestShutdownWhileARunIsAdopted(t *testing.T) {
 	}
 	if n := e.following.Load(); n != 0 {
 		t.Fatalf("%d runs still followed after Shutdown", n)
+	}
+}
+
+// The list of a runner with an index shows its queued runs (which only
+// it knows) first, every one of them, page after page.
+func TestTheIndexListShowsEveryQueuedRun(t *testing.T) {
+	t.Parallel()
+	rn, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Engine: newIndexEngine(), MaxConcurrent: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rn.Shutdown(context.Background()) })
+	var queued []string
+	for i := range 4 {
+		v, err := rn.Create(context.Background(), script(t, `{"answer":"x"}`))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i == 0 { // the run in the slot: running before the others come
+			waitFor(t, rn, v.Id, func(v gen.Run) bool { return v.Status == gen.RunStatusRunning })
+		} else {
+			queued = append(queued, v.Id)
+		}
+	}
+	var listed []string
+	cursor := ""
+	for range 10 {
+		page, next, err := rn.List(nil, 1, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range page {
+			listed = append(listed, v.Id)
+		}
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	slices.Reverse(queued) // newest first
+	if !slices.Equal(listed, queued) {
+		t.Fatalf("listed %v, want the queued runs %v", listed, queued)
 	}
 }
 
