@@ -75,6 +75,12 @@ func (g *approvalGate) Approve(ctx context.Context, req agent.ApprovalRequest) (
 	g.mu.Lock()
 	p := g.pending
 	if p == nil || p.CallId != id {
+		if g.decided[id] {
+			// An engine's call settled before this wait began
+			// (forwardApproval's goroutine ran after its approval_decided).
+			g.mu.Unlock()
+			return agent.Approval{}, errSettled
+		}
 		// The run traces nothing (it always does on a server) or the
 		// event did not reach the observer: register the call now.
 		g.mu.Unlock()

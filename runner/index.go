@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
+	"github.com/specloop/specloop/internal/textclip"
 	"github.com/specloop/specloop/trace"
 )
 
@@ -59,9 +61,11 @@ func (s *Runner) index() EngineIndex {
 
 // known makes sure the runner knows run id, adopting it from the engine's
 // index when another runner accepted it (and the runs it continues). It
-// returns errNoRun when neither knows it.
+// returns errNoRun when neither knows it. A run it continues that cannot
+// be adopted (gone from the index, or the index down) leaves run id known
+// all the same: only a follow-up's history lacks it.
 func (s *Runner) known(id string) error {
-	for range maxAdoptChain {
+	for i := range maxAdoptChain {
 		s.runs.mu.RLock()
 		r := s.runs.byID[id]
 		s.runs.mu.RUnlock()
@@ -70,9 +74,16 @@ func (s *Runner) known(id string) error {
 		}
 		ei := s.index()
 		if ei == nil || !ident.Plain(id) {
+			if i > 0 {
+				return nil
+			}
 			return errNoRun
 		}
 		prev, err := s.adopt(ei, id)
+		if err != nil && i > 0 {
+			s.log.Warn("adopt a run an adopted run continues", "run", id, "err", err)
+			return nil
+		}
 		if err != nil || prev == "" {
 			return err
 		}
@@ -101,6 +112,19 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	if s.closing.Load() {
 		return "", errUnavailable
 	}
+	// Shutdown waits for the adoption, which writes to the data directory
+	// and makes a run in flight that Shutdown must stop following.
+	if err := s.sched.hold(); err != nil {
+		return "", err
+	}
+	held := true
+	unhold := func() {
+		if held {
+			held = false
+			s.sched.unhold()
+		}
+	}
+	defer unhold()
 	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
 	defer cancel()
 	er, err := ei.Lookup(ctx, id)
@@ -120,6 +144,16 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	if !ident.Plain(r.continues) {
 		r.continues = ""
 	}
+	// The workspace is the index's word, not a name this runner checked:
+	// it becomes a path under the workspace root (a follow-up's workspace,
+	// the isolated work tree the run's end removes), so it must be one a
+	// request could have named.
+	ws, err := adoptedWorkspace(r.workspace)
+	if err != nil {
+		s.log.Error("adopt a run", "run", id, "workspace", textclip.Clip(r.workspace, 200), "err", err)
+		return "", &Error{Kind: Internal, Detail: "the engine's index holds a workspace for the run that is not a workspace name"}
+	}
+	r.workspace = ws
 	if !ident.Plain(r.conversation) {
 		r.conversation = ""
 	}
@@ -144,24 +178,64 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	s.runs.mu.Lock()
 	s.runs.add(r)
 	s.runs.mu.Unlock()
-	if v.Status == gen.RunStatusFinished {
-		// Its result, with what only the engine's result holds (its
-		// patch, its check), before the run is shown: it has ended.
-		s.execute(r)
-	} else {
+	if v.Status != gen.RunStatusFinished {
 		s.followAttached([]*run{r})
+		return r.continues, nil
 	}
+	// Its result, with what only the engine's result holds (its patch,
+	// its check), before the adoption returns: it has ended. It is
+	// followed as the others are, for Shutdown to stop.
+	done := make(chan struct{})
+	s.sched.workers.Add(1)
+	go func() {
+		defer s.sched.workers.Done()
+		defer close(done)
+		s.execute(r)
+	}()
+	unhold()
+	<-done
 	return r.continues, nil
+}
+
+// adoptedWorkspace is the workspace name an index holds for a run, as a
+// run records it ("" for the root), or an error when no request could
+// have named it: not a clean relative path inside the root, or in the
+// isolated runs' directory.
+func adoptedWorkspace(name string) (string, error) {
+	if name == "" {
+		return "", nil
+	}
+	clean, err := cleanWorkspace(&name, "workspace")
+	switch {
+	case err != nil:
+		return "", err
+	case clean != name && clean != ".":
+		return "", errors.New("the workspace is not a clean path")
+	case inIsolated(clean):
+		return "", errors.New("the workspace names the work trees of isolated runs")
+	case clean == ".":
+		return "", nil
+	}
+	return clean, nil
 }
 
 // adoptTrace writes an adopted run's trace lines to its trace file (which
 // an earlier, failed adoption may have left) and reads them back as a
-// reattached run's trace.
+// reattached run's trace. A last run_finished is left out: following the
+// run hands it over again (it is the first event after those the trace
+// holds), with the engine's result, and it is written then, once.
 func (s *Runner) adoptTrace(id string, lines [][]byte) (traceLog, error) {
 	var data []byte
 	for i, l := range lines {
-		if _, err := trace.ParseEvent(l); err != nil {
+		ev, err := trace.ParseEvent(l)
+		if err == nil && bytes.ContainsAny(l, "\r\n") {
+			err = errors.New("the line holds a line break")
+		}
+		if err != nil {
 			return traceLog{}, fmt.Errorf("line %d: %w", i+1, err)
+		}
+		if ev.EventType == gen.TraceEventTypeRunFinished && i == len(lines)-1 {
+			break
 		}
 		data = append(append(data, l...), '\n')
 	}
@@ -174,27 +248,42 @@ func (s *Runner) adoptTrace(id string, lines [][]byte) (traceLog, error) {
 	return s.recoverTrace(id)
 }
 
-// listIndex is List on a runner whose engine has an index: the index's
-// runs (as this runner knows them when it does: their results whole),
-// and on the first page first this runner's queued runs, which only it
-// knows. Its cursors are its own: "i." and the index's.
+// listIndex is List on a runner whose engine has an index: first this
+// runner's queued runs, which only it knows (when no status is asked
+// for), then the index's runs (as this runner knows them when it does:
+// their results whole). Its cursors are its own: "q." and the run list's
+// for the queued runs, "i." and the index's.
 func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cursor string) (runs []gen.Run, next string, err error) {
 	if status != nil && *status == gen.RunStatusQueued {
 		return s.runs.list(status, limit, cursor)
 	}
-	from := ""
+	from, queuedFrom, inQueue := "", "", status == nil && cursor == ""
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
-		rest, ok := strings.CutPrefix(string(b), "i.")
-		if err != nil || !ok {
+		c := string(b)
+		switch {
+		case err != nil:
+		case strings.HasPrefix(c, "i."):
+			from = c[2:]
+		case strings.HasPrefix(c, "q.") && status == nil:
+			queuedFrom, inQueue = c[2:], true
+		default:
+			err = errors.New("no cursor of this server")
+		}
+		if err != nil {
 			return nil, "", badField("cursor", `query parameter "cursor": is not a cursor this server issued`)
 		}
-		from = rest
-	} else if status == nil {
+	}
+	if inQueue {
 		queued := gen.RunStatusQueued
-		runs, _, _ = s.runs.list(&queued, limit, "")
-		if len(runs) == limit {
-			return runs, wrapCursor(""), nil
+		runs, next, err = s.runs.list(&queued, limit, queuedFrom)
+		switch {
+		case err != nil:
+			return nil, "", err
+		case next != "":
+			return runs, wrapCursor("q.", next), nil
+		case len(runs) == limit:
+			return runs, wrapCursor("i.", ""), nil
 		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
@@ -218,12 +307,13 @@ func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cur
 		runs = append(runs, v)
 	}
 	if next != "" {
-		next = wrapCursor(next)
+		next = wrapCursor("i.", next)
 	}
 	return runs, next, nil
 }
 
-// wrapCursor is listIndex's cursor for the index's cursor c.
-func wrapCursor(c string) string {
-	return base64.RawURLEncoding.EncodeToString([]byte("i." + c))
+// wrapCursor is listIndex's cursor for cursor c of the run list (kind
+// "q.") or the index ("i.").
+func wrapCursor(kind, c string) string {
+	return base64.RawURLEncoding.EncodeToString([]byte(kind + c))
 }

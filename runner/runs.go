@@ -251,6 +251,23 @@ func (s *scheduler) admit() error {
 	return nil
 }
 
+// hold keeps close from returning, as an admitted run not yet queued
+// does, until unhold: for work that makes a run in flight without the
+// queue (an adoption, index.go), which Shutdown must then find. It is
+// refused once the scheduler closes.
+func (s *scheduler) hold() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return errUnavailable
+	}
+	s.creating.Add(1)
+	return nil
+}
+
+// unhold ends a hold.
+func (s *scheduler) unhold() { s.creating.Done() }
+
 // release gives back a reservation whose run was never created.
 func (s *scheduler) release() {
 	s.mu.Lock()

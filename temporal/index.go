@@ -115,7 +115,14 @@ func (e *Engine) Lookup(ctx context.Context, id string) (runner.EngineRun, error
 	if err != nil {
 		return runner.EngineRun{}, fmt.Errorf("describe the workflow: %w", err)
 	}
-	v, err := e.runOf(d.RawResponse.GetWorkflowExecutionInfo())
+	info := d.RawResponse.GetWorkflowExecutionInfo()
+	// The run's workflow, on the engine's task queue, as List lists: not
+	// another deployment's in the namespace, nor another workflow under a
+	// run's workflow id, which the runner would follow, decide and cancel.
+	if info.GetType().GetName() != WorkflowName || info.GetTaskQueue() != e.TaskQueue {
+		return runner.EngineRun{}, fmt.Errorf("run %s: the workflow is not a run of task queue %s: %w", id, e.TaskQueue, runner.ErrNoEngineRun)
+	}
+	v, err := e.runOf(info)
 	if err != nil {
 		return runner.EngineRun{}, err
 	}
