@@ -51,13 +51,23 @@ var searchAttributes = map[string]enumspb.IndexedValueType{
 // conversation).
 const listedMemo = "specloop.run"
 
+// ErrNoOperatorPermission is RegisterSearchAttributes's error (wrapped)
+// when the Temporal cluster refuses its operator API to this process: it
+// cannot check the search attributes, which an operator then registers
+// (docs/temporal.md).
+var ErrNoOperatorPermission = errors.New("the Temporal cluster refuses this process its operator API")
+
 // RegisterSearchAttributes registers the runs' search attributes in
 // namespace ns, unless they are already there: `specloop-temporal serve`
-// and `worker` do it when they start. It needs the operator API's
-// permission; without it, an operator registers them once with
+// does it when it starts. It needs the operator API's permission; without
+// it (ErrNoOperatorPermission), an operator registers them once with
 // `temporal operator search-attribute create` (docs/temporal.md).
 func RegisterSearchAttributes(ctx context.Context, c client.Client, ns string) error {
 	have, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	var denied *serviceerror.PermissionDenied
+	if errors.As(err, &denied) {
+		return fmt.Errorf("list the namespace's search attributes: %w: %w", ErrNoOperatorPermission, err)
+	}
 	if err != nil {
 		return fmt.Errorf("list the namespace's search attributes: %w", err)
 	}
@@ -75,6 +85,9 @@ func RegisterSearchAttributes(ctx context.Context, c client.Client, ns string) e
 		return nil
 	}
 	_, err = c.OperatorService().AddSearchAttributes(ctx, &operatorservice.AddSearchAttributesRequest{Namespace: ns, SearchAttributes: missing})
+	if errors.As(err, &denied) {
+		return fmt.Errorf("register the runs' search attributes: %w: %w", ErrNoOperatorPermission, err)
+	}
 	var exists *serviceerror.AlreadyExists
 	if err != nil && !errors.As(err, &exists) { // another process registered them meanwhile
 		return fmt.Errorf("register the runs' search attributes: %w", err)

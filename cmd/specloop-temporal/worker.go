@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"flag"
 	"fmt"
 	"log/slog"
@@ -62,7 +63,15 @@ func (f *temporalFlags) Open(root string, logger *slog.Logger) (runner.Engine, f
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	if err := temporal.RegisterSearchAttributes(ctx, c, f.namespace); err != nil {
+	err = temporal.RegisterSearchAttributes(ctx, c, f.namespace)
+	if errors.Is(err, temporal.ErrNoOperatorPermission) {
+		// An API server with a client's rights only: the operator has
+		// registered them, or Temporal refuses the runs' workflows,
+		// naming the attribute.
+		logger.Warn("the runs' search attributes could not be checked: until an operator registers them (docs/temporal.md), Temporal refuses to start runs", "err", err)
+		err = nil
+	}
+	if err != nil {
 		c.Close()
 		return nil, nil, fmt.Errorf("%w (or register them with `temporal operator search-attribute create`, docs/temporal.md)", err)
 	}
