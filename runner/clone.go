@@ -59,7 +59,7 @@ func (c *Cloner) check(rawURL string) (*url.URL, error) {
 		return nil, badField("/repo_url", "%s", err)
 	}
 	if !c.allows(u) {
-		return nil, badField("/repo_url", "its host %s is not one this server clones from (specloop serve --clone-hosts)", textclip.Clip(u.Host, 100))
+		return nil, badField("/repo_url", "its host is not one this server clones from (specloop serve --clone-hosts)")
 	}
 	return u, nil
 }
@@ -140,12 +140,12 @@ func (c *Cloner) fetch(ctx context.Context, rawURL, rev string) (repo, hash stri
 	defer c.lock(filepath.Base(repo))()
 	if _, serr := os.Stat(filepath.Join(repo, "HEAD")); errors.Is(serr, fs.ErrNotExist) {
 		if err := c.Remote.CloneRemote(ctx, rawURL, repo); err != nil {
-			return "", "", cloneProblem(ctx, err)
+			return "", "", cloneProblem(ctx, err, rawURL)
 		}
 	} else if h, rerr := c.Remote.Resolve(ctx, repo, rev); rerr == nil && gitcheckout.IsHash(rev) {
 		return repo, h, nil
 	} else if err := c.Remote.FetchRemote(ctx, rawURL, repo, rev); err != nil {
-		return "", "", cloneProblem(ctx, err)
+		return "", "", cloneProblem(ctx, err, rawURL)
 	}
 	if hash, err = c.Remote.Resolve(ctx, repo, rev); err != nil {
 		return "", "", badField("/commit", "names no commit of repo_url's repository")
@@ -153,10 +153,13 @@ func (c *Cloner) fetch(ctx context.Context, rawURL, rev string) (repo, hash stri
 	return repo, hash, nil
 }
 
-// cloneProblem is the answer to a clone or fetch that failed.
-func cloneProblem(ctx context.Context, err error) error {
+// cloneProblem is the answer to a clone or fetch of rawURL that failed:
+// what git said, with the URL taken out (an answer never quotes the
+// request).
+func cloneProblem(ctx context.Context, err error, rawURL string) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
-	return badField("/repo_url", "could not be cloned: %s", textclip.Clip(err.Error(), 400))
+	msg := strings.ReplaceAll(err.Error(), strings.TrimSuffix(rawURL, "/"), "repo_url")
+	return badField("/repo_url", "could not be cloned: %s", textclip.Clip(msg, 400))
 }

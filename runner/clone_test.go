@@ -237,3 +237,18 @@ func TestCloneHostsMatch(t *testing.T) {
 		}
 	}
 }
+
+// A clone that fails says what git said, without quoting the URL.
+func TestCloneFailureQuotesNoURL(t *testing.T) {
+	srv := githttps.Start(t)
+	rn, _, _ := newCloningRunner(t, srv, srv.Host())
+	u := srv.URL + "/no-such-repository.git"
+	req := script(t, `{"type":"finish","answer":"done"}`)
+	worktree := gen.CreateRunRequestIsolationWorktree
+	req.RepoUrl, req.Isolation = &u, &worktree
+	_, err := rn.Create(context.Background(), req)
+	var re *runner.Error
+	if !errors.As(err, &re) || re.Field != "/repo_url" || !strings.Contains(re.Detail, "could not be cloned") || strings.Contains(re.Detail, "no-such-repository") {
+		t.Errorf("Create = %v", err)
+	}
+}

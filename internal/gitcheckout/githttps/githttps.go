@@ -5,6 +5,7 @@ package githttps
 
 import (
 	"encoding/pem"
+	"io"
 	"net/http"
 	"net/http/cgi"
 	"net/http/httptest"
@@ -38,7 +39,7 @@ func Start(t testing.TB) *Server {
 	}
 	root := t.TempDir()
 	backend := &cgi.Handler{Path: gitPath, Args: []string{"http-backend"}, Dir: root,
-		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + root}}
+		Env: []string{"GIT_PROJECT_ROOT=" + root, "GIT_HTTP_EXPORT_ALL=1", "GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "HOME=" + root}, Stderr: io.Discard}
 	var n atomic.Int64
 	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n.Add(1)
