@@ -67,8 +67,9 @@ func (r Remote) run(ctx context.Context, dir string, args ...string) (string, er
 
 // env is git's environment on a remote clone, built from scratch.
 func (r Remote) env() []string {
-	home := filepath.Join(os.TempDir(), "specloop-git-nohome") // never created: no configuration there
-	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + home, "XDG_CONFIG_HOME=" + home, "LC_ALL=C",
+	// HOME is no directory, so that nothing there is read: no
+	// configuration, and no .netrc, whose passwords curl would send.
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=/dev/null", "XDG_CONFIG_HOME=/dev/null", "LC_ALL=C",
 		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_ATTR_NOSYSTEM=1", "GIT_TERMINAL_PROMPT=0",
 		"GIT_ALLOW_PROTOCOL=https", "GIT_PROTOCOL_FROM_USER=0", "GIT_NO_REPLACE_OBJECTS=1"}
 	for _, name := range proxyVars {

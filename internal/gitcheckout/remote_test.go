@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/specloop/specloop/internal/gitcheckout"
@@ -126,18 +127,25 @@ func TestCloneRemoteFollowsNoRedirect(t *testing.T) {
 	}
 }
 
-// No credential helper or configuration of the machine's is asked: a
-// server that wants a password gets none, and the helper never runs.
+// No credential helper, configuration or .netrc of the machine's is
+// used: a server that wants a password gets none, and the helper never
+// runs.
 func TestCloneRemoteAsksNoCredentialHelper(t *testing.T) {
 	home := t.TempDir()
 	marker := filepath.Join(home, "asked")
 	cfg := "[credential]\n\thelper = \"!f() { touch " + marker + "; echo username=u; echo password=p; }; f\"\n"
 	os.WriteFile(filepath.Join(home, ".gitconfig"), []byte(cfg), 0o600)
+	os.WriteFile(filepath.Join(home, ".netrc"), []byte("default login u password netrc-secret\n"), 0o600)
+	os.WriteFile(filepath.Join(home, ".git-credentials"), []byte("https://u:store-secret@127.0.0.1\n"), 0o600)
+	var sent atomic.Bool
 	t.Setenv("HOME", home)
 	t.Setenv("XDG_CONFIG_HOME", home)
 	t.Setenv("GIT_CONFIG_GLOBAL", filepath.Join(home, ".gitconfig"))
 	t.Setenv("GIT_ASKPASS", "/bin/false")
 	auth := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Authorization") != "" {
+			sent.Store(true)
+		}
 		w.Header().Set("WWW-Authenticate", `Basic realm="x"`)
 		w.WriteHeader(http.StatusUnauthorized)
 	}))
@@ -152,6 +160,9 @@ func TestCloneRemoteAsksNoCredentialHelper(t *testing.T) {
 	}
 	if _, serr := os.Stat(marker); serr == nil {
 		t.Error("the machine's credential helper was asked")
+	}
+	if sent.Load() {
+		t.Error("git sent credentials of the machine's (its .netrc, a helper's)")
 	}
 }
 
