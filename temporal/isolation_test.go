@@ -84,6 +84,23 @@ func TestIsolatedRunOfARepoURLOnTemporal(t *testing.T) {
 	if ents, _ := os.ReadDir(cache); len(ents) != 1 {
 		t.Errorf("the worker's clone cache holds %v, want its one clone", ents)
 	}
+
+	// A worker that clones nothing ends the run with the reason.
+	h.acts.Clones = nil
+	h.newEnv()
+	in = scriptInput([]string{finish}, "", 0)
+	in.ID, in.RepoUrl, in.Isolation = "run2", &u, &worktree
+	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+	var out gen.RunResult
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	if err := h.env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitReason != gen.ExitReasonInternalError || out.Error == nil || !strings.Contains(*out.Error, "/repo_url") {
+		t.Errorf("a worker without --clone-hosts: %+v", out)
+	}
 	if left, _ := os.ReadDir(filepath.Join(h.root, ".specloop-worktrees")); len(left) != 0 {
 		t.Errorf("work trees left after the run: %v", left)
 	}
