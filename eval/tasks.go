@@ -135,6 +135,15 @@ func readBounded(path string) ([]byte, error) {
 	return os.ReadFile(path)
 }
 
+// URL is the task's repository's URL when its repo is one rather than a
+// path, else "".
+func (t *Task) URL() string {
+	if isURL(t.EvalTask.Repo) {
+		return t.EvalTask.Repo
+	}
+	return ""
+}
+
 // isURL says whether a task's repo is a git URL rather than a path.
 func isURL(repo string) bool {
 	return strings.Contains(repo, "://") || strings.HasPrefix(repo, "git@")

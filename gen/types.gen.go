@@ -687,7 +687,7 @@ type CreateRunRequest struct {
 	// Check A completion check command run in the workspace when the model finishes; needs a server started with commands allowed.
 	Check *string `json:"check,omitempty"`
 
-	// Commit With isolation worktree, the revision of the workspace's repository the work tree is made at.
+	// Commit With isolation worktree, the revision of the workspace's repository (or of repo_url's) the work tree is made at.
 	Commit *string `json:"commit,omitempty"`
 
 	// Isolation shared: the run works in the workspace itself. worktree: the run works in a git work tree of its own, a checkout of commit of the workspace's repository made for the run (nothing the repository configures runs) and removed when the run ends, so that parallel runs on one repository never see each other's files; the run's patch is what it delivers. On the Temporal engine the workers make the work tree on their workspace root. A run it made cannot be continued.
@@ -713,6 +713,9 @@ type CreateRunRequest struct {
 
 	// ProjectDocsLimit The most bytes of project docs a run reads; over it the files farthest from the workspace are left out first, and the nearest is cut short if it alone is over.
 	ProjectDocsLimit *int `json:"project_docs_limit,omitempty"`
+
+	// RepoUrl With isolation worktree, instead of workspace: the https URL of a git repository the server clones (bare, running nothing the repository configures) into a clone cache outside the workspace root, one per URL, fetched again when commit is a name or not in it, and makes the run's work tree of. Only hosts the server allows (specloop serve --clone-hosts) are cloned; no user name with a password, no other transport, no redirect to another host.
+	RepoUrl *string `json:"repo_url,omitempty"`
 
 	// Setup A setup command (go mod download, say) run once in the run's workspace (its work tree with isolation worktree) before the model's first call, in the run's sandbox with the network allowed, as an evaluation task's setup is; a setup that fails ends the run with exit reason setup_failed and no model call, its result in RunResult.setup. Needs a server started with commands allowed.
 	Setup *string `json:"setup,omitempty"`

@@ -47,6 +47,17 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	if err != nil {
 		return gen.Run{}, badField("/model/provider", "%s", textclip.Clip(err.Error(), 300))
 	}
+	if body.RepoUrl != nil {
+		switch {
+		case !sp.Isolated():
+			return gen.Run{}, badField("/repo_url", "a repository URL needs isolation worktree: the run works in a work tree of the clone")
+		case body.Workspace != nil:
+			return gen.Run{}, badField("/repo_url", "names the repository instead of workspace: give one of them")
+		}
+		if err := s.cfg.Clones.Check(*body.RepoUrl); err != nil {
+			return gen.Run{}, err
+		}
+	}
 	if body.Workspace != nil && inIsolated(path.Clean(*body.Workspace)) {
 		return gen.Run{}, badField("/workspace", "names the work trees of isolated runs, which only their runs work in")
 	}
@@ -55,7 +66,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	// they open the run (and the run is not serialized with the others of
 	// its workspace).
 	if sp.Isolated() && s.cfg.Engine == nil {
-		wt, err := s.isolate(ctx, body.Workspace, body.Commit)
+		wt, err := s.isolate(ctx, body.Workspace, body.RepoUrl, body.Commit)
 		if err != nil {
 			return gen.Run{}, err
 		}

@@ -39,22 +39,30 @@ func inIsolated(name string) bool {
 }
 
 // isolate makes the work tree of a run the embedded engine executes with
-// isolation worktree and returns its workspace name (an engine's workers
-// make theirs: MakeWorkTree).
-func (s *Runner) isolate(ctx context.Context, workspace, commit *string) (string, error) {
-	name, root, err := s.ws.open(workspace, "/workspace")
-	if err != nil {
-		return "", err
+// isolation worktree, of the workspace or of a clone of repoURL, and
+// returns its workspace name (an engine's workers make theirs:
+// MakeWorkTree).
+func (s *Runner) isolate(ctx context.Context, workspace, repoURL, commit *string) (string, error) {
+	src := WorkTreeSource{RepoURL: deref(repoURL), Commit: deref(commit)}
+	if src.RepoURL == "" {
+		name, root, err := s.ws.open(workspace, "/workspace")
+		if err != nil {
+			return "", err
+		}
+		root.Close()
+		src.Workspace = name
 	}
-	root.Close()
 	var id [8]byte
 	_, _ = rand.Read(id[:])
 	wt := path.Join(IsolatedDir, hex.EncodeToString(id[:]))
-	if err := MakeWorkTree(ctx, s.cfg.WorkspaceRoot, name, deref(commit), wt); err != nil {
+	if err := MakeWorkTree(ctx, s.cfg.WorkspaceRoot, s.cfg.Clones, src, wt); err != nil {
 		s.dropIsolated(wt)
 		var re *Error
 		if errors.As(err, &re) {
 			return "", re
+		}
+		if ctx.Err() != nil {
+			return "", ctx.Err()
 		}
 		s.log.Error("make an isolated run's work tree", "err", textclip.Clip(err.Error(), 500))
 		return "", &Error{Kind: Internal, Detail: "the run's work tree could not be made"}
@@ -62,14 +70,37 @@ func (s *Runner) isolate(ctx context.Context, workspace, commit *string) (string
 	return wt, nil
 }
 
+// WorkTreeSource is what an isolated run's work tree is made of.
+type WorkTreeSource struct {
+	// Workspace is the workspace (as the API names it: "" or "." for the
+	// root) whose repository the work tree is of, unless RepoURL is set.
+	Workspace string
+	// RepoURL, when set, is the URL of the repository the work tree is
+	// of, cloned into the clone cache (Cloner).
+	RepoURL string
+	// Commit is the revision ("" for HEAD).
+	Commit string
+}
+
 // MakeWorkTree makes the work tree of a run created with isolation
 // worktree, at the workspace name wt under the workspace root root: a
-// checkout of commit ("" for HEAD) of the repository whose top is the
-// workspace from (gitcheckout.Make: a repository of its own, sharing the
-// workspace's objects read-only, running nothing its configuration
-// names). A workspace or commit that cannot be is an *Error naming the
-// request's field.
-func MakeWorkTree(ctx context.Context, root, from, commit, wt string) error {
+// checkout of src's commit of the repository whose top is src's
+// workspace, or of the clone of src's URL that clones keeps (nil: none
+// is cloned), made a repository of its own that shares the objects
+// read-only and runs nothing their repository's configuration names
+// (gitcheckout.Make). A source or commit that cannot be is an *Error
+// naming the request's field.
+func MakeWorkTree(ctx context.Context, root string, clones *Cloner, src WorkTreeSource, wt string) error {
+	rev := cmp.Or(src.Commit, gen.DefaultCreateRunRequestCommit)
+	dst := filepath.Join(root, filepath.FromSlash(wt))
+	if src.RepoURL != "" {
+		repo, hash, err := clones.fetch(ctx, src.RepoURL, rev)
+		if err != nil {
+			return err
+		}
+		return gitcheckout.Make(ctx, filepath.Join(repo, "objects"), hash, dst)
+	}
+	from := src.Workspace
 	// The workspace is opened through the root first, which refuses a
 	// name that leads out of it (a symbolic link included).
 	r, err := os.OpenRoot(root)
@@ -88,7 +119,6 @@ func MakeWorkTree(ctx context.Context, root, from, commit, wt string) error {
 		return badField("/isolation", "isolation worktree needs a workspace that is the top of a git repository (it holds .git)")
 	}
 	repo := filepath.Join(root, filepath.FromSlash(from))
-	rev := cmp.Or(commit, gen.DefaultCreateRunRequestCommit)
 	hash, err := gitcheckout.Resolve(ctx, repo, rev)
 	if err != nil {
 		return badField("/commit", "names no commit of the workspace's repository")
@@ -97,7 +127,7 @@ func MakeWorkTree(ctx context.Context, root, from, commit, wt string) error {
 	if err != nil {
 		return badField("/isolation", "the workspace's repository has no object store git can name")
 	}
-	return gitcheckout.Make(ctx, objects, hash, filepath.Join(root, filepath.FromSlash(wt)))
+	return gitcheckout.Make(ctx, objects, hash, dst)
 }
 
 // dropIsolated removes the work tree of an isolated run whose workspace

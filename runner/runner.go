@@ -127,6 +127,11 @@ type Config struct {
 	// with them and stops them at its end. MCP configures the sessions.
 	MCPServers []mcpclient.Server
 	MCP        mcpclient.Config
+	// Clones, when set, clones the repositories isolated runs name by URL
+	// (CreateRunRequest.repo_url); nil refuses every repo_url. New sets
+	// its Dir to DataDir/clones when empty and fails when it is inside
+	// WorkspaceRoot.
+	Clones *Cloner
 }
 
 // Runner accepts, schedules, executes and records runs. Create it with
@@ -182,6 +187,12 @@ func New(cfg Config) (*Runner, error) {
 	if err := wiring.CheckRecordsDir(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
 		ws.close()
 		return nil, fmt.Errorf("runner: data directory: %w", err)
+	}
+	if cfg.Clones != nil {
+		if err := cfg.Clones.open(cfg.DataDir, cfg.WorkspaceRoot); err != nil {
+			ws.close()
+			return nil, fmt.Errorf("runner: clone cache: %w", err)
+		}
 	}
 	s.ws = ws
 	if err := s.initTools(); err != nil {

@@ -27,10 +27,12 @@ type runRef struct {
 	RunID     string
 	Workspace string
 	// From and Commit are an isolated run's (isolation worktree): the
-	// workspace and revision its work tree, Workspace, is made of.
-	From   string `json:",omitempty"`
-	Commit string `json:",omitempty"`
-	Check  string
+	// workspace and revision its work tree, Workspace, is made of;
+	// RepoURL, when set, the repository instead of From.
+	From    string `json:",omitempty"`
+	Commit  string `json:",omitempty"`
+	RepoURL string `json:",omitempty"`
+	Check   string
 	// MCPServers names the run's MCP servers, among the worker's
 	// Activities.Setup.MCPServers.
 	MCPServers []string `json:",omitempty"`
@@ -139,6 +141,9 @@ type Activities struct {
 	// --mcp): runner.Open sets it up per run with its workspace, check
 	// and MCP servers.
 	Setup wiring.Config
+	// Clones clones the repositories isolated runs name by URL (the
+	// worker's --clone-hosts and --clone-cache); nil refuses them.
+	Clones *runner.Cloner
 
 	mu      sync.Mutex
 	runs    map[string]*openRun
@@ -572,7 +577,7 @@ func (a *Activities) isolate(ctx context.Context, run runRef) error {
 	if open || !filepath.IsLocal(run.Workspace) || run.From != "." && !filepath.IsLocal(run.From) {
 		return nil
 	}
-	err := runner.MakeWorkTree(ctx, a.WorkspaceRoot, run.From, run.Commit, run.Workspace)
+	err := runner.MakeWorkTree(ctx, a.WorkspaceRoot, a.Clones, runner.WorkTreeSource{Workspace: run.From, RepoURL: run.RepoURL, Commit: run.Commit}, run.Workspace)
 	var re *runner.Error
 	if errors.As(err, &re) {
 		return temporal.NewNonRetryableApplicationError(re.Error(), "isolation", nil)

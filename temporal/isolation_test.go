@@ -8,6 +8,9 @@ import (
 	"testing"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/gitcheckout"
+	"github.com/specloop/specloop/internal/gitcheckout/githttps"
+	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/temporal"
 )
 
@@ -53,5 +56,52 @@ func TestIsolatedRunOnTemporal(t *testing.T) {
 	}
 	if out.ExitReason != gen.ExitReasonInternalError || out.Error == nil || !strings.Contains(*out.Error, "top of a git repository") {
 		t.Errorf("a plain workspace: %+v", out)
+	}
+}
+
+// A run on Temporal of a repository given as a URL works in a work tree
+// its worker makes of its own clone of it (Activities.Clones).
+func TestIsolatedRunOfARepoURLOnTemporal(t *testing.T) {
+	t.Parallel()
+	h := newHarness(t)
+	repo := filepath.Join(t.TempDir(), "repo")
+	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "empty"}} {
+		if out, err := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a"}, args...)...).CombinedOutput(); err != nil {
+			t.Skipf("git: %v: %s", err, out)
+		}
+	}
+	srv := githttps.Start(t)
+	u := srv.Publish(t, "r", repo)
+	cache := t.TempDir()
+	h.acts.Clones = &runner.Cloner{Dir: cache, Hosts: []string{srv.Host()}, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
+	in := scriptInput([]string{writeDone, finish}, "", 0)
+	worktree := gen.CreateRunRequestIsolationWorktree
+	in.RepoUrl, in.Isolation = &u, &worktree
+	res, _ := h.run(t, in)
+	if res.ExitReason != gen.ExitReasonFinished || res.Patch == nil || !strings.Contains(*res.Patch, "+++ b/done.txt") {
+		t.Fatalf("result %+v, patch %v", res, res.Patch)
+	}
+	if ents, _ := os.ReadDir(cache); len(ents) != 1 {
+		t.Errorf("the worker's clone cache holds %v, want its one clone", ents)
+	}
+
+	// A worker that clones nothing ends the run with the reason.
+	h.acts.Clones = nil
+	h.newEnv()
+	in = scriptInput([]string{finish}, "", 0)
+	in.ID, in.RepoUrl, in.Isolation = "run2", &u, &worktree
+	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+	var out gen.RunResult
+	if err := h.env.GetWorkflowError(); err != nil {
+		t.Fatalf("workflow: %v", err)
+	}
+	if err := h.env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if out.ExitReason != gen.ExitReasonInternalError || out.Error == nil || !strings.Contains(*out.Error, "/repo_url") {
+		t.Errorf("a worker without --clone-hosts: %+v", out)
+	}
+	if left, _ := os.ReadDir(filepath.Join(h.root, ".specloop-worktrees")); len(left) != 0 {
+		t.Errorf("work trees left after the run: %v", left)
 	}
 }

@@ -269,6 +269,9 @@ func refOf(sp *runner.Spec) runRef {
 		if sp.Commit != nil {
 			ref.Commit = *sp.Commit
 		}
+		if sp.RepoUrl != nil {
+			ref.RepoURL = *sp.RepoUrl
+		}
 	}
 	return ref
 }

@@ -114,3 +114,28 @@ func TestReadmeShellExamples(t *testing.T) {
 		t.Fatalf("the docs show %d specloop-temporal commands, want its worker and its serve", n)
 	}
 }
+
+// TestWorkerCloneCacheInWorkspaceRootRefused: a worker's --clone-cache
+// inside its workspace root (where runs could change the objects other
+// runs' work trees read) is refused at start, as is a malformed
+// --clone-hosts, before the worker connects to Temporal.
+func TestWorkerCloneCacheInWorkspaceRootRefused(t *testing.T) {
+	root := t.TempDir()
+	store := t.TempDir()
+	for _, c := range []struct {
+		args []string
+		says string
+	}{
+		{[]string{"--clone-hosts", "example.com", "--clone-cache", filepath.Join(root, "clones")}, "--clone-cache"},
+		{[]string{"--clone-hosts", "example.com", "--clone-cache", root}, "--clone-cache"},
+		{[]string{"--clone-hosts", "https://example.com"}, "clone-hosts"},
+	} {
+		code, _, stderr := specloopTemporal(t, append([]string{"worker", "--workspace-root", root, "--store", store}, c.args...)...)
+		if code != 2 || !strings.Contains(stderr, c.says) {
+			t.Errorf("%v: exit %d, stderr:\n%s", c.args, code, stderr)
+		}
+	}
+	if entries, err := os.ReadDir(root); err != nil || len(entries) != 0 {
+		t.Errorf("a refused directory was created: %v %v", entries, err)
+	}
+}

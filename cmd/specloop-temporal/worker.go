@@ -119,6 +119,12 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	sbFlags.Register(fs)
 	var mcpf cli.MCPFlags
 	mcpf.Register(fs, "an external MCP server runs may name (mcp_servers: [NAME]), as serve's --mcp: give the workers the API servers' --mcp; repeatable")
+	var cloneHosts []string
+	fs.Func("clone-hosts", cli.CloneHostsUsage+"; give the workers the API servers' --clone-hosts", func(v string) (err error) {
+		cloneHosts, err = cli.ParseCloneHosts(v)
+		return err
+	})
+	cloneCache := fs.String("clone-cache", "", "with --clone-hosts: the directory of this worker's clones, outside --workspace-root (default: "+cli.StateDirUsage("clones")+")")
 	if code, done := cli.ParseNoArgs(fs, args); done {
 		return code
 	}
@@ -145,6 +151,14 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	if tf.store, err = storeLocation(tf.store, abs); err != nil {
 		return env.Fail(cli.ExitUsage, "worker: %v", err)
 	}
+	var clones *runner.Cloner
+	if len(cloneHosts) > 0 {
+		dir, err := cli.RecordsDir("--clone-cache", *cloneCache, "clones", abs)
+		if err != nil {
+			return env.Fail(cli.ExitUsage, "worker: %v", err)
+		}
+		clones = &runner.Cloner{Dir: dir, Hosts: cloneHosts}
+	}
 	logger := slog.New(slog.NewTextHandler(env.Stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	c, store, err := tf.dial(logger)
 	if err != nil {
@@ -152,7 +166,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	defer c.Close()
 	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: runner.DefaultModels,
-		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}}
+		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}, Clones: clones}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {
 		if err := w.Start(); err != nil {

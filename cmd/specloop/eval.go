@@ -45,8 +45,8 @@ func evalCmd(ctx context.Context, env *cli.Env, args []string) int {
 			"network), and the test, which the model never sees, decides whether the attempt resolved the task.\n"+
 			"Results are appended to DIR/results.jsonl as attempts end; Ctrl-C stops, and the same command again\n"+
 			"resumes, skipping the attempts recorded. The summary is printed and written to DIR/summary.json and\n"+
-			"DIR/summary.md. --remote URL runs each attempt on a specloop server, in a work tree of its own there,\n"+
-			"and grades its patch here. `specloop eval compare DIR_A DIR_B` shows what changed per task. Takes the flags of\n"+
+			"DIR/summary.md. --remote URL runs each attempt on a specloop server, in a work tree of its own there\n"+
+			"(of the server's clone of a repository given as an https URL), and grades its patch here. `specloop eval compare DIR_A DIR_B` shows what changed per task. Takes the flags of\n"+
 			"`specloop run` (see `specloop help run`) but those that name one workspace, prompt or record.")
 	var f runFlags
 	f.register(fs)
@@ -351,9 +351,10 @@ func evalCompare(env *cli.Env, args []string) int {
 // attempt a run there with isolation worktree, in the workspace that is
 // the task's repository's path relative to the task file (the server's
 // workspace root holds the same repositories as the task file's
-// directory), at the task's commit, with the task's setup. Its patch comes
-// back, and the attempt applies it to its own work tree here, where the
-// test grades it.
+// directory) or, for a repository given as a URL, of the server's clone
+// of it (repo_url: https only, of a host the server allows), at the
+// task's commit, with the task's setup. Its patch comes back, and the
+// attempt applies it to its own work tree here, where the test grades it.
 func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Context, *eval.Attempt) (eval.Outcome, error), error) {
 	top, err := filepath.Abs(filepath.Dir(file))
 	if err != nil {
@@ -361,6 +362,12 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 	}
 	workspaces := map[string]string{}
 	for _, t := range tasks {
+		if u := t.URL(); u != "" {
+			if !strings.HasPrefix(u, "https://") {
+				return nil, fmt.Errorf("--remote: task %s: a server clones only https URLs (repo_url), not %s", t.Id, oneLine(u, 200))
+			}
+			continue
+		}
 		rel, err := filepath.Rel(top, t.Repo)
 		if err != nil || !filepath.IsLocal(rel) && rel != "." {
 			return nil, fmt.Errorf("--remote: task %s: its repo must be a path inside the task file's directory, which names its workspace on the server", t.Id)
@@ -375,7 +382,12 @@ func evalRemote(f *runFlags, tasks []eval.Task, file string) (func(context.Conte
 	return func(ctx context.Context, a *eval.Attempt) (eval.Outcome, error) {
 		req := base
 		req.Task, req.Setup = gen.Task{Prompt: a.Task.Prompt}, a.Task.Setup // the setup runs with the run, where the model works
-		req.Workspace, req.Isolation, req.Commit = new(workspaces[a.Task.Id]), &worktree, &a.Task.Commit
+		req.Isolation, req.Commit = &worktree, &a.Task.Commit
+		if u := a.Task.URL(); u != "" {
+			req.RepoUrl = &u
+		} else {
+			req.Workspace = new(workspaces[a.Task.Id])
+		}
 		if a.MaxSteps > 0 {
 			req.MaxSteps = &a.MaxSteps
 		}

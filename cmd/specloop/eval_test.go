@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/internal/gitcheckout"
+	"github.com/specloop/specloop/internal/gitcheckout/githttps"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/server"
 )
@@ -387,5 +389,85 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 	}
 	if left, _ := os.ReadDir(filepath.Join(dir, ".specloop-worktrees")); len(left) != 0 {
 		t.Errorf("the server left work trees: %v", left)
+	}
+}
+
+// TestEvalRemoteOfURLsMatchesLocal: the shipped task set with every
+// repository given as an https URL, evaluated on a server whose
+// workspace root is empty (it clones each URL, --clone-hosts), gives the
+// summary a local evaluation of the same tasks gives. Not parallel: the
+// local side's git (the user's own, as for any clone of theirs) trusts
+// the test server through GIT_SSL_CAINFO; the server's git reads none of
+// the environment and trusts it through its cloner.
+func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
+	dir := evalTestdata(t)
+	srv := githttps.Start(t)
+	t.Setenv("GIT_SSL_CAINFO", srv.CAFile)
+	var tasks strings.Builder
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "tasks.jsonl")))), "\n") {
+		var task map[string]any
+		if err := json.Unmarshal([]byte(line), &task); err != nil {
+			t.Fatal(err)
+		}
+		task["repo"] = srv.Publish(t, filepath.Base(task["repo"].(string)), filepath.Join(dir, task["repo"].(string)))
+		data, _ := json.Marshal(task)
+		tasks.Write(append(data, '\n'))
+	}
+	file := filepath.Join(t.TempDir(), "tasks.jsonl")
+	os.WriteFile(file, []byte(tasks.String()), 0o600)
+
+	const token = "eval-token"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte(token), 0o600)
+	root := t.TempDir()
+	clones := &runner.Cloner{Hosts: []string{srv.Host()}, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
+	s, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, AllowCommands: true, Clones: clones}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s.Handler())
+	t.Cleanup(func() { _ = s.Shutdown(context.Background()); hs.Close() })
+
+	summary := func(out string, extra ...string) (string, []gen.EvalAttempt) {
+		t.Helper()
+		args := append([]string{"eval", file, "--script", filepath.Join(dir, "fix-add.script"), "--parallel", "2", "--out", out}, extra...)
+		code, stdout, stderr := specloop(t, args...)
+		if code != exitOK {
+			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
+		}
+		var rs []gen.EvalAttempt
+		for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
+			var r gen.EvalAttempt
+			if err := json.Unmarshal([]byte(line), &r); err != nil {
+				t.Fatal(err)
+			}
+			rs = append(rs, r)
+		}
+		table, _, _ := strings.Cut(stdout, "\nresults:")
+		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
+	}
+	local, _ := summary(filepath.Join(t.TempDir(), "local"))
+	remote, rs := summary(filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL, "--token-file", tokenFile)
+	if remote != local || !strings.Contains(remote, "| resolved | 1 (33.3 %") || !strings.Contains(remote, "| setup_failed | 1 |") {
+		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
+	}
+	for _, r := range rs {
+		if r.RunId == nil || r.ExitReason == nil || r.Resolved != (r.TaskId == "adder") {
+			t.Errorf("remote attempt %+v", r)
+		}
+	}
+	if ents, _ := os.ReadDir(clones.Dir); len(ents) != 3 {
+		t.Errorf("the server's clone cache holds %v, want the 3 repositories", ents)
+	}
+	if left, _ := os.ReadDir(filepath.Join(root, ".specloop-worktrees")); len(left) != 0 {
+		t.Errorf("the server left work trees: %v", left)
+	}
+
+	// A URL the server does not clone is refused before any attempt starts.
+	bad := filepath.Join(t.TempDir(), "tasks.jsonl")
+	os.WriteFile(bad, []byte(`{"id": "x", "repo": "file://`+filepath.Join(dir, "repos", "adder")+`", "prompt": "p", "test": "true"}`+"\n"), 0o600)
+	code, _, stderr := specloop(t, "eval", bad, "--script", filepath.Join(dir, "fix-add.script"), "--out", filepath.Join(t.TempDir(), "bad"), "--remote", hs.URL, "--token-file", tokenFile)
+	if code != exitUsage || !strings.Contains(stderr, "only https URLs") {
+		t.Errorf("a file URL with --remote: exit %d, %s", code, stderr)
 	}
 }

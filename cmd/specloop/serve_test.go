@@ -249,3 +249,37 @@ func TestTemporalPointsToItsCommand(t *testing.T) {
 		t.Errorf("serve --engine elsewhere: exit %d: %s", code, stderr)
 	}
 }
+
+// TestServeCloneHosts: --clone-hosts lets runs name repositories of those
+// hosts by URL; a repo_url of another host, or any on a server without
+// the flag, is a 400 naming /repo_url; a malformed list is a usage error.
+func TestServeCloneHosts(t *testing.T) {
+	t.Setenv(cli.TokenEnv, "")
+	post := func(url, repoURL string) (int, string) {
+		t.Helper()
+		body := `{"task":{"prompt":"p"},"model":{"provider":"script","responses":["{\"type\":\"finish\",\"answer\":\"a\"}"]},"isolation":"worktree","repo_url":"` + repoURL + `"}`
+		resp, err := http.Post(url+"/v1/runs", "application/json", strings.NewReader(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(data)
+	}
+	with, _ := startServe(t, "--clone-hosts", "git.example.org:8443,example.com")
+	without, _ := startServe(t)
+	for _, c := range []struct{ url, repo, says string }{
+		{with, "https://elsewhere.example/r.git", "not one this server clones from"},
+		{with, "file:///etc", "not an https URL"},
+		{with, "https://u:pw@example.com/r.git", "password"},
+		{without, "https://example.com/r.git", "--clone-hosts"},
+	} {
+		if code, body := post(c.url, c.repo); code != http.StatusBadRequest || !strings.Contains(body, "/repo_url") || !strings.Contains(body, c.says) {
+			t.Errorf("%s: %d %s", c.repo, code, body)
+		}
+	}
+	code, _, stderr := specloop(t, "serve", "--clone-hosts", "https://example.com", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, "clone-hosts") {
+		t.Fatalf("a malformed --clone-hosts: exit %d: %s", code, stderr)
+	}
+}

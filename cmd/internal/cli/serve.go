@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"time"
 
@@ -97,6 +98,11 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 		cfg.AllowedHosts = append(cfg.AllowedHosts, v)
 		return nil
 	})
+	var cloneHosts []string
+	fs.Func("clone-hosts", CloneHostsUsage, func(v string) (err error) {
+		cloneHosts, err = ParseCloneHosts(v)
+		return err
+	})
 	fs.DurationVar(&cfg.ApprovalTimeout, "approval-timeout", agent.DefaultApprovalTimeout, "how long a run's tool call waits for approval (POST /v1/runs/ID/approvals/CALL) before it is denied with reason timeout, unless the run gives approval_timeout_seconds")
 	var sbFlags SandboxFlags
 	sbFlags.Register(fs)
@@ -162,6 +168,10 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	}
 	if cfg.DataDir, err = RecordsDir("--data", cfg.DataDir, "server", cfg.WorkspaceRoot); err != nil {
 		return env.Fail(ExitUsage, "serve: %v", err)
+	}
+	if len(cloneHosts) > 0 {
+		// The cache, DATA/clones, is outside the workspace root as DATA is.
+		cfg.Clones = &runner.Cloner{Hosts: cloneHosts}
 	}
 	level := slog.LevelInfo
 	if *verbose {
@@ -389,4 +399,34 @@ func scanFlag(args []string, name string) string {
 		}
 	}
 	return v
+}
+
+// CloneHostsUsage is the usage of --clone-hosts (serve, worker).
+const CloneHostsUsage = "the hosts whose repositories runs may name by URL (repo_url, with isolation worktree): HOST[:PORT],...; only https URLs of them are cloned, into a cache outside --workspace-root (default: none, and repo_url is refused)"
+
+// ParseCloneHosts parses --clone-hosts: HOST or HOST:PORT, separated by
+// commas.
+func ParseCloneHosts(v string) ([]string, error) {
+	var hosts []string
+	for h := range strings.SplitSeq(v, ",") {
+		h = strings.TrimSpace(h)
+		if h == "" {
+			continue
+		}
+		if strings.ContainsAny(h, "/@?#* \t\\") || strings.Contains(h, "://") {
+			return nil, fmt.Errorf("%q is not HOST or HOST:PORT", h)
+		}
+		if host, port, err := net.SplitHostPort(h); err == nil {
+			if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || host == "" {
+				return nil, fmt.Errorf("%q is not HOST or HOST:PORT", h)
+			}
+		} else if strings.Count(h, ":") == 1 {
+			return nil, fmt.Errorf("%q is not HOST or HOST:PORT", h)
+		}
+		hosts = append(hosts, h)
+	}
+	if len(hosts) == 0 {
+		return nil, errors.New("names no host")
+	}
+	return hosts, nil
 }

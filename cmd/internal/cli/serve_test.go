@@ -52,3 +52,17 @@ func TestReadToken(t *testing.T) {
 		}
 	}
 }
+
+// --clone-hosts takes HOST or HOST:PORT, comma separated, and refuses
+// what is a URL, a path or user info rather than a host.
+func TestParseCloneHosts(t *testing.T) {
+	got, err := ParseCloneHosts(" example.com, git.example.org:8443,[::1]:9000,")
+	if err != nil || strings.Join(got, " ") != "example.com git.example.org:8443 [::1]:9000" {
+		t.Errorf("ParseCloneHosts = %q, %v", got, err)
+	}
+	for _, bad := range []string{"", ",", "https://example.com", "example.com/r", "u@example.com", "example.com:0", "example.com:x", "example.com:", ":443", "*.example.com", "a b"} {
+		if hosts, err := ParseCloneHosts(bad); err == nil {
+			t.Errorf("ParseCloneHosts(%q) = %q", bad, hosts)
+		}
+	}
+}
