@@ -48,6 +48,9 @@ type Engine struct {
 	// readEvents, when set (by a test), reads a run's trace lines instead
 	// of the store.
 	readEvents func(ctx context.Context, id string, from int) ([][]byte, error)
+	// after, when set (by a test), is time.After for the waits of the
+	// retrier.
+	after func(time.Duration) <-chan time.Time
 }
 
 var (
@@ -100,7 +103,7 @@ func (e *Engine) Follow(ctx context.Context, id string, seen int, event func(*ge
 		}
 		_ = r.failed(bg, "describe the workflow", err, false) // never gone: no describe
 		select {
-		case <-time.After(r.next()):
+		case <-r.after():
 			continue
 		case <-ctx.Done():
 		}
@@ -235,7 +238,7 @@ func (e *Engine) follow(ctx context.Context, id string, seen int, wf client.Work
 				return failed(id, gone)
 			}
 			if backoff == nil {
-				backoff = time.After(r.next())
+				backoff = r.after()
 			}
 			continue
 		}
@@ -277,6 +280,15 @@ func (r *retrier) reset() {
 	if r.wait <= 0 {
 		r.wait = defaultRetry
 	}
+}
+
+// after returns a channel that receives once the wait before the next
+// attempt is over (next).
+func (r *retrier) after() <-chan time.Time {
+	if r.e.after != nil {
+		return r.e.after(r.next())
+	}
+	return time.After(r.next())
 }
 
 // next is the wait before the next attempt; the one after is twice as

@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 )
@@ -58,3 +59,6 @@ func (e *Engine) SetReadEvents(read func(ctx context.Context, id string, from in
 func (e *Engine) ReadEvents(ctx context.Context, id string, from int) ([][]byte, error) {
 	return e.Store.events(ctx, id, from)
 }
+
+// SetAfter makes e wait before it retries on after instead of time.After.
+func (e *Engine) SetAfter(after func(time.Duration) <-chan time.Time) { e.after = after }

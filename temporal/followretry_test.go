@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -18,6 +20,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/runstore"
+	"github.com/specloop/specloop/sandbox"
 	"github.com/specloop/specloop/temporal"
 )
 
@@ -30,15 +33,19 @@ import (
 type fakeCluster struct {
 	client.Client // the calls an API server never makes: nil, they panic
 
-	ended     chan struct{} // closed when the workflow ends
-	res       gen.RunResult
-	endOnce   sync.Once
-	gone      atomic.Bool // the workflow is gone (NotFound) from now on
-	getFaults atomic.Int32
-	descFault atomic.Int32
-	describes atomic.Int32
-	updates   atomic.Int32
-	cancels   atomic.Int32
+	ended       chan struct{} // closed when the workflow ends
+	res         gen.RunResult
+	endOnce     sync.Once
+	gone        atomic.Bool // the workflow is gone (NotFound) from now on
+	getFaults   atomic.Int32
+	descFault   atomic.Int32
+	describes   atomic.Int32
+	updates     atomic.Int32
+	cancels     atomic.Int32
+	cancelFault atomic.Int32
+	onCancel    func() // called at the first cancellation that gets through
+	cancelOnce  sync.Once
+	polled      chan struct{} // when set, told of each update (each poll)
 }
 
 func newFakeCluster() *fakeCluster { return &fakeCluster{ended: make(chan struct{})} }
@@ -87,13 +94,26 @@ func (c *fakeCluster) DescribeWorkflow(context.Context, string, string) (*client
 	return &client.WorkflowExecutionDescription{WorkflowExecutionMetadata: client.WorkflowExecutionMetadata{Status: st}}, nil
 }
 
-func (c *fakeCluster) UpdateWorkflow(context.Context, client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
+func (c *fakeCluster) UpdateWorkflow(ctx context.Context, _ client.UpdateWorkflowOptions) (client.WorkflowUpdateHandle, error) {
 	c.updates.Add(1)
+	if c.polled != nil {
+		select {
+		case c.polled <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
 	return nil, errUnreachable
 }
 
 func (c *fakeCluster) CancelWorkflow(context.Context, string, string) error {
 	c.cancels.Add(1)
+	if take(&c.cancelFault) {
+		return errUnreachable
+	}
+	if c.onCancel != nil {
+		c.cancelOnce.Do(c.onCancel)
+	}
 	return nil
 }
 
@@ -349,5 +369,177 @@ func TestFollowRetriesDescribe(t *testing.T) {
 	}
 	if n := f.c.descFault.Load(); n != 0 {
 		t.Errorf("%d faults never happened", n)
+	}
+}
+
+// traceLines is the trace of an embedded run of responses, as run id's
+// JSON lines, and its result.
+func traceLines(t *testing.T, id string, responses ...string) (gen.RunResult, [][]byte) {
+	t.Helper()
+	res, evs := embedded(t, responses, "", 0)
+	var lines [][]byte
+	for i := range evs {
+		evs[i].RunId = id
+		line, err := json.Marshal(&evs[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		lines = append(lines, line)
+	}
+	return res, lines
+}
+
+// TestAPIServerRecordsTheRunThroughOutages: the run's record and stream on
+// an API server whose store reads and cluster calls fail for a while are
+// the run's: a run that finished, and a run a client cancelled meanwhile
+// (the cancellation handed to the workflow once the cluster answers).
+func TestAPIServerRecordsTheRunThroughOutages(t *testing.T) {
+	t.Parallel()
+	for _, cancel := range []bool{false, true} {
+		name := "finished"
+		if cancel {
+			name = "cancelled"
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f := newFollowed(t)
+			r, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Sandbox: sandbox.Policy{Backend: sandbox.None}, Engine: f.e})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { _ = r.Shutdown(context.Background()) })
+			f.storeFaults.Store(3)
+			run, err := r.Create(t.Context(), scriptInput([]string{multiply, finish}, "", 0).CreateRunRequest)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantRes, lines := traceLines(t, run.Id, multiply, finish)
+			if cancel {
+				// The run is cancelled after its first step: the
+				// workflow writes its end once it gets the
+				// cancellation, which fails twice first.
+				wantRes, lines = traceLines(t, run.Id, multiply)
+				last := len(lines) - 1
+				var ev gen.TraceEvent
+				if err := json.Unmarshal(lines[last], &ev); err != nil {
+					t.Fatal(err)
+				}
+				wantRes.ExitReason = gen.ExitReasonCancelled
+				ev.ExitReason = &wantRes.ExitReason
+				if lines[last], err = json.Marshal(&ev); err != nil {
+					t.Fatal(err)
+				}
+				f.c.cancelFault.Store(2)
+				f.c.onCancel = func() {
+					if err := f.store.AppendEvents(run.Id, last, lines[last:]); err != nil {
+						t.Error(err)
+					}
+					f.c.end(wantRes)
+				}
+				if err := f.store.AppendEvents(run.Id, 0, lines[:last]); err != nil {
+					t.Fatal(err)
+				}
+				f.storeFaults.Store(2)
+				if _, err := r.Cancel(run.Id); err != nil {
+					t.Fatal(err)
+				}
+			} else {
+				if err := f.store.AppendEvents(run.Id, 0, lines); err != nil {
+					t.Fatal(err)
+				}
+				f.c.getFaults.Store(2)
+				f.c.end(wantRes)
+			}
+			stream, err := r.Events(t.Context(), run.Id, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := io.ReadAll(stream) // to the run's end
+			stream.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := r.Get(run.Id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.Status != gen.RunStatusFinished || got.Result == nil || got.Result.ExitReason != wantRes.ExitReason {
+				t.Fatalf("the run's record: %s %+v, want finished %s", got.Status, got.Result, wantRes.ExitReason)
+			}
+			for i, l := range lines {
+				if n := strings.Count(string(data), "data: "+string(l)+"\n"); n != 1 {
+					t.Errorf("event %d served %d times, want once", i, n)
+				}
+			}
+			if n := strings.Count(string(data), "\ndata: "); n != len(lines) {
+				t.Errorf("%d events served, want %d", n, len(lines))
+			}
+			if n := f.storeFaults.Load() + f.c.getFaults.Load() + f.c.cancelFault.Load(); n != 0 {
+				t.Errorf("%d faults never happened", n)
+			}
+		})
+	}
+}
+
+// TestFollowWaitsOutItsBackoff: while a follower waits to try the store
+// again, the polls of the store that the workflow's silence makes go on
+// read nothing and log nothing; the store is read again, and the failure
+// logged again, when the wait is over, and the next wait is longer.
+func TestFollowWaitsOutItsBackoff(t *testing.T) {
+	t.Parallel()
+	f := newFollowed(t)
+	f.storeFaults.Store(1 << 20)
+	f.c.polled = make(chan struct{})
+	type wait struct {
+		d    time.Duration
+		over chan time.Time
+	}
+	waits := make(chan wait)
+	f.e.SetAfter(func(d time.Duration) <-chan time.Time {
+		w := wait{d, make(chan time.Time, 1)}
+		waits <- w
+		return w.over
+	})
+	ctx, shutdown := context.WithCancel(t.Context())
+	out, _ := f.execute(ctx, 0)
+	var prev time.Duration
+	for step := 1; step <= 3; step++ {
+		var w wait
+		for got := false; !got; { // polls go on while the follower fails
+			select {
+			case <-f.c.polled:
+			case w = <-waits:
+				got = true
+			case o := <-out:
+				t.Fatalf("the follow ended while the run goes on: %+v (%v)", o.res, o.err)
+			}
+		}
+		if w.d <= prev {
+			t.Errorf("wait %d is %v, after %v: want longer", step, w.d, prev)
+		}
+		prev = w.d
+		for range 20 { // twenty polls within the wait
+			<-f.c.polled
+		}
+		if n, logs := f.reads.Load(), len(f.log.all()); n != int32(step) || logs != step {
+			t.Fatalf("after %d waits: %d reads of the store, %d records logged; want %d of each", step, n, logs, step)
+		}
+		w.over <- time.Time{}
+	}
+	shutdown()
+	drained := make(chan struct{})
+	defer close(drained)
+	go func() { // the follower may still poll, or begin a wait
+		for {
+			select {
+			case <-f.c.polled:
+			case <-waits:
+			case <-drained:
+				return
+			}
+		}
+	}()
+	if o := <-out; o.err != nil || o.res.ExitReason != gen.ExitReasonInterrupted {
+		t.Fatalf("result %+v, error %v: want interrupted", o.res, o.err)
 	}
 }
