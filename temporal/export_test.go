@@ -2,6 +2,7 @@ package temporal
 
 import (
 	"context"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 )
@@ -41,3 +42,23 @@ func (s *Store) Events(ctx context.Context, id string) ([]byte, error) {
 	}
 	return data, err
 }
+
+// AppendEvents appends lines to run id's trace in the store from line
+// from on, as the workers do.
+func (s *Store) AppendEvents(id string, from int, lines [][]byte) error {
+	return s.appendEvents(id, from, lines)
+}
+
+// SetReadEvents makes e read a run's trace lines with read instead of
+// from its store: a test's faults between the follower and the store.
+func (e *Engine) SetReadEvents(read func(ctx context.Context, id string, from int) ([][]byte, error)) {
+	e.readEvents = read
+}
+
+// ReadEvents is how an Engine reads a run's trace lines from its store.
+func (e *Engine) ReadEvents(ctx context.Context, id string, from int) ([][]byte, error) {
+	return e.Store.events(ctx, id, from)
+}
+
+// SetAfter makes e wait before it retries on after instead of time.After.
+func (e *Engine) SetAfter(after func(time.Duration) <-chan time.Time) { e.after = after }

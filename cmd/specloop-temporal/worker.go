@@ -75,7 +75,7 @@ func (f *temporalFlags) Open(root string, logger *slog.Logger) (runner.Engine, f
 		c.Close()
 		return nil, nil, fmt.Errorf("%w (or register them with `temporal operator search-attribute create`, docs/temporal.md)", err)
 	}
-	return &temporal.Engine{Client: c, TaskQueue: f.queue, Store: store, HeartbeatTimeout: f.heartbeat}, c.Close, nil
+	return &temporal.Engine{Client: c, TaskQueue: f.queue, Store: store, HeartbeatTimeout: f.heartbeat, Log: logger}, c.Close, nil
 }
 
 // storeLocation is --store checked against the workspace root: a bucket
