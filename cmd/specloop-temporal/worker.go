@@ -34,13 +34,21 @@ type temporalFlags struct {
 	heartbeat time.Duration
 }
 
-func (f *temporalFlags) Register(fs *flag.FlagSet) {
+// registerShared adds the flags serve and worker share.
+func (f *temporalFlags) registerShared(fs *flag.FlagSet) {
 	fs.StringVar(&f.address, "temporal-address", "127.0.0.1:7233", "the Temporal frontend (HOST:PORT)")
 	fs.StringVar(&f.namespace, "namespace", "default", "the Temporal namespace")
 	fs.StringVar(&f.queue, "task-queue", "specloop", "the shared Temporal task queue of the runs")
 	fs.StringVar(&f.store, "store", "", "where API servers and workers keep run events, transcripts, tool call records and large payloads: a directory outside --workspace-root (default: "+cli.StateDirUsage("store")+", which suits one machine only), or an object store every process reaches: s3://BUCKET, gs://BUCKET, azblob://CONTAINER (credentials from the provider's usual environment)")
 	fs.IntVar(&f.threshold, "payload-threshold", temporal.DefaultRefThreshold, "payloads over this many bytes go to --store, not into workflow history (the same on every process)")
-	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "how long a worker may go silent in a tool call before the call moves to another worker of its host")
+}
+
+// Register adds serve's Temporal flags: the shared ones and those a run's
+// workflow gets when the run starts, which only an API server's value
+// decides.
+func (f *temporalFlags) Register(fs *flag.FlagSet) {
+	f.registerShared(fs)
+	fs.DurationVar(&f.heartbeat, "heartbeat-timeout", temporal.DefaultHeartbeatTimeout, "how long a worker may go silent in a tool call before the call moves to another worker of its host (each run's workflow gets the value of the API server that started it)")
 }
 
 func (*temporalFlags) About() string {
@@ -111,7 +119,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 			"had completed. --store must be the directory the API servers use. Model keys come from the\n"+
 			"environment, as for serve. SIGINT or SIGTERM stops the worker; its runs go on elsewhere.")
 	var tf temporalFlags
-	tf.Register(fs)
+	tf.registerShared(fs)
 	root := fs.String("workspace-root", ".", "the directory that holds the runs' workspaces; runs may read and write all of it, so --store must lie outside it")
 	hostQueue := fs.String("host-queue", "", "this host's task queue (default: --task-queue@HOSTNAME:ROOT-HASH)")
 	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and allow completion checks")
