@@ -250,6 +250,9 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 // model's context window. A model that cannot be built is the Model
 // activity's error to report.
 func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) {
+	if err := a.refuseCommands(&in.Spec); err != nil {
+		return openOutput{}, err
+	}
 	ref := refOf(&in.Spec)
 	if err := a.isolate(ctx, ref); err != nil {
 		return openOutput{}, err
@@ -509,6 +512,9 @@ func (a *Activities) check(ctx context.Context, in runEvents) (gen.CheckResult, 
 	}
 	if s.Options.Check == nil {
 		return gen.CheckResult{}, temporal.NewNonRetryableApplicationError("the run has no check", "check", nil)
+	}
+	if err := a.refuseCommand("the completion check was refused"); err != nil {
+		return gen.CheckResult{}, err
 	}
 	defer heartbeat(ctx)()
 	res, err := s.Options.Check.Check(ctx)

@@ -122,6 +122,9 @@ func runWorkflow(wctx workflow.Context, in runInput) (res gen.RunResult, err err
 	if c := in.Continued; c != nil {
 		r.progress = c.progress
 	} else if err := workflow.ExecuteActivity(openContext(r.shared, &in), openActivity, in).Get(wctx, &r.Opened); err != nil {
+		if msg := refusal(err); msg != "" {
+			return r.commandsRefused(msg)
+		}
 		msg := agent.ClipMessage("open the run: " + activityMessage(err))
 		return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 	}
