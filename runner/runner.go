@@ -117,7 +117,13 @@ type Config struct {
 	TraceSync trace.SyncPolicy
 	// Logger receives the runner's log; nil discards it.
 	Logger *slog.Logger
-	// Models builds each run's model; nil means DefaultModels.
+	// System is the system prompt of the runs' openai and anthropic
+	// models (serve --system-file); "" means the adapters' default. Every
+	// run's spec carries it (Spec.System), for an Engine's workers.
+	System string
+	// Models builds each run's model; nil means ModelsWithSystem(System).
+	// A Models given is told nothing of System: it must build the
+	// models with the same prompt.
 	Models ModelFactory
 	// Telemetry, when set, counts what the runs do and exports their
 	// spans.
@@ -171,7 +177,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.QueueSize = DefaultQueueSize
 	}
 	if cfg.Models == nil {
-		cfg.Models = DefaultModels
+		cfg.Models = ModelsWithSystem(cfg.System)
 	}
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout

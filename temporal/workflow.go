@@ -340,7 +340,7 @@ func (m *wfModel) RequestTokens(req *agent.Request) int {
 
 func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
 	r := (*wfRun)(m)
-	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.ModelCalls,
+	in := &modelInput{Task: req.Task, Model: r.in.Model, System: r.in.System, Tools: req.Tools, Calls: r.ModelCalls,
 		History: req.History.Items(), RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
 	r.ModelCalls++
 	var out modelOutput

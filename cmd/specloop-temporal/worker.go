@@ -173,7 +173,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return env.Fail(cli.ExitInternal, "worker: %v", err)
 	}
 	defer c.Close()
-	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: runner.DefaultModels,
+	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, SystemModels: runner.ModelsWithSystem,
 		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}, Clones: clones}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {
