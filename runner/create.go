@@ -33,7 +33,8 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 		return gen.Run{}, errUnavailable
 	}
 	body := sp.CreateRunRequest
-	sp.ApprovalTimeout, sp.System = s.cfg.ApprovalTimeout, s.cfg.System
+	sp.ApprovalTimeout = s.cfg.ApprovalTimeout
+	s.serversPart(&sp)
 	if body.Check != nil && !s.cfg.AllowCommands {
 		return gen.Run{}, badField("/check", "completion checks need a server started with --allow-commands (specloop serve)")
 	}

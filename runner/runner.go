@@ -260,6 +260,16 @@ func (s *Runner) initTools() error {
 	return nil
 }
 
+// serversPart gives sp what the runner decides for every run and an
+// Engine's workers need: the system prompt and the custom tools'
+// documents.
+func (s *Runner) serversPart(sp *Spec) {
+	sp.System, sp.CustomTools = s.cfg.System, nil
+	for _, ts := range s.cfg.ToolSpecs {
+		sp.CustomTools = append(sp.CustomTools, string(ts.Document()))
+	}
+}
+
 // Tools is the runner's built-in and custom tools, open on the workspace
 // root until Shutdown, with the sandbox its runs use: a tool call outside
 // a run (the API's POST /v1/tools/{name}) runs them in the workspace it

@@ -184,6 +184,10 @@ func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 	if run.Workspace != "" && !filepath.IsLocal(run.Workspace) {
 		return nil, temporal.NewNonRetryableApplicationError("the workspace is not a path inside the workspace root", "workspace", nil)
 	}
+	custom, err := a.customTools(run.RunID, whole)
+	if err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(a.WorkspaceRoot)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace root: %w", err)
@@ -208,7 +212,7 @@ func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 		}
 	}
 	host := a.Setup
-	host.Root = ws
+	host.Root, host.Tools = ws, append(host.Tools[:len(host.Tools):len(host.Tools)], custom...)
 	host.TracePath, host.TraceWriter = "", nil
 	s, err := runner.Open(context.Background(), sp, host)
 	if err != nil {

@@ -122,7 +122,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	tf.registerShared(fs)
 	root := fs.String("workspace-root", ".", "the directory that holds the runs' workspaces; runs may read and write all of it, so --store must lie outside it")
 	hostQueue := fs.String("host-queue", "", "this host's task queue (default: --task-queue@HOSTNAME:ROOT-HASH)")
-	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and run their completion checks and setup commands; without it a run with either ends before its first model call, with an error naming this flag, and nothing of it runs here")
+	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and run their completion checks, setup commands and custom tools that run commands (serve's --tools-spec); without it a run with any of them ends before its first model call, with an error naming this flag, and nothing of it runs here")
 	var sbFlags cli.SandboxFlags
 	sbFlags.Register(fs)
 	var mcpf cli.MCPFlags
