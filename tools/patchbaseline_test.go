@@ -234,11 +234,12 @@ func TestDamagedBaselineRecordIsAnError(t *testing.T) {
 		return b
 	}
 	pack, _ := rec["pack"].(string)
-	if pack == "" {
-		t.Fatal("the record carries no objects (the untracked files' content should be in it)")
+	if pack == "" || rec["index"] == nil {
+		t.Fatal("the record carries no objects (the untracked files' content should be in it) or no index")
 	}
 	damaged := map[string][]byte{
 		"not JSON":       []byte("{"),
+		"trailing data":  append(bytes.Clone(k.data), " {}"...),
 		"unknown field":  with("extra", 1),
 		"version":        with("version", 2),
 		"tree not an id": with("tree", "../../x"),
@@ -246,6 +247,7 @@ func TestDamagedBaselineRecordIsAnError(t *testing.T) {
 		"truncated pack": with("pack", pack[:len(pack)/2]),
 		"no pack":        with("pack", nil),
 		"other place":    with("rel", "elsewhere"),
+		"damaged index":  with("index", "AAAA"),
 	}
 	for name, data := range damaged {
 		bad := &memKeeper{data: data}
