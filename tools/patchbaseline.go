@@ -215,7 +215,7 @@ func (w *Workspace) importBase(ctx context.Context, data []byte) error {
 	}
 	if len(dropped) > 0 {
 		base.dropped = dropped
-		base.note = fmt.Sprintf("[patch may be partial: the run moved to another worker, and its baseline holds no content for %d files (over the record's bound of %d bytes, or no longer in the repository): their changes are not in it]\n", len(dropped), maxBaselineBytes)
+		base.note = fmt.Sprintf("[patch may be partial: the run moved to another worker, and its baseline holds no content for %s (over the record's bound of %d bytes, or no longer in the repository): their changes are not in it]\n", plural(len(dropped), "file"), maxBaselineBytes)
 	}
 	g.keepTrees(ctx, rec.Tree)
 	base.git, base.tree = g, rec.Tree

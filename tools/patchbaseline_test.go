@@ -288,7 +288,7 @@ func TestBaselineOverItsBound(t *testing.T) {
 	if strings.Contains(got, "big.txt") {
 		t.Errorf("the moved patch has big.txt, whose baseline was not kept:\n%s", got)
 	}
-	if !strings.HasSuffix(got, "[patch may be partial: the run moved to another worker, and its baseline holds no content for 1 files (over the record's bound of 4096 bytes, or no longer in the repository): their changes are not in it]\n") {
+	if !strings.HasSuffix(got, "[patch may be partial: the run moved to another worker, and its baseline holds no content for 1 file (over the record's bound of 4096 bytes, or no longer in the repository): their changes are not in it]\n") {
 		t.Errorf("the moved patch does not say it may be partial:\n%s", got)
 	}
 	// The rest is the undisturbed patch without big.txt.
