@@ -193,6 +193,22 @@ func (s *Store) recordSetup(id string, data []byte) error {
 	return s.rs.PutRecord(context.Background(), id, "setup", data)
 }
 
+// baselineKeeper keeps run id's patch baseline in the store, as its
+// record "baseline" (tools.BaselineKeeper): the first attempt's stays, and
+// a worker that takes the run over computes the run's patch against it.
+type baselineKeeper struct {
+	store *Store
+	id    string
+}
+
+func (k baselineKeeper) LoadBaseline(ctx context.Context) ([]byte, bool, error) {
+	return k.store.rs.Record(ctx, k.id, "baseline")
+}
+
+func (k baselineKeeper) SaveBaseline(ctx context.Context, data []byte) error {
+	return k.store.rs.PutRecord(ctx, k.id, "baseline", data)
+}
+
 // recordCall records the observation of call seq of run id, durably,
 // unless one is recorded already.
 func (s *Store) recordCall(id string, seq int, obs *gen.Observation) error {

@@ -297,11 +297,17 @@ func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 
 // workerKilledMidCall runs the script undisturbed, then again with the
 // worker running its slow command killed with SIGKILL, and checks that
-// the second run ends as the first; it returns the undisturbed run's id.
+// the second run ends as the first, with the same patch (the changes of
+// the whole run, the first command's included: the new worker computes it
+// against the run's baseline in the store); it returns the undisturbed
+// run's id.
 func (c *cluster) workerKilledMidCall(t *testing.T) string {
+	c.gitWorkspace("calm")
 	calm := c.createRun("calm")
 	want := c.waitRun(calm)
+	c.checkScriptPatch(want.Result["patch"])
 
+	c.gitWorkspace("killed")
 	id := c.createRun("killed")
 	var victim *exec.Cmd
 	deadline := time.Now().Add(time.Minute)
