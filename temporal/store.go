@@ -18,6 +18,7 @@ import (
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/runstore"
 	"github.com/specloop/specloop/transcript"
+	"github.com/specloop/specloop/wiring"
 )
 
 // Store is the durable storage that workers and API servers share, a
@@ -158,6 +159,22 @@ func (s *Store) RemoveTranscript(id string) error {
 	}
 	if err := os.Remove(filepath.Join(cache, id+".jsonl")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
+	}
+	return nil
+}
+
+// CheckCache makes the directory of the store's copies of transcripts
+// (under the system's temporary directory) and refuses it when it lies
+// inside root, the API server's workspace root, whose tools could then
+// read the runs' transcripts (wiring.ErrRecordsInWorkspace): `serve`
+// calls it when it starts.
+func (s *Store) CheckCache(root string) error {
+	cache, err := s.cacheDir()
+	if err != nil {
+		return fmt.Errorf("the transcripts' cache: %w", err)
+	}
+	if err := wiring.CheckRecordsDir(cache, root); err != nil {
+		return fmt.Errorf("the transcripts' cache (set TMPDIR to a directory outside the workspace root): %w", err)
 	}
 	return nil
 }
