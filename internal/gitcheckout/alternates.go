@@ -21,7 +21,7 @@ const maxAlternatesFile = 64 << 10
 // Alternates returns the object directories outside the directory root,
 // at the absolute path dir, that the repository whose top it is borrows:
 // each line of its .git/objects/info/alternates (read through root, so
-// never from outside it) and of each of those directories' own
+// never from outside it, and through no symbolic link) and of each of those directories' own
 // info/alternates (one level deep), made absolute against the directory
 // the file is in, with symbolic links resolved, that is a directory
 // holding a pack directory and lies outside dir. What cannot be read or
@@ -31,15 +31,29 @@ const maxAlternatesFile = 64 << 10
 // (sandbox.Policy.ObjectDirs): called once, when the run's workspace is
 // opened, before any command could rewrite the file.
 func Alternates(root *os.Root, dir string) []string {
-	if fi, err := root.Lstat(".git"); err != nil || !fi.IsDir() {
+	// No symbolic link on the way: a link a command or a file tool could
+	// point at a file of the work tree would make its text the list.
+	p := ""
+	for _, name := range []string{".git", "objects", "info"} {
+		p = filepath.Join(p, name)
+		if fi, err := root.Lstat(p); err != nil || !fi.IsDir() {
+			return nil
+		}
+	}
+	p = filepath.Join(p, "alternates")
+	fi, err := root.Lstat(p)
+	if err != nil || !fi.Mode().IsRegular() {
 		return nil
 	}
-	f, err := root.Open(filepath.Join(".git", "objects", "info", "alternates"))
+	f, err := root.Open(p)
 	if err != nil {
 		return nil
 	}
+	defer f.Close()
+	if opened, err := f.Stat(); err != nil || !os.SameFile(fi, opened) {
+		return nil // swapped since it was looked at
+	}
 	data, _ := io.ReadAll(io.LimitReader(f, maxAlternatesFile))
-	f.Close()
 	realDir, err := filepath.EvalSymlinks(dir)
 	if err != nil {
 		return nil

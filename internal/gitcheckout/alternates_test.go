@@ -75,14 +75,14 @@ func TestAlternatesNone(t *testing.T) {
 		t.Errorf("no alternates file: %q", got)
 	}
 	// A .git that is a symbolic link is not the run's own repository.
-	other := t.TempDir()
+	ws := t.TempDir()
+	other := filepath.Join(ws, "other")
 	objects := objectDir(t, filepath.Join(other, ".git", "objects"))
 	writeAlternates(t, objects, objectDir(t, filepath.Join(t.TempDir(), "objects"))+"\n")
 	if got := alternatesOf(t, other); len(got) != 1 {
 		t.Fatalf("control: %q", got)
 	}
-	ws := t.TempDir()
-	os.Symlink(filepath.Join(other, ".git"), filepath.Join(ws, ".git"))
+	os.Symlink("other/.git", filepath.Join(ws, ".git")) // a link os.Root follows
 	if got := alternatesOf(t, ws); got != nil {
 		t.Errorf(".git a symbolic link: %q", got)
 	}
@@ -99,5 +99,34 @@ func TestAlternatesCapped(t *testing.T) {
 	writeAlternates(t, objects, text)
 	if got := alternatesOf(t, ws); len(got) != gitcheckout.MaxAlternates {
 		t.Errorf("%d directories, want %d", len(got), gitcheckout.MaxAlternates)
+	}
+}
+
+// An alternates file reached through a symbolic link (the file, or a
+// directory on its way) is not read: its text could be a work tree file's,
+// which the model writes.
+func TestAlternatesNoLinks(t *testing.T) {
+	store := objectDir(t, filepath.Join(t.TempDir(), "objects"))
+	for _, link := range []string{"alternates", "info", "objects"} {
+		t.Run(link, func(t *testing.T) {
+			ws := t.TempDir()
+			objects := objectDir(t, filepath.Join(ws, ".git", "objects"))
+			writeAlternates(t, objects, store+"\n")
+			if got := alternatesOf(t, ws); len(got) != 1 {
+				t.Fatalf("control: %q", got)
+			}
+			p := map[string]string{"alternates": filepath.Join(objects, "info", "alternates"), "info": filepath.Join(objects, "info"), "objects": objects}[link]
+			moved := filepath.Join(ws, "moved")
+			if err := os.Rename(p, moved); err != nil {
+				t.Fatal(err)
+			}
+			rel, _ := filepath.Rel(filepath.Dir(p), moved) // a link os.Root follows
+			if err := os.Symlink(rel, p); err != nil {
+				t.Fatal(err)
+			}
+			if got := alternatesOf(t, ws); got != nil {
+				t.Errorf("read through a link at %s: %q", link, got)
+			}
+		})
 	}
 }
