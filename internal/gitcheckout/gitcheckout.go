@@ -86,7 +86,8 @@ func Resolve(ctx context.Context, repo, rev string) (string, error) {
 // configuration, hooks, attributes' drivers or fsmonitor runs: git runs
 // with no system or global configuration, and an info/attributes that
 // unsets every driver and conversion, so the files are the commit's exact
-// bytes. A directory left at dir by an attempt that was stopped is
+// bytes. The alternates file names the store with its symbolic links
+// resolved. A directory left at dir by an attempt that was stopped is
 // removed first.
 func Make(ctx context.Context, objects, commit, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
@@ -98,6 +99,11 @@ func Make(ctx context.Context, objects, commit, dir string) error {
 	gitDir := filepath.Join(dir, ".git")
 	if err := private(ctx, dir, "init", "--quiet", "--template=", dir); err != nil {
 		return err
+	}
+	// The store as the sandbox binds it, at its path with symbolic links
+	// resolved (Alternates), so that git inside finds it there.
+	if real, err := filepath.EvalSymlinks(objects); err == nil {
+		objects = real
 	}
 	for name, text := range map[string]string{
 		"objects/info/alternates": objects + "\n",
