@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // gitTimeout bounds one git command (a clone of a large repository
@@ -27,17 +29,22 @@ const gitTimeout = 30 * time.Minute
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	args = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", dir}, args...)
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", dir}, args...)...)
 	cmd.Env = append(cleanEnv(), "GIT_TERMINAL_PROMPT=0")
+	return output(cmd, args[0])
+}
+
+// output runs git's cmd (its subcommand name) and returns what it printed;
+// its error holds the end of what git printed on its standard error.
+func output(cmd *exec.Cmd, name string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 500 {
-			msg = "…" + msg[len(msg)-500:]
+		if tail := textclip.Tail(msg, 500); len(tail) < len(msg) {
+			msg = "…" + tail
 		}
-		return "", fmt.Errorf("git %s: %w: %s", args[6], err, msg)
+		return "", fmt.Errorf("git %s: %w: %s", name, err, msg)
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }

@@ -166,21 +166,7 @@ type runView struct {
 // createRun starts a run of the script in workspace ws.
 func (c *cluster) createRun(ws string) string {
 	c.t.Helper()
-	if err := os.MkdirAll(filepath.Join(c.dir, "ws", ws), 0o700); err != nil {
-		c.t.Fatal(err)
-	}
-	body, _ := json.Marshal(map[string]any{"task": map[string]any{"prompt": "append twice"}, "workspace": ws, "max_steps": 10,
-		"model": map[string]any{"provider": "script", "responses": script}})
-	resp, err := http.Post(c.url+"/v1/runs", "application/json", bytes.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v runView
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusAccepted {
-		c.t.Fatalf("create a run: %d %v", resp.StatusCode, err)
-	}
-	return v.ID
+	return c.createScriptRun(ws, script)
 }
 
 func (c *cluster) waitRun(id string) runView {
