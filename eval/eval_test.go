@@ -191,7 +191,7 @@ func TestRunResumesAndRecordsNothingStopped(t *testing.T) {
 			}
 			return Outcome{Result: gen.RunResult{ExitReason: gen.ExitReasonFinished, StepsUsed: 1}}, nil
 		},
-		Command: func(ctx context.Context, dir, command string, setup bool) (gen.CheckResult, error) {
+		Command: func(ctx context.Context, a *Attempt, command string, setup bool) (gen.CheckResult, error) {
 			return gen.CheckResult{Passed: true}, nil
 		}}
 	rs, err := Run(ctx, tasks, cfg)
@@ -235,7 +235,7 @@ func TestRunStopsOnAnErrorNotTheTasks(t *testing.T) {
 		Run: func(ctx context.Context, a *Attempt) (Outcome, error) {
 			return Outcome{}, errors.New("no API key")
 		},
-		Command: func(ctx context.Context, dir, command string, setup bool) (gen.CheckResult, error) {
+		Command: func(ctx context.Context, a *Attempt, command string, setup bool) (gen.CheckResult, error) {
 			return gen.CheckResult{Passed: true}, nil
 		}}
 	rs, err := Run(context.Background(), tasks, cfg)

@@ -53,9 +53,10 @@ type Config struct {
 	// test grades it.
 	Apply bool
 	// Run runs the model in a.Dir; Command runs a task's setup or test
-	// there, in the sandbox.
+	// there, in the sandbox, which may read the object store the work
+	// tree borrows (a.Task.Objects).
 	Run     func(ctx context.Context, a *Attempt) (Outcome, error)
-	Command func(ctx context.Context, dir, command string, setup bool) (gen.CheckResult, error)
+	Command func(ctx context.Context, a *Attempt, command string, setup bool) (gen.CheckResult, error)
 	// Prices, in US dollars per million tokens, give each attempt a cost;
 	// nil gives none.
 	Prices *Prices
@@ -206,7 +207,7 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 		return r, fmt.Errorf("work tree: %w", err)
 	}
 	if a.Task.Setup != nil && !cfg.Apply {
-		res, err := cfg.Command(ctx, a.Dir, *a.Task.Setup, true)
+		res, err := cfg.Command(ctx, a, *a.Task.Setup, true)
 		if err != nil {
 			return r, fmt.Errorf("setup: %w", err)
 		}
@@ -260,7 +261,7 @@ func attempt(ctx context.Context, cfg Config, a *Attempt) (gen.EvalAttempt, erro
 			return r, nil
 		}
 	}
-	grade, err := cfg.Command(ctx, a.Dir, a.Task.Test, false)
+	grade, err := cfg.Command(ctx, a, a.Task.Test, false)
 	if err != nil {
 		return r, fmt.Errorf("test: %w", err)
 	}

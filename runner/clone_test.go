@@ -14,6 +14,7 @@ import (
 	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/gitcheckout/githttps"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/sandbox"
 )
 
 // gitRepo makes a repository with a.txt "base" committed and returns it
@@ -250,5 +251,41 @@ func TestCloneFailureQuotesNoURL(t *testing.T) {
 	var re *runner.Error
 	if !errors.As(err, &re) || re.Field != "/repo_url" || !strings.Contains(re.Detail, "could not be cloned") || strings.Contains(re.Detail, "no-such-repository") {
 		t.Errorf("Create = %v", err)
+	}
+}
+
+// git works in the sandbox of a repo_url run: its work tree borrows the
+// clone's objects, in the clone cache outside the workspace root, which
+// the run's setup and check (sandboxed as run_command is) read.
+func TestRepoURLRunGitInSandbox(t *testing.T) {
+	if err := sandbox.Available(sandbox.Auto); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	srv := githttps.Start(t)
+	repo, _ := gitRepo(t)
+	u := srv.Publish(t, "r", repo)
+	head, _ := gitcheckout.Resolve(context.Background(), repo, "HEAD")
+	c := &runner.Cloner{Hosts: []string{srv.Host()}, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
+	rn, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), Clones: c, AllowCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rn.Shutdown(context.Background()) })
+	worktree := gen.CreateRunRequestIsolationWorktree
+	req := script(t, `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"a.txt","content":"one\n"}}`, `{"type":"finish","answer":"done"}`)
+	req.RepoUrl, req.Isolation = &u, &worktree
+	isHead := "git log -1 --format=%H | grep -qx " + head
+	req.Setup = new(isHead)
+	req.Check = new(isHead + " && git diff | grep -qx +one")
+	r, err := rn.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := waitFor(t, rn, r.Id, finished)
+	if res := v.Result; res.Setup == nil || res.Setup.ExitCode != 0 || res.Check == nil || res.Check.ExitCode != 0 {
+		t.Fatalf("git in the repo_url run's sandbox: setup %+v, check %+v", res.Setup, res.Check)
 	}
 }

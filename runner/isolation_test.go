@@ -11,6 +11,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/sandbox"
 )
 
 // Runs created with isolation worktree on one repository each work in a
@@ -81,4 +82,49 @@ func TestIsolatedRunsNeverShareFiles(t *testing.T) {
 	bad("an option for a commit", func(r *gen.CreateRunRequest) {
 		r.Workspace, r.Isolation, r.Commit = new("repo"), &worktree, new("--output=/tmp/x")
 	}, "/commit")
+}
+
+// git works in an isolated run's work tree under a confining sandbox:
+// the run's setup and completion check (sandboxed as run_command is)
+// read the commit and the change from the repository's objects, which
+// the work tree borrows.
+func TestIsolatedRunGitInSandbox(t *testing.T) {
+	if err := sandbox.Available(sandbox.Auto); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	root := t.TempDir()
+	repo := filepath.Join(root, "repo")
+	os.MkdirAll(repo, 0o755)
+	os.WriteFile(filepath.Join(repo, "a.txt"), []byte("base\n"), 0o644)
+	for _, args := range [][]string{{"init", "-q"}, {"add", "a.txt"}, {"commit", "-qm", "base"}} {
+		if out, err := exec.Command("git", append([]string{"-c", "user.email=a@b", "-c", "user.name=a", "-C", repo}, args...)...).CombinedOutput(); err != nil {
+			t.Skipf("git: %v: %s", err, out)
+		}
+	}
+	head, err := exec.Command("git", "-C", repo, "rev-parse", "HEAD").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rn, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, AllowCommands: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { rn.Shutdown(context.Background()) })
+	worktree := gen.CreateRunRequestIsolationWorktree
+	req := script(t, `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"a.txt","content":"one\n"}}`, `{"type":"finish","answer":"done"}`)
+	req.Workspace, req.Isolation = new("repo"), &worktree
+	isHead := "git log -1 --format=%H | grep -qx " + strings.TrimSpace(string(head))
+	req.Setup = new(isHead)
+	req.Check = new(isHead + " && git status --porcelain | grep -qx ' M a.txt'")
+	r, err := rn.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := waitFor(t, rn, r.Id, finished)
+	if res := v.Result; res.Setup == nil || res.Setup.ExitCode != 0 || res.Check == nil || res.Check.ExitCode != 0 {
+		t.Fatalf("git in the isolated run's sandbox: setup %+v, check %+v", res.Setup, res.Check)
+	}
 }

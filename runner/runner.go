@@ -256,6 +256,7 @@ func (s *Runner) initTools() error {
 		}
 		s.cfg.Sandbox = sb.Policy()
 		s.cfg.Sandbox.Backend = sb.Info().Backend
+		s.cfg.Sandbox.ObjectDirs = nil // each run's are read when its workspace is opened
 	}
 	return nil
 }

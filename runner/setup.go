@@ -25,6 +25,7 @@ func RunSetup(ctx context.Context, sp *Spec, s *wiring.Setup, host wiring.Config
 	}
 	policy := host.Sandbox
 	policy.AllowNetwork = true
+	policy.ObjectDirs = s.ObjectDirs // read when the workspace was opened
 	sb, err := sandbox.New(policy)
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)

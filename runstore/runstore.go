@@ -158,6 +158,19 @@ func (e *CorruptError) Error() string {
 	return "the run store's object " + e.Key + " does not match its sha256: it was changed or damaged"
 }
 
+// GapError is the error of reading a stream whose batches leave lines
+// out: an append that would leave a gap is refused, so a batch that was
+// written is missing (removed or lost), and no number of reads finds it.
+type GapError struct {
+	Stream   Stream
+	ID       string
+	From, To int // the lines missing, [From, To)
+}
+
+func (e *GapError) Error() string {
+	return fmt.Sprintf("the %s of run %s has no lines %d to %d", e.Stream, e.ID, e.From, e.To-1)
+}
+
 // Stream names one of a run's append-only streams of lines.
 type Stream string
 
@@ -352,8 +365,8 @@ func (s *Store) batches(ctx context.Context, prefix string) ([]batch, error) {
 }
 
 // Lines returns the lines of run id's stream st from line from on (none
-// when it has no more). A stream with a gap, or an object that does not
-// match its sha256 (CorruptError), is an error.
+// when it has no more). A stream with a gap (GapError), or an object that
+// does not match its sha256 (CorruptError), is an error.
 func (s *Store) Lines(ctx context.Context, id string, st Stream, from int) ([][]byte, error) {
 	prefix, err := streamPrefix(id, st)
 	if err != nil {
@@ -370,7 +383,7 @@ func (s *Store) Lines(ctx context.Context, id string, st Stream, from int) ([][]
 			continue // a batch the ones before cover
 		}
 		if b.from > next {
-			return nil, fmt.Errorf("the %s of run %s has no lines %d to %d", st, id, next, b.from-1)
+			return nil, &GapError{Stream: st, ID: id, From: next, To: b.from}
 		}
 		if b.to <= from {
 			next = b.to

@@ -301,8 +301,9 @@ func TestChangedBatchIsAnError(t *testing.T) {
 	if err := os.Remove(files[1]); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.Lines(ctx, "run-1", runstore.Events, 0); err == nil || !strings.Contains(err.Error(), "no lines 2 to 2") {
-		t.Fatalf("Lines with a gap = %v", err)
+	var gap *runstore.GapError
+	if _, err := s.Lines(ctx, "run-1", runstore.Events, 0); !errors.As(err, &gap) || gap.From != 2 || gap.To != 3 || !strings.Contains(err.Error(), "no lines 2 to 2") {
+		t.Fatalf("Lines with a gap = %v, want a GapError of line 2", err)
 	}
 	// A changed call record is an error too, never the changed data.
 	if err := s.PutCall(ctx, "run-1", 0, []byte(`{"content":"84"}`)); err != nil {

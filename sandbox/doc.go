@@ -54,6 +54,14 @@
 // days go, once a day). A go command older than 1.24
 // ignores GOCACHEPROG and builds with the sandbox's cache alone.
 //
+// A workspace whose git repository borrows objects (an isolated run's work
+// tree, whose objects/info/alternates names its source's object store)
+// gets read access to them: Policy.ObjectDirs, decided when the run's
+// workspace is opened, are bound read-only (bwrap) or granted read access
+// (Landlock), each opened again for every command from the root following
+// no symbolic link. The guard restores the alternates file a command
+// changed, so a later opening of the workspace reads what was there.
+//
 // Whatever the backend, a command gets an environment built from an
 // allowlist (see Policy.PassEnv), a scratch HOME and TMPDIR, no standard
 // input, and its working directory from the open directory handle it is

@@ -190,6 +190,9 @@ func walkGit(root *os.Root) *gitState {
 			if !typ.IsDir() {
 				continue
 			}
+			if looks && m == gitshape.Objects {
+				st.recordAlternates(r, name, p, rel)
+			}
 			if looks && (m == gitshape.Objects || m == gitshape.Refs) {
 				continue
 			}
@@ -212,6 +215,21 @@ func walkGit(root *os.Root) *gitState {
 	}
 	visit(root, ".", "", 0)
 	return st
+}
+
+// recordAlternates records the alternates file of the object directory
+// name of the git directory owner, at p: it names the object directories
+// git reads besides its own, which the sandbox lets commands read as the
+// file named them when the run's workspace was opened
+// (Policy.ObjectDirs), and a command's change to it would widen that for
+// the next run opened on it.
+func (st *gitState) recordAlternates(r *os.Root, name, p, owner string) {
+	info, err := r.OpenRoot(path.Join(name, "info"))
+	if err != nil {
+		return
+	}
+	defer info.Close()
+	st.record(info, "alternates", path.Join(p, "info", "alternates"), guardedFile{owner: owner})
 }
 
 // record reads the guarded file name of the directory r, at p, into f

@@ -41,9 +41,12 @@ type helperConfig struct {
 	// build cache program (see cacheProgEnviron).
 	ROFiles []string `json:"ro_files,omitempty"`
 	// Network: no Landlock network rules and no seccomp socket filter.
-	Network  bool `json:"network,omitempty"`
-	GitRO    bool `json:"git_ro,omitempty"`
-	DropCaps bool `json:"drop_caps,omitempty"`
+	// ObjectFDs are the descriptors of the object directories the
+	// command may read (Policy.ObjectDirs), opened by the parent.
+	ObjectFDs []int `json:"object_fds,omitempty"`
+	Network   bool  `json:"network,omitempty"`
+	GitRO     bool  `json:"git_ro,omitempty"`
+	DropCaps  bool  `json:"drop_caps,omitempty"`
 }
 
 // helperStatus is how the command ended (Exit is nil when a signal killed

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	llsys "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -38,8 +39,15 @@ func confineLandlock(cfg *helperConfig) error {
 	if cfg.Network {
 		want.HandledAccessNet = 0
 	}
+	// The borrowed object directories, read-only, through the
+	// descriptors the parent opened following no symbolic link.
+	objects := make([]string, len(cfg.ObjectFDs))
+	for i, fd := range cfg.ObjectFDs {
+		objects[i] = "/proc/self/fd/" + strconv.Itoa(fd)
+	}
 	rules := []landlock.Rule{
 		landlock.RODirs(cfg.RODirs...).IgnoreIfMissing(),
+		landlock.RODirs(objects...),
 		landlock.RWDirs(cfg.RWDirs...).WithRefer().IgnoreIfMissing(),
 		landlock.ROFiles(append(cfg.ROFiles, "/dev/random", "/dev/urandom")...).IgnoreIfMissing(),
 		landlock.RWFiles("/dev/null", "/dev/zero", "/dev/full").IgnoreIfMissing(),

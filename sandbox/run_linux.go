@@ -113,6 +113,12 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 	}
 	var cmd *exec.Cmd
 	files := []*os.File{statusW, c.Dir}
+	objects := s.objectDirsFor(c.Dir, c.DirPath)
+	defer func() {
+		for _, f := range objects {
+			f.Close()
+		}
+	}()
 	if s.info.Backend == Landlock {
 		scratch, err := os.MkdirTemp("", "specloop-cmd-")
 		if err != nil {
@@ -129,6 +135,10 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 				g.Close()
 				userns, cfg.DropCaps = true, true
 			}
+		}
+		for _, f := range objects {
+			cfg.ObjectFDs = append(cfg.ObjectFDs, 3+len(files))
+			files = append(files, f)
 		}
 		arg, _ := json.Marshal(cfg)
 		cmd = exec.CommandContext(tctx, exe, helperArg, string(arg))
@@ -167,6 +177,12 @@ func (s *Sandbox) confined(ctx context.Context, c Command) (Result, error) {
 				files = append(files, git)
 				args = append(args, "--ro-bind-fd", strconv.Itoa(gitFD), filepath.Join(c.DirPath, ".git"))
 			}
+		}
+		// The borrowed object directories, read-only at their paths,
+		// from the descriptors opened following no symbolic link.
+		for _, f := range objects {
+			args = append(args, "--ro-bind-fd", strconv.Itoa(3+len(files)), f.Name())
+			files = append(files, f)
 		}
 		// The helper's configuration: the command; bwrap confines it, and
 		// the helper cannot see this process from its PID namespace.

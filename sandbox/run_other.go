@@ -4,8 +4,11 @@ package sandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 )
 
 // On systems other than Linux there is no confinement: only None runs
@@ -24,3 +27,12 @@ func (s *Sandbox) run(ctx context.Context, c Command) (Result, error) { return s
 func unconfinedIn(cmd *exec.Cmd, c Command) { cmd.Dir = c.DirPath }
 
 func killGroup(*exec.Cmd) {}
+
+// openObjectDir checks that the object directory p is a directory that
+// holds a pack directory (no backend here mounts it).
+func openObjectDir(p string) (*os.File, error) {
+	if fi, err := os.Stat(filepath.Join(p, "pack")); err != nil || !fi.IsDir() {
+		return nil, errors.New("holds no pack directory, so it is no git object directory")
+	}
+	return os.Open(p)
+}

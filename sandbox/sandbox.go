@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -63,7 +64,22 @@ type Policy struct {
 	// PassEnv names variables of this process's environment that commands
 	// get besides the allowlist (PATH, LANG, LC_*, TERM, the Go variables).
 	PassEnv []string
+	// ObjectDirs are the object directories outside the workspace that
+	// its git repository borrows (the alternates of an isolated run's work
+	// tree: see gitcheckout.Alternates), which commands may read and
+	// never write: bound read-only at the same path (bwrap) or granted
+	// read access only (Landlock). Each is absolute, with no symbolic
+	// link in it, and holds a pack directory; at most MaxObjectDirs. They
+	// are decided once, when the run's workspace is opened, never from
+	// what a command wrote since, and each is opened again for every
+	// command following no symbolic link: one that cannot be is left
+	// out. A directory that holds the command's directory, or is inside
+	// it, is left out too (the workspace is the command's already).
+	ObjectDirs []string
 }
+
+// MaxObjectDirs bounds Policy.ObjectDirs.
+const MaxObjectDirs = 8
 
 // Info is the confinement in effect, as recorded in traces and results.
 type Info struct {
@@ -76,6 +92,18 @@ type Info struct {
 	// policy's, and both true under None, which confines nothing.
 	AllowNetwork   bool
 	AllowGitWrites bool
+}
+
+// checkObjectDir checks an entry of Policy.ObjectDirs.
+func checkObjectDir(d string) error {
+	if !filepath.IsAbs(d) || filepath.Clean(d) != d || d == string(filepath.Separator) {
+		return errors.New("must be an absolute, clean path of a directory below the root")
+	}
+	f, err := openObjectDir(d)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }
 
 // ErrUnavailable is returned when the backend asked for cannot run on this
@@ -109,6 +137,15 @@ func New(p Policy) (*Sandbox, error) {
 			return nil, fmt.Errorf("pass-env: invalid variable name %q", textclip.Clip(name, 40))
 		}
 	}
+	if len(p.ObjectDirs) > MaxObjectDirs {
+		return nil, fmt.Errorf("object dirs: %d directories, at most %d", len(p.ObjectDirs), MaxObjectDirs)
+	}
+	for i, d := range p.ObjectDirs {
+		if err := checkObjectDir(d); err != nil {
+			return nil, fmt.Errorf("object dirs[%d] %q: %w", i, textclip.Clip(d, 200), err)
+		}
+	}
+	p.ObjectDirs = slices.Clone(p.ObjectDirs)
 	info, err := resolve(p)
 	if err != nil {
 		return nil, err

@@ -17,6 +17,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/transcript"
 	"github.com/specloop/specloop/wiring"
 )
@@ -223,6 +224,10 @@ func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 			return nil, temporal.NewNonRetryableApplicationError(msg, "mcp", nil)
 		}
 		return nil, temporal.NewNonRetryableApplicationError(err.Error(), "setup", nil)
+	}
+	if s.Workspace != nil {
+		// The patch's baseline is the run's, not this worker's.
+		s.Workspace.KeepBaseline(baselineKeeper{a.Store, run.RunID})
 	}
 	o := &openRun{Setup: s, dir: ws, task: sp.Task}
 	if a.runs == nil {
@@ -508,6 +513,10 @@ func (a *Activities) tool(ctx context.Context, in toolInput) (gen.Observation, e
 	}
 	defer heartbeat(ctx)()
 	obs, err := s.Options.Tools.Call(ctx, &in.Call)
+	if errors.Is(err, tools.ErrBaseline) {
+		// The store failed (the call changed nothing): retried.
+		return gen.Observation{}, fmt.Errorf("tool call %d: %w", in.Seq, err)
+	}
 	if err != nil {
 		return gen.Observation{}, temporal.NewNonRetryableApplicationError(err.Error(), "tool", nil)
 	}

@@ -337,13 +337,14 @@ func isNotFound(err error) bool {
 
 // permanent reports whether err, of a read of the store or of a Temporal
 // call of a follower, stays whatever the number of attempts: a damaged
-// object of the store or line of the trace, a result that does not
-// decode, a run id out of shape.
+// object of the store or line of the trace, a batch missing from it, a
+// result that does not decode, a run id out of shape.
 func permanent(err error) bool {
 	var ce *runstore.CorruptError
+	var ge *runstore.GapError
 	var cb *corruptBlobError
 	var dl *damagedLineError
-	return errors.As(err, &ce) || errors.As(err, &cb) || errors.As(err, &dl) ||
+	return errors.As(err, &ce) || errors.As(err, &ge) || errors.As(err, &cb) || errors.As(err, &dl) ||
 		errors.Is(err, converter.ErrUnableToDecode) || errors.Is(err, ErrInvalidRunID)
 }
 

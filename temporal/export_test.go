@@ -18,11 +18,13 @@ type (
 	RunInput         = runInput
 	RunRef           = runRef
 	ToolInput        = toolInput
+	RunEvents        = runEvents
 	ApprovalDecision = approvalDecision
 )
 
 const (
 	ToolActivity   = toolActivity
+	PatchActivity  = patchActivity
 	ApprovalSignal = approvalSignal
 	PendingQuery   = pendingQuery
 	EventsUpdate   = eventsUpdate

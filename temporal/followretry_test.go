@@ -294,8 +294,9 @@ func TestFollowOutlastsTransientFailures(t *testing.T) {
 	}
 }
 
-// TestFollowEndsOnPermanentFailures: a damaged batch of the trace, or a
-// workflow gone, still ends the follow, with an error that says which.
+// TestFollowEndsOnPermanentFailures: a damaged batch of the trace, a
+// batch missing from it, or a workflow gone, still ends the follow, with
+// an error that says which.
 func TestFollowEndsOnPermanentFailures(t *testing.T) {
 	t.Parallel()
 	t.Run("damaged batch", func(t *testing.T) {
@@ -314,6 +315,24 @@ func TestFollowEndsOnPermanentFailures(t *testing.T) {
 		}
 		if n := f.reads.Load(); n != 1 {
 			t.Errorf("the damaged batch was read %d times, want once", n)
+		}
+	})
+	t.Run("missing batch", func(t *testing.T) {
+		t.Parallel()
+		f := newFollowed(t)
+		f.storeErr = &runstore.GapError{Stream: runstore.Events, ID: "run1", From: 0, To: 1}
+		f.storeFaults.Store(1 << 20)
+		out, _ := f.execute(t.Context(), 0)
+		if err := f.store.AppendEvents("run1", 0, [][]byte{[]byte(`{}`)}); err != nil {
+			t.Fatal(err)
+		}
+		o := <-out
+		var ge *runstore.GapError
+		if !errors.As(o.err, &ge) || o.res.ExitReason != gen.ExitReasonInternalError {
+			t.Fatalf("result %+v, error %v: want internal_error and the GapError", o.res, o.err)
+		}
+		if n := f.reads.Load(); n != 1 {
+			t.Errorf("the stream with a gap was read %d times, want once", n)
 		}
 	})
 	t.Run("workflow gone", func(t *testing.T) {

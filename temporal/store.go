@@ -18,6 +18,7 @@ import (
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/runstore"
 	"github.com/specloop/specloop/transcript"
+	"github.com/specloop/specloop/wiring"
 )
 
 // Store is the durable storage that workers and API servers share, a
@@ -162,6 +163,22 @@ func (s *Store) RemoveTranscript(id string) error {
 	return nil
 }
 
+// CheckCache makes the directory of the store's copies of transcripts
+// (under the system's temporary directory) and refuses it when it lies
+// inside root, the API server's workspace root, whose tools could then
+// read the runs' transcripts (wiring.ErrRecordsInWorkspace): `serve`
+// calls it when it starts.
+func (s *Store) CheckCache(root string) error {
+	cache, err := s.cacheDir()
+	if err != nil {
+		return fmt.Errorf("the transcripts' cache: %w", err)
+	}
+	if err := wiring.CheckRecordsDir(cache, root); err != nil {
+		return fmt.Errorf("the transcripts' cache (set TMPDIR to a directory outside the workspace root): %w", err)
+	}
+	return nil
+}
+
 // cacheDir is the directory of the store's copies of transcripts, made
 // (0700) on first use.
 func (s *Store) cacheDir() (string, error) {
@@ -191,6 +208,22 @@ func (s *Store) recordedSetup(id string) ([]byte, bool, error) {
 // record is kept).
 func (s *Store) recordSetup(id string, data []byte) error {
 	return s.rs.PutRecord(context.Background(), id, "setup", data)
+}
+
+// baselineKeeper keeps run id's patch baseline in the store, as its
+// record "baseline" (tools.BaselineKeeper): the first attempt's stays, and
+// a worker that takes the run over computes the run's patch against it.
+type baselineKeeper struct {
+	store *Store
+	id    string
+}
+
+func (k baselineKeeper) LoadBaseline(ctx context.Context) ([]byte, bool, error) {
+	return k.store.rs.Record(ctx, k.id, "baseline")
+}
+
+func (k baselineKeeper) SaveBaseline(ctx context.Context, data []byte) error {
+	return k.store.rs.PutRecord(ctx, k.id, "baseline", data)
 }
 
 // recordCall records the observation of call seq of run id, durably,

@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/wiring"
 )
 
 // TestStoreRunIDs: run ids become path components of the store only in
@@ -217,5 +218,35 @@ func TestAppendEventsOnceAcrossRetriesAndWorkers(t *testing.T) {
 	want("a", "b", "c", "d", "e")
 	if got, _ := a.events(t.Context(), "r1", 3); len(got) != 2 {
 		t.Fatalf("events from 3 = %q", got)
+	}
+}
+
+// The API server's copies of transcripts are refused inside its workspace
+// root, where its own tools (POST /v1/tools/{name}, /mcp) could read them:
+// a system temporary directory under the root is an error that says what
+// to do; one outside it is fine.
+func TestTranscriptCacheOutsideTheWorkspaceRoot(t *testing.T) {
+	root := t.TempDir()
+	inside := filepath.Join(root, "tmp")
+	if err := os.Mkdir(inside, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("TMPDIR", inside)
+	s, err := NewStore(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.CheckCache(root); !errors.Is(err, wiring.ErrRecordsInWorkspace) || !strings.Contains(err.Error(), "TMPDIR") {
+		t.Fatalf("a cache inside the workspace root: %v, want ErrRecordsInWorkspace naming TMPDIR", err)
+	}
+	t.Setenv("TMPDIR", t.TempDir())
+	s2, err := NewStore(filepath.Join(t.TempDir(), "store"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s2.Close()
+	if err := s2.CheckCache(root); err != nil {
+		t.Fatalf("a cache outside the workspace root: %v", err)
 	}
 }

@@ -46,7 +46,9 @@ func applyPatch(ctx context.Context, env *Env, in *gen.ApplyPatchInput) (*gen.Ap
 	if err := p.checkShapes(); err != nil {
 		return nil, err
 	}
-	env.Workspace.changing(ctx)
+	if err := env.Workspace.changing(ctx); err != nil {
+		return nil, err
+	}
 	if err := p.write(); err != nil {
 		return nil, err
 	}

@@ -167,7 +167,9 @@ func runDeclared(ctx context.Context, env *Env, def *Def, argv []string, cfg Dec
 	if env.Sandbox == nil || env.Workspace == nil {
 		return Result{}, Errorf(gen.ErrorCodeCommandsDisabled, "%s runs a command, and this runtime offers no commands", def.Spec.Name)
 	}
-	env.Workspace.running(ctx)
+	if err := env.Workspace.running(ctx); err != nil {
+		return Result{}, err
+	}
 	stdout := newCapture(cfg.MaxOutput, 0)
 	stderr := newCapture(1<<10, 1<<10)
 	run, err := runCmd(ctx, env.Sandbox, env.Workspace, sandbox.Command{Args: argv, Stdin: bytes.NewReader(input), Stdout: stdout, Stderr: stderr, Timeout: cfg.Timeout})

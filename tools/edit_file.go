@@ -47,7 +47,9 @@ func editFile(ctx context.Context, env *Env, in *gen.EditFileInput) (*gen.EditFi
 	if size := int64(len(data) - len(old) + len(in.NewText)); size > maxEditFileSize {
 		return nil, tooLarge(rel, size, maxEditFileSize, "edit_file", "that would be its size after this edit; nothing was changed")
 	}
-	ws.changing(ctx)
+	if err := ws.changing(ctx); err != nil {
+		return nil, err
+	}
 	start, end := at[0], at[0]+len(old)
 	diff, err := editDiff(rel, data, start, end, []byte(in.NewText))
 	if err != nil {

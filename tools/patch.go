@@ -49,7 +49,9 @@ const (
 // record names every changed file, and git diffs just those (see
 // toolDiff); before the first command, a snapshot of the workspace is taken
 // that hashes only what the workspace's own index, read as data, does not
-// vouch for (see seed), and another at the end. Elsewhere, or when git
+// vouch for (see seed), and another at the end; with a BaselineKeeper
+// (see KeepBaseline) the first snapshot is taken before the first change
+// and kept there. Elsewhere, or when git
 // fails, it is the diff of every file the file tools changed, against its
 // content before their first change.
 func (r *Runtime) Patch(ctx context.Context) (string, error) {
@@ -72,35 +74,61 @@ func (r *Runtime) Patch(ctx context.Context) (string, error) {
 // originals from the workspace's own objects, as the seeded snapshot does
 // (see seed) with git doing the stat comparison and the diff. The base is
 // a value (the tree's id in the private repository, and the file tools'
-// record), so it could be kept once per run.
+// record), so it is kept once per run when a BaselineKeeper is given
+// (see KeepBaseline): the snapshot is then taken before the first change
+// of any tool, and a Workspace opened again for the run rebuilds it from
+// the keeper's record.
 type patchBase struct {
 	touched bool       // a tool that can change files was called
 	command bool       // and a command: git and tree are its snapshot
 	git     *shadowGit // nil outside git, or when the snapshot failed
 	tree    string
+
+	// keeper keeps the base durably (see BaselineKeeper): the snapshot
+	// is then taken before the first change of any tool, and loaded says
+	// the keeper's record was read (or this base kept there).
+	keeper BaselineKeeper
+	loaded bool
+	// moved says the base was rebuilt from the keeper's record; dropped
+	// holds the paths (from the top of the work tree) whose baseline
+	// content the record does not carry, left out of the patch, and note
+	// what the patch then says.
+	moved   bool
+	dropped map[string]bool
+	note    string
+	// broken is the error of a record that could not be used: the
+	// patch's error.
+	broken error
 }
 
 // changing is called before a file tool's call that may change files.
-func (w *Workspace) changing(context.Context) {
+func (w *Workspace) changing(ctx context.Context) error {
 	w.baseMu.Lock()
 	defer w.baseMu.Unlock()
+	if w.base.keeper != nil {
+		return w.keptBase(ctx)
+	}
 	w.base.touched = true
+	return nil
 }
 
 // running is called before a command runs: the first time, it takes the
 // snapshot the patch is computed against.
-func (w *Workspace) running(ctx context.Context) {
+func (w *Workspace) running(ctx context.Context) error {
 	w.baseMu.Lock()
 	defer w.baseMu.Unlock()
+	if w.base.keeper != nil {
+		return w.keptBase(ctx)
+	}
 	if w.base.command {
-		return
+		return nil
 	}
 	w.base.touched, w.base.command = true, true
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), patchTimeout)
 	defer cancel()
 	g, err := newShadowGit(w.dir)
 	if err != nil {
-		return // not in a git work tree, or no git: the file tools' record
+		return nil // not in a git work tree, or no git: the file tools' record
 	}
 	tree, err := g.snapshot(ctx, true)
 	if err == nil {
@@ -109,14 +137,33 @@ func (w *Workspace) running(ctx context.Context) {
 	}
 	if err != nil {
 		g.remove()
-		return
+		return nil
 	}
 	w.base.git, w.base.tree = g, tree
+	return nil
+}
+
+// keptBase makes sure, before a change, that the base is the keeper's:
+// read from it, or taken now and kept there.
+func (w *Workspace) keptBase(ctx context.Context) error {
+	if err := w.loadBase(ctx); err != nil {
+		return err
+	}
+	if w.base.command {
+		return nil
+	}
+	return w.keepBase(ctx)
 }
 
 func (w *Workspace) patch(ctx context.Context) (string, error) {
 	w.baseMu.Lock()
 	defer w.baseMu.Unlock()
+	if err := w.loadBase(ctx); err != nil {
+		return "", err
+	}
+	if w.base.broken != nil {
+		return "", w.base.broken
+	}
 	if !w.base.touched {
 		return "", nil
 	}
@@ -125,7 +172,7 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 	out := newCapture(maxPatchBytes, 0)
 	err := errors.New("not a git work tree")
 	if w.base.git != nil {
-		err = w.base.git.diffSince(ctx, w.base.tree, out)
+		err = w.base.git.diffSince(ctx, w.base.tree, w.base.dropped, out)
 	} else if !w.base.command {
 		if g, gerr := newShadowGit(w.dir); gerr == nil {
 			err = g.toolDiff(ctx, w.originals(), out)
@@ -145,7 +192,7 @@ func (w *Workspace) patch(ctx context.Context) (string, error) {
 		cut := strings.LastIndexByte(p, '\n') + 1
 		p = p[:cut] + fmt.Sprintf("[patch cut: %d more bytes]\n", int64(len(p)-cut)+dropped)
 	}
-	return p, nil
+	return p + w.base.note, nil
 }
 
 // removeGit removes the private repository of the patch's snapshots.
@@ -533,11 +580,17 @@ func (g *shadowGit) keepTrees(ctx context.Context, tree string) {
 }
 
 // diffSince writes the diff of the workspace from the snapshot base to now,
-// with paths relative to the workspace.
-func (g *shadowGit) diffSince(ctx context.Context, base string, out io.Writer) error {
+// with paths relative to the workspace, but for the paths in dropped
+// (from the top of the work tree), whose base content is not known.
+func (g *shadowGit) diffSince(ctx context.Context, base string, dropped map[string]bool, out io.Writer) error {
 	now, err := g.snapshot(ctx, false)
 	if err != nil {
 		return err
+	}
+	if len(dropped) > 0 {
+		if base, err = g.withEntriesOf(ctx, base, now, dropped); err != nil {
+			return err
+		}
 	}
 	return g.diff(ctx, base, now, out)
 }

@@ -22,7 +22,9 @@ var runCommandHandler = Func(NeedsCommands, runCommand, renderRunCommand)
 
 func runCommand(ctx context.Context, env *Env, in *gen.RunCommandInput) (*gen.RunCommandResult, error) {
 	timeout := commandTimeout(in)
-	env.Workspace.running(ctx)
+	if err := env.Workspace.running(ctx); err != nil {
+		return nil, err
+	}
 	stdout := newCapture(commandHeadBytes, commandTailBytes)
 	stderr := newCapture(commandHeadBytes, commandTailBytes)
 	if env.Sandbox == nil {

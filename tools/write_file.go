@@ -30,7 +30,9 @@ func writeFile(ctx context.Context, env *Env, in *gen.WriteFileInput) (*gen.Writ
 	} else {
 		mode = 0o644
 	}
-	ws.changing(ctx)
+	if err := ws.changing(ctx); err != nil {
+		return nil, err
+	}
 	content := []byte(in.Content)
 	if err := ws.writeAtomic(rel, content, mode); err != nil {
 		return nil, err

@@ -19,6 +19,7 @@ import (
 	"slices"
 
 	"github.com/specloop/specloop/agent"
+	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/wslock"
 	"github.com/specloop/specloop/mcpclient"
 	"github.com/specloop/specloop/sandbox"
@@ -137,6 +138,11 @@ type Setup struct {
 	// Sandbox confines the runtime's commands and the check; nil when
 	// commands are disabled and there is no check.
 	Sandbox *sandbox.Sandbox
+	// ObjectDirs are the object directories outside the workspace that
+	// its git repository borrows, read from its alternates file when it
+	// was opened (gitcheckout.Alternates): what its commands may read of
+	// them (sandbox.Policy.ObjectDirs).
+	ObjectDirs []string
 	// Check is Options.Check (or what it wraps, with Telemetry set); nil
 	// without a check.
 	Check *tools.CommandCheck
@@ -177,9 +183,14 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return &Error{PartWorkspace, err}
 	}
+	// The object directories the workspace's repository borrows (an
+	// isolated run's work tree), read now, before any command could
+	// rewrite its alternates file, and fixed for the run.
 	policy := cfg.Sandbox
+	policy.ObjectDirs = s.objectDirs(cfg.Root)
+	s.ObjectDirs = policy.ObjectDirs
 	if !cfg.DisableCommands || cfg.Check != "" {
-		sb, err := sandbox.New(cfg.Sandbox)
+		sb, err := sandbox.New(policy)
 		if err != nil {
 			return &Error{PartSandbox, err}
 		}
@@ -246,6 +257,22 @@ func (s *Setup) open(ctx context.Context, cfg Config) error {
 		s.Options.Tools = run.Tools(s.Options.Tools)
 	}
 	return nil
+}
+
+// objectDirs reads the object directories the opened workspace's
+// repository borrows, through root (the Config's) or the workspace's
+// directory opened again.
+func (s *Setup) objectDirs(root *os.Root) []string {
+	if root == nil {
+		r, err := os.OpenRoot(s.Workspace.Dir())
+		if err != nil {
+			return nil
+		}
+		defer r.Close()
+		root = r
+	}
+	dirs := gitcheckout.Alternates(root, s.Workspace.Dir())
+	return dirs[:min(len(dirs), sandbox.MaxObjectDirs)]
 }
 
 // Close stops the MCP servers and closes the trace file and the workspace

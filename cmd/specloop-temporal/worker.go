@@ -69,6 +69,11 @@ func (f *temporalFlags) Open(root string, logger *slog.Logger) (runner.Engine, f
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := store.CheckCache(root); err != nil {
+		c.Close()
+		store.Close()
+		return nil, nil, err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	err = temporal.RegisterSearchAttributes(ctx, c, f.namespace)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"text/tabwriter"
 	"time"
 
@@ -236,29 +237,61 @@ func evalRun(ctx context.Context, runArgs []string, a *eval.Attempt) (eval.Outco
 }
 
 // evalCommands runs a task's setup (with the network) and test in the
-// sandbox.
-type evalCommands struct{ setup, test *sandbox.Sandbox }
+// sandbox, one for each object store the attempts' work trees borrow
+// (their task's repository's, which eval named when it made them, never
+// read back from a work tree the model has worked in).
+type evalCommands struct {
+	policy sandbox.Policy
+	mu     sync.Mutex
+	boxes  map[[2]string]*sandbox.Sandbox // by objects and "setup" or "test"
+}
 
 func newEvalCommands(p sandbox.Policy) (*evalCommands, error) {
-	test, err := sandbox.New(p)
+	c := &evalCommands{policy: p, boxes: map[[2]string]*sandbox.Sandbox{}}
+	_, err := c.sandbox("", false) // the policy is checked before any attempt
+	return c, err
+}
+
+func (c *evalCommands) sandbox(objects string, setup bool) (*sandbox.Sandbox, error) {
+	key := [2]string{objects, "test"}
+	if setup {
+		key[1] = "setup"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if sb := c.boxes[key]; sb != nil {
+		return sb, nil
+	}
+	p := c.policy
+	p.AllowNetwork = p.AllowNetwork || setup
+	if objects != "" {
+		// The sandbox opens it again with no symbolic link on the way.
+		real, err := filepath.EvalSymlinks(objects)
+		if err != nil {
+			return nil, err
+		}
+		p.ObjectDirs = []string{real}
+	}
+	sb, err := sandbox.New(p)
 	if err != nil {
 		return nil, err
 	}
-	p.AllowNetwork = true
-	setup, err := sandbox.New(p)
-	return &evalCommands{setup: setup, test: test}, err
+	c.boxes[key] = sb
+	return sb, nil
 }
 
-func (c *evalCommands) run(ctx context.Context, dir, command string, setup bool) (gen.CheckResult, error) {
-	ws, err := tools.OpenWorkspace(dir)
+func (c *evalCommands) run(ctx context.Context, a *eval.Attempt, command string, setup bool) (gen.CheckResult, error) {
+	sb, err := c.sandbox(a.Task.Objects, setup)
+	if err != nil {
+		return gen.CheckResult{}, err
+	}
+	ws, err := tools.OpenWorkspace(a.Dir)
 	if err != nil {
 		return gen.CheckResult{}, err
 	}
 	defer ws.Close()
 	check := tools.NewCommandCheck(ws, command)
-	if check.Sandbox = c.test; setup {
-		check.Sandbox = c.setup
-	}
+	check.Sandbox = sb
 	return check.Check(ctx)
 }
 

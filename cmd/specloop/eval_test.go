@@ -471,3 +471,26 @@ func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
 		t.Errorf("a file URL with --remote: exit %d, %s", code, stderr)
 	}
 }
+
+// TestEvalTestMayUseGit: a task's test runs git in the attempt's work tree,
+// in the sandbox, which reads the object store the work tree borrows from
+// the task's repository (and only reads it): a test that grades by `git
+// diff` and `git log` sees the commit and what the attempt changed.
+func TestEvalTestMayUseGit(t *testing.T) {
+	t.Parallel()
+	dir, _, _ := evalRepo(t)
+	script := filepath.Join(dir, "fix.script")
+	if err := os.WriteFile(script, []byte(fixScript), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tasks := filepath.Join(dir, "git-tasks.jsonl")
+	line := `{"id":"bygit","repo":"repos/calc","prompt":"Make Add add.","test":"git log -1 --format=%s | grep -qx init && git diff --name-only HEAD | grep -qx calc.go","max_steps":5}` + "\n"
+	if err := os.WriteFile(tasks, []byte(line), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "out")
+	code, stdout, stderr := specloop(t, "eval", tasks, "--script", script, "--no-commands", "--out", out)
+	if code != exitOK || !strings.Contains(stdout, "| resolved | 1 (100.0 %") {
+		t.Fatalf("exit %d\nstdout: %s\nstderr: %s", code, stdout, stderr)
+	}
+}

@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/specloop/specloop/internal/textclip"
 )
 
 // gitTimeout bounds one git command (a clone of a large repository
@@ -27,17 +29,22 @@ const gitTimeout = 30 * time.Minute
 func git(ctx context.Context, dir string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, gitTimeout)
 	defer cancel()
-	args = append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", dir}, args...)
-	cmd := exec.CommandContext(ctx, "git", args...)
+	cmd := exec.CommandContext(ctx, "git", append([]string{"-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false", "-C", dir}, args...)...)
 	cmd.Env = append(cleanEnv(), "GIT_TERMINAL_PROMPT=0")
+	return output(cmd, args[0])
+}
+
+// output runs git's cmd (its subcommand name) and returns what it printed;
+// its error holds the end of what git printed on its standard error.
+func output(cmd *exec.Cmd, name string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 500 {
-			msg = "…" + msg[len(msg)-500:]
+		if tail := textclip.Tail(msg, 500); len(tail) < len(msg) {
+			msg = "…" + tail
 		}
-		return "", fmt.Errorf("git %s: %w: %s", args[6], err, msg)
+		return "", fmt.Errorf("git %s: %w: %s", name, err, msg)
 	}
 	return strings.TrimSpace(stdout.String()), nil
 }
@@ -86,7 +93,8 @@ func Resolve(ctx context.Context, repo, rev string) (string, error) {
 // configuration, hooks, attributes' drivers or fsmonitor runs: git runs
 // with no system or global configuration, and an info/attributes that
 // unsets every driver and conversion, so the files are the commit's exact
-// bytes. A directory left at dir by an attempt that was stopped is
+// bytes. The alternates file names the store with its symbolic links
+// resolved. A directory left at dir by an attempt that was stopped is
 // removed first.
 func Make(ctx context.Context, objects, commit, dir string) error {
 	if err := os.RemoveAll(dir); err != nil {
@@ -98,6 +106,11 @@ func Make(ctx context.Context, objects, commit, dir string) error {
 	gitDir := filepath.Join(dir, ".git")
 	if err := private(ctx, dir, "init", "--quiet", "--template=", dir); err != nil {
 		return err
+	}
+	// The store as the sandbox binds it, at its path with symbolic links
+	// resolved (Alternates), so that git inside finds it there.
+	if real, err := filepath.EvalSymlinks(objects); err == nil {
+		objects = real
 	}
 	for name, text := range map[string]string{
 		"objects/info/alternates": objects + "\n",

@@ -69,4 +69,13 @@ func TestMakeRunsNothingTheRepositoryConfigures(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(wt, "stray")); err == nil {
 		t.Error("Make kept a file of the directory it replaced")
 	}
+	// A store named through a symbolic link is named resolved, as the
+	// sandbox binds it.
+	os.Symlink(repo, filepath.Join(dir, "link"))
+	if err := gitcheckout.Make(ctx, filepath.Join(dir, "link", ".git", "objects"), hash, wt); err != nil {
+		t.Fatal(err)
+	}
+	if alt, _ := os.ReadFile(filepath.Join(wt, ".git", "objects", "info", "alternates")); string(alt) != objects+"\n" {
+		t.Errorf("alternates = %q, want %q", alt, objects+"\n")
+	}
 }

@@ -1,7 +1,6 @@
 package gitcheckout
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -53,16 +52,7 @@ func (r Remote) run(ctx context.Context, dir string, args ...string) (string, er
 	cmd := exec.CommandContext(ctx, "git", full...)
 	cmd.Dir = dir
 	cmd.Env = r.env()
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		msg := strings.TrimSpace(stderr.String())
-		if len(msg) > 500 {
-			msg = "…" + msg[len(msg)-500:]
-		}
-		return "", fmt.Errorf("git %s: %w: %s", args[0], err, msg)
-	}
-	return strings.TrimSpace(stdout.String()), nil
+	return output(cmd, args[0])
 }
 
 // env is git's environment on a remote clone, built from scratch.

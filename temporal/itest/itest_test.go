@@ -166,21 +166,7 @@ type runView struct {
 // createRun starts a run of the script in workspace ws.
 func (c *cluster) createRun(ws string) string {
 	c.t.Helper()
-	if err := os.MkdirAll(filepath.Join(c.dir, "ws", ws), 0o700); err != nil {
-		c.t.Fatal(err)
-	}
-	body, _ := json.Marshal(map[string]any{"task": map[string]any{"prompt": "append twice"}, "workspace": ws, "max_steps": 10,
-		"model": map[string]any{"provider": "script", "responses": script}})
-	resp, err := http.Post(c.url+"/v1/runs", "application/json", bytes.NewReader(body))
-	if err != nil {
-		c.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var v runView
-	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil || resp.StatusCode != http.StatusAccepted {
-		c.t.Fatalf("create a run: %d %v", resp.StatusCode, err)
-	}
-	return v.ID
+	return c.createScriptRun(ws, script)
 }
 
 func (c *cluster) waitRun(id string) runView {
@@ -297,11 +283,17 @@ func TestRunSurvivesAWorkerKilledMidRun(t *testing.T) {
 
 // workerKilledMidCall runs the script undisturbed, then again with the
 // worker running its slow command killed with SIGKILL, and checks that
-// the second run ends as the first; it returns the undisturbed run's id.
+// the second run ends as the first, with the same patch (the changes of
+// the whole run, the first command's included: the new worker computes it
+// against the run's baseline in the store); it returns the undisturbed
+// run's id.
 func (c *cluster) workerKilledMidCall(t *testing.T) string {
+	c.gitWorkspace("calm")
 	calm := c.createRun("calm")
 	want := c.waitRun(calm)
+	c.checkScriptPatch(want.Result["patch"])
 
+	c.gitWorkspace("killed")
 	id := c.createRun("killed")
 	var victim *exec.Cmd
 	deadline := time.Now().Add(time.Minute)
