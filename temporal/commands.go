@@ -53,11 +53,11 @@ func refusal(err error) string {
 	return ""
 }
 
-// commandsRefused ends run r, whose Open activity refused its setup
-// command or its completion check with msg (refuseCommands), before any
-// model call: setup_failed for a setup (which never ran: the result has
-// no setup), internal_error for a check; its trace ends with
-// run_finished.
+// commandsRefused ends run r, whose Open activity refused a command of it
+// with msg (its setup command, its completion check: refuseCommands; a
+// custom tool that runs one: customTools), before any model call:
+// setup_failed for a run with a setup (which never ran: the result has no
+// setup), internal_error otherwise; its trace ends with run_finished.
 func (r *wfRun) commandsRefused(msg string) (gen.RunResult, error) {
 	reason := gen.ExitReasonInternalError
 	if r.in.Setup != nil {
