@@ -42,6 +42,14 @@ func temporalEngine(cfg *server.Config) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
+	// As `specloop-temporal serve` does: the runs' workflows carry the
+	// search attributes of the one run index.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := temporal.RegisterSearchAttributes(ctx, c, os.Getenv("LOAD_TEMPORAL_NAMESPACE")); err != nil {
+		c.Close()
+		return nil, err
+	}
 	queue := os.Getenv("LOAD_QUEUE")
 	cfg.Engine = &temporal.Engine{Client: c, TaskQueue: queue, Store: store, Poll: 10 * time.Millisecond}
 	if n, _ := strconv.Atoi(os.Getenv("LOAD_TEMPORAL_WORKERS")); n > 0 {
