@@ -34,6 +34,7 @@ func (s *Runner) create(ctx context.Context, sp Spec, prev *run) (gen.Run, error
 	}
 	body := sp.CreateRunRequest
 	sp.ApprovalTimeout = s.cfg.ApprovalTimeout
+	s.serversPart(&sp)
 	if body.Check != nil && !s.cfg.AllowCommands {
 		return gen.Run{}, badField("/check", "completion checks need a server started with --allow-commands (specloop serve)")
 	}

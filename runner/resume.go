@@ -35,7 +35,7 @@ func (st *store) requestPath(id string) string {
 // history or conversation (the run log and the transcripts hold them).
 func (st *store) keepRequest(sp *Spec) error {
 	kept := *sp
-	kept.Conversation = nil
+	kept.Conversation, kept.System, kept.CustomTools = nil, "", nil // the server's: set again on a resume
 	if f := sp.FollowUp; f != nil {
 		kept.FollowUp = &agent.FollowUp{Message: f.Message}
 	}
@@ -97,6 +97,7 @@ func (s *Runner) prepareResume(r *run, t traceLog, byID map[string]*run) string 
 			return "its conversation cannot be rebuilt: " + err.Error()
 		}
 	}
+	s.serversPart(&sp) // the prompt its model is built with, the tools it offers
 	m, err := s.cfg.Models(sp.Model)
 	if err != nil {
 		return "its model is not available: " + err.Error()

@@ -117,7 +117,13 @@ type Config struct {
 	TraceSync trace.SyncPolicy
 	// Logger receives the runner's log; nil discards it.
 	Logger *slog.Logger
-	// Models builds each run's model; nil means DefaultModels.
+	// System is the system prompt of the runs' openai and anthropic
+	// models (serve --system-file); "" means the adapters' default. Every
+	// run's spec carries it (Spec.System), for an Engine's workers.
+	System string
+	// Models builds each run's model; nil means ModelsWithSystem(System).
+	// A Models given is told nothing of System: it must build the
+	// models with the same prompt.
 	Models ModelFactory
 	// Telemetry, when set, counts what the runs do and exports their
 	// spans.
@@ -171,7 +177,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.QueueSize = DefaultQueueSize
 	}
 	if cfg.Models == nil {
-		cfg.Models = DefaultModels
+		cfg.Models = ModelsWithSystem(cfg.System)
 	}
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout
@@ -253,6 +259,16 @@ func (s *Runner) initTools() error {
 		s.cfg.Sandbox.ObjectDirs = nil // each run's are read when its workspace is opened
 	}
 	return nil
+}
+
+// serversPart gives sp what the runner decides for every run and an
+// Engine's workers need: the system prompt and the custom tools'
+// documents.
+func (s *Runner) serversPart(sp *Spec) {
+	sp.System, sp.CustomTools = s.cfg.System, nil
+	for _, ts := range s.cfg.ToolSpecs {
+		sp.CustomTools = append(sp.CustomTools, string(ts.Document()))
+	}
 }
 
 // Tools is the runner's built-in and custom tools, open on the workspace

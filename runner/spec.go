@@ -31,6 +31,21 @@ type Spec struct {
 	// RecordRaw records the model's raw output in the trace (`specloop run
 	// --record-raw`; the API never does).
 	RecordRaw bool `json:",omitempty"`
+	// System is the system prompt of the run's openai or anthropic model
+	// that the runner which accepted the run was configured with
+	// (Config.System: serve --system-file); "" means the adapters'
+	// default prompt. It travels with the run, so that an Engine's
+	// workers build the model the API server would (temporal: the
+	// workers' SystemModels); it is the server's, never the request's,
+	// and is not kept with the run's request (set again on a resume).
+	// An embedded run gets both from its runner's configuration.
+	System string `json:",omitempty"`
+	// CustomTools are the documents of the custom tools the runner that
+	// accepted the run offers (Config.ToolSpecs: serve --tools-spec), as
+	// data: an Engine's workers load them again with the handlers their
+	// operations declare and offer them (temporal). Like System, they are
+	// the server's, not kept with the run's request.
+	CustomTools []string `json:",omitempty"`
 	// FollowUp, when set, makes the run the next turn of a conversation
 	// (agent.Options.FollowUp): the history the run it continues ended
 	// with, and the person's message (see Continue).

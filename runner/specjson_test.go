@@ -17,7 +17,7 @@ import (
 func TestSpecRoundTripsAsJSON(t *testing.T) {
 	steps, check := 3, "go test ./..."
 	in := runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, MaxSteps: &steps, Check: &check},
-		ID: "run1", ApprovalTimeout: time.Minute, RecordRaw: true, Observer: func(agent.Progress) {},
+		ID: "run1", ApprovalTimeout: time.Minute, RecordRaw: true, System: "the server's prompt", Observer: func(agent.Progress) {},
 		Conversation: []runner.Turn{{Transcript: "/somewhere/run0.jsonl", Spec: runner.Spec{ID: "run0"}}}}
 	b, err := json.Marshal(in)
 	if err != nil {
@@ -27,7 +27,7 @@ func TestSpecRoundTripsAsJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &out); err != nil {
 		t.Fatal(err)
 	}
-	if out.ID != "run1" || out.ApprovalTimeout != time.Minute || !out.RecordRaw || out.Task.Prompt != "p" ||
+	if out.ID != "run1" || out.ApprovalTimeout != time.Minute || !out.RecordRaw || out.System != "the server's prompt" || out.Task.Prompt != "p" ||
 		out.MaxSteps == nil || *out.MaxSteps != 3 || out.CheckCommand() != check {
 		t.Fatalf("after JSON: %+v", out)
 	}

@@ -91,6 +91,8 @@ type modelInput struct {
 	RecordRaw bool
 	// Summarize asks for a summary of History (agent.Request.Summarize).
 	Summarize bool `json:",omitempty"`
+	// System is the run's system prompt (runner.Spec.System).
+	System string `json:",omitempty"`
 }
 
 // modelOutput is a model turn, the summary asked for, or the model's
@@ -133,9 +135,15 @@ type Activities struct {
 	// HostQueue is the task queue of this host's workers, where a run's
 	// tool activities go.
 	HostQueue string
-	// Models builds a run's model from its configuration (the run's tools
-	// come with each request), e.g. runner.DefaultModels; nil means every
-	// run fails with model_error.
+	// SystemModels builds a run's model from the system prompt its spec
+	// carries (runner.Spec.System: the API server's --system-file) and
+	// its configuration (the run's tools come with each request):
+	// runner.ModelsWithSystem. It wins over Models.
+	SystemModels func(system string) runner.ModelFactory
+	// Models, without SystemModels, builds a run's model from its
+	// configuration alone (script models); a run that carries a system
+	// prompt then fails with model_error rather than go without it. Nil
+	// with SystemModels nil means every run fails with model_error.
 	Models func(cfg gen.ModelConfig) (agent.Model, error)
 	// Setup is the host of every run (sandbox, commands, check timeout,
 	// and in MCPServers the MCP servers runs may name: the worker's
@@ -177,6 +185,10 @@ func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 	if run.Workspace != "" && !filepath.IsLocal(run.Workspace) {
 		return nil, temporal.NewNonRetryableApplicationError("the workspace is not a path inside the workspace root", "workspace", nil)
 	}
+	custom, err := a.customTools(run.RunID, whole)
+	if err != nil {
+		return nil, err
+	}
 	root, err := os.OpenRoot(a.WorkspaceRoot)
 	if err != nil {
 		return nil, fmt.Errorf("open the workspace root: %w", err)
@@ -201,7 +213,7 @@ func (a *Activities) setup(run runRef, whole *runner.Spec) (*openRun, error) {
 		}
 	}
 	host := a.Setup
-	host.Root = ws
+	host.Root, host.Tools = ws, append(host.Tools[:len(host.Tools):len(host.Tools)], custom...)
 	host.TracePath, host.TraceWriter = "", nil
 	s, err := runner.Open(context.Background(), sp, host)
 	if err != nil {
@@ -255,12 +267,15 @@ func (a *Activities) begin(run runRef, b eventBatch) (*openRun, error) {
 // model's context window. A model that cannot be built is the Model
 // activity's error to report.
 func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) {
+	if err := a.refuseCommands(&in.Spec); err != nil {
+		return openOutput{}, err
+	}
 	ref := refOf(&in.Spec)
 	if err := a.isolate(ctx, ref); err != nil {
 		return openOutput{}, err
 	}
 	sp := in.Spec
-	if err := a.turns(sp.Conversation); err != nil {
+	if err := a.turns(sp.System, sp.Conversation); err != nil {
 		return openOutput{}, temporal.NewNonRetryableApplicationError("rebuild the conversation's history: "+err.Error(), "conversation", nil)
 	}
 	s, err := a.setup(ref, &sp)
@@ -285,8 +300,8 @@ func (a *Activities) open(ctx context.Context, in runInput) (openOutput, error) 
 	if sb, ok := s.Options.Check.(agent.Sandboxed); ok {
 		out.CheckSandbox = sb.SandboxInfo()
 	}
-	if a.Models != nil {
-		if m, err := a.Models(in.Model); err == nil {
+	if a.hasModels() {
+		if m, err := a.modelFor(in.System, in.Model); err == nil {
 			if cs, ok := m.(agent.ContextSizer); ok {
 				req := &agent.Request{Task: out.Task, Tools: out.Tools}
 				out.ContextWindow = cs.ContextWindow()
@@ -329,17 +344,18 @@ func (a *Activities) runSetup(ctx context.Context, sp *runner.Spec, s *openRun) 
 
 // turns gives a follow-up's runs (its spec's Conversation) what the spec
 // does not carry for runner.Open to rebuild its history: each run's
-// transcript in the store and its model.
-func (a *Activities) turns(turns []runner.Turn) error {
+// transcript in the store and its model, built with system, the prompt of
+// the run that continues them (as the API server builds them: its own).
+func (a *Activities) turns(system string, turns []runner.Turn) error {
 	for i := range turns {
 		t := &turns[i]
 		var err error
 		if t.Transcript, err = a.Store.TranscriptPath(t.Spec.ID); err != nil {
 			return err
 		}
-		if a.Models != nil {
+		if a.hasModels() {
 			// Asked nothing: its context window budgets the replay.
-			if t.Model, err = a.Models(t.Spec.Model); err != nil {
+			if t.Model, err = a.modelFor(system, t.Spec.Model); err != nil {
 				return fmt.Errorf("run %s's model: %w", t.Spec.ID, err)
 			}
 		}
@@ -352,10 +368,10 @@ func (a *Activities) model(ctx context.Context, in modelInput) (modelOutput, err
 	if err := a.write(in.Run.RunID, in.Events); err != nil {
 		return modelOutput{}, err
 	}
-	if a.Models == nil {
+	if !a.hasModels() {
 		return modelOutput{}, temporal.NewNonRetryableApplicationError("this worker has no models", "model", nil)
 	}
-	m, err := a.Models(in.Model)
+	m, err := a.modelFor(in.System, in.Model)
 	if err != nil {
 		return modelOutput{}, temporal.NewNonRetryableApplicationError(err.Error(), "model", nil)
 	}
@@ -518,6 +534,9 @@ func (a *Activities) check(ctx context.Context, in runEvents) (gen.CheckResult, 
 	}
 	if s.Options.Check == nil {
 		return gen.CheckResult{}, temporal.NewNonRetryableApplicationError("the run has no check", "check", nil)
+	}
+	if err := a.refuseCommand("the completion check was refused"); err != nil {
+		return gen.CheckResult{}, err
 	}
 	defer heartbeat(ctx)()
 	res, err := s.Options.Check.Check(ctx)

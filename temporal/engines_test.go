@@ -69,8 +69,10 @@ func scriptModels(cfg gen.ModelConfig) (agent.Model, error) {
 	return model.NewScript(sc.Responses...), nil
 }
 
+// baseSetup is the host of both engines' runs: commands allowed (a
+// worker's --allow-commands, which checks and setups need), unconfined.
 func baseSetup() wiring.Config {
-	return wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}
+	return wiring.Config{Sandbox: sandbox.Policy{Backend: sandbox.None}}
 }
 
 // embedded runs a script in-process, as `specloop serve` does, from the

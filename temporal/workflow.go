@@ -122,6 +122,9 @@ func runWorkflow(wctx workflow.Context, in runInput) (res gen.RunResult, err err
 	if c := in.Continued; c != nil {
 		r.progress = c.progress
 	} else if err := workflow.ExecuteActivity(openContext(r.shared, &in), openActivity, in).Get(wctx, &r.Opened); err != nil {
+		if msg := refusal(err); msg != "" {
+			return r.commandsRefused(msg)
+		}
 		msg := agent.ClipMessage("open the run: " + activityMessage(err))
 		return gen.RunResult{RunId: &in.ID, ExitReason: gen.ExitReasonInternalError, Error: &msg}, nil
 	}
@@ -337,7 +340,7 @@ func (m *wfModel) RequestTokens(req *agent.Request) int {
 
 func (m *wfModel) Next(_ context.Context, req *agent.Request) (agent.Turn, error) {
 	r := (*wfRun)(m)
-	in := &modelInput{Task: req.Task, Model: r.in.Model, Tools: req.Tools, Calls: r.ModelCalls,
+	in := &modelInput{Task: req.Task, Model: r.in.Model, System: r.in.System, Tools: req.Tools, Calls: r.ModelCalls,
 		History: req.History.Items(), RecordRaw: r.in.RecordRaw, Summarize: req.Summarize}
 	r.ModelCalls++
 	var out modelOutput

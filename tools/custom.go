@@ -29,6 +29,7 @@ import (
 type Spec struct {
 	reg   *Registry
 	bound map[string]Handler // by tool name
+	doc   []byte             // the document LoadSpec was given
 }
 
 // ValidToolName reports whether name may name a tool offered to a model:
@@ -59,7 +60,26 @@ func LoadSpec(doc []byte) (*Spec, error) {
 	if len(reg.defs) == 0 {
 		return nil, fmt.Errorf("tools: custom spec: the document defines no tool (POST %s{name})", toolPathPrefix)
 	}
-	return &Spec{reg: reg, bound: map[string]Handler{}}, nil
+	return &Spec{reg: reg, bound: map[string]Handler{}, doc: slices.Clone(doc)}, nil
+}
+
+// Document is the document s was loaded from, as LoadSpec got it: data
+// another process loads again (a Temporal worker, for the runs of an API
+// server), with the handlers its operations declare.
+func (s *Spec) Document() []byte { return s.doc }
+
+// CommandTools are the names of s's tools bound to a handler that runs a
+// command (a declared x-specloop-argv, or a Go handler that NeedsCommands),
+// which a runtime without commands refuses; sorted.
+func (s *Spec) CommandTools() []string {
+	var names []string
+	for name, h := range s.bound {
+		if h.need == NeedsCommands {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	return names
 }
 
 // placed names the tool an *oas.Error is in, when it is in one; the

@@ -127,7 +127,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	tf.registerShared(fs)
 	root := fs.String("workspace-root", ".", "the directory that holds the runs' workspaces; runs may read and write all of it, so --store must lie outside it")
 	hostQueue := fs.String("host-queue", "", "this host's task queue (default: --task-queue@HOSTNAME:ROOT-HASH)")
-	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and allow completion checks")
+	allowCommands := fs.Bool("allow-commands", false, "offer run_command to runs and run their completion checks, setup commands and custom tools that run commands (serve's --tools-spec); without it a run with any of them ends before its first model call, with an error naming this flag, and nothing of it runs here")
 	var sbFlags cli.SandboxFlags
 	sbFlags.Register(fs)
 	var mcpf cli.MCPFlags
@@ -178,7 +178,7 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 		return env.Fail(cli.ExitInternal, "worker: %v", err)
 	}
 	defer c.Close()
-	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, Models: runner.DefaultModels,
+	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, SystemModels: runner.ModelsWithSystem,
 		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}, Clones: clones}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {

@@ -222,7 +222,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	// that stops ends the waiting runs interrupted.
 	cfg.Telemetry = tel.Tel
 	cfg.MCP = mcpf.Config(env.Stderr)
-	cfg.Models = runner.ModelsWithSystem(system)
+	cfg.System = system // the runs' models are built with it, on the workers too (Spec.System)
 	srv, err := server.New(cfg)
 	var we *wiring.Error
 	if errors.As(err, &we) && we.Part == wiring.PartTools && len(cfg.ToolSpecs) > 0 {
