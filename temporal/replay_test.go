@@ -2,6 +2,7 @@ package temporal_test
 
 import (
 	"log/slog"
+	"path/filepath"
 	"testing"
 
 	"go.temporal.io/sdk/log"
@@ -11,17 +12,26 @@ import (
 	"github.com/specloop/specloop/temporal"
 )
 
-// The workflow replays the history a real server recorded for a run of
-// three tool calls and a finish (temporal/itest, go test -update): a
-// change to the loop's control flow (which activities run, in which order)
-// that is not behind workflow.GetVersion fails here, as it would fail the
-// runs in flight when a worker is upgraded.
+// The workflow replays the histories real servers recorded for a run of
+// three tool calls and a finish (temporal/itest, go test -update
+// -history FILE), each by the workflow of its time: history.json before
+// the one run index, history-runindex.json with its search attributes and
+// the patch's kept baseline. A change to the loop's control flow (which
+// activities run, in which order) that is not behind workflow.GetVersion
+// fails here, as it would fail the runs in flight when a worker is
+// upgraded.
 func TestReplayRecordedHistory(t *testing.T) {
 	t.Parallel()
-	r := worker.NewWorkflowReplayer()
-	r.RegisterWorkflowWithOptions(temporal.RunWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
-	logger := log.NewStructuredLogger(slog.New(slog.DiscardHandler))
-	if err := r.ReplayWorkflowHistoryFromJSONFile(logger, "testdata/history.json"); err != nil {
-		t.Fatalf("the recorded run does not replay: %v", err)
+	files, err := filepath.Glob("testdata/history*.json")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("recorded histories %v (%v), want at least two", files, err)
+	}
+	for _, file := range files {
+		r := worker.NewWorkflowReplayer()
+		r.RegisterWorkflowWithOptions(temporal.RunWorkflow, workflow.RegisterOptions{Name: temporal.WorkflowName})
+		logger := log.NewStructuredLogger(slog.New(slog.DiscardHandler))
+		if err := r.ReplayWorkflowHistoryFromJSONFile(logger, file); err != nil {
+			t.Errorf("the run recorded in %s does not replay: %v", file, err)
+		}
 	}
 }

@@ -75,7 +75,7 @@ func dialTemporal(dir, root string) (client.Client, *temporal.Store, *temporal.A
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("connect to Temporal: %w", err)
 	}
-	acts := &temporal.Activities{Store: store, WorkspaceRoot: root, HostQueue: os.Getenv("LOAD_QUEUE") + "-host", Models: runner.DefaultModels,
+	acts := &temporal.Activities{Store: store, WorkspaceRoot: root, HostQueue: os.Getenv("LOAD_QUEUE") + "-host", SystemModels: runner.ModelsWithSystem,
 		Setup: wiring.Config{DisableCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}}
 	return c, store, acts, nil
 }

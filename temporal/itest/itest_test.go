@@ -25,7 +25,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 )
 
-var update = flag.Bool("update", false, "record the workflow history that temporal/testdata/ replays")
+var (
+	update  = flag.Bool("update", false, "record the workflow history that temporal/testdata/ replays")
+	history = flag.String("history", "history-runindex.json", "with -update: the file of temporal/testdata/ the history goes to (a new one when the workflow changed behind a GetVersion, so that the older runs' histories still replay)")
+)
 
 // cluster is a Temporal server, API servers and two workers of one host.
 // Its methods talk to the API server at url: on(i) is the same cluster
@@ -481,7 +484,7 @@ func (c *cluster) recordHistory(t *testing.T, runID string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile("../testdata/history.json", append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("../testdata", filepath.Base(*history)), append(data, '\n'), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
