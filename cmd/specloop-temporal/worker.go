@@ -32,6 +32,7 @@ type temporalFlags struct {
 	store     string
 	threshold int
 	heartbeat time.Duration
+	conn      connFlags
 }
 
 // registerShared adds the flags serve and worker share.
@@ -41,6 +42,7 @@ func (f *temporalFlags) registerShared(fs *flag.FlagSet) {
 	fs.StringVar(&f.queue, "task-queue", "specloop", "the shared Temporal task queue of the runs")
 	fs.StringVar(&f.store, "store", "", "where API servers and workers keep run events, transcripts, tool call records and large payloads: a directory outside --workspace-root (default: "+cli.StateDirUsage("store")+", which suits one machine only), or an object store every process reaches: s3://BUCKET, gs://BUCKET, azblob://CONTAINER (credentials from the provider's usual environment)")
 	fs.IntVar(&f.threshold, "payload-threshold", temporal.DefaultRefThreshold, "payloads over this many bytes go to --store, not into workflow history (the same on every process)")
+	f.conn.register(fs)
 }
 
 // Register adds serve's Temporal flags: the shared ones and those a run's
@@ -102,13 +104,18 @@ func storeLocation(loc, root string) (string, error) {
 
 // dial opens the store and connects to Temporal.
 func (f *temporalFlags) dial(logger *slog.Logger) (client.Client, *temporal.Store, error) {
+	conn, creds, err := f.conn.options(f.address)
+	if err != nil {
+		return nil, nil, err
+	}
 	store, err := temporal.NewStore(f.store)
 	if err != nil {
 		return nil, nil, fmt.Errorf("--store: %w", err)
 	}
-	c, err := client.Dial(client.Options{HostPort: f.address, Namespace: f.namespace,
+	c, err := client.Dial(client.Options{HostPort: f.address, Namespace: f.namespace, ConnectionOptions: conn, Credentials: creds,
 		DataConverter: store.DataConverter(f.threshold), Logger: tlog.NewStructuredLogger(logger)})
 	if err != nil {
+		store.Close()
 		return nil, nil, fmt.Errorf("connect to Temporal at %s: %w", f.address, err)
 	}
 	return c, store, nil
