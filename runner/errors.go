@@ -21,7 +21,7 @@ const (
 	NotFound                // no such run, workspace or pending call (404)
 	Conflict                // the run or call is past it (409)
 	Full                    // the queue is full: retry later (429)
-	Unavailable             // the runner is shutting down (503)
+	Unavailable             // the runner is shutting down, or the engine's index cannot be reached (503)
 	Internal                // the runner failed (500)
 )
 

@@ -133,7 +133,7 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 	}
 	if err != nil {
 		s.log.Error("look a run up in the engine's index", "run", id, "err", err)
-		return "", &Error{Kind: Internal, Detail: "the run could not be looked up in the engine's index"}
+		return "", &Error{Kind: Unavailable, Detail: "the engine's run index could not be reached to look the run up; try again"}
 	}
 	v := er.Run
 	r = &run{id: id, created: v.CreatedAt.UTC(), workspace: deref(v.Workspace), taskLine: deref(v.TaskLine),
@@ -295,7 +295,7 @@ func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cur
 			return nil, "", re
 		}
 		s.log.Error("list the engine's index", "err", err)
-		return nil, "", &Error{Kind: Internal, Detail: "the runs could not be listed from the engine's index"}
+		return nil, "", &Error{Kind: Unavailable, Detail: "the engine's run index could not be reached to list the runs; try again"}
 	}
 	for _, v := range listed {
 		if slices.ContainsFunc(runs, func(q gen.Run) bool { return q.Id == v.Id }) {

@@ -58,6 +58,7 @@ const (
 	ctClosed     = "closed"      // shut down: refuses new runs
 	ctNoToken    = "no-token"    // no token: serves loopback Host names only
 	ctOneStream  = "one-stream"  // at most one event stream open
+	ctIndexDown  = "index-down"  // an engine whose run index cannot be reached
 )
 
 // ctServer is one server under test.
@@ -223,6 +224,10 @@ func (e *ctEnv) server(kind string) *ctServer {
 		cfg.Token = ""
 	case ctOneStream:
 		cfg.MaxStreams = 1
+	case ctIndexDown:
+		ie := newIndexedEngine()
+		ie.down.Store(true)
+		cfg.Engine = ie
 	}
 	if err := contract.WriteFixture(cfg.WorkspaceRoot); err != nil {
 		e.t.Fatal(err)
@@ -826,6 +831,18 @@ func ctCases(e *ctEnv) map[string]map[int][]ctCase {
 		return ctReq{params: ctCall(e.finished, "c1"), body: decide("approve")}
 	}})
 	add("decideApproval", 413, ctCase{name: "body over the limit", req: fixed(ctReq{params: ctCall("some-run", "c1"), body: ctPad(decide("approve"))})})
+
+	// A run this server does not know, while the engine's run index (of
+	// every API server) cannot be reached: try again, not a 404.
+	down := func(op string, r ctReq) {
+		add(op, 503, ctCase{name: "the run index unreachable", server: ctIndexDown, req: fixed(r)})
+	}
+	down("listRuns", ctReq{})
+	for _, op := range []string{"getRun", "getRunEvents", "getRunTranscript", "listApprovals", "cancelRun"} {
+		down(op, ctReq{params: ctRun("r-elsewhere")})
+	}
+	down("decideApproval", ctReq{params: ctCall("r-elsewhere", "c1"), body: decide("approve")})
+	down("getConversation", ctReq{params: conv("r-elsewhere")})
 
 	// Tools: every example, and the failures every tool shares.
 	reg, err := tools.NewRegistry(spec.YAML())

@@ -224,7 +224,7 @@ func (e *indexedEngine) List(_ context.Context, status *gen.RunStatus, limit int
 // on the second, and the first sees the decision; a run that finished
 // before the second ever heard of it is shown with its result; the list
 // pages over every run once; a cursor the server did not issue is a 400;
-// an outage of the index is a 500, never a 404.
+// an outage of the index is a 503 to try again, never a 404.
 //
 // Not parallel: it follows runs as a restart does, which another test
 // holds back with runner.SetFollowHook.
@@ -368,11 +368,10 @@ func TestARunIsServedByEveryAPIServerOfAnIndexedEngine(t *testing.T) {
 	}
 	e.down.Store(true)
 	unseen := "r-unseen"
-	if status, _, body := b.do(http.MethodGet, "/v1/runs/"+unseen, "", nil); status != http.StatusInternalServerError {
-		t.Fatalf("a lookup while the index is down: %d %s, want 500", status, body)
-	}
-	if status, _, body := b.do(http.MethodGet, "/v1/runs", "", nil); status != http.StatusInternalServerError {
-		t.Fatalf("a list while the index is down: %d %s, want 500", status, body)
+	for _, path := range []string{"/v1/runs/" + unseen, "/v1/runs", "/v1/runs/" + unseen + "/approvals"} {
+		if status, h, body := b.do(http.MethodGet, path, "", nil); status != http.StatusServiceUnavailable || h.Get("Retry-After") == "" {
+			t.Fatalf("GET %s while the index is down: %d %s (Retry-After %q), want 503 with Retry-After", path, status, body, h.Get("Retry-After"))
+		}
 	}
 	e.down.Store(false)
 	// A run the other server adopted is its own now: no more lookups.
