@@ -173,7 +173,7 @@ func (s *Runner) executeOn(e Engine, r *run, j *job, started time.Time, tf *trac
 func (s *Runner) reattach(r *run, t traceLog) {
 	evs := t.evs
 	j := &job{attached: true, seen: len(evs), events: t.live(len(evs), false)}
-	j.ctx, j.cancel = context.WithCancelCause(context.Background())
+	j.ctx, j.cancel = context.WithCancelCause(s.stop) // Shutdown's cancellation reaches a run adopted meanwhile
 	// Whether the run asks for approvals is the engine's to know: every
 	// attached run takes decisions.
 	j.gate = newApprovalGate(s, r, s.cfg.ApprovalTimeout)

@@ -125,7 +125,7 @@ func (s *Runner) adoptOnce(ei EngineIndex, id string) (string, error) {
 		}
 	}
 	defer unhold()
-	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	ctx, cancel := context.WithTimeout(s.stop, indexTimeout)
 	defer cancel()
 	er, err := ei.Lookup(ctx, id)
 	if errors.Is(err, ErrNoEngineRun) {
@@ -286,7 +286,7 @@ func (s *Runner) listIndex(ei EngineIndex, status *gen.RunStatus, limit int, cur
 			return runs, wrapCursor("i.", ""), nil
 		}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), indexTimeout)
+	ctx, cancel := context.WithTimeout(s.stop, indexTimeout)
 	defer cancel()
 	listed, next, err := ei.List(ctx, status, limit-len(runs), from)
 	if err != nil {

@@ -332,3 +332,44 @@ func TestTheIndexListShowsEveryQueuedRun(t *testing.T) {
 }
 
 func ptrTo[T any](v T) *T { return &v }
+
+// blockingIndex is an index whose Lookup answers only once its context
+// ends, as a visibility store that does not answer would.
+type blockingIndex struct {
+	*indexEngine
+	entered chan struct{}
+	ended   chan error // the Lookup context's error
+}
+
+func (e *blockingIndex) Lookup(ctx context.Context, _ string) (runner.EngineRun, error) {
+	close(e.entered)
+	<-ctx.Done()
+	e.ended <- ctx.Err()
+	return runner.EngineRun{}, ctx.Err()
+}
+
+// Shutdown does not wait out a request to the engine's index that does
+// not answer: it cancels it at once (rather than after the request's own
+// ten seconds), and the request that asked for the run is told the
+// server is shutting down.
+func TestShutdownCancelsAnIndexRequest(t *testing.T) {
+	t.Parallel()
+	e := &blockingIndex{indexEngine: newIndexEngine(), entered: make(chan struct{}), ended: make(chan error, 1)}
+	rn := newIndexRunner(t, e, t.TempDir(), t.TempDir())
+	got := make(chan error, 1)
+	go func() {
+		_, err := rn.Get("r-nobodyanswers")
+		got <- err
+	}()
+	<-e.entered
+	if err := rn.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := <-e.ended; !errors.Is(err, context.Canceled) {
+		t.Fatalf("the index request ended with %v, want it cancelled by Shutdown (not its own deadline)", err)
+	}
+	var re *runner.Error
+	if err := <-got; !errors.As(err, &re) || re.Kind != runner.Unavailable {
+		t.Fatalf("Get during Shutdown: %v, want unavailable", err)
+	}
+}

@@ -156,9 +156,14 @@ type Runner struct {
 	attached     []*run             // runs an Engine executes, to follow once the runner is up
 	resumed      []*run             // runs in flight at a crash, to go on once the runner is up
 	stopSweeping chan struct{}      // closed by Shutdown
-	stopOnce     sync.Once
-	closeOnce    sync.Once
-	closeErr     error
+	// stop is cancelled (errShuttingDown) first thing in Shutdown: the
+	// requests to the engine's index and the runs the engine executes
+	// derive from it, so that nothing Shutdown waits for outlasts it.
+	stop      context.Context
+	stopNow   context.CancelCauseFunc
+	stopOnce  sync.Once
+	closeOnce sync.Once
+	closeErr  error
 }
 
 // New opens the data directory, rebuilds every run recorded in it and
@@ -183,6 +188,7 @@ func New(cfg Config) (*Runner, error) {
 		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout
 	}
 	s := &Runner{cfg: cfg, log: cfg.Logger, runs: newRegistry()}
+	s.stop, s.stopNow = context.WithCancelCause(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -302,6 +308,7 @@ func (s *Runner) OpenWorkspace(name *string, field string) (string, *os.Root, er
 func (s *Runner) Shutdown(ctx context.Context) error {
 	s.stopOnce.Do(func() {
 		s.closing.Store(true)
+		s.stopNow(errShuttingDown)
 		close(s.stopSweeping)
 		for _, r := range s.sched.close() {
 			s.cancelQueued(r, errShuttingDown)
