@@ -18,11 +18,12 @@ func toData(out any) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	var m map[string]any
-	if err := jsonv2.Unmarshal(b, &m); err != nil {
+	var v any // decoded without reflection, unlike into a map
+	if err := jsonv2.Unmarshal(b, &v); err != nil {
 		return nil, err
 	}
-	if m == nil {
+	m, ok := v.(map[string]any)
+	if !ok {
 		return nil, fmt.Errorf("result is not an object")
 	}
 	return m, nil
