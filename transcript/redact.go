@@ -180,7 +180,9 @@ func appendString(dst []byte, s string) []byte {
 // a resumed or continued run would send the provider a broken block; the
 // secrets Redactor knows by value are still replaced in them.
 func opaque(line []byte) map[string]bool {
-	if !bytes.Contains(line, []byte(`"reasoning"`)) {
+	// Looked for from its letters: a quote, the first byte of the key,
+	// is in every string of the line and would stop the search at each.
+	if !bytes.Contains(line, []byte(`reasoning"`)) {
 		return nil
 	}
 	var v any
