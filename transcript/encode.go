@@ -18,13 +18,26 @@ import (
 // run store.
 func EncodeEntry(red *Redactor, e gen.TranscriptEntry, seq int) ([]byte, error) {
 	var enc trace.LineEncoder
-	line, err := encodeEntry(&enc, red, e, seq)
+	line, err := encodeEntry(&enc, red, &e, nil, seq)
 	return bytes.Clone(line), err
 }
 
-// encodeEntry is EncodeEntry with enc's buffer: the line is valid until
-// enc's next use.
-func encodeEntry(enc *trace.LineEncoder, red *Redactor, e gen.TranscriptEntry, seq int) ([]byte, error) {
+// callEntry is an entry whose action is the tool call Action: encoded as
+// the entry with its action, the call (the union's wire form is the
+// call's own, its type set), without the union's copy of the call's
+// encoding, which encoding/json would check and copy once more. Action
+// comes first, where the entry's own action is (encoding/json writes an
+// embedded struct's fields in the place of the struct).
+type callEntry struct {
+	Action *gen.ToolCall `json:"action"`
+	*gen.TranscriptEntry
+}
+
+// encodeEntry is EncodeEntry, of e changed in place, with enc's buffer:
+// the line is valid until enc's next use. A call, if not nil, is e's
+// action; when it does not encode (a Go caller's arguments), the action is
+// null.
+func encodeEntry(enc *trace.LineEncoder, red *Redactor, e *gen.TranscriptEntry, call *gen.ToolCall, seq int) ([]byte, error) {
 	e.Seq = seq
 	if e.Time.IsZero() {
 		e.Time = time.Now().UTC()
@@ -35,7 +48,17 @@ func encodeEntry(enc *trace.LineEncoder, red *Redactor, e gen.TranscriptEntry, s
 		rest := len(*e.Output) - len(cut)
 		e.Output, e.OutputTruncatedBytes = &cut, &rest
 	}
-	raw, err := enc.Encode(&e)
+	var raw []byte
+	var err error
+	if call != nil {
+		e.Action = nil // the call is the action
+		if raw, err = enc.Encode(&callEntry{Action: call, TranscriptEntry: e}); err != nil {
+			e.Action = &gen.Action{} // null
+		}
+	}
+	if call == nil || err != nil {
+		raw, err = enc.Encode(e)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("transcript: encode entry: %w", err)
 	}

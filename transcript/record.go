@@ -1,10 +1,11 @@
 package transcript
 
 import (
-	"encoding/json"
+	"bytes"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
+	"github.com/specloop/specloop/trace"
 )
 
 // Recorder writes a run's transcript from its progress: pass Observe as
@@ -19,6 +20,12 @@ type Recorder struct {
 // queue that writes them later (package temporal).
 type Sink interface {
 	Write(gen.TranscriptEntry) error
+}
+
+// callWriter is a Sink that takes a tool call's entry with the call
+// beside it, to encode the call as the entry's action itself (a *Writer).
+type callWriter interface {
+	writeCall(e gen.TranscriptEntry, call *gen.ToolCall) error
 }
 
 // NewRecorder records into w the run of the task prompt (the progress of
@@ -51,8 +58,18 @@ func (r *Recorder) Observe(p agent.Progress) {
 				c.Type = gen.ToolCallTypeToolCall
 				call = &c
 			}
-			b, _ := json.Marshal(call) // arguments that do not encode: an action of null, as before
-			_ = a.UnmarshalJSON(b)
+			e.Text = p.Text()
+			if cw, ok := r.w.(callWriter); ok {
+				_ = cw.writeCall(e, call) // the call encoded once, in the entry
+				return
+			}
+			// Encoded as the Writer encodes it, with <, > and & as they
+			// are; arguments that do not encode: an action of null.
+			b, err := trace.EncodeLine(call)
+			if err != nil {
+				b = nil
+			}
+			_ = a.UnmarshalJSON(bytes.TrimSuffix(b, []byte("\n")))
 			e.Action = &a
 		case p.Finish != nil:
 			_ = a.FromFinish(*p.Finish) // a generated union always takes its member

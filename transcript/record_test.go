@@ -3,10 +3,13 @@ package transcript_test
 import (
 	"context"
 	"encoding/json"
+	"math"
+	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -103,5 +106,55 @@ func TestRecorderActionIsTheCallsUnion(t *testing.T) {
 		if !reflect.DeepEqual(g, w) {
 			t.Errorf("action %s, FromToolCall %s", got, wantJSON)
 		}
+	}
+}
+
+// A Writer's line of a call's entry is byte for byte what EncodeEntry
+// makes of the entry a Recorder gives any other Sink (package temporal's
+// run store): the action is the call, redacted alike, or null when its
+// arguments do not encode.
+func TestWriterLineOfACallIsTheSinksEntry(t *testing.T) {
+	text, id := "first <the plan> & more", "c-1"
+	t0 := time.Date(2026, 12, 3, 4, 5, 6, 7, time.UTC)
+	calls := []gen.ToolCall{
+		{ToolName: "calculator", CallId: &id, Text: &text, Reasoning: &[]gen.ReasoningBlock{{}},
+			Arguments: map[string]any{"left": 1e21, "right": -0.5, "nested": map[string]any{"z": []any{nil, true, "é"}, "a": "x"}}},
+		{Type: gen.ToolCallTypeToolCall, ToolName: "run_command", Arguments: map[string]any{"command": "echo " + apiKey}},
+		{ToolName: "calculator", Arguments: map[string]any{"left": math.NaN()}},
+	}
+	red := transcript.NewRedactor(env, passed)
+	path := filepath.Join(t.TempDir(), transcript.FileName)
+	w, err := transcript.Open(path, red, trace.SyncNone)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sink memSink
+	for i := range calls {
+		p := agent.Progress{Event: &gen.TraceEvent{RunId: "r1", Step: 1, EventType: gen.TraceEventTypeModelAction, Time: t0}, ToolCall: &calls[i]}
+		transcript.NewRecorder(w, "task").Observe(p)
+		transcript.NewRecorder(&sink, "task").Observe(p)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSuffix(string(data), "\n"), "\n")
+	if len(lines) != len(calls) || len(sink) != len(calls) {
+		t.Fatalf("%d lines and %d entries for %d calls:\n%s", len(lines), len(sink), len(calls), data)
+	}
+	for i, e := range sink {
+		want, err := transcript.EncodeEntry(red, e, i+1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if lines[i] != string(want) {
+			t.Errorf("call %d: the Writer wrote\n%s\nEncodeEntry\n%s", i, lines[i], want)
+		}
+	}
+	if strings.Contains(string(data), apiKey) || !strings.HasPrefix(lines[2], `{"action":null,`) {
+		t.Errorf("the key is in the file, or the call that does not encode is not null:\n%s", data)
 	}
 }

@@ -70,6 +70,13 @@ func NewRedactor(env []string, secrets ...string) *Redactor {
 // blocks (opaque) but for the known secrets.
 func (r *Redactor) Line(line []byte) ([]byte, int) {
 	keep := opaque(line)
+	// The shortest text a replacement needs: a known secret, or a span of
+	// a credential's shape. Most of a line's strings (its keys, enum
+	// values, numbers as text) are shorter.
+	short := secretshape.MinLen
+	if k := len(r.values); k > 0 {
+		short = min(short, len(r.values[k-1])) // longest first
+	}
 	var out []byte // nil until something is replaced
 	n, last, keys := 0, 0, false
 	for i := 0; i < len(line); {
@@ -86,7 +93,7 @@ func (r *Redactor) Line(line []byte) ([]byte, int) {
 			j++
 		}
 		j = min(j+1, len(line)) // past the closing quote
-		if j-i-2 < min(MinSecretLen, secretshape.MinLen) {
+		if j-i-2 < short {
 			i = j // too short to hold a secret, even escaped
 			continue
 		}
@@ -173,7 +180,9 @@ func appendString(dst []byte, s string) []byte {
 // a resumed or continued run would send the provider a broken block; the
 // secrets Redactor knows by value are still replaced in them.
 func opaque(line []byte) map[string]bool {
-	if !bytes.Contains(line, []byte(`"reasoning"`)) {
+	// Looked for from its letters: a quote, the first byte of the key,
+	// is in every string of the line and would stop the search at each.
+	if !bytes.Contains(line, []byte(`reasoning"`)) {
 		return nil
 	}
 	var v any

@@ -252,6 +252,28 @@ func TestRedactorKeepsJSONValid(t *testing.T) {
 	}
 }
 
+// The shortest texts that are replaced still are: a known secret of
+// MinSecretLen bytes (with a longer one beside it), and the shortest
+// credential shape, each a whole string, a key or escaped.
+func TestRedactorReplacesTheShortest(t *testing.T) {
+	shape := "xoxa-0123456789" // secretshape.MinLen bytes
+	for _, c := range []struct {
+		env  []string
+		line string
+		n    int
+	}{
+		{[]string{"A_TOKEN=abcdefgh", "B_TOKEN=a-much-longer-secret"}, `{"k":"abcdefgh","abcdefgh":1,"e":"\u0061bcdefgh"}`, 3},
+		{nil, `{"k":"` + shape + `","` + shape + `":1,"e":"\u0078oxa-0123456789"}`, 3},
+		{[]string{"A_TOKEN=abcdefghijklmnopqrstuvwxyz"}, `{"k":"` + shape + `"}`, 1},
+	} {
+		r := transcript.NewRedactor(c.env)
+		out, n := r.Line([]byte(c.line))
+		if n != c.n || bytes.Contains(out, []byte("abcdefgh")) || bytes.Contains(out, []byte("0123456789")) {
+			t.Errorf("%s: got %s (%d replacements), want %d", c.line, out, n, c.n)
+		}
+	}
+}
+
 func FuzzRedactorLine(f *testing.F) {
 	f.Add("sk-ant-api03-abcdefghijklmnopqrstuvwxyz", "plain text\nsk-ant-api03-abcdefghijklmnopqrstuvwxyz\n")
 	f.Add("12345678", `he said "12345678"`)

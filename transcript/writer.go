@@ -29,7 +29,9 @@ type Writer struct {
 	enc trace.LineEncoder
 	red *Redactor
 	seq int
-	err error
+	// entry is the entry being encoded.
+	entry gen.TranscriptEntry
+	err   error
 	// held are the lines of the step in flight not written yet, and
 	// unanswered the step's actions that no observation answered yet.
 	held       []byte
@@ -92,13 +94,23 @@ func OpenAfter(path string, red *Redactor, policy trace.SyncPolicy, seq int) (*W
 // Write numbers e (seq), stamps its time when it has none, cuts its output
 // at DefaultMaxOutputBytes, redacts it and appends it. After the first failed
 // write every Write returns that error.
-func (w *Writer) Write(e gen.TranscriptEntry) error {
+func (w *Writer) Write(e gen.TranscriptEntry) error { return w.write(e, nil) }
+
+// writeCall is Write of e with the tool call as its action (a
+// callWriter's).
+func (w *Writer) writeCall(e gen.TranscriptEntry, call *gen.ToolCall) error {
+	return w.write(e, call)
+}
+
+func (w *Writer) write(e gen.TranscriptEntry, call *gen.ToolCall) error {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.err != nil {
 		return w.err
 	}
-	line, err := encodeEntry(&w.enc, w.red, e, w.seq+1)
+	w.entry = e // encoded from the writer's own copy, which is not allocated each time
+	line, err := encodeEntry(&w.enc, w.red, &w.entry, call, w.seq+1)
+	w.entry = gen.TranscriptEntry{} // holding nothing of e's
 	if err != nil {
 		return err
 	}

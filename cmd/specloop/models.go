@@ -40,15 +40,23 @@ func openModel(f *runFlags) (agent.Model, error) {
 			return openVerify(f, name)
 		}
 	}
+	if f.script != "" {
+		// The lines themselves: the spec's ModelConfig (what --remote
+		// sends) would carry them through JSON, an encoding, a merge and a
+		// decoding of the whole script, only to give them back.
+		lines, err := readScriptLines(f.script)
+		if err != nil {
+			return nil, fmt.Errorf("--script: %w", err)
+		}
+		return model.NewScript(lines...), nil
+	}
 	mc, err := modelConfig(f)
 	if err != nil {
 		return nil, err
 	}
-	system := ""
-	if f.script == "" {
-		if system, err = cli.ReadSystemFile(f.systemFile); err != nil {
-			return nil, fmt.Errorf("--system-file: %w", err)
-		}
+	system, err := cli.ReadSystemFile(f.systemFile)
+	if err != nil {
+		return nil, fmt.Errorf("--system-file: %w", err)
 	}
 	m, err := model.FromConfig(mc, model.Options{System: system, BaseURL: f.baseURL})
 	if err != nil {
@@ -59,8 +67,8 @@ func openModel(f *runFlags) (agent.Model, error) {
 
 // modelConfig returns the spec's model configuration the run flags name:
 // --script FILE's responses, or the provider model of --model and
-// --context-window. It is what a local run builds its model from and what
-// --remote sends (a server offers a provider with its own keys).
+// --context-window. It is what --remote sends (a server offers a provider
+// with its own keys) and what a local run builds a provider's model from.
 func modelConfig(f *runFlags) (gen.ModelConfig, error) {
 	var mc gen.ModelConfig
 	if f.script != "" {

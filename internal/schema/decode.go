@@ -97,11 +97,13 @@ func normalize(v any, depth int) (any, string, bool) {
 			return v, "", true
 		}
 		for k, e := range x {
-			e, p, deep := normalize(e, depth)
+			n, p, deep := normalize(e, depth)
 			if deep {
 				return v, "/" + escapeToken(k) + p, true
 			}
-			x[k] = e
+			if f, ok := e.(float64); ok && f == 0 {
+				x[k] = n // only a zero changes; maps and slices change in place
+			}
 		}
 	case []any:
 		if depth++; depth > MaxDepth {

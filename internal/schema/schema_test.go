@@ -60,6 +60,21 @@ func TestDecodeAccepts(t *testing.T) {
 	if _, err := schema.Decode([]byte(strings.Repeat("[", schema.MaxDepth) + strings.Repeat("]", schema.MaxDepth))); err != nil {
 		t.Fatalf("nesting of exactly MaxDepth: %v", err)
 	}
+	// A negative zero is zero wherever it is: in an object, an object in
+	// an object, an array in an object.
+	v, err = schema.Decode([]byte(`{"z":-0,"n":-1.5,"o":{"z":-0.0},"a":[-0]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := v.(map[string]any)
+	for name, z := range map[string]any{"/z": m["z"], "/o/z": m["o"].(map[string]any)["z"], "/a/0": m["a"].([]any)[0]} {
+		if f, ok := z.(float64); !ok || f != 0 || math.Signbit(f) {
+			t.Errorf("%s decoded as %#v, want 0", name, z)
+		}
+	}
+	if m["n"] != -1.5 {
+		t.Errorf("/n decoded as %#v", m["n"])
+	}
 }
 
 func compile(t *testing.T, s string, dir schema.Direction) *schema.Validator {
