@@ -64,6 +64,10 @@ var maxBaselineBytes int64 = 32 << 20
 // pack's framing. A record over it is saved as one that kept nothing.
 func maxBaselineRecord() int { return int(2*maxBaselineBytes) + 64<<10 }
 
+// MaxBaselineRecord is the length past which a baseline record is refused
+// (a BaselineKeeper need read no more of it).
+func MaxBaselineRecord() int { return maxBaselineRecord() }
+
 // baselineVersion is the version of the record's format.
 const baselineVersion = 1
 
