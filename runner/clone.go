@@ -78,15 +78,15 @@ func (c *Cloner) allows(u *url.URL) bool {
 }
 
 // cacheKey names the cache entry of u: a hash of the URL normalised
-// (scheme and host in lower case, no default port, no trailing slash).
+// (scheme and host in lower case, the port always, no trailing slash).
+// The user name goes in escaped and the host in brackets when it is an
+// IPv6 address, so that no two URLs of different users or hosts have one
+// text (a user name holding "/" or "@", an IPv6 address ending in ":PORT").
 func cacheKey(u *url.URL) string {
-	host := strings.ToLower(u.Hostname())
-	if p := u.Port(); p != "" && p != "443" {
-		host += ":" + p
-	}
+	host := net.JoinHostPort(strings.ToLower(u.Hostname()), cmp.Or(u.Port(), "443"))
 	n := "https://" + host + "/" + strings.Trim(u.EscapedPath(), "/")
 	if u.User != nil {
-		n = "https://" + u.User.Username() + "@" + n[len("https://"):]
+		n = "https://" + url.User(u.User.Username()).String() + "@" + n[len("https://"):]
 	}
 	sum := sha256.Sum256([]byte(n))
 	return hex.EncodeToString(sum[:16]) + ".git"

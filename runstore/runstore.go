@@ -437,7 +437,7 @@ func (s *Store) Call(ctx context.Context, id string, seq int) (data []byte, ok b
 	if err != nil {
 		return nil, false, err
 	}
-	return s.getOnce(ctx, prefix)
+	return s.getOnce(ctx, prefix, -1)
 }
 
 func recordPrefix(id, name string) (string, error) {
@@ -467,7 +467,18 @@ func (s *Store) Record(ctx context.Context, id, name string) (data []byte, ok bo
 	if err != nil {
 		return nil, false, err
 	}
-	return s.getOnce(ctx, prefix)
+	return s.getOnce(ctx, prefix, -1)
+}
+
+// RecordUpTo is Record of a record whose data is at most max bytes: of a
+// longer one (damaged, or written by someone else) no more than that is
+// read, and it is an error.
+func (s *Store) RecordUpTo(ctx context.Context, id, name string, max int64) (data []byte, ok bool, err error) {
+	prefix, err := recordPrefix(id, name)
+	if err != nil {
+		return nil, false, err
+	}
+	return s.getOnce(ctx, prefix, max)
 }
 
 // putOnce creates the object key with data unless it exists: the first
@@ -506,9 +517,22 @@ func (s *Store) putOnce(ctx context.Context, key string, data []byte) error {
 }
 
 // getOnce reads the object putOnce wrote under key, checked against the
-// sha256 it holds.
-func (s *Store) getOnce(ctx context.Context, key string) (data []byte, ok bool, err error) {
-	obj, err := s.bucket.ReadAll(ctx, key)
+// sha256 it holds; with a max of 0 or more, only when its data is at most
+// max bytes.
+func (s *Store) getOnce(ctx context.Context, key string, max int64) (data []byte, ok bool, err error) {
+	var obj []byte
+	if max < 0 {
+		obj, err = s.bucket.ReadAll(ctx, key)
+	} else if r, rerr := s.bucket.NewReader(ctx, key, nil); rerr != nil {
+		err = rerr
+	} else {
+		head := int64(len(hexSum(nil)) + 1)
+		obj, err = io.ReadAll(io.LimitReader(r, head+max+1))
+		err = errors.Join(err, r.Close())
+		if err == nil && int64(len(obj)) > head+max {
+			return nil, false, fmt.Errorf("%s in the run store is over its bound of %d bytes", key, max)
+		}
+	}
 	if gcerrors.Code(err) == gcerrors.NotFound {
 		return nil, false, nil
 	}

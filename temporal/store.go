@@ -17,6 +17,7 @@ import (
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/runstore"
+	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/transcript"
 	"github.com/specloop/specloop/wiring"
 )
@@ -218,8 +219,12 @@ type baselineKeeper struct {
 	id    string
 }
 
+// maxBaselineRead is the longest baseline record LoadBaseline reads: a
+// longer one is the patch's error, and not read into memory whole.
+var maxBaselineRead = tools.MaxBaselineRecord
+
 func (k baselineKeeper) LoadBaseline(ctx context.Context) ([]byte, bool, error) {
-	return k.store.rs.Record(ctx, k.id, "baseline")
+	return k.store.rs.RecordUpTo(ctx, k.id, "baseline", int64(maxBaselineRead()))
 }
 
 func (k baselineKeeper) SaveBaseline(ctx context.Context, data []byte) error {

@@ -250,3 +250,34 @@ func TestTranscriptCacheOutsideTheWorkspaceRoot(t *testing.T) {
 		t.Fatalf("a cache outside the workspace root: %v", err)
 	}
 }
+
+// TestBaselineReadIsBounded: the keeper reads a baseline record no
+// longer than a record can be (tools.MaxBaselineRecord); a longer one in
+// the store (damaged, or forged by someone who can write it) is an error,
+// never read into memory whole.
+func TestBaselineReadIsBounded(t *testing.T) {
+	if maxBaselineRead() < 32<<20 {
+		t.Fatalf("the bound %d is under the record's content bound", maxBaselineRead())
+	}
+	defer func(old func() int) { maxBaselineRead = old }(maxBaselineRead)
+	maxBaselineRead = func() int { return 1 << 10 }
+	s, err := NewStore(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	k := baselineKeeper{s, "run-1"}
+	huge := bytes.Repeat([]byte(" "), maxBaselineRead()+1)
+	if err := k.SaveBaseline(t.Context(), huge); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok, err := k.LoadBaseline(t.Context()); err == nil || ok || !strings.Contains(err.Error(), "over its bound") {
+		t.Fatalf("LoadBaseline of a record over the bound: %d bytes, %v, %v", len(data), ok, err)
+	}
+	k = baselineKeeper{s, "run-2"}
+	if err := k.SaveBaseline(t.Context(), []byte(`{"version":1}`)); err != nil {
+		t.Fatal(err)
+	}
+	if data, ok, err := k.LoadBaseline(t.Context()); err != nil || !ok || string(data) != `{"version":1}` {
+		t.Fatalf("LoadBaseline = %s, %v, %v", data, ok, err)
+	}
+}

@@ -59,6 +59,15 @@ func (w *Workspace) KeepBaseline(k BaselineKeeper) {
 // them out of the patch and says the patch may be partial.
 var maxBaselineBytes int64 = 32 << 20
 
+// maxBaselineRecord bounds a baseline record as it is kept and as it is
+// read: its content (maxBaselineBytes) in base64, with room for the
+// pack's framing. A record over it is saved as one that kept nothing.
+func maxBaselineRecord() int { return int(2*maxBaselineBytes) + 64<<10 }
+
+// MaxBaselineRecord is the length past which a baseline record is refused
+// (a BaselineKeeper need read no more of it).
+func MaxBaselineRecord() int { return maxBaselineRecord() }
+
 // baselineVersion is the version of the record's format.
 const baselineVersion = 1
 
@@ -115,6 +124,10 @@ func (w *Workspace) keepBase(ctx context.Context) error {
 		}
 	}
 	data, err := json.Marshal(&rec)
+	if err == nil && len(data) > maxBaselineRecord() {
+		rec = baselineRecord{Version: baselineVersion, Why: fmt.Sprintf("its record is over the bound of %d bytes", maxBaselineRecord())}
+		data, err = json.Marshal(&rec)
+	}
 	if err == nil {
 		err = w.base.keeper.SaveBaseline(ctx, data)
 	}
@@ -180,6 +193,9 @@ func (w *Workspace) useBase(ctx context.Context, data []byte) {
 // importBase makes the recorded baseline data the workspace's: the
 // private repository is made afresh with the record's objects in it.
 func (w *Workspace) importBase(ctx context.Context, data []byte) error {
+	if len(data) > maxBaselineRecord() {
+		return fmt.Errorf("%w: the record is over the bound of %d bytes", ErrBaseline, maxBaselineRecord())
+	}
 	var rec baselineRecord
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -385,10 +401,37 @@ func (g *shadowGit) importPack(ctx context.Context, rec *baselineRecord) (map[st
 	if rec.Rel != g.rel {
 		return nil, fmt.Errorf("it was taken in a workspace at %q of its work tree, this one is at %q", rec.Rel, g.rel)
 	}
+	content := int64(len(rec.Index))
 	if len(rec.Pack) > 0 {
-		if err := g.git(ctx, bytes.NewReader(rec.Pack), io.Discard, false, true, g.top, "", "index-pack", "--stdin"); err != nil {
+		var out, idx bytes.Buffer
+		if err := g.git(ctx, bytes.NewReader(rec.Pack), &out, false, true, g.top, "", "index-pack", "--stdin"); err != nil {
 			return nil, fmt.Errorf("the record's objects: %w", err)
 		}
+		// Their content within the bound, as export kept it (a pack
+		// may inflate far past its own size).
+		_, name, _ := strings.Cut(strings.TrimSpace(out.String()), "\t")
+		f, err := os.Open(filepath.Join(g.gitDir, "objects", "pack", "pack-"+name+".idx"))
+		if err != nil || !isHex(name) {
+			return nil, fmt.Errorf("the record's objects: no pack index (%q)", textclip.Clip(out.String(), 80))
+		}
+		err = g.git(ctx, f, &idx, false, true, g.top, "", "show-index")
+		f.Close()
+		var ids []string
+		for l := range strings.Lines(idx.String()) {
+			if f := strings.Fields(l); len(f) >= 2 {
+				ids = append(ids, f[1])
+			}
+		}
+		sizes, serr := g.objectSizes(ctx, ids, false)
+		if err = errors.Join(err, serr); err != nil {
+			return nil, fmt.Errorf("the record's objects: %w", err)
+		}
+		for _, n := range sizes {
+			content += n
+		}
+	}
+	if content > maxBaselineBytes {
+		return nil, fmt.Errorf("the record's content is over the bound of %d bytes", maxBaselineBytes)
 	}
 	if len(rec.Index) > 0 {
 		if _, err := parseIndex(rec.Index); err != nil {

@@ -352,3 +352,39 @@ func TestBaselineKeeperDown(t *testing.T) {
 		t.Errorf("the patch is %q, %v; want an error wrapping ErrBaseline", p, err)
 	}
 }
+
+// A record over the bound is refused on read as on write, whoever wrote
+// it: one whose objects hold more content than the bound (a worker with
+// a lower bound, or a forged record, a pack that inflates past it), and
+// one longer than a record within the bound can be.
+func TestBaselineRecordOverItsBoundIsRefusedOnRead(t *testing.T) {
+	needGit(t)
+	dir := baselineRepo(t)
+	k := &memKeeper{}
+	rt, _ := keptRuntime(t, dir, k)
+	runSteps(t, rt, baselineScript[:1])
+	if !bytes.Contains(k.data, []byte(`"pack"`)) {
+		t.Fatal("the record carries no objects (big.txt's content should be in it)")
+	}
+	// Whitespace after the record is JSON still: only its length is wrong.
+	long := append(bytes.Clone(k.data), bytes.Repeat([]byte(" "), 3<<20)...)
+	for name, c := range map[string]struct {
+		data  []byte
+		bound int64
+		why   string
+	}{
+		"content over the bound": {k.data, 4 << 10, "content is over the bound of 4096 bytes"}, // big.txt is 36 KB
+		"record too long":        {long, 1 << 20, "record is over the bound"},
+	} {
+		restore := tools.SetMaxBaselineBytes(c.bound)
+		bad := &memKeeper{data: c.data}
+		rt, _ := keptRuntime(t, dir, bad)
+		if p, err := rt.Patch(context.Background()); !errors.Is(err, tools.ErrBaseline) || !strings.Contains(err.Error(), c.why) {
+			t.Errorf("%s: the patch is %q, %v; want an error wrapping ErrBaseline saying %q", name, p, err, c.why)
+		}
+		restore()
+	}
+	// Within the bound, the same record is used.
+	rt, _ = keptRuntime(t, dir, &memKeeper{data: k.data})
+	patchOf(t, rt)
+}

@@ -26,6 +26,19 @@ type connFlags struct {
 	cert, key  string
 	serverName string
 	apiKeyFile string
+
+	apiKeyRead string // the API key options read, for secrets
+}
+
+// secrets are the values a worker's runs are redacted of besides its
+// variables that hold secrets: the API key options read from
+// --temporal-api-key-file (a file a run's command may be able to read),
+// whose value no variable names.
+func (f *connFlags) secrets() []string {
+	if f.apiKeyRead == "" {
+		return nil
+	}
+	return []string{f.apiKeyRead}
 }
 
 func (f *connFlags) register(fs *flag.FlagSet) {
@@ -47,6 +60,7 @@ func (f *connFlags) options(address string) (client.ConnectionOptions, client.Cr
 	if err != nil {
 		return client.ConnectionOptions{}, nil, err
 	}
+	f.apiKeyRead = key
 	if key != "" {
 		creds = client.NewAPIKeyStaticCredentials(key)
 	}

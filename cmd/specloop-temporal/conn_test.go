@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/specloop/specloop/wiring"
 )
 
 // frontend is a Temporal frontend that answers GetSystemInfo (what a
@@ -218,5 +220,29 @@ func TestTemporalConnectionFlagsChecked(t *testing.T) {
 	}
 	if conn, creds, err := (&connFlags{}).options("127.0.0.1:7233"); err != nil || conn.TLS != nil || creds != nil {
 		t.Errorf("no flag: %+v, %v, %v; want a plain connection", conn, creds, err)
+	}
+}
+
+// The API key read from --temporal-api-key-file is one of the worker's
+// secrets, so a run whose command printed the file (under /etc, say,
+// which commands may read) has it redacted from its transcript and check
+// output as the environment's keys are; none is read, none is added.
+func TestTemporalAPIKeyFileIsASecret(t *testing.T) {
+	t.Setenv(apiKeyVar, "")
+	keyFile := filepath.Join(t.TempDir(), "key")
+	if err := os.WriteFile(keyFile, []byte("tk-from-a-file-0123456789\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	f := connFlags{apiKeyFile: keyFile}
+	if _, _, err := f.options("127.0.0.1:7233"); err != nil {
+		t.Fatal(err)
+	}
+	red := wiring.Config{Secrets: f.secrets()}.Redactor()
+	if got, _ := red.Text("cat says tk-from-a-file-0123456789"); strings.Contains(got, "0123456789") {
+		t.Errorf("the key was not redacted: %q", got)
+	}
+	var none connFlags
+	if _, _, err := none.options("127.0.0.1:7233"); err != nil || none.secrets() != nil {
+		t.Errorf("without a key: secrets %q, %v", none.secrets(), err)
 	}
 }

@@ -186,7 +186,8 @@ func workerCmd(ctx context.Context, env *cli.Env, args []string) int {
 	}
 	defer c.Close()
 	acts := &temporal.Activities{Store: store, WorkspaceRoot: abs, HostQueue: *hostQueue, SystemModels: runner.ModelsWithSystem,
-		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr)}, Clones: clones}
+		Setup: wiring.Config{DisableCommands: !*allowCommands, Sandbox: policy, MCPServers: mcpServers, MCP: mcpf.Config(env.Stderr),
+			Secrets: tf.conn.secrets()}, Clones: clones}
 	shared, host := temporal.NewWorkers(c, tf.queue, acts, worker.Options{})
 	for _, w := range []worker.Worker{shared, host} {
 		if err := w.Start(); err != nil {
