@@ -2,10 +2,8 @@ package temporal
 
 import (
 	"errors"
-	"fmt"
 
 	"go.temporal.io/sdk/temporal"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
@@ -64,13 +62,5 @@ func (r *wfRun) commandsRefused(msg string) (gen.RunResult, error) {
 		reason = gen.ExitReasonSetupFailed
 	}
 	msg = agent.ClipMessage(msg)
-	res := gen.RunResult{RunId: &r.in.ID, ExitReason: reason, Error: &msg}
-	if err := r.Emit(&gen.TraceEvent{RunId: r.in.ID, EventType: gen.TraceEventTypeRunFinished, Time: workflow.Now(r.wctx).UTC(),
-		ExitReason: &res.ExitReason, StepsUsed: new(0), Error: res.Error}); err != nil {
-		return res, err
-	}
-	if err := r.exec(r.shared, eventsActivity, &runEvents{}, nil); err != nil {
-		return res, fmt.Errorf("write the end of the trace: %w", err)
-	}
-	return res, nil
+	return r.endBeforeTheModel(gen.RunResult{RunId: &r.in.ID, ExitReason: reason, Error: &msg}, r.shared, eventsActivity)
 }

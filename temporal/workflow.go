@@ -214,12 +214,17 @@ func (r *wfRun) end(ctx workflow.Context) {
 // setupFailed ends the run whose setup failed with res: its trace ends
 // with run_finished, and its workspace is released, without a model call.
 func (r *wfRun) setupFailed(setup gen.CheckResult) (gen.RunResult, error) {
-	res := runner.SetupFailed(r.in.ID, setup)
+	return r.endBeforeTheModel(runner.SetupFailed(r.in.ID, setup), r.host, closeActivity)
+}
+
+// endBeforeTheModel ends the run with res before its first model call:
+// its trace ends with run_finished, written by activity fn on ctx.
+func (r *wfRun) endBeforeTheModel(res gen.RunResult, ctx workflow.Context, fn string) (gen.RunResult, error) {
 	if err := r.Emit(&gen.TraceEvent{RunId: r.in.ID, EventType: gen.TraceEventTypeRunFinished, Time: workflow.Now(r.wctx).UTC(),
 		ExitReason: &res.ExitReason, StepsUsed: new(0), Error: res.Error}); err != nil {
 		return res, err
 	}
-	if err := r.exec(r.host, closeActivity, &runEvents{}, nil); err != nil {
+	if err := r.exec(ctx, fn, &runEvents{}, nil); err != nil {
 		return res, fmt.Errorf("write the end of the trace: %w", err)
 	}
 	return res, nil
