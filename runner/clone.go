@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"io/fs"
 	"net"
 	"net/url"
@@ -13,10 +14,10 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/textclip"
+	"github.com/specloop/specloop/internal/wslock"
 	"github.com/specloop/specloop/wiring"
 )
 
@@ -35,9 +36,6 @@ type Cloner struct {
 	Hosts []string
 	// Remote is how git reaches the hosts.
 	Remote gitcheckout.Remote
-
-	mu    sync.Mutex
-	locks map[string]*sync.Mutex // by cache entry: one clone or fetch of a URL at a time
 }
 
 // errNoClones is the answer to a repo_url on a server that clones none.
@@ -104,20 +102,16 @@ func (c *Cloner) open(data, root string) error {
 	return os.MkdirAll(c.Dir, 0o700)
 }
 
-// lock holds the cache entry key until the returned func is called.
-func (c *Cloner) lock(key string) func() {
-	c.mu.Lock()
-	if c.locks == nil {
-		c.locks = map[string]*sync.Mutex{}
+// lock holds the cache entry key until the returned func is called,
+// against this process's other runs and every other process that shares
+// the cache (an API server and its workers, two workers): a lock file in
+// the cache's .locks directory.
+func (c *Cloner) lock(ctx context.Context, key string) (func(), error) {
+	l, err := wslock.Acquire(ctx, filepath.Join(c.Dir, ".locks"), key, nil)
+	if err != nil {
+		return nil, err
 	}
-	m := c.locks[key]
-	if m == nil {
-		m = new(sync.Mutex)
-		c.locks[key] = m
-	}
-	c.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	return func() { _ = l.Release() }, nil
 }
 
 // fetch returns the cache's clone of rawURL with rev in it and rev's
@@ -137,7 +131,11 @@ func (c *Cloner) fetch(ctx context.Context, rawURL, rev string) (repo, hash stri
 		return "", "", errors.New("the clone cache has no directory (Cloner.Dir)")
 	}
 	repo = filepath.Join(c.Dir, cacheKey(u))
-	defer c.lock(filepath.Base(repo))()
+	unlock, err := c.lock(ctx, filepath.Base(repo))
+	if err != nil {
+		return "", "", fmt.Errorf("lock the clone cache's entry: %w", err)
+	}
+	defer unlock()
 	if _, serr := os.Stat(filepath.Join(repo, "HEAD")); errors.Is(serr, fs.ErrNotExist) {
 		if err := c.Remote.CloneRemote(ctx, rawURL, repo); err != nil {
 			return "", "", cloneProblem(ctx, err, rawURL)

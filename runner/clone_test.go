@@ -43,10 +43,33 @@ func gitRepo(t *testing.T) (repo string, commit func(content string) string) {
 	return repo, commit
 }
 
+// clones are the entries of the clone cache dir, its lock files left out.
+func clones(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, e := range ents {
+		if e.Name() != ".locks" {
+			names = append(names, e.Name())
+		}
+	}
+	return names
+}
+
 func newCloningRunner(t *testing.T, srv *githttps.Server, hosts ...string) (*runner.Runner, *runner.Cloner, string) {
 	t.Helper()
+	return newCloningRunnerOn(t, srv, "", hosts...)
+}
+
+// newCloningRunnerOn is newCloningRunner with the clone cache dir ("" for
+// the runner's default).
+func newCloningRunnerOn(t *testing.T, srv *githttps.Server, dir string, hosts ...string) (*runner.Runner, *runner.Cloner, string) {
+	t.Helper()
 	root := t.TempDir()
-	c := &runner.Cloner{Hosts: hosts, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
+	c := &runner.Cloner{Dir: dir, Hosts: hosts, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
 	rn, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, Clones: c})
 	if err != nil {
 		t.Fatal(err)
@@ -116,7 +139,7 @@ func TestRepoURLRefusals(t *testing.T) {
 		t.Errorf("the server not allowed got %d requests", n)
 	}
 	// Only the no-such-commit one reached the server (a clone and a fetch).
-	if ents, _ := os.ReadDir(c.Dir); len(ents) != 1 {
+	if ents := clones(t, c.Dir); len(ents) != 1 {
 		t.Errorf("the clone cache holds %d entries, want the one good URL's", len(ents))
 	}
 	if srv.Requests() == before {
@@ -192,7 +215,7 @@ func TestIsolatedRunsOfARepoURL(t *testing.T) {
 			t.Errorf("run %d's patch %q", i, p)
 		}
 	}
-	if ents, _ := os.ReadDir(c.Dir); len(ents) != 1 {
+	if ents := clones(t, c.Dir); len(ents) != 1 {
 		t.Errorf("the clone cache holds %v, want one clone", ents)
 	}
 	if left, _ := os.ReadDir(filepath.Join(root, ".specloop-worktrees")); len(left) != 0 {
@@ -287,5 +310,61 @@ func TestRepoURLRunGitInSandbox(t *testing.T) {
 	v := waitFor(t, rn, r.Id, finished)
 	if res := v.Result; res.Setup == nil || res.Setup.ExitCode != 0 || res.Check == nil || res.Check.ExitCode != 0 {
 		t.Fatalf("git in the repo_url run's sandbox: setup %+v, check %+v", res.Setup, res.Check)
+	}
+}
+
+// Two processes that share a clone cache (an API server and a worker, two
+// workers), here two runners on one cache directory, clone a URL once
+// between them: the lock of a cache entry is a file lock, not a lock of
+// one process.
+func TestRunnersSharingACloneCacheCloneOnce(t *testing.T) {
+	srv := githttps.Start(t)
+	repo, _ := gitRepo(t)
+	u := srv.Publish(t, "shared", repo)
+	base, _ := gitcheckout.Resolve(context.Background(), repo, "HEAD")
+	worktree := gen.CreateRunRequestIsolationWorktree
+	ctx := context.Background()
+
+	// What one clone costs, in requests.
+	solo, _, _ := newCloningRunner(t, srv, srv.Host())
+	n0 := srv.Requests()
+	req := script(t, `{"type":"finish","answer":"done"}`)
+	req.RepoUrl, req.Isolation, req.Commit = &u, &worktree, &base
+	r, err := solo.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, solo, r.Id, finished)
+	perClone := srv.Requests() - n0
+
+	dir := filepath.Join(t.TempDir(), "clones")
+	a, _, _ := newCloningRunnerOn(t, srv, dir, srv.Host())
+	b, _, _ := newCloningRunnerOn(t, srv, dir, srv.Host())
+	n1 := srv.Requests()
+	var wg sync.WaitGroup
+	ids := make([]string, 4)
+	for i, rn := range []*runner.Runner{a, b, a, b} {
+		wg.Go(func() {
+			r, err := rn.Create(ctx, req)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			ids[i] = r.Id
+		})
+	}
+	wg.Wait()
+	for i, rn := range []*runner.Runner{a, b, a, b} {
+		if ids[i] != "" {
+			if v := waitFor(t, rn, ids[i], finished); v.Result.ExitReason != gen.ExitReasonFinished {
+				t.Errorf("run %d: %+v", i, v.Result)
+			}
+		}
+	}
+	if got := srv.Requests() - n1; got != perClone {
+		t.Errorf("two runners sharing a cache made %d requests for 4 runs, want one clone's %d", got, perClone)
+	}
+	if ents := clones(t, dir); len(ents) != 1 {
+		t.Errorf("the shared cache holds %v, want one clone", ents)
 	}
 }

@@ -456,8 +456,8 @@ func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
 			t.Errorf("remote attempt %+v", r)
 		}
 	}
-	if ents, _ := os.ReadDir(clones.Dir); len(ents) != 3 {
-		t.Errorf("the server's clone cache holds %v, want the 3 repositories", ents)
+	if ents, _ := os.ReadDir(clones.Dir); len(ents) != 4 { // the 3 repositories and .locks
+		t.Errorf("the server's clone cache holds %v, want the 3 repositories and the lock files", ents)
 	}
 	if left, _ := os.ReadDir(filepath.Join(root, ".specloop-worktrees")); len(left) != 0 {
 		t.Errorf("the server left work trees: %v", left)
