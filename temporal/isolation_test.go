@@ -81,8 +81,8 @@ func TestIsolatedRunOfARepoURLOnTemporal(t *testing.T) {
 	if res.ExitReason != gen.ExitReasonFinished || res.Patch == nil || !strings.Contains(*res.Patch, "+++ b/done.txt") {
 		t.Fatalf("result %+v, patch %v", res, res.Patch)
 	}
-	if ents, _ := os.ReadDir(cache); len(ents) != 1 {
-		t.Errorf("the worker's clone cache holds %v, want its one clone", ents)
+	if ents, _ := os.ReadDir(cache); len(ents) != 2 { // its one clone and the lock files (.locks)
+		t.Errorf("the worker's clone cache holds %v, want its one clone and .locks", ents)
 	}
 
 	// A worker that clones nothing ends the run with the reason.
