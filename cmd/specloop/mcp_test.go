@@ -18,11 +18,21 @@ import (
 
 // selfServerEnv makes the test binary run the command line it is given
 // (os.Args[1:]) as specloop: the tests use it as an external stdio MCP
-// server, `specloop mcp`.
+// server, `specloop mcp`. A stdio server gets only the variables named for
+// it (--mcp-env), so a test whose client cannot name one (an ACP client's
+// server) starts the binary through a symbolic link instead, which does
+// the same (startedThroughLink).
 const selfServerEnv = "SPECLOOP_CMD_TEST_SELF"
 
+// startedThroughLink reports whether the test binary was started through
+// a symbolic link to it, which go test never does.
+func startedThroughLink() bool {
+	fi, err := os.Lstat(os.Args[0])
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}
+
 func TestMain(m *testing.M) {
-	if os.Getenv(selfServerEnv) == "1" {
+	if os.Getenv(selfServerEnv) == "1" || startedThroughLink() {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	// Runs keep their transcripts in the user's state directory: the
@@ -122,7 +132,9 @@ func TestMCPRunCommandSandboxed(t *testing.T) {
 }
 
 // specloop run --mcp starts the server (here specloop mcp itself, over
-// stdio), offers its tools as NAME__tool, and the trace records the call.
+// stdio, given the variable that makes the test binary specloop by
+// --mcp-env), offers its tools as NAME__tool, and the trace records the
+// call.
 func TestRunWithMCPServer(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -139,7 +151,7 @@ func TestRunWithMCPServer(t *testing.T) {
 	tracePath := filepath.Join(dir, "trace.jsonl")
 	ws := t.TempDir()
 	server := "self='" + exe + "' mcp --no-commands --workspace '" + ws + "'"
-	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", tracePath, "--json", "--mcp", server, "multiply")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", tracePath, "--json", "--mcp", server, "--mcp-env", "self="+selfServerEnv, "multiply")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}

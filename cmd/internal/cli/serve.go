@@ -108,7 +108,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	sbFlags.Register(fs)
 	engine.Register(fs)
 	var mcpf MCPFlags
-	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
+	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one; with none of serve's environment but what --mcp-env lists) or NAME=URL (streamable HTTP); repeatable")
 	fs.String("config", "", "a configuration file (TOML; see: specloop help config) whose keys are these flags in snake_case; the command line's flags override it")
 	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
 	if path := scanFlag(args, "config"); path != "" {
