@@ -175,6 +175,62 @@ func TestRunWithMCPServer(t *testing.T) {
 	}
 }
 
+// The user's configuration file gives a server its variables as
+// --mcp-env does (mcp_env), by name.
+func TestRunMCPEnvFromConfig(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(selfServerEnv, "1")
+	ws := t.TempDir()
+	server := "self='" + exe + "' mcp --no-commands --workspace '" + ws + "'"
+	configured(t, "mcp = ["+quote(server)+"]\nmcp_env = ["+quote("self="+selfServerEnv)+"]\n", "")
+	script := filepath.Join(t.TempDir(), "s.script")
+	lines := `{"type":"tool_call","tool_name":"self__calculator","arguments":{"left":12,"operation":"multiply","right":7}}` + "\n" +
+		`{"type":"finish","answer":"84"}` + "\n"
+	if err := os.WriteFile(script, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The server starts as specloop only with the variable: without it
+	// the test binary runs its tests, no MCP server, and the run fails.
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--json", "multiply")
+	if code != exitOK || !strings.Contains(stdout, `"finished"`) {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// An --mcp-env that names no --mcp server, a URL server or no valid
+// variable stops run and serve before anything starts, naming it.
+func TestMCPEnvErrors(t *testing.T) {
+	t.Setenv(cli.TokenEnv, "")
+	for _, tc := range []struct{ env, want string }{
+		{"nope=GITHUB_TOKEN", `no --mcp server is named "nope"`},
+		{"web=GITHUB_TOKEN", `the server "web" is a URL`},
+		{"gh=GITHUB-TOKEN", `"GITHUB-TOKEN" is not a valid name`},
+	} {
+		mcp := []string{"--mcp", "gh=/nonexistent/server", "--mcp", "web=https://example.com/mcp", "--mcp-env", tc.env}
+		for _, args := range [][]string{
+			append([]string{"run", "--script", "testdata/calculator.script", "--no-commands"}, append(mcp, "p")...),
+			append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir()}, mcp...),
+		} {
+			code, _, stderr := specloop(t, args...)
+			if code != exitUsage || !strings.Contains(stderr, "--mcp-env") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s --mcp-env %s: exit %d, %s", args[0], tc.env, code, stderr)
+			}
+		}
+	}
+	// serve --config's mcp_env likewise.
+	conf := filepath.Join(t.TempDir(), "serve.toml")
+	if err := os.WriteFile(conf, []byte(`mcp_env = ["nope=GITHUB_TOKEN"]`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := specloop(t, "serve", "--config", conf, "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, `no --mcp server is named "nope"`) {
+		t.Errorf("serve --config with an unknown mcp_env server: exit %d, %s", code, stderr)
+	}
+}
+
 func TestRunMCPFlagErrors(t *testing.T) {
 	for _, value := range []string{"noname", "a__b=cmd", "x='unterminated"} {
 		code, _, stderr := specloop(t, "run", "--script", "testdata/calculator.script", "--no-commands", "--mcp", value, "p")
