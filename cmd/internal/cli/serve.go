@@ -67,7 +67,9 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			"Model keys come from the server's environment only (see Environment), never from requests.\n"+
 			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
 			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
-			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n\n"+
+			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user;\n"+
+			"a stdio server gets none of the server's environment (its keys, its token) but PATH, HOME, the\n"+
+			"locale and the like, and the variables --mcp-env names for it.\n\n"+
 			engine.About())
 	var cfg server.Config // the flags that configure the server go to it
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
