@@ -27,6 +27,12 @@ type Server struct {
 	Command []string
 	// URL is the endpoint of a streamable HTTP server (http or https).
 	URL string
+	// Env names the variables of specloop's environment that a stdio
+	// server gets besides BaseEnv, when they are set: its environment is
+	// built from these two alone, so no secret of specloop's reaches it
+	// unless named here. Names only, never values: a Server holds no
+	// secret. Not for a URL server.
+	Env []string
 }
 
 // ParseServer parses NAME=COMMAND or NAME=URL: a value that starts with
@@ -61,13 +67,22 @@ func ParseServer(s string) (Server, error) {
 }
 
 // Validate checks that s names a valid server with exactly one of a
-// command and a URL.
+// command and a URL, and that Env, given only with a command, holds valid
+// variable names.
 func (s Server) Validate() error {
 	if err := checkName(s.Name); err != nil {
 		return err
 	}
 	if (len(s.Command) == 0) == (s.URL == "") {
 		return fmt.Errorf("server %q: give exactly one of a command and a URL", s.Name)
+	}
+	if len(s.Env) > 0 && s.URL != "" {
+		return fmt.Errorf("server %q: environment variables are for a stdio server (a command), not a URL", s.Name)
+	}
+	for _, name := range s.Env {
+		if err := CheckEnvName(name); err != nil {
+			return fmt.Errorf("server %q: %w", s.Name, err)
+		}
 	}
 	return nil
 }

@@ -22,10 +22,13 @@
 // validating a call is bounded; it also returns as soon as the run is
 // cancelled. A server over a cap is refused at start, naming the tool.
 //
-// Stdio servers are trusted configuration: they run unsandboxed, as the
-// user, with specloop's environment and working directory, like the MCP
-// servers of any desktop client. Each runs in a process group of its own
-// that Close stops entirely.
+// Stdio servers are the user's configuration: they run unsandboxed, as
+// the user, like the MCP servers of any desktop client, but in the root
+// of the file system and with an environment of their own (BaseEnv and
+// the variables Server.Env names), never specloop's, which holds the
+// providers' keys and the API server's token: an MCP server may be
+// anyone's program. Each runs in a process group of its own that Close
+// stops entirely.
 package mcpclient
 
 import (

@@ -121,6 +121,10 @@ func Connect(ctx context.Context, srv Server, cfg Config) (*Session, error) {
 		// load code from their working directory. A relative command was
 		// resolved against the process's working directory above.
 		s.cmd.Dir = string(filepath.Separator)
+		// Its environment is built from scratch (BaseEnv and srv.Env), never
+		// specloop's own: that holds the providers' keys and the API
+		// server's token, and a server may be anyone's program.
+		s.cmd.Env = serverEnviron(srv.Env)
 		s.cmd.Stderr = cfg.Stderr
 		ownProcessGroup(s.cmd)
 		transport = &mcp.CommandTransport{Command: s.cmd, TerminateDuration: stopGrace}

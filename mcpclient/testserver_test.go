@@ -46,7 +46,8 @@ type noIn struct{}
 
 // testServer is the external server: echo (with a strict schema and a
 // structured result), fail (isError), die (exits mid-call), hang (never
-// answers), spawn (starts a child process, returns its pid) and pid.
+// answers), spawn (starts a child process, returns its pid), pid and env
+// (its environment).
 // calls, when set, counts the calls that reached it; closing stop ends
 // the calls of hang.
 func testServer(calls *atomic.Int64, stop <-chan struct{}) *mcp.Server {
@@ -104,6 +105,11 @@ func testServer(calls *atomic.Int64, stop <-chan struct{}) *mcp.Server {
 		func(ctx context.Context, req *mcp.CallToolRequest, in noIn) (*mcp.CallToolResult, any, error) {
 			count()
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strconv.Itoa(os.Getpid())}}}, nil, nil
+		})
+	mcp.AddTool(s, &mcp.Tool{Name: "env", Description: "Returns the server's environment, one NAME=VALUE a line."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in noIn) (*mcp.CallToolResult, any, error) {
+			count()
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: strings.Join(os.Environ(), "\n")}}}, nil, nil
 		})
 	return s
 }

@@ -18,11 +18,21 @@ import (
 
 // selfServerEnv makes the test binary run the command line it is given
 // (os.Args[1:]) as specloop: the tests use it as an external stdio MCP
-// server, `specloop mcp`.
+// server, `specloop mcp`. A stdio server gets only the variables named for
+// it (--mcp-env), so a test whose client cannot name one (an ACP client's
+// server) starts the binary through a symbolic link instead, which does
+// the same (startedThroughLink).
 const selfServerEnv = "SPECLOOP_CMD_TEST_SELF"
 
+// startedThroughLink reports whether the test binary was started through
+// a symbolic link to it, which go test never does.
+func startedThroughLink() bool {
+	fi, err := os.Lstat(os.Args[0])
+	return err == nil && fi.Mode()&os.ModeSymlink != 0
+}
+
 func TestMain(m *testing.M) {
-	if os.Getenv(selfServerEnv) == "1" {
+	if os.Getenv(selfServerEnv) == "1" || startedThroughLink() {
 		os.Exit(run(context.Background(), os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 	}
 	// Runs keep their transcripts in the user's state directory: the
@@ -122,7 +132,9 @@ func TestMCPRunCommandSandboxed(t *testing.T) {
 }
 
 // specloop run --mcp starts the server (here specloop mcp itself, over
-// stdio), offers its tools as NAME__tool, and the trace records the call.
+// stdio, given the variable that makes the test binary specloop by
+// --mcp-env), offers its tools as NAME__tool, and the trace records the
+// call.
 func TestRunWithMCPServer(t *testing.T) {
 	exe, err := os.Executable()
 	if err != nil {
@@ -139,7 +151,7 @@ func TestRunWithMCPServer(t *testing.T) {
 	tracePath := filepath.Join(dir, "trace.jsonl")
 	ws := t.TempDir()
 	server := "self='" + exe + "' mcp --no-commands --workspace '" + ws + "'"
-	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", tracePath, "--json", "--mcp", server, "multiply")
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--trace", tracePath, "--json", "--mcp", server, "--mcp-env", "self="+selfServerEnv, "multiply")
 	if code != exitOK {
 		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
 	}
@@ -160,6 +172,62 @@ func TestRunWithMCPServer(t *testing.T) {
 	if obs == nil || obs.ToolName == nil || *obs.ToolName != "self__calculator" || obs.IsError == nil || *obs.IsError {
 		out, _ := json.Marshal(obs)
 		t.Fatalf("the observation event: %s", out)
+	}
+}
+
+// The user's configuration file gives a server its variables as
+// --mcp-env does (mcp_env), by name.
+func TestRunMCPEnvFromConfig(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv(selfServerEnv, "1")
+	ws := t.TempDir()
+	server := "self='" + exe + "' mcp --no-commands --workspace '" + ws + "'"
+	configured(t, "mcp = ["+quote(server)+"]\nmcp_env = ["+quote("self="+selfServerEnv)+"]\n", "")
+	script := filepath.Join(t.TempDir(), "s.script")
+	lines := `{"type":"tool_call","tool_name":"self__calculator","arguments":{"left":12,"operation":"multiply","right":7}}` + "\n" +
+		`{"type":"finish","answer":"84"}` + "\n"
+	if err := os.WriteFile(script, []byte(lines), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// The server starts as specloop only with the variable: without it
+	// the test binary runs its tests, no MCP server, and the run fails.
+	code, stdout, stderr := specloop(t, "run", "--script", script, "--no-commands", "--workspace", ws, "--json", "multiply")
+	if code != exitOK || !strings.Contains(stdout, `"finished"`) {
+		t.Fatalf("exit %d\n%s\n%s", code, stdout, stderr)
+	}
+}
+
+// An --mcp-env that names no --mcp server, a URL server or no valid
+// variable stops run and serve before anything starts, naming it.
+func TestMCPEnvErrors(t *testing.T) {
+	t.Setenv(cli.TokenEnv, "")
+	for _, tc := range []struct{ env, want string }{
+		{"nope=GITHUB_TOKEN", `no --mcp server is named "nope"`},
+		{"web=GITHUB_TOKEN", `the server "web" is a URL`},
+		{"gh=GITHUB-TOKEN", `"GITHUB-TOKEN" is not a valid name`},
+	} {
+		mcp := []string{"--mcp", "gh=/nonexistent/server", "--mcp", "web=https://example.com/mcp", "--mcp-env", tc.env}
+		for _, args := range [][]string{
+			append([]string{"run", "--script", "testdata/calculator.script", "--no-commands"}, append(mcp, "p")...),
+			append([]string{"serve", "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir()}, mcp...),
+		} {
+			code, _, stderr := specloop(t, args...)
+			if code != exitUsage || !strings.Contains(stderr, "--mcp-env") || !strings.Contains(stderr, tc.want) {
+				t.Errorf("%s --mcp-env %s: exit %d, %s", args[0], tc.env, code, stderr)
+			}
+		}
+	}
+	// serve --config's mcp_env likewise.
+	conf := filepath.Join(t.TempDir(), "serve.toml")
+	if err := os.WriteFile(conf, []byte(`mcp_env = ["nope=GITHUB_TOKEN"]`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	code, _, stderr := specloop(t, "serve", "--config", conf, "--addr", "127.0.0.1:0", "--data", t.TempDir(), "--workspace-root", t.TempDir())
+	if code != exitUsage || !strings.Contains(stderr, `no --mcp server is named "nope"`) {
+		t.Errorf("serve --config with an unknown mcp_env server: exit %d, %s", code, stderr)
 	}
 }
 

@@ -15,7 +15,7 @@ type runFlags struct {
 	model, baseURL, check, sandbox, approval string
 	maxSteps                                 int
 	allowNetwork                             bool
-	mcp                                      multi
+	mcp, mcpEnv                              multi
 }
 
 type multi []string
@@ -34,6 +34,7 @@ func newFlags() (*flag.FlagSet, *runFlags) {
 	fs.IntVar(&f.maxSteps, "max-steps", 5, "")
 	fs.BoolVar(&f.allowNetwork, "allow-network", false, "")
 	fs.Var(&f.mcp, "mcp", "")
+	fs.Var(&f.mcpEnv, "mcp-env", "")
 	return fs, f
 }
 
@@ -121,6 +122,25 @@ max_steps = 50
 	}
 	if !f.allowNetwork || f.sandbox != "none" || len(f.mcp) != 1 {
 		t.Fatalf("a trusted repository's keys were not applied: %+v", f)
+	}
+}
+
+// The user's file may give an MCP server a variable of specloop's
+// environment by name (mcp_env, like --mcp-env); a repository may not:
+// it would hand the user's secrets (an API key) to a server.
+func TestMCPEnvIsTheUsers(t *testing.T) {
+	user := file(t, `mcp = ["gh=github-mcp-server stdio"]`+"\n"+`mcp_env = ["gh=GITHUB_TOKEN"]`)
+	repo := file(t, `mcp_env = ["gh=OPENAI_API_KEY", "gh=ANTHROPIC_API_KEY"]`)
+	fs, f := newFlags()
+	_, warnings, err := config.Apply(fs, user, repo, "/work/repo", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(f.mcpEnv, ",") != "gh=GITHUB_TOKEN" {
+		t.Fatalf("mcp_env %q, want only the user's", f.mcpEnv)
+	}
+	if len(warnings) != 1 || !strings.Contains(warnings[0], "mcp_env") {
+		t.Fatalf("warnings %q, want one naming mcp_env", warnings)
 	}
 }
 

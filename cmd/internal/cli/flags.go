@@ -51,11 +51,15 @@ func (l *stringList) Set(s string) error {
 	return nil
 }
 
-// MCPFlags are --mcp (repeatable) and --mcp-timeout, of run, serve and
-// worker. Locally and on a server, --mcp is NAME=COMMAND or NAME=URL; with
-// run --remote it is the NAME of a server the remote server configured.
+// MCPFlags are --mcp and --mcp-env (repeatable) and --mcp-timeout, of
+// run, serve and worker. Locally and on a server, --mcp is NAME=COMMAND or
+// NAME=URL; with run --remote it is the NAME of a server the remote server
+// configured. --mcp-env NAME=VAR passes the variable VAR of specloop's
+// environment to the stdio server NAME (its value never in argv or a
+// configuration file).
 type MCPFlags struct {
 	values  []string
+	env     []string
 	timeout time.Duration
 }
 
@@ -64,11 +68,19 @@ func (f *MCPFlags) Register(fs *flag.FlagSet, usage string) {
 		f.values = append(f.values, v)
 		return nil
 	})
+	envUsage := "NAME=VAR: give the stdio server NAME (of --mcp) the variable VAR of specloop's environment, when it is set; " +
+		"a stdio server gets only " + strings.Join(mcpclient.BaseEnv, ", ") + ", LC_* and the variables named so, never specloop's others (API keys, tokens); repeatable"
+	fs.Func("mcp-env", envUsage, func(v string) error {
+		f.env = append(f.env, v)
+		return nil
+	})
 	fs.DurationVar(&f.timeout, "mcp-timeout", mcpclient.DefaultCallTimeout, "the longest one call of an MCP server's tool may take")
 }
 
-// Servers parses the NAME=COMMAND and NAME=URL values; a name given twice
-// is an error.
+// Servers parses the NAME=COMMAND and NAME=URL values and gives each
+// stdio server the variables --mcp-env names for it; a name given twice,
+// an --mcp-env for no server or a URL server, and a variable name that is
+// not one are errors naming them.
 func (f *MCPFlags) Servers() ([]mcpclient.Server, error) {
 	if f.timeout <= 0 {
 		return nil, errors.New("--mcp-timeout must be positive")
@@ -84,6 +96,25 @@ func (f *MCPFlags) Servers() ([]mcpclient.Server, error) {
 		}
 		out = append(out, s)
 	}
+	for _, v := range f.env {
+		name, variable, ok := strings.Cut(v, "=")
+		if !ok {
+			return nil, fmt.Errorf("--mcp-env %.64q: want NAME=VAR, the server's name and the name of a variable of specloop's environment", v)
+		}
+		i := slices.IndexFunc(out, func(s mcpclient.Server) bool { return s.Name == name })
+		switch {
+		case i < 0:
+			return nil, fmt.Errorf("--mcp-env %.64q: no --mcp server is named %.64q", v, name)
+		case out[i].URL != "":
+			return nil, fmt.Errorf("--mcp-env %.64q: the server %q is a URL; only a stdio server (a command) takes environment variables", v, name)
+		}
+		if err := mcpclient.CheckEnvName(variable); err != nil {
+			return nil, fmt.Errorf("--mcp-env %.64q: %w", v, err)
+		}
+		if !slices.Contains(out[i].Env, variable) {
+			out[i].Env = append(out[i].Env, variable)
+		}
+	}
 	return out, nil
 }
 
@@ -94,6 +125,9 @@ func (f *MCPFlags) Names() ([]string, error) {
 		if name, _, ok := strings.Cut(v, "="); ok {
 			return nil, fmt.Errorf("--mcp %s: with --remote, give the NAME of a server the remote server was started with (serve --mcp NAME=...), not a command or URL", name)
 		}
+	}
+	if len(f.env) > 0 {
+		return nil, errors.New("--mcp-env: with --remote, the remote server's own --mcp-env gives its servers their variables")
 	}
 	return f.values, nil
 }

@@ -67,7 +67,9 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 			"Model keys come from the server's environment only (see Environment), never from requests.\n"+
 			"MCP: /mcp serves the tools over MCP (streamable HTTP) on the workspace root, behind the same token\n"+
 			"and Host check. --mcp NAME=COMMAND|URL configures external MCP servers that a run may choose with\n"+
-			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user.\n\n"+
+			"mcp_servers: [NAME]; a client can never give a command. They run unsandboxed, as the server's user;\n"+
+			"a stdio server gets none of the server's environment (its keys, its token) but PATH, HOME, the\n"+
+			"locale and the like, and the variables --mcp-env names for it.\n\n"+
 			engine.About())
 	var cfg server.Config // the flags that configure the server go to it
 	addr := fs.String("addr", "127.0.0.1:8080", "the address to listen on")
@@ -108,7 +110,7 @@ func Serve(ctx context.Context, env *Env, args []string, engine Engine) int {
 	sbFlags.Register(fs)
 	engine.Register(fs)
 	var mcpf MCPFlags
-	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one) or NAME=URL (streamable HTTP); repeatable")
+	mcpf.Register(fs, "an external MCP server runs may use (mcp_servers: [NAME]): NAME=COMMAND (stdio; split like a shell would, without one; with none of serve's environment but what --mcp-env lists) or NAME=URL (streamable HTTP); repeatable")
 	fs.String("config", "", "a configuration file (TOML; see: specloop help config) whose keys are these flags in snake_case; the command line's flags override it")
 	fs.String("profile", "", "with --config: apply the file's [profiles.NAME] table over its top-level keys")
 	if path := scanFlag(args, "config"); path != "" {
