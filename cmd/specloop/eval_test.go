@@ -316,6 +316,86 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	}
 }
 
+// evalServer serves runs on a specloop server whose runner has cfg, commands
+// allowed (the offline task's setup runs on the server), and returns its
+// URL and a file holding its token.
+func evalServer(t *testing.T, cfg runner.Config) (url, tokenFile string) {
+	t.Helper()
+	const token = "eval-token"
+	tokenFile = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.AllowCommands = true
+	srv, err := server.New(server.Config{Token: token, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	return hs.URL, tokenFile
+}
+
+// evalSummary evaluates the task file tasks with script (two attempts at
+// a time) into out, with the extra arguments, and returns the summary
+// table (its attempt time blanked) and the results. With env, the eval is
+// a process of its own whose environment has env added; else it runs in
+// the test's process.
+func evalSummary(t *testing.T, env []string, tasks, script, out string, extra ...string) (string, []gen.EvalAttempt) {
+	t.Helper()
+	args := append([]string{"eval", tasks, "--script", script, "--parallel", "2", "--out", out}, extra...)
+	var code int
+	var stdout, stderr string
+	if env == nil {
+		code, stdout, stderr = specloop(t, args...)
+	} else {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(append(os.Environ(), selfServerEnv+"=1"), env...)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr = cmd.ProcessState.ExitCode(), o.String(), e.String()
+	}
+	if code != exitOK {
+		t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
+	}
+	var rs []gen.EvalAttempt
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
+		var r gen.EvalAttempt
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	table, _, _ := strings.Cut(stdout, "\nresults:")
+	return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
+}
+
+// evalLocalAndRemote evaluates tasks with script locally and through the
+// server at url (each with env as for evalSummary), both at once, and returns
+// the two summaries and the remote results; it ends the test on a
+// failure of either.
+func evalLocalAndRemote(t *testing.T, env []string, tasks, script, url, tokenFile string) (local, remote string, rs []gen.EvalAttempt) {
+	t.Helper()
+	t.Run("both", func(t *testing.T) { // the two evaluations at once
+		t.Run("local", func(t *testing.T) {
+			t.Parallel()
+			local, _ = evalSummary(t, env, tasks, script, filepath.Join(t.TempDir(), "local"))
+		})
+		t.Run("remote", func(t *testing.T) {
+			t.Parallel()
+			remote, rs = evalSummary(t, env, tasks, script, filepath.Join(t.TempDir(), "remote"), "--remote", url, "--token-file", tokenFile)
+		})
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return local, remote, rs
+}
+
 // TestEvalRemoteMatchesLocal: the same task set through a specloop server
 // (each attempt a run there with isolation worktree, graded here on its
 // patch) gives the results a local evaluation gives, and leaves the
@@ -323,52 +403,10 @@ func TestEvalResumesAfterKill(t *testing.T) {
 func TestEvalRemoteMatchesLocal(t *testing.T) {
 	t.Parallel()
 	dir := evalTestdata(t)
-	in := func(name string) string { return filepath.Join(dir, name) }
-	const token = "eval-token"
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(token), 0o600)
-	// Commands allowed: the offline task's setup runs on the server.
-	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir, AllowCommands: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	url, tokenFile := evalServer(t, runner.Config{WorkspaceRoot: dir})
 	before := repoState(t, filepath.Join(dir, "repos", "adder"))
 
-	summary := func(t *testing.T, out string, extra ...string) (string, []gen.EvalAttempt) {
-		t.Helper()
-		args := append([]string{"eval", in("tasks.jsonl"), "--script", in("fix-add.script"), "--parallel", "2", "--out", out}, extra...)
-		code, stdout, stderr := specloop(t, args...)
-		if code != exitOK {
-			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
-		}
-		var rs []gen.EvalAttempt
-		for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
-			var r gen.EvalAttempt
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatal(err)
-			}
-			rs = append(rs, r)
-		}
-		table, _, _ := strings.Cut(stdout, "\nresults:")
-		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
-	}
-	var local, remote string
-	var rs []gen.EvalAttempt
-	t.Run("both", func(t *testing.T) { // the two evaluations at once
-		t.Run("local", func(t *testing.T) {
-			t.Parallel()
-			local, _ = summary(t, filepath.Join(t.TempDir(), "local"))
-		})
-		t.Run("remote", func(t *testing.T) {
-			t.Parallel()
-			remote, rs = summary(t, filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL, "--token-file", tokenFile)
-		})
-	})
-	if t.Failed() {
-		return
-	}
+	local, remote, rs := evalLocalAndRemote(t, nil, filepath.Join(dir, "tasks.jsonl"), filepath.Join(dir, "fix-add.script"), url, tokenFile)
 	if remote != local || !strings.Contains(remote, "| resolved | 1 (33.3 %") || !strings.Contains(remote, "| setup_failed | 1 |") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
@@ -395,14 +433,16 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 // TestEvalRemoteOfURLsMatchesLocal: the shipped task set with every
 // repository given as an https URL, evaluated on a server whose
 // workspace root is empty (it clones each URL, --clone-hosts), gives the
-// summary a local evaluation of the same tasks gives. Not parallel: the
-// local side's git (the user's own, as for any clone of theirs) trusts
-// the test server through GIT_SSL_CAINFO; the server's git reads none of
-// the environment and trusts it through its cloner.
+// summary a local evaluation of the same tasks gives. The git of the
+// evaluating side (the user's own, as for any clone of theirs) trusts the
+// test server through GIT_SSL_CAINFO, so both evals are processes of
+// their own with that in their environment (the test's process keeps its
+// environment, and the test runs in parallel); the server's git reads
+// none of the environment and trusts it through its cloner.
 func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
+	t.Parallel()
 	dir := evalTestdata(t)
 	srv := githttps.Start(t)
-	t.Setenv("GIT_SSL_CAINFO", srv.CAFile)
 	var tasks strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "tasks.jsonl")))), "\n") {
 		var task map[string]any
@@ -416,38 +456,12 @@ func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "tasks.jsonl")
 	os.WriteFile(file, []byte(tasks.String()), 0o600)
 
-	const token = "eval-token"
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(token), 0o600)
 	root := t.TempDir()
 	clones := &runner.Cloner{Hosts: []string{srv.Host()}, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
-	s, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, AllowCommands: true, Clones: clones}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()); hs.Close() })
+	url, tokenFile := evalServer(t, runner.Config{WorkspaceRoot: root, Clones: clones})
 
-	summary := func(out string, extra ...string) (string, []gen.EvalAttempt) {
-		t.Helper()
-		args := append([]string{"eval", file, "--script", filepath.Join(dir, "fix-add.script"), "--parallel", "2", "--out", out}, extra...)
-		code, stdout, stderr := specloop(t, args...)
-		if code != exitOK {
-			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
-		}
-		var rs []gen.EvalAttempt
-		for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
-			var r gen.EvalAttempt
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatal(err)
-			}
-			rs = append(rs, r)
-		}
-		table, _, _ := strings.Cut(stdout, "\nresults:")
-		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
-	}
-	local, _ := summary(filepath.Join(t.TempDir(), "local"))
-	remote, rs := summary(filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL, "--token-file", tokenFile)
+	script := filepath.Join(dir, "fix-add.script")
+	local, remote, rs := evalLocalAndRemote(t, []string{"GIT_SSL_CAINFO=" + srv.CAFile}, file, script, url, tokenFile)
 	if remote != local || !strings.Contains(remote, "| resolved | 1 (33.3 %") || !strings.Contains(remote, "| setup_failed | 1 |") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
@@ -466,7 +480,7 @@ func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
 	// A URL the server does not clone is refused before any attempt starts.
 	bad := filepath.Join(t.TempDir(), "tasks.jsonl")
 	os.WriteFile(bad, []byte(`{"id": "x", "repo": "file://`+filepath.Join(dir, "repos", "adder")+`", "prompt": "p", "test": "true"}`+"\n"), 0o600)
-	code, _, stderr := specloop(t, "eval", bad, "--script", filepath.Join(dir, "fix-add.script"), "--out", filepath.Join(t.TempDir(), "bad"), "--remote", hs.URL, "--token-file", tokenFile)
+	code, _, stderr := specloop(t, "eval", bad, "--script", script, "--out", filepath.Join(t.TempDir(), "bad"), "--remote", url, "--token-file", tokenFile)
 	if code != exitUsage || !strings.Contains(stderr, "only https URLs") {
 		t.Errorf("a file URL with --remote: exit %d, %s", code, stderr)
 	}
