@@ -271,13 +271,14 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a specloop eval process mid-attempt and resumes it (about 10 s); runs without -short")
 	}
+	t.Parallel() // most of its time is its attempts' sleeps
 	dir := evalTestdata(t)
-	t.Chdir(dir)
-	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
-	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
+	in := func(name string) string { return filepath.Join(dir, name) }
+	tasks := strings.Join(strings.Split(string(mustRead(t, in("tasks.jsonl"))), "\n")[:2], "\n") + "\n"
+	os.WriteFile(in("two.jsonl"), []byte(tasks), 0o600)
 	// Each attempt takes two seconds, so the kill lands inside the second.
-	os.WriteFile("slow.script", []byte(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"sleep 2"}}`+"\n"+`{"type":"finish","answer":"done"}`+"\n"), 0o600)
-	args := []string{"eval", "two.jsonl", "--script", "slow.script", "--parallel", "1", "--out", "out"}
+	os.WriteFile(in("slow.script"), []byte(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"sleep 2"}}`+"\n"+`{"type":"finish","answer":"done"}`+"\n"), 0o600)
+	args := []string{"eval", in("two.jsonl"), "--script", in("slow.script"), "--parallel", "1", "--out", in("out")}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), selfServerEnv+"=1")
 	var stderr strings.Builder
@@ -289,7 +290,7 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	for {
 		// The second attempt's run has started (its prompt is written
 		// after its checkout): the kill lands in its two seconds.
-		if _, err := os.Stat("out/attempts/multiplier/1/prompt.md"); err == nil {
+		if _, err := os.Stat(in("out/attempts/multiplier/1/prompt.md")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -300,18 +301,18 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if data := mustRead(t, "out/results.jsonl"); strings.Count(string(data), "\n") != 1 {
+	if data := mustRead(t, in("out/results.jsonl")); strings.Count(string(data), "\n") != 1 {
 		t.Fatalf("results when killed:\n%s", data)
 	}
 	code, stdout, errOut := specloop(t, args...)
 	if code != exitOK || !strings.Contains(errOut, "1 recorded before: resuming") || strings.Count(errOut, "] ") != 1 || !strings.Contains(errOut, "[2/2] multiplier #1") {
 		t.Fatalf("second eval: exit %d\nstdout: %s\nstderr: %s", code, stdout, errOut)
 	}
-	lines := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	lines := strings.Split(strings.TrimSpace(string(mustRead(t, in("out/results.jsonl")))), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"task_id":"adder"`) || !strings.Contains(lines[1], `"task_id":"multiplier"`) {
 		t.Errorf("results after the resume:\n%s", strings.Join(lines, "\n"))
 	}
-	if left, _ := os.ReadDir("out/worktrees"); len(left) != 0 {
+	if left, _ := os.ReadDir(in("out/worktrees")); len(left) != 0 {
 		t.Errorf("work trees left behind: %v", left)
 	}
 }
