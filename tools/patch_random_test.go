@@ -29,6 +29,7 @@ import (
 // in a scratch repository and diffed there. Each round runs dozens of git
 // processes: -short runs one round of each kind, the full run eight.
 func TestPatchRandomAgainstGit(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	if _, err := exec.LookPath("sh"); err != nil {
 		t.Skip("no sh")

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -122,6 +123,7 @@ func patchOf(t *testing.T, rt *tools.Runtime) string {
 // one Workspace, at every point of the move; changes made before the run
 // are in neither.
 func TestKeptBaselineGivesThePatchOfAnUndisturbedRun(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	calmDir := baselineRepo(t)
 	calm, _ := keptRuntime(t, calmDir, nil)
@@ -140,26 +142,30 @@ func TestKeptBaselineGivesThePatchOfAnUndisturbedRun(t *testing.T) {
 	}
 
 	for at := range len(baselineScript) + 1 {
-		dir := baselineRepo(t)
-		k := &memKeeper{}
-		first, _ := keptRuntime(t, dir, k)
-		runSteps(t, first, baselineScript[:at])
-		// The first Workspace is gone without a word (kill -9): its
-		// private repository is left, and the new one does not read it.
-		second, _ := keptRuntime(t, dir, k)
-		runSteps(t, second, baselineScript[at:])
-		if diff := cmp.Diff(want, patchOf(t, second)); diff != "" {
-			t.Errorf("moved after %d steps: the patch (-undisturbed +moved):\n%s", at, diff)
-		}
-		if k.saves > 1 {
-			t.Errorf("moved after %d steps: the baseline was saved %d times", at, k.saves)
-		}
+		t.Run(fmt.Sprintf("moved after %d steps", at), func(t *testing.T) {
+			t.Parallel() // each move has a repository of its own
+			dir := baselineRepo(t)
+			k := &memKeeper{}
+			first, _ := keptRuntime(t, dir, k)
+			runSteps(t, first, baselineScript[:at])
+			// The first Workspace is gone without a word (kill -9): its
+			// private repository is left, and the new one does not read it.
+			second, _ := keptRuntime(t, dir, k)
+			runSteps(t, second, baselineScript[at:])
+			if diff := cmp.Diff(want, patchOf(t, second)); diff != "" {
+				t.Errorf("moved after %d steps: the patch (-undisturbed +moved):\n%s", at, diff)
+			}
+			if k.saves > 1 {
+				t.Errorf("moved after %d steps: the baseline was saved %d times", at, k.saves)
+			}
+		})
 	}
 }
 
 // A run that changed nothing before the move takes its baseline on the
 // new Workspace; one that changed nothing at all has an empty patch.
 func TestKeptBaselineOfARunThatChangedNothing(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := baselineRepo(t)
 	k := &memKeeper{}
@@ -173,6 +179,7 @@ func TestKeptBaselineOfARunThatChangedNothing(t *testing.T) {
 // An attempt that finds another's baseline kept uses that one, not its
 // own snapshot: the first writer's baseline is every attempt's.
 func TestKeptBaselineFirstWriterWins(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := baselineRepo(t)
 	k := &memKeeper{}
@@ -215,6 +222,7 @@ func (k *racyKeeper) LoadBaseline(ctx context.Context) ([]byte, bool, error) {
 // A damaged record is the patch's error, never a patch against another
 // baseline; the run's calls go on (no other baseline may be taken).
 func TestDamagedBaselineRecordIsAnError(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := baselineRepo(t)
 	k := &memKeeper{}
@@ -267,7 +275,8 @@ func TestDamagedBaselineRecordIsAnError(t *testing.T) {
 
 // Over the record's bound, the files whose baseline content is not kept
 // are left out of a moved run's patch, which says it may be partial; the
-// undisturbed run's patch is whole.
+// undisturbed run's patch is whole. Not parallel: it lowers the
+// package's bound, which the parallel tests (run after it) see unchanged.
 func TestBaselineOverItsBound(t *testing.T) {
 	needGit(t)
 	defer tools.SetMaxBaselineBytes(4 << 10)() // big.txt (36 KB) is over it
@@ -306,6 +315,7 @@ func TestBaselineOverItsBound(t *testing.T) {
 // Outside git the patch is the file tools' record, which a new Workspace
 // does not have: a moved run's patch says so.
 func TestKeptBaselineOutsideGit(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	writeFiles(t, dir, map[string]string{"a.txt": "one\n"})
 	k := &memKeeper{}
@@ -333,6 +343,7 @@ func (downKeeper) SaveBaseline(context.Context, []byte) error { return errors.Ne
 // A keeper that fails fails the call that would change files, before it
 // changes anything (the engine retries it), and the patch.
 func TestBaselineKeeperDown(t *testing.T) {
+	t.Parallel()
 	needGit(t)
 	dir := baselineRepo(t)
 	rt, _ := keptRuntime(t, dir, downKeeper{})
@@ -356,7 +367,8 @@ func TestBaselineKeeperDown(t *testing.T) {
 // A record over the bound is refused on read as on write, whoever wrote
 // it: one whose objects hold more content than the bound (a worker with
 // a lower bound, or a forged record, a pack that inflates past it), and
-// one longer than a record within the bound can be.
+// one longer than a record within the bound can be. Not parallel: it
+// lowers the package's bound, as TestBaselineOverItsBound does.
 func TestBaselineRecordOverItsBoundIsRefusedOnRead(t *testing.T) {
 	needGit(t)
 	dir := baselineRepo(t)

@@ -271,13 +271,14 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a specloop eval process mid-attempt and resumes it (about 10 s); runs without -short")
 	}
+	t.Parallel() // most of its time is its attempts' sleeps
 	dir := evalTestdata(t)
-	t.Chdir(dir)
-	tasks := strings.Join(strings.Split(string(mustRead(t, "tasks.jsonl")), "\n")[:2], "\n") + "\n"
-	os.WriteFile("two.jsonl", []byte(tasks), 0o600)
+	in := func(name string) string { return filepath.Join(dir, name) }
+	tasks := strings.Join(strings.Split(string(mustRead(t, in("tasks.jsonl"))), "\n")[:2], "\n") + "\n"
+	os.WriteFile(in("two.jsonl"), []byte(tasks), 0o600)
 	// Each attempt takes two seconds, so the kill lands inside the second.
-	os.WriteFile("slow.script", []byte(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"sleep 2"}}`+"\n"+`{"type":"finish","answer":"done"}`+"\n"), 0o600)
-	args := []string{"eval", "two.jsonl", "--script", "slow.script", "--parallel", "1", "--out", "out"}
+	os.WriteFile(in("slow.script"), []byte(`{"type":"tool_call","tool_name":"run_command","arguments":{"command":"sleep 2"}}`+"\n"+`{"type":"finish","answer":"done"}`+"\n"), 0o600)
+	args := []string{"eval", in("two.jsonl"), "--script", in("slow.script"), "--parallel", "1", "--out", in("out")}
 	cmd := exec.Command(os.Args[0], args...)
 	cmd.Env = append(os.Environ(), selfServerEnv+"=1")
 	var stderr strings.Builder
@@ -289,7 +290,7 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	for {
 		// The second attempt's run has started (its prompt is written
 		// after its checkout): the kill lands in its two seconds.
-		if _, err := os.Stat("out/attempts/multiplier/1/prompt.md"); err == nil {
+		if _, err := os.Stat(in("out/attempts/multiplier/1/prompt.md")); err == nil {
 			break
 		}
 		if time.Now().After(deadline) {
@@ -300,20 +301,100 @@ func TestEvalResumesAfterKill(t *testing.T) {
 	}
 	cmd.Process.Kill()
 	cmd.Wait()
-	if data := mustRead(t, "out/results.jsonl"); strings.Count(string(data), "\n") != 1 {
+	if data := mustRead(t, in("out/results.jsonl")); strings.Count(string(data), "\n") != 1 {
 		t.Fatalf("results when killed:\n%s", data)
 	}
 	code, stdout, errOut := specloop(t, args...)
 	if code != exitOK || !strings.Contains(errOut, "1 recorded before: resuming") || strings.Count(errOut, "] ") != 1 || !strings.Contains(errOut, "[2/2] multiplier #1") {
 		t.Fatalf("second eval: exit %d\nstdout: %s\nstderr: %s", code, stdout, errOut)
 	}
-	lines := strings.Split(strings.TrimSpace(string(mustRead(t, "out/results.jsonl"))), "\n")
+	lines := strings.Split(strings.TrimSpace(string(mustRead(t, in("out/results.jsonl")))), "\n")
 	if len(lines) != 2 || !strings.Contains(lines[0], `"task_id":"adder"`) || !strings.Contains(lines[1], `"task_id":"multiplier"`) {
 		t.Errorf("results after the resume:\n%s", strings.Join(lines, "\n"))
 	}
-	if left, _ := os.ReadDir("out/worktrees"); len(left) != 0 {
+	if left, _ := os.ReadDir(in("out/worktrees")); len(left) != 0 {
 		t.Errorf("work trees left behind: %v", left)
 	}
+}
+
+// evalServer serves runs on a specloop server whose runner has cfg, commands
+// allowed (the offline task's setup runs on the server), and returns its
+// URL and a file holding its token.
+func evalServer(t *testing.T, cfg runner.Config) (url, tokenFile string) {
+	t.Helper()
+	const token = "eval-token"
+	tokenFile = filepath.Join(t.TempDir(), "token")
+	if err := os.WriteFile(tokenFile, []byte(token), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg.DataDir = t.TempDir()
+	cfg.AllowCommands = true
+	srv, err := server.New(server.Config{Token: token, Config: cfg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(srv.Handler())
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	return hs.URL, tokenFile
+}
+
+// evalSummary evaluates the task file tasks with script (two attempts at
+// a time) into out, with the extra arguments, and returns the summary
+// table (its attempt time blanked) and the results. With env, the eval is
+// a process of its own whose environment has env added; else it runs in
+// the test's process.
+func evalSummary(t *testing.T, env []string, tasks, script, out string, extra ...string) (string, []gen.EvalAttempt) {
+	t.Helper()
+	args := append([]string{"eval", tasks, "--script", script, "--parallel", "2", "--out", out}, extra...)
+	var code int
+	var stdout, stderr string
+	if env == nil {
+		code, stdout, stderr = specloop(t, args...)
+	} else {
+		cmd := exec.Command(os.Args[0], args...)
+		cmd.Env = append(append(os.Environ(), selfServerEnv+"=1"), env...)
+		var o, e strings.Builder
+		cmd.Stdout, cmd.Stderr = &o, &e
+		if err := cmd.Run(); err != nil && cmd.ProcessState == nil {
+			t.Fatal(err)
+		}
+		code, stdout, stderr = cmd.ProcessState.ExitCode(), o.String(), e.String()
+	}
+	if code != exitOK {
+		t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
+	}
+	var rs []gen.EvalAttempt
+	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
+		var r gen.EvalAttempt
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			t.Fatal(err)
+		}
+		rs = append(rs, r)
+	}
+	table, _, _ := strings.Cut(stdout, "\nresults:")
+	return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
+}
+
+// evalLocalAndRemote evaluates tasks with script locally and through the
+// server at url (each with env as for evalSummary), both at once, and returns
+// the two summaries and the remote results; it ends the test on a
+// failure of either.
+func evalLocalAndRemote(t *testing.T, env []string, tasks, script, url, tokenFile string) (local, remote string, rs []gen.EvalAttempt) {
+	t.Helper()
+	t.Run("both", func(t *testing.T) { // the two evaluations at once
+		t.Run("local", func(t *testing.T) {
+			t.Parallel()
+			local, _ = evalSummary(t, env, tasks, script, filepath.Join(t.TempDir(), "local"))
+		})
+		t.Run("remote", func(t *testing.T) {
+			t.Parallel()
+			remote, rs = evalSummary(t, env, tasks, script, filepath.Join(t.TempDir(), "remote"), "--remote", url, "--token-file", tokenFile)
+		})
+	})
+	if t.Failed() {
+		t.FailNow()
+	}
+	return local, remote, rs
 }
 
 // TestEvalRemoteMatchesLocal: the same task set through a specloop server
@@ -323,52 +404,10 @@ func TestEvalResumesAfterKill(t *testing.T) {
 func TestEvalRemoteMatchesLocal(t *testing.T) {
 	t.Parallel()
 	dir := evalTestdata(t)
-	in := func(name string) string { return filepath.Join(dir, name) }
-	const token = "eval-token"
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(token), 0o600)
-	// Commands allowed: the offline task's setup runs on the server.
-	srv, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: dir, AllowCommands: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(srv.Handler())
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()); hs.Close() })
+	url, tokenFile := evalServer(t, runner.Config{WorkspaceRoot: dir})
 	before := repoState(t, filepath.Join(dir, "repos", "adder"))
 
-	summary := func(t *testing.T, out string, extra ...string) (string, []gen.EvalAttempt) {
-		t.Helper()
-		args := append([]string{"eval", in("tasks.jsonl"), "--script", in("fix-add.script"), "--parallel", "2", "--out", out}, extra...)
-		code, stdout, stderr := specloop(t, args...)
-		if code != exitOK {
-			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
-		}
-		var rs []gen.EvalAttempt
-		for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
-			var r gen.EvalAttempt
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatal(err)
-			}
-			rs = append(rs, r)
-		}
-		table, _, _ := strings.Cut(stdout, "\nresults:")
-		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
-	}
-	var local, remote string
-	var rs []gen.EvalAttempt
-	t.Run("both", func(t *testing.T) { // the two evaluations at once
-		t.Run("local", func(t *testing.T) {
-			t.Parallel()
-			local, _ = summary(t, filepath.Join(t.TempDir(), "local"))
-		})
-		t.Run("remote", func(t *testing.T) {
-			t.Parallel()
-			remote, rs = summary(t, filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL, "--token-file", tokenFile)
-		})
-	})
-	if t.Failed() {
-		return
-	}
+	local, remote, rs := evalLocalAndRemote(t, nil, filepath.Join(dir, "tasks.jsonl"), filepath.Join(dir, "fix-add.script"), url, tokenFile)
 	if remote != local || !strings.Contains(remote, "| resolved | 1 (33.3 %") || !strings.Contains(remote, "| setup_failed | 1 |") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
@@ -395,14 +434,16 @@ func TestEvalRemoteMatchesLocal(t *testing.T) {
 // TestEvalRemoteOfURLsMatchesLocal: the shipped task set with every
 // repository given as an https URL, evaluated on a server whose
 // workspace root is empty (it clones each URL, --clone-hosts), gives the
-// summary a local evaluation of the same tasks gives. Not parallel: the
-// local side's git (the user's own, as for any clone of theirs) trusts
-// the test server through GIT_SSL_CAINFO; the server's git reads none of
-// the environment and trusts it through its cloner.
+// summary a local evaluation of the same tasks gives. The git of the
+// evaluating side (the user's own, as for any clone of theirs) trusts the
+// test server through GIT_SSL_CAINFO, so both evals are processes of
+// their own with that in their environment (the test's process keeps its
+// environment, and the test runs in parallel); the server's git reads
+// none of the environment and trusts it through its cloner.
 func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
+	t.Parallel()
 	dir := evalTestdata(t)
 	srv := githttps.Start(t)
-	t.Setenv("GIT_SSL_CAINFO", srv.CAFile)
 	var tasks strings.Builder
 	for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(dir, "tasks.jsonl")))), "\n") {
 		var task map[string]any
@@ -416,38 +457,12 @@ func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "tasks.jsonl")
 	os.WriteFile(file, []byte(tasks.String()), 0o600)
 
-	const token = "eval-token"
-	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(token), 0o600)
 	root := t.TempDir()
 	clones := &runner.Cloner{Hosts: []string{srv.Host()}, Remote: gitcheckout.Remote{CAFile: srv.CAFile}}
-	s, err := server.New(server.Config{Token: token, Config: runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, AllowCommands: true, Clones: clones}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s.Handler())
-	t.Cleanup(func() { _ = s.Shutdown(context.Background()); hs.Close() })
+	url, tokenFile := evalServer(t, runner.Config{WorkspaceRoot: root, Clones: clones})
 
-	summary := func(out string, extra ...string) (string, []gen.EvalAttempt) {
-		t.Helper()
-		args := append([]string{"eval", file, "--script", filepath.Join(dir, "fix-add.script"), "--parallel", "2", "--out", out}, extra...)
-		code, stdout, stderr := specloop(t, args...)
-		if code != exitOK {
-			t.Fatalf("%v: exit %d\nstdout: %s\nstderr: %s", extra, code, stdout, stderr)
-		}
-		var rs []gen.EvalAttempt
-		for _, line := range strings.Split(strings.TrimSpace(string(mustRead(t, filepath.Join(out, "results.jsonl")))), "\n") {
-			var r gen.EvalAttempt
-			if err := json.Unmarshal([]byte(line), &r); err != nil {
-				t.Fatal(err)
-			}
-			rs = append(rs, r)
-		}
-		table, _, _ := strings.Cut(stdout, "\nresults:")
-		return regexp.MustCompile(`attempt time \| [^|]+ \|`).ReplaceAllString(table, "attempt time | T |"), rs
-	}
-	local, _ := summary(filepath.Join(t.TempDir(), "local"))
-	remote, rs := summary(filepath.Join(t.TempDir(), "remote"), "--remote", hs.URL, "--token-file", tokenFile)
+	script := filepath.Join(dir, "fix-add.script")
+	local, remote, rs := evalLocalAndRemote(t, []string{"GIT_SSL_CAINFO=" + srv.CAFile}, file, script, url, tokenFile)
 	if remote != local || !strings.Contains(remote, "| resolved | 1 (33.3 %") || !strings.Contains(remote, "| setup_failed | 1 |") {
 		t.Errorf("remote summary:\n%s\nlocal summary:\n%s", remote, local)
 	}
@@ -466,7 +481,7 @@ func TestEvalRemoteOfURLsMatchesLocal(t *testing.T) {
 	// A URL the server does not clone is refused before any attempt starts.
 	bad := filepath.Join(t.TempDir(), "tasks.jsonl")
 	os.WriteFile(bad, []byte(`{"id": "x", "repo": "file://`+filepath.Join(dir, "repos", "adder")+`", "prompt": "p", "test": "true"}`+"\n"), 0o600)
-	code, _, stderr := specloop(t, "eval", bad, "--script", filepath.Join(dir, "fix-add.script"), "--out", filepath.Join(t.TempDir(), "bad"), "--remote", hs.URL, "--token-file", tokenFile)
+	code, _, stderr := specloop(t, "eval", bad, "--script", script, "--out", filepath.Join(t.TempDir(), "bad"), "--remote", url, "--token-file", tokenFile)
 	if code != exitUsage || !strings.Contains(stderr, "only https URLs") {
 		t.Errorf("a file URL with --remote: exit %d, %s", code, stderr)
 	}

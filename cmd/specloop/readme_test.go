@@ -32,6 +32,7 @@ func TestReadmeGoExamples(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the README's programs")
 	}
+	t.Parallel() // its programs have a module directory and a server of their own
 	if _, err := exec.LookPath("go"); err != nil {
 		t.Skip("no go command")
 	}

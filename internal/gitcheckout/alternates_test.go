@@ -41,6 +41,7 @@ func writeAlternates(t *testing.T, objects, text string) {
 // borrowed directories' own alternates; and leaves out what is no object
 // directory, what lies inside the workspace and what git could not use.
 func TestAlternates(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	ws := filepath.Join(dir, "ws")
 	objects := objectDir(t, filepath.Join(ws, ".git", "objects"))
@@ -66,6 +67,7 @@ func TestAlternates(t *testing.T) {
 }
 
 func TestAlternatesNone(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	if got := alternatesOf(t, dir); got != nil {
 		t.Errorf("no .git: %q", got)
@@ -90,6 +92,7 @@ func TestAlternatesNone(t *testing.T) {
 
 // At most MaxAlternates directories.
 func TestAlternatesCapped(t *testing.T) {
+	t.Parallel()
 	ws := t.TempDir()
 	objects := objectDir(t, filepath.Join(ws, ".git", "objects"))
 	text := ""
@@ -106,6 +109,7 @@ func TestAlternatesCapped(t *testing.T) {
 // directory on its way) is not read: its text could be a work tree file's,
 // which the model writes.
 func TestAlternatesNoLinks(t *testing.T) {
+	t.Parallel()
 	store := objectDir(t, filepath.Join(t.TempDir(), "objects"))
 	for _, link := range []string{"alternates", "info", "objects"} {
 		t.Run(link, func(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 // runs none of what the source repository configures: its hooks, a smudge
 // filter its attributes name, an end-of-line conversion.
 func TestMakeRunsNothingTheRepositoryConfigures(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	repo, marker := filepath.Join(dir, "repo"), filepath.Join(dir, "ran")
 	git := func(args ...string) {

@@ -46,6 +46,7 @@ func commit(t *testing.T, repo, msg string) string {
 // attack on the machine that clones it (a local file, a transport that
 // runs a program, credentials in the URL, another protocol).
 func TestCheckHTTPSRefusesAttacks(t *testing.T) {
+	t.Parallel()
 	for _, bad := range []string{
 		"file:///etc", "file://localhost/srv/repo.git", "/srv/repo.git", "../repo", "repo", ".",
 		"ssh://git@example.com/r.git", "git@example.com:r.git", "git://example.com/r.git", "http://example.com/r.git",
@@ -69,6 +70,7 @@ func TestCheckHTTPSRefusesAttacks(t *testing.T) {
 // A clone over https works, is bare with no hooks, and a fetch brings a
 // later commit.
 func TestCloneRemote(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, first := newRepo(t)
 	u := srv.Publish(t, "r", repo)
@@ -108,6 +110,7 @@ func TestCloneRemote(t *testing.T) {
 // A redirect is not followed, to another host or any: the allow-list of
 // hosts is checked on the URL git is given.
 func TestCloneRemoteFollowsNoRedirect(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, _ := newRepo(t)
 	target := srv.Publish(t, "r", repo)
@@ -168,6 +171,7 @@ func TestCloneRemoteAsksNoCredentialHelper(t *testing.T) {
 
 // The refused URLs are refused by CloneRemote itself, before git runs.
 func TestCloneRemoteRefusesWhatCheckHTTPSRefuses(t *testing.T) {
+	t.Parallel()
 	marker := filepath.Join(t.TempDir(), "pwned")
 	for _, bad := range []string{"ext::sh -c touch% " + marker, "file://" + t.TempDir(), t.TempDir()} {
 		if err := (gitcheckout.Remote{}).CloneRemote(context.Background(), bad, filepath.Join(t.TempDir(), "r.git")); err == nil {

@@ -23,18 +23,23 @@ func TestGeneratedTypesAreFresh(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		if name == "types.cfg.yaml" {
+			// The generator runs here, in the module (go run resolves
+			// the pinned version and keeps its executable in the build
+			// cache, so it is linked once, not on every run); the copy of
+			// the configuration writes the output into tmp instead.
+			const output = "\noutput: weather.gen.go\n"
+			if !bytes.Contains(data, []byte(output)) {
+				t.Fatalf("types.cfg.yaml no longer has the line %q this test redirects; update the test", output[1:])
+			}
+			data = bytes.Replace(data, []byte(output), []byte("\noutput: "+filepath.Join(tmp, "weather.gen.go")+"\n"), 1)
+		}
 		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// The module's pinned generator, built here and run in tmp, where it
-	// writes the config's output.
-	bin := filepath.Join(tmp, "oapi-codegen")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen").CombinedOutput(); err != nil {
-		t.Fatalf("build the generator: %v\n%s", err, out)
-	}
-	cmd := exec.Command(bin, "-config", "types.cfg.yaml", "weather.yaml")
-	cmd.Dir = tmp
+	cmd := exec.Command("go", "run", "github.com/oapi-codegen/oapi-codegen/v2/cmd/oapi-codegen",
+		"-config", filepath.Join(tmp, "types.cfg.yaml"), filepath.Join(tmp, "weather.yaml"))
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("generate: %v\n%s", err, out)
 	}
