@@ -169,6 +169,42 @@ func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.
 	return h.result(t, in)
 }
 
+// next is the input of the execution the last one continued as new with,
+// and whether it did.
+func (h *harness) next(t *testing.T) (temporal.RunInput, bool) {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		return temporal.RunInput{}, false
+	}
+	var in temporal.RunInput
+	if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	return in, true
+}
+
+// runContinued executes in and each execution it continues as new with,
+// every next one in a new environment on the same store (the test
+// environment does not follow continue-as-new), and with a new worker
+// (a fresh Activities value, as after a worker restart) when newWorker is
+// set. It returns how many executions ran and the last one's input.
+func (h *harness) runContinued(t *testing.T, in temporal.RunInput, newWorker bool) (int, temporal.RunInput) {
+	t.Helper()
+	for executions := 1; ; executions++ {
+		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+		next, ok := h.next(t)
+		if !ok {
+			return executions, in
+		}
+		in = next
+		if newWorker {
+			h.acts = nil
+		}
+		h.newEnv()
+	}
+}
+
 // result is the result of the run h's environment executed, and its trace.
 func (h *harness) result(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {
 	t.Helper()
@@ -258,20 +294,7 @@ func TestContinueAsNewGivesTheSameRun(t *testing.T) {
 			h := newHarness(t)
 			in := scriptInput(tc.responses, tc.check, tc.maxSteps)
 			in.ContinueAsNewSteps = 2
-			executions := 1
-			for {
-				h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-				var can *workflow.ContinueAsNewError
-				if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-					break
-				}
-				executions++
-				in = temporal.RunInput{}
-				if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
-					t.Fatal(err)
-				}
-				h.newEnv()
-			}
+			executions, in := h.runContinued(t, in, false)
 			gotRes, gotEvs := h.result(t, in)
 			if steps := wantRes.StepsUsed; executions != 1+(steps-1)/2 && steps > 0 {
 				t.Errorf("%d executions for %d steps, want one per two steps", executions, steps)

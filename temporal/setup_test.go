@@ -2,14 +2,12 @@ package temporal_test
 
 import (
 	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
@@ -71,21 +69,7 @@ func TestSetupIsNotRepeated(t *testing.T) {
 	in := scriptInput([]string{multiply, multiply, multiply, writeDone, finish}, "", 0)
 	in.Setup = new("echo ran >> setup.log")
 	in.ContinueAsNewSteps = 2
-	executions := 1
-	for {
-		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-		var can *workflow.ContinueAsNewError
-		if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-			break
-		}
-		executions++
-		in = temporal.RunInput{}
-		if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
-			t.Fatal(err)
-		}
-		h.acts = nil // a new worker
-		h.newEnv()
-	}
+	executions, in := h.runContinued(t, in, true) // a new worker for each
 	res, _ := h.result(t, in)
 	if executions < 2 || res.ExitReason != gen.ExitReasonFinished || res.Setup == nil || !res.Setup.Passed {
 		t.Fatalf("%d executions: %+v (setup %+v)", executions, res, res.Setup)
