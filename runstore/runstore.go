@@ -140,7 +140,9 @@ func (s *Store) Close() error { return s.bucket.Close() }
 // id is used, and none can name an object outside its run.
 var ErrInvalidRunID = errors.New("a run id must be 1 to 64 letters, digits, '_' or '-'")
 
-func checkRunID(id string) error {
+// CheckRunID returns an error wrapping ErrInvalidRunID unless id has the
+// spec's run id shape.
+func CheckRunID(id string) error {
 	if !ident.Plain(id) {
 		return fmt.Errorf("run id of %d bytes: %w", len(id), ErrInvalidRunID)
 	}
@@ -251,7 +253,7 @@ func hexSum(data []byte) string {
 }
 
 func streamPrefix(id string, st Stream) (string, error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return "", err
 	}
 	if err := st.check(); err != nil {
@@ -411,7 +413,7 @@ func (s *Store) Lines(ctx context.Context, id string, st Stream, from int) ([][]
 }
 
 func callPrefix(id string, seq int) (string, error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return "", err
 	}
 	if seq < 0 || seq > maxNumber {
@@ -441,7 +443,7 @@ func (s *Store) Call(ctx context.Context, id string, seq int) (data []byte, ok b
 }
 
 func recordPrefix(id, name string) (string, error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return "", err
 	}
 	if !ident.Plain(name) {

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/runstore"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/transcript"
@@ -66,15 +65,6 @@ func (s *Store) Close() error {
 // id that is not of the spec's shape (the RunID parameter's pattern,
 // [A-Za-z0-9_-]{1,64}).
 var ErrInvalidRunID = runstore.ErrInvalidRunID
-
-// checkRunID returns an error wrapping ErrInvalidRunID unless id has the
-// spec's run id shape.
-func checkRunID(id string) error {
-	if !ident.Plain(id) {
-		return fmt.Errorf("run id of %d bytes: %w", len(id), ErrInvalidRunID)
-	}
-	return nil
-}
 
 // events returns run id's trace lines from line from on.
 func (s *Store) events(ctx context.Context, id string, from int) ([][]byte, error) {
