@@ -84,6 +84,7 @@ func newCloningRunnerOn(t *testing.T, srv *githttps.Server, dir string, hosts ..
 // protocol; and so is a repo_url without isolation worktree or with a
 // workspace, or on a server that clones nothing.
 func TestRepoURLRefusals(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, _ := gitRepo(t)
 	good := srv.Publish(t, "r", repo)
@@ -149,6 +150,7 @@ func TestRepoURLRefusals(t *testing.T) {
 
 // A cache inside the workspace root, which runs may write, is refused.
 func TestCloneCacheOutsideTheWorkspaceRoot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, dir := range []string{filepath.Join(root, "clones"), root} {
 		_, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, Clones: &runner.Cloner{Dir: dir, Hosts: []string{"example.com"}}})
@@ -163,6 +165,7 @@ func TestCloneCacheOutsideTheWorkspaceRoot(t *testing.T) {
 // change, a later commit is fetched when a run names it, and a branch
 // name is fetched again.
 func TestIsolatedRunsOfARepoURL(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, commit := gitRepo(t)
 	u := srv.Publish(t, "r", repo)
@@ -241,6 +244,7 @@ func TestIsolatedRunsOfARepoURL(t *testing.T) {
 // The allow-list matches HOST for port 443 and HOST:PORT for that port,
 // without case.
 func TestCloneHostsMatch(t *testing.T) {
+	t.Parallel()
 	c := &runner.Cloner{Hosts: []string{"Example.com", "git.example.org:8443", "[::1]:9000", "10.0.0.1"}}
 	for u, want := range map[string]bool{
 		"https://example.com/r.git":          true,
@@ -264,6 +268,7 @@ func TestCloneHostsMatch(t *testing.T) {
 
 // A clone that fails says what git said, without quoting the URL.
 func TestCloneFailureQuotesNoURL(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	rn, _, _ := newCloningRunner(t, srv, srv.Host())
 	u := srv.URL + "/no-such-repository.git"
@@ -281,6 +286,7 @@ func TestCloneFailureQuotesNoURL(t *testing.T) {
 // clone's objects, in the clone cache outside the workspace root, which
 // the run's setup and check (sandboxed as run_command is) read.
 func TestRepoURLRunGitInSandbox(t *testing.T) {
+	t.Parallel()
 	if err := sandbox.Available(sandbox.Auto); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
@@ -318,6 +324,7 @@ func TestRepoURLRunGitInSandbox(t *testing.T) {
 // between them: the lock of a cache entry is a file lock, not a lock of
 // one process.
 func TestRunnersSharingACloneCacheCloneOnce(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, _ := gitRepo(t)
 	u := srv.Publish(t, "shared", repo)

@@ -19,6 +19,7 @@ import (
 // is untouched, and the work trees are gone once the runs end. Such a run
 // cannot be continued, and a request may not name the work trees.
 func TestIsolatedRunsNeverShareFiles(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
 	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "empty"}} {
@@ -89,6 +90,7 @@ func TestIsolatedRunsNeverShareFiles(t *testing.T) {
 // read the commit and the change from the repository's objects, which
 // the work tree borrows.
 func TestIsolatedRunGitInSandbox(t *testing.T) {
+	t.Parallel()
 	if err := sandbox.Available(sandbox.Auto); err != nil {
 		if os.Getenv("CI") == "true" {
 			t.Fatal(err)
