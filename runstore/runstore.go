@@ -464,18 +464,10 @@ func (s *Store) PutRecord(ctx context.Context, id, name string, data []byte) err
 }
 
 // Record returns run id's record name; ok is false when there is none.
-func (s *Store) Record(ctx context.Context, id, name string) (data []byte, ok bool, err error) {
-	prefix, err := recordPrefix(id, name)
-	if err != nil {
-		return nil, false, err
-	}
-	return s.getOnce(ctx, prefix, -1)
-}
-
-// RecordUpTo is Record of a record whose data is at most max bytes: of a
+// With a max of 0 or more the record's data is at most max bytes: of a
 // longer one (damaged, or written by someone else) no more than that is
-// read, and it is an error.
-func (s *Store) RecordUpTo(ctx context.Context, id, name string, max int64) (data []byte, ok bool, err error) {
+// read, and it is an error; a negative max sets no bound.
+func (s *Store) Record(ctx context.Context, id, name string, max int64) (data []byte, ok bool, err error) {
 	prefix, err := recordPrefix(id, name)
 	if err != nil {
 		return nil, false, err

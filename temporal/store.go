@@ -192,7 +192,7 @@ func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, 
 // recordedSetup is the result of run id's setup command, recorded by the
 // attempt of the Open activity that ran it.
 func (s *Store) recordedSetup(id string) ([]byte, bool, error) {
-	return s.rs.Record(context.Background(), id, "setup")
+	return s.rs.Record(context.Background(), id, "setup", -1)
 }
 
 // recordSetup records the result of run id's setup command (the first
@@ -214,7 +214,7 @@ type baselineKeeper struct {
 var maxBaselineRead = tools.MaxBaselineRecord
 
 func (k baselineKeeper) LoadBaseline(ctx context.Context) ([]byte, bool, error) {
-	return k.store.rs.RecordUpTo(ctx, k.id, "baseline", int64(maxBaselineRead()))
+	return k.store.rs.Record(ctx, k.id, "baseline", int64(maxBaselineRead()))
 }
 
 func (k baselineKeeper) SaveBaseline(ctx context.Context, data []byte) error {
