@@ -246,6 +246,18 @@ func timeless(evs []gen.TraceEvent) []gen.TraceEvent {
 	return out
 }
 
+// sameRun reports where the run got on the engine who differs from the
+// in-process run want: its result, and its trace but for times.
+func sameRun(t *testing.T, who string, wantRes, gotRes gen.RunResult, wantEvs, gotEvs []gen.TraceEvent) {
+	t.Helper()
+	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+		t.Errorf("RunResult differs (-embedded +%s):\n%s", who, diff)
+	}
+	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+		t.Errorf("trace differs (-embedded +%s):\n%s", who, diff)
+	}
+}
+
 // One loop, two engines: the workflow gives the same result and the same
 // trace as the in-process loop on every script.
 func TestEnginesAgree(t *testing.T) {
@@ -255,12 +267,7 @@ func TestEnginesAgree(t *testing.T) {
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
 			h := newHarness(t)
 			gotRes, gotEvs := h.run(t, scriptInput(tc.responses, tc.check, tc.maxSteps))
-			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-				t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-			}
-			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-				t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-			}
+			sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 		})
 	}
 }
@@ -299,12 +306,7 @@ func TestContinueAsNewGivesTheSameRun(t *testing.T) {
 			if steps := wantRes.StepsUsed; executions != 1+(steps-1)/2 && steps > 0 {
 				t.Errorf("%d executions for %d steps, want one per two steps", executions, steps)
 			}
-			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-				t.Errorf("RunResult differs (-embedded +continued):\n%s", diff)
-			}
-			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-				t.Errorf("trace differs (-embedded +continued):\n%s", diff)
-			}
+			sameRun(t, "continued", wantRes, gotRes, wantEvs, gotEvs)
 		})
 	}
 }
@@ -401,12 +403,7 @@ func TestEnginesCompactAlike(t *testing.T) {
 	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
 	writeFiles(t, h.root, files)
 	gotRes, gotEvs := h.run(t, scriptInput(nil, "", files+1))
-	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-	}
-	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-		t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-	}
+	sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 }
 
 // learningModel is a windowModel told a window far larger than its
@@ -438,12 +435,7 @@ func TestEnginesLearnTheWindowAlike(t *testing.T) {
 	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
 	writeFiles(t, h.root, files)
 	gotRes, gotEvs := h.run(t, scriptInput(nil, "", files+1))
-	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-	}
-	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-		t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-	}
+	sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 }
 
 // Both engines end a run whose provider fails alike: model_error with the
