@@ -14,7 +14,6 @@ import (
 	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/gitcheckout/githttps"
 	"github.com/specloop/specloop/runner"
-	"github.com/specloop/specloop/sandbox"
 )
 
 // gitRepo makes a repository with a.txt "base" committed and returns it
@@ -287,12 +286,7 @@ func TestCloneFailureQuotesNoURL(t *testing.T) {
 // the run's setup and check (sandboxed as run_command is) read.
 func TestRepoURLRunGitInSandbox(t *testing.T) {
 	t.Parallel()
-	if err := sandbox.Available(sandbox.Auto); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	needSandbox(t)
 	srv := githttps.Start(t)
 	repo, _ := gitRepo(t)
 	u := srv.Publish(t, "r", repo)
@@ -309,14 +303,7 @@ func TestRepoURLRunGitInSandbox(t *testing.T) {
 	isHead := "git log -1 --format=%H | grep -qx " + head
 	req.Setup = new(isHead)
 	req.Check = new(isHead + " && git diff | grep -qx +one")
-	r, err := rn.Create(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := waitFor(t, rn, r.Id, finished)
-	if res := v.Result; res.Setup == nil || res.Setup.ExitCode != 0 || res.Check == nil || res.Check.ExitCode != 0 {
-		t.Fatalf("git in the repo_url run's sandbox: setup %+v, check %+v", res.Setup, res.Check)
-	}
+	setupAndCheckPass(t, rn, req, "the repo_url run's sandbox")
 }
 
 // Two processes that share a clone cache (an API server and a worker, two
