@@ -33,6 +33,7 @@ func TestApprovalWaitsForTheSignal(t *testing.T) {
 		{name: "no decision: denied at the timeout", decision: timedOut},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			responses := []string{writeDone, readDone, finish}
 			wantRes, wantEvs := embeddedApproved(t, responses, tc.decision)
 

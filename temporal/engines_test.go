@@ -264,6 +264,7 @@ func TestEnginesAgree(t *testing.T) {
 	t.Parallel()
 	for _, tc := range scripts {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
 			h := newHarness(t)
 			gotRes, gotEvs := h.run(t, scriptInput(tc.responses, tc.check, tc.maxSteps))
@@ -297,6 +298,7 @@ func TestContinueAsNewGivesTheSameRun(t *testing.T) {
 	t.Parallel()
 	for _, tc := range scripts {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
 			h := newHarness(t)
 			in := scriptInput(tc.responses, tc.check, tc.maxSteps)

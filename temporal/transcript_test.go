@@ -69,6 +69,7 @@ func TestEnginesWriteTheSameTranscript(t *testing.T) {
 	for _, tc := range scripts {
 		for _, every := range []int{0, 2} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				want := embeddedTranscript(t, tc.responses, tc.check, tc.maxSteps)
 				if len(want) < 3 {
 					t.Fatalf("the embedded transcript has %d entries", len(want))
