@@ -14,7 +14,6 @@ import (
 	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/gitcheckout/githttps"
 	"github.com/specloop/specloop/runner"
-	"github.com/specloop/specloop/sandbox"
 )
 
 // gitRepo makes a repository with a.txt "base" committed and returns it
@@ -84,6 +83,7 @@ func newCloningRunnerOn(t *testing.T, srv *githttps.Server, dir string, hosts ..
 // protocol; and so is a repo_url without isolation worktree or with a
 // workspace, or on a server that clones nothing.
 func TestRepoURLRefusals(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, _ := gitRepo(t)
 	good := srv.Publish(t, "r", repo)
@@ -149,6 +149,7 @@ func TestRepoURLRefusals(t *testing.T) {
 
 // A cache inside the workspace root, which runs may write, is refused.
 func TestCloneCacheOutsideTheWorkspaceRoot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	for _, dir := range []string{filepath.Join(root, "clones"), root} {
 		_, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: root, Clones: &runner.Cloner{Dir: dir, Hosts: []string{"example.com"}}})
@@ -163,6 +164,7 @@ func TestCloneCacheOutsideTheWorkspaceRoot(t *testing.T) {
 // change, a later commit is fetched when a run names it, and a branch
 // name is fetched again.
 func TestIsolatedRunsOfARepoURL(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, commit := gitRepo(t)
 	u := srv.Publish(t, "r", repo)
@@ -241,6 +243,7 @@ func TestIsolatedRunsOfARepoURL(t *testing.T) {
 // The allow-list matches HOST for port 443 and HOST:PORT for that port,
 // without case.
 func TestCloneHostsMatch(t *testing.T) {
+	t.Parallel()
 	c := &runner.Cloner{Hosts: []string{"Example.com", "git.example.org:8443", "[::1]:9000", "10.0.0.1"}}
 	for u, want := range map[string]bool{
 		"https://example.com/r.git":          true,
@@ -264,6 +267,7 @@ func TestCloneHostsMatch(t *testing.T) {
 
 // A clone that fails says what git said, without quoting the URL.
 func TestCloneFailureQuotesNoURL(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	rn, _, _ := newCloningRunner(t, srv, srv.Host())
 	u := srv.URL + "/no-such-repository.git"
@@ -281,12 +285,8 @@ func TestCloneFailureQuotesNoURL(t *testing.T) {
 // clone's objects, in the clone cache outside the workspace root, which
 // the run's setup and check (sandboxed as run_command is) read.
 func TestRepoURLRunGitInSandbox(t *testing.T) {
-	if err := sandbox.Available(sandbox.Auto); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	t.Parallel()
+	needSandbox(t)
 	srv := githttps.Start(t)
 	repo, _ := gitRepo(t)
 	u := srv.Publish(t, "r", repo)
@@ -303,14 +303,7 @@ func TestRepoURLRunGitInSandbox(t *testing.T) {
 	isHead := "git log -1 --format=%H | grep -qx " + head
 	req.Setup = new(isHead)
 	req.Check = new(isHead + " && git diff | grep -qx +one")
-	r, err := rn.Create(context.Background(), req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	v := waitFor(t, rn, r.Id, finished)
-	if res := v.Result; res.Setup == nil || res.Setup.ExitCode != 0 || res.Check == nil || res.Check.ExitCode != 0 {
-		t.Fatalf("git in the repo_url run's sandbox: setup %+v, check %+v", res.Setup, res.Check)
-	}
+	setupAndCheckPass(t, rn, req, "the repo_url run's sandbox")
 }
 
 // Two processes that share a clone cache (an API server and a worker, two
@@ -318,6 +311,7 @@ func TestRepoURLRunGitInSandbox(t *testing.T) {
 // between them: the lock of a cache entry is a file lock, not a lock of
 // one process.
 func TestRunnersSharingACloneCacheCloneOnce(t *testing.T) {
+	t.Parallel()
 	srv := githttps.Start(t)
 	repo, _ := gitRepo(t)
 	u := srv.Publish(t, "shared", repo)

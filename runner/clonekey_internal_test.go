@@ -10,6 +10,7 @@ import (
 // literals are written: a shared entry would let a repository of one
 // host be served, or fetched over, for the other.
 func TestCacheKeyTellsHostsApart(t *testing.T) {
+	t.Parallel()
 	for _, pair := range [][2]string{
 		// user "a.example/x" at b.example, against a.example's path "x@b.example/r".
 		{"https://a.example%2Fx@b.example/r", "https://a.example/x@b.example/r"},

@@ -11,6 +11,7 @@ import (
 // that does not parse) is skipped, and an entry at or before the
 // cursor's seq is not sent again.
 func TestTranscriptTailWholeLines(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "t.jsonl")
 	tail := &Tail{Path: path}
 	c := cursor{pos: 2, seq: 1, content: true}

@@ -107,12 +107,9 @@ func (s *Runner) runAgent(r *run, j *job, tf *traceFile, observe func(agent.Prog
 	if j.gate != nil {
 		sp.Approver = j.gate
 	}
-	host := s.host()
+	host := s.host
 	host.Root, host.TraceWriter = j.ws.root, tf
-	host.TranscriptPath, host.Secrets = s.store.transcriptPath(r.id), s.cfg.Secrets
-	host.MCPServers, host.MCP = s.cfg.MCPServers, s.cfg.MCP
-	host.Telemetry, host.TelemetryRun = s.cfg.Telemetry, j.telemetry
-	host.LockDir = s.cfg.LockDir
+	host.TranscriptPath, host.TelemetryRun = s.store.transcriptPath(r.id), j.telemetry
 	host.Waiting = func(holder string) {
 		s.log.Info("waiting for another process's run in the workspace", "run", r.id, "holder", holder)
 	}

@@ -17,6 +17,7 @@ import (
 // first model call) does not stop its conversation from going on: the
 // rebuilt history holds the turns before it and the person's message.
 func TestHistoryKeepsATurnTheModelNeverAnswered(t *testing.T) {
+	t.Parallel()
 	data := t.TempDir()
 	rn := newRunner(t, data, t.TempDir())
 	req := script(t, `{"type":"finish","answer":"first answer"}`)

@@ -19,6 +19,7 @@ import (
 // is untouched, and the work trees are gone once the runs end. Such a run
 // cannot be continued, and a request may not name the work trees.
 func TestIsolatedRunsNeverShareFiles(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
 	for _, args := range [][]string{{"init", "-q", repo}, {"-C", repo, "commit", "-q", "--allow-empty", "-m", "empty"}} {
@@ -89,12 +90,8 @@ func TestIsolatedRunsNeverShareFiles(t *testing.T) {
 // read the commit and the change from the repository's objects, which
 // the work tree borrows.
 func TestIsolatedRunGitInSandbox(t *testing.T) {
-	if err := sandbox.Available(sandbox.Auto); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal(err)
-		}
-		t.Skip(err)
-	}
+	t.Parallel()
+	needSandbox(t)
 	root := t.TempDir()
 	repo := filepath.Join(root, "repo")
 	os.MkdirAll(repo, 0o755)
@@ -119,12 +116,31 @@ func TestIsolatedRunGitInSandbox(t *testing.T) {
 	isHead := "git log -1 --format=%H | grep -qx " + strings.TrimSpace(string(head))
 	req.Setup = new(isHead)
 	req.Check = new(isHead + " && git status --porcelain | grep -qx ' M a.txt'")
+	setupAndCheckPass(t, rn, req, "the isolated run's sandbox")
+}
+
+// needSandbox skips the test where no sandbox is available, but for CI,
+// where it fails.
+func needSandbox(t *testing.T) {
+	t.Helper()
+	if err := sandbox.Available(sandbox.Auto); err != nil {
+		if os.Getenv("CI") == "true" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+}
+
+// setupAndCheckPass runs req on rn and fails t unless its setup and its
+// check passed, where git runs in the sandbox (where).
+func setupAndCheckPass(t *testing.T, rn *runner.Runner, req gen.CreateRunRequest, where string) {
+	t.Helper()
 	r, err := rn.Create(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	v := waitFor(t, rn, r.Id, finished)
 	if res := v.Result; res.Setup == nil || res.Setup.ExitCode != 0 || res.Check == nil || res.Check.ExitCode != 0 {
-		t.Fatalf("git in the isolated run's sandbox: setup %+v, check %+v", res.Setup, res.Check)
+		t.Fatalf("git in %s: setup %+v, check %+v", where, res.Setup, res.Check)
 	}
 }

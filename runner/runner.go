@@ -150,6 +150,10 @@ type Runner struct {
 	sched *scheduler
 	ws    *workspaces
 	tools *wiring.Setup // the tools on the workspace root (Tools)
+	// host is what every run's setup shares, made of the Config once (New),
+	// with the sandbox New resolved: each run adds its workspace, trace,
+	// transcript and telemetry, and goes through Open with its spec.
+	host wiring.Config
 
 	closing      atomic.Bool
 	adopting     singleflight.Group // adoptions of runs from the engine's index, by run id
@@ -187,7 +191,9 @@ func New(cfg Config) (*Runner, error) {
 	if cfg.ApprovalTimeout <= 0 {
 		cfg.ApprovalTimeout = agent.DefaultApprovalTimeout
 	}
-	s := &Runner{cfg: cfg, log: cfg.Logger, runs: newRegistry()}
+	s := &Runner{cfg: cfg, log: cfg.Logger, runs: newRegistry(), host: wiring.Config{
+		DisableCommands: !cfg.AllowCommands, Tools: cfg.ToolSpecs, Sandbox: cfg.Sandbox, TraceSync: cfg.TraceSync, Secrets: cfg.Secrets,
+		Telemetry: cfg.Telemetry, MCPServers: cfg.MCPServers, MCP: cfg.MCP, LockDir: cfg.LockDir}}
 	s.stop, s.stopNow = context.WithCancelCause(context.Background())
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -243,9 +249,7 @@ func New(cfg Config) (*Runner, error) {
 // that a run's tools open, and resolves the sandbox that every runtime and
 // check (set up on host) then uses when commands are allowed.
 func (s *Runner) initTools() error {
-	cfg := s.host()
-	cfg.Root = s.ws.root
-	setup, err := wiring.Open(cfg)
+	setup, err := wiring.Open(wiring.Config{Root: s.ws.root, DisableCommands: s.host.DisableCommands, Tools: s.host.Tools, Sandbox: s.host.Sandbox})
 	var we *wiring.Error
 	switch {
 	case errors.As(err, &we) && we.Part == wiring.PartWorkspace:
@@ -260,9 +264,9 @@ func (s *Runner) initTools() error {
 		if w := sb.Warning(); w != "" {
 			s.log.Warn(w)
 		}
-		s.cfg.Sandbox = sb.Policy()
-		s.cfg.Sandbox.Backend = sb.Info().Backend
-		s.cfg.Sandbox.ObjectDirs = nil // each run's are read when its workspace is opened
+		s.host.Sandbox = sb.Policy()
+		s.host.Sandbox.Backend = sb.Info().Backend
+		s.host.Sandbox.ObjectDirs = nil // each run's are read when its workspace is opened
 	}
 	return nil
 }
@@ -282,13 +286,6 @@ func (s *Runner) serversPart(sp *Spec) {
 // a run (the API's POST /v1/tools/{name}) runs them in the workspace it
 // names.
 func (s *Runner) Tools() *tools.Runtime { return s.tools.Runtime }
-
-// host is where and how the runner's runs work (commands, custom tools,
-// sandbox, trace sync): each adds its workspace, and goes through Open
-// with its spec.
-func (s *Runner) host() wiring.Config {
-	return wiring.Config{DisableCommands: !s.cfg.AllowCommands, Sandbox: s.cfg.Sandbox, TraceSync: s.cfg.TraceSync, Tools: s.cfg.ToolSpecs}
-}
 
 // OpenWorkspace opens the directory workspace name resolves to now, for a
 // tool call that then uses it alone; field names the request field for

@@ -58,6 +58,7 @@ func finished(v gen.Run) bool { return v.Status == gen.RunStatusFinished }
 // log has its creation, not its end) ends interrupted when the next runner
 // opens the data directory, in its record and its event stream.
 func TestRecoveryEndsInFlightRunsInterrupted(t *testing.T) {
+	t.Parallel()
 	data, root := t.TempDir(), t.TempDir()
 	line := `{"op":"created","id":"abc123","time":"2026-01-02T03:04:05Z"}` + "\n"
 	if err := os.WriteFile(filepath.Join(data, "runs.jsonl"), []byte(line), 0o600); err != nil {
@@ -90,6 +91,7 @@ func TestRecoveryEndsInFlightRunsInterrupted(t *testing.T) {
 // same workspace waits in the queue meanwhile. A cancelled run ends
 // cancelled, and a finished one cannot be cancelled.
 func TestApprovalsQueueAndCancel(t *testing.T) {
+	t.Parallel()
 	rn := newRunner(t, t.TempDir(), t.TempDir())
 	write := `{"type":"tool_call","tool_name":"write_file","arguments":{"path":"a.txt","content":"x"}}`
 	req := script(t, write, `{"type":"finish","answer":"written"}`)
@@ -154,6 +156,7 @@ func snapshot(t *testing.T, data string) string {
 // A run in flight at a crash goes on from its transcript; one whose
 // transcript is missing or unreadable ends interrupted, saying why.
 func TestRecoveryResumesFromTheTranscriptOrSaysWhyNot(t *testing.T) {
+	t.Parallel()
 	root := t.TempDir()
 	data := t.TempDir()
 	rn := newRunner(t, data, root)

@@ -34,6 +34,7 @@ func toolNames(rt *tools.Runtime) []string {
 // the Options, the runtime and the check, and the runtime and the check
 // share the one sandbox Open resolved.
 func TestOpenMapsEveryField(t *testing.T) {
+	t.Parallel()
 	dir := t.TempDir()
 	var buf bytes.Buffer
 	check, steps, budget, obsBytes, obsLines, policy := "true", 7, int64(99), 2048, 32, gen.ApprovalPolicyAlways
@@ -92,6 +93,7 @@ func TestOpenMapsEveryField(t *testing.T) {
 // one named twice, is an Invalid runner.Error naming the field, before
 // anything is opened.
 func TestOpenPicksTheNamedMCPServers(t *testing.T) {
+	t.Parallel()
 	host := wiring.Config{Dir: t.TempDir(), Sandbox: none, DisableCommands: true, MCPServers: []mcpclient.Server{{Name: "docs"}}}
 	for _, names := range [][]string{{"web"}, {"docs", "docs"}} {
 		sp := &runner.Spec{CreateRunRequest: gen.CreateRunRequest{McpServers: &names}}
@@ -107,6 +109,7 @@ func TestOpenPicksTheNamedMCPServers(t *testing.T) {
 // its own; a script model keeps the seed's; the most a token budget may be
 // is no limit.
 func TestProviderRunsGetRealBudgets(t *testing.T) {
+	t.Parallel()
 	var openai, script gen.ModelConfig
 	if err := openai.FromOpenAIModelConfig(gen.OpenAIModelConfig{Provider: gen.OpenAIModelConfigProviderOpenai, Model: "gpt-4.1"}); err != nil {
 		t.Fatal(err)

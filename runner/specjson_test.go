@@ -15,6 +15,7 @@ import (
 // runs a follow-up continues survive it; the in-process ones (and where a
 // continued run's transcript is) stay behind.
 func TestSpecRoundTripsAsJSON(t *testing.T) {
+	t.Parallel()
 	steps, check := 3, "go test ./..."
 	in := runner.Spec{CreateRunRequest: gen.CreateRunRequest{Task: gen.Task{Prompt: "p"}, MaxSteps: &steps, Check: &check},
 		ID: "run1", ApprovalTimeout: time.Minute, RecordRaw: true, System: "the server's prompt", Observer: func(agent.Progress) {},

@@ -18,6 +18,7 @@ import (
 // run, and set again from the runner's configuration when the run is
 // resumed.
 func TestTheSystemPromptAndToolsAreTheServersNotTheRequests(t *testing.T) {
+	t.Parallel()
 	doc := "openapi: 3.0.3\ninfo: {title: the server's tools, version: '1'}\npaths:\n  /v1/tools/echo:\n    post:\n      operationId: echo\n      description: Echoes.\n" +
 		"      servers: [{url: 'http://127.0.0.1:1'}]\n      requestBody:\n        required: true\n        content:\n          application/json:\n            schema: {$ref: '#/components/schemas/EchoInput'}\n" +
 		"      responses:\n        '200': {description: ok}\ncomponents:\n  schemas:\n    EchoInput: {type: object, properties: {text: {type: string}}}\n"

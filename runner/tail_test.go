@@ -15,6 +15,7 @@ import (
 // as they were, and a line past trace.MaxLineBytes (a writer gone wrong)
 // is an error, whether it is whole or still growing.
 func TestTailHandsOverWholeLinesWithinTheBound(t *testing.T) {
+	t.Parallel()
 	path := filepath.Join(t.TempDir(), "events.jsonl")
 	tail := &runner.Tail{Path: path}
 	var got [][]byte

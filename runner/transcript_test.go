@@ -16,6 +16,7 @@ import (
 // A run keeps its transcript in the data directory, redacted of the
 // runner's secrets; a request with transcript false keeps none.
 func TestRunsKeepTranscriptsInTheDataDirectory(t *testing.T) {
+	t.Parallel()
 	const token = "server-token-0123456789"
 	data := t.TempDir()
 	rn, err := runner.New(runner.Config{DataDir: data, WorkspaceRoot: t.TempDir(), Secrets: []string{token}})
@@ -62,6 +63,7 @@ func TestRunsKeepTranscriptsInTheDataDirectory(t *testing.T) {
 // A runner removes the transcripts of runs that finished longer ago than
 // its TranscriptRetention, and keeps the run and the younger ones.
 func TestTranscriptRetention(t *testing.T) {
+	t.Parallel()
 	data, root := t.TempDir(), t.TempDir()
 	rn, err := runner.New(runner.Config{DataDir: data, WorkspaceRoot: root})
 	if err != nil {

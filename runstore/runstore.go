@@ -140,7 +140,9 @@ func (s *Store) Close() error { return s.bucket.Close() }
 // id is used, and none can name an object outside its run.
 var ErrInvalidRunID = errors.New("a run id must be 1 to 64 letters, digits, '_' or '-'")
 
-func checkRunID(id string) error {
+// CheckRunID returns an error wrapping ErrInvalidRunID unless id has the
+// spec's run id shape.
+func CheckRunID(id string) error {
 	if !ident.Plain(id) {
 		return fmt.Errorf("run id of %d bytes: %w", len(id), ErrInvalidRunID)
 	}
@@ -251,7 +253,7 @@ func hexSum(data []byte) string {
 }
 
 func streamPrefix(id string, st Stream) (string, error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return "", err
 	}
 	if err := st.check(); err != nil {
@@ -411,7 +413,7 @@ func (s *Store) Lines(ctx context.Context, id string, st Stream, from int) ([][]
 }
 
 func callPrefix(id string, seq int) (string, error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return "", err
 	}
 	if seq < 0 || seq > maxNumber {
@@ -441,7 +443,7 @@ func (s *Store) Call(ctx context.Context, id string, seq int) (data []byte, ok b
 }
 
 func recordPrefix(id, name string) (string, error) {
-	if err := checkRunID(id); err != nil {
+	if err := CheckRunID(id); err != nil {
 		return "", err
 	}
 	if !ident.Plain(name) {
@@ -462,18 +464,10 @@ func (s *Store) PutRecord(ctx context.Context, id, name string, data []byte) err
 }
 
 // Record returns run id's record name; ok is false when there is none.
-func (s *Store) Record(ctx context.Context, id, name string) (data []byte, ok bool, err error) {
-	prefix, err := recordPrefix(id, name)
-	if err != nil {
-		return nil, false, err
-	}
-	return s.getOnce(ctx, prefix, -1)
-}
-
-// RecordUpTo is Record of a record whose data is at most max bytes: of a
+// With a max of 0 or more the record's data is at most max bytes: of a
 // longer one (damaged, or written by someone else) no more than that is
-// read, and it is an error.
-func (s *Store) RecordUpTo(ctx context.Context, id, name string, max int64) (data []byte, ok bool, err error) {
+// read, and it is an error; a negative max sets no bound.
+func (s *Store) Record(ctx context.Context, id, name string, max int64) (data []byte, ok bool, err error) {
 	prefix, err := recordPrefix(id, name)
 	if err != nil {
 		return nil, false, err

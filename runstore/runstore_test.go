@@ -179,21 +179,21 @@ func TestCallsKeepTheFirstRecord(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			if data, ok, err := s.Record(ctx, "run-1", "setup"); err != nil || !ok || string(data) != `{"passed":true}` {
+			if data, ok, err := s.Record(ctx, "run-1", "setup", -1); err != nil || !ok || string(data) != `{"passed":true}` {
 				t.Fatalf("Record = %s, %v, %v", data, ok, err)
 			}
 			if err := s.PutRecord(ctx, "run-1", "../x", []byte("{}")); err == nil {
 				t.Fatal("a record name with a path was written")
 			}
 			// Read with a bound, a record over it is an error.
-			if data, ok, err := s.RecordUpTo(ctx, "run-1", "setup", 15); err != nil || !ok || string(data) != `{"passed":true}` {
-				t.Fatalf("RecordUpTo its length = %s, %v, %v", data, ok, err)
+			if data, ok, err := s.Record(ctx, "run-1", "setup", 15); err != nil || !ok || string(data) != `{"passed":true}` {
+				t.Fatalf("Record up to its length = %s, %v, %v", data, ok, err)
 			}
-			if data, ok, err := s.RecordUpTo(ctx, "run-1", "setup", 14); err == nil || ok || !strings.Contains(err.Error(), "over its bound of 14 bytes") {
-				t.Fatalf("RecordUpTo one byte short = %s, %v, %v", data, ok, err)
+			if data, ok, err := s.Record(ctx, "run-1", "setup", 14); err == nil || ok || !strings.Contains(err.Error(), "over its bound of 14 bytes") {
+				t.Fatalf("Record up to one byte short = %s, %v, %v", data, ok, err)
 			}
-			if _, ok, err := s.RecordUpTo(ctx, "run-1", "none", 14); ok || err != nil {
-				t.Fatalf("RecordUpTo of no record = %v, %v", ok, err)
+			if _, ok, err := s.Record(ctx, "run-1", "none", 14); ok || err != nil {
+				t.Fatalf("Record up to a bound of no record = %v, %v", ok, err)
 			}
 		})
 	}

@@ -283,17 +283,7 @@ func TestARunIsServedByEveryAPIServerOfAnIndexedEngine(t *testing.T) {
 		if fin.Result == nil || fin.Result.ExitReason != gen.ExitReasonFinished || fin.Result.Answer == nil || *fin.Result.Answer != "decided approve" {
 			t.Fatalf("result %+v", fin.Result)
 		}
-		var types []gen.TraceEventType
-		for i, ev := range readRunEvents(t, ts, waiting.Id) {
-			if ev.ID != fmt.Sprint(i+1) {
-				t.Fatalf("event %d has id %s", i+1, ev.ID)
-			}
-			types = append(types, ev.Data.EventType)
-		}
-		want := []gen.TraceEventType{gen.TraceEventTypeRunStarted, gen.TraceEventTypeApprovalRequested, gen.TraceEventTypeApprovalDecided, gen.TraceEventTypeRunFinished}
-		if !reflect.DeepEqual(types, want) {
-			t.Fatalf("events %v, want %v", types, want)
-		}
+		checkEventTypes(t, ts, waiting.Id, approvedEvents)
 	}
 
 	// A run that ended before the other server heard of it.

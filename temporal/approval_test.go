@@ -33,6 +33,7 @@ func TestApprovalWaitsForTheSignal(t *testing.T) {
 		{name: "no decision: denied at the timeout", decision: timedOut},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			responses := []string{writeDone, readDone, finish}
 			wantRes, wantEvs := embeddedApproved(t, responses, tc.decision)
 
@@ -56,12 +57,7 @@ func TestApprovalWaitsForTheSignal(t *testing.T) {
 			if decided != 1 {
 				t.Fatalf("%d approval_decided events, want 1", decided)
 			}
-			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-				t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-			}
-			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-				t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-			}
+			sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 		})
 	}
 }

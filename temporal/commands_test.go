@@ -7,8 +7,6 @@ import (
 	"strings"
 	"testing"
 
-	"go.temporal.io/sdk/workflow"
-
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/temporal"
 )
@@ -71,13 +69,9 @@ func TestContinuedRunChecksOnlyWhereCommandsAreAllowed(t *testing.T) {
 	in := scriptInput([]string{multiply, multiply, multiply, finish}, "touch marker", 0)
 	in.ContinueAsNewSteps = 2
 	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-	var can *workflow.ContinueAsNewError
-	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-		t.Fatalf("the first execution did not continue as new: %v", err)
-	}
-	next := temporal.RunInput{}
-	if err := h.store.DataConverter(512).FromPayloads(can.Input, &next); err != nil {
-		t.Fatal(err)
+	next, ok := h.next(t)
+	if !ok {
+		t.Fatalf("the first execution did not continue as new: %v", h.env.GetWorkflowError())
 	}
 	h.acts = nil // a new worker, without --allow-commands
 	h.newEnv()

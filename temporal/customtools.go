@@ -37,7 +37,7 @@ func (a *Activities) customTools(id string, whole *runner.Spec) ([]*tools.Spec, 
 			return nil, storeError("record the custom tools", err)
 		}
 	case whole == nil:
-		data, ok, err := a.Store.rs.Record(ctx, id, toolsRecord)
+		data, ok, err := a.Store.rs.Record(ctx, id, toolsRecord, -1)
 		if err != nil {
 			return nil, storeError("read the record of the custom tools", err)
 		}

@@ -8,12 +8,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
 	"github.com/specloop/specloop/sandbox"
-	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/tools"
 )
 
@@ -120,21 +118,7 @@ func TestCustomToolsOutliveTheWorkerThatOpenedTheRun(t *testing.T) {
 	in := scriptInput([]string{multiply, multiply, shout, finish}, "", 0)
 	in.CustomTools = []string{shoutDoc}
 	in.ContinueAsNewSteps = 2
-	executions := 1
-	for {
-		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-		var can *workflow.ContinueAsNewError
-		if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-			break
-		}
-		executions++
-		in = temporal.RunInput{}
-		if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
-			t.Fatal(err)
-		}
-		h.acts = nil // a new worker
-		h.newEnv()
-	}
+	executions, in := h.runContinued(t, in, true) // a new worker for each
 	res, _ := h.result(t, in)
 	if executions < 2 || res.ExitReason != gen.ExitReasonFinished {
 		t.Fatalf("%d executions: %+v", executions, res)

@@ -72,7 +72,7 @@ func workflowID(runID string) string { return "specloop-run-" + runID }
 // reach the store, and returns its result. A client's cancellation cancels
 // the workflow; the runner's shutdown only stops following it.
 func (e *Engine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
-	if err := checkRunID(sp.ID); err != nil {
+	if err := runstore.CheckRunID(sp.ID); err != nil {
 		return failed(sp.ID, err)
 	}
 	in := runInput{Spec: sp, HeartbeatTimeout: e.HeartbeatTimeout}
@@ -88,7 +88,7 @@ func (e *Engine) Execute(ctx context.Context, sp runner.Spec, event func(*gen.Tr
 // the cluster does not answer, it asks again (retrier) until it does or
 // ctx is done.
 func (e *Engine) Follow(ctx context.Context, id string, seen int, event func(*gen.TraceEvent, []byte)) (gen.RunResult, error) {
-	if err := checkRunID(id); err != nil {
+	if err := runstore.CheckRunID(id); err != nil {
 		return failed(id, err)
 	}
 	bg := context.WithoutCancel(ctx)

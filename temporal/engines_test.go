@@ -169,6 +169,42 @@ func (h *harness) run(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.
 	return h.result(t, in)
 }
 
+// next is the input of the execution the last one continued as new with,
+// and whether it did.
+func (h *harness) next(t *testing.T) (temporal.RunInput, bool) {
+	t.Helper()
+	var can *workflow.ContinueAsNewError
+	if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
+		return temporal.RunInput{}, false
+	}
+	var in temporal.RunInput
+	if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
+		t.Fatal(err)
+	}
+	return in, true
+}
+
+// runContinued executes in and each execution it continues as new with,
+// every next one in a new environment on the same store (the test
+// environment does not follow continue-as-new), and with a new worker
+// (a fresh Activities value, as after a worker restart) when newWorker is
+// set. It returns how many executions ran and the last one's input.
+func (h *harness) runContinued(t *testing.T, in temporal.RunInput, newWorker bool) (int, temporal.RunInput) {
+	t.Helper()
+	for executions := 1; ; executions++ {
+		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
+		next, ok := h.next(t)
+		if !ok {
+			return executions, in
+		}
+		in = next
+		if newWorker {
+			h.acts = nil
+		}
+		h.newEnv()
+	}
+}
+
 // result is the result of the run h's environment executed, and its trace.
 func (h *harness) result(t *testing.T, in temporal.RunInput) (gen.RunResult, []gen.TraceEvent) {
 	t.Helper()
@@ -210,21 +246,29 @@ func timeless(evs []gen.TraceEvent) []gen.TraceEvent {
 	return out
 }
 
+// sameRun reports where the run got on the engine who differs from the
+// in-process run want: its result, and its trace but for times.
+func sameRun(t *testing.T, who string, wantRes, gotRes gen.RunResult, wantEvs, gotEvs []gen.TraceEvent) {
+	t.Helper()
+	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
+		t.Errorf("RunResult differs (-embedded +%s):\n%s", who, diff)
+	}
+	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
+		t.Errorf("trace differs (-embedded +%s):\n%s", who, diff)
+	}
+}
+
 // One loop, two engines: the workflow gives the same result and the same
 // trace as the in-process loop on every script.
 func TestEnginesAgree(t *testing.T) {
 	t.Parallel()
 	for _, tc := range scripts {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
 			h := newHarness(t)
 			gotRes, gotEvs := h.run(t, scriptInput(tc.responses, tc.check, tc.maxSteps))
-			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-				t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-			}
-			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-				t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-			}
+			sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 		})
 	}
 }
@@ -254,34 +298,17 @@ func TestContinueAsNewGivesTheSameRun(t *testing.T) {
 	t.Parallel()
 	for _, tc := range scripts {
 		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
 			wantRes, wantEvs := embedded(t, tc.responses, tc.check, tc.maxSteps)
 			h := newHarness(t)
 			in := scriptInput(tc.responses, tc.check, tc.maxSteps)
 			in.ContinueAsNewSteps = 2
-			executions := 1
-			for {
-				h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-				var can *workflow.ContinueAsNewError
-				if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-					break
-				}
-				executions++
-				in = temporal.RunInput{}
-				if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
-					t.Fatal(err)
-				}
-				h.newEnv()
-			}
+			executions, in := h.runContinued(t, in, false)
 			gotRes, gotEvs := h.result(t, in)
 			if steps := wantRes.StepsUsed; executions != 1+(steps-1)/2 && steps > 0 {
 				t.Errorf("%d executions for %d steps, want one per two steps", executions, steps)
 			}
-			if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-				t.Errorf("RunResult differs (-embedded +continued):\n%s", diff)
-			}
-			if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-				t.Errorf("trace differs (-embedded +continued):\n%s", diff)
-			}
+			sameRun(t, "continued", wantRes, gotRes, wantEvs, gotEvs)
 		})
 	}
 }
@@ -378,12 +405,7 @@ func TestEnginesCompactAlike(t *testing.T) {
 	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
 	writeFiles(t, h.root, files)
 	gotRes, gotEvs := h.run(t, scriptInput(nil, "", files+1))
-	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-	}
-	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-		t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-	}
+	sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 }
 
 // learningModel is a windowModel told a window far larger than its
@@ -415,12 +437,7 @@ func TestEnginesLearnTheWindowAlike(t *testing.T) {
 	h := newHarnessWith(t, func(gen.ModelConfig) (agent.Model, error) { return m, nil })
 	writeFiles(t, h.root, files)
 	gotRes, gotEvs := h.run(t, scriptInput(nil, "", files+1))
-	if diff := cmp.Diff(wantRes, gotRes); diff != "" {
-		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
-	}
-	if diff := cmp.Diff(timeless(wantEvs), timeless(gotEvs)); diff != "" {
-		t.Errorf("trace differs (-embedded +temporal):\n%s", diff)
-	}
+	sameRun(t, "temporal", wantRes, gotRes, wantEvs, gotEvs)
 }
 
 // Both engines end a run whose provider fails alike: model_error with the

@@ -22,6 +22,7 @@ import (
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
+	"github.com/specloop/specloop/runstore"
 )
 
 // The search attributes of a run's workflow, by which every API server
@@ -117,7 +118,7 @@ func (e *Engine) startOptions(sp *runner.Spec) client.StartWorkflowOptions {
 // Lookup returns run id as its workflow's latest execution has it, with
 // its trace so far from the store.
 func (e *Engine) Lookup(ctx context.Context, id string) (runner.EngineRun, error) {
-	if err := checkRunID(id); err != nil {
+	if err := runstore.CheckRunID(id); err != nil {
 		return runner.EngineRun{}, fmt.Errorf("%w: %w", runner.ErrNoEngineRun, err)
 	}
 	d, err := e.Client.DescribeWorkflow(ctx, workflowID(id), "")
@@ -206,7 +207,7 @@ func (e *Engine) listQuery(status *gen.RunStatus) (string, error) {
 func (e *Engine) runOf(info *workflowpb.WorkflowExecutionInfo) (gen.Run, error) {
 	wid := info.GetExecution().GetWorkflowId()
 	id, ok := strings.CutPrefix(wid, workflowID(""))
-	if !ok || checkRunID(id) != nil {
+	if !ok || runstore.CheckRunID(id) != nil {
 		return gen.Run{}, fmt.Errorf("workflow %q is not a run's", wid)
 	}
 	var v gen.Run

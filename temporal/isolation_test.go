@@ -11,7 +11,6 @@ import (
 	"github.com/specloop/specloop/internal/gitcheckout"
 	"github.com/specloop/specloop/internal/gitcheckout/githttps"
 	"github.com/specloop/specloop/runner"
-	"github.com/specloop/specloop/temporal"
 )
 
 // A run on Temporal created with isolation worktree works in a work tree
@@ -46,14 +45,7 @@ func TestIsolatedRunOnTemporal(t *testing.T) {
 	os.Mkdir(filepath.Join(h.root, "plain"), 0o755)
 	in = scriptInput([]string{finish}, "", 0)
 	in.ID, in.Workspace, in.Isolation = "run2", new("plain"), &worktree
-	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-	var out gen.RunResult
-	if err := h.env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow: %v", err)
-	}
-	if err := h.env.GetWorkflowResult(&out); err != nil {
-		t.Fatal(err)
-	}
+	out, _ := h.run(t, in)
 	if out.ExitReason != gen.ExitReasonInternalError || out.Error == nil || !strings.Contains(*out.Error, "top of a git repository") {
 		t.Errorf("a plain workspace: %+v", out)
 	}
@@ -90,14 +82,7 @@ func TestIsolatedRunOfARepoURLOnTemporal(t *testing.T) {
 	h.newEnv()
 	in = scriptInput([]string{finish}, "", 0)
 	in.ID, in.RepoUrl, in.Isolation = "run2", &u, &worktree
-	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-	var out gen.RunResult
-	if err := h.env.GetWorkflowError(); err != nil {
-		t.Fatalf("workflow: %v", err)
-	}
-	if err := h.env.GetWorkflowResult(&out); err != nil {
-		t.Fatal(err)
-	}
+	out, _ := h.run(t, in)
 	if out.ExitReason != gen.ExitReasonInternalError || out.Error == nil || !strings.Contains(*out.Error, "/repo_url") {
 		t.Errorf("a worker without --clone-hosts: %+v", out)
 	}

@@ -13,7 +13,6 @@ import (
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
-	"github.com/specloop/specloop/temporal"
 )
 
 // seenModel writes a 40-line file, reads it back and finishes, choosing by
@@ -106,11 +105,7 @@ func TestUnknownMCPServerOnTheWorker(t *testing.T) {
 	h := newHarness(t)
 	in := scriptInput([]string{finish}, "", 0)
 	in.McpServers = &[]string{"docs"}
-	h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-	var res gen.RunResult
-	if err := h.env.GetWorkflowResult(&res); err != nil {
-		t.Fatal(err)
-	}
+	res, _ := h.run(t, in)
 	if res.ExitReason != gen.ExitReasonInternalError || res.Error == nil || !strings.Contains(*res.Error, "/mcp_servers/0") || res.StepsUsed != 0 {
 		t.Fatalf("run: %+v (error %v)", res, res.Error)
 	}

@@ -1,15 +1,11 @@
 package temporal_test
 
 import (
-	"context"
-	"errors"
 	"os"
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/runner"
@@ -24,35 +20,15 @@ const failingSetup = "echo the mirror is down >&2; exit 3"
 // with run_finished.
 func TestEnginesEndAFailedSetupAlike(t *testing.T) {
 	t.Parallel()
-	ctx := context.Background()
-	r, err := runner.New(runner.Config{DataDir: t.TempDir(), WorkspaceRoot: t.TempDir(), AllowCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = r.Shutdown(ctx) })
 	in := scriptInput([]string{finish}, "", 0)
 	in.Setup = new(failingSetup)
-	run, err := r.Create(ctx, in.CreateRunRequest)
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(20 * time.Second)
-	for run.Status != gen.RunStatusFinished && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-		if run, err = r.Get(run.Id); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if run.Result == nil {
-		t.Fatalf("the embedded run did not finish: %+v", run)
-	}
-	want := *run.Result
+	want := runOn(t, runner.Config{AllowCommands: true, Sandbox: sandbox.Policy{Backend: sandbox.None}}, in.CreateRunRequest)
 	h := newHarness(t)
 	got, evs := h.run(t, in)
 	if got.ExitReason != gen.ExitReasonSetupFailed || got.StepsUsed != 0 || got.Setup == nil || got.Setup.ExitCode != 3 || got.Setup.OutputTail == nil || *got.Setup.OutputTail != "the mirror is down\n" {
 		t.Fatalf("temporal: %+v (setup %+v)", got, got.Setup)
 	}
-	want.RunId, got.RunId = nil, nil
+	got.RunId = nil
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("RunResult differs (-embedded +temporal):\n%s", diff)
 	}
@@ -71,21 +47,7 @@ func TestSetupIsNotRepeated(t *testing.T) {
 	in := scriptInput([]string{multiply, multiply, multiply, writeDone, finish}, "", 0)
 	in.Setup = new("echo ran >> setup.log")
 	in.ContinueAsNewSteps = 2
-	executions := 1
-	for {
-		h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-		var can *workflow.ContinueAsNewError
-		if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-			break
-		}
-		executions++
-		in = temporal.RunInput{}
-		if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
-			t.Fatal(err)
-		}
-		h.acts = nil // a new worker
-		h.newEnv()
-	}
+	executions, in := h.runContinued(t, in, true) // a new worker for each
 	res, _ := h.result(t, in)
 	if executions < 2 || res.ExitReason != gen.ExitReasonFinished || res.Setup == nil || !res.Setup.Passed {
 		t.Fatalf("%d executions: %+v (setup %+v)", executions, res, res.Setup)

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/specloop/specloop/gen"
-	"github.com/specloop/specloop/internal/ident"
 	"github.com/specloop/specloop/runstore"
 	"github.com/specloop/specloop/tools"
 	"github.com/specloop/specloop/transcript"
@@ -66,15 +65,6 @@ func (s *Store) Close() error {
 // id that is not of the spec's shape (the RunID parameter's pattern,
 // [A-Za-z0-9_-]{1,64}).
 var ErrInvalidRunID = runstore.ErrInvalidRunID
-
-// checkRunID returns an error wrapping ErrInvalidRunID unless id has the
-// spec's run id shape.
-func checkRunID(id string) error {
-	if !ident.Plain(id) {
-		return fmt.Errorf("run id of %d bytes: %w", len(id), ErrInvalidRunID)
-	}
-	return nil
-}
 
 // events returns run id's trace lines from line from on.
 func (s *Store) events(ctx context.Context, id string, from int) ([][]byte, error) {
@@ -202,7 +192,7 @@ func (s *Store) recordedCall(id string, seq int) (obs gen.Observation, ok bool, 
 // recordedSetup is the result of run id's setup command, recorded by the
 // attempt of the Open activity that ran it.
 func (s *Store) recordedSetup(id string) ([]byte, bool, error) {
-	return s.rs.Record(context.Background(), id, "setup")
+	return s.rs.Record(context.Background(), id, "setup", -1)
 }
 
 // recordSetup records the result of run id's setup command (the first
@@ -224,7 +214,7 @@ type baselineKeeper struct {
 var maxBaselineRead = tools.MaxBaselineRecord
 
 func (k baselineKeeper) LoadBaseline(ctx context.Context) ([]byte, bool, error) {
-	return k.store.rs.RecordUpTo(ctx, k.id, "baseline", int64(maxBaselineRead()))
+	return k.store.rs.Record(ctx, k.id, "baseline", int64(maxBaselineRead()))
 }
 
 func (k baselineKeeper) SaveBaseline(ctx context.Context, data []byte) error {

@@ -11,13 +11,11 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"go.temporal.io/sdk/workflow"
 
 	"github.com/specloop/specloop/agent"
 	"github.com/specloop/specloop/gen"
 	"github.com/specloop/specloop/model"
 	"github.com/specloop/specloop/runner"
-	"github.com/specloop/specloop/temporal"
 	"github.com/specloop/specloop/transcript"
 )
 
@@ -71,6 +69,7 @@ func TestEnginesWriteTheSameTranscript(t *testing.T) {
 	for _, tc := range scripts {
 		for _, every := range []int{0, 2} {
 			t.Run(tc.name, func(t *testing.T) {
+				t.Parallel()
 				want := embeddedTranscript(t, tc.responses, tc.check, tc.maxSteps)
 				if len(want) < 3 {
 					t.Fatalf("the embedded transcript has %d entries", len(want))
@@ -78,18 +77,7 @@ func TestEnginesWriteTheSameTranscript(t *testing.T) {
 				h := newHarness(t)
 				in := scriptInput(tc.responses, tc.check, tc.maxSteps)
 				in.ContinueAsNewSteps = every
-				for {
-					h.env.ExecuteWorkflow(temporal.WorkflowName, in)
-					var can *workflow.ContinueAsNewError
-					if err := h.env.GetWorkflowError(); !errors.As(err, &can) {
-						break
-					}
-					in = temporal.RunInput{}
-					if err := h.store.DataConverter(512).FromPayloads(can.Input, &in); err != nil {
-						t.Fatal(err)
-					}
-					h.newEnv()
-				}
+				_, in = h.runContinued(t, in, false)
 				h.result(t, in)
 				path, err := h.store.TranscriptPath(in.ID)
 				if err != nil {
