@@ -10,6 +10,10 @@ import (
 	"os"
 	"sync"
 
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
+
 	"github.com/specloop/specloop/gen"
 )
 
@@ -111,14 +115,29 @@ func checkTraceFile(path string) error {
 
 // LineEncoder encodes values as JSON lines, ended by a newline, with <,
 // > and & as they are (summaries and raw text stay readable), into a
-// buffer it reuses.
+// buffer it reuses. The line is the one encoding/json writes (an Encoder
+// with SetEscapeHTML(false)), byte for byte: it is encoded by
+// go-json-experiment with encoding/json's semantics (its v1 options),
+// which does without the reflection of every map entry and the time's
+// allocation, and by encoding/json itself for a value go-json-experiment
+// refuses, such as a string of invalid UTF-8, which encoding/json writes
+// as \ufffd where go-json-experiment would write the character itself.
 type LineEncoder struct {
 	buf bytes.Buffer
-	enc *json.Encoder
+	enc *json.Encoder // encoding/json, for what lineOptions refuse
 }
+
+// lineOptions are encoding/json's semantics, with <, > and & as they
+// are and strings of invalid UTF-8 refused (see LineEncoder).
+var lineOptions = jsonv2.JoinOptions(jsonv1.DefaultOptionsV1(), jsontext.EscapeForHTML(false), jsontext.AllowInvalidUTF8(false))
 
 // Encode returns v as one line, valid until the next Encode.
 func (e *LineEncoder) Encode(v any) ([]byte, error) {
+	e.buf.Reset()
+	if err := jsonv2.MarshalWrite(&e.buf, v, lineOptions); err == nil {
+		e.buf.WriteByte('\n')
+		return e.buf.Bytes(), nil
+	}
 	if e.enc == nil {
 		e.enc = json.NewEncoder(&e.buf)
 		e.enc.SetEscapeHTML(false)
